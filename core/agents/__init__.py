@@ -1,0 +1,40 @@
+"""Model routing, the orchestrator and declarative agents (SPEC §4)."""
+
+from core.agents.declarative import DeclarativeAgentAdapter, ResolveTools
+from core.agents.errors import (
+    AgentLayerError,
+    ModelNotConfiguredError,
+    PromptTemplateError,
+    TokenBudgetExceededError,
+)
+from core.agents.model_router import ModelChoice, ModelRouter, ProviderCheck, configure_tracing
+from core.agents.orchestrator import ORCHESTRATOR_ID, Orchestrator
+from core.agents.toolset import (
+    Capability,
+    Toolset,
+    agent_as_tool,
+    build_toolset,
+    capabilities_summary,
+    merge_tools,
+)
+
+__all__ = [
+    "ORCHESTRATOR_ID",
+    "AgentLayerError",
+    "Capability",
+    "DeclarativeAgentAdapter",
+    "ModelChoice",
+    "ModelNotConfiguredError",
+    "ModelRouter",
+    "Orchestrator",
+    "PromptTemplateError",
+    "ProviderCheck",
+    "ResolveTools",
+    "TokenBudgetExceededError",
+    "Toolset",
+    "agent_as_tool",
+    "build_toolset",
+    "capabilities_summary",
+    "configure_tracing",
+    "merge_tools",
+]

@@ -1,0 +1,34 @@
+"""Errors of the agent layer; each carries the data it names as attributes."""
+
+from __future__ import annotations
+
+
+class AgentLayerError(Exception):
+    """Base of every error raised by ``core.agents``."""
+
+
+class ModelNotConfiguredError(AgentLayerError):
+    """No usable model for an agent; ``str(exc)`` is one line telling the user what to set."""
+
+    def __init__(self, agent_id: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.agent_id = agent_id
+        self.reason = reason
+
+
+class PromptTemplateError(AgentLayerError):
+    """A jinja2 prompt could not be read or rendered; the message names the file."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+        self.detail = detail
+
+
+class TokenBudgetExceededError(AgentLayerError):
+    """An agent run used more tokens than ``limits.max_tokens_per_invocation``."""
+
+    def __init__(self, limit: int, used: int) -> None:
+        super().__init__(f"max_tokens_per_invocation={limit} exceeded ({used} tokens used)")
+        self.limit = limit
+        self.used = used

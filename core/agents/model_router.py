@@ -1,0 +1,249 @@
+"""ModelRouter: which model serves which agent, built from ``settings.models``.
+
+Resolution never touches the network: clients are created lazily, once per
+provider, and a missing key or provider only raises ``ModelNotConfiguredError``
+when an agent actually asks for its model, so the kernel always starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agents import set_tracing_disabled
+from agents.models.interface import Model
+from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
+from agents.models.openai_responses import OpenAIResponsesModel
+from openai import AsyncOpenAI
+
+from core.agents.errors import ModelNotConfiguredError
+from core.settings import ModelsSettings, ProviderSettings
+
+__all__ = ["ModelChoice", "ModelRouter", "ProviderCheck", "configure_tracing"]
+
+OVERRIDE_ALL = "*"
+_DEFAULT_OPENAI_KEY_ENV = "OPENAI_API_KEY"
+_NO_KEY_NEEDED = "not-needed"
+
+
+def configure_tracing(enabled: bool) -> None:
+    """Switch the SDK's trace export on or off (once, at kernel start)."""
+    set_tracing_disabled(not enabled)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """The provider and model id one agent resolves to."""
+
+    provider_name: str
+    provider: ProviderSettings
+    model: str
+
+    def __str__(self) -> str:
+        return f"{self.provider.type}:{self.provider_name}/{self.model}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderCheck:
+    """Result of probing one provider for ``main.py doctor``."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+class ModelRouter:
+    """Maps agent ids to ``agents`` Model objects (``models.agents`` > ``models.default``).
+
+    ``overrides`` (tests): agent id -> Model, ``"*"`` for every agent.
+    """
+
+    def __init__(
+        self,
+        settings: ModelsSettings,
+        *,
+        env: Mapping[str, str] | None = None,
+        overrides: Mapping[str, Model] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._env: Mapping[str, str] = os.environ if env is None else env
+        self._overrides = dict(overrides or {})
+        self._clients: dict[str, AsyncOpenAI] = {}
+
+    # ------------------------------------------------------------ resolution
+
+    def resolve(self, agent_id: str | None = None, model_name: str | None = None) -> ModelChoice:
+        """Pick provider and model id; raise ``ModelNotConfiguredError`` if there is none.
+
+        ``model_name`` (a declarative agent's ``agent.model``) wins; it may name a
+        provider as ``provider/model``, else it uses the agent's or the default provider.
+        """
+        mapped = self._settings.agents.get(agent_id) if agent_id else None
+        default = self._settings.default
+        if model_name:
+            provider_name, model = self._split_model_name(model_name)
+            if provider_name is None:
+                provider_name = self._fallback_provider(agent_id)
+            where = f"agent.model {model_name!r}"
+        elif mapped is not None:
+            provider_name, model = mapped.provider, mapped.model
+            where = f"models.agents.{agent_id}"
+        elif default is not None:
+            provider_name, model = default.provider, default.model
+            where = "models.default"
+        else:
+            raise ModelNotConfiguredError(
+                agent_id,
+                "No model configured: models.default is null in settings.yaml; set it to "
+                "{provider: openai, model: gpt-5-mini} with OPENAI_API_KEY set, or to a model "
+                "of an openai_compatible provider (base_url) under models.providers",
+            )
+        provider = self._settings.providers.get(provider_name)
+        if provider is None:
+            known = ", ".join(sorted(self._settings.providers)) or "none"
+            raise ModelNotConfiguredError(
+                agent_id,
+                f"No model configured: provider {provider_name!r} ({where}) is not defined "
+                f"under models.providers in settings.yaml (defined: {known})",
+            )
+        self._api_key(provider_name, provider, agent_id)  # raises when the key is missing
+        return ModelChoice(provider_name, provider, model)
+
+    def get_model(self, agent_id: str | None = None, model_name: str | None = None) -> Model:
+        """The Model for ``agent_id``; raises ``ModelNotConfiguredError`` (one-line message)."""
+        override = self._override(agent_id)
+        if override is not None:
+            return override
+        choice = self.resolve(agent_id, model_name)
+        client = self._client(choice.provider_name, choice.provider, agent_id)
+        if choice.provider.type == "openai":
+            return OpenAIResponsesModel(model=choice.model, openai_client=client)
+        return OpenAIChatCompletionsModel(model=choice.model, openai_client=client)
+
+    def is_configured(self, agent_id: str | None = None) -> bool:
+        try:
+            self.get_model(agent_id)
+        except ModelNotConfiguredError:
+            return False
+        return True
+
+    def describe(self, agent_id: str | None = None, model_name: str | None = None) -> str:
+        """E.g. ``openai_compatible:local/llama3``, or ``not configured: <how to fix>``."""
+        override = self._override(agent_id)
+        if override is not None:
+            return f"override:{type(override).__name__}"
+        try:
+            return str(self.resolve(agent_id, model_name))
+        except ModelNotConfiguredError as exc:
+            return f"not configured: {exc.reason}"
+
+    # --------------------------------------------------------------- doctor
+
+    async def check_providers(self, timeout_s: float = 3.0) -> list[ProviderCheck]:
+        """Probe every provider with ``GET /models`` (no retries, ``timeout_s`` each)."""
+        checks = [
+            self._check_one(name, provider, timeout_s)
+            for name, provider in self._settings.providers.items()
+        ]
+        return list(await asyncio.gather(*checks))
+
+    async def _check_one(
+        self, name: str, provider: ProviderSettings, timeout_s: float
+    ) -> ProviderCheck:
+        try:
+            client = self._client(name, provider, None)
+        except ModelNotConfiguredError as exc:
+            return ProviderCheck(name, False, exc.reason)
+        probe = client.with_options(timeout=timeout_s, max_retries=0)
+        try:
+            async with asyncio.timeout(timeout_s + 0.5):
+                page = await probe.models.list()
+        except TimeoutError:
+            return ProviderCheck(name, False, f"no answer from {probe.base_url} in {timeout_s}s")
+        except Exception as exc:
+            return ProviderCheck(name, False, f"{probe.base_url}: {_one_line(exc)}")
+        ids = [m.id for m in page.data]
+        detail = f"reachable at {probe.base_url}; {len(ids)} model(s)"
+        if ids:
+            shown = ", ".join(ids[:8]) + (", …" if len(ids) > 8 else "")
+            detail += f": {shown}"
+        missing = sorted(m for m in self._models_of(name) if ids and m not in ids)
+        if missing:
+            detail += f"; configured but not offered: {', '.join(missing)}"
+        return ProviderCheck(name, True, detail)
+
+    async def aclose(self) -> None:
+        """Close the cached HTTP clients (kernel shutdown)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()
+
+    # -------------------------------------------------------------- helpers
+
+    def _override(self, agent_id: str | None) -> Model | None:
+        if agent_id is not None and agent_id in self._overrides:
+            return self._overrides[agent_id]
+        return self._overrides.get(OVERRIDE_ALL)
+
+    def _split_model_name(self, model_name: str) -> tuple[str | None, str]:
+        prefix, sep, rest = model_name.partition("/")
+        if sep and rest and prefix in self._settings.providers:
+            return prefix, rest
+        return None, model_name
+
+    def _fallback_provider(self, agent_id: str | None) -> str:
+        mapped = self._settings.agents.get(agent_id) if agent_id else None
+        if mapped is not None:
+            return mapped.provider
+        if self._settings.default is not None:
+            return self._settings.default.provider
+        if len(self._settings.providers) == 1:
+            return next(iter(self._settings.providers))
+        raise ModelNotConfiguredError(
+            agent_id,
+            "No model configured: agent.model names no provider and models.default is null; "
+            "write it as provider/model or set models.default in settings.yaml",
+        )
+
+    def _models_of(self, provider_name: str) -> set[str]:
+        refs = [self._settings.default, *self._settings.agents.values()]
+        return {r.model for r in refs if r is not None and r.provider == provider_name}
+
+    def _api_key(self, name: str, provider: ProviderSettings, agent_id: str | None) -> str:
+        if provider.type == "openai_compatible":
+            if not provider.base_url:
+                raise ModelNotConfiguredError(
+                    agent_id,
+                    f"No model configured: provider {name!r} is openai_compatible but has no "
+                    "base_url in settings.yaml (e.g. http://127.0.0.1:11434/v1)",
+                )
+            from_env = self._env.get(provider.api_key_env) if provider.api_key_env else None
+            return provider.api_key or from_env or _NO_KEY_NEEDED
+        key_env = provider.api_key_env or _DEFAULT_OPENAI_KEY_ENV
+        key = self._env.get(key_env) or provider.api_key
+        if not key:
+            raise ModelNotConfiguredError(
+                agent_id,
+                f"No model configured: set {key_env} (provider {name!r}), or add an "
+                "openai_compatible provider (base_url) under models.providers in settings.yaml",
+            )
+        return key
+
+    def _client(self, name: str, provider: ProviderSettings, agent_id: str | None) -> AsyncOpenAI:
+        client = self._clients.get(name)
+        if client is None:
+            client = AsyncOpenAI(
+                api_key=self._api_key(name, provider, agent_id),
+                base_url=provider.base_url,
+                timeout=provider.timeout_s,
+                max_retries=provider.max_retries,
+            )
+            self._clients[name] = client
+        return client
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 200 else text[:199] + "…"

@@ -1,0 +1,81 @@
+"""The orchestrator: the ``agents.Agent`` that answers every chat turn.
+
+Built fresh per turn (cheap: the template is compiled once) so the date and
+time in its instructions are current and the context providers' text for this
+turn is appended. Its model is resolved at that moment, so a missing model
+fails the turn with ``ModelNotConfiguredError``, never the kernel start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents import Agent, Tool
+from agents.mcp import MCPServer
+
+from core.agents.model_router import ModelRouter
+from core.agents.prompts import PromptTemplate
+from core.agents.toolset import Capability, capabilities_summary
+from core.settings import PROJECT_ROOT
+from core.tools.clock import now_in, timezone_label
+
+__all__ = ["ORCHESTRATOR_ID", "ORCHESTRATOR_TEMPLATE", "Orchestrator"]
+
+ORCHESTRATOR_ID = "orchestrator"
+ORCHESTRATOR_TEMPLATE = PROJECT_ROOT / "prompts" / "orchestrator.jinja2"
+
+
+class Orchestrator:
+    """Builds the orchestrator ``Agent`` for one turn."""
+
+    def __init__(
+        self,
+        *,
+        model_router: ModelRouter,
+        timezone: str,
+        tools: Sequence[Tool],
+        agent_tools: Sequence[Tool] = (),
+        capabilities: Sequence[Capability] = (),
+        mcp_servers: Sequence[MCPServer] = (),
+        template_path: Path = ORCHESTRATOR_TEMPLATE,
+    ) -> None:
+        self._router = model_router
+        self._timezone = timezone
+        self._tools: list[Tool] = [*tools, *agent_tools]
+        self._capabilities = list(capabilities)
+        self._summary = capabilities_summary(self._capabilities)
+        self._mcp_servers = list(mcp_servers)
+        self._template = PromptTemplate(template_path)
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools)
+
+    @property
+    def capabilities(self) -> list[Capability]:
+        return list(self._capabilities)
+
+    def instructions(self, extra_instructions: str | None = None) -> str:
+        """The system prompt for a turn starting now, then ``extra_instructions``."""
+        now = now_in(self._timezone)
+        text = self._template.render(
+            now=now.strftime("%Y-%m-%d %H:%M"),
+            weekday=now.strftime("%A"),
+            timezone=timezone_label(self._timezone, now),
+            capabilities=self._summary,
+        )
+        extra = (extra_instructions or "").strip()
+        return f"{text}\n\n{extra}" if extra else text
+
+    def agent(self, extra_instructions: str | None = None) -> Agent[Any]:
+        """The orchestrator for one turn; raises ``ModelNotConfiguredError`` without a model."""
+        model = self._router.get_model(ORCHESTRATOR_ID)
+        return Agent(
+            name="Hearth",
+            instructions=self.instructions(extra_instructions),
+            model=model,
+            tools=list(self._tools),
+            mcp_servers=list(self._mcp_servers),
+        )

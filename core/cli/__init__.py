@@ -1,0 +1,1 @@
+"""Implementations of the ``main.py`` subcommands."""

@@ -1,0 +1,61 @@
+"""``main.py doctor``: is this installation ready? Exit 1 when something is wrong.
+
+Checks: settings (already valid when we get here), every model provider
+(reachable, lists models), secrets declared by enabled extensions, and the
+status of every extension.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from core.agents.model_router import ModelRouter
+from core.cli.report import _collect
+from core.secrets import load_secrets
+from core.settings import Settings
+
+OK, BAD = "ok  ", "FAIL"
+
+
+def run_doctor(settings: Settings) -> int:
+    return asyncio.run(_doctor(settings))
+
+
+async def _doctor(settings: Settings) -> int:
+    problems = 0
+    source = settings.settings_file or "defaults (no settings.yaml)"
+    print(f"{OK} settings: {source}")
+
+    router = ModelRouter(settings.models)
+    try:
+        print(f"{OK if router.is_configured() else BAD} model: {router.describe('orchestrator')}")
+        problems += 0 if router.is_configured() else 1
+        for check in await router.check_providers():
+            print(f"{OK if check.ok else BAD} provider {check.name}: {check.detail}")
+            problems += 0 if check.ok else 1
+    finally:
+        await router.aclose()
+
+    report = await _collect(settings)
+    secrets = load_secrets()
+    from core.extensions.manifest import ManifestError, load_manifest
+
+    for entry in report:
+        status = entry["status"]
+        mark = OK if status in ("active", "disabled") else BAD
+        detail = f" — {entry['error']}" if entry["error"] else ""
+        print(f"{mark} extension {entry['id']}: {status}{detail}")
+        problems += mark == BAD
+        if status != "active":
+            continue
+        try:
+            manifest = load_manifest(settings.extensions_dir / entry["id"])
+        except ManifestError:
+            continue
+        for name in manifest.secrets:
+            present = bool(secrets.get(name))
+            state = "set" if present else "not set"
+            print(f"{OK if present else BAD} secret {name} ({entry['id']}): {state}")
+            problems += not present
+    print("doctor: no problems found" if not problems else f"doctor: {problems} problem(s)")
+    return 0 if problems == 0 else 1

@@ -1,0 +1,51 @@
+"""``main.py extensions``: load every extension, report, shut them down.
+
+Extensions are initialized (not started) against a throw-away journal, so
+the report never writes into the user's event journal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.runner import Kernel
+from core.settings import Settings
+
+
+def run_extensions_report(settings: Settings, *, as_json: bool) -> int:
+    report = asyncio.run(_collect(settings))
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_report(report))
+    return 0
+
+
+async def _collect(settings: Settings) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="hearth-report-") as tmp:
+        kernel = Kernel(settings, journal_path=Path(tmp) / "events.db")
+        try:
+            await kernel.load()
+            return kernel.loader.report()
+        finally:
+            await kernel.loader.shutdown()
+            await kernel.bus.stop()
+
+
+def format_report(report: list[dict[str, Any]]) -> str:
+    if not report:
+        return "no extensions found"
+    width = max(len(r["id"]) for r in report)
+    lines = []
+    for r in report:
+        caps = ", ".join(r["capabilities"]) or "-"
+        lines.append(f"{r['id']:<{width}}  {r['status']:<8}  {caps}")
+        if r["tools"]:
+            lines.append(f"{'':<{width}}  tools: {', '.join(r['tools'])}")
+        if r["error"]:
+            lines.append(f"{'':<{width}}  error: {r['error']}")
+    return "\n".join(lines)

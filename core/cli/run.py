@@ -1,0 +1,41 @@
+"""``main.py`` (run): the kernel in the foreground until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from core.lifecycle import is_supervised, take_restart_request
+from core.runner import Kernel
+from core.settings import Settings
+
+log = logging.getLogger("core.runner")
+
+
+def run_kernel(settings: Settings, argv: list[str]) -> int:
+    """Run until stopped. A restart request re-executes the process when no
+    supervisor is watching (under one, the supervisor restarts us)."""
+    supervised = is_supervised()
+    disabled = {"cli_channel": "not started under the supervisor"} if supervised else {}
+    kernel = Kernel(settings, disabled_extensions=disabled)
+    try:
+        asyncio.run(_serve(kernel))
+    except KeyboardInterrupt:  # a second Ctrl-C during shutdown
+        return 130
+    if kernel.restart_requested and not supervised:
+        take_restart_request(kernel.data_dir)
+        log.info("restarting: %s", kernel.restart_requested)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, *argv])
+    return 0
+
+
+async def _serve(kernel: Kernel) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, kernel.request_shutdown)
+    await kernel.run()

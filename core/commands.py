@@ -1,0 +1,72 @@
+"""Slash commands: answered by the kernel with no model call (SPEC §8).
+
+Built-ins are ``/help``, ``/new`` and ``/status``; extensions add theirs
+through ``CommandProvider``. A duplicate name is reported and the first
+registration wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from core.extensions.contract import Command, TurnContext
+from core.extensions.lifecycle import describe_exception
+
+log = logging.getLogger("core.commands")
+
+_COMMAND_RE = re.compile(r"^/([A-Za-z][\w-]*)(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCommand:
+    name: str
+    args: str
+
+
+def parse_command(text: str) -> ParsedCommand | None:
+    """``/remind 10m tea`` → (remind, "10m tea"); ``/help@my_bot`` → (help, "")."""
+    match = _COMMAND_RE.match(text.strip())
+    if match is None:
+        return None
+    return ParsedCommand(match.group(1).lower(), (match.group(2) or "").strip())
+
+
+class CommandRegistry:
+    """Every command by name, with the extension that provides it."""
+
+    def __init__(self) -> None:
+        self._commands: dict[str, tuple[str, Command]] = {}
+
+    def add(self, owner: str, command: Command) -> None:
+        name = command.name.lstrip("/").lower()
+        existing = self._commands.get(name)
+        if existing is not None:
+            log.warning(
+                "duplicate command /%s from %s ignored; %s provides it", name, owner, existing[0]
+            )
+            return
+        self._commands[name] = (owner, command)
+
+    def list(self) -> list[tuple[str, Command]]:
+        return [self._commands[name] for name in sorted(self._commands)]
+
+    def help_text(self) -> str:
+        lines = ["Commands:"]
+        for _, command in self.list():
+            lines.append(f"/{command.name.lstrip('/')} — {command.description}")
+        return "\n".join(lines)
+
+    async def run(self, parsed: ParsedCommand, turn: TurnContext) -> str:
+        """Every command gets an answer (``Done.`` when the handler has none)."""
+        entry = self._commands.get(parsed.name)
+        if entry is None:
+            return f"Unknown command /{parsed.name}. Type /help to see the commands."
+        owner, command = entry
+        try:
+            reply = await command.handler(parsed.args, turn)
+            return "Done." if reply is None else reply
+        except Exception as exc:
+            log.exception("command /%s of %s failed", parsed.name, owner)
+            return f"/{parsed.name} failed: {describe_exception(exc)}"

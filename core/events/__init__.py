@@ -1,0 +1,25 @@
+"""Durable event bus: ``EventBus`` over a ``Journal`` (``SQLiteJournal`` by default)."""
+
+from core.events.bus import EventBus
+from core.events.errors import BusStateError, EventBusError, JournalError, PayloadError, TopicError
+from core.events.journal import DeadLetter, DeliveryInfo, EventRecord, Journal
+from core.events.models import Event
+from core.events.sqlite_journal import SQLiteJournal
+from core.events.topics import SystemTopics, topic_matches
+
+__all__ = [
+    "BusStateError",
+    "DeadLetter",
+    "DeliveryInfo",
+    "Event",
+    "EventBus",
+    "EventBusError",
+    "EventRecord",
+    "Journal",
+    "JournalError",
+    "PayloadError",
+    "SQLiteJournal",
+    "SystemTopics",
+    "TopicError",
+    "topic_matches",
+]

@@ -1,0 +1,267 @@
+"""EventBus: the public front of durable publish/subscribe (SPEC §3).
+
+The work is done elsewhere: ``writer`` commits and hands over, ``dispatch``
+runs handlers, the journal stores. This module validates input, owns the
+tasks (one TaskGroup) and orders start and stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.events.dispatch import RetryPolicy, worker_loop
+from core.events.errors import BusStateError, PayloadError
+from core.events.journal import Journal, NewEvent, Outcome
+from core.events.sqlite_journal import SQLiteJournal
+from core.events.subscriptions import EventHandler, Subscription
+from core.events.topics import topic_matches, validate_pattern, validate_topic
+from core.events.writer import GroupCommitWriter
+
+if TYPE_CHECKING:
+    from core.settings import EventsSettings
+
+__all__ = ["EventBus"]
+
+log = logging.getLogger(__name__)
+
+
+class EventBus:
+    """Durable, in-process publish/subscribe over a ``Journal``."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        *,
+        max_attempts: int = 5,
+        retry_base_s: float = 0.5,
+        retry_max_s: float = 60.0,
+        poll_interval_s: float = 1.0,
+        retention_days: float = 7.0,
+        stop_timeout_s: float = 10.0,
+    ) -> None:
+        _require(max_attempts >= 1, "max_attempts", max_attempts, "must be at least 1")
+        _require(retry_base_s >= 0, "retry_base_s", retry_base_s, "must be >= 0")
+        _require(retry_max_s >= 0, "retry_max_s", retry_max_s, "must be >= 0")
+        _require(poll_interval_s > 0, "poll_interval_s", poll_interval_s, "must be > 0")
+        _require(retention_days > 0, "retention_days", retention_days, "must be > 0")
+        _require(stop_timeout_s >= 0, "stop_timeout_s", stop_timeout_s, "must be >= 0")
+        self.journal = journal
+        self._policy = RetryPolicy(max_attempts, retry_base_s, retry_max_s)
+        self._poll_interval_s = poll_interval_s
+        self._retention_s = retention_days * 86400.0
+        self._stop_timeout_s = stop_timeout_s
+        self._subs: dict[str, Subscription] = {}
+        self._writer = GroupCommitWriter(journal, self._subs, max_attempts)
+        self._direct_lock = asyncio.Lock()
+        self._main: asyncio.Task[None] | None = None
+        self._tg: asyncio.TaskGroup | None = None
+        self._loops: list[asyncio.Task[None]] = []
+        self._state = "new"  # new -> running -> stopped
+
+    @classmethod
+    def from_settings(cls, path: str | Path, settings: EventsSettings) -> EventBus:
+        """A bus on ``SQLiteJournal(path)`` configured from the ``events:`` settings section."""
+        return cls(
+            SQLiteJournal(path, synchronous=settings.synchronous),
+            max_attempts=settings.max_attempts,
+            retry_base_s=settings.retry_base_s,
+            retry_max_s=settings.retry_max_s,
+            poll_interval_s=settings.poll_interval_s,
+            retention_days=settings.retention_days,
+            stop_timeout_s=settings.stop_timeout_s,
+        )
+
+    # ------------------------------------------------------------------ subscribe / publish
+
+    def subscribe(
+        self,
+        topic: str,
+        handler: EventHandler,
+        subscriber_id: str,
+        *,
+        concurrency: int = 1,
+        timeout: float | None = None,
+    ) -> None:
+        """Deliver events matching ``topic`` to ``handler`` as durable subscriber ``subscriber_id``.
+
+        A subscriber id known to the journal also receives what was published
+        while it was away; a new one receives what is published from now on.
+        """
+        validate_pattern(topic)
+        if not isinstance(subscriber_id, str) or not subscriber_id.strip():
+            raise ValueError(f"subscriber_id must be a non-empty string, got {subscriber_id!r}")
+        _require(concurrency >= 1, "concurrency", concurrency, "must be at least 1")
+        _require(timeout is None or timeout > 0, "timeout", timeout, "must be > 0 or None")
+        if subscriber_id in self._subs:
+            raise BusStateError(f"subscriber id {subscriber_id!r} is already subscribed")
+        sub = Subscription(subscriber_id, topic, handler, concurrency, timeout)
+        self._subs[subscriber_id] = sub
+        self._writer.add_registration(sub)
+        if self._tg is not None and self._state == "running":
+            self._spawn_workers(self._tg, sub)
+
+    async def publish(
+        self,
+        topic: str,
+        source: str,
+        payload: dict[str, Any],
+        *,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """Journal an event and return its id once committed (durable).
+
+        With an ``idempotency_key`` seen before, returns the first event's id
+        and stores nothing. Raises ``ValueError`` for a bad topic or a payload
+        that is not a JSON object.
+        """
+        validate_topic(topic)
+        event = NewEvent(
+            topic=topic,
+            source=source,
+            payload_json=_encode_payload(topic, payload),
+            correlation_id=correlation_id,
+            idempotency_key=idempotency_key,
+            created_at=time.time(),
+        )
+        subscribers = [s for s in self._subs.values() if topic_matches(s.pattern, topic)]
+        if self._writer.running:
+            return await self._writer.add_publish(event, subscribers)
+        return await self._publish_direct(event, subscribers)
+
+    async def _publish_direct(self, event: NewEvent, subscribers: list[Subscription]) -> int:
+        """Before start() and after stop(): commit at once, nothing is dispatched."""
+        async with self._direct_lock:
+            opened_here = not self.journal.is_open
+            await self.journal.open()
+            try:
+                future = self._writer.add_publish(event, subscribers)
+                await self._writer.flush()
+                return await future
+            finally:
+                if opened_here and self._state == "stopped":
+                    await self.journal.close()
+
+    async def stats(self) -> dict[str, int]:
+        """Deliveries by status and the number of stored events (``Journal.counts``)."""
+        return await self.journal.counts()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Open the journal, register subscribers, and start dispatching."""
+        if self._state != "new":
+            raise BusStateError(f"EventBus.start(): bus is {self._state}, start it only once")
+        async with self._direct_lock:
+            await self.journal.open()
+            self._state = "running"
+            self._writer.dispatching = True
+            for sub in self._subs.values():
+                sub.backlog = True
+            await self._writer.flush()
+        started = asyncio.Event()
+        self._main = asyncio.create_task(self._run(started), name="event-bus")
+        await started.wait()
+
+    async def _run(self, started: asyncio.Event) -> None:
+        async with asyncio.TaskGroup() as tg:
+            self._tg = tg
+            tg.create_task(self._writer.run(), name="event-bus-writer")
+            self._loops = [
+                tg.create_task(self._poll_loop(), name="event-bus-poll"),
+                tg.create_task(self._purge_loop(), name="event-bus-purge"),
+            ]
+            for sub in self._subs.values():
+                self._spawn_workers(tg, sub)
+            started.set()
+        self._tg = None
+
+    def _spawn_workers(self, tg: asyncio.TaskGroup, sub: Subscription) -> None:
+        for n in range(sub.concurrency):
+            task = tg.create_task(
+                worker_loop(sub, self._policy, self._report), name=f"event-bus-{sub.id}-{n}"
+            )
+            sub.workers.append(task)
+
+    def _report(self, sub: Subscription, outcome: Outcome) -> None:
+        if sub.solo and not sub.running and sub.queue.empty():
+            sub.solo = False
+        self._writer.add_outcome(outcome)
+
+    async def _poll_loop(self) -> None:
+        """Pick up what other processes wrote (events, requeued deliveries, due retries)."""
+        while True:
+            await asyncio.sleep(self._poll_interval_s)
+            self._writer.poke()
+
+    async def _purge_loop(self) -> None:
+        interval = min(max(self._retention_s / 10, 1.0), 3600.0)
+        while True:
+            try:
+                purged = await self.journal.purge(time.time() - self._retention_s, list(self._subs))
+                if purged:
+                    log.info("event journal: purged %d finished events", purged)
+            except Exception:
+                log.exception("event journal purge failed")
+            await asyncio.sleep(interval)
+
+    async def stop(self) -> None:
+        """Stop taking work, let handlers finish (``stop_timeout_s``), release the rest,
+        flush acks and close the journal. Released deliveries are redelivered next start."""
+        if self._state != "running":
+            self._state = "stopped"
+            await self.journal.close()
+            return
+        self._state = "stopped"
+        self._writer.dispatching = False
+        workers = [t for sub in self._subs.values() for t in sub.workers]
+        for sub in self._subs.values():
+            self._release_queued(sub)
+            for _ in sub.workers:
+                sub.queue.put_nowait(None)
+        if workers:
+            _, late = await asyncio.wait(workers, timeout=self._stop_timeout_s)
+            for task in late:
+                task.cancel()
+            if late:
+                log.warning("event bus stop: cancelled %d handlers still running", len(late))
+                await asyncio.wait(late)
+        for sub in self._subs.values():
+            for event in sub.running.values():
+                self._writer.add_outcome(Outcome(event.id, sub.id, "released"))
+            sub.running.clear()
+            sub.workers.clear()
+        for task in self._loops:
+            task.cancel()
+        self._writer.close()
+        if self._main is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._main
+        self._main = None
+        await self.journal.close()
+
+    def _release_queued(self, sub: Subscription) -> None:
+        while not sub.queue.empty():
+            event = sub.queue.get_nowait()
+            if event is not None:
+                self._writer.add_outcome(Outcome(event.id, sub.id, "released"))
+
+
+def _encode_payload(topic: str, payload: object) -> str:
+    if not isinstance(payload, dict):
+        raise PayloadError(topic, f"got {type(payload).__name__}")
+    try:
+        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise PayloadError(topic, str(exc)) from exc
+
+
+def _require(ok: bool, name: str, value: object, rule: str) -> None:
+    if not ok:
+        raise ValueError(f"EventBus {name}={value!r}: {rule}")

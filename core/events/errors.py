@@ -1,0 +1,35 @@
+"""Exceptions of the event bus; one base class so callers can catch them all."""
+
+from __future__ import annotations
+
+__all__ = ["BusStateError", "EventBusError", "JournalError", "PayloadError", "TopicError"]
+
+
+class EventBusError(Exception):
+    """Base class of every error raised by ``core.events``."""
+
+
+class TopicError(EventBusError, ValueError):
+    """A topic or subscription pattern is malformed."""
+
+
+class PayloadError(EventBusError, ValueError):
+    """A payload is not a JSON object; nothing was stored."""
+
+    def __init__(self, topic: str, reason: str) -> None:
+        super().__init__(f"payload for topic {topic!r} must be a JSON object: {reason}")
+        self.topic = topic
+        self.reason = reason
+
+
+class JournalError(EventBusError):
+    """The journal file cannot be opened or has an incompatible schema."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class BusStateError(EventBusError, RuntimeError):
+    """An operation does not fit the bus's lifecycle (e.g. a duplicate subscriber id)."""

@@ -1,0 +1,58 @@
+"""Topic names the kernel handles, and the one rule for matching patterns.
+
+A topic is a non-empty string without whitespace or ``*``. A subscription
+pattern is an exact topic, a prefix ending in ``.*`` (``reminder.*`` matches
+``reminder.due`` and ``reminder.x.y`` but not ``reminder``), or ``*`` alone.
+"""
+
+from __future__ import annotations
+
+from core.events.errors import TopicError
+
+__all__ = ["SystemTopics", "topic_matches", "validate_pattern", "validate_topic"]
+
+
+class SystemTopics:
+    """Topics with kernel handlers (SPEC §3). Use these constants, never the raw strings."""
+
+    USER_MESSAGE = "user.message"
+    USER_NOTIFY = "system.user.notify"
+    AGENT_TASK = "system.agent.task"
+    AGENT_BACKGROUND = "system.agent.background"
+
+
+def topic_matches(pattern: str, topic: str) -> bool:
+    """Whether ``topic`` is delivered to a subscription on ``pattern``."""
+    if pattern == "*":
+        return True
+    if pattern.endswith(".*"):
+        return topic.startswith(pattern[:-1])
+    return pattern == topic
+
+
+def validate_topic(topic: str) -> str:
+    """Return ``topic`` or raise ``TopicError`` saying what is wrong with it."""
+    if not isinstance(topic, str) or not topic:
+        raise TopicError(f"topic must be a non-empty string, got {topic!r}")
+    if any(ch.isspace() for ch in topic):
+        raise TopicError(f"topic {topic!r} contains whitespace")
+    if "*" in topic:
+        raise TopicError(f"topic {topic!r} contains '*'; wildcards are for subscribe() only")
+    return topic
+
+
+def validate_pattern(pattern: str) -> str:
+    """Return ``pattern`` or raise ``TopicError``: exact topic, ``prefix.*`` or ``*``."""
+    if pattern == "*":
+        return pattern
+    if isinstance(pattern, str) and pattern.endswith(".*") and len(pattern) > 2:
+        prefix = pattern[:-2]
+        if "*" not in prefix and not any(ch.isspace() for ch in prefix):
+            return pattern
+        raise TopicError(f"topic pattern {pattern!r}: only one trailing '.*' wildcard is allowed")
+    try:
+        return validate_topic(pattern)
+    except TopicError as exc:
+        raise TopicError(
+            f"topic pattern {pattern!r} must be an exact topic, a prefix ending in '.*', or '*'"
+        ) from exc

@@ -1,0 +1,237 @@
+"""The single writer: group commit of everything queued, then in-memory hand-off.
+
+Publishers, workers (acks) and subscribers (claims) only queue work and wake
+the writer. Each round it turns the queue into one ``WriteBatch``, commits it
+in one journal transaction, resolves the publishers' futures, and puts the
+claimed deliveries straight into the subscribers' queues — local events are
+never re-read from the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import json
+import logging
+import time
+from dataclasses import dataclass, field, replace
+
+from core.events.journal import ClaimRequest, Journal, NewEvent, Outcome, Registration, WriteBatch
+from core.events.models import Event
+from core.events.subscriptions import Subscription
+
+__all__ = ["GroupCommitWriter"]
+
+log = logging.getLogger(__name__)
+
+_FAILURE_BACKOFF_S = 0.5
+
+
+@dataclass(slots=True)
+class _Publish:
+    event: NewEvent
+    subscribers: list[Subscription]
+    future: asyncio.Future[int]
+
+
+@dataclass(slots=True)
+class _Round:
+    """What one batch promised, to settle once the commit returns."""
+
+    publishes: list[_Publish]
+    claimed: list[list[Subscription]]  # per publish: fast-path subscribers
+    registrations: list[Subscription]
+    claims: list[tuple[Subscription, int]]
+    outcomes: list[Outcome] = field(default_factory=list)
+
+
+class GroupCommitWriter:
+    """Owns every write to the journal while the bus runs (and for direct publishes)."""
+
+    def __init__(
+        self, journal: Journal, subscriptions: dict[str, Subscription], max_attempts: int
+    ) -> None:
+        self._journal = journal
+        self._subs = subscriptions
+        self._max_attempts = max_attempts
+        self._publishes: list[_Publish] = []
+        self._outcomes: list[Outcome] = []
+        self._registrations: list[Subscription] = []
+        self._retries: list[tuple[float, str]] = []  # heap of (due time, subscriber id)
+        self._wake = asyncio.Event()
+        self.dispatching = False  # claim and hand over deliveries (False: only store)
+        self.running = False  # the run() loop takes publishes
+        self._closing = False
+
+    # ------------------------------------------------------------------ queueing
+
+    def add_publish(self, event: NewEvent, subscribers: list[Subscription]) -> asyncio.Future[int]:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._publishes.append(_Publish(event, subscribers, future))
+        self._wake.set()
+        return future
+
+    def add_outcome(self, outcome: Outcome) -> None:
+        self._outcomes.append(outcome)
+        self._wake.set()
+
+    def add_registration(self, sub: Subscription) -> None:
+        self._registrations.append(sub)
+        self._wake.set()
+
+    def poke(self) -> None:
+        """Re-check the journal: other processes' events, requeued and due deliveries."""
+        for sub in self._subs.values():
+            sub.backlog = True
+        self._wake.set()
+
+    def close(self) -> None:
+        """Finish what is queued, then let ``run()`` return."""
+        self._closing = True
+        self._wake.set()
+
+    # ------------------------------------------------------------------ loop
+
+    async def run(self) -> None:
+        self.running = True
+        try:
+            while True:
+                await self._wait_for_work()
+                if self._closing and not self._has_writes():
+                    return
+                if not await self.flush():
+                    await asyncio.sleep(_FAILURE_BACKOFF_S)
+        finally:
+            self.running = False
+
+    def _has_writes(self) -> bool:
+        return bool(self._publishes or self._outcomes or self._registrations)
+
+    def _has_work(self) -> bool:
+        if self._has_writes() or self._closing:
+            return True
+        return self.dispatching and any(s.wants_claim() for s in self._subs.values())
+
+    async def _wait_for_work(self) -> None:
+        while True:
+            self._fire_due_retries()
+            if self._has_work():
+                return
+            self._wake.clear()
+            delay = self._retries[0][0] - time.time() if self._retries else None
+            try:
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+
+    def _fire_due_retries(self) -> None:
+        now = time.time()
+        while self._retries and self._retries[0][0] <= now:
+            _, sid = heapq.heappop(self._retries)
+            sub = self._subs.get(sid)
+            if sub is not None:
+                sub.backlog = True
+
+    # ------------------------------------------------------------------ one round
+
+    async def flush(self) -> bool:
+        """Commit one batch of everything queued; False if the journal failed."""
+        batch, rnd = self._build()
+        try:
+            result = await self._journal.commit(batch)
+        except Exception as exc:
+            log.exception("event journal commit failed (%d publishes)", len(rnd.publishes))
+            self._undo(rnd, exc)
+            return False
+        for sub in rnd.registrations:
+            sub.registered = True
+        for pub, claimed, (event_id, stored) in zip(
+            rnd.publishes, rnd.claimed, result.event_ids, strict=True
+        ):
+            for sub in claimed:
+                sub.reserved -= 1
+                if stored:
+                    self._hand_over(sub, _to_event(event_id, pub.event))
+            if not pub.future.done():
+                pub.future.set_result(event_id)
+        for sub, limit in rnd.claims:
+            sub.reserved -= limit
+            claim = result.claims[sub.id]
+            for event in claim.events:
+                self._hand_over(sub, event)
+            sub.backlog = not claim.exhausted
+            sub.blocked = claim.blocked
+            sub.solo = sub.solo or claim.solo
+        for sid in result.queued:
+            if sid in self._subs:
+                self._subs[sid].backlog = True
+        for sid, due in result.next_retry_at.items():
+            heapq.heappush(self._retries, (due, sid))
+        return True
+
+    def _build(self) -> tuple[WriteBatch, _Round]:
+        batch = WriteBatch(now=time.time())
+        batch.active = {s.id: s.pattern for s in self._subs.values() if s.registered}
+        rnd = _Round(self._publishes, [], self._registrations, [], self._outcomes)
+        self._publishes, self._registrations, self._outcomes = [], [], []
+        batch.registrations = [
+            Registration(s.id, s.pattern, self._max_attempts) for s in rnd.registrations
+        ]
+        for pub in rnd.publishes:
+            claimed: list[Subscription] = []
+            queued: list[str] = []
+            for sub in pub.subscribers:
+                if self.dispatching and not sub.backlog and sub.room > 0:
+                    sub.reserved += 1
+                    claimed.append(sub)
+                else:
+                    sub.backlog = True
+                    queued.append(sub.id)
+            rnd.claimed.append(claimed)
+            batch.events.append(
+                replace(
+                    pub.event, claimed_by=tuple(s.id for s in claimed), queued_for=tuple(queued)
+                )
+            )
+        batch.outcomes = rnd.outcomes
+        if self.dispatching:
+            for sub in self._subs.values():
+                if sub.wants_claim():
+                    limit = sub.room
+                    alone = sub.in_hand == 0
+                    sub.reserved += limit
+                    rnd.claims.append((sub, limit))
+                    batch.claims.append(ClaimRequest(sub.id, limit, alone))
+        return batch, rnd
+
+    def _undo(self, rnd: _Round, exc: Exception) -> None:
+        for pub, claimed in zip(rnd.publishes, rnd.claimed, strict=True):
+            for sub in claimed:
+                sub.reserved -= 1
+            if not pub.future.done():
+                pub.future.set_exception(exc)
+        for sub, limit in rnd.claims:
+            sub.reserved -= limit
+        # Acks and registrations are retried with the next batch; publishers saw the error.
+        self._outcomes[:0] = rnd.outcomes
+        self._registrations[:0] = rnd.registrations
+
+    def _hand_over(self, sub: Subscription, event: Event) -> None:
+        if self.dispatching:
+            sub.queue.put_nowait(event)
+        else:  # stopping: undo the claim so the next start delivers it
+            self._outcomes.append(Outcome(event.id, sub.id, "released"))
+            self._wake.set()
+
+
+def _to_event(event_id: int, ev: NewEvent) -> Event:
+    return Event(
+        id=event_id,
+        topic=ev.topic,
+        source=ev.source,
+        payload=json.loads(ev.payload_json),
+        correlation_id=ev.correlation_id,
+        created_at=ev.created_at,
+        attempt=1,
+    )

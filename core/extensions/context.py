@@ -1,0 +1,251 @@
+"""``ExtensionContext``: everything an extension may ask of the kernel.
+
+One instance per extension. It enforces the manifest: secrets must be
+declared, ``get_extension`` only reaches ``depends_on``, and emits and
+subscriptions must match ``permissions`` (SPEC §2, §6).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.events.topics import SystemTopics, topic_matches
+
+from core.events.models import Event
+from core.extensions.contract import EventHandler
+from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
+from core.extensions.manifest import Manifest
+
+if TYPE_CHECKING:
+    from core.events import EventBus
+    from core.settings import Settings
+
+
+class AgentGateway:
+    """What the context needs from the agent side; implemented by the router."""
+
+    async def invoke_agent(self, prompt: str, *, source: str) -> str:
+        raise NotAvailableError("the orchestrator is not available yet")
+
+    async def invoke_agent_streamed(
+        self,
+        prompt: str,
+        *,
+        source: str,
+        on_chunk: Callable[[str], Awaitable[None]] | None,
+        on_tool_call: Callable[[str], Awaitable[None]] | None,
+    ) -> str:
+        raise NotAvailableError("the orchestrator is not available yet")
+
+    async def enrich_prompt(self, prompt: str, agent_id: str | None) -> str:
+        raise NotAvailableError("the orchestrator is not available yet")
+
+    def resolve_tools(self, uses_tools: list[str]) -> list[Any]:
+        raise NotAvailableError("tools are not available yet")
+
+    def resolve_instructions(self, manifest: Manifest, ext_dir: Path) -> str:
+        raise NotAvailableError("agent instructions are not available yet")
+
+    @property
+    def model_router(self) -> Any:
+        raise NotAvailableError("the model router is not available yet")
+
+
+@dataclass
+class KernelServices:
+    """Kernel objects shared by every context (filled in by the runner)."""
+
+    settings: Settings
+    bus: EventBus
+    get_instance: Callable[[str], Any | None]
+    request_restart: Callable[[str], None]
+    request_shutdown: Callable[[], None]
+    secrets: Mapping[str, str]
+    agents: AgentGateway = field(default_factory=AgentGateway)
+
+
+class KernelContext:
+    """The kernel's implementation of ``contract.ExtensionContext``."""
+
+    def __init__(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> None:
+        self.extension_id = manifest.id
+        self.logger = logging.getLogger(f"ext.{manifest.id}")
+        self._manifest = manifest
+        self._ext_dir = ext_dir
+        self._services = services
+        overrides = services.settings.extensions.get(manifest.id) or {}
+        self._config: dict[str, Any] = {**manifest.config, **overrides}
+        self.subscriptions: list[str] = []
+
+    # ------------------------------------------------------------ identity
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self._config)
+
+    @property
+    def data_dir(self) -> Path:
+        path = self._services.settings.data_dir / self.extension_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def extension_dir(self) -> Path:
+        return self._ext_dir
+
+    def get_config(self, key: str, default: Any = None) -> Any:
+        value = self._config.get(key)
+        return default if value is None else value
+
+    def get_secret(self, name: str) -> str | None:
+        if name not in self._manifest.secrets:
+            raise SecretNotDeclaredError(self.extension_id, name)
+        return self._services.secrets.get(name) or None
+
+    def get_extension(self, ext_id: str) -> Any | None:
+        if ext_id not in self._manifest.depends_on:
+            return None
+        return self._services.get_instance(ext_id)
+
+    # ------------------------------------------------------------ event bus
+
+    async def emit(
+        self,
+        topic: str,
+        payload: dict[str, Any],
+        correlation_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> int:
+        if not any(topic_matches(p, topic) for p in self._manifest.permissions.emit):
+            raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
+        return await self._publish(topic, payload, correlation_id, idempotency_key)
+
+    def subscribe_event(self, topic: str, handler: EventHandler) -> None:
+        allowed = self._manifest.permissions.subscribe
+        if not any(_pattern_within(topic, p) for p in allowed):
+            raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
+        name = getattr(handler, "__qualname__", type(handler).__name__)
+        subscriber_id = f"{self.extension_id}/{topic}/{name}"
+        self.subscriptions.append(subscriber_id)
+        self._services.bus.subscribe(topic, _logged(handler, self.logger), subscriber_id)
+
+    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
+        await self._publish(SystemTopics.USER_NOTIFY, {"text": text, "channel_id": channel_id})
+
+    async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
+        await self._publish(SystemTopics.AGENT_TASK, {"prompt": prompt, "channel_id": channel_id})
+
+    async def request_agent_background(
+        self, prompt: str, correlation_id: str | None = None
+    ) -> None:
+        payload = {"prompt": prompt, "correlation_id": correlation_id}
+        await self._publish(SystemTopics.AGENT_BACKGROUND, payload, correlation_id)
+
+    async def on_user_message(
+        self,
+        text: str,
+        user_id: str,
+        channel_id: str | None = None,
+        message_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> int:
+        payload = {
+            "text": text,
+            "user_id": user_id,
+            "channel_id": channel_id or self.extension_id,
+            "message_id": message_id,
+        }
+        return await self._publish(SystemTopics.USER_MESSAGE, payload, None, idempotency_key)
+
+    async def _publish(
+        self,
+        topic: str,
+        payload: dict[str, Any],
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
+        return await self._services.bus.publish(
+            topic,
+            self.extension_id,
+            payload,
+            correlation_id=correlation_id,
+            idempotency_key=idempotency_key,
+        )
+
+    # ------------------------------------------------------------ agents
+
+    async def invoke_agent(self, prompt: str) -> str:
+        return await self._services.agents.invoke_agent(prompt, source=self.extension_id)
+
+    async def invoke_agent_streamed(
+        self,
+        prompt: str,
+        on_chunk: Callable[[str], Awaitable[None]] | None = None,
+        on_tool_call: Callable[[str], Awaitable[None]] | None = None,
+    ) -> str:
+        return await self._services.agents.invoke_agent_streamed(
+            prompt, source=self.extension_id, on_chunk=on_chunk, on_tool_call=on_tool_call
+        )
+
+    async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str:
+        return await self._services.agents.enrich_prompt(prompt, agent_id)
+
+    @property
+    def agent_id(self) -> str:
+        return self._manifest.resolved_agent_id
+
+    @property
+    def agent_model(self) -> str | None:
+        return self._manifest.agent.model if self._manifest.agent else None
+
+    @property
+    def model_router(self) -> Any:
+        return self._services.agents.model_router
+
+    @property
+    def resolved_tools(self) -> list[Any]:
+        uses = self._manifest.agent.uses_tools if self._manifest.agent else []
+        return self._services.agents.resolve_tools(list(uses))
+
+    @property
+    def resolved_instructions(self) -> str:
+        return self._services.agents.resolve_instructions(self._manifest, self._ext_dir)
+
+    # ------------------------------------------------------------ system
+
+    def request_restart(self) -> None:
+        self._services.request_restart(f"requested by extension {self.extension_id}")
+
+    def request_shutdown(self) -> None:
+        self._services.request_shutdown()
+
+
+def _pattern_within(requested: str, allowed: str) -> bool:
+    """Is every topic ``requested`` can match also matched by ``allowed``?"""
+    if allowed == "*" or requested == allowed:
+        return True
+    if allowed.endswith(".*"):
+        prefix = allowed[:-1]
+        return requested.startswith(prefix)
+    return False
+
+
+def _logged(handler: EventHandler, logger: logging.Logger) -> EventHandler:
+    """Log a failing handler's error under the extension's logger, then re-raise
+    so the bus retries it."""
+
+    async def run(event: Event) -> None:
+        try:
+            await handler(event)
+        except Exception:
+            logger.exception("handler for %s (event %s) failed", event.topic, event.id)
+            raise
+
+    run.__qualname__ = getattr(handler, "__qualname__", "handler")
+    return run

@@ -1,0 +1,250 @@
+"""The only kernel module extensions may import.
+
+Capabilities are small ``@runtime_checkable`` Protocols, detected with
+``isinstance`` by the loader (seed 002, "Extension Types"). Data crossing the
+boundary is plain frozen dataclasses, so an isolated extension (SPEC §6) can
+ship it over JSON-RPC unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from core.events.models import Event
+
+__all__ = [
+    "AgentDescriptor",
+    "AgentInvocationContext",
+    "AgentProvider",
+    "AgentResponse",
+    "ChannelProvider",
+    "Command",
+    "CommandHandler",
+    "CommandProvider",
+    "ContextProvider",
+    "Event",
+    "EventHandler",
+    "Extension",
+    "ExtensionContext",
+    "SchedulerProvider",
+    "ServiceProvider",
+    "SetupProvider",
+    "StreamingChannelProvider",
+    "ToolProvider",
+    "TurnContext",
+]
+
+EventHandler = Callable[[Event], Awaitable[None]]
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """Who a turn is for; passed to context providers and command handlers."""
+
+    agent_id: str = "orchestrator"
+    channel_id: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDescriptor:
+    """Metadata the orchestrator uses to decide when to call an agent."""
+
+    name: str
+    description: str
+    integration_mode: Literal["tool", "handoff"] = "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInvocationContext:
+    """Optional context for an agent invocation (who asked, prior messages)."""
+
+    conversation_summary: str | None = None
+    user_message: str | None = None
+    correlation_id: str | None = None
+    turn: TurnContext | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResponse:
+    """Structured result of ``AgentProvider.invoke``; never an exception."""
+
+    status: Literal["success", "error", "refused"]
+    content: str
+    error: str | None = None
+    tokens_used: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+CommandHandler = Callable[[str, TurnContext], Awaitable[str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A slash command (``/name args``) answered without any model call.
+
+    ``name`` is given without the leading slash. The handler receives the
+    text after the name (stripped) and returns the reply; ``None`` makes the
+    kernel answer ``Done.`` (every command gets exactly one answer).
+    """
+
+    name: str
+    description: str
+    handler: CommandHandler
+
+
+# --------------------------------------------------------------------- protocols
+
+
+@runtime_checkable
+class Extension(Protocol):
+    """Lifecycle every extension implements."""
+
+    async def initialize(self, context: ExtensionContext) -> None: ...
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def destroy(self) -> None: ...
+    def health_check(self) -> bool: ...
+
+
+@runtime_checkable
+class ToolProvider(Protocol):
+    """Tools (``agents.FunctionTool`` objects) for the orchestrator."""
+
+    def get_tools(self) -> list[Any]: ...
+
+
+@runtime_checkable
+class ChannelProvider(Protocol):
+    """A way to reach the user."""
+
+    async def send_to_user(self, user_id: str, message: str) -> None: ...
+    async def send_message(self, message: str) -> None: ...
+
+
+@runtime_checkable
+class StreamingChannelProvider(Protocol):
+    """A channel that shows a reply while it is being generated."""
+
+    async def on_stream_start(self, user_id: str) -> None: ...
+    async def on_stream_chunk(self, user_id: str, chunk: str) -> None: ...
+    async def on_stream_status(self, user_id: str, status: str) -> None: ...
+    async def on_stream_end(self, user_id: str, full_text: str) -> None: ...
+
+
+@runtime_checkable
+class AgentProvider(Protocol):
+    """A specialised agent, wrapped as a tool for the orchestrator."""
+
+    def get_agent_descriptor(self) -> AgentDescriptor: ...
+    async def invoke(
+        self, task: str, context: AgentInvocationContext | None = None
+    ) -> AgentResponse: ...
+
+
+@runtime_checkable
+class SchedulerProvider(Protocol):
+    """Runs the manifest's ``schedules``; may return ``{"text": ...}``."""
+
+    async def execute_task(self, task_name: str) -> dict[str, Any] | None: ...
+
+
+@runtime_checkable
+class ServiceProvider(Protocol):
+    """A background loop, supervised (restarted with backoff) by the loader."""
+
+    async def run_background(self) -> None: ...
+
+
+@runtime_checkable
+class ContextProvider(Protocol):
+    """Adds text to the system instructions of every turn."""
+
+    @property
+    def context_priority(self) -> int: ...
+    async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None: ...
+
+
+@runtime_checkable
+class SetupProvider(Protocol):
+    """An extension that walks the user through its configuration."""
+
+    def get_setup_schema(self) -> list[dict[str, Any]]: ...
+    async def apply_config(self, name: str, value: str) -> None: ...
+    async def on_setup_complete(self) -> tuple[bool, str]: ...
+
+
+@runtime_checkable
+class CommandProvider(Protocol):
+    """Slash commands that work with no model configured."""
+
+    def get_commands(self) -> list[Command]: ...
+
+
+# --------------------------------------------------------------- the context API
+
+
+class ExtensionContext(Protocol):
+    """What the kernel offers an extension (seed 002, "ExtensionContext API").
+
+    The kernel's implementation lives in ``core.extensions.context``; an
+    isolated extension gets an RPC client with the same members.
+    """
+
+    extension_id: str
+    logger: logging.Logger
+
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def data_dir(self) -> Path: ...
+
+    def get_config(self, key: str, default: Any = None) -> Any: ...
+    def get_secret(self, name: str) -> str | None: ...
+    def get_extension(self, ext_id: str) -> Any | None: ...
+
+    async def emit(
+        self,
+        topic: str,
+        payload: dict[str, Any],
+        correlation_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> int: ...
+    def subscribe_event(self, topic: str, handler: EventHandler) -> None: ...
+    async def notify_user(self, text: str, channel_id: str | None = None) -> None: ...
+    async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None: ...
+    async def request_agent_background(
+        self, prompt: str, correlation_id: str | None = None
+    ) -> None: ...
+
+    async def invoke_agent(self, prompt: str) -> str: ...
+    async def invoke_agent_streamed(
+        self,
+        prompt: str,
+        on_chunk: Callable[[str], Awaitable[None]] | None = None,
+        on_tool_call: Callable[[str], Awaitable[None]] | None = None,
+    ) -> str: ...
+    async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str: ...
+    async def on_user_message(
+        self,
+        text: str,
+        user_id: str,
+        channel_id: str | None = None,
+        message_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """Journal a ``user.message`` (channel defaults to this extension)."""
+        ...
+
+    def request_restart(self) -> None: ...
+    def request_shutdown(self) -> None: ...

@@ -1,0 +1,40 @@
+"""Exceptions of the extension system; each carries the data it names."""
+
+from __future__ import annotations
+
+
+class ExtensionError(Exception):
+    """Base of every extension-system error."""
+
+
+class LifecycleTimeoutError(ExtensionError):
+    """A lifecycle call (initialize/start/stop/destroy) did not finish in time."""
+
+    def __init__(self, extension_id: str, method: str, seconds: float) -> None:
+        super().__init__(f"{method}() timed out after {seconds:g} s")
+        self.extension_id = extension_id
+        self.method = method
+        self.seconds = seconds
+
+
+class PermissionDeniedError(ExtensionError):
+    """An extension asked for something its manifest does not allow."""
+
+    def __init__(self, extension_id: str, what: str) -> None:
+        super().__init__(f"extension {extension_id!r} is not permitted to {what}")
+        self.extension_id = extension_id
+        self.what = what
+
+
+class SecretNotDeclaredError(PermissionDeniedError):
+    """``get_secret`` for a name missing from the manifest's ``secrets``."""
+
+    def __init__(self, extension_id: str, name: str) -> None:
+        super().__init__(
+            extension_id, f"read secret {name!r} (not declared in its manifest `secrets`)"
+        )
+        self.name = name
+
+
+class NotAvailableError(ExtensionError):
+    """A context member whose kernel service is not running (e.g. no agent yet)."""

@@ -1,0 +1,217 @@
+"""Loader: discover → validate → order → import → instantiate → initialize
+→ detect protocols; then start, and shut down in reverse order.
+
+Validation of every manifest happens before any extension code runs (as
+pluggy checks every hook before registering). A failure in one extension
+marks it ``error`` with a one-line reason and skips its dependents; it never
+stops the kernel or the other extensions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.extensions.capabilities import detect_capabilities
+from core.extensions.context import KernelContext, KernelServices
+from core.extensions.dependencies import dependents_of, order_by_dependencies
+from core.extensions.importer import import_entrypoint
+from core.extensions.lifecycle import call_with_timeout, failure_reason
+from core.extensions.manifest import MANIFEST_FILE, Manifest, ManifestError, load_manifest
+from core.extensions.records import ExtensionRecord, ExtensionStatus
+
+log = logging.getLogger("core.loader")
+
+# (manifest, extension dir, services) -> instance; used for `agent:` manifests
+# without an entrypoint and for `isolation: process`.
+InstanceFactory = Callable[[Manifest, Path, KernelServices], Any]
+
+
+class Loader:
+    """Owns every extension's record and lifecycle."""
+
+    def __init__(
+        self,
+        extensions_dir: Path,
+        *,
+        lifecycle_timeout_s: float = 10.0,
+        default_isolation: str = "inprocess",
+        agent_factory: InstanceFactory | None = None,
+        isolated_factory: InstanceFactory | None = None,
+    ) -> None:
+        self.extensions_dir = extensions_dir
+        self.lifecycle_timeout_s = lifecycle_timeout_s
+        self.default_isolation = default_isolation
+        self.agent_factory = agent_factory
+        self.isolated_factory = isolated_factory
+        self.records: dict[str, ExtensionRecord] = {}
+        self.order: list[str] = []
+
+    # ------------------------------------------------------------ queries
+
+    def instance(self, ext_id: str) -> Any | None:
+        record = self.records.get(ext_id)
+        if record is None or record.status is not ExtensionStatus.ACTIVE:
+            return None
+        return record.instance
+
+    def active(self, capability: str | None = None) -> list[ExtensionRecord]:
+        """Active records in load order, optionally only those with ``capability``."""
+        records = [self.records[i] for i in self.order if i in self.records]
+        return [
+            r
+            for r in records
+            if r.status is ExtensionStatus.ACTIVE
+            and (capability is None or capability in r.capabilities)
+        ]
+
+    def report(self) -> list[dict[str, Any]]:
+        """One ``extensions --json`` object per discovered directory, sorted by id."""
+        return [self.records[k].report() for k in sorted(self.records)]
+
+    def dependency_map(self) -> dict[str, list[str]]:
+        return {r.ext_id: list(r.manifest.depends_on) for r in self.records.values() if r.manifest}
+
+    # ------------------------------------------------------------ loading
+
+    def discover(self) -> None:
+        """Read and validate every manifest; order the loadable ones."""
+        self.records.clear()
+        if not self.extensions_dir.is_dir():
+            log.warning("extensions directory %s does not exist", self.extensions_dir)
+            self.order = []
+            return
+        for ext_dir in sorted(p for p in self.extensions_dir.iterdir() if p.is_dir()):
+            if not (ext_dir / MANIFEST_FILE).is_file() or ext_dir.name.startswith((".", "_")):
+                continue
+            record = ExtensionRecord(ext_id=ext_dir.name, ext_dir=ext_dir)
+            self.records[record.ext_id] = record
+            try:
+                record.manifest = load_manifest(ext_dir)
+            except ManifestError as exc:
+                record.fail(ExtensionStatus.ERROR, str(exc))
+                continue
+            if not record.manifest.enabled:
+                record.status = ExtensionStatus.DISABLED
+        deps = {
+            r.ext_id: list(r.manifest.depends_on)
+            for r in self.records.values()
+            if r.manifest is not None and r.status is ExtensionStatus.ACTIVE
+        }
+        order, skipped = order_by_dependencies(deps)
+        for ext_id, reason in skipped.items():
+            self.records[ext_id].fail(ExtensionStatus.SKIPPED, reason)
+        self.order = order
+        self._explain_inactive_dependencies()
+
+    def _explain_inactive_dependencies(self) -> None:
+        """Name the real cause when a dependency is disabled or has a bad manifest."""
+        for record in self.records.values():
+            if record.manifest is None or not (record.error or "").startswith("missing"):
+                continue
+            for dep in record.manifest.depends_on:
+                other = self.records.get(dep)
+                if other is not None and other.status is not ExtensionStatus.ACTIVE:
+                    record.error = f"dependency {dep!r} is {other.status.value}"
+                    break
+
+    async def load_all(self, services: KernelServices) -> None:
+        """Discover, then import, instantiate and initialize in dependency order."""
+        self.discover()
+        for ext_id in self.order:
+            record = self.records[ext_id]
+            if record.status is ExtensionStatus.ACTIVE:
+                await self._load_one(record, services)
+
+    async def _load_one(self, record: ExtensionRecord, services: KernelServices) -> None:
+        assert record.manifest is not None
+        stage = "import"
+        try:
+            record.instance = self._instantiate(record.manifest, record.ext_dir, services)
+            stage = "initialize"
+            record.context = KernelContext(record.manifest, record.ext_dir, services)
+            await call_with_timeout(
+                record.ext_id,
+                record.instance,
+                "initialize",
+                self.lifecycle_timeout_s,
+                record.context,
+            )
+            record.initialized = True
+            stage = "protocol check"
+            record.capabilities = detect_capabilities(record.instance)
+            if "ToolProvider" in record.capabilities:
+                stage = "get_tools"
+                record.tools = list(record.instance.get_tools())
+        except Exception as exc:
+            self._mark_failed(record, failure_reason(stage, exc))
+            log.error("extension %s: %s", record.ext_id, record.error, exc_info=stage == "import")
+
+    def _instantiate(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
+        isolation = manifest.isolation or self.default_isolation
+        if isolation == "process":
+            if self.isolated_factory is None:
+                raise RuntimeError("isolation: process is not available in this kernel")
+            return self.isolated_factory(manifest, ext_dir, services)
+        if manifest.entrypoint is not None:
+            cls = import_entrypoint(manifest.id, ext_dir, manifest.entrypoint)
+            return cls()
+        if self.agent_factory is None:
+            raise RuntimeError("declarative agents are not available in this kernel")
+        return self.agent_factory(manifest, ext_dir, services)
+
+    def _mark_failed(self, record: ExtensionRecord, reason: str) -> None:
+        record.fail(ExtensionStatus.ERROR, reason)
+        for dep_id in dependents_of(record.ext_id, self.dependency_map()):
+            dependent = self.records[dep_id]
+            if dependent.status is ExtensionStatus.ACTIVE and not dependent.started:
+                dependent.fail(ExtensionStatus.SKIPPED, f"dependency {record.ext_id!r} failed")
+
+    # ------------------------------------------------------------ start / stop
+
+    async def start_all(self) -> None:
+        """Call ``start()`` on every active extension in dependency order."""
+        for record in self.active():
+            await self.start_one(record)
+
+    async def start_one(self, record: ExtensionRecord) -> bool:
+        try:
+            await call_with_timeout(
+                record.ext_id, record.instance, "start", self.lifecycle_timeout_s
+            )
+        except Exception as exc:
+            self._mark_failed(record, failure_reason("start", exc))
+            log.error("extension %s: %s", record.ext_id, record.error)
+            return False
+        record.started = True
+        return True
+
+    async def stop_one(self, record: ExtensionRecord) -> None:
+        """``stop()`` a started extension; errors are logged, never raised."""
+        if not record.started:
+            return
+        record.started = False
+        await self._call_quietly(record, "stop")
+
+    async def shutdown(self) -> None:
+        """``stop()`` then ``destroy()`` each extension, in reverse dependency order."""
+        for ext_id in reversed(self.order):
+            record = self.records[ext_id]
+            await self.stop_one(record)
+        for ext_id in reversed(self.order):
+            record = self.records[ext_id]
+            if record.initialized:
+                record.initialized = False
+                await self._call_quietly(record, "destroy")
+
+    async def _call_quietly(self, record: ExtensionRecord, method: str) -> None:
+        try:
+            await call_with_timeout(
+                record.ext_id, record.instance, method, self.lifecycle_timeout_s
+            )
+        except Exception as exc:
+            reason = failure_reason(method, exc)
+            record.fail(ExtensionStatus.ERROR, reason)
+            log.error("extension %s: %s", record.ext_id, reason)

@@ -1,0 +1,190 @@
+"""``manifest.yaml`` schema (seed 002 "Manifest Schema" plus Hearth's fields).
+
+Every model forbids unknown keys: a misspelled key is an error naming the
+file and the field, never a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from croniter import croniter
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+MANIFEST_FILE = "manifest.yaml"
+_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_ENTRYPOINT_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class ManifestError(Exception):
+    """A manifest could not be read or validated."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentLimits(_Strict):
+    max_turns: int = Field(default=10, ge=1)
+    max_tokens_per_invocation: int = Field(default=50_000, ge=1)
+    time_budget_ms: int = Field(default=120_000, ge=1)
+
+
+class AgentSection(_Strict):
+    integration_mode: Literal["tool", "handoff"] = "tool"
+    model: str | None = None
+    instructions: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    uses_tools: list[str] = Field(default_factory=list)
+    limits: AgentLimits = Field(default_factory=AgentLimits)
+
+
+class Subscription(_Strict):
+    topic: str
+    handler: Literal["notify_user", "invoke_agent", "custom"]
+
+
+class EventsSection(_Strict):
+    publishes: list[str] = Field(default_factory=list)
+    subscribes: list[Subscription] = Field(default_factory=list)
+
+
+class ScheduleEntry(_Strict):
+    name: str
+    cron: str
+    task: str | None = None
+    timezone: str | None = None
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        if not croniter.is_valid(value):
+            raise ValueError(f"invalid cron expression {value!r}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _valid_timezone(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_timezone(value)
+        return value
+
+    @property
+    def task_name(self) -> str:
+        return self.task or self.name
+
+
+class Permissions(_Strict):
+    """What an extension may do beyond its own data dir (SPEC §6)."""
+
+    emit: list[str] = Field(default_factory=lambda: ["*"])
+    subscribe: list[str] = Field(default_factory=lambda: ["*"])
+    network: bool = True
+    paths: list[str] = Field(default_factory=list)
+
+
+class Manifest(_Strict):
+    id: str
+    name: str
+    entrypoint: str | None = None
+    agent: AgentSection | None = None
+    version: str = "1.0.0"
+    description: str = ""
+    setup_instructions: str = ""
+    depends_on: list[str] = Field(default_factory=list)
+    secrets: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+    enabled: bool = True
+    agent_id: str | None = None
+    agent_config: dict[str, Any] | None = None
+    events: EventsSection = Field(default_factory=EventsSection)
+    schedules: list[ScheduleEntry] = Field(default_factory=list)
+    isolation: Literal["inprocess", "process"] | None = None
+    permissions: Permissions = Field(default_factory=Permissions)
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        if not _ID_RE.match(value):
+            raise ValueError(f"{value!r} must be lower_snake_case (letters, digits, _)")
+        return value
+
+    @field_validator("entrypoint")
+    @classmethod
+    def _valid_entrypoint(cls, value: str | None) -> str | None:
+        if value is not None and not _ENTRYPOINT_RE.match(value):
+            raise ValueError(f"{value!r} is not of the form module:ClassName")
+        return value
+
+    @model_validator(mode="after")
+    def _entrypoint_or_agent(self) -> Manifest:
+        if self.entrypoint is None and self.agent is None:
+            raise ValueError("needs `entrypoint` (module:Class) or an `agent` section")
+        if self.id in self.depends_on:
+            raise ValueError(f"depends_on: {self.id!r} depends on itself")
+        return self
+
+    @property
+    def resolved_agent_id(self) -> str:
+        return self.agent_id or self.id
+
+
+def check_timezone(name: str) -> None:
+    """Raise ``ValueError`` unless ``name`` is ``local`` or a known IANA zone."""
+    if name == "local":
+        return
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown timezone {name!r}") from exc
+
+
+def load_manifest(ext_dir: Path) -> Manifest:
+    """Read and validate ``<ext_dir>/manifest.yaml``; the id must match the directory."""
+    path = ext_dir / MANIFEST_FILE
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ManifestError(path, f"cannot read: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ManifestError(path, f"not valid YAML: {_one_line(exc)}") from exc
+    if not isinstance(raw, dict):
+        raise ManifestError(path, f"top level must be a mapping, got {type(raw).__name__}")
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValidationError as exc:
+        raise ManifestError(path, describe_validation_error(exc)) from exc
+    if manifest.id != ext_dir.name:
+        raise ManifestError(
+            path, f"id: {manifest.id!r} does not match the directory name {ext_dir.name!r}"
+        )
+    return manifest
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per pydantic error: ``field.path: message (got value)``."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] not in ("missing", "value_error") and not isinstance(
+            err.get("input"), dict
+        ):
+            msg = f"{msg} (got {err['input']!r})"
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

@@ -1,0 +1,212 @@
+"""Bootstrap and shutdown of one kernel process (seed 002 "Bootstrap Flow").
+
+``Kernel.start()`` opens the journal, loads and initializes extensions, wires
+them (channels, commands, tools, subscriptions), builds the orchestrator and
+starts the bus and the extensions. ``Kernel.stop()`` drains the bus, then
+stops and destroys the extensions in reverse dependency order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agents.models.interface import Model
+
+from core.agents.declarative import DeclarativeAgentAdapter
+from core.agents.errors import ModelNotConfiguredError
+from core.agents.model_router import ModelRouter, configure_tracing
+from core.agents.orchestrator import Orchestrator
+from core.agents.toolset import build_toolset
+from core.commands import CommandRegistry
+from core.context_chain import ContextChain
+from core.conversations import Conversations
+from core.events import EventBus
+from core.extensions.context import KernelServices
+from core.extensions.loader import Loader
+from core.extensions.manifest import Manifest
+from core.extensions.records import ExtensionStatus
+from core.extensions.supervision import ExtensionSupervisor
+from core.kernel_agents import KernelAgents
+from core.kernel_commands import builtin_commands
+from core.lifecycle import write_restart_request
+from core.logging_setup import REDACTOR
+from core.router import MessageRouter
+from core.secrets import load_secrets
+from core.settings import Settings
+from core.tools import build_core_tools
+from core.wiring import wire_channels, wire_commands, wire_manifest_subscriptions
+
+log = logging.getLogger("core.runner")
+
+JOURNAL_FILE = "events.db"
+SESSIONS_FILE = "sessions.db"
+
+
+class Kernel:
+    """One running Hearth kernel."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        model_overrides: Mapping[str, Model] | None = None,
+        disabled_extensions: Mapping[str, str] | None = None,
+        journal_path: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self.started_at = time.monotonic()
+        self.data_dir = settings.data_dir
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.secrets = load_secrets()
+        self.restart_requested: str | None = None
+        self._stop_requested = asyncio.Event()
+        self._disabled = dict(disabled_extensions or {})
+        self.bus = EventBus.from_settings(
+            journal_path or self.data_dir / JOURNAL_FILE, settings.events
+        )
+        configure_tracing(settings.models.tracing)
+        self.model_router = ModelRouter(settings.models, overrides=model_overrides)
+        self.loader = Loader(
+            settings.extensions_dir,
+            lifecycle_timeout_s=settings.loader.lifecycle_timeout_s,
+            default_isolation=settings.isolation.default,
+            agent_factory=self._make_agent,
+        )
+        self.commands = CommandRegistry()
+        self.conversations = Conversations(self.data_dir / SESSIONS_FILE)
+        self.context = ContextChain(self._context_providers)
+        self.agents = KernelAgents(self)
+        self.router: MessageRouter | None = None
+        self.services = KernelServices(
+            settings=settings,
+            bus=self.bus,
+            get_instance=self.loader.instance,
+            request_restart=self.request_restart,
+            request_shutdown=self.request_shutdown,
+            secrets=self.secrets,
+            agents=self.agents,
+        )
+        self.supervision = ExtensionSupervisor(
+            self.loader,
+            health_interval_s=settings.loader.health_check_interval_s,
+            backoff_max_s=settings.loader.restart_backoff_max_s,
+        )
+        self.ready = asyncio.Event()
+
+    # ------------------------------------------------------------ bootstrap
+
+    async def load(self) -> None:
+        """Discover, load and initialize extensions (no start): ``main.py extensions``."""
+        await self.loader.load_all(self.services)
+        for ext_id, reason in self._disabled.items():
+            record = self.loader.records.get(ext_id)
+            if record is not None and record.initialized:
+                await self.loader._call_quietly(record, "destroy")
+                record.initialized = False
+            if record is not None:
+                record.fail(ExtensionStatus.DISABLED, reason)
+        for record in self.loader.records.values():
+            if record.manifest is not None:
+                REDACTOR.add(self.secrets.get(name, "") for name in record.manifest.secrets)
+
+    async def start(self) -> None:
+        """Everything up to "ready": extensions loaded, wired and started."""
+        await self.conversations.open()
+        await self.load()
+        toolset = build_toolset(
+            [
+                ("core", self._core_tools()),
+                *[(r.ext_id, r.tools) for r in self.loader.active("ToolProvider")],
+            ],
+            [(r.ext_id, r.instance) for r in self.loader.active("AgentProvider")],
+        )
+        orchestrator = Orchestrator(
+            model_router=self.model_router,
+            timezone=self.settings.timezone,
+            tools=toolset.tools,
+            agent_tools=toolset.agent_tools,
+            capabilities=toolset.capabilities,
+        )
+        self.router = MessageRouter(
+            bus=self.bus,
+            conversations=self.conversations,
+            commands=self.commands,
+            context=self.context,
+            orchestrator=orchestrator,
+            default_channel=self.settings.channels.default,
+            user_facing_errors=(ModelNotConfiguredError,),
+        )
+        for command in builtin_commands(self):
+            self.commands.add("kernel", command)
+        wire_commands(self.loader, self.commands)
+        wire_channels(self.loader, self.router)
+        wire_manifest_subscriptions(self.loader, self.bus, self.router)
+        self.router.subscribe()
+        await self.bus.start()
+        await self.loader.start_all()
+        self.ready.set()
+        log.info(
+            "kernel ready: %d extensions active, model %s",
+            len(self.loader.active()),
+            self.model_router.describe("orchestrator"),
+        )
+
+    async def run(self) -> None:
+        """Start, serve until a stop is requested, stop."""
+        try:
+            await self.start()
+            async with asyncio.TaskGroup() as group:
+                supervision = group.create_task(
+                    self.supervision.run(), name="extension-supervision"
+                )
+                await self._stop_requested.wait()
+                supervision.cancel()
+        finally:
+            await self.stop()
+
+    async def stop(self) -> None:
+        """Drain the bus, then stop and destroy extensions (reverse order)."""
+        await self.bus.stop()
+        await self.loader.shutdown()
+        self.conversations.close()
+        await self.model_router.aclose()
+        log.info("kernel stopped")
+
+    # ------------------------------------------------------------ control
+
+    def request_shutdown(self) -> None:
+        self._stop_requested.set()
+
+    def request_restart(self, reason: str) -> None:
+        log.info("restart requested: %s", reason)
+        self.restart_requested = reason
+        write_restart_request(self.data_dir, reason)
+        self._stop_requested.set()
+
+    @property
+    def uptime_s(self) -> float:
+        return time.monotonic() - self.started_at
+
+    # ------------------------------------------------------------ helpers
+
+    def _core_tools(self) -> list[Any]:
+        return list(
+            build_core_tools(
+                timezone=self.settings.timezone,
+                list_extensions=self.loader.report,
+                request_restart=self.request_restart,
+            )
+        )
+
+    def _context_providers(self) -> list[tuple[str, Any]]:
+        return [(r.ext_id, r.instance) for r in self.loader.active("ContextProvider") if r.started]
+
+    def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
+        return DeclarativeAgentAdapter(
+            manifest, ext_dir, self.model_router, self.agents.resolve_tools
+        )

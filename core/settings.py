@@ -1,0 +1,207 @@
+"""Settings: ``settings.yaml`` validated by pydantic, overridable from the env.
+
+Precedence (highest first): ``HEARTH__SECTION__KEY`` environment variables,
+the YAML file given with ``--settings`` (or the project's ``settings.yaml``),
+the defaults below. Every model forbids unknown keys so a typo in the file is
+an error that names the key, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
+
+
+class SettingsError(Exception):
+    """The settings file is unreadable or invalid; the message names file and key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PathsSettings(_Section):
+    extensions: Path = Path("sandbox/extensions")
+    data: Path = Path("sandbox/data")
+
+
+class LoggingSettings(_Section):
+    level: str = "INFO"
+    format: Literal["text", "json"] = "text"
+
+
+class ModelRef(_Section):
+    provider: str
+    model: str
+
+
+class ProviderSettings(_Section):
+    type: Literal["openai", "openai_compatible"]
+    api_key_env: str | None = None
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 2
+
+
+def _default_providers() -> dict[str, ProviderSettings]:
+    return {"openai": ProviderSettings(type="openai", api_key_env="OPENAI_API_KEY")}
+
+
+class ModelsSettings(_Section):
+    default: ModelRef | None = ModelRef(provider="openai", model="gpt-5-mini")
+    providers: dict[str, ProviderSettings] = Field(default_factory=_default_providers)
+    agents: dict[str, ModelRef] = Field(default_factory=dict)
+    tracing: bool = False
+
+
+class ChannelsSettings(_Section):
+    default: str = "cli_channel"
+
+
+class IsolationSettings(_Section):
+    default: Literal["inprocess", "process"] = "inprocess"
+    call_timeout_s: float = 30.0
+    memory_mb: int = 512
+    cpu_seconds: int = 600
+    open_files: int = 256
+    confinement: Literal["auto", "bwrap", "none"] = "auto"
+    restart_backoff_max_s: float = 60.0
+
+
+class EventsSettings(_Section):
+    synchronous: Literal["normal", "full"] = "normal"
+    max_attempts: int = 5
+    retry_base_s: float = 0.5
+    retry_max_s: float = 60.0
+    poll_interval_s: float = 1.0
+    retention_days: float = 7.0
+    stop_timeout_s: float = 10.0
+
+
+class LoaderSettings(_Section):
+    health_check_interval_s: float = 30.0
+    lifecycle_timeout_s: float = 10.0
+    restart_backoff_max_s: float = 300.0
+
+
+class SupervisorSettings(_Section):
+    max_crashes: int = 5
+    crash_window_s: float = 300.0
+    stop_timeout_s: float = 20.0
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 60.0
+    healthy_reset_s: float = 600.0
+
+
+class McpServerSettings(_Section):
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    allowed_tools: list[str] | None = None
+    enabled: bool = True
+
+
+class McpSettings(_Section):
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+
+
+class Settings(BaseSettings):
+    """The whole of ``settings.yaml``."""
+
+    model_config = SettingsConfigDict(
+        extra="forbid",
+        env_prefix="HEARTH__",
+        env_nested_delimiter="__",
+        env_file=None,
+    )
+
+    paths: PathsSettings = Field(default_factory=PathsSettings)
+    timezone: str = "local"
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    models: ModelsSettings = Field(default_factory=ModelsSettings)
+    channels: ChannelsSettings = Field(default_factory=ChannelsSettings)
+    extensions: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    isolation: IsolationSettings = Field(default_factory=IsolationSettings)
+    events: EventsSettings = Field(default_factory=EventsSettings)
+    loader: LoaderSettings = Field(default_factory=LoaderSettings)
+    supervisor: SupervisorSettings = Field(default_factory=SupervisorSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
+
+    _settings_file: Path | None = PrivateAttr(default=None)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment beats the file (passed as init kwargs), file beats defaults.
+        return (env_settings, init_settings)
+
+    # ------------------------------------------------------------------ paths
+
+    @property
+    def extensions_dir(self) -> Path:
+        return resolve_path(self.paths.extensions)
+
+    @property
+    def data_dir(self) -> Path:
+        return resolve_path(self.paths.data)
+
+    @property
+    def settings_file(self) -> Path | None:
+        """The file these settings were read from (``None``: defaults only)."""
+        return self._settings_file
+
+
+def resolve_path(path: Path) -> Path:
+    """Relative paths are anchored at the project root, not the cwd (SPEC §7)."""
+    return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Read and validate the settings file (defaults only when there is none).
+
+    Raises ``SettingsError`` naming the file and the offending key.
+    """
+    file = Path(path) if path is not None else DEFAULT_SETTINGS_FILE
+    data: dict[str, Any] = {}
+    if path is not None and not file.is_file():
+        raise SettingsError(f"{file}: settings file not found")
+    if file.is_file():
+        try:
+            loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise SettingsError(f"{file}: not valid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise SettingsError(f"{file}: top level must be a mapping, got {type(loaded).__name__}")
+        data = loaded
+    try:
+        settings = Settings(**data)
+    except ValidationError as exc:
+        raise SettingsError(f"{file}: {_describe(exc)}") from exc
+    settings._settings_file = file.resolve() if file.is_file() else None
+    return settings
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)

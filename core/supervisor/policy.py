@@ -1,0 +1,48 @@
+"""When to restart a crashed kernel, and when to give up.
+
+Pure bookkeeping (no clocks, no processes) so the rules are easy to test:
+exponential backoff per crash streak, a streak reset after a long healthy
+run, and a limit on crashes inside a sliding window.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from core.settings import SupervisorSettings
+
+
+@dataclass(frozen=True)
+class CrashVerdict:
+    """What to do after one crash."""
+
+    give_up: bool
+    delay_s: float
+    crashes_in_window: int
+
+
+class CrashPolicy:
+    """Backoff ``initial * 2**(streak-1)`` capped at ``backoff_max_s``.
+
+    The ``max_crashes``-th crash inside ``crash_window_s`` seconds means giving up.
+    """
+
+    def __init__(self, settings: SupervisorSettings) -> None:
+        self._settings = settings
+        self._crash_times: deque[float] = deque()
+        self._streak = 0
+
+    def record_crash(self, now: float, ran_for_s: float) -> CrashVerdict:
+        """Count a crash at monotonic time ``now`` of a kernel that ran ``ran_for_s``."""
+        s = self._settings
+        if ran_for_s >= s.healthy_reset_s:
+            self._streak = 0
+        self._streak += 1
+        self._crash_times.append(now)
+        while self._crash_times and self._crash_times[0] <= now - s.crash_window_s:
+            self._crash_times.popleft()
+        count = len(self._crash_times)
+        doublings = min(self._streak - 1, 62)  # keeps the float finite on endless streaks
+        delay = min(s.backoff_initial_s * 2**doublings, s.backoff_max_s)
+        return CrashVerdict(give_up=count >= s.max_crashes, delay_s=delay, crashes_in_window=count)

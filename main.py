@@ -1,0 +1,78 @@
+"""Hearth command line (SPEC §8). Replies and reports go to stdout, logs to stderr."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+SUBCOMMANDS = ("run", "daemon", "extensions", "events", "doctor")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from core.events.cli import add_events_arguments
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--settings",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help="settings file (default: settings.yaml in the project root)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="main.py", description="Hearth personal-assistant kernel", parents=[common]
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("run", parents=[common], help="run the kernel in the foreground (default)")
+    sub.add_parser("daemon", parents=[common], help="run the kernel under the supervisor")
+    ext = sub.add_parser("extensions", parents=[common], help="load all extensions and report")
+    ext.add_argument("--json", action="store_true", help="one JSON array, one object each")
+    events = sub.add_parser("events", parents=[common], help="inspect the event journal")
+    add_events_arguments(events)
+    sub.add_parser("doctor", parents=[common], help="check settings, models, secrets")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "run"
+    settings_arg = getattr(args, "settings", None)
+    settings_file = Path(settings_arg).resolve() if settings_arg else None
+
+    from core.logging_setup import configure_logging
+    from core.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings(settings_file)
+    except SettingsError as exc:
+        print(f"hearth: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.logging.level, settings.logging.format)
+
+    if command == "run":
+        from core.cli.run import run_kernel
+
+        return run_kernel(settings, sys.argv)
+    if command == "daemon":
+        from core.supervisor import run_supervisor
+
+        return run_supervisor(settings, settings_file)
+    if command == "extensions":
+        from core.cli.report import run_extensions_report
+
+        return run_extensions_report(settings, as_json=args.json)
+    if command == "events":
+        import asyncio
+
+        from core.events.cli import run_events_command
+
+        from core.runner import JOURNAL_FILE
+
+        return asyncio.run(run_events_command(settings.data_dir / JOURNAL_FILE, args))
+    from core.cli.doctor import run_doctor
+
+    return run_doctor(settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

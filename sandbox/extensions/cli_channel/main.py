@@ -1,0 +1,163 @@
+"""CLI channel: an interactive REPL, or a line-by-line pipe.
+
+Interactive (stdin is a terminal): prompt_toolkit with history and line
+editing; replies stream in; proactive messages print above the prompt.
+Piped: each line is journaled as a ``user.message`` and answered before the
+next is read; replies and proactive messages go to stdout verbatim; at end
+of input pending work finishes and the kernel is asked to shut down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import sys
+import threading
+from pathlib import Path
+
+from core.extensions.contract import ExtensionContext
+
+HISTORY_FILE = "history.txt"
+
+
+class CliChannel:
+    def __init__(self) -> None:
+        self._ctx: ExtensionContext | None = None
+        self._user_id = "local"
+        self._prefix = ""
+        self._reply_timeout_s = 900.0
+        self._replied = asyncio.Event()
+        self._interactive = sys.stdin.isatty() and sys.stdout.isatty()
+        self._streamed = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def initialize(self, context: ExtensionContext) -> None:
+        self._ctx = context
+        self._user_id = str(context.get_config("user_id") or _login_name())
+        self._prefix = str(context.get_config("prefix", ""))
+        self._reply_timeout_s = float(context.get_config("reply_timeout_s", 900))
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+    async def destroy(self) -> None:
+        pass
+
+    def health_check(self) -> bool:
+        return True
+
+    # ------------------------------------------------------------ input
+
+    async def run_background(self) -> None:
+        if self._interactive:
+            await self._repl()
+        else:
+            await self._pipe()
+
+    async def _pipe(self) -> None:
+        lines = _stdin_lines()
+        while True:
+            line = await lines.get()
+            if line is None:
+                break
+            text = line.rstrip("\r\n")
+            if text.strip():
+                await self._ask(text)
+        self._context().logger.info("end of input; shutting down")
+        self._context().request_shutdown()
+
+    async def _repl(self) -> None:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        history = FileHistory(str(Path(self._context().data_dir) / HISTORY_FILE))
+        session: PromptSession[str] = PromptSession(history=history)
+        print("Hearth is listening. /help lists commands; Ctrl-D quits.")
+        with patch_stdout(raw=True):
+            while True:
+                try:
+                    text = await session.prompt_async("you> ")
+                except (EOFError, KeyboardInterrupt):
+                    break
+                if text.strip():
+                    await self._ask(text)
+        self._context().request_shutdown()
+
+    async def _ask(self, text: str) -> None:
+        self._replied.clear()
+        await self._context().on_user_message(text, self._user_id)
+        try:
+            async with asyncio.timeout(self._reply_timeout_s):
+                await self._replied.wait()
+        except TimeoutError:
+            self._write(f"(no reply after {self._reply_timeout_s:g} s; still working)")
+
+    # ------------------------------------------------------------ output
+
+    async def send_to_user(self, user_id: str, message: str) -> None:
+        self._write(message)
+        self._replied.set()
+
+    async def send_message(self, message: str) -> None:
+        self._write(message)
+
+    async def on_stream_start(self, user_id: str) -> None:
+        self._streamed = False
+
+    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
+        if self._interactive:
+            if not self._streamed:
+                sys.stdout.write(self._prefix)
+            self._streamed = True
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+
+    async def on_stream_status(self, user_id: str, status: str) -> None:
+        if self._interactive:
+            print(f"  [{status}]", file=sys.stderr)
+
+    async def on_stream_end(self, user_id: str, full_text: str) -> None:
+        if self._streamed:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        else:
+            self._write(full_text)
+        self._streamed = False
+        self._replied.set()
+
+    def _write(self, text: str) -> None:
+        sys.stdout.write(f"{self._prefix}{text}\n")
+        sys.stdout.flush()
+
+    def _context(self) -> ExtensionContext:
+        assert self._ctx is not None, "initialize() was not called"
+        return self._ctx
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "local"
+
+
+def _stdin_lines() -> asyncio.Queue[str | None]:
+    """Lines of stdin from a daemon thread (a blocked read never holds up exit)."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    def read() -> None:
+        try:
+            for line in sys.stdin:
+                loop.call_soon_threadsafe(queue.put_nowait, line)
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+        except RuntimeError:  # the loop closed while we were reading
+            return
+
+    threading.Thread(target=read, name="cli-stdin", daemon=True).start()
+    return queue

@@ -1,0 +1,106 @@
+"""Shared fixtures: extension directories on disk, settings files, kernels."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+if str(PROJECT_ROOT) not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+MakeExtension = Callable[..., Path]
+
+
+@pytest.fixture
+def ext_root(tmp_path: Path) -> Path:
+    root = tmp_path / "extensions"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def make_ext(ext_root: Path) -> MakeExtension:
+    """Write ``<ext_root>/<ext_id>/manifest.yaml`` (+ ``main.py``) and return the dir.
+
+    ``manifest`` is a dict merged over a minimal valid manifest, or a raw
+    string written verbatim; ``code`` is the source of ``main.py``.
+    """
+
+    def make(
+        ext_id: str,
+        code: str | None = None,
+        manifest: dict[str, Any] | str | None = None,
+        files: dict[str, str] | None = None,
+    ) -> Path:
+        ext_dir = ext_root / ext_id
+        ext_dir.mkdir(parents=True, exist_ok=True)
+        if isinstance(manifest, str):
+            text = manifest
+        else:
+            data: dict[str, Any] = {"id": ext_id, "name": ext_id.title()}
+            if code is not None:
+                data["entrypoint"] = "main:Ext"
+            data.update(manifest or {})
+            text = yaml.safe_dump(data, sort_keys=False)
+        (ext_dir / "manifest.yaml").write_text(text)
+        if code is not None:
+            (ext_dir / "main.py").write_text(textwrap.dedent(code))
+        for name, content in (files or {}).items():
+            path = ext_dir / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(content))
+        return ext_dir
+
+    return make
+
+
+@pytest.fixture
+def settings_file(tmp_path: Path, ext_root: Path) -> Callable[..., Path]:
+    """Write a settings file pointing at ``ext_root`` and a tmp data dir."""
+
+    def write(**sections: Any) -> Path:
+        data: dict[str, Any] = {
+            "paths": {"extensions": str(ext_root), "data": str(tmp_path / "data")},
+            "models": {"default": None},
+            "logging": {"level": "INFO"},
+        }
+        for key, value in sections.items():
+            if isinstance(value, dict) and isinstance(data.get(key), dict):
+                data[key] = {**data[key], **value}
+            else:
+                data[key] = value
+        path = tmp_path / "settings.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    return write
+
+
+LIFECYCLE = """
+    async def initialize(self, context):
+        self.ctx = context
+    async def start(self):
+        pass
+    async def stop(self):
+        pass
+    async def destroy(self):
+        pass
+    def health_check(self):
+        return True
+"""
+
+
+def ext_code(body: str = "", header: str = "") -> str:
+    """Source of ``main.py`` with class ``Ext``: the lifecycle plus ``body``."""
+    body = textwrap.indent(textwrap.dedent(body), "    ")
+    return f"{textwrap.dedent(header)}\nclass Ext:{LIFECYCLE}\n{body}\n"

@@ -1,0 +1,63 @@
+"""Run a whole kernel inside a test: real bus, real loader, scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from agents.models.interface import Model
+from conftest import ext_code
+
+from core.runner import Kernel
+from core.settings import load_settings
+
+# A channel extension that records what it is sent; tests read `.sent`.
+CAPTURE_CHANNEL = ext_code(
+    """
+    sent = None
+    def _log(self):
+        if self.sent is None:
+            self.sent = []
+        return self.sent
+    async def send_to_user(self, user_id, message):
+        self._log().append(("reply", user_id, message))
+    async def send_message(self, message):
+        self._log().append(("notify", None, message))
+    async def say(self, text, user_id="u1"):
+        return await self.ctx.on_user_message(text, user_id)
+    """
+)
+
+
+@asynccontextmanager
+async def running_kernel(
+    settings_path: Path, *, model: Model | None = None, **kernel_args: Any
+) -> AsyncIterator[Kernel]:
+    """Start a kernel (``model`` overrides every agent's model), stop it after."""
+    overrides = {"*": model} if model is not None else None
+    kernel = Kernel(load_settings(settings_path), model_overrides=overrides, **kernel_args)
+    task = asyncio.create_task(kernel.run())
+    await wait_for(lambda: kernel.ready.is_set() or task.done())
+    if task.done():
+        task.result()
+    try:
+        yield kernel
+    finally:
+        kernel.request_shutdown()
+        await asyncio.wait_for(task, 30)
+
+
+async def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Poll ``condition`` until truthy; fail with a clear message at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await asyncio.sleep(0.01)

@@ -1,0 +1,59 @@
+"""Architecture rules checked on every run.
+
+Extensions import nothing from ``core`` but ``core.extensions.contract``
+(what makes out-of-process isolation possible); the kernel never imports an
+extension; modules stay small.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import PROJECT_ROOT
+
+ALLOWED_CORE_IMPORT = "core.extensions.contract"
+MAX_MODULE_LINES = 450
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.extend((node.lineno, f"{node.module}.{a.name}") for a in node.names)
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_extensions_import_only_the_contract_from_core():
+    violations = []
+    for path in sorted((PROJECT_ROOT / "sandbox" / "extensions").rglob("*.py")):
+        for line, name in _imports(path):
+            top = name.split(".")[0]
+            if top == "core" and not (
+                name == ALLOWED_CORE_IMPORT or name.startswith(ALLOWED_CORE_IMPORT + ".")
+            ):
+                violations.append(f"{path.relative_to(PROJECT_ROOT)}:{line}: imports {name}")
+    assert not violations, "\n".join(violations)
+
+
+def test_core_never_imports_sandbox():
+    violations = [
+        f"{path.relative_to(PROJECT_ROOT)}:{line}: imports {name}"
+        for path in sorted((PROJECT_ROOT / "core").rglob("*.py"))
+        for line, name in _imports(path)
+        if name.split(".")[0] in ("sandbox", "hearth_ext")
+    ]
+    assert not violations, "\n".join(violations)
+
+
+def test_modules_stay_small():
+    big = [
+        f"{path.relative_to(PROJECT_ROOT)}: {n} lines"
+        for path in sorted((PROJECT_ROOT / "core").rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    ]
+    assert not big, "split these modules:\n" + "\n".join(big)

@@ -1,0 +1,161 @@
+"""Publishing: durability, validation, idempotency, topics, publish before start."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import pytest
+from bus_helpers import Recorder, wait_for
+
+from core.events import EventBus, SQLiteJournal, SystemTopics, topic_matches
+
+
+async def test_publish_is_committed_when_it_returns(tmp_path: Path) -> None:
+    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+    await bus.start()
+    try:
+        event_id = await bus.publish("note.saved", "test", {"text": "hi"}, correlation_id="c1")
+        # Another connection (as another process would) sees the committed row at once.
+        with sqlite3.connect(tmp_path / "e.db") as other:
+            row = other.execute(
+                "SELECT topic, source, payload, correlation_id FROM events WHERE id = ?",
+                (event_id,),
+            ).fetchone()
+            (mode,) = other.execute("PRAGMA journal_mode").fetchone()
+        assert row == ("note.saved", "test", '{"text":"hi"}', "c1")
+        assert mode == "wal"
+    finally:
+        await bus.stop()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [["not", "an", "object"], "text", None, {"when": object()}, {"x": math.nan}],
+    ids=["list", "str", "none", "unserialisable", "nan"],
+)
+async def test_non_object_payload_raises_value_error_and_stores_nothing(
+    tmp_path: Path, payload: object
+) -> None:
+    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+    await bus.start()
+    try:
+        with pytest.raises(ValueError, match="note.saved"):
+            await bus.publish("note.saved", "test", payload)  # type: ignore[arg-type]
+        assert (await bus.stats())["events"] == 0
+    finally:
+        await bus.stop()
+
+
+@pytest.mark.parametrize("topic", ["", "has space", "tab\there", "wild.*"])
+async def test_bad_topic_is_rejected(tmp_path: Path, topic: str) -> None:
+    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+    with pytest.raises(ValueError):
+        await bus.publish(topic, "test", {})
+    with pytest.raises(ValueError):
+        bus.subscribe(topic if topic != "wild.*" else "wild.*.x", Recorder(), "s")
+
+
+def test_topic_patterns() -> None:
+    assert topic_matches("reminder.*", "reminder.due")
+    assert topic_matches("reminder.*", "reminder.x.y")
+    assert not topic_matches("reminder.*", "reminder")
+    assert not topic_matches("reminder.*", "reminders.due")
+    assert topic_matches("*", "anything.at.all")
+    assert topic_matches(SystemTopics.USER_MESSAGE, "user.message")
+    assert not topic_matches("user.message", "user.message.extra")
+    assert SystemTopics.USER_NOTIFY == "system.user.notify"
+    assert SystemTopics.AGENT_TASK == "system.agent.task"
+    assert SystemTopics.AGENT_BACKGROUND == "system.agent.background"
+
+
+async def test_prefix_subscription_receives_matching_topics_only(tmp_path: Path) -> None:
+    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+    prefix, everything = Recorder(), Recorder()
+    bus.subscribe("reminder.*", prefix, "prefix")
+    bus.subscribe("*", everything, "all")
+    await bus.start()
+    try:
+        for topic in ("reminder.due", "reminder", "reminder.x.y", "other.thing"):
+            await bus.publish(topic, "test", {})
+        await wait_for(lambda: len(everything.events) == 4)
+        await wait_for(lambda: len(prefix.events) == 2)
+        assert [e.topic for e in prefix.events] == ["reminder.due", "reminder.x.y"]
+    finally:
+        await bus.stop()
+
+
+async def test_idempotent_publish_returns_first_id_across_restarts(tmp_path: Path) -> None:
+    path = tmp_path / "e.db"
+    rec = Recorder()
+    bus = EventBus(SQLiteJournal(path))
+    bus.subscribe("fire.*", rec, "fires")
+    await bus.start()
+    first = await bus.publish("fire.due", "sched", {"n": 1}, idempotency_key="sched:1")
+    again = await bus.publish("fire.due", "sched", {"n": 2}, idempotency_key="sched:1")
+    await wait_for(lambda: len(rec.events) == 1)
+    await bus.stop()
+    assert again == first
+
+    bus2 = EventBus(SQLiteJournal(path))
+    rec2 = Recorder()
+    bus2.subscribe("fire.*", rec2, "fires")
+    await bus2.start()
+    try:
+        third = await bus2.publish("fire.due", "sched", {"n": 3}, idempotency_key="sched:1")
+        assert third == first
+        assert (await bus2.stats())["events"] == 1
+        other = await bus2.publish("fire.due", "sched", {"n": 4}, idempotency_key="sched:2")
+        await wait_for(lambda: rec2.ids == [other])
+    finally:
+        await bus2.stop()
+    assert [e.payload for e in rec.events] == [{"n": 1}]
+
+
+async def test_publish_before_start_is_durable_and_delivered_after_start(tmp_path: Path) -> None:
+    path = tmp_path / "e.db"
+    bus = EventBus(SQLiteJournal(path))
+    rec = Recorder()
+    bus.subscribe("init.*", rec, "early")
+    event_id = await bus.publish("init.done", "ext", {"ok": True})
+    with sqlite3.connect(path) as other:
+        assert other.execute("SELECT count(*) FROM events").fetchone() == (1,)
+    assert rec.events == []
+    await bus.start()
+    try:
+        await wait_for(lambda: rec.ids == [event_id])
+        assert rec.events[0].payload == {"ok": True}
+        assert rec.events[0].attempt == 1
+    finally:
+        await bus.stop()
+
+
+async def test_publish_after_stop_is_stored_for_the_next_start(tmp_path: Path) -> None:
+    path = tmp_path / "e.db"
+    bus = EventBus(SQLiteJournal(path))
+    bus.subscribe("late.*", Recorder(), "late")
+    await bus.start()
+    await bus.stop()
+    event_id = await bus.publish("late.event", "ext", {})
+    bus2 = EventBus(SQLiteJournal(path))
+    rec = Recorder()
+    bus2.subscribe("late.*", rec, "late")
+    await bus2.start()
+    try:
+        await wait_for(lambda: rec.ids == [event_id])
+    finally:
+        await bus2.stop()
+
+
+async def test_synchronous_full_is_applied(tmp_path: Path) -> None:
+    journal = SQLiteJournal(tmp_path / "e.db", synchronous="full")
+    bus = EventBus(journal)
+    await bus.start()
+    try:
+        await bus.publish("a.b", "t", {})
+        assert (await bus.stats())["events"] == 1
+    finally:
+        await bus.stop()
+    with pytest.raises(ValueError, match="synchronous"):
+        SQLiteJournal(tmp_path / "x.db", synchronous="off")  # type: ignore[arg-type]
