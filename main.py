@@ -65,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
         import asyncio
 
         from core.events.cli import run_events_command
-
         from core.runner import JOURNAL_FILE
 
         return asyncio.run(run_events_command(settings.data_dir / JOURNAL_FILE, args))

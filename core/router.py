@@ -120,9 +120,11 @@ class MessageRouter:
         try:
             agent = self.orchestrator.agent(await self.context.build(text, turn) or None)
             if streaming:
-                await run_streamed_turn(agent, text, session, channel, turn.user_id, self.max_turns)
+                await run_streamed_turn(agent, text, session, channel, turn, self.max_turns)
                 return
-            result = await Runner.run(agent, text, session=session, max_turns=self.max_turns)
+            result = await Runner.run(
+                agent, text, session=session, max_turns=self.max_turns, context=turn
+            )
             reply = str(result.final_output or "")
         except self.user_facing_errors as exc:
             reply = str(exc)
@@ -181,7 +183,7 @@ class MessageRouter:
         turn = TurnContext(agent_id="orchestrator", channel_id=None, user_id=source)
         try:
             agent = self.orchestrator.agent(await self.context.build(prompt, turn) or None)
-            result = await Runner.run(agent, prompt, max_turns=self.max_turns)
+            result = await Runner.run(agent, prompt, max_turns=self.max_turns, context=turn)
             return str(result.final_output or "")
         except self.user_facing_errors as exc:
             return str(exc)
@@ -201,7 +203,7 @@ class MessageRouter:
 
         turn = TurnContext(agent_id="orchestrator", channel_id=None, user_id=source)
         agent = self.orchestrator.agent(await self.context.build(prompt, turn) or None)
-        return await stream_text(agent, prompt, None, self.max_turns, on_chunk, on_tool_call)
+        return await stream_text(agent, prompt, None, turn, self.max_turns, on_chunk, on_tool_call)
 
     async def enrich_prompt(self, prompt: str, agent_id: str | None) -> str:
         return await self.context.enrich(prompt, TurnContext(agent_id=agent_id or "orchestrator"))

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -110,9 +117,17 @@ class McpServerSettings(_Section):
     allowed_tools: list[str] | None = None
     enabled: bool = True
 
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("needs exactly one of `command` (stdio) or `url` (streamable HTTP)")
+        return self
+
 
 class McpSettings(_Section):
     servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    call_timeout_s: float = Field(default=60.0, gt=0)
 
 
 class Settings(BaseSettings):

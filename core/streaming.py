@@ -8,6 +8,8 @@ from typing import Any
 from agents import Agent, Runner
 from agents.memory import Session
 
+from core.extensions.contract import TurnContext
+
 Callback = Callable[[str], Awaitable[None]]
 
 
@@ -15,12 +17,16 @@ async def stream_text(
     agent: Agent[Any],
     text: str,
     session: Session | None,
+    turn: TurnContext,
     max_turns: int,
     on_chunk: Callback | None,
     on_tool_call: Callback | None,
 ) -> str:
-    """Run streamed; feed text deltas and tool-call names to the callbacks."""
-    result = Runner.run_streamed(agent, text, session=session, max_turns=max_turns)
+    """Run streamed; feed text deltas and tool-call names to the callbacks.
+
+    ``turn`` is the run context, so tools can see which channel and user
+    they act for (``RunContextWrapper.context``)."""
+    result = Runner.run_streamed(agent, text, session=session, max_turns=max_turns, context=turn)
     parts: list[str] = []
     async for event in result.stream_events():
         if event.type == "raw_response_event":
@@ -39,9 +45,10 @@ async def stream_text(
 
 
 async def run_streamed_turn(
-    agent: Agent[Any], text: str, session: Session, channel: Any, user_id: str, max_turns: int
+    agent: Agent[Any], text: str, session: Session, channel: Any, turn: TurnContext, max_turns: int
 ) -> None:
     """Drive a started ``StreamingChannelProvider`` through chunks/status → end."""
+    user_id = turn.user_id or ""
 
     async def chunk(delta: str) -> None:
         await channel.on_stream_chunk(user_id, delta)
@@ -49,5 +56,5 @@ async def run_streamed_turn(
     async def status(tool: str) -> None:
         await channel.on_stream_status(user_id, f"using {tool}…")
 
-    full = await stream_text(agent, text, session, max_turns, chunk, status)
+    full = await stream_text(agent, text, session, turn, max_turns, chunk, status)
     await channel.on_stream_end(user_id, full)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.events import Event, EventBus, SQLiteJournal  # noqa: E402
+from core.events import Event, EventBus, SQLiteJournal
 
 SUBSCRIBER = "crash-sub"
 

@@ -41,7 +41,7 @@ async def test_non_object_payload_raises_value_error_and_stores_nothing(
     bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
     await bus.start()
     try:
-        with pytest.raises(ValueError, match="note.saved"):
+        with pytest.raises(ValueError, match=r"note\.saved"):
             await bus.publish("note.saved", "test", payload)  # type: ignore[arg-type]
         assert (await bus.stats())["events"] == 0
     finally:

@@ -131,7 +131,7 @@ async def test_uses_tools_are_offered_and_called(tmp_path: Path) -> None:
     assert seen == [["kv", "core_tools"]]
     assert calls == ["color"]
     assert model.first_call is not None
-    assert [t.name for t in model.first_call.tools] == ["kv_get"]  # type: ignore[union-attr]
+    assert [t.name for t in model.first_call.tools] == ["kv_get"]
     model.assert_complete()
 
 

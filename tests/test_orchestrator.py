@@ -155,7 +155,7 @@ async def test_instructions_hold_time_timezone_capabilities_and_context() -> Non
     ):
         assert line in text
     assert text.endswith("\n\nThe user's name is Ada.")
-    names = [t.name for t in model.first_call.tools]  # type: ignore[union-attr]
+    names = [t.name for t in model.first_call.tools]
     assert names == [
         "current_time", "list_extensions", "request_restart", "search_notes", "researcher"
     ]  # fmt: skip

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents import Agent, Tool
-from agents.mcp import MCPServer
 
 from core.agents.model_router import ModelRouter
 from core.agents.prompts import PromptTemplate
 from core.agents.toolset import Capability, capabilities_summary
 from core.settings import PROJECT_ROOT
-from core.tools.clock import now_in, timezone_label
+from core.tools.clock import now_in, resolve_timezone, timezone_label
+
+if TYPE_CHECKING:
+    from agents.mcp import MCPServer
 
 __all__ = ["ORCHESTRATOR_ID", "ORCHESTRATOR_TEMPLATE", "Orchestrator"]
 
@@ -41,6 +43,7 @@ class Orchestrator:
         mcp_servers: Sequence[MCPServer] = (),
         template_path: Path = ORCHESTRATOR_TEMPLATE,
     ) -> None:
+        resolve_timezone(timezone)  # a bad name fails here, not in the middle of a turn
         self._router = model_router
         self._timezone = timezone
         self._tools: list[Tool] = [*tools, *agent_tools]

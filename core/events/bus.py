@@ -30,6 +30,8 @@ __all__ = ["EventBus"]
 
 log = logging.getLogger(__name__)
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
 
 class EventBus:
     """Durable, in-process publish/subscribe over a ``Journal``."""
@@ -257,7 +259,7 @@ def _encode_payload(topic: str, payload: object) -> str:
     if not isinstance(payload, dict):
         raise PayloadError(topic, f"got {type(payload).__name__}")
     try:
-        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _ENCODER.encode(payload)
     except (TypeError, ValueError) as exc:
         raise PayloadError(topic, str(exc)) from exc
 

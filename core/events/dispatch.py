@@ -35,12 +35,15 @@ class RetryPolicy:
 
 async def run_handler(sub: Subscription, event: Event, policy: RetryPolicy) -> Outcome:
     """Call the handler once; cancellation of the caller propagates untouched."""
-    deadline = asyncio.timeout(sub.timeout)
+    deadline = None if sub.timeout is None else asyncio.timeout(sub.timeout)
     try:
-        async with deadline:
+        if deadline is None:
             await sub.handler(event)
+        else:
+            async with deadline:
+                await sub.handler(event)
     except TimeoutError as exc:
-        if deadline.expired():
+        if deadline is not None and deadline.expired():
             error = f"handler {sub.id!r} timed out after {sub.timeout}s"
         else:
             error = f"TimeoutError: {exc}"

@@ -40,10 +40,11 @@ DeliveryStatus = Literal["pending", "inflight", "done", "dead"]
 PROCESS_DIED = "process died while handling"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewEvent:
     """One publish. ``claimed_by`` subscribers get an in-flight delivery (attempt 1)
-    that the bus hands over in memory; ``queued_for`` get a pending one."""
+    that the bus hands over in memory; ``queued_for`` get a pending one. The writer
+    fills in both when it builds the batch."""
 
     topic: str
     source: str

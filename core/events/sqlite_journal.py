@@ -9,6 +9,7 @@ is not open, so ``main.py events`` works while a kernel holds the file.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
@@ -76,7 +77,7 @@ class SQLiteJournal:
 
     async def _connect(self) -> aiosqlite.Connection:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
             db = await aiosqlite.connect(self.path, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise JournalError(str(self.path), f"cannot open event journal: {exc}") from exc

@@ -7,9 +7,14 @@ pattern is an exact topic, a prefix ending in ``.*`` (``reminder.*`` matches
 
 from __future__ import annotations
 
+import re
+
 from core.events.errors import TopicError
 
 __all__ = ["SystemTopics", "topic_matches", "validate_pattern", "validate_topic"]
+
+
+_FORBIDDEN = re.compile(r"[\s*]")
 
 
 class SystemTopics:
@@ -34,6 +39,8 @@ def validate_topic(topic: str) -> str:
     """Return ``topic`` or raise ``TopicError`` saying what is wrong with it."""
     if not isinstance(topic, str) or not topic:
         raise TopicError(f"topic must be a non-empty string, got {topic!r}")
+    if _FORBIDDEN.search(topic) is None:
+        return topic
     if any(ch.isspace() for ch in topic):
         raise TopicError(f"topic {topic!r} contains whitespace")
     if "*" in topic:

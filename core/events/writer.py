@@ -14,7 +14,7 @@ import heapq
 import json
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from core.events.journal import ClaimRequest, Journal, NewEvent, Outcome, Registration, WriteBatch
 from core.events.models import Event
@@ -189,11 +189,9 @@ class GroupCommitWriter:
                     sub.backlog = True
                     queued.append(sub.id)
             rnd.claimed.append(claimed)
-            batch.events.append(
-                replace(
-                    pub.event, claimed_by=tuple(s.id for s in claimed), queued_for=tuple(queued)
-                )
-            )
+            pub.event.claimed_by = tuple(s.id for s in claimed)
+            pub.event.queued_for = tuple(queued)
+            batch.events.append(pub.event)
         batch.outcomes = rnd.outcomes
         if self.dispatching:
             for sub in self._subs.values():

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.events.topics import SystemTopics, topic_matches
-
 from core.events.models import Event
+from core.events.topics import SystemTopics, topic_matches
 from core.extensions.contract import EventHandler
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.manifest import Manifest

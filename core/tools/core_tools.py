@@ -8,7 +8,7 @@ from typing import Any
 
 from agents import FunctionTool, RunContextWrapper, function_tool
 
-from core.tools.clock import now_in, timezone_label
+from core.tools.clock import now_in, resolve_timezone, timezone_label
 
 __all__ = ["build_core_tools"]
 
@@ -28,6 +28,7 @@ def build_core_tools(
     request_restart: RequestRestart,
 ) -> list[FunctionTool]:
     """``current_time``, ``list_extensions`` and ``request_restart``, bound to the kernel."""
+    resolve_timezone(timezone)  # raises ValueError naming a bad timezone, at load
 
     def current_time() -> str:
         """Current date and time in the user's timezone (ISO 8601, with the weekday).

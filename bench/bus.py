@@ -1,0 +1,247 @@
+"""Event bus benchmark: the bus against hand-written SQLite ceilings. Prints one JSON object.
+
+(a) one sequential publisher: single-commit inserts (aiosqlite) + batched acks,
+    vs. the bus with one no-op subscriber (burst of N publishes, each awaited);
+    also publish->handler latency during that burst.
+(b) 50 concurrent publishers: a minimal group-commit writer, vs. the bus.
+(c) a second topic's handler latency while a 1.5 s handler is busy.
+Each measurement runs RUNS times; medians and same-run ratios are reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.events import Event, EventBus, SQLiteJournal
+
+RUNS = 3
+BURST = 3000
+PUBLISHERS = 50
+PER_PUBLISHER = 400
+ACK_BATCH = 100
+SCHEMA = """
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+CREATE TABLE events (id INTEGER PRIMARY KEY, topic TEXT, source TEXT, payload TEXT,
+                     created_at REAL);
+CREATE TABLE deliveries (event_id INTEGER, subscriber_id TEXT, status TEXT,
+                         PRIMARY KEY (event_id, subscriber_id)) WITHOUT ROWID;
+"""
+INSERT = "INSERT INTO events (topic, source, payload, created_at) VALUES (?, ?, ?, ?)"
+PAYLOAD = json.dumps({"text": "hello", "n": 1})
+
+
+async def _raw_db(path: Path) -> aiosqlite.Connection:
+    db = await aiosqlite.connect(path, isolation_level=None)
+    await db.executescript(SCHEMA)
+    return db
+
+
+async def ceiling_sequential(path: Path, n: int) -> float:
+    """Events/s: one insert + commit per event, acks committed in batches of ACK_BATCH."""
+    db = await _raw_db(path)
+    acks: list[tuple[int, str]] = []
+    t0 = time.perf_counter()
+    for _ in range(n):
+        await db.execute("BEGIN")
+        cur = await db.execute(INSERT, ("bench.a", "bench", PAYLOAD, time.time()))
+        await db.commit()
+        acks.append((cur.lastrowid or 0, "sub"))
+        if len(acks) >= ACK_BATCH:
+            await db.execute("BEGIN")
+            await db.executemany(
+                "INSERT INTO deliveries VALUES (?, ?, 'done')", acks
+            )
+            await db.commit()
+            acks = []
+    elapsed = time.perf_counter() - t0
+    await db.close()
+    return n / elapsed
+
+
+async def ceiling_group_commit(path: Path, publishers: int, per_publisher: int) -> float:
+    """Events/s: concurrent publishers, one writer committing whatever is queued."""
+    db = await _raw_db(path)
+    queue: list[tuple[tuple[Any, ...], asyncio.Future[int]]] = []
+    wake = asyncio.Event()
+    total = publishers * per_publisher
+
+    def write(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[int]:
+        conn.execute("BEGIN IMMEDIATE")
+        ids = [conn.execute(INSERT, row).lastrowid or 0 for row in rows]
+        conn.executemany("INSERT INTO deliveries VALUES (?, 'sub', 'done')", [(i,) for i in ids])
+        conn.execute("COMMIT")
+        return ids
+
+    async def writer() -> None:
+        done = 0
+        while done < total:
+            await wake.wait()
+            wake.clear()
+            batch, queue[:] = list(queue), []
+            ids = await db._execute(write, db._conn, [row for row, _ in batch])
+            for (_, fut), event_id in zip(batch, ids, strict=True):
+                fut.set_result(event_id)
+            done += len(batch)
+
+    async def publisher() -> None:
+        loop = asyncio.get_running_loop()
+        for _ in range(per_publisher):
+            fut: asyncio.Future[int] = loop.create_future()
+            queue.append((("bench.b", "bench", PAYLOAD, time.time()), fut))
+            wake.set()
+            await fut
+
+    t0 = time.perf_counter()
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(writer())
+        for _ in range(publishers):
+            tg.create_task(publisher())
+    elapsed = time.perf_counter() - t0
+    await db.close()
+    return total / elapsed
+
+
+async def bus_sequential(path: Path, n: int) -> dict[str, float]:
+    bus = EventBus(SQLiteJournal(path))
+    sent: dict[int, float] = {}
+    latencies: list[float] = []
+    done = asyncio.Event()
+
+    async def handler(event: Event) -> None:
+        latencies.append(time.perf_counter() - sent[event.payload["n"]])
+        if len(latencies) == n:
+            done.set()
+
+    bus.subscribe("bench.*", handler, "noop")
+    await bus.start()
+    t0 = time.perf_counter()
+    for i in range(n):
+        sent[i] = time.perf_counter()
+        await bus.publish("bench.a", "bench", {"text": "hello", "n": i})
+    await done.wait()
+    elapsed = time.perf_counter() - t0
+    await bus.stop()
+    latencies.sort()
+    return {
+        "events_per_s": n / elapsed,
+        "latency_p50_ms": latencies[len(latencies) // 2] * 1000,
+        "latency_p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
+    }
+
+
+async def bus_concurrent(path: Path, publishers: int, per_publisher: int) -> dict[str, float]:
+    bus = EventBus(SQLiteJournal(path))
+    total = publishers * per_publisher
+    handled = 0
+    done = asyncio.Event()
+
+    async def handler(event: Event) -> None:
+        nonlocal handled
+        handled += 1
+        if handled == total:
+            done.set()
+
+    async def publisher(p: int) -> None:
+        for i in range(per_publisher):
+            await bus.publish("bench.b", "bench", {"text": "hello", "n": i, "p": p})
+
+    bus.subscribe("bench.*", handler, "noop")
+    await bus.start()
+    t0 = time.perf_counter()
+    async with asyncio.TaskGroup() as tg:
+        for p in range(publishers):
+            tg.create_task(publisher(p))
+    published = time.perf_counter() - t0
+    await done.wait()
+    handled_all = time.perf_counter() - t0
+    await bus.stop()
+    return {"publish_per_s": total / published, "end_to_end_per_s": total / handled_all}
+
+
+async def slow_neighbour(path: Path) -> float:
+    """Seconds from publish to handler on topic B while topic A's handler takes 1.5 s."""
+    bus = EventBus(SQLiteJournal(path), stop_timeout_s=5)
+    busy = asyncio.Event()
+    seen = asyncio.Event()
+    handled_at = 0.0
+
+    async def slow(event: Event) -> None:
+        busy.set()
+        await asyncio.sleep(1.5)
+
+    async def quick(event: Event) -> None:
+        nonlocal handled_at
+        handled_at = time.perf_counter()
+        seen.set()
+
+    bus.subscribe("slow.*", slow, "slow")
+    bus.subscribe("quick.*", quick, "quick")
+    await bus.start()
+    await bus.publish("slow.job", "bench", {})
+    await busy.wait()
+    t0 = time.perf_counter()
+    await bus.publish("quick.job", "bench", {})
+    await seen.wait()
+    latency = handled_at - t0
+    await bus.stop()
+    return latency
+
+
+async def main() -> None:
+    runs: dict[str, list[float]] = {}
+
+    def note(key: str, value: float) -> None:
+        runs.setdefault(key, []).append(value)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in range(RUNS):
+            d = Path(tmp) / f"run{run}"
+            d.mkdir()
+            seq_ceiling = await ceiling_sequential(d / "ceil_a.db", BURST)
+            seq_bus = await bus_sequential(d / "bus_a.db", BURST)
+            note("a_ceiling_events_per_s", seq_ceiling)
+            note("a_bus_events_per_s", seq_bus["events_per_s"])
+            note("a_ratio", seq_bus["events_per_s"] / seq_ceiling)
+            note("a_latency_p50_ms", seq_bus["latency_p50_ms"])
+            note("a_latency_p99_ms", seq_bus["latency_p99_ms"])
+            gc_ceiling = await ceiling_group_commit(d / "ceil_b.db", PUBLISHERS, PER_PUBLISHER)
+            gc_bus = await bus_concurrent(d / "bus_b.db", PUBLISHERS, PER_PUBLISHER)
+            note("b_ceiling_events_per_s", gc_ceiling)
+            note("b_bus_publish_per_s", gc_bus["publish_per_s"])
+            note("b_bus_end_to_end_per_s", gc_bus["end_to_end_per_s"])
+            note("b_ratio_publish", gc_bus["publish_per_s"] / gc_ceiling)
+            note("b_ratio_end_to_end", gc_bus["end_to_end_per_s"] / gc_ceiling)
+            note("c_other_topic_latency_ms", await slow_neighbour(d / "bus_c.db") * 1000)
+    result: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "runs": RUNS,
+        "burst": BURST,
+        "publishers": PUBLISHERS,
+        "events_concurrent": PUBLISHERS * PER_PUBLISHER,
+    }
+    result.update({k: round(statistics.median(v), 3) for k, v in runs.items()})
+    result["targets_met"] = {
+        "a_ratio_ge_0.5": result["a_ratio"] >= 0.5,
+        "a_p99_lt_10ms": result["a_latency_p99_ms"] < 10,
+        "b_ratio_ge_0.5": result["b_ratio_end_to_end"] >= 0.5,
+        "c_lt_100ms": result["c_other_topic_latency_ms"] < 100,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

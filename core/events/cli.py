@@ -1,0 +1,134 @@
+"""``main.py events``: look into the journal, list dead letters, re-queue one.
+
+Works on the journal file directly (no running kernel needed, and safe while
+one runs: WAL lets readers in while the kernel writes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from core.events.errors import JournalError
+from core.events.journal import DeadLetter, EventRecord
+from core.events.sqlite_journal import SQLiteJournal
+
+__all__ = ["add_events_arguments", "run_events_command"]
+
+
+def add_events_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``events`` subcommand's options to ``parser``."""
+    parser.add_argument("--limit", type=int, default=20, metavar="N", help="rows to show (20)")
+    parser.add_argument("--topic", metavar="T", help="only events with this exact topic")
+    parser.add_argument("--dead", action="store_true", help="list dead letters with their error")
+    parser.add_argument(
+        "--requeue", type=int, metavar="ID", help="put the dead deliveries of event ID back"
+    )
+    parser.add_argument(
+        "--subscriber", metavar="S", help="with --requeue: only this subscriber's delivery"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON array")
+
+
+async def run_events_command(journal_path: Path, args: argparse.Namespace) -> int:
+    """Run ``main.py events`` against ``journal_path``; returns the exit code."""
+    if not await asyncio.to_thread(journal_path.is_file):
+        print(
+            f"event journal {journal_path} does not exist (has the kernel run yet?)",
+            file=sys.stderr,
+        )
+        return 1
+    if args.limit < 1:
+        print(f"--limit must be at least 1, got {args.limit}", file=sys.stderr)
+        return 1
+    journal = SQLiteJournal(journal_path)
+    try:
+        if args.requeue is not None:
+            return await _requeue(journal, args.requeue, args.subscriber, args.json)
+        if args.dead:
+            letters = await journal.dead_letters(limit=args.limit)
+            _print_dead(letters, args.json)
+        else:
+            records = await journal.recent_events(limit=args.limit, topic=args.topic)
+            _print_events(records, args.json)
+    except JournalError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _requeue(
+    journal: SQLiteJournal, event_id: int, subscriber: str | None, as_json: bool
+) -> int:
+    count = await journal.requeue(event_id, subscriber)
+    who = f" for subscriber {subscriber!r}" if subscriber else ""
+    if as_json:
+        print(json.dumps([{"event_id": event_id, "subscriber": subscriber, "requeued": count}]))
+    elif count:
+        print(
+            f"re-queued {count} dead deliver{'y' if count == 1 else 'ies'} of event {event_id}{who}"
+        )
+    else:
+        print(f"event {event_id} has no dead delivery{who}; nothing re-queued", file=sys.stderr)
+    return 0 if count else 1
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
+        for line in [header, *rows]
+    ]
+    return "\n".join(lines)
+
+
+def _print_events(records: list[EventRecord], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([asdict(r) for r in records], ensure_ascii=False))
+        return
+    if not records:
+        print("no events")
+        return
+    rows = [
+        [
+            str(r.id),
+            _when(r.created_at),
+            r.topic,
+            r.source,
+            " ".join(f"{d.subscriber_id}:{d.status}/{d.attempt}" for d in r.deliveries) or "-",
+        ]
+        for r in records
+    ]
+    print(
+        _table(["ID", "TIME", "TOPIC", "SOURCE", "DELIVERIES (subscriber:status/attempts)"], rows)
+    )
+
+
+def _print_dead(letters: list[DeadLetter], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([asdict(d) for d in letters], ensure_ascii=False))
+        return
+    if not letters:
+        print("no dead letters")
+        return
+    rows = [
+        [
+            str(d.event_id),
+            _when(d.failed_at),
+            d.topic,
+            d.subscriber_id,
+            str(d.attempt),
+            (d.error or "").replace("\n", " "),
+        ]
+        for d in letters
+    ]
+    print(_table(["ID", "FAILED", "TOPIC", "SUBSCRIBER", "ATTEMPTS", "ERROR"], rows))
