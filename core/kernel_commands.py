@@ -41,9 +41,20 @@ async def status_text(kernel: Kernel) -> str:
     for record in sorted(records, key=lambda r: r.ext_id):
         if record.status in (ExtensionStatus.ERROR, ExtensionStatus.SKIPPED):
             lines.append(f"  {record.ext_id}: {record.status.value} — {record.error}")
+    lines.extend(_mcp_lines(kernel))
     counts = await kernel.bus.journal.counts()
     lines.append("Events: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return "\n".join(lines)
+
+
+def _mcp_lines(kernel: Kernel) -> list[str]:
+    statuses = kernel.mcp.statuses()
+    if not statuses:
+        return []
+    connected = sum(s.state == "connected" for s in statuses)
+    return [f"MCP servers ({connected}/{len(statuses)} connected):"] + [
+        f"  {s.line()}" for s in statuses
+    ]
 
 
 def _duration(seconds: float) -> str:

@@ -19,6 +19,7 @@ from agents.models.interface import Model
 
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
+from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
 from core.agents.toolset import build_toolset
@@ -36,6 +37,7 @@ from core.kernel_commands import builtin_commands
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
 from core.router import MessageRouter
+from core.scheduling import ManifestScheduler, manifest_schedules
 from core.secrets import load_secrets
 from core.settings import Settings
 from core.tools import build_core_tools
@@ -45,6 +47,7 @@ log = logging.getLogger("core.runner")
 
 JOURNAL_FILE = "events.db"
 SESSIONS_FILE = "sessions.db"
+SCHEDULES_FILE = "schedules.db"
 
 
 class Kernel:
@@ -71,11 +74,15 @@ class Kernel:
         )
         configure_tracing(settings.models.tracing)
         self.model_router = ModelRouter(settings.models, overrides=model_overrides)
+        self.mcp = McpServers(settings.mcp)
         self.loader = Loader(
             settings.extensions_dir,
             lifecycle_timeout_s=settings.loader.lifecycle_timeout_s,
             default_isolation=settings.isolation.default,
             agent_factory=self._make_agent,
+        )
+        self.scheduler = ManifestScheduler(
+            self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )
         self.commands = CommandRegistry()
         self.conversations = Conversations(self.data_dir / SESSIONS_FILE)
@@ -125,12 +132,14 @@ class Kernel:
             ],
             [(r.ext_id, r.instance) for r in self.loader.active("AgentProvider")],
         )
+        await self.mcp.connect()
         orchestrator = Orchestrator(
             model_router=self.model_router,
             timezone=self.settings.timezone,
             tools=toolset.tools,
             agent_tools=toolset.agent_tools,
             capabilities=toolset.capabilities,
+            mcp_servers=self.mcp.active,
         )
         self.router = MessageRouter(
             bus=self.bus,
@@ -147,8 +156,12 @@ class Kernel:
         wire_channels(self.loader, self.router)
         wire_manifest_subscriptions(self.loader, self.bus, self.router)
         self.router.subscribe()
+        self.scheduler.subscribe()
         await self.bus.start()
         await self.loader.start_all()
+        await self.scheduler.start(
+            manifest_schedules(self.loader.active("SchedulerProvider"), self.settings.timezone)
+        )
         self.ready.set()
         log.info(
             "kernel ready: %d extensions active, model %s",
@@ -170,8 +183,10 @@ class Kernel:
             await self.stop()
 
     async def stop(self) -> None:
-        """Drain the bus, then stop and destroy extensions (reverse order)."""
+        """Stop the schedule timer, drain the bus, then stop and destroy extensions."""
+        await self.scheduler.stop()
         await self.bus.stop()
+        await self.mcp.cleanup()
         await self.loader.shutdown()
         self.conversations.close()
         await self.model_router.aclose()

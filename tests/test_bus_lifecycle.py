@@ -10,6 +10,7 @@ from pathlib import Path
 from bus_helpers import Recorder, eventually, wait_for
 
 from core.events import Event, EventBus, SQLiteJournal
+from core.events.sqlite_batch import _CLAIM_SELECT, SCHEMA
 from core.settings import EventsSettings
 
 
@@ -122,3 +123,12 @@ def test_from_settings_uses_the_events_section(tmp_path: Path) -> None:
     assert isinstance(bus.journal, SQLiteJournal)
     assert bus.journal.synchronous == "full"
     assert bus.journal.path == tmp_path / "e.db"
+
+
+def test_claim_query_walks_the_pending_index_in_order() -> None:
+    """A sort over every pending row made claims 48x slower at a 30k backlog; keep it out."""
+    with sqlite3.connect(":memory:") as db:
+        db.executescript(SCHEMA)
+        plan = [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + _CLAIM_SELECT, ("s", 0, 9))]
+    assert any("deliveries_pending" in step for step in plan), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan

@@ -1,14 +1,15 @@
 """``main.py doctor``: is this installation ready? Exit 1 when something is wrong.
 
 Checks: settings (already valid when we get here), every model provider
-(reachable, lists models), secrets declared by enabled extensions, and the
-status of every extension.
+(reachable, lists models), every MCP server (connects, lists its tools),
+secrets declared by enabled extensions, and the status of every extension.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
 from core.cli.report import _collect
 from core.secrets import load_secrets
@@ -36,6 +37,7 @@ async def _doctor(settings: Settings) -> int:
     finally:
         await router.aclose()
 
+    problems += await _check_mcp(settings)
     report = await _collect(settings)
     secrets = load_secrets()
     from core.extensions.manifest import ManifestError, load_manifest
@@ -59,3 +61,17 @@ async def _doctor(settings: Settings) -> int:
             problems += not present
     print("doctor: no problems found" if not problems else f"doctor: {problems} problem(s)")
     return 0 if problems == 0 else 1
+
+
+async def _check_mcp(settings: Settings) -> int:
+    """Connect to every configured MCP server once; a failed one is a problem."""
+    servers = McpServers(settings.mcp)
+    try:
+        await servers.connect()
+        statuses = servers.statuses()
+    finally:
+        await servers.cleanup()
+    for status in statuses:
+        mark = BAD if status.state == "failed" else OK
+        print(f"{mark} mcp server {status.line()}")
+    return sum(status.state == "failed" for status in statuses)

@@ -69,7 +69,7 @@ class Registration:
     max_attempts: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     """How one delivery ended. ``released``: not a failure (shutdown); the claim is undone."""
 

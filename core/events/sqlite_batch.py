@@ -37,10 +37,11 @@ CREATE TABLE IF NOT EXISTS events (
     source TEXT NOT NULL,
     payload TEXT NOT NULL,
     correlation_id TEXT,
-    idempotency_key TEXT UNIQUE,
+    idempotency_key TEXT,
     created_at REAL NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_created ON events(created_at);
+CREATE UNIQUE INDEX IF NOT EXISTS events_idempotency
+    ON events(idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS deliveries (
     event_id INTEGER NOT NULL,
     subscriber_id TEXT NOT NULL,

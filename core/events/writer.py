@@ -25,6 +25,7 @@ __all__ = ["GroupCommitWriter"]
 log = logging.getLogger(__name__)
 
 _FAILURE_BACKOFF_S = 0.5
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(slots=True)
@@ -228,7 +229,7 @@ def _to_event(event_id: int, ev: NewEvent) -> Event:
         id=event_id,
         topic=ev.topic,
         source=ev.source,
-        payload=json.loads(ev.payload_json),
+        payload=_DECODER.decode(ev.payload_json),
         correlation_id=ev.correlation_id,
         created_at=ev.created_at,
         attempt=1,

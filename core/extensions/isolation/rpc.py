@@ -1,0 +1,197 @@
+"""Request/response correlation over one framed stream, used by both sides.
+
+Each side can call the other while serving calls from it (a tool call may
+emit an event mid-way). Incoming requests run as tasks, at most
+``max_inflight`` at a time: when that many are running the reader stops
+reading, the socket buffer fills and the peer's writes block — a flood of
+messages costs bounded memory and the reader yields to the event loop after
+every message, so it never starves the rest of the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from core.extensions.isolation.errors import (
+    CallTimeoutError,
+    PeerClosedError,
+    remote_error,
+)
+from core.extensions.isolation.protocol import ProtocolError, encode, read_message
+
+RequestHandler = Callable[[str, Any], Awaitable[Any]]
+NotificationHandler = Callable[[str, Any], None]
+
+CANCEL = "$cancel"
+DEFAULT_MAX_INFLIGHT = 32
+
+log = logging.getLogger("core.isolation.rpc")
+
+
+class RpcPeer:
+    """One end of the channel: ``call``/``notify`` out, ``serve`` in."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        on_request: RequestHandler,
+        on_notification: NotificationHandler,
+        max_inflight: int = DEFAULT_MAX_INFLIGHT,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._slots = asyncio.Semaphore(max_inflight)
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._serving: dict[int, asyncio.Task[None]] = {}
+        self._closed_reason: str | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_reason is not None
+
+    # ------------------------------------------------------------ outgoing
+
+    async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """Call ``method`` on the peer; its exception comes back as ``RemoteError``.
+
+        Raises ``CallTimeoutError`` after ``timeout`` s (the peer is told to
+        cancel) and ``PeerClosedError`` when the channel ends first.
+        """
+        if self._closed_reason is not None:
+            raise PeerClosedError(self._closed_reason)
+        call_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[call_id] = future
+        try:
+            async with asyncio.timeout(timeout):
+                await self._send({"id": call_id, "method": method, "params": params})
+                return await future
+        except TimeoutError:
+            self._cancel_remote(call_id)
+            raise CallTimeoutError(method, timeout or 0.0) from None
+        except asyncio.CancelledError:
+            self._cancel_remote(call_id)
+            raise
+        finally:
+            self._pending.pop(call_id, None)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        if self._closed_reason is None:
+            await self._send({"method": method, "params": params})
+
+    def notify_nowait(self, method: str, params: Any = None) -> None:
+        """Queue a notification without waiting for the buffer to drain (sync callers)."""
+        if self._closed_reason is None:
+            self._writer.write(encode({"method": method, "params": params}))
+
+    def _cancel_remote(self, call_id: int) -> None:
+        if self._closed_reason is None and not self._writer.is_closing():
+            self._writer.write(encode({"method": CANCEL, "params": {"id": call_id}}))
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        self._writer.write(encode(message))
+        await self._writer.drain()
+
+    # ------------------------------------------------------------ incoming
+
+    async def serve(self) -> str:
+        """Read until the stream ends; returns why it ended. Fails pending calls."""
+        reason = "channel closed"
+        try:
+            while (message := await read_message(self._reader)) is not None:
+                await self._dispatch(message)
+                await asyncio.sleep(0)
+        except ProtocolError as exc:
+            reason = f"protocol error: {exc}"
+        except (ConnectionError, OSError) as exc:
+            reason = f"channel error: {exc}"
+        finally:
+            self.close(reason)
+        return reason
+
+    async def _dispatch(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        call_id = message.get("id")
+        if method is None:
+            self._resolve(call_id, message)
+        elif call_id is None:
+            self._notified(str(method), message.get("params"))
+        else:
+            await self._slots.acquire()
+            task = asyncio.create_task(self._answer(call_id, str(method), message.get("params")))
+            self._serving[call_id] = task
+
+    def _resolve(self, call_id: Any, message: dict[str, Any]) -> None:
+        future = self._pending.get(call_id) if isinstance(call_id, int) else None
+        if future is None or future.done():
+            return  # the caller gave up (timeout or cancel) — drop the late answer
+        error = message.get("error")
+        if isinstance(error, dict):
+            future.set_exception(
+                remote_error(str(error.get("type")), str(error.get("message", "")))
+            )
+        else:
+            future.set_result(message.get("result"))
+
+    def _notified(self, method: str, params: Any) -> None:
+        if method == CANCEL:
+            task = self._serving.get(params.get("id")) if isinstance(params, dict) else None
+            if task is not None:
+                task.cancel()
+            return
+        try:
+            self._on_notification(method, params)
+        except Exception:
+            log.exception("notification %s failed", method)
+
+    async def _answer(self, call_id: Any, method: str, params: Any) -> None:
+        try:
+            result = await self._on_request(method, params)
+            reply: dict[str, Any] = {"id": call_id, "result": result}
+            try:
+                frame = encode(reply)
+            except ProtocolError as exc:
+                frame = encode(_error(call_id, exc, f"result of {method}"))
+        except asyncio.CancelledError:
+            return  # cancelled by the caller, who is no longer waiting
+        except Exception as exc:
+            frame = encode(_error(call_id, exc))
+        finally:
+            self._serving.pop(call_id, None)
+            self._slots.release()
+        if self._closed_reason is None:
+            self._writer.write(frame)
+            try:
+                await self._writer.drain()
+            except (ConnectionError, OSError):
+                pass
+
+    # ------------------------------------------------------------ shutdown
+
+    def close(self, reason: str) -> None:
+        """Fail every pending call with ``PeerClosedError(reason)``; cancel served calls."""
+        if self._closed_reason is not None:
+            return
+        self._closed_reason = reason
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(PeerClosedError(reason))
+        for task in self._serving.values():
+            task.cancel()
+        self._writer.close()
+
+
+def _error(call_id: Any, exc: BaseException, where: str | None = None) -> dict[str, Any]:
+    message = " ".join(str(exc).split())
+    if where:
+        message = f"{where}: {message}"
+    return {"id": call_id, "error": {"type": type(exc).__name__, "message": message}}

@@ -1,0 +1,240 @@
+"""Manifest ``schedules``: fire each entry on its cron, durably and exactly once.
+
+The timer publishes ``system.schedule.fire`` with the idempotency key
+``manifest:<extension>:<name>:<due>``, then records the due instant; a kernel
+subscriber calls the extension's ``execute_task`` and turns a returned
+``{"text": ...}`` into a proactive message. No fixed tick: the loop sleeps
+until the earliest due time (bounded by ``max_sleep_s`` so a wall-clock jump
+or a suspended host is noticed) and is woken when the schedules change.
+Fires missed while the kernel was down fire once on start, marked late.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from typing import Any
+
+from core.events import EventBus
+from core.events.models import Event
+from core.events.topics import SystemTopics
+from core.extensions.contract import SchedulerProvider
+from core.extensions.records import ExtensionRecord
+from core.scheduling.cron import next_fire, resolve_zone
+from core.scheduling.state import FireState
+
+__all__ = [
+    "SCHEDULE_FIRE_TOPIC",
+    "ManifestSchedule",
+    "ManifestScheduler",
+    "ScheduledTaskError",
+    "late_note",
+    "manifest_schedules",
+    "utc_now",
+]
+
+log = logging.getLogger("core.scheduling")
+
+SCHEDULE_FIRE_TOPIC = "system.schedule.fire"
+SUBSCRIBER_ID = "kernel.schedules"
+SOURCE = "kernel.scheduler"
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ScheduledTaskError(Exception):
+    """A manifest schedule could not run its task; names the extension and task."""
+
+    def __init__(self, extension_id: str, task: str, reason: str) -> None:
+        super().__init__(f"scheduled task {task!r} of extension {extension_id!r}: {reason}")
+        self.extension_id = extension_id
+        self.task = task
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestSchedule:
+    """One ``schedules`` entry of an active ``SchedulerProvider``."""
+
+    extension_id: str
+    name: str
+    task: str
+    cron: str
+    zone: tzinfo
+
+    @property
+    def key(self) -> str:
+        return f"{self.extension_id}:{self.name}"
+
+
+def manifest_schedules(
+    records: Iterable[ExtensionRecord], default_timezone: str
+) -> list[ManifestSchedule]:
+    """The entries of ``records`` (entry ``timezone`` or the kernel's ``timezone``)."""
+    found = []
+    for record in records:
+        assert record.manifest is not None
+        for entry in record.manifest.schedules:
+            zone = resolve_zone(entry.timezone or default_timezone)
+            found.append(
+                ManifestSchedule(record.ext_id, entry.name, entry.task_name, entry.cron, zone)
+            )
+    return found
+
+
+def late_note(due: datetime, now: datetime, zone: tzinfo, grace_s: float) -> str:
+    """``" (late: due 09:00)"`` when ``now`` is more than ``grace_s`` after ``due``, else ``""``."""
+    if (now - due).total_seconds() <= grace_s:
+        return ""
+    local_due, local_now = due.astimezone(zone), now.astimezone(zone)
+    fmt = "%H:%M" if local_due.date() == local_now.date() else "%Y-%m-%d %H:%M"
+    return f" (late: due {local_due.strftime(fmt)})"
+
+
+class ManifestScheduler:
+    """Timer + subscriber for manifest schedules (clock injectable for tests)."""
+
+    def __init__(
+        self,
+        bus: EventBus,
+        state_path: Path,
+        *,
+        lookup: Callable[[str], Any | None],
+        clock: Clock = utc_now,
+        late_grace_s: float = 60.0,
+        task_timeout_s: float = 300.0,
+        max_sleep_s: float = 300.0,
+    ) -> None:
+        self.bus = bus
+        self.state = FireState(state_path)
+        self.lookup = lookup
+        self.clock = clock
+        self.late_grace_s = late_grace_s
+        self.task_timeout_s = task_timeout_s
+        self.max_sleep_s = max_sleep_s
+        self._schedules: dict[str, ManifestSchedule] = {}
+        self._next: dict[str, datetime] = {}
+        self._wake = asyncio.Event()
+        self._firing = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def subscribe(self) -> None:
+        """Before ``bus.start()``: fires published before a crash are still handled."""
+        self.bus.subscribe(SCHEDULE_FIRE_TOPIC, self._on_fire, SUBSCRIBER_ID, concurrency=4)
+
+    async def start(self, schedules: Iterable[ManifestSchedule]) -> None:
+        await self.load(schedules)
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop(), name="manifest-scheduler")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.state.close()
+
+    async def load(self, schedules: Iterable[ManifestSchedule]) -> None:
+        """Plan ``schedules`` (replacing any earlier set) and wake the loop.
+
+        A schedule seen for the first time starts from now; one that missed
+        fires while the kernel was down is due at once (its first missed time).
+        """
+        await self.state.open()
+        now = self.clock()
+        self._schedules = {s.key: s for s in schedules}
+        self._next = {}
+        for key, schedule in self._schedules.items():
+            last = await self.state.last_due(key)
+            if last is None:
+                await self.state.record(key, now)
+                last = now
+            self._next[key] = next_fire(schedule.cron, last, schedule.zone)
+        self._wake.set()
+
+    def next_due(self) -> datetime | None:
+        return min(self._next.values(), default=None)
+
+    # ------------------------------------------------------------ firing
+
+    async def fire_due(self) -> int:
+        """Publish every fire due by the clock's now; return how many."""
+        async with self._firing:
+            now = self.clock()
+            fired = 0
+            for key, due in sorted(self._next.items(), key=lambda item: item[1]):
+                if due > now:
+                    continue
+                schedule = self._schedules[key]
+                await self.bus.publish(
+                    SCHEDULE_FIRE_TOPIC,
+                    SOURCE,
+                    {
+                        "extension_id": schedule.extension_id,
+                        "schedule": schedule.name,
+                        "task": schedule.task,
+                        "due": due.isoformat(),
+                        "late_note": late_note(due, now, schedule.zone, self.late_grace_s),
+                    },
+                    idempotency_key=f"manifest:{key}:{due.isoformat()}",
+                )
+                await self.state.record(key, due)
+                self._next[key] = next_fire(schedule.cron, max(due, now), schedule.zone)
+                fired += 1
+            return fired
+
+    async def _loop(self) -> None:
+        failures = 0
+        while True:
+            self._wake.clear()
+            try:
+                await self.fire_due()
+                failures = 0
+            except Exception:
+                failures += 1
+                log.exception("manifest schedules: firing failed (attempt %d)", failures)
+                await asyncio.sleep(min(2.0**failures, self.max_sleep_s))
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._sleep_s()):
+                    await self._wake.wait()
+
+    def _sleep_s(self) -> float:
+        due = self.next_due()
+        if due is None:
+            return self.max_sleep_s
+        return min(max((due - self.clock()).total_seconds(), 0.0), self.max_sleep_s)
+
+    # ------------------------------------------------------------ handling
+
+    async def _on_fire(self, event: Event) -> None:
+        payload = event.payload
+        ext_id, task = str(payload["extension_id"]), str(payload["task"])
+        instance = self.lookup(ext_id)
+        if instance is None or not isinstance(instance, SchedulerProvider):
+            raise ScheduledTaskError(ext_id, task, "the extension is not an active scheduler")
+        try:
+            async with asyncio.timeout(self.task_timeout_s):
+                result = await instance.execute_task(task)
+        except TimeoutError:
+            reason = f"execute_task did not finish within {self.task_timeout_s:g} s"
+            raise ScheduledTaskError(ext_id, task, reason) from None
+        text = result.get("text") if isinstance(result, dict) else None
+        if text:
+            await self.bus.publish(
+                SystemTopics.USER_NOTIFY,
+                SOURCE,
+                {"text": f"{text}{payload.get('late_note') or ''}", "channel_id": None},
+                idempotency_key=f"manifest-notify:{event.id}",
+            )
+        log.info("scheduled task %s of %s ran (due %s)", task, ext_id, payload.get("due"))

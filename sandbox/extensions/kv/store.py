@@ -1,0 +1,144 @@
+"""The SQLite table behind the kv extension: one connection, WAL, JSON values.
+
+Limits are checked before anything is written, and every error names the
+limit and the config key that sets it, so a model (or a developer) can act
+on it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (
+    key        TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    updated_at REAL NOT NULL
+) WITHOUT ROWID;
+"""
+_GLOB_SPECIALS = str.maketrans({"*": "[*]", "?": "[?]", "[": "[[]"})
+
+
+class KvError(ValueError):
+    """A key or value the store refuses; the message says why and what to change."""
+
+
+class KvStore:
+    """Durable ``key -> JSON value`` map in ``<data_dir>/kv.sqlite3``."""
+
+    def __init__(self, path: Path, *, max_key_bytes: int, max_value_bytes: int) -> None:
+        self.path = path
+        self.max_key_bytes = max_key_bytes
+        self.max_value_bytes = max_value_bytes
+        self._db: aiosqlite.Connection | None = None
+
+    async def open(self) -> None:
+        db = await aiosqlite.connect(self.path, isolation_level=None)
+        await db.execute("PRAGMA journal_mode = WAL")
+        await db.execute("PRAGMA synchronous = NORMAL")
+        await db.executescript(SCHEMA)
+        self._db = db
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError(f"kv store {self.path} is not open (extension not started)")
+        return self._db
+
+    # ---------------------------------------------------------------- checks
+
+    def check_key(self, key: str) -> str:
+        if not isinstance(key, str) or not key:
+            raise KvError("key must be a non-empty string")
+        size = len(key.encode("utf-8"))
+        if size > self.max_key_bytes:
+            raise KvError(
+                f"key too long: {size} bytes > limit {self.max_key_bytes} (config kv.max_key_bytes)"
+            )
+        return key
+
+    def encode(self, value: Any) -> str:
+        """JSON text of ``value``, or ``KvError`` if it is not JSON or too large."""
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise KvError(f"value is not JSON-serialisable: {exc}") from None
+        size = len(text.encode("utf-8"))
+        if size > self.max_value_bytes:
+            raise KvError(
+                f"value too large: {size} bytes > limit {self.max_value_bytes} "
+                "(config kv.max_value_bytes)"
+            )
+        return text
+
+    # ------------------------------------------------------------ operations
+
+    async def get(self, key: str) -> tuple[bool, Any]:
+        """``(found, value)``."""
+        self.check_key(key)
+        async with self._conn().execute("SELECT value FROM kv WHERE key = ?", (key,)) as cur:
+            row = await cur.fetchone()
+        return (False, None) if row is None else (True, json.loads(row[0]))
+
+    async def set(self, key: str, value: Any) -> None:
+        self.check_key(key)
+        text = self.encode(value)
+        await self._conn().execute(
+            "INSERT INTO kv (key, value, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+            "updated_at = excluded.updated_at",
+            (key, text, time.time()),
+        )
+
+    async def delete(self, key: str) -> bool:
+        self.check_key(key)
+        cur = await self._conn().execute("DELETE FROM kv WHERE key = ?", (key,))
+        deleted = cur.rowcount > 0
+        await cur.close()
+        return deleted
+
+    async def keys(self, prefix: str = "", limit: int | None = None) -> list[str]:
+        """Keys starting with ``prefix``, sorted; at most ``limit`` when given."""
+        sql = "SELECT key FROM kv WHERE key GLOB ? ORDER BY key"
+        args: tuple[Any, ...] = (prefix.translate(_GLOB_SPECIALS) + "*",)
+        if limit is not None:
+            sql += " LIMIT ?"
+            args += (limit,)
+        async with self._conn().execute(sql, args) as cur:
+            return [row[0] for row in await cur.fetchall()]
+
+    async def count(self, prefix: str = "") -> int:
+        pattern = prefix.translate(_GLOB_SPECIALS) + "*"
+        sql = "SELECT count(*) FROM kv WHERE key GLOB ?"
+        async with self._conn().execute(sql, (pattern,)) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+
+def parse_json_text(text: str) -> Any:
+    """Parse a JSON document given by the model; ``KvError`` names what is wrong."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise KvError(
+            f"value is not valid JSON ({exc.msg} at position {exc.pos}); "
+            'give JSON text, e.g. "blue" (with quotes), 42, true, [1, 2] or {"a": 1}'
+        ) from None
+    return value
+
+
+def _reject_constant(name: str) -> Any:
+    raise KvError(f"value is not valid JSON: {name} is not allowed")

@@ -1,0 +1,314 @@
+"""memory: long-term facts the assistant consults on every turn.
+
+Facts live in SQLite with an FTS5 index (``store.py``). ``recall`` and the
+context provider rank by BM25 (newer first on equal scores); when
+``embeddings`` is configured, by reciprocal rank fusion of BM25 and cosine
+similarity (``embeddings.py``). Writes are de-duplicated: a fact whose
+normalised text equals, or whose words almost all match (token Jaccard ≥
+``dedupe_jaccard``), a stored one refreshes that fact instead of adding one.
+
+Tools: ``remember``, ``recall``, ``forget``, ``list_memories``. Other
+extensions that declare ``depends_on: [memory]`` may call ``await
+memory.remember_fact(text, source)`` and ``await memory.recall(query, limit)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from array import array
+from datetime import UTC, datetime
+from typing import Any
+
+from agents import FunctionTool, RunContextWrapper, function_tool
+
+from core.extensions.contract import ExtensionContext, TurnContext
+
+from .config import MemoryConfig, load_config
+from .embeddings import (
+    EmbeddingClient,
+    EmbeddingError,
+    VectorIndex,
+    from_blob,
+    reciprocal_rank_fusion,
+    to_blob,
+)
+from .store import Memory, MemoryStore
+from .text import fts_query
+
+DB_FILE = "memory.sqlite3"
+HEADER = "[Relevant memories]"
+FUSION_POOL = 50
+
+
+class MemoryExtension:
+    """``Extension`` + ``ToolProvider`` + ``ContextProvider``."""
+
+    def __init__(self) -> None:
+        self._ctx: ExtensionContext | None = None
+        self._config = MemoryConfig()
+        self._store: MemoryStore | None = None
+        self._embedder: EmbeddingClient | None = None
+        self._index: VectorIndex | None = None
+        self._write_lock = asyncio.Lock()
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def initialize(self, context: ExtensionContext) -> None:
+        self._ctx = context
+        self._config = load_config(context.config)
+        self._store = MemoryStore(context.data_dir / DB_FILE)
+        await self._store.open()
+        emb = self._config.embeddings
+        if emb is not None:
+            api_key = emb.api_key
+            if emb.api_key_secret:
+                api_key = _declared_secret(context, emb.api_key_secret)
+            self._embedder = EmbeddingClient(emb.base_url, emb.model, api_key, emb.timeout_s)
+            self._index = VectorIndex(emb.scan_limit)
+            for memory_id, blob in reversed(await self._store.embeddings(emb.scan_limit)):
+                self._index.add(memory_id, from_blob(blob))
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def destroy(self) -> None:
+        if self._embedder is not None:
+            await self._embedder.aclose()
+        if self._store is not None:
+            await self._store.close()
+
+    def health_check(self) -> bool:
+        return self._store is not None and self._store.is_open
+
+    @property
+    def store(self) -> MemoryStore:
+        if self._store is None:
+            raise RuntimeError("memory is not initialized yet")
+        return self._store
+
+    # ----------------------------------------------------------- the core API
+
+    async def remember_fact(self, text: str, source: str = "tool") -> tuple[Memory, bool]:
+        """Store ``text``; returns ``(memory, created)`` — ``created`` is False for a duplicate."""
+        text = " ".join(text.split())
+        if not text:
+            raise ValueError("the fact is empty")
+        if len(text) > self._config.max_fact_chars:
+            raise ValueError(
+                f"fact too long: {len(text)} characters > limit {self._config.max_fact_chars} "
+                "(config memory.max_fact_chars); store shorter, separate facts"
+            )
+        async with self._write_lock:
+            duplicate = await self.store.find_duplicate(text, self._config.dedupe_jaccard)
+            if duplicate is not None:
+                await self.store.touch(duplicate.id)
+                if self._index is not None:
+                    self._index.touch(duplicate.id)
+                return duplicate, False
+            vector = await self._embed(text)
+            blob = to_blob(vector) if vector is not None else None
+            memory_id = await self.store.insert(text, source, blob)
+            if self._index is not None and vector is not None:
+                self._index.add(memory_id, vector)
+        memory = await self.store.get(memory_id)
+        assert memory is not None
+        return memory, True
+
+    async def forget_fact(self, memory_id: int) -> Memory | None:
+        async with self._write_lock:
+            memory = await self.store.delete(memory_id)
+        if memory is not None and self._index is not None:
+            self._index.remove(memory_id)
+        return memory
+
+    async def recall(self, query: str, limit: int | None = None) -> list[Memory]:
+        """The memories most relevant to ``query``, best first (one ranked FTS query)."""
+        limit = limit or self._config.recall_limit
+        match = fts_query(query)
+        vector = await self._embed(query) if self._embedder is not None else None
+        if vector is None or self._index is None:
+            return [] if match is None else await self.store.search(match, limit)
+        lexical = await self.store.ranked_ids(match, FUSION_POOL) if match else []
+        semantic = await self._index.nearest(vector, FUSION_POOL, self._embeddings_min_similarity())
+        fused = reciprocal_rank_fusion([lexical, semantic])
+        best = sorted(fused, key=lambda i: -fused[i])[: limit * 2]
+        rows = await self.store.by_ids(best)
+        ranked = sorted(
+            (_with_score(rows[i], fused[i]) for i in best if i in rows),
+            key=lambda m: (-round(m.score, 9), -m.updated_at),
+        )
+        return ranked[:limit]
+
+    async def _embed(self, text: str) -> array[float] | None:
+        if self._embedder is None:
+            return None
+        try:
+            return await self._embedder.embed(text)
+        except (EmbeddingError, ValueError) as exc:
+            self._log().warning("embeddings unavailable, using full-text ranking only: %s", exc)
+            return None
+
+    def _embeddings_min_similarity(self) -> float:
+        emb = self._config.embeddings
+        return emb.min_similarity if emb is not None else 1.0
+
+    def _log(self) -> logging.Logger:
+        assert self._ctx is not None
+        return self._ctx.logger
+
+    # ------------------------------------------------------- ContextProvider
+
+    @property
+    def context_priority(self) -> int:
+        return self._config.context_priority
+
+    async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None:
+        memories = await self.recall(prompt, self._config.max_context_items)
+        return format_context(memories, self._config.max_context_chars)
+
+    # ------------------------------------------------------------------ tools
+
+    def get_tools(self) -> list[FunctionTool]:
+        return [_remember(self), _recall(self), _forget(self), _list_memories(self)]
+
+
+def format_context(memories: list[Memory], max_chars: int) -> str | None:
+    """``[Relevant memories]`` then ``- fact`` lines, never longer than ``max_chars``.
+
+    A fact that does not fit is skipped (a shorter one after it may fit); the
+    first fact is shortened with an ellipsis rather than dropped.
+    """
+    text = HEADER
+    for memory in memories:
+        line = f"\n- {memory.text}"
+        room = max_chars - len(text)
+        if len(line) > room:
+            if text != HEADER or room < 8:
+                continue
+            line = line[: room - 1] + "…"
+        text += line
+    return None if text == HEADER else text
+
+
+def _with_score(memory: Memory, score: float) -> Memory:
+    return Memory(
+        memory.id, memory.text, memory.source, memory.created_at, memory.updated_at, score
+    )
+
+
+def _source_of(ctx: RunContextWrapper[Any]) -> str:
+    turn = ctx.context
+    if isinstance(turn, TurnContext) and turn.channel_id:
+        return f"{turn.channel_id}:{turn.user_id}" if turn.user_id else turn.channel_id
+    return "tool"
+
+
+def _declared_secret(context: ExtensionContext, name: str) -> str:
+    try:
+        value = context.get_secret(name)
+    except Exception as exc:
+        raise ValueError(
+            f"config memory.embeddings.api_key_secret: {name!r} must also be listed under "
+            f"`secrets:` in the memory manifest ({exc})"
+        ) from None
+    if not value:
+        raise ValueError(
+            f"config memory.embeddings.api_key_secret: secret {name!r} is not set "
+            "(environment or .env)"
+        )
+    return value
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _describe(memory: Memory, *, score: bool) -> str:
+    meta = f"source {memory.source}, created {_when(memory.created_at)}"
+    if memory.updated_at - memory.created_at >= 1:
+        meta += f", updated {_when(memory.updated_at)}"
+    if score:
+        meta = f"score {memory.score:.3f}, " + meta
+    return f"#{memory.id} ({meta}): {memory.text}"
+
+
+def _remember(ext: MemoryExtension) -> FunctionTool:
+    @function_tool
+    async def remember(ctx: RunContextWrapper[Any], text: str) -> str:
+        """Store one durable fact in long-term memory (about the user, people, plans, preferences).
+
+        Write it as a self-contained sentence that makes sense later on its own, e.g.
+        "The user's sister Anna lives in Lisbon." Near-identical facts are not stored twice.
+
+        Args:
+            text: The fact, one self-contained sentence.
+        """
+        try:
+            memory, created = await ext.remember_fact(text, _source_of(ctx))
+        except ValueError as exc:
+            return f"error: {exc}"
+        if created:
+            return f"remembered #{memory.id}: {memory.text}"
+        return f"already remembered as #{memory.id} (refreshed): {memory.text}"
+
+    return remember
+
+
+def _recall(ext: MemoryExtension) -> FunctionTool:
+    @function_tool
+    async def recall(query: str, limit: int = 5) -> str:
+        """Search long-term memory; returns the best matches, most relevant first.
+
+        Each line is "#id (score, source, created/updated time): fact"; use the id with forget.
+
+        Args:
+            query: What to look for, in plain words (e.g. "sister's city").
+            limit: How many memories to return (1-20).
+        """
+        memories = await ext.recall(query, max(1, min(limit, 20)))
+        if not memories:
+            return f"no memories match {query!r}"
+        return "\n".join(_describe(m, score=True) for m in memories)
+
+    return recall
+
+
+def _forget(ext: MemoryExtension) -> FunctionTool:
+    @function_tool
+    async def forget(memory_id: int) -> str:
+        """Delete one memory by its id (the number after # in recall or list_memories).
+
+        Args:
+            memory_id: The id of the memory to delete.
+        """
+        memory = await ext.forget_fact(memory_id)
+        if memory is None:
+            return f"error: no memory with id {memory_id}"
+        return f"forgot #{memory.id}: {memory.text}"
+
+    return forget
+
+
+def _list_memories(ext: MemoryExtension) -> FunctionTool:
+    @function_tool
+    async def list_memories(limit: int = 20, offset: int = 0) -> str:
+        """List stored memories, most recently updated first.
+
+        Args:
+            limit: How many to show (1-100).
+            offset: How many of the newest to skip (for paging).
+        """
+        total = await ext.store.count()
+        if total == 0:
+            return "no memories stored yet"
+        limit = max(1, min(limit, 100))
+        memories = await ext.store.newest(limit, max(0, offset))
+        lines = [_describe(m, score=False) for m in memories]
+        shown = f"{len(memories)} of {total} memories, newest first"
+        return "\n".join([shown, *lines])
+
+    return list_memories

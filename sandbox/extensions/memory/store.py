@@ -1,0 +1,208 @@
+"""SQLite store of memories: a table plus an external-content FTS5 index.
+
+One aiosqlite connection (its own thread), WAL. Ranking queries read the FTS
+index with ``ORDER BY rank LIMIT`` (BM25, best first) and join only that
+small candidate set back to the table for the recency tie-break, so their
+cost depends on the matches of the query's terms, not on the store's size.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from .text import fts_query, jaccard, normalise
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    id         INTEGER PRIMARY KEY,
+    text       TEXT NOT NULL,
+    norm       TEXT NOT NULL,
+    source     TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    embedding  BLOB
+);
+CREATE INDEX IF NOT EXISTS memories_norm ON memories (norm);
+CREATE INDEX IF NOT EXISTS memories_updated ON memories (updated_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5 (
+    text, content = 'memories', content_rowid = 'id',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE OF text ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO memories_fts (rowid, text) VALUES (new.id, new.text);
+END;
+"""
+COLUMNS = "m.id, m.text, m.source, m.created_at, m.updated_at"
+DEDUPE_CANDIDATES = 10
+MIN_POOL = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One stored fact. ``score``: higher is more relevant (0 when not ranked)."""
+
+    id: int
+    text: str
+    source: str
+    created_at: float
+    updated_at: float
+    score: float = 0.0
+
+
+class MemoryStore:
+    """Memories in ``<data_dir>/memory.sqlite3``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: aiosqlite.Connection | None = None
+
+    async def open(self) -> None:
+        db = await aiosqlite.connect(self.path, isolation_level=None)
+        await db.execute("PRAGMA journal_mode = WAL")
+        await db.execute("PRAGMA synchronous = NORMAL")
+        await db.executescript(SCHEMA)
+        self._db = db
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError(f"memory store {self.path} is not open (extension not started)")
+        return self._db
+
+    async def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        async with self._conn().execute(sql, args) as cur:
+            return list(await cur.fetchall())
+
+    # ---------------------------------------------------------------- writes
+
+    async def insert(self, text: str, source: str, embedding: bytes | None = None) -> int:
+        now = time.time()
+        cur = await self._conn().execute(
+            "INSERT INTO memories (text, norm, source, created_at, updated_at, embedding) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (text, normalise(text), source, now, now, embedding),
+        )
+        memory_id = cur.lastrowid
+        await cur.close()
+        assert memory_id is not None
+        return memory_id
+
+    async def insert_many(self, facts: Iterable[tuple[str, str, float]]) -> None:
+        """Bulk load ``(text, source, timestamp)`` in one transaction (imports, benchmarks)."""
+        rows = [(text, normalise(text), source, ts, ts) for text, source, ts in facts]
+        db = self._conn()
+        await db.execute("BEGIN")
+        try:
+            await db.executemany(
+                "INSERT INTO memories (text, norm, source, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+        await db.execute("COMMIT")
+
+    async def touch(self, memory_id: int) -> None:
+        await self._conn().execute(
+            "UPDATE memories SET updated_at = ? WHERE id = ?", (time.time(), memory_id)
+        )
+
+    async def delete(self, memory_id: int) -> Memory | None:
+        memory = await self.get(memory_id)
+        if memory is not None:
+            await self._conn().execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+        return memory
+
+    # ----------------------------------------------------------------- reads
+
+    async def get(self, memory_id: int) -> Memory | None:
+        rows = await self._rows(f"SELECT {COLUMNS} FROM memories AS m WHERE m.id = ?", (memory_id,))
+        return Memory(*rows[0]) if rows else None
+
+    async def count(self) -> int:
+        rows = await self._rows("SELECT count(*) FROM memories")
+        return int(rows[0][0])
+
+    async def newest(self, limit: int, offset: int = 0) -> list[Memory]:
+        rows = await self._rows(
+            f"SELECT {COLUMNS} FROM memories AS m ORDER BY m.updated_at DESC, m.id DESC "
+            "LIMIT ? OFFSET ?",
+            (limit, offset),
+        )
+        return [Memory(*row) for row in rows]
+
+    async def search(self, match: str, limit: int) -> list[Memory]:
+        """Best BM25 matches of an FTS5 expression; equal scores: most recently updated first.
+
+        ``score`` is ``-bm25`` (higher is better).
+        """
+        rows = await self._rows(
+            f"SELECT {COLUMNS}, -f.rank FROM ("
+            "  SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ?"
+            "  ORDER BY rank LIMIT ?"
+            ") AS f JOIN memories AS m ON m.id = f.rowid "
+            "ORDER BY round(f.rank, 6), m.updated_at DESC LIMIT ?",
+            (match, max(limit * 4, MIN_POOL), limit),
+        )
+        return [Memory(*row) for row in rows]
+
+    async def ranked_ids(self, match: str, limit: int) -> list[int]:
+        """Ids of the best BM25 matches, best first (one list for rank fusion)."""
+        rows = await self._rows(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
+            (match, limit),
+        )
+        return [int(row[0]) for row in rows]
+
+    async def by_ids(self, ids: Sequence[int]) -> dict[int, Memory]:
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = await self._rows(f"SELECT {COLUMNS} FROM memories AS m WHERE m.id IN ({marks})", ids)
+        return {row[0]: Memory(*row) for row in rows}
+
+    async def embeddings(self, limit: int) -> list[tuple[int, bytes]]:
+        """``(id, blob)`` of the ``limit`` most recently updated memories with an embedding."""
+        rows = await self._rows(
+            "SELECT id, embedding FROM memories WHERE embedding IS NOT NULL "
+            "ORDER BY updated_at DESC LIMIT ?",
+            (limit,),
+        )
+        return [(int(i), bytes(blob)) for i, blob in rows]
+
+    async def find_duplicate(self, text: str, threshold: float) -> Memory | None:
+        """A stored fact with the same normalised text, or token Jaccard ≥ ``threshold``."""
+        rows = await self._rows(
+            f"SELECT {COLUMNS} FROM memories AS m WHERE m.norm = ? LIMIT 1", (normalise(text),)
+        )
+        if rows:
+            return Memory(*rows[0])
+        match = fts_query(text)
+        if match is None:
+            return None
+        for candidate in await self.search(match, DEDUPE_CANDIDATES):
+            if jaccard(text, candidate.text) >= threshold:
+                return candidate
+        return None

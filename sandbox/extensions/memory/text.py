@@ -1,0 +1,68 @@
+"""Text handling for memory: tokens, normalised form, safe FTS5 queries, similarity.
+
+User text goes into FTS5 ``MATCH``, whose syntax treats quotes, ``*``, ``-``,
+``:``, ``NEAR`` and ``AND``/``OR``/``NOT`` specially. We never pass user text
+through: we take its word tokens, drop stop words, quote each term and join
+them with ``OR`` — BM25 then rewards facts that share more (and rarer) terms.
+"""
+
+from __future__ import annotations
+
+import re
+
+WORD = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_TERMS = 24
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing done down during
+    each else ever few for from further get gets got had has have having he her here hers
+    herself him himself his how i if in into is it its itself just let like ll me more
+    most much must my myself no nor not now of off on once only or other our ours
+    ourselves out over own please re s same shall she should so some such t than that
+    the their theirs them themselves then there these they this those through to too
+    under until up us ve very was we were what when where which while who whom why will
+    with would yes yet you your yours yourself yourselves d m o y don doesn didn isn
+    wasn aren weren won wouldn shouldn couldn hasn haven hadn tell know remember
+    hi hello hey thanks thank ok okay
+    """.split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens (letters, digits, underscore), in order."""
+    return WORD.findall(text.casefold())
+
+
+def normalise(text: str) -> str:
+    """The dedupe key: tokens joined by one space (case, punctuation, spacing ignored)."""
+    return " ".join(tokens(text))
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct content terms of ``text`` (stop words and single letters dropped)."""
+    seen: dict[str, None] = {}
+    for token in tokens(text):
+        if token in STOPWORDS or (len(token) < 2 and not token.isdigit()):
+            continue
+        seen.setdefault(token, None)
+        if len(seen) == MAX_QUERY_TERMS:
+            break
+    return list(seen)
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 ``MATCH`` expression (``"a" OR "b"``), or ``None`` if no term is left."""
+    terms = query_terms(text)
+    if not terms:
+        return None
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def jaccard(a: str, b: str) -> float:
+    """Token-set Jaccard similarity of two texts (1.0 = same words)."""
+    sa, sb = set(tokens(a)), set(tokens(b))
+    if not sa and not sb:
+        return 1.0
+    return len(sa & sb) / len(sa | sb)

@@ -1,0 +1,109 @@
+"""The channel's settings (``extensions.telegram_channel.*``), validated once.
+
+Values come from the manifest's ``config`` overridden by settings.yaml or
+``HEARTH__EXTENSIONS__TELEGRAM_CHANNEL__...``; a bad value is an error that
+names the key and the value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+PREFIX = "extensions.telegram_channel"
+_COMMAND_NAME_RE = re.compile(r"^[a-z0-9_]{1,32}$")
+
+
+class ConfigError(ValueError):
+    """A setting of the Telegram channel has a value it cannot use."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{PREFIX}.{key}: {message}")
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramConfig:
+    allowed_user_ids: frozenset[int]
+    default_chat_id: int | None
+    api_base_url: str | None
+    poll_timeout_s: int
+    edit_interval_s: float
+    bot_commands: tuple[tuple[str, str], ...]
+
+
+def parse_config(get: Callable[[str, Any], Any]) -> TelegramConfig:
+    """Build the config from ``ctx.get_config``; raises ``ConfigError``."""
+    return TelegramConfig(
+        allowed_user_ids=frozenset(_user_ids(get("allowed_user_ids", []))),
+        default_chat_id=_optional_int("default_chat_id", get("default_chat_id", None)),
+        api_base_url=_base_url(get("api_base_url", None)),
+        poll_timeout_s=int(_number("poll_timeout_s", get("poll_timeout_s", 30), minimum=0)),
+        edit_interval_s=_number("edit_interval_s", get("edit_interval_s", 1.0), minimum=0.0),
+        bot_commands=_commands(get("bot_commands", {})),
+    )
+
+
+def _user_ids(value: Any) -> list[int]:
+    if isinstance(value, str):  # from the environment: "[1, 2]" or "1,2"
+        text = value.strip()
+        value = (
+            json.loads(text)
+            if text.startswith("[")
+            else [v for v in re.split(r"[,\s]+", text) if v]
+        )
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list):
+        raise ConfigError("allowed_user_ids", f"must be a list of user ids, got {value!r}")
+    ids = []
+    for item in value:
+        number = _optional_int("allowed_user_ids", item)
+        if number is None:
+            raise ConfigError("allowed_user_ids", f"{item!r} is not a Telegram user id")
+        ids.append(number)
+    return ids
+
+
+def _optional_int(key: str, value: Any) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ConfigError(key, f"{value!r} is not an integer id")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value.strip())
+    raise ConfigError(key, f"{value!r} is not an integer id")
+
+
+def _number(key: str, value: Any, *, minimum: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(key, f"{value!r} is not a number") from None
+    if number < minimum:
+        raise ConfigError(key, f"{value!r} must be at least {minimum:g}")
+    return number
+
+
+def _base_url(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.match(r"^https?://", value):
+        raise ConfigError("api_base_url", f"{value!r} is not an http(s) URL ending in /bot")
+    return value
+
+
+def _commands(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError("bot_commands", f"must map command names to descriptions, got {value!r}")
+    commands = []
+    for name, description in value.items():
+        if not isinstance(name, str) or not _COMMAND_NAME_RE.match(name):
+            raise ConfigError("bot_commands", f"{name!r} is not a Telegram command name")
+        commands.append((name, str(description)[:256] or name))
+    return tuple(commands)

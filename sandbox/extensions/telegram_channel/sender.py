@@ -1,0 +1,121 @@
+"""Sending and editing messages, with Telegram's error rules applied.
+
+``RetryAfter`` is honoured (sleep as told, then retry); network errors and
+timeouts are retried with exponential backoff; after ``max_attempts`` the
+error is raised, so the bus retries the whole delivery later. Text is sent
+as HTML rendered from the model's Markdown; when Telegram rejects it
+(``BadRequest``), the same piece is sent again as plain text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import warnings
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from telegram import Bot, Message
+from telegram.error import BadRequest, NetworkError, RetryAfter
+
+from .markup import PARSE_MODE, to_html
+from .splitter import split_text
+
+T = TypeVar("T")
+
+BACKOFF_INITIAL_S = 0.5
+BACKOFF_MAX_S = 30.0
+RETRY_AFTER_MAX_S = 600.0
+
+
+def retry_after_seconds(exc: RetryAfter) -> float:
+    """``exc.retry_after`` as seconds (an int or a timedelta depending on PTB settings)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = exc.retry_after
+    seconds = value.total_seconds() if isinstance(value, dt.timedelta) else float(value)
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX_S)
+
+
+def is_not_modified(exc: BadRequest) -> bool:
+    return "not modified" in exc.message.lower()
+
+
+class Sender:
+    def __init__(self, bot: Bot, logger: logging.Logger, *, max_attempts: int = 6) -> None:
+        self.bot = bot
+        self._logger = logger
+        self.max_attempts = max_attempts
+
+    async def call(self, what: str, request: Callable[[], Awaitable[T]]) -> T:
+        """Run one Bot API request, retrying what is worth retrying."""
+        delay = BACKOFF_INITIAL_S
+        attempt = 1
+        while True:
+            try:
+                return await request()
+            except RetryAfter as exc:
+                if attempt >= self.max_attempts:
+                    raise
+                wait = retry_after_seconds(exc)
+                self._logger.warning("%s: Telegram asks to wait %.1f s (flood control)", what, wait)
+            except BadRequest:
+                raise
+            except NetworkError as exc:  # TimedOut included
+                if attempt >= self.max_attempts:
+                    raise
+                wait = delay
+                delay = min(delay * 2, BACKOFF_MAX_S)
+                self._logger.warning("%s failed (%s); retrying in %.1f s", what, exc, wait)
+            attempt += 1
+            await asyncio.sleep(wait)
+
+    async def send_text(self, chat_id: int, text: str) -> list[int]:
+        """Send ``text`` (split as needed); the ids of the messages sent."""
+        return [await self.send_piece(chat_id, piece) for piece in split_text(text)]
+
+    async def send_piece(self, chat_id: int, piece: str) -> int:
+        """Send one piece that already fits in a message."""
+
+        def send(text: str, parse_mode: str | None) -> Callable[[], Awaitable[Message]]:
+            return lambda: self.bot.send_message(chat_id, text, parse_mode=parse_mode)
+
+        message = await self._with_fallback(
+            f"sendMessage to {chat_id}", piece, send(to_html(piece), PARSE_MODE), send(piece, None)
+        )
+        return message.message_id
+
+    async def edit_piece(self, chat_id: int, message_id: int, piece: str) -> None:
+        """Replace the text of a message; an unchanged text is not an error."""
+
+        def edit(text: str, parse_mode: str | None) -> Callable[[], Awaitable[object]]:
+            return lambda: self.bot.edit_message_text(
+                text, chat_id=chat_id, message_id=message_id, parse_mode=parse_mode
+            )
+
+        try:
+            await self._with_fallback(
+                f"editMessageText {chat_id}/{message_id}",
+                piece,
+                edit(to_html(piece), PARSE_MODE),
+                edit(piece, None),
+            )
+        except BadRequest as exc:
+            if not is_not_modified(exc):
+                raise
+
+    async def _with_fallback(
+        self,
+        what: str,
+        piece: str,
+        rich: Callable[[], Awaitable[T]],
+        plain: Callable[[], Awaitable[T]],
+    ) -> T:
+        try:
+            return await self.call(what, rich)
+        except BadRequest as exc:
+            if is_not_modified(exc):
+                raise
+            self._logger.info("%s: Telegram rejected the markup (%s); sending plain text", what, exc)
+        return await self.call(what, plain)
