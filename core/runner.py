@@ -28,6 +28,7 @@ from core.context_chain import ContextChain
 from core.conversations import Conversations
 from core.events import EventBus
 from core.extensions.context import KernelServices
+from core.extensions.isolation import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
 from core.extensions.records import ExtensionStatus
@@ -81,6 +82,7 @@ class Kernel:
             default_isolation=settings.isolation.default,
             agent_factory=self._make_agent,
         )
+        self.loader.isolated_factory = isolated_factory(settings, self.loader)
         self.scheduler = ManifestScheduler(
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )

@@ -59,7 +59,7 @@ class FakeOpenAIServer:
 
     def __init__(self, *, delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict[str, Any]] = []
         self._httpd = _Server(("127.0.0.1", 0), _Handler)

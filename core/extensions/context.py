@@ -78,6 +78,9 @@ class KernelContext:
         self._services = services
         overrides = services.settings.extensions.get(manifest.id) or {}
         self._config: dict[str, Any] = {**manifest.config, **overrides}
+        if "timezone" in manifest.config and self._config["timezone"] is None:
+            # a manifest declaring `timezone: null` means "the kernel's timezone setting"
+            self._config["timezone"] = services.settings.timezone
         self.subscriptions: list[str] = []
 
     # ------------------------------------------------------------ identity

@@ -51,7 +51,7 @@ class RpcPeer:
         self._slots = asyncio.Semaphore(max_inflight)
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
-        self._serving: dict[int, asyncio.Task[None]] = {}
+        self._serving: dict[Any, asyncio.Task[None]] = {}
         self._closed_reason: str | None = None
 
     @property
@@ -60,10 +60,10 @@ class RpcPeer:
 
     # ------------------------------------------------------------ outgoing
 
-    async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+    async def call(self, method: str, params: Any = None, *, deadline: float | None = None) -> Any:
         """Call ``method`` on the peer; its exception comes back as ``RemoteError``.
 
-        Raises ``CallTimeoutError`` after ``timeout`` s (the peer is told to
+        Raises ``CallTimeoutError`` after ``deadline`` s (the peer is told to
         cancel) and ``PeerClosedError`` when the channel ends first.
         """
         if self._closed_reason is not None:
@@ -72,12 +72,12 @@ class RpcPeer:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = future
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(deadline):
                 await self._send({"id": call_id, "method": method, "params": params})
                 return await future
         except TimeoutError:
             self._cancel_remote(call_id)
-            raise CallTimeoutError(method, timeout or 0.0) from None
+            raise CallTimeoutError(method, deadline or 0.0) from None
         except asyncio.CancelledError:
             self._cancel_remote(call_id)
             raise
@@ -144,7 +144,8 @@ class RpcPeer:
 
     def _notified(self, method: str, params: Any) -> None:
         if method == CANCEL:
-            task = self._serving.get(params.get("id")) if isinstance(params, dict) else None
+            call_id = params.get("id") if isinstance(params, dict) else None
+            task = self._serving.get(call_id) if isinstance(call_id, int) else None
             if task is not None:
                 task.cancel()
             return

@@ -16,8 +16,8 @@ class EmbeddingsConfig(BaseModel):
     model: str = Field(min_length=1)  # e.g. text-embedding-3-small, nomic-embed-text
     api_key: str | None = None  # inline key (local servers), or:
     api_key_secret: str | None = None  # a secret name listed in the manifest's `secrets`
-    timeout_s: float = Field(default=5.0, gt=0)
-    scan_limit: int = Field(default=20_000, ge=1)  # vectors searched: the most recent N
+    timeout_s: float = Field(default=2.0, gt=0)  # per request; turns never wait longer
+    scan_limit: int = Field(default=2000, ge=1)  # vectors searched: the most recent N
     min_similarity: float = Field(default=0.3, ge=-1, le=1)  # cosine floor for a vector hit
 
     @model_validator(mode="after")
@@ -33,7 +33,6 @@ class MemoryConfig(BaseModel):
     context_priority: int = 50
     max_context_chars: int = Field(default=1200, ge=40)
     max_context_items: int = Field(default=5, ge=1)
-    recall_limit: int = Field(default=5, ge=1, le=50)
     max_fact_chars: int = Field(default=2000, ge=10)
     dedupe_jaccard: float = Field(default=0.9, gt=0, le=1)
     embeddings: EmbeddingsConfig | None = None

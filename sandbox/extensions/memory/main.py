@@ -1,9 +1,9 @@
 """memory: long-term facts the assistant consults on every turn.
 
 Facts live in SQLite with an FTS5 index (``store.py``). ``recall`` and the
-context provider rank by BM25 (newer first on equal scores); when
-``embeddings`` is configured, by reciprocal rank fusion of BM25 and cosine
-similarity (``embeddings.py``). Writes are de-duplicated: a fact whose
+context provider rank by BM25 at a bounded cost (``ranking.py``; newer first
+on equal scores) or, when ``embeddings`` is configured, by reciprocal rank
+fusion of BM25 and cosine similarity (``embeddings.py``). Writes are de-duplicated: a fact whose
 normalised text equals, or whose words almost all match (token Jaccard ≥
 ``dedupe_jaccard``), a stored one refreshes that fact instead of adding one.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from array import array
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,11 +35,11 @@ from .embeddings import (
     to_blob,
 )
 from .store import Memory, MemoryStore
-from .text import fts_query
 
 DB_FILE = "memory.sqlite3"
 HEADER = "[Relevant memories]"
 FUSION_POOL = 50
+RECALL_LIMIT = 5
 
 
 class MemoryExtension:
@@ -125,20 +126,18 @@ class MemoryExtension:
             self._index.remove(memory_id)
         return memory
 
-    async def recall(self, query: str, limit: int | None = None) -> list[Memory]:
-        """The memories most relevant to ``query``, best first (one ranked FTS query)."""
-        limit = limit or self._config.recall_limit
-        match = fts_query(query)
+    async def recall(self, query: str, limit: int = RECALL_LIMIT) -> list[Memory]:
+        """The ``limit`` memories most relevant to ``query``, best first."""
         vector = await self._embed(query) if self._embedder is not None else None
         if vector is None or self._index is None:
-            return [] if match is None else await self.store.search(match, limit)
-        lexical = await self.store.ranked_ids(match, FUSION_POOL) if match else []
+            return await self.store.search(query, limit)
+        lexical = [m.id for m in await self.store.search(query, FUSION_POOL)]
         semantic = await self._index.nearest(vector, FUSION_POOL, self._embeddings_min_similarity())
         fused = reciprocal_rank_fusion([lexical, semantic])
         best = sorted(fused, key=lambda i: -fused[i])[: limit * 2]
         rows = await self.store.by_ids(best)
         ranked = sorted(
-            (_with_score(rows[i], fused[i]) for i in best if i in rows),
+            (replace(rows[i], score=fused[i]) for i in best if i in rows),
             key=lambda m: (-round(m.score, 9), -m.updated_at),
         )
         return ranked[:limit]
@@ -192,12 +191,6 @@ def format_context(memories: list[Memory], max_chars: int) -> str | None:
             line = line[: room - 1] + "…"
         text += line
     return None if text == HEADER else text
-
-
-def _with_score(memory: Memory, score: float) -> Memory:
-    return Memory(
-        memory.id, memory.text, memory.source, memory.created_at, memory.updated_at, score
-    )
 
 
 def _source_of(ctx: RunContextWrapper[Any]) -> str:
@@ -260,7 +253,7 @@ def _remember(ext: MemoryExtension) -> FunctionTool:
 
 def _recall(ext: MemoryExtension) -> FunctionTool:
     @function_tool
-    async def recall(query: str, limit: int = 5) -> str:
+    async def recall(query: str, limit: int = RECALL_LIMIT) -> str:
         """Search long-term memory; returns the best matches, most relevant first.
 
         Each line is "#id (score, source, created/updated time): fact"; use the id with forget.

@@ -1,9 +1,9 @@
 """SQLite store of memories: a table plus an external-content FTS5 index.
 
-One aiosqlite connection (its own thread), WAL. Ranking queries read the FTS
-index with ``ORDER BY rank LIMIT`` (BM25, best first) and join only that
-small candidate set back to the table for the recency tie-break, so their
-cost depends on the matches of the query's terms, not on the store's size.
+One aiosqlite connection (its own thread), WAL. A search is two statements:
+the document frequency of each query term, then one ranking query whose
+BM25 work is bounded by ``ranking.SCORE_BUDGET`` candidate rows; only the
+best few are joined back to the table for the recency tie-break.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 
 import aiosqlite
 
-from .text import fts_query, jaccard, normalise
+from .ranking import SCORE_BUDGET, plan_search, scoring_query
+from .text import jaccard, normalise, query_terms
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -153,28 +154,42 @@ class MemoryStore:
         )
         return [Memory(*row) for row in rows]
 
-    async def search(self, match: str, limit: int) -> list[Memory]:
-        """Best BM25 matches of an FTS5 expression; equal scores: most recently updated first.
+    async def search(self, query: str, limit: int) -> list[Memory]:
+        """Facts best matching ``query`` by BM25 (see ``ranking``), best first.
 
-        ``score`` is ``-bm25`` (higher is better).
+        Equal scores: most recently updated first. ``score`` is ``-bm25``.
         """
+        plan = plan_search(await self._doc_freqs(query_terms(query)))
+        if plan is None:
+            return []
+        floor = await self._recent_floor(plan.anchors[0]) if plan.recent_only else 0
+        scored, args = scoring_query(plan, floor)
         rows = await self._rows(
-            f"SELECT {COLUMNS}, -f.rank FROM ("
-            "  SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ?"
-            "  ORDER BY rank LIMIT ?"
-            ") AS f JOIN memories AS m ON m.id = f.rowid "
-            "ORDER BY round(f.rank, 6), m.updated_at DESC LIMIT ?",
-            (match, max(limit * 4, MIN_POOL), limit),
+            f"SELECT {COLUMNS}, -f.s FROM ({scored} ORDER BY s LIMIT ?) AS f "
+            "JOIN memories AS m ON m.id = f.rowid "
+            "ORDER BY round(f.s, 6), m.updated_at DESC LIMIT ?",
+            [*args, max(limit * 4, MIN_POOL), limit],
         )
         return [Memory(*row) for row in rows]
 
-    async def ranked_ids(self, match: str, limit: int) -> list[int]:
-        """Ids of the best BM25 matches, best first (one list for rank fusion)."""
+    async def _doc_freqs(self, terms: list[str]) -> dict[str, int]:
+        """How many facts contain each term (one statement; each count reads one doclist)."""
+        if not terms:
+            return {}
+        count = "(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)"
         rows = await self._rows(
-            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
-            (match, limit),
+            "SELECT " + ", ".join([count] * len(terms)), [f'"{t}"' for t in terms]
         )
-        return [int(row[0]) for row in rows]
+        return dict(zip(terms, (int(n) for n in rows[0]), strict=True))
+
+    async def _recent_floor(self, term: str) -> int:
+        """The rowid below the ``SCORE_BUDGET`` newest facts containing ``term``."""
+        rows = await self._rows(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+            "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (f'"{term}"', SCORE_BUDGET),
+        )
+        return int(rows[0][0]) if rows else 0
 
     async def by_ids(self, ids: Sequence[int]) -> dict[int, Memory]:
         if not ids:
@@ -199,10 +214,7 @@ class MemoryStore:
         )
         if rows:
             return Memory(*rows[0])
-        match = fts_query(text)
-        if match is None:
-            return None
-        for candidate in await self.search(match, DEDUPE_CANDIDATES):
+        for candidate in await self.search(text, DEDUPE_CANDIDATES):
             if jaccard(text, candidate.text) >= threshold:
                 return candidate
         return None

@@ -4,13 +4,15 @@ User text goes into FTS5 ``MATCH``, whose syntax treats quotes, ``*``, ``-``,
 ``:``, ``NEAR`` and ``AND``/``OR``/``NOT`` specially. We never pass user text
 through: we take its word tokens, drop stop words, quote each term and join
 them with ``OR`` — BM25 then rewards facts that share more (and rarer) terms.
+Terms are split on ``_`` as the FTS tokenizer does, so a quoted term is
+always a single token.
 """
 
 from __future__ import annotations
 
 import re
 
-WORD = re.compile(r"\w+", re.UNICODE)
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 24
 
 STOPWORDS = frozenset(
@@ -25,13 +27,13 @@ STOPWORDS = frozenset(
     under until up us ve very was we were what when where which while who whom why will
     with would yes yet you your yours yourself yourselves d m o y don doesn didn isn
     wasn aren weren won wouldn shouldn couldn hasn haven hadn tell know remember
-    hi hello hey thanks thank ok okay
+    hi hello hey thanks thank ok okay user users
     """.split()
 )
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens (letters, digits, underscore), in order."""
+    """Lower-cased word tokens (runs of letters and digits), in order."""
     return WORD.findall(text.casefold())
 
 
@@ -52,11 +54,8 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 ``MATCH`` expression (``"a" OR "b"``), or ``None`` if no term is left."""
-    terms = query_terms(text)
-    if not terms:
-        return None
+def match_any(terms: list[str]) -> str:
+    """An FTS5 ``MATCH`` expression matching any of ``terms`` (each quoted)."""
     return " OR ".join(f'"{term}"' for term in terms)
 
 

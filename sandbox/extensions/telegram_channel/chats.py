@@ -16,14 +16,16 @@ FILE_NAME = "chats.json"
 
 
 class ChatBook:
-    def __init__(self, data_dir: Path, logger: logging.Logger) -> None:
-        self.path = data_dir / FILE_NAME
+    def __init__(self, logger: logging.Logger) -> None:
+        self.path: Path | None = None
         self._logger = logger
         self._chats: dict[str, int] = {}
         self.last_chat_id: int | None = None
         self._lock = asyncio.Lock()
 
-    async def load(self) -> None:
+    async def load(self, data_dir: Path) -> None:
+        """Read the map from ``data_dir`` (where it is saved from now on)."""
+        self.path = data_dir / FILE_NAME
         try:
             raw = await asyncio.to_thread(self.path.read_text, encoding="utf-8")
             data = json.loads(raw)
@@ -53,7 +55,9 @@ class ChatBook:
             self._chats[user_id] = chat_id
             self.last_chat_id = chat_id
             data = {"chats": self._chats, "last_chat_id": chat_id}
-            await asyncio.to_thread(_write_atomically, self.path, json.dumps(data, indent=1))
+            if self.path is not None:
+                text = json.dumps(data, indent=1)
+                await asyncio.to_thread(_write_atomically, self.path, text)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -48,22 +48,25 @@ class Sender:
         self._logger = logger
         self.max_attempts = max_attempts
 
-    async def call(self, what: str, request: Callable[[], Awaitable[T]]) -> T:
-        """Run one Bot API request, retrying what is worth retrying."""
+    async def call(
+        self, what: str, request: Callable[[], Awaitable[T]], *, attempts: int | None = None
+    ) -> T:
+        """Run one Bot API request, retrying what is worth retrying (``attempts`` times)."""
+        max_attempts = attempts or self.max_attempts
         delay = BACKOFF_INITIAL_S
         attempt = 1
         while True:
             try:
                 return await request()
             except RetryAfter as exc:
-                if attempt >= self.max_attempts:
+                if attempt >= max_attempts:
                     raise
                 wait = retry_after_seconds(exc)
                 self._logger.warning("%s: Telegram asks to wait %.1f s (flood control)", what, wait)
             except BadRequest:
                 raise
             except NetworkError as exc:  # TimedOut included
-                if attempt >= self.max_attempts:
+                if attempt >= max_attempts:
                     raise
                 wait = delay
                 delay = min(delay * 2, BACKOFF_MAX_S)
@@ -75,18 +78,23 @@ class Sender:
         """Send ``text`` (split as needed); the ids of the messages sent."""
         return [await self.send_piece(chat_id, piece) for piece in split_text(text)]
 
-    async def send_piece(self, chat_id: int, piece: str) -> int:
+    async def send_piece(self, chat_id: int, piece: str, *, attempts: int | None = None) -> int:
         """Send one piece that already fits in a message."""
 
         def send(text: str, parse_mode: str | None) -> Callable[[], Awaitable[Message]]:
             return lambda: self.bot.send_message(chat_id, text, parse_mode=parse_mode)
 
         message = await self._with_fallback(
-            f"sendMessage to {chat_id}", piece, send(to_html(piece), PARSE_MODE), send(piece, None)
+            f"sendMessage to {chat_id}",
+            send(to_html(piece), PARSE_MODE),
+            send(piece, None),
+            attempts,
         )
         return message.message_id
 
-    async def edit_piece(self, chat_id: int, message_id: int, piece: str) -> None:
+    async def edit_piece(
+        self, chat_id: int, message_id: int, piece: str, *, attempts: int | None = None
+    ) -> None:
         """Replace the text of a message; an unchanged text is not an error."""
 
         def edit(text: str, parse_mode: str | None) -> Callable[[], Awaitable[object]]:
@@ -97,9 +105,9 @@ class Sender:
         try:
             await self._with_fallback(
                 f"editMessageText {chat_id}/{message_id}",
-                piece,
                 edit(to_html(piece), PARSE_MODE),
                 edit(piece, None),
+                attempts,
             )
         except BadRequest as exc:
             if not is_not_modified(exc):
@@ -108,14 +116,14 @@ class Sender:
     async def _with_fallback(
         self,
         what: str,
-        piece: str,
         rich: Callable[[], Awaitable[T]],
         plain: Callable[[], Awaitable[T]],
+        attempts: int | None,
     ) -> T:
         try:
-            return await self.call(what, rich)
+            return await self.call(what, rich, attempts=attempts)
         except BadRequest as exc:
             if is_not_modified(exc):
                 raise
-            self._logger.info("%s: Telegram rejected the markup (%s); sending plain text", what, exc)
-        return await self.call(what, plain)
+            self._logger.info("%s: markup rejected (%s); sending plain text", what, exc)
+        return await self.call(what, plain, attempts=attempts)

@@ -29,7 +29,7 @@ def split_text(text: str, limit: int = MAX_MESSAGE_UNITS) -> list[str]:
     if not text.strip():
         return []
     pieces: list[str] = []
-    rest = text
+    rest = text.lstrip("\n").rstrip()  # Telegram trims the ends anyway
     prefix = ""
     while True:
         candidate = prefix + rest

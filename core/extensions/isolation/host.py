@@ -1,0 +1,233 @@
+"""The plugin host: the child process that runs one isolated extension.
+
+Started by the kernel as ``python -I -B -c BOOTSTRAP <project root> <fd>``
+(``-I`` ignores the environment and user site; the project root is passed
+explicitly). It speaks the framed RPC of ``protocol.py`` on fd ``<fd>``.
+Order matters: limits are set and the working directory changed *before*
+the extension is imported, so its import-time code is already confined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from core.extensions.capabilities import PROTOCOLS, detect_capabilities
+from core.extensions.contract import Command
+from core.extensions.importer import import_entrypoint
+from core.extensions.isolation.client_context import ClientContext, ForwardingLogHandler, LoadParams
+from core.extensions.isolation.limits import HostLimits, apply_limits
+from core.extensions.isolation.protocol import (
+    event_from_wire,
+    invocation_from_wire,
+    turn_from_wire,
+)
+from core.extensions.isolation.rpc import RpcPeer
+
+_PR_SET_PDEATHSIG = 1
+STREAM_LIMIT = 1024 * 1024
+
+
+class HostServer:
+    """Answers the kernel's requests for one extension instance."""
+
+    def __init__(self) -> None:
+        self.peer: RpcPeer | None = None
+        self.ext: Any = None
+        self.ctx: ClientContext | None = None
+        self.allowed: set[str] = set()
+        self.tools: dict[str, Any] = {}
+        self.commands: dict[str, Command] = {}
+
+    async def handle(self, method: str, params: Any) -> Any:
+        handler = getattr(self, f"rpc_{method}", None)
+        if handler is None:
+            raise LookupError(f"unknown method {method!r}")
+        return await handler(params or {})
+
+    def notified(self, method: str, params: Any) -> None:
+        raise LookupError(f"unknown notification {method!r}")
+
+    # ------------------------------------------------------------ setup
+
+    async def rpc_ping(self, params: dict[str, Any]) -> dict[str, float]:
+        """Liveness, with the CPU time used so far (all threads) for the kernel's judgement."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {"cpu_s": usage.ru_utime + usage.ru_stime, "at": time.monotonic()}
+
+    async def rpc_load(self, params: dict[str, Any]) -> None:
+        assert self.peer is not None
+        load = LoadParams(**params)
+        apply_limits(HostLimits.from_wire(load.limits))
+        os.chdir(load.data_dir)
+        self.ctx = ClientContext(self.peer, load)
+        _route_logging(self.peer)
+        cls = import_entrypoint(load.ext_id, Path(load.ext_dir), load.entrypoint)
+        self.ext = cls()
+
+    async def rpc_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        await self.ext.initialize(self.ctx)
+        capabilities = detect_capabilities(self.ext)
+        by_name = {proto.__name__: methods for proto, methods in PROTOCOLS.items()}
+        self.allowed = {m for name in capabilities for m in by_name[name]}
+        return self._describe(capabilities)
+
+    def _describe(self, capabilities: list[str]) -> dict[str, Any]:
+        ext = self.ext
+        described: dict[str, Any] = {"capabilities": capabilities}
+        if "ToolProvider" in capabilities:
+            self.tools = {t.name: t for t in (_check_tool(t) for t in ext.get_tools())}
+            described["tools"] = [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "params_json_schema": t.params_json_schema,
+                    "strict_json_schema": bool(getattr(t, "strict_json_schema", True)),
+                }
+                for t in self.tools.values()
+            ]
+        if "CommandProvider" in capabilities:
+            self.commands = {c.name: c for c in ext.get_commands()}
+            described["commands"] = [
+                {"name": c.name, "description": c.description} for c in self.commands.values()
+            ]
+        if "AgentProvider" in capabilities:
+            described["agent"] = asdict(ext.get_agent_descriptor())
+        if "ContextProvider" in capabilities:
+            described["context_priority"] = int(ext.context_priority)
+        if "SetupProvider" in capabilities:
+            described["setup_schema"] = list(ext.get_setup_schema())
+        return described
+
+    # ------------------------------------------------------------ calls
+
+    async def rpc_lifecycle(self, params: dict[str, Any]) -> Any:
+        name = params["name"]
+        if name not in ("start", "stop", "destroy", "health_check"):
+            raise LookupError(f"unknown lifecycle method {name!r}")
+        result = getattr(self.ext, name)()
+        if asyncio.iscoroutine(result):
+            result = await result
+        return bool(result) if name == "health_check" else None
+
+    async def rpc_invoke(self, params: dict[str, Any]) -> Any:
+        name, args = params["name"], list(params.get("args", []))
+        if name not in self.allowed:
+            raise LookupError(f"{name!r} is not a method of a protocol this extension implements")
+        if name == "get_context":
+            args[1] = turn_from_wire(args[1])
+        elif name == "invoke":
+            args = [args[0], invocation_from_wire(args[1] if len(args) > 1 else None)]
+        result = await getattr(self.ext, name)(*args)
+        if name == "invoke":
+            return asdict(result)
+        if name == "on_setup_complete":
+            return list(result)
+        return _jsonable(result)
+
+    async def rpc_call_tool(self, params: dict[str, Any]) -> Any:
+        from agents.tool_context import ToolContext
+
+        tool = self.tools.get(params["name"])
+        if tool is None:
+            raise LookupError(f"unknown tool {params['name']!r}")
+        context = ToolContext(
+            context=turn_from_wire(params.get("turn")),
+            tool_name=tool.name,
+            tool_call_id=params.get("call_id") or "isolated",
+            tool_arguments=params.get("args") or "{}",
+        )
+        return _jsonable(await tool.on_invoke_tool(context, params.get("args") or "{}"))
+
+    async def rpc_command(self, params: dict[str, Any]) -> str | None:
+        command = self.commands.get(params["name"])
+        if command is None:
+            raise LookupError(f"unknown command {params['name']!r}")
+        reply = await command.handler(params.get("args", ""), turn_from_wire(params.get("turn")))
+        return None if reply is None else str(reply)
+
+    async def rpc_event(self, params: dict[str, Any]) -> None:
+        assert self.ctx is not None
+        handler = self.ctx.handlers.get(params["handler"])
+        if handler is None:
+            raise LookupError(f"no event handler {params['handler']!r} in this host")
+        await handler(event_from_wire(params["event"]))
+
+    async def rpc_stream(self, params: dict[str, Any]) -> None:
+        assert self.ctx is not None
+        on_chunk, on_tool_call = self.ctx.streams.get(params["stream"], (None, None))
+        callback = on_chunk if params["kind"] == "chunk" else on_tool_call
+        if callback is not None:
+            await callback(str(params["text"]))
+
+
+def _check_tool(tool: Any) -> Any:
+    if not all(hasattr(tool, a) for a in ("name", "params_json_schema", "on_invoke_tool")):
+        raise TypeError(
+            f"tool {tool!r} is not a FunctionTool; only function tools can cross the "
+            "process boundary"
+        )
+    return tool
+
+
+def _jsonable(value: Any) -> Any:
+    """Tool and method results as JSON: as they are when possible, else ``str()``."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+def _route_logging(peer: RpcPeer) -> None:
+    handler = ForwardingLogHandler(peer)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the kernel dies (limits-only mode)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+async def _serve(fd: int) -> None:
+    sock = socket.socket(fileno=fd)
+    reader, writer = await asyncio.open_unix_connection(sock=sock, limit=STREAM_LIMIT)
+    server = HostServer()
+    peer = RpcPeer(reader, writer, on_request=server.handle, on_notification=server.notified)
+    server.peer = peer
+    await peer.serve()
+
+
+def main(fd: int) -> None:
+    """Serve until the kernel closes the channel, then exit at once (plugin threads too)."""
+    _die_with_parent()
+    code = 0
+    try:
+        asyncio.run(_serve(fd))
+    except BaseException as exc:
+        print(f"plugin host failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,188 @@
+"""One proxy mixin per contract protocol, and the class built from them.
+
+The kernel detects capabilities with ``isinstance``, so a proxy must have
+exactly the methods of the protocols its host reported — no more. Each
+mixin forwards its protocol's methods over RPC; data the protocol returns
+synchronously (tool schemas, commands, the agent descriptor, the context
+priority, the setup schema) was reported by the host at initialize.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from agents import FunctionTool
+from agents.tool_context import ToolContext
+
+from core.extensions.contract import (
+    AgentDescriptor,
+    AgentInvocationContext,
+    AgentResponse,
+    Command,
+    TurnContext,
+)
+from core.extensions.isolation.errors import IsolationError, RemoteError
+from core.extensions.isolation.protocol import (
+    invocation_to_wire,
+    response_from_wire,
+    turn_to_wire,
+)
+from core.extensions.lifecycle import describe_exception
+
+DEFAULT = object()  # "the per-call deadline from settings"
+
+
+class ProxyCore:
+    """What every mixin relies on; implemented by ``IsolatedExtension``."""
+
+    ext_id: str
+    described: dict[str, Any]
+
+    async def remote(self, method: str, params: Any, *, deadline: Any = DEFAULT) -> Any:
+        raise NotImplementedError
+
+    async def call_method(self, name: str, *args: Any, deadline: Any = DEFAULT) -> Any:
+        """Call protocol method ``name`` of the extension in the host."""
+        return await self.remote("invoke", {"name": name, "args": list(args)}, deadline=deadline)
+
+
+class ToolProxy(ProxyCore):
+    _tools: list[FunctionTool] | None = None
+
+    def get_tools(self) -> list[Any]:
+        if self._tools is None:
+            self._tools = [self._make_tool(spec) for spec in self.described.get("tools", [])]
+        return list(self._tools)
+
+    def _make_tool(self, spec: dict[str, Any]) -> FunctionTool:
+        name = str(spec["name"])
+
+        async def on_invoke(ctx: ToolContext[Any], args: str) -> Any:
+            turn = ctx.context if isinstance(ctx.context, TurnContext) else None
+            params = {
+                "name": name,
+                "args": args,
+                "turn": turn_to_wire(turn),
+                "call_id": getattr(ctx, "tool_call_id", None),
+            }
+            try:
+                return await self.remote("call_tool", params)
+            except RemoteError as exc:  # the tool itself raised: say what
+                return f"error: tool {name} failed: {describe_exception(exc)}"
+            except IsolationError as exc:  # the boundary failed: timeout, host gone
+                return f"error: tool {name} failed: {exc}"
+
+        return FunctionTool(
+            name=name,
+            description=str(spec.get("description") or ""),
+            params_json_schema=dict(spec["params_json_schema"]),
+            on_invoke_tool=on_invoke,
+            strict_json_schema=bool(spec.get("strict_json_schema", True)),
+        )
+
+
+class ChannelProxy(ProxyCore):
+    async def send_to_user(self, user_id: str, message: str) -> None:
+        await self.call_method("send_to_user", user_id, message)
+
+    async def send_message(self, message: str) -> None:
+        await self.call_method("send_message", message)
+
+
+class StreamingChannelProxy(ProxyCore):
+    async def on_stream_start(self, user_id: str) -> None:
+        await self.call_method("on_stream_start", user_id)
+
+    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
+        await self.call_method("on_stream_chunk", user_id, chunk)
+
+    async def on_stream_status(self, user_id: str, status: str) -> None:
+        await self.call_method("on_stream_status", user_id, status)
+
+    async def on_stream_end(self, user_id: str, full_text: str) -> None:
+        await self.call_method("on_stream_end", user_id, full_text)
+
+
+class AgentProxy(ProxyCore):
+    def get_agent_descriptor(self) -> AgentDescriptor:
+        return AgentDescriptor(**self.described["agent"])
+
+    async def invoke(
+        self, task: str, context: AgentInvocationContext | None = None
+    ) -> AgentResponse:
+        data = await self.call_method("invoke", task, invocation_to_wire(context))
+        return response_from_wire(data)
+
+
+class SchedulerProxy(ProxyCore):
+    async def execute_task(self, task_name: str) -> dict[str, Any] | None:
+        result = await self.call_method("execute_task", task_name)
+        return result if isinstance(result, dict) else None
+
+
+class ServiceProxy(ProxyCore):
+    async def run_background(self) -> None:
+        await self.call_method("run_background", deadline=None)
+
+
+class ContextProxy(ProxyCore):
+    @property
+    def context_priority(self) -> int:
+        return int(self.described.get("context_priority", 100))
+
+    async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None:
+        result = await self.call_method("get_context", prompt, turn_to_wire(turn_context))
+        return None if result is None else str(result)
+
+
+class SetupProxy(ProxyCore):
+    def get_setup_schema(self) -> list[dict[str, Any]]:
+        return list(self.described.get("setup_schema", []))
+
+    async def apply_config(self, name: str, value: str) -> None:
+        await self.call_method("apply_config", name, value)
+
+    async def on_setup_complete(self) -> tuple[bool, str]:
+        ok, message = await self.call_method("on_setup_complete")
+        return bool(ok), str(message)
+
+
+class CommandProxy(ProxyCore):
+    def get_commands(self) -> list[Command]:
+        return [
+            Command(str(c["name"]), str(c.get("description", "")), self._command(str(c["name"])))
+            for c in self.described.get("commands", [])
+        ]
+
+    def _command(self, name: str) -> Any:
+        async def handler(args: str, turn: TurnContext) -> str | None:
+            params = {"name": name, "args": args, "turn": turn_to_wire(turn)}
+            reply = await self.remote("command", params)
+            return None if reply is None else str(reply)
+
+        return handler
+
+
+MIXINS: dict[str, type[ProxyCore]] = {
+    "ToolProvider": ToolProxy,
+    "ChannelProvider": ChannelProxy,
+    "StreamingChannelProvider": StreamingChannelProxy,
+    "AgentProvider": AgentProxy,
+    "SchedulerProvider": SchedulerProxy,
+    "ServiceProvider": ServiceProxy,
+    "ContextProvider": ContextProxy,
+    "SetupProvider": SetupProxy,
+    "CommandProvider": CommandProxy,
+}
+
+
+@functools.cache
+def proxy_class(base: type, capabilities: tuple[str, ...]) -> type:
+    """``base`` plus the mixin of each reported protocol (unknown names are refused)."""
+    unknown = [c for c in capabilities if c not in MIXINS]
+    if unknown:
+        raise IsolationError(f"host reported unknown protocols: {', '.join(unknown)}")
+    mixins = tuple(MIXINS[c] for c in capabilities)
+    name = "Isolated" + "".join(c.removesuffix("Provider") for c in capabilities)
+    return type(name, (base, *mixins), {"__module__": base.__module__})

@@ -1,0 +1,330 @@
+"""``IsolatedExtension``: the kernel-side stand-in for an extension in a plugin host.
+
+``initialize`` spawns the host, sends it the extension's config and declared
+secrets (over the channel, never the environment), has it import and
+initialize the extension, then turns this object into a class with exactly
+the protocols the host reported. When the host dies the record goes
+``error`` with the exit reason and a fresh host is started with backoff
+(re-running initialize, and start if it was started); the kernel keeps
+serving meanwhile. Every call has a deadline; a host that then does not
+answer a ping is killed (and so restarted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.events.models import Event
+from core.extensions.context import KernelContext, KernelServices
+from core.extensions.isolation.errors import (
+    CallTimeoutError,
+    HostUnavailableError,
+    IsolationError,
+    PeerClosedError,
+)
+from core.extensions.isolation.kernel_side import ContextServer
+from core.extensions.isolation.launch import IsolationOptions, LaunchPlan, plan_launch
+from core.extensions.isolation.mixins import DEFAULT, ProxyCore, proxy_class
+from core.extensions.isolation.process import HostProcess
+from core.extensions.isolation.protocol import event_to_wire
+from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.lifecycle import describe_exception
+from core.extensions.manifest import Manifest
+
+log = logging.getLogger("core.isolation")
+
+StatusCallback = Callable[[str, str | None], None]  # (extension id, error or None = recovered)
+FIRST_RESTART_DELAY_S = 0.5
+PING_GRACE_S = 1.0
+CHANNEL_EXIT_GRACE_S = 1.0
+BUSY_CPU_SHARE = 0.5  # of one core, between two pings after a timed-out call
+CLOSE_GRACE_S = 2.0
+
+
+class IsolatedExtension(ProxyCore):
+    """Lifecycle and calls of one isolated extension; protocol mixins are added later."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        ext_dir: Path,
+        services: KernelServices,
+        options: IsolationOptions,
+        on_status: StatusCallback | None = None,
+    ) -> None:
+        if manifest.entrypoint is None:
+            raise IsolationError("isolation: process needs an `entrypoint` (module:Class)")
+        self.ext_id = manifest.id
+        self.manifest = manifest
+        self.ext_dir = ext_dir
+        self.options = options
+        self.described: dict[str, Any] = {}
+        self._services = services
+        self._on_status = on_status
+        self._logger = logging.getLogger(f"ext.{manifest.id}")
+        self._kctx: KernelContext | None = None
+        self._plan: LaunchPlan | None = None
+        self._host: HostProcess | None = None
+        self._peer: RpcPeer | None = None
+        self._live = asyncio.Event()
+        self._down_reason = "not started"
+        self._started = False
+        self._closing = False
+        self._subs: dict[tuple[str, str], int | None] = {}
+        self._restart: asyncio.Task[None] | None = None
+        self._restart_delay = FIRST_RESTART_DELAY_S
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._probes: set[asyncio.Task[Any]] = set()
+
+    @property
+    def host_pid(self) -> int | None:
+        """The plugin host's pid while it runs (tests and diagnostics)."""
+        return self._host.pid if self._host is not None and self._host.alive else None
+
+    @property
+    def probing(self) -> bool:
+        """A host is being checked after a timed-out call (it may yet be killed)."""
+        return bool(self._probes)
+
+    @property
+    def confined(self) -> bool:
+        return self._plan is not None and self._plan.confined
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def initialize(self, context: KernelContext) -> None:
+        self._kctx = context
+        self._plan = await plan_launch(self.manifest, self.ext_dir, context, self.options)
+        await self._launch()
+        self.__class__ = proxy_class(IsolatedExtension, tuple(self.described["capabilities"]))
+
+    async def start(self) -> None:
+        if not self._live.is_set():
+            self._cancel_restart()
+            await self._launch()
+        await self.remote("lifecycle", {"name": "start"}, deadline=self.options.lifecycle_timeout_s)
+        self._started = True
+
+    async def stop(self) -> None:
+        self._started = False
+        self._cancel_restart()
+        if self._live.is_set():
+            params = {"name": "stop"}
+            await self.remote("lifecycle", params, deadline=self.options.lifecycle_timeout_s)
+
+    async def destroy(self) -> None:
+        self._closing = True
+        self._cancel_restart()
+        try:
+            if self._live.is_set():
+                params = {"name": "destroy"}
+                await self.remote("lifecycle", params, deadline=self.options.lifecycle_timeout_s)
+        finally:
+            await self._close_host()
+
+    async def health_check(self) -> bool:
+        if not self._live.is_set():
+            return False
+        return bool(await self.remote("lifecycle", {"name": "health_check"}))
+
+    # ------------------------------------------------------------ calls
+
+    async def remote(self, method: str, params: Any, *, deadline: Any = DEFAULT) -> Any:
+        """One call into the host with a deadline (``None``: no deadline)."""
+        limit = self.options.call_timeout_s if deadline is DEFAULT else deadline
+        host, peer = self._host, self._peer
+        if not self._live.is_set() or host is None or peer is None:
+            raise HostUnavailableError(self.ext_id, self._down_reason)
+        what = _describe_call(method, params)
+        try:
+            return await peer.call(method, params, deadline=limit)
+        except CallTimeoutError:
+            self._spawn(self._ping_or_kill(host, peer, what, limit), probe=True)
+            raise CallTimeoutError(f"{what} of isolated extension {self.ext_id!r}", limit) from None
+        except PeerClosedError:
+            raise HostUnavailableError(self.ext_id, await self._exit_reason(host)) from None
+
+    async def _ping_or_kill(
+        self, host: HostProcess, peer: RpcPeer, what: str, after: float
+    ) -> None:
+        """After a timeout: kill a host that does not answer, or keeps burning CPU.
+
+        A call blocking the host's event loop makes it deaf to pings; a sync tool
+        spinning in a worker thread (``agents`` runs sync tools in threads, which
+        cannot be cancelled) leaves it answering but using a whole core.
+        """
+        grace = min(PING_GRACE_S, self.options.call_timeout_s)
+        try:
+            first = await peer.call("ping", deadline=grace)
+            await asyncio.sleep(grace)
+            second = await peer.call("ping", deadline=grace)
+        except IsolationError:
+            host.kill(f"killed: unresponsive after {what} timed out ({after:g} s)")
+            return
+        busy = (second["cpu_s"] - first["cpu_s"]) / max(second["at"] - first["at"], 1e-3)
+        if busy >= BUSY_CPU_SHARE:
+            host.kill(f"killed: still using {busy:.0%} CPU after {what} timed out ({after:g} s)")
+
+    async def _exit_reason(self, host: HostProcess) -> str:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                await host.wait()
+        return host.describe_exit() if not host.alive else "the channel to the plugin host closed"
+
+    # ------------------------------------------------------------ host processes
+
+    async def _launch(self) -> None:
+        """Spawn a host, load and initialize the extension in it; make it current."""
+        assert self._plan is not None and self._kctx is not None
+        plan, limit = self._plan, self.options.lifecycle_timeout_s
+        for key in self._subs:
+            self._subs[key] = None
+        host = await HostProcess.spawn(plan.prefix, cwd=plan.cwd, env=plan.env, logger=self._logger)
+        server = ContextServer(
+            self._kctx, subscribe=self._subscribe, stream=self._stream, logger=self._logger
+        )
+        peer = RpcPeer(
+            host.reader, host.writer, on_request=server.handle, on_notification=server.notified
+        )
+        self._spawn(self._watch(host, peer))
+        try:
+            await peer.call("load", plan.load_params, deadline=limit)
+            described = await peer.call("initialize", None, deadline=limit)
+            old = self.described.get("capabilities")
+            if old is not None and old != described["capabilities"]:
+                raise IsolationError(
+                    f"protocols changed since load: {old} -> {described['capabilities']}"
+                )
+        except BaseException as exc:
+            host.kill(f"failed to load: {describe_exception(exc)}")
+            if isinstance(exc, PeerClosedError):
+                raise IsolationError(await self._exit_reason(host)) from None
+            raise
+        self.described = described
+        self._host, self._peer = host, peer
+        self._live.set()
+
+    async def _watch(self, host: HostProcess, peer: RpcPeer) -> None:
+        serving = asyncio.create_task(peer.serve())
+        exited = asyncio.create_task(host.wait())
+        try:
+            await asyncio.wait({serving, exited}, return_when=asyncio.FIRST_COMPLETED)
+            if serving.done() and not host.closing:
+                # An exiting host closes its channel first; give the exit a moment to show.
+                await asyncio.wait({exited}, timeout=CHANNEL_EXIT_GRACE_S)
+                host.kill(f"killed: its channel ended ({serving.result()})")
+            await exited
+        finally:
+            serving.cancel()
+            exited.cancel()
+        peer.close(host.describe_exit())
+        if host is self._host:
+            self._live.clear()
+            self._down_reason = host.describe_exit()
+            if not self._closing:
+                self._host_died(host)
+
+    def _host_died(self, host: HostProcess) -> None:
+        reason = host.describe_exit()
+        log.error("isolated extension %s: %s; restarting it", self.ext_id, reason)
+        self._report(reason)
+        lived = time.monotonic() - host.started_at
+        if lived > self.options.restart_backoff_max_s:
+            self._restart_delay = FIRST_RESTART_DELAY_S
+        if self._restart is None:
+            self._restart = asyncio.create_task(self._restart_loop(reason))
+
+    async def _restart_loop(self, reason: str) -> None:
+        try:
+            while True:
+                delay = self._restart_delay
+                self._restart_delay = min(delay * 2, self.options.restart_backoff_max_s)
+                await asyncio.sleep(delay)
+                try:
+                    await self._launch()
+                    if self._started:
+                        params = {"name": "start"}
+                        limit = self.options.lifecycle_timeout_s
+                        await self.remote("lifecycle", params, deadline=limit)
+                except Exception as exc:
+                    failure = f"{reason}; restart failed: {describe_exception(exc)}"
+                    log.error("isolated extension %s: %s", self.ext_id, failure)
+                    self._report(failure)
+                    continue
+                log.info("isolated extension %s: plugin host restarted", self.ext_id)
+                self._report(None)
+                return
+        finally:
+            self._restart = None
+
+    def _cancel_restart(self) -> None:
+        if self._restart is not None:
+            self._restart.cancel()
+            self._restart = None
+
+    async def _close_host(self) -> None:
+        host, self._host, self._peer = self._host, None, None
+        self._live.clear()
+        self._down_reason = "stopped"
+        if host is not None:
+            await host.close(CLOSE_GRACE_S)
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _report(self, reason: str | None) -> None:
+        if self._on_status is not None and not self._closing:
+            self._on_status(self.ext_id, reason)
+
+    def _spawn(self, coro: Any, *, probe: bool = False) -> None:
+        task = asyncio.create_task(coro)
+        for tasks in (self._tasks, self._probes) if probe else (self._tasks,):
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+    # ------------------------------------------------------------ events
+
+    def _subscribe(self, topic: str, handler_id: int, name: str) -> None:
+        """A handler subscribed in the host; the bus subscription outlives hosts."""
+        key = (topic, name)
+        known = key in self._subs
+        self._subs[key] = handler_id
+        if known:
+            return
+        assert self._kctx is not None
+        forward = self._forwarder(key)
+        forward.__qualname__ = name
+        try:
+            self._kctx.subscribe_event(topic, forward)
+        except Exception as exc:
+            del self._subs[key]
+            self._logger.error("subscription to %s refused: %s", topic, describe_exception(exc))
+
+    def _forwarder(self, key: tuple[str, str]) -> Any:
+        async def forward(event: Event) -> None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.options.call_timeout_s):
+                    await self._live.wait()
+            handler_id = self._subs.get(key)
+            if handler_id is None:
+                raise HostUnavailableError(self.ext_id, f"no handler for {key[0]!r} in the host")
+            await self.remote("event", {"handler": handler_id, "event": event_to_wire(event)})
+
+        return forward
+
+    async def _stream(self, stream: int, kind: str, text: str) -> None:
+        await self.remote("stream", {"stream": stream, "kind": kind, "text": text})
+
+
+def _describe_call(method: str, params: Any) -> str:
+    name = params.get("name") if isinstance(params, dict) else None
+    if method == "call_tool":
+        return f"tool {name!r}"
+    if method in ("invoke", "lifecycle", "command"):
+        return f"{name}()"
+    return method

@@ -1,0 +1,160 @@
+"""The builder's tools: list, read, write, validate, request a restart.
+
+Every refusal comes back as a ``refused: ...`` string (an I/O error as
+``failed: ...``) the model can read and act on; nothing here raises into the
+agent run. ``request_restart`` is accepted only when the extension's current
+files are exactly the ones that last passed validation (compared by hash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agents import FunctionTool, function_tool
+
+from .validation import ValidationResult, dry_run
+from .workspace import RefusedError, Workspace
+
+
+@dataclass
+class BuilderState:
+    """What the tools share: the workspace and the last validation per extension."""
+
+    workspace: Workspace
+    request_restart: Callable[[], None]
+    validation_timeout_s: float
+    validations: dict[str, ValidationResult] = field(default_factory=dict)
+
+
+def build_tools(state: BuilderState) -> list[FunctionTool]:
+    ws = state.workspace
+
+    @function_tool
+    def list_files(extension_id: str, allow_existing: str = "") -> str:
+        """List the files of an extension directory (paths relative to it, with sizes).
+
+        Args:
+            extension_id: The extension's id (lower_snake_case), i.e. its directory name.
+            allow_existing: Only when the user named an existing extension by id: that id.
+        """
+        try:
+            ws.check_access(extension_id, allow_existing)
+            files = ws.list_files(extension_id)
+        except RefusedError as exc:
+            return f"refused: {exc}"
+        except OSError as exc:
+            return _failed(exc)
+        if not files:
+            return f"{extension_id}/ has no files yet"
+        return "\n".join(f"{path} ({size} bytes)" for path, size in files)
+
+    @function_tool
+    def read_file(extension_id: str, path: str, allow_existing: str = "") -> str:
+        """Read one file of an extension.
+
+        Args:
+            extension_id: The extension's id (its directory name).
+            path: The file's path relative to the extension directory, e.g. main.py.
+            allow_existing: Only when the user named an existing extension by id: that id.
+        """
+        try:
+            ws.check_access(extension_id, allow_existing)
+            return ws.read_file(extension_id, path)
+        except RefusedError as exc:
+            return f"refused: {exc}"
+        except OSError as exc:
+            return _failed(exc)
+
+    @function_tool
+    def write_file(extension_id: str, path: str, content: str, allow_existing: str = "") -> str:
+        """Create or replace one file of an extension (the directory is created as needed).
+
+        Args:
+            extension_id: The new extension's id (lower_snake_case), i.e. its directory name.
+            path: The file's path relative to the extension directory, e.g. manifest.yaml.
+            content: The whole new content of the file.
+            allow_existing: Only when the user named an existing extension by id: that id.
+        """
+        try:
+            ws.check_access(extension_id, allow_existing)
+            size = ws.write_file(extension_id, path, content)
+        except RefusedError as exc:
+            return f"refused: {exc}"
+        except OSError as exc:
+            return _failed(exc)
+        return f"wrote {extension_id}/{path} ({size} bytes)"
+
+    @function_tool
+    async def validate_extension(extension_id: str, allow_existing: str = "") -> str:
+        """Dry-run the extension as the kernel would load it; returns the errors, if any.
+
+        Args:
+            extension_id: The extension's id (its directory name).
+            allow_existing: Only when the user named an existing extension by id: that id.
+        """
+        try:
+            ws.check_access(extension_id, allow_existing)
+            if not (ws.root / extension_id).is_dir():
+                return f"refused: {extension_id}/ does not exist; write its files first"
+            links = ws.symlinks(extension_id)
+            if links:
+                return f"validation failed: symlinks are not allowed: {', '.join(links)}"
+            digest = ws.digest(extension_id)
+        except RefusedError as exc:
+            return f"refused: {exc}"
+        except OSError as exc:
+            return _failed(exc)
+        try:
+            result = await dry_run(ws.root, extension_id, digest, state.validation_timeout_s)
+        except OSError as exc:
+            state.validations.pop(extension_id, None)
+            return _failed(exc)
+        state.validations[extension_id] = result
+        return result.summary
+
+    @function_tool
+    def request_restart(extension_id: str, allow_existing: str = "") -> str:
+        """Restart Hearth so it loads the extension; only after validate_extension passed.
+
+        Args:
+            extension_id: The extension that was just written and validated.
+            allow_existing: Only when the user named an existing extension by id: that id.
+        """
+        try:
+            ws.check_access(extension_id, allow_existing)
+            reason = _restart_refusal(state, extension_id)
+        except RefusedError as exc:
+            return f"refused: {exc}"
+        except OSError as exc:
+            return _failed(exc)
+        if reason:
+            return f"refused: {reason}"
+        state.request_restart()
+        return f"restart requested: Hearth restarts now and loads {extension_id}"
+
+    tools: list[FunctionTool] = [
+        list_files,
+        read_file,
+        write_file,
+        validate_extension,
+        request_restart,
+    ]
+    return tools
+
+
+def _restart_refusal(state: BuilderState, ext_id: str) -> str | None:
+    """Why a restart for ``ext_id`` is not allowed now (``None``: it is)."""
+    result = state.validations.get(ext_id)
+    if result is None:
+        return f"{ext_id} has not been validated; call validate_extension first"
+    if not result.ok:
+        return f"the last validation of {ext_id} failed (fix it, validate again): {result.summary}"
+    if state.workspace.digest(ext_id) != result.digest:
+        return f"{ext_id} changed since it passed validation; call validate_extension again"
+    return None
+
+
+def _failed(exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"failed: {exc.strerror or exc}{where}"

@@ -1,0 +1,57 @@
+"""``/remind WHEN TEXT``, ``/reminders``, ``/cancel ID`` (SPEC §8): no model needed.
+
+A reminder set by a command is delivered to the channel it was set from
+(``TurnContext.channel_id``). Bad input gets a one-line answer naming what
+is wrong.
+"""
+
+from __future__ import annotations
+
+from core.extensions.contract import Command, TurnContext
+
+from .describe import describe_all, rule_text, when_text
+from .model import ScheduleError
+from .scheduler import Scheduler
+from .when import parse_remind
+
+
+def parse_id(text: str) -> int:
+    """``3`` or ``#3`` → 3."""
+    token = text.strip().removeprefix("#")
+    if not token.isdigit():
+        shown = text.strip() or "(nothing)"
+        raise ScheduleError(f'can\'t read "{shown}" as a reminder id; /reminders lists them')
+    return int(token)
+
+
+def build_commands(scheduler: Scheduler) -> list[Command]:
+    async def remind(args: str, turn: TurnContext) -> str:
+        try:
+            timing, text = parse_remind(args, scheduler.now(), scheduler.zone)
+            schedule = await scheduler.add(timing, text, channel_id=turn.channel_id)
+        except ScheduleError as exc:
+            return str(exc)
+        when = when_text(schedule.next_due, scheduler.zone, scheduler.now())
+        if schedule.recurring:
+            return f"Reminder #{schedule.id} set ({rule_text(schedule)}), first {when}: {text}"
+        return f"Reminder #{schedule.id} set for {when}: {text}"
+
+    async def reminders(args: str, turn: TurnContext) -> str:
+        return describe_all(await scheduler.list(), scheduler.zone, scheduler.now())
+
+    async def cancel(args: str, turn: TurnContext) -> str:
+        try:
+            schedule = await scheduler.cancel(parse_id(args))
+        except ScheduleError as exc:
+            return str(exc)
+        return f"Cancelled reminder #{schedule.id}: {schedule.text}"
+
+    return [
+        Command(
+            "remind",
+            'set a reminder: /remind 10m tea, /remind 18:30 call Anna, /remind "0 9 * * 1-5" plan',
+            remind,
+        ),
+        Command("reminders", "list your reminders with their ids", reminders),
+        Command("cancel", "cancel a reminder: /cancel ID", cancel),
+    ]

@@ -1,0 +1,51 @@
+"""Schedules as short lines for people: ``#3  tomorrow 18:30  call Anna``."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, tzinfo
+
+from .model import Schedule
+from .recurrence import wall
+
+
+def when_text(instant: datetime, zone: tzinfo, now: datetime) -> str:
+    """``18:30`` today, ``tomorrow 18:30``, else ``Mon 2024-03-04 09:00`` (seconds if any)."""
+    local, today = wall(instant, zone), wall(now, zone).date()
+    clock = f"{local:%H:%M:%S}" if local.second else f"{local:%H:%M}"
+    if local.date() == today:
+        return f"today {clock}"
+    if local.date() == today + timedelta(days=1):
+        return f"tomorrow {clock}"
+    return f"{local:%a %Y-%m-%d} {clock}"
+
+
+def rule_text(schedule: Schedule) -> str:
+    if schedule.kind == "cron":
+        return f'cron "{schedule.spec}"'
+    if schedule.kind == "interval":
+        return f"every {duration_text(schedule.every_s)}"
+    return "once"
+
+
+def duration_text(seconds: int) -> str:
+    """``9000`` → ``2h30m``."""
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"
+
+
+def describe(schedule: Schedule, zone: tzinfo, now: datetime) -> str:
+    """One line: id, next time, rule (when recurring), what it does."""
+    rule = f" ({rule_text(schedule)})" if schedule.recurring else ""
+    action = "[assistant task] " if schedule.action == "agent" else ""
+    when = when_text(schedule.next_due, zone, now)
+    return f"#{schedule.id}  {when}{rule}  {action}{schedule.text}"
+
+
+def describe_all(schedules: list[Schedule], zone: tzinfo, now: datetime) -> str:
+    if not schedules:
+        return "No reminders. Set one with /remind WHEN TEXT, e.g. /remind 10m tea."
+    return "\n".join(describe(s, zone, now) for s in schedules)

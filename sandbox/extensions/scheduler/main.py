@@ -1,0 +1,96 @@
+"""The scheduler extension: durable reminders and recurring tasks (SPEC §5, §8).
+
+Wires the parts together: ``ScheduleStore`` (SQLite in the data dir),
+``Scheduler`` (validated operations), ``FireLoop`` (the service that
+publishes due fires exactly once), tools and commands. ``clock`` is an
+instance attribute so tests and benchmarks can drive time.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from core.extensions.contract import Command, ExtensionContext
+
+from .commands import build_commands
+from .firing import FireLoop
+from .model import ScheduleError
+from .scheduler import Scheduler
+from .store import ScheduleStore
+from .tools import build_tools
+
+STORE_FILE = "schedules.db"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class SchedulerExtension:
+    """Lifecycle + ToolProvider + CommandProvider + ServiceProvider."""
+
+    def __init__(self) -> None:
+        self.clock = utc_now
+        self._ctx: ExtensionContext | None = None
+        self.store: ScheduleStore | None = None
+        self.scheduler: Scheduler | None = None
+        self.loop: FireLoop | None = None
+
+    async def initialize(self, context: ExtensionContext) -> None:
+        self._ctx = context
+        timezone = str(context.get_config("timezone") or "local")
+        grace_s = float(context.get_config("late_grace_s", 60))
+        max_sleep_s = float(context.get_config("max_sleep_s", 300))
+        self.store = ScheduleStore(context.data_dir / STORE_FILE)
+        try:
+            self.scheduler = Scheduler(self.store, timezone, self.now, self._wake)
+        except ScheduleError as exc:
+            raise ScheduleError(f"config timezone: {exc}") from None
+        self.loop = FireLoop(
+            self.store, self._emit, self.now, grace_s=grace_s, max_sleep_s=max_sleep_s
+        )
+        await self.store.open()
+
+    async def start(self) -> None:
+        assert self.store is not None, "initialize() was not called"
+        await self.store.open()
+
+    async def stop(self) -> None:
+        pass
+
+    async def destroy(self) -> None:
+        if self.store is not None:
+            await self.store.close()
+
+    def health_check(self) -> bool:
+        return True
+
+    # ------------------------------------------------------------ capabilities
+
+    def get_tools(self) -> list[Any]:
+        return list(build_tools(self._scheduler()))
+
+    def get_commands(self) -> list[Command]:
+        return build_commands(self._scheduler())
+
+    async def run_background(self) -> None:
+        assert self.loop is not None, "initialize() was not called"
+        await self.loop.run()
+
+    # ------------------------------------------------------------ helpers
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def _wake(self) -> None:
+        if self.loop is not None:
+            self.loop.wake()
+
+    async def _emit(self, topic: str, payload: dict[str, Any], key: str) -> int:
+        assert self._ctx is not None
+        return await self._ctx.emit(topic, payload, idempotency_key=key)
+
+    def _scheduler(self) -> Scheduler:
+        assert self.scheduler is not None, "initialize() was not called"
+        return self.scheduler

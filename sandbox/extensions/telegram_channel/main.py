@@ -1,0 +1,210 @@
+"""Telegram channel: Hearth on the user's phone (SPEC §5, ADR 0005).
+
+A ``ServiceProvider`` whose background loop long-polls the Bot API
+(``polling``), a ``ChannelProvider`` for replies and proactive messages
+(``sender``), and a ``StreamingChannelProvider`` that edits one message as
+the reply grows (``streaming``). Only allow-listed users are served
+(``allowlist``); an update is acknowledged only after its ``user.message``
+is journaled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from telegram import Bot, BotCommand, Update, User
+from telegram.error import InvalidToken, NetworkError, TelegramError
+
+from core.extensions.contract import ExtensionContext
+
+from .allowlist import AllowList
+from .chats import ChatBook
+from .config import PREFIX, TelegramConfig, parse_config
+from .polling import Poller
+from .sender import Sender
+from .streaming import StreamPresenter
+
+TOKEN_SECRET = "TELEGRAM_BOT_TOKEN"
+DEFAULT_BASE_URL = "https://api.telegram.org/bot"
+VERIFY_TIMEOUT_S = 6.0
+COMMANDS_TIMEOUT_S = 10.0
+_START_RE = re.compile(r"^/start(@\S+)?(\s.*)?$", re.DOTALL)
+REJECTED = f"Telegram rejected {TOKEN_SECRET} (Unauthorized); get a valid token from @BotFather"
+
+
+class TelegramSetupError(Exception):
+    """The channel cannot run: no token, or Telegram refuses it."""
+
+
+class TelegramChannel:
+    def __init__(self) -> None:
+        self._ctx: ExtensionContext | None = None
+        self._config: TelegramConfig | None = None
+        self._bot: Bot | None = None
+        self._allow: AllowList | None = None
+        self._chats: ChatBook | None = None
+        self._sender: Sender | None = None
+        self._stream: StreamPresenter | None = None
+        self._auth_error: str | None = None
+        self._commands_registered = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def initialize(self, context: ExtensionContext) -> None:
+        self._ctx = context
+        token = context.get_secret(TOKEN_SECRET)
+        if not token:
+            raise TelegramSetupError(f"{TOKEN_SECRET} not set")
+        config = self._config = parse_config(context.get_config)
+        bot = self._bot = Bot(token, base_url=config.api_base_url or DEFAULT_BASE_URL)
+        log = context.logger
+        self._allow = AllowList(config.allowed_user_ids, log)
+        self._chats = ChatBook(log)
+        self._sender = Sender(bot, log)
+        self._stream = StreamPresenter(
+            self._sender, self._chats, log, interval_s=config.edit_interval_s
+        )
+        await self._verify_token()
+
+    async def start(self) -> None:
+        await self._parts()[2].load(self._context().data_dir)
+        self._parts()[1].announce()
+        if self._auth_error is not None:
+            await self._verify_token()
+
+    async def stop(self) -> None:
+        pass
+
+    async def destroy(self) -> None:
+        if self._bot is not None:
+            try:
+                await self._bot.shutdown()
+            except Exception as exc:  # closing a half-open client must not fail shutdown
+                self._context().logger.debug("closing the Telegram client: %s", exc)
+
+    def health_check(self) -> bool:
+        return self._auth_error is None
+
+    async def _verify_token(self) -> None:
+        """``getMe``: a rejected token fails the extension; an unreachable API does not."""
+        bot, _, _ = self._parts()
+        try:
+            async with asyncio.timeout(VERIFY_TIMEOUT_S):
+                await bot.initialize()
+        except InvalidToken:
+            self._auth_error = REJECTED
+            raise TelegramSetupError(REJECTED) from None
+        except (NetworkError, TimeoutError) as exc:
+            self._context().logger.warning(
+                "cannot reach the Telegram Bot API (%s); polling keeps retrying",
+                str(exc) or type(exc).__name__,
+            )
+            return
+        self._auth_error = None
+        self._context().logger.info("connected to Telegram as @%s", bot.username)
+
+    # ------------------------------------------------------------ input
+
+    async def run_background(self) -> None:
+        bot, _, _ = self._parts()
+        poller = Poller(
+            bot,
+            self._on_update,
+            self._context().logger,
+            timeout_s=self._cfg().poll_timeout_s,
+            before_poll=self._register_commands,
+        )
+        try:
+            await poller.run()
+        except InvalidToken:
+            self._auth_error = REJECTED
+            raise TelegramSetupError(REJECTED) from None
+
+    async def _on_update(self, update: Update) -> None:
+        """Journal an allowed user's text; everything else is acknowledged and dropped."""
+        _, allow, chats = self._parts()
+        message = update.message
+        if message is None or message.from_user is None:
+            return
+        user = message.from_user
+        if not allow.admits(user.id, _describe(user)):
+            return
+        if message.text is None:
+            self._context().logger.info("ignoring a non-text message from user %d", user.id)
+            return
+        text = "/help" if _START_RE.match(message.text) else message.text
+        user_id = str(user.id)
+        await chats.remember(user_id, message.chat.id)
+        await self._context().on_user_message(
+            text,
+            user_id,
+            message_id=str(message.message_id),
+            idempotency_key=f"telegram:{update.update_id}",
+        )
+
+    async def _register_commands(self) -> None:
+        """``setMyCommands`` once per process; retried before each poll until it works."""
+        commands = self._cfg().bot_commands
+        if self._commands_registered or not commands:
+            return
+        try:
+            async with asyncio.timeout(COMMANDS_TIMEOUT_S):
+                await self._parts()[0].set_my_commands([BotCommand(n, d) for n, d in commands])
+        except (TelegramError, TimeoutError) as exc:
+            self._context().logger.warning("setMyCommands failed (%s); will retry", exc)
+            return
+        self._commands_registered = True
+
+    # ------------------------------------------------------------ output
+
+    async def send_to_user(self, user_id: str, message: str) -> None:
+        await self._send().send_text(self._parts()[2].chat_for(user_id), message)
+
+    async def send_message(self, message: str) -> None:
+        chat_id = self._cfg().default_chat_id or self._parts()[2].last_chat_id
+        if chat_id is None:
+            raise TelegramSetupError(
+                f"no chat for a proactive message: set {PREFIX}.default_chat_id "
+                "or write to the bot once from an allowed account"
+            )
+        await self._send().send_text(chat_id, message)
+
+    async def on_stream_start(self, user_id: str) -> None:
+        await self._presenter().start(user_id)
+
+    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
+        await self._presenter().chunk(user_id, chunk)
+
+    async def on_stream_status(self, user_id: str, status: str) -> None:
+        await self._presenter().status(user_id, status)
+
+    async def on_stream_end(self, user_id: str, full_text: str) -> None:
+        await self._presenter().end(user_id, full_text)
+
+    # ------------------------------------------------------------ accessors
+
+    def _context(self) -> ExtensionContext:
+        assert self._ctx is not None, "initialize() was not called"
+        return self._ctx
+
+    def _cfg(self) -> TelegramConfig:
+        assert self._config is not None, "initialize() was not called"
+        return self._config
+
+    def _parts(self) -> tuple[Bot, AllowList, ChatBook]:
+        assert self._bot and self._allow and self._chats, "initialize() was not called"
+        return self._bot, self._allow, self._chats
+
+    def _send(self) -> Sender:
+        assert self._sender is not None, "initialize() was not called"
+        return self._sender
+
+    def _presenter(self) -> StreamPresenter:
+        assert self._stream is not None, "initialize() was not called"
+        return self._stream
+
+
+def _describe(user: User) -> str:
+    name = f"@{user.username}" if user.username else user.full_name
+    return f"{name}, {user.full_name}" if user.username else name

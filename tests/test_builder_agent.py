@@ -1,0 +1,246 @@
+"""builder_agent (issue 8 part 4) through a whole kernel.
+
+The orchestrator and the builder share one ScriptedModel: the orchestrator
+calls the ``builder_agent`` tool, the builder's steps call its file tools, and
+each tool's answer is read back from the next model call's input. The files
+are real, in a tmp extensions directory holding a copy of the bundled builder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+from agents.testing import ScriptedModel, assistant_message, function_call
+from conftest import PROJECT_ROOT, ext_code
+from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+
+from core.lifecycle import restart_request_path
+
+BUILDER_SOURCE = PROJECT_ROOT / "sandbox" / "extensions" / "builder_agent"
+ABSOLUTE_TARGET = Path("/etc/hearth_builder_escape")
+
+DICE_MANIFEST = """\
+id: dice
+name: Dice
+entrypoint: main:Dice
+description: Rolls dice.
+"""
+DICE_CODE = '''\
+import random
+
+from agents import function_tool
+
+
+class Dice:
+    async def initialize(self, context):
+        self.ctx = context
+
+    async def start(self):
+        pass
+
+    async def stop(self):
+        pass
+
+    async def destroy(self):
+        pass
+
+    def health_check(self):
+        return True
+
+    def get_tools(self):
+        @function_tool
+        def roll(sides: int = 6) -> int:
+            """Roll a die.
+
+            Args:
+                sides: Number of sides.
+            """
+            return random.randint(1, sides)
+
+        return [roll]
+'''
+
+
+def write(ext_id: str, path: str, content: str, call_id: str, allow: str = "") -> Any:
+    args = {"extension_id": ext_id, "path": path, "content": content, "allow_existing": allow}
+    return function_call("write_file", args, call_id=call_id)
+
+
+def call(tool: str, ext_id: str, call_id: str) -> Any:
+    return function_call(tool, {"extension_id": ext_id, "allow_existing": ""}, call_id=call_id)
+
+
+def builder_turn(task: str, builder_steps: list[list[Any]], reply: str) -> list[list[Any]]:
+    """Orchestrator calls the builder, the builder runs its steps, the orchestrator replies."""
+    start = [function_call("builder_agent", {"task": task}, call_id=f"task-{task[:8]}")]
+    return [start, *builder_steps, [assistant_message(reply)]]
+
+
+def tool_outputs(model: ScriptedModel) -> dict[str, str]:
+    """Every tool result the model was shown, by call id."""
+    found: dict[str, str] = {}
+    for recorded in model.calls:
+        for item in recorded.input if isinstance(recorded.input, list) else []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                found[item["call_id"]] = str(item["output"])
+    return found
+
+
+def setup_kernel(ext_root: Path, make_ext, settings_file, **builder_agent: Any) -> Path:
+    shutil.copytree(BUILDER_SOURCE, ext_root / "builder_agent")
+    if builder_agent:
+        manifest_path = ext_root / "builder_agent" / "manifest.yaml"
+        manifest = yaml.safe_load(manifest_path.read_text())
+        manifest["agent"].update(builder_agent)
+        manifest_path.write_text(yaml.safe_dump(manifest))
+    make_ext("capture", CAPTURE_CHANNEL)
+    return settings_file(channels={"default": "capture"})
+
+
+def escaped_to_absolute_target() -> bool:
+    return ABSOLUTE_TARGET.exists()
+
+
+def replies(channel: Any) -> list[str]:
+    return [entry[2] for entry in channel._log()]
+
+
+async def test_writes_outside_the_target_directory_are_refused(
+    ext_root, make_ext, settings_file, tmp_path
+):
+    path = setup_kernel(ext_root, make_ext, settings_file)
+    make_ext("notes_ext", ext_code())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    capture_code = (ext_root / "capture" / "main.py").read_text()
+    first = builder_turn(
+        "build weather",
+        [[write("weather", "manifest.yaml", "id: weather\n", "w1")], [assistant_message("ok")]],
+        "Started.",
+    )
+    second = builder_turn(
+        "try harder",
+        [
+            [
+                write("weather", "../escape.py", "x", "dotdot"),
+                write("weather", str(ABSOLUTE_TARGET), "x", "absolute"),
+                write("weather", "notes/evil.py", "x", "symlink"),
+                write("capture", "main.py", "x", "existing"),
+                write("notes_ext", "extra.txt", "asked for", "allowed", allow="notes_ext"),
+            ],
+            [assistant_message("Some writes were refused.")],
+        ],
+        "Done.",
+    )
+    model = ScriptedModel([*first, *second])
+    async with running_kernel(path, model=model) as kernel:
+        channel = kernel.loader.instance("capture")
+        await channel.say("build a weather extension")
+        await wait_for(lambda: replies(channel))
+        (ext_root / "weather" / "notes").symlink_to(outside, target_is_directory=True)
+        await channel.say("now write outside it")
+        await wait_for(lambda: len(replies(channel)) == 2)
+        data_dir = kernel.settings.data_dir
+    out = tool_outputs(model)
+    assert out["w1"] == "wrote weather/manifest.yaml (12 bytes)"
+    assert out["dotdot"] == "refused: '../escape.py' contains '..'; paths must stay inside weather/"
+    assert out["absolute"].startswith(f"refused: '{ABSOLUTE_TARGET}' is an absolute path")
+    assert out["symlink"].startswith("refused: 'notes/evil.py' goes through the symlink")
+    assert out["existing"].startswith(
+        "refused: extension 'capture' already exists and was not created by builder_agent"
+    )
+    assert out["allowed"] == "wrote notes_ext/extra.txt (9 bytes)"
+    assert not (ext_root / "escape.py").exists()
+    assert not escaped_to_absolute_target()
+    assert list(outside.iterdir()) == []
+    assert (ext_root / "capture" / "main.py").read_text() == capture_code
+    assert json.loads((data_dir / "builder_agent" / "created.json").read_text()) == ["weather"]
+    model.assert_complete()
+
+
+async def test_a_valid_extension_is_validated_then_restarted_into(
+    ext_root, make_ext, settings_file
+):
+    path = setup_kernel(ext_root, make_ext, settings_file)
+    changed = DICE_CODE.replace("Roll a die.", "Roll one die.")
+    steps = [
+        [
+            write("dice", "manifest.yaml", DICE_MANIFEST, "m"),
+            write("dice", "main.py", DICE_CODE, "c"),
+        ],
+        [call("request_restart", "dice", "too-early")],
+        [call("validate_extension", "dice", "v1")],
+        [write("dice", "main.py", changed, "edit")],
+        [call("request_restart", "dice", "stale")],
+        [call("validate_extension", "dice", "v2")],
+        [call("request_restart", "dice", "restart")],
+        [assistant_message("Built dice; restarting.")],
+    ]
+    model = ScriptedModel(builder_turn("build dice", steps, "Dice is ready."))
+    async with running_kernel(path, model=model) as kernel:
+        channel = kernel.loader.instance("capture")
+        await channel.say("make me a dice roller")
+        await wait_for(lambda: replies(channel), timeout=60)
+        request_file = restart_request_path(kernel.settings.data_dir)
+        await wait_for(request_file.exists)
+    out = tool_outputs(model)
+    assert out["too-early"] == (
+        "refused: dice has not been validated; call validate_extension first"
+    )
+    assert out["v1"] == "validation passed: dice loads; capabilities: ToolProvider; tools: roll"
+    assert out["stale"] == (
+        "refused: dice changed since it passed validation; call validate_extension again"
+    )
+    assert out["v2"].startswith("validation passed")
+    assert out["restart"] == "restart requested: Hearth restarts now and loads dice"
+    assert "builder_agent" in request_file.read_text()
+    assert kernel.restart_requested is not None
+    assert replies(channel) == ["Dice is ready."]
+    model.assert_complete()
+
+
+async def test_a_broken_manifest_is_reported_and_not_restarted_into(
+    ext_root, make_ext, settings_file
+):
+    path = setup_kernel(ext_root, make_ext, settings_file)
+    broken = DICE_MANIFEST.replace("id: dice", "id: broken").replace("entrypoint", "entrypiont")
+    steps = [
+        [write("broken", "manifest.yaml", broken, "m"), write("broken", "main.py", DICE_CODE, "c")],
+        [call("validate_extension", "broken", "validate")],
+        [call("request_restart", "broken", "restart")],
+        [assistant_message("It does not load yet.")],
+    ]
+    model = ScriptedModel(builder_turn("build broken", steps, "Not yet."))
+    async with running_kernel(path, model=model) as kernel:
+        channel = kernel.loader.instance("capture")
+        await channel.say("make me something")
+        await wait_for(lambda: replies(channel), timeout=60)
+        await channel.say("/status")
+        await wait_for(lambda: len(replies(channel)) == 2)
+        assert not restart_request_path(kernel.settings.data_dir).exists()
+        assert kernel.restart_requested is None
+    out = tool_outputs(model)
+    manifest_path = ext_root / "broken" / "manifest.yaml"
+    assert out["validate"].startswith(f"validation failed: broken is error: {manifest_path}: ")
+    assert "entrypiont: unknown key" in out["validate"]
+    assert out["restart"].startswith("refused: the last validation of broken failed")
+    assert "entrypiont: unknown key" in out["restart"]
+    assert "Uptime:" in replies(channel)[1]  # the kernel kept serving
+
+
+async def test_the_manifest_limits_stop_a_runaway_builder(ext_root, make_ext, settings_file):
+    path = setup_kernel(ext_root, make_ext, settings_file, limits={"max_turns": 2})
+    steps = [[call("list_files", "loop", "l1")], [call("list_files", "loop", "l2")]]
+    model = ScriptedModel(builder_turn("loop forever", steps, "The builder gave up."))
+    async with running_kernel(path, model=model) as kernel:
+        channel = kernel.loader.instance("capture")
+        await channel.say("loop")
+        await wait_for(lambda: replies(channel))
+    out = tool_outputs(model)
+    assert out["l1"] == "loop/ has no files yet"
+    assert out["task-loop for"] == "error: max_turns=2 exceeded"
+    model.assert_complete()

@@ -1,0 +1,106 @@
+"""Reminders through a whole kernel: commands, tools, delivery as proactive
+messages on the channel they were set from, and manifest schedules."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from agents.testing import ScriptedModel, assistant_message, function_call
+from conftest import ext_code
+from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from scheduler_helpers import install_scheduler, notified, replied
+
+TICKER = ext_code(
+    """
+    runs = 0
+    async def execute_task(self, task_name):
+        type(self).runs += 1
+        return {"text": f"{task_name} ran"}
+    """
+)
+
+
+async def test_remind_command_is_delivered_as_a_proactive_message(
+    ext_root, make_ext, settings_file
+):
+    install_scheduler(ext_root)
+    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("other", CAPTURE_CHANNEL)
+    model = ScriptedModel([])  # a reminder must never become a turn for the model
+    path = settings_file(channels={"default": "other"})
+    async with running_kernel(path, model=model) as k:
+        channel = k.loader.instance("capture")
+        started = time.monotonic()
+        await channel.say("/remind 1s stretch your legs")
+        await wait_for(lambda: replied(k))
+        assert replied(k)[0].startswith("Reminder #1 set for today ")
+        await wait_for(lambda: notified(k), timeout=5)
+        took = time.monotonic() - started
+        await asyncio.sleep(0.3)
+    assert 0.8 <= took < 3
+    assert k.loader.instance("capture")._log()[-1] == ("notify", None, "stretch your legs")
+    assert notified(k) == ["stretch your legs"]  # once, on the channel it was set from
+    assert notified(k, "other") == []
+    assert not model.calls
+
+
+async def test_reminders_lists_and_cancel_removes(ext_root, make_ext, settings_file):
+    install_scheduler(ext_root)
+    make_ext("capture", CAPTURE_CHANNEL)
+    path = settings_file(channels={"default": "capture"}, timezone="America/New_York")
+    async with running_kernel(path) as k:
+        channel = k.loader.instance("capture")
+        commands = [
+            "/remind 2h tea",
+            '/remind "0 9 * * 1-5" plan',
+            "/remind 10x oops",
+            "/reminders",
+            "/cancel 1",
+            "/reminders",
+            "/cancel abc",
+        ]
+        for n, text in enumerate(commands, start=1):  # commands run concurrently: one at a time
+            await channel.say(text)
+            await wait_for(lambda n=n: len(replied(k)) == n)
+    answers = replied(k)
+    assert answers[1].startswith('Reminder #2 set (cron "0 9 * * 1-5"), first ')
+    assert answers[2].startswith('can\'t read "10x" as a delay')
+    listing = answers[3].splitlines()
+    assert len(listing) == 2 and listing[0].startswith("#1  ") and "tea" in listing[0]
+    assert '(cron "0 9 * * 1-5")  plan' in listing[1]
+    assert answers[4] == "Cancelled reminder #1: tea"
+    assert answers[5].startswith("#2 ") and "tea" not in answers[5]
+    assert answers[6] == 'can\'t read "abc" as a reminder id; /reminders lists them'
+
+
+async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext, settings_file):
+    install_scheduler(ext_root)
+    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("other", CAPTURE_CHANNEL)
+    model = ScriptedModel(
+        [
+            [function_call("schedule_once", {"text": "stretch", "delay": "1s"}, call_id="c1")],
+            [assistant_message("I'll remind you.")],
+        ]
+    )
+    async with running_kernel(settings_file(channels={"default": "other"}), model=model) as k:
+        await k.loader.instance("capture").say("remind me in a second to stretch")
+        await wait_for(lambda: notified(k), timeout=5)
+    assert replied(k) == ["I'll remind you."]
+    assert notified(k) == ["stretch"]
+    assert "scheduled #1  today" in str(model.calls[1].input)
+    model.assert_complete()
+
+
+async def test_manifest_schedule_calls_execute_task_and_notifies(make_ext, settings_file):
+    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext(
+        "ticker",
+        TICKER,
+        {"schedules": [{"name": "tick", "cron": "* * * * * *", "task": "digest"}]},
+    )
+    async with running_kernel(settings_file(channels={"default": "capture"})) as k:
+        await wait_for(lambda: notified(k), timeout=5)
+    assert notified(k)[0] == "digest ran"
+    assert (k.data_dir / "schedules.db").is_file()

@@ -1,0 +1,133 @@
+"""The Telegram channel through a whole kernel, over real HTTP to a fake Bot API:
+allow-list, replies, splitting, markup, proactive messages, commands."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from agents.testing import ScriptedModel, assistant_message
+from fake_telegram import FakeTelegram
+from harness import running_kernel, wait_for
+from telegram_support import ALICE, EXTENSION_ID, MALLORY, install_extension, write_settings
+
+
+@pytest.fixture
+def tg(monkeypatch):
+    with FakeTelegram() as server:
+        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", server.token)
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _extension(ext_root):
+    install_extension(ext_root)
+
+
+def reply_model(*texts: str) -> ScriptedModel:
+    return ScriptedModel([[assistant_message(t)] for t in texts])
+
+
+async def test_allowed_user_gets_a_reply_in_their_chat(tg, settings_file):
+    model = reply_model("Hello Alice!")
+    async with running_kernel(write_settings(settings_file, tg), model=model):
+        tg.send_update("hi there", user_id=ALICE)
+        await wait_for(lambda: tg.chat_texts(ALICE) == ["Hello Alice!"])
+    assert "hi there" in str(model.calls[0].input)
+    model.assert_complete()
+
+
+async def test_reply_goes_to_the_group_chat_the_user_wrote_from(tg, settings_file):
+    model = reply_model("Hi group")
+    async with running_kernel(write_settings(settings_file, tg), model=model):
+        tg.send_update("hello", user_id=ALICE, chat_id=-1001)
+        await wait_for(lambda: tg.chat_texts(-1001) == ["Hi group"])
+    assert tg.chat_texts(ALICE) == []
+
+
+async def test_other_users_are_ignored_logged_once_and_never_reach_the_model(
+    tg, settings_file, caplog
+):
+    caplog.set_level(logging.WARNING, logger=f"ext.{EXTENSION_ID}")
+    model = reply_model("for alice")
+    async with running_kernel(write_settings(settings_file, tg), model=model) as kernel:
+        tg.send_update("let me in", user_id=MALLORY)
+        tg.send_update("please", user_id=MALLORY)
+        tg.send_update("hello", user_id=ALICE)
+        await wait_for(lambda: tg.chat_texts(ALICE) == ["for alice"])
+        events = await kernel.bus.journal.recent_events(50, topic="user.message")
+    assert [e.payload["text"] for e in events] == ["hello"]
+    assert tg.messages(MALLORY) == []
+    assert len(model.calls) == 1 and "let me in" not in str(model.calls[0].input)
+    refusals = [r for r in caplog.records if f"ignoring Telegram user {MALLORY}" in r.message]
+    assert len(refusals) == 1
+    assert "allowed_user_ids" in refusals[0].message
+
+
+async def test_empty_allow_list_serves_nobody_and_says_how_to_find_your_id(
+    tg, settings_file, caplog
+):
+    caplog.set_level(logging.INFO, logger=f"ext.{EXTENSION_ID}")
+    model = reply_model()
+    async with running_kernel(write_settings(settings_file, tg, allowed=()), model=model):
+        tg.send_update("/start", user_id=ALICE)
+        await wait_for(lambda: any(f"user {ALICE}" in r.message for r in caplog.records))
+    startup = [r.message for r in caplog.records if "allowed_user_ids is empty" in r.message]
+    assert startup and "/start" in startup[0]
+    assert tg.messages(ALICE) == [] and model.calls == ()
+
+
+async def test_long_reply_is_split_at_paragraphs_within_4096_characters(tg, settings_file):
+    paragraphs = [f"Paragraph {i}:" + " lorem ipsum" * 60 for i in range(14)]
+    text = "\n\n".join(paragraphs)
+    assert len(text) > 2 * 4096
+    async with running_kernel(write_settings(settings_file, tg), model=reply_model(text)):
+        tg.send_update("tell me a lot", user_id=ALICE)
+        await wait_for(lambda: len(tg.chat_texts(ALICE)) >= 3)
+    pieces = tg.chat_texts(ALICE)
+    assert len(pieces) == 3
+    assert all(len(p) <= 4096 for p in pieces)
+    assert all(p.startswith("Paragraph") for p in pieces)  # cut at paragraph boundaries
+    assert "\n\n".join(pieces) == text
+
+
+async def test_markdown_is_rendered_as_html_and_falls_back_to_plain_text(tg, settings_file):
+    model = reply_model("**Tea** is `ready` & hot", "**Tea** again")
+    async with running_kernel(write_settings(settings_file, tg), model=model):
+        tg.send_update("tea?", user_id=ALICE)
+        await wait_for(lambda: len(tg.messages(ALICE)) == 1)
+        tg.reject_markup = True
+        tg.send_update("again?", user_id=ALICE)
+        await wait_for(lambda: len(tg.messages(ALICE)) == 2)
+    rich, plain = tg.messages(ALICE)
+    assert (rich.parse_mode, rich.text) == ("HTML", "<b>Tea</b> is <code>ready</code> &amp; hot")
+    assert (plain.parse_mode, plain.text) == (None, "**Tea** again")
+
+
+async def test_proactive_messages_go_to_default_chat_or_last_chat_seen(tg, settings_file):
+    async with running_kernel(write_settings(settings_file, tg, default_chat_id=777)) as kernel:
+        assert kernel.router is not None
+        await kernel.router.notify_user("tea time", EXTENSION_ID)
+        await wait_for(lambda: tg.chat_texts(777) == ["tea time"])
+    tg_settings = write_settings(settings_file, tg)
+    async with running_kernel(tg_settings, model=reply_model("hi")) as kernel:
+        tg.send_update("hello", user_id=ALICE, chat_id=-55)
+        await wait_for(lambda: tg.chat_texts(-55) == ["hi"])
+        assert kernel.router is not None
+        await kernel.router.notify_user("reminder!", EXTENSION_ID)
+        await wait_for(lambda: tg.chat_texts(-55) == ["hi", "reminder!"])
+
+
+async def test_commands_work_without_the_model_and_are_registered(tg, settings_file):
+    model = reply_model()
+    async with running_kernel(write_settings(settings_file, tg), model=model):
+        await wait_for(lambda: tg.calls_of("setMyCommands"))
+        tg.send_update("/help", user_id=ALICE)
+        tg.send_update("/start", user_id=ALICE)
+        await wait_for(lambda: len(tg.chat_texts(ALICE)) == 2)
+    help_text, start_text = tg.chat_texts(ALICE)
+    assert "/help" in help_text and "/status" in help_text and start_text == help_text
+    registered = tg.calls_of("setMyCommands")[0].params["commands"]
+    names = {c["command"] for c in registered}
+    assert {"help", "new", "status", "remind", "reminders", "cancel"} <= names
+    assert model.calls == ()
