@@ -269,13 +269,12 @@ PUBLISHER = ext_code(
     body="""
     def get_commands(self):
         from core.extensions.contract import Command
-        from core.extensions.errors import PermissionDeniedError
 
         async def publish(args, turn):
             try:
                 await self.ctx.emit(args, {"x": 1})
-            except PermissionDeniedError as exc:
-                return f"refused: {exc}"
+            except Exception as exc:
+                return f"refused: {type(exc).__name__}: {exc}"
             return "published"
 
         async def listen(args, turn):
@@ -283,8 +282,8 @@ PUBLISHER = ext_code(
                 pass
             try:
                 self.ctx.subscribe_event(args, handler)
-            except PermissionDeniedError as exc:
-                return f"refused: {exc}"
+            except Exception as exc:
+                return f"refused: {type(exc).__name__}: {exc}"
             return "subscribed"
 
         return [Command("publish", "emit", publish), Command("listen", "subscribe", listen)]
@@ -304,11 +303,11 @@ async def test_topics_outside_the_manifest_permissions_are_refused(make_ext, set
         kernel.bus.subscribe("*", collect, "test/collect")
         assert await command(kernel, "/publish allowed.news") == "published"
         assert await command(kernel, "/publish secret.news") == (
-            "refused: extension 'publisher' is not permitted to emit topic 'secret.news'"
+            "refused: PermissionDeniedError: extension 'publisher' is not permitted to emit topic 'secret.news'"
         )
         assert await command(kernel, "/listen allowed.x") == "subscribed"
         assert await command(kernel, "/listen user.message") == (
-            "refused: extension 'publisher' is not permitted to subscribe to 'user.message'"
+            "refused: PermissionDeniedError: extension 'publisher' is not permitted to subscribe to 'user.message'"
         )
         await wait_for(lambda: "allowed.news" in topics)
     assert "secret.news" not in topics

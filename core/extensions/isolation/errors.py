@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from core.extensions.errors import ExtensionError, PermissionDeniedError
 
 
@@ -45,25 +47,25 @@ class RemoteError(IsolationError):
     type_name = "RemoteError"
 
 
-class RemotePermissionDeniedError(RemoteError, PermissionDeniedError):
-    """The kernel refused a context call; the extension sees the kernel's message."""
-
-    type_name = "PermissionDeniedError"
-
-    def __init__(self, message: str) -> None:
-        Exception.__init__(self, message)
-        self.extension_id = ""
-        self.what = message
-
-
-_PERMISSION_TYPES = {"PermissionDeniedError", "SecretNotDeclaredError"}
 _CLASSES: dict[str, type[RemoteError]] = {}
 
 
-def remote_error(type_name: str, message: str) -> RemoteError:
-    """Rebuild an exception that crossed the channel as ``{type, message}``."""
-    if type_name in _PERMISSION_TYPES:
-        return RemotePermissionDeniedError(message)
+def error_to_wire(exc: BaseException, message: str) -> dict[str, Any]:
+    """``{type, message}``; a refusal also carries its fields, to be rebuilt as itself."""
+    error: dict[str, Any] = {"type": type(exc).__name__, "message": message}
+    if isinstance(exc, PermissionDeniedError):
+        error["denied"] = {"extension_id": exc.extension_id, "what": exc.what}
+    return error
+
+
+def remote_error(type_name: str, message: str, denied: Any = None) -> Exception:
+    """Rebuild an exception that crossed the channel.
+
+    A kernel refusal becomes a real ``PermissionDeniedError`` with the kernel's
+    message, so the extension sees the same exception in both modes.
+    """
+    if isinstance(denied, dict):
+        return PermissionDeniedError(str(denied.get("extension_id")), str(denied.get("what")))
     name = type_name if type_name.isidentifier() else "RemoteError"
     cls = _CLASSES.get(name)
     if cls is None:

@@ -19,6 +19,7 @@ from typing import Any
 from core.extensions.isolation.errors import (
     CallTimeoutError,
     PeerClosedError,
+    error_to_wire,
     remote_error,
 )
 from core.extensions.isolation.protocol import ProtocolError, encode, read_message
@@ -137,7 +138,9 @@ class RpcPeer:
         error = message.get("error")
         if isinstance(error, dict):
             future.set_exception(
-                remote_error(str(error.get("type")), str(error.get("message", "")))
+                remote_error(
+                    str(error.get("type")), str(error.get("message", "")), error.get("denied")
+                )
             )
         else:
             future.set_result(message.get("result"))
@@ -195,4 +198,4 @@ def _error(call_id: Any, exc: BaseException, where: str | None = None) -> dict[s
     message = " ".join(str(exc).split())
     if where:
         message = f"{where}: {message}"
-    return {"id": call_id, "error": {"type": type(exc).__name__, "message": message}}
+    return {"id": call_id, "error": error_to_wire(exc, message)}
