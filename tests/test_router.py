@@ -181,3 +181,25 @@ async def test_conversations_run_concurrently_but_each_stays_in_order(make_ext, 
     alice = [r[2] for r in replies(k) if r[1] == "alice"]
     assert alice == ["re: slow one", "re: quick two"]  # in order within a conversation
     assert bob_time < 0.4  # bob was not stuck behind alice's slow turn
+
+
+async def test_a_slow_turn_delays_neither_commands_nor_notifications(make_ext, settings_file):
+    make_ext("capture", CAPTURE_CHANNEL)
+
+    async def slow(call):
+        await asyncio.sleep(3)
+        return [assistant_message("finally")]
+
+    model = ScriptedModel([ModelStep.respond(slow)])
+    async with running_kernel(settings_file(channels={"default": "capture"}), model=model) as k:
+        channel = k.loader.instance("capture")
+        await channel.say("think hard")
+        await wait_for(lambda: model.calls)  # the slow turn is running
+        start = time.monotonic()
+        await channel.say("/help")  # same conversation
+        await k.bus.publish("system.user.notify", "test", {"text": "tea is ready"})
+        await wait_for(lambda: len(replies(k)) == 2, timeout=2)
+        assert time.monotonic() - start < 1.0
+        await wait_for(lambda: len(replies(k)) == 3, timeout=10)
+    kinds = [r[0] for r in replies(k)]
+    assert sorted(kinds[:2]) == ["notify", "reply"] and replies(k)[2][2] == "finally"

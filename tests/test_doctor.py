@@ -1,0 +1,50 @@
+"""``main.py doctor``: says what is wrong and exits non-zero on a problem."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import PROJECT_ROOT, ext_code
+from fake_openai import FakeOpenAIServer
+
+
+def doctor(settings: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "main.py"), "doctor", "--settings", str(settings)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def local_model(base_url: str) -> dict:
+    return {
+        "default": {"provider": "local", "model": "fake-model"},
+        "providers": {"local": {"type": "openai_compatible", "base_url": base_url, "api_key": "x"}},
+    }
+
+
+def test_healthy_installation_passes(make_ext, settings_file):
+    make_ext("needs_token", ext_code(), {"secrets": ["DEMO_TOKEN"]})
+    with FakeOpenAIServer() as srv:
+        result = doctor(settings_file(models=local_model(srv.base_url)), {"DEMO_TOKEN": "t0k3n"})
+    assert result.returncode == 0, result.stdout
+    assert "provider local" in result.stdout and "fake-model" in result.stdout
+    assert "secret DEMO_TOKEN (needs_token): set" in result.stdout
+    assert "doctor: no problems found" in result.stdout
+
+
+def test_problems_are_named_and_exit_non_zero(make_ext, settings_file):
+    make_ext("needs_token", ext_code(), {"secrets": ["DEMO_TOKEN_MISSING"]})
+    make_ext("broken", ext_code(), {"entrpoint": "typo"})
+    result = doctor(settings_file(models=local_model("http://127.0.0.1:9/v1")))
+    assert result.returncode == 1
+    out = result.stdout
+    assert "FAIL provider local" in out
+    assert "FAIL extension broken: error" in out and "entrpoint: unknown key" in out
+    assert "FAIL secret DEMO_TOKEN_MISSING (needs_token): not set" in out
