@@ -25,21 +25,24 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
-from agents.tool_context import ToolContext  # noqa: E402
+from agents.tool_context import ToolContext
 
-from core.extensions.isolation import probe  # noqa: E402
-from core.extensions.isolation.confinement import SandboxSpec, bwrap_argv  # noqa: E402
-from core.extensions.isolation.launch import host_environment  # noqa: E402
-from core.extensions.isolation.process import HostProcess  # noqa: E402
-from core.extensions.isolation.rpc import RpcPeer  # noqa: E402
-from core.runner import Kernel  # noqa: E402
-from core.settings import load_settings  # noqa: E402
+from core.extensions.isolation.confinement import (
+    SandboxSpec,
+    bwrap_argv,
+    probe,
+)
+from core.extensions.isolation.launch import host_environment
+from core.extensions.isolation.process import HostProcess
+from core.extensions.isolation.rpc import RpcPeer
+from core.runner import Kernel
+from core.settings import load_settings
 
 CALLS = 2000
 WARMUP = 200
 SPAWNS = 10
 
-EXTENSION = '''
+EXTENSION = """
 from agents import function_tool
 
 
@@ -66,7 +69,7 @@ class Ext:
             return text
 
         return [echo]
-'''
+"""
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:

@@ -28,10 +28,9 @@ from core.context_chain import ContextChain
 from core.conversations import Conversations
 from core.events import EventBus
 from core.extensions.context import KernelServices
-from core.extensions.isolation import isolated_factory
+from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
-from core.extensions.records import ExtensionStatus
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel_agents import KernelAgents
 from core.kernel_commands import builtin_commands
@@ -69,7 +68,6 @@ class Kernel:
         self.secrets = load_secrets()
         self.restart_requested: str | None = None
         self._stop_requested = asyncio.Event()
-        self._disabled = dict(disabled_extensions or {})
         self.bus = EventBus.from_settings(
             journal_path or self.data_dir / JOURNAL_FILE, settings.events
         )
@@ -81,6 +79,7 @@ class Kernel:
             lifecycle_timeout_s=settings.loader.lifecycle_timeout_s,
             default_isolation=settings.isolation.default,
             agent_factory=self._make_agent,
+            disabled=disabled_extensions,
         )
         self.loader.isolated_factory = isolated_factory(settings, self.loader)
         self.scheduler = ManifestScheduler(
@@ -112,13 +111,6 @@ class Kernel:
     async def load(self) -> None:
         """Discover, load and initialize extensions (no start): ``main.py extensions``."""
         await self.loader.load_all(self.services)
-        for ext_id, reason in self._disabled.items():
-            record = self.loader.records.get(ext_id)
-            if record is not None and record.initialized:
-                await self.loader._call_quietly(record, "destroy")
-                record.initialized = False
-            if record is not None:
-                record.fail(ExtensionStatus.DISABLED, reason)
         for record in self.loader.records.values():
             if record.manifest is not None:
                 REDACTOR.add(self.secrets.get(name, "") for name in record.manifest.secrets)

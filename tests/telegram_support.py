@@ -95,7 +95,3 @@ def _response(text: str) -> Response:
         status="completed",
         usage=None,
     )
-
-
-def copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))

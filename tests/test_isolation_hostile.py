@@ -19,7 +19,7 @@ from harness import running_kernel, wait_for
 from core.commands import parse_command
 from core.events.models import Event
 from core.extensions.contract import TurnContext
-from core.extensions.isolation import probe
+from core.extensions.isolation.confinement import probe
 
 TURN = TurnContext(channel_id="cli_channel", user_id="u1")
 ISOLATION = {"call_timeout_s": 1, "memory_mb": 256, "restart_backoff_max_s": 1}

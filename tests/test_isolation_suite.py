@@ -1,7 +1,7 @@
 """One ordinary extension, the same tests, in-process and isolated (SPEC §6).
 
 Tools, a context provider, a scheduled task, an event subscription, a
-command, config and declared secrets must behave identically whether the
+command, config, declared secrets and a refused emit must behave identically whether the
 extension runs in the kernel or in a plugin host — the loader, router and
 orchestrator cannot tell the difference.
 """
@@ -65,7 +65,14 @@ ORDINARY = ext_code(
             token = self.ctx.get_secret("ORDINARY_TOKEN")
             return f"hello {args} from {turn.user_id} (token {token})"
 
-        return [Command("hello", "Say hello.", hello)]
+        async def leak(args, turn):
+            try:
+                await self.ctx.emit("elsewhere.topic", {})
+            except Exception as exc:
+                return f"{type(exc).__name__}: {exc}"
+            return "leaked"
+
+        return [Command("hello", "Say hello.", hello), Command("leak", "Emit off-limits.", leak)]
     """,
 )
 
@@ -137,6 +144,12 @@ async def test_ordinary_extension_behaves_the_same(
         # command with a declared secret
         answer = await kernel.commands.run(parse_command("/hello there"), TURN)
         assert answer == "hello there from u7 (token tok-123)"
+
+        # a topic outside `permissions.emit` is refused with the kernel's message
+        assert await kernel.commands.run(parse_command("/leak"), TURN) == (
+            "PermissionDeniedError: extension 'ordinary' is not permitted to emit topic "
+            "'elsewhere.topic'"
+        )
 
         # event subscription: the handler runs and its emit reaches the bus
         await kernel.bus.publish("demo.ping", "test", {"n": "1"}, correlation_id="c-1")

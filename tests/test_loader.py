@@ -239,3 +239,18 @@ def test_extensions_json_command(make_ext, settings_file):
     assert report["bad"]["status"] == "error" and "entrpoint: unknown key" in report["bad"]["error"]
     assert "top level must be a mapping" in report["nomanifest_dir"]["error"]
     assert set(report["good"]) == {"id", "status", "capabilities", "tools", "error"}
+
+
+async def test_kernel_can_turn_an_extension_off_with_a_reason(make_ext, settings_file, tmp_path):
+    marker = tmp_path / "initialized"
+    make_ext(
+        "cli_like",
+        ext_code(f"async def initialize(self, context):\n    open({str(marker)!r}, 'w')"),
+    )
+    kernel = Kernel(
+        load_settings(settings_file()),
+        disabled_extensions={"cli_like": "not started under the supervisor"},
+    )
+    await kernel.load()
+    assert status(kernel, "cli_like") == ("disabled", "not started under the supervisor")
+    assert not marker.exists()  # its code never ran

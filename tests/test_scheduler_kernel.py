@@ -104,3 +104,28 @@ async def test_manifest_schedule_calls_execute_task_and_notifies(make_ext, setti
         await wait_for(lambda: notified(k), timeout=5)
     assert notified(k)[0] == "digest ran"
     assert (k.data_dir / "schedules.db").is_file()
+
+
+PINGER = ext_code(
+    """
+    got = None
+    async def start(self):
+        self.got = []
+        self.ctx.subscribe_event("pinger.ping", self.on_ping)
+        await self.ctx.get_extension("scheduler").schedule("1s", "ping", topic="pinger.ping")
+    async def on_ping(self, event):
+        self.got.append(event.payload)
+    """
+)
+
+
+async def test_another_extension_gets_fires_on_its_own_topic(ext_root, make_ext, settings_file):
+    install_scheduler(ext_root)
+    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("pinger", PINGER, {"depends_on": ["scheduler"]})
+    async with running_kernel(settings_file(channels={"default": "capture"})) as k:
+        pinger = k.loader.instance("pinger")
+        await wait_for(lambda: pinger.got, timeout=5)
+    [payload] = pinger.got
+    assert payload["text"] == "ping" and payload["late"] is False
+    assert notified(k) == []  # not a reminder.due: nothing for the user

@@ -131,3 +131,18 @@ async def test_commands_work_without_the_model_and_are_registered(tg, settings_f
     names = {c["command"] for c in registered}
     assert {"help", "new", "status", "remind", "reminders", "cancel"} <= names
     assert model.calls == ()
+
+
+async def test_remind_is_delivered_to_the_chat_it_was_set_from(tg, settings_file, ext_root):
+    install_extension(ext_root, "scheduler")
+    model = reply_model()
+    async with running_kernel(write_settings(settings_file, tg), model=model):
+        tg.send_update("/remind 2s stretch your legs", user_id=ALICE, chat_id=-321)
+        await wait_for(lambda: len(tg.chat_texts(-321)) == 1)
+        set_at = tg.calls_of("sendMessage")[-1].at
+        await wait_for(lambda: len(tg.chat_texts(-321)) == 2, timeout=15)
+        fired_at = tg.calls_of("sendMessage")[-1].at
+    confirmation, reminder = tg.chat_texts(-321)
+    assert "stretch your legs" in reminder and "stretch your legs" in confirmation
+    assert 1.0 <= fired_at - set_at <= 6.0
+    assert model.calls == ()

@@ -3,6 +3,7 @@ errors, bad or missing tokens. Real HTTP to a fake Bot API."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -36,7 +37,7 @@ async def test_streaming_edits_one_message_at_most_once_per_second(tg, settings_
     (message,) = tg.messages(ALICE)
     assert 2 <= len(message.edits) <= 4  # previews every second, then the final text
     writes = [c.at for c in tg.calls if c.method in ("sendMessage", "editMessageText")]
-    gaps = [b - a for a, b in zip(writes, writes[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(writes)]
     assert min(gaps) >= 0.95, gaps
     assert len(set(message.edits)) == len(message.edits)  # never the same text twice
     assert tg.calls_of("sendChatAction")  # "typing…" while the model starts

@@ -12,7 +12,7 @@ import asyncio
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
 from core.cli.report import _collect
-from core.extensions.isolation import confinement_check
+from core.extensions.isolation.factory import confinement_check
 from core.secrets import load_secrets
 from core.settings import Settings
 

@@ -10,7 +10,7 @@ stops the kernel or the other extensions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +40,14 @@ class Loader:
         default_isolation: str = "inprocess",
         agent_factory: InstanceFactory | None = None,
         isolated_factory: InstanceFactory | None = None,
+        disabled: Mapping[str, str] | None = None,
     ) -> None:
         self.extensions_dir = extensions_dir
         self.lifecycle_timeout_s = lifecycle_timeout_s
         self.default_isolation = default_isolation
         self.agent_factory = agent_factory
         self.isolated_factory = isolated_factory
+        self.disabled = dict(disabled or {})  # ext id -> why the kernel turned it off
         self.records: dict[str, ExtensionRecord] = {}
         self.order: list[str] = []
 
@@ -95,6 +97,8 @@ class Loader:
                 continue
             if not record.manifest.enabled:
                 record.status = ExtensionStatus.DISABLED
+            elif record.ext_id in self.disabled:
+                record.fail(ExtensionStatus.DISABLED, self.disabled[record.ext_id])
         deps = {
             r.ext_id: list(r.manifest.depends_on)
             for r in self.records.values()

@@ -102,7 +102,12 @@ class IsolatedExtension(ProxyCore):
         self._kctx = context
         self._plan = await plan_launch(self.manifest, self.ext_dir, context, self.options)
         await self._launch()
-        self.__class__ = proxy_class(IsolatedExtension, tuple(self.described["capabilities"]))
+        try:
+            capabilities = tuple(str(c) for c in self.described["capabilities"])
+            self.__class__ = proxy_class(IsolatedExtension, capabilities)
+        except BaseException:
+            await self._close_host()  # the loader does not destroy what failed to initialize
+            raise
 
     async def start(self) -> None:
         if not self._live.is_set():
@@ -167,7 +172,11 @@ class IsolatedExtension(ProxyCore):
         except IsolationError:
             host.kill(f"killed: unresponsive after {what} timed out ({after:g} s)")
             return
-        busy = (second["cpu_s"] - first["cpu_s"]) / max(second["at"] - first["at"], 1e-3)
+        try:
+            busy = (second["cpu_s"] - first["cpu_s"]) / max(second["at"] - first["at"], 1e-3)
+        except (KeyError, TypeError):
+            host.kill(f"killed: malformed ping answer after {what} timed out")
+            return
         if busy >= BUSY_CPU_SHARE:
             host.kill(f"killed: still using {busy:.0%} CPU after {what} timed out ({after:g} s)")
 

@@ -15,10 +15,11 @@ from core.extensions.contract import Command, ExtensionContext
 
 from .commands import build_commands
 from .firing import FireLoop
-from .model import ScheduleError
+from .model import Action, ScheduleError
 from .scheduler import Scheduler
 from .store import ScheduleStore
 from .tools import build_tools
+from .when import parse_remind
 
 STORE_FILE = "schedules.db"
 
@@ -77,6 +78,26 @@ class SchedulerExtension:
     async def run_background(self) -> None:
         assert self.loop is not None, "initialize() was not called"
         await self.loop.run()
+
+    async def schedule(
+        self,
+        when: str,
+        text: str,
+        *,
+        topic: str | None = None,
+        channel_id: str | None = None,
+        agent_task: bool = False,
+    ) -> int:
+        """For other extensions (``depends_on: [scheduler]``): ``when`` as in ``/remind``
+        (``10m``, ``18:30``, a quoted cron expression); the fire is published on ``topic``
+        (default ``reminder.due``). Returns the schedule id; raises ``ScheduleError``."""
+        scheduler = self._scheduler()
+        timing, text = parse_remind(f"{when} {text}", scheduler.now(), scheduler.zone)
+        action: Action = "agent" if agent_task else "notify"
+        created = await scheduler.add(
+            timing, text, channel_id=channel_id, action=action, topic=topic
+        )
+        return created.id
 
     # ------------------------------------------------------------ helpers
 

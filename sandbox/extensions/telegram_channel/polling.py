@@ -57,7 +57,11 @@ class Poller:
                 await asyncio.sleep(wait)
                 continue
             except Conflict as exc:
-                self._logger.error("getUpdates conflict (%s): is another bot process running?", exc)
+                self._logger.error(
+                    "getUpdates conflict (%s): another process polls with this token, "
+                    "or a webhook is set (remove it with deleteWebhook)",
+                    exc,
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX_S)
                 continue

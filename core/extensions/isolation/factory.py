@@ -1,0 +1,72 @@
+"""Wiring of process isolation into the kernel: the loader's factory, ``doctor``'s check.
+
+Kept out of the package ``__init__`` so that the plugin host, which imports
+``core.extensions.isolation.host``, does not import the kernel side (and
+``agents``) just to start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from core.extensions.context import KernelServices
+from core.extensions.isolation.confinement import ConfinementStatus, probe
+from core.extensions.isolation.errors import (
+    CallTimeoutError,
+    ConfinementError,
+    HostUnavailableError,
+    IsolationError,
+)
+from core.extensions.isolation.launch import IsolationOptions, confinement_status
+from core.extensions.isolation.proxy import IsolatedExtension
+from core.extensions.loader import InstanceFactory, Loader
+from core.extensions.manifest import Manifest
+from core.extensions.records import ExtensionStatus
+from core.settings import Settings
+
+__all__ = [
+    "CallTimeoutError",
+    "ConfinementError",
+    "ConfinementStatus",
+    "HostUnavailableError",
+    "IsolatedExtension",
+    "IsolationError",
+    "IsolationOptions",
+    "confinement_check",
+    "confinement_status",
+    "isolated_factory",
+    "probe",
+]
+
+
+def confinement_check(mode: str) -> tuple[str, str]:
+    """``doctor``'s line: ``("ok" | "warn" | "fail", text)`` for ``isolation.confinement``."""
+    if mode == "none":
+        return "warn", "confinement switched off (isolation.confinement: none): LIMITS ONLY"
+    status = probe()
+    if status.available:
+        return "ok", f"plugin hosts are confined: {status.detail}"
+    text = f"PLUGIN HOSTS ARE NOT CONFINED: {status.detail}"
+    if mode == "bwrap":
+        return "fail", f"{text}; isolated extensions will not load (confinement: bwrap)"
+    return "warn", f"{text}; falling back to limits only, `network: false` extensions refused"
+
+
+def isolated_factory(settings: Settings, loader: Loader) -> InstanceFactory:
+    """The loader's ``isolated_factory``: a proxy whose host deaths update the record."""
+    options = IsolationOptions.from_settings(settings)
+
+    def on_status(ext_id: str, reason: str | None) -> None:
+        record = loader.records.get(ext_id)
+        if record is None:
+            return
+        if reason is not None:
+            record.fail(ExtensionStatus.ERROR, reason)
+        elif record.status is ExtensionStatus.ERROR:
+            record.status, record.error = ExtensionStatus.ACTIVE, None
+
+    def make(manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
+        return IsolatedExtension(manifest, ext_dir, services, options, on_status)
+
+    return make
