@@ -225,6 +225,18 @@ def test_stop_signal_stops_the_kernel_gracefully(
     assert not alive(kernel.pid)
 
 
+def test_kernel_stops_gracefully_when_the_supervisor_is_killed(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    daemon = start(daemons, write_settings(tmp_path), "serve")
+    kernel = daemon.wait_starts(1)[0]
+
+    daemon.proc.kill()  # SIGKILL: the supervisor gets no chance to clean up
+    daemon.proc.wait()
+    wait_for(lambda: not alive(kernel.pid), 10, "the orphaned kernel to stop")
+    assert (daemon.data / "stops.txt").read_text().split() == [str(kernel.pid)]
+
+
 def test_sigterm_kills_a_stuck_kernel_and_its_children(
     tmp_path: Path, daemons: list[Daemon]
 ) -> None:

@@ -20,6 +20,7 @@ from typing import IO
 from core.supervisor.crashlog import OutputTail
 
 MAX_LINE_BYTES = 64 * 1024
+_PR_SET_PDEATHSIG = 1
 _PUMP_JOIN_TIMEOUT_S = 5.0
 
 
@@ -43,6 +44,7 @@ class KernelProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_terminate_with_parent,
         )
         self.pid = self._proc.pid
         self._returncode: int | None = None  # set once reaped: the pid may be reused after
@@ -98,4 +100,19 @@ def _signal_quietly(send: Callable[[], None]) -> None:
     try:
         send()
     except ProcessLookupError:
+        pass
+
+
+def _terminate_with_parent() -> None:
+    """In the child, before exec: SIGTERM us if the supervisor dies (Linux).
+
+    Without it a SIGKILLed supervisor would leave its kernel running, since
+    the kernel lives in its own session. Elsewhere this is a no-op.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
         pass
