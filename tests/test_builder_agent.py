@@ -188,6 +188,9 @@ async def test_a_valid_extension_is_validated_then_restarted_into(
         request_file = restart_request_path(kernel.settings.data_dir)
         await wait_for(request_file.exists)
     out = tool_outputs(model)
+    assert out["m"].startswith("wrote dice/manifest.yaml") and out["c"].startswith(
+        "wrote dice/main.py"
+    )
     assert out["too-early"] == (
         "refused: dice has not been validated; call validate_extension first"
     )
@@ -225,6 +228,9 @@ async def test_a_broken_manifest_is_reported_and_not_restarted_into(
         assert kernel.restart_requested is None
     out = tool_outputs(model)
     manifest_path = ext_root / "broken" / "manifest.yaml"
+    assert out["m"].startswith("wrote broken/manifest.yaml") and out["c"].startswith(
+        "wrote broken/"
+    )
     assert out["validate"].startswith(f"validation failed: broken is error: {manifest_path}: ")
     assert "entrypiont: unknown key" in out["validate"]
     assert out["restart"].startswith("refused: the last validation of broken failed")
@@ -243,4 +249,7 @@ async def test_the_manifest_limits_stop_a_runaway_builder(ext_root, make_ext, se
     out = tool_outputs(model)
     assert out["l1"] == "loop/ has no files yet"
     assert out["task-loop for"] == "error: max_turns=2 exceeded"
+    builder_instructions = model.calls[1].system_instructions or ""
+    assert builder_instructions.startswith("You are Hearth's extension builder.")  # prompt.jinja2
+    assert builder_instructions.rstrip().endswith('validate_extension said "validation passed".')
     model.assert_complete()

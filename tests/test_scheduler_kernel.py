@@ -50,6 +50,8 @@ async def test_reminders_lists_and_cancel_removes(ext_root, make_ext, settings_f
     make_ext("capture", CAPTURE_CHANNEL)
     path = settings_file(channels={"default": "capture"}, timezone="America/New_York")
     async with running_kernel(path) as k:
+        # `timezone: null` in the manifest config means the kernel's timezone setting
+        assert k.loader.instance("scheduler").scheduler.timezone == "America/New_York"
         channel = k.loader.instance("capture")
         commands = [
             "/remind 2h tea",

@@ -139,3 +139,10 @@ async def test_a_task_without_text_notifies_nobody(kernel):
     await wait_for(lambda: kernel.digest.runs)
     await asyncio.sleep(0.1)
     assert kernel.notes == []
+
+
+async def test_a_cron_that_never_fires_is_skipped_and_the_rest_still_run(kernel, caplog):
+    never = ManifestSchedule("digest", "never", "never", "0 9 31 2 *", BERLIN)  # 31 February
+    await kernel.start([never, DAILY[0]])
+    assert kernel.scheduler.next_due() == datetime(2024, 5, 10, 9, 0, tzinfo=BERLIN)
+    assert "schedule 'never' of digest will not fire" in caplog.text

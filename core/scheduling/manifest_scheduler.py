@@ -25,7 +25,7 @@ from core.events.models import Event
 from core.events.topics import SystemTopics
 from core.extensions.contract import SchedulerProvider
 from core.extensions.records import ExtensionRecord
-from core.scheduling.cron import next_fire, resolve_zone
+from core.scheduling.cron import CronError, next_fire, resolve_zone
 from core.scheduling.state import FireState
 
 __all__ = [
@@ -154,13 +154,24 @@ class ManifestScheduler:
         now = self.clock()
         self._schedules = {s.key: s for s in schedules}
         self._next = {}
-        for key, schedule in self._schedules.items():
+        for key in self._schedules:
             last = await self.state.last_due(key)
             if last is None:
                 await self.state.record(key, now)
                 last = now
-            self._next[key] = next_fire(schedule.cron, last, schedule.zone)
+            self._plan(key, last)
         self._wake.set()
+
+    def _plan(self, key: str, after: datetime) -> None:
+        """Set the next due time of ``key``; a cron with no further fire is dropped, logged."""
+        schedule = self._schedules[key]
+        try:
+            self._next[key] = next_fire(schedule.cron, after, schedule.zone)
+        except CronError as exc:
+            self._next.pop(key, None)
+            log.error(
+                "schedule %r of %s will not fire: %s", schedule.name, schedule.extension_id, exc
+            )
 
     def next_due(self) -> datetime | None:
         return min(self._next.values(), default=None)
@@ -189,7 +200,7 @@ class ManifestScheduler:
                     idempotency_key=f"manifest:{key}:{due.isoformat()}",
                 )
                 await self.state.record(key, due)
-                self._next[key] = next_fire(schedule.cron, max(due, now), schedule.zone)
+                self._plan(key, max(due, now))
                 fired += 1
             return fired
 

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import datetime
+
+from core.scheduling.cron import resolve_zone
 
 __all__ = ["now_in", "resolve_timezone", "timezone_label"]
 
-
-def resolve_timezone(name: str) -> tzinfo:
-    """``local`` is the host's zone; anything else must be an IANA name (else ``ValueError``)."""
-    if name == "local":
-        local = datetime.now().astimezone().tzinfo
-        assert local is not None  # astimezone() always returns an aware datetime
-        return local
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(
-            f"unknown timezone {name!r}: use 'local' or an IANA name such as Europe/Berlin"
-        ) from exc
+# ``local`` is the host's zone with its DST rules; anything else an IANA name.
+resolve_timezone = resolve_zone
 
 
 def now_in(timezone: str) -> datetime:

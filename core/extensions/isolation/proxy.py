@@ -43,7 +43,7 @@ StatusCallback = Callable[[str, str | None], None]  # (extension id, error or No
 FIRST_RESTART_DELAY_S = 0.5
 PING_GRACE_S = 1.0
 CHANNEL_EXIT_GRACE_S = 1.0
-BUSY_CPU_SHARE = 0.5  # of one core, between two pings after a timed-out call
+BUSY_CPU_SHARE = 0.4  # of one core, between two pings after a timed-out call
 CLOSE_GRACE_S = 2.0
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import stat
+import threading
 from pathlib import Path, PurePosixPath
 
 ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -43,6 +44,8 @@ class Workspace:
         self._created_file = data_dir / CREATED_FILE
         self._own_id = own_id
         self._max_file_bytes = max_file_bytes
+        # The SDK runs sync tools in threads, and a model may ask for several writes at once.
+        self._write_lock = threading.Lock()
 
     # ------------------------------------------------------------ ownership
 
@@ -129,18 +132,22 @@ class Workspace:
         if len(data) > self._max_file_bytes:
             raise RefusedError(f"{path}: content is larger than {self._max_file_bytes} bytes")
         parts = self._parts(ext_id, path)
-        if not (self.root / ext_id).exists():
-            self._remember(ext_id)  # recorded before the first byte lands
+        with self._write_lock:
+            if not (self.root / ext_id).exists():
+                self._remember(ext_id)  # recorded before the first byte lands
+            self._write(parts, data, path)
+        return len(data)
+
+    def _write(self, parts: list[str], data: bytes, shown: str) -> None:
         fd = self._open_dirs(parts[:-1], create=True)
         try:
             tmp = f".{parts[-1]}.builder-tmp"
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-            with os.fdopen(_open_file(tmp, flags, fd, path), "wb") as fh:
+            with os.fdopen(_open_file(tmp, flags, fd, shown), "wb") as fh:
                 fh.write(data)
             os.replace(tmp, parts[-1], src_dir_fd=fd, dst_dir_fd=fd)
         finally:
             os.close(fd)
-        return len(data)
 
     def digest(self, ext_id: str) -> str:
         """A hash of every file's path and content: "these exact files"."""
