@@ -57,3 +57,23 @@ def test_modules_stay_small():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     ]
     assert not big, "split these modules:\n" + "\n".join(big)
+
+
+def test_both_contexts_offer_every_member_of_the_contract():
+    """In-process and isolated extensions see the same ExtensionContext API."""
+    from core.extensions.context import KernelContext
+    from core.extensions.contract import ExtensionContext
+    from core.extensions.isolation.client_context import ClientContext
+
+    members = {
+        name
+        for name in vars(ExtensionContext)
+        if not name.startswith("_") and name not in ("extension_id", "logger")
+    } | set(ExtensionContext.__annotations__)
+    for implementation in (KernelContext, ClientContext):
+        missing = sorted(
+            m
+            for m in members
+            if not hasattr(implementation, m) and m not in ("extension_id", "logger")
+        )
+        assert not missing, f"{implementation.__name__} lacks {missing}"

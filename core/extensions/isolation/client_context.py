@@ -58,6 +58,10 @@ class ClientContext:
         return dict(self._params.config)
 
     @property
+    def extension_dir(self) -> Path:
+        return Path(self._params.ext_dir)
+
+    @property
     def data_dir(self) -> Path:
         path = Path(self._params.data_dir)
         path.mkdir(parents=True, exist_ok=True)
