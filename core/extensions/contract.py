@@ -18,6 +18,7 @@ from core.events.models import Event
 
 __all__ = [
     "AgentDescriptor",
+    "AgentExtensionContext",
     "AgentInvocationContext",
     "AgentProvider",
     "AgentResponse",
@@ -252,3 +253,21 @@ class ExtensionContext(Protocol):
 
     def request_restart(self) -> None: ...
     def request_shutdown(self) -> None: ...
+
+
+class AgentExtensionContext(ExtensionContext, Protocol):
+    """The context of an extension with an ``agent:`` manifest section.
+
+    In-process only: a model router cannot cross a process boundary.
+    """
+
+    @property
+    def agent_id(self) -> str: ...
+    @property
+    def agent_model(self) -> str | None: ...
+    @property
+    def model_router(self) -> Any: ...
+    @property
+    def resolved_tools(self) -> list[Any]: ...
+    @property
+    def resolved_instructions(self) -> str: ...

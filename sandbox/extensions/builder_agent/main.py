@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from agents import Agent, MaxTurnsExceeded, RunContextWrapper, RunHooks, Runner
@@ -21,6 +21,7 @@ from agents.items import ModelResponse
 
 from core.extensions.contract import (
     AgentDescriptor,
+    AgentExtensionContext,
     AgentInvocationContext,
     AgentResponse,
     ExtensionContext,
@@ -57,7 +58,7 @@ class BuilderAgent:
     """``Extension`` + ``AgentProvider``: writes, validates and activates new extensions."""
 
     def __init__(self) -> None:
-        self._ctx: Any = None
+        self._ctx: AgentExtensionContext | None = None
         self._state: BuilderState | None = None
         self._limits = dict(DEFAULT_LIMITS)
         self._description = ""
@@ -65,7 +66,7 @@ class BuilderAgent:
     # ------------------------------------------------------------- lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        ctx: Any = context
+        ctx = cast(AgentExtensionContext, context)
         self._ctx = ctx
         own_dir = Path(ctx.extension_dir)
         manifest = yaml.safe_load((own_dir / "manifest.yaml").read_text(encoding="utf-8"))
@@ -100,7 +101,7 @@ class BuilderAgent:
     # --------------------------------------------------------- AgentProvider
 
     def get_agent_descriptor(self) -> AgentDescriptor:
-        return AgentDescriptor(name=self._ctx.agent_id, description=self._description)
+        return AgentDescriptor(name=self._context().agent_id, description=self._description)
 
     async def invoke(
         self, task: str, context: AgentInvocationContext | None = None
@@ -128,7 +129,7 @@ class BuilderAgent:
             return self._error(f"time_budget_ms={limits['time_budget_ms']} exceeded", budget)
         except Exception as exc:
             reason = getattr(exc, "reason", None) or " ".join(str(exc).split()) or repr(exc)
-            self._ctx.logger.warning("builder failed: %s", reason)
+            self._context().logger.warning("builder failed: %s", reason)
             return self._error(reason, budget)
         return AgentResponse(
             status="success", content=str(result.final_output or ""), tokens_used=budget.used
@@ -138,7 +139,7 @@ class BuilderAgent:
 
     def _build_agent(self) -> Agent[Any]:
         assert self._state is not None, "initialize() was not called"
-        ctx = self._ctx
+        ctx = self._context()
         return Agent(
             name=ctx.agent_id,
             instructions=ctx.resolved_instructions,
@@ -146,10 +147,14 @@ class BuilderAgent:
             tools=[*build_tools(self._state), *ctx.resolved_tools],
         )
 
+    def _context(self) -> AgentExtensionContext:
+        assert self._ctx is not None, "initialize() was not called"
+        return self._ctx
+
     def _error(self, reason: str, budget: _TokenBudget) -> AgentResponse:
         return AgentResponse(
             status="error",
-            content=f"{self._ctx.agent_id} stopped: {reason}",
+            content=f"{self._context().agent_id} stopped: {reason}",
             error=reason,
             tokens_used=budget.used,
         )
