@@ -30,6 +30,7 @@ __all__ = ["EventBus"]
 
 log = logging.getLogger(__name__)
 
+_MAX_ROUTES = 4096  # distinct topics remembered; more (generated names) start over
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
@@ -59,6 +60,7 @@ class EventBus:
         self._retention_s = retention_days * 86400.0
         self._stop_timeout_s = stop_timeout_s
         self._subs: dict[str, Subscription] = {}
+        self._routes: dict[str, tuple[Subscription, ...]] = {}  # valid topic -> its subscribers
         self._writer = GroupCommitWriter(journal, self._subs, max_attempts)
         self._direct_lock = asyncio.Lock()
         self._main: asyncio.Task[None] | None = None
@@ -104,6 +106,7 @@ class EventBus:
             raise BusStateError(f"subscriber id {subscriber_id!r} is already subscribed")
         sub = Subscription(subscriber_id, topic, handler, concurrency, timeout)
         self._subs[subscriber_id] = sub
+        self._routes.clear()
         self._writer.add_registration(sub)
         if self._tg is not None and self._state == "running":
             self._spawn_workers(self._tg, sub)
@@ -123,7 +126,9 @@ class EventBus:
         and stores nothing. Raises ``ValueError`` for a bad topic or a payload
         that is not a JSON object.
         """
-        validate_topic(topic)
+        subscribers = self._routes.get(topic)
+        if subscribers is None:
+            subscribers = self._route(topic)
         event = NewEvent(
             topic=topic,
             source=source,
@@ -132,12 +137,20 @@ class EventBus:
             idempotency_key=idempotency_key,
             created_at=time.time(),
         )
-        subscribers = [s for s in self._subs.values() if topic_matches(s.pattern, topic)]
         if self._writer.running:
             return await self._writer.add_publish(event, subscribers)
         return await self._publish_direct(event, subscribers)
 
-    async def _publish_direct(self, event: NewEvent, subscribers: list[Subscription]) -> int:
+    def _route(self, topic: str) -> tuple[Subscription, ...]:
+        """Validate ``topic`` and remember which subscribers it goes to (until a subscribe)."""
+        validate_topic(topic)
+        if len(self._routes) >= _MAX_ROUTES:
+            self._routes.clear()
+        subscribers = tuple(s for s in self._subs.values() if topic_matches(s.pattern, topic))
+        self._routes[topic] = subscribers
+        return subscribers
+
+    async def _publish_direct(self, event: NewEvent, subscribers: tuple[Subscription, ...]) -> int:
         """Before start() and after stop(): commit at once, nothing is dispatched."""
         async with self._direct_lock:
             opened_here = not self.journal.is_open

@@ -2,11 +2,9 @@
 
 Publishers, workers (acks) and subscribers (claims) only queue work and wake
 the writer. Each round it turns the queue into one ``WriteBatch``, commits it
-in one journal transaction and resolves the publishers' futures. The claimed
-deliveries go straight into the subscribers' queues (local events are never
-re-read from the database), but only once the *next* batch is on its way to
-the journal's thread: handlers then run while that batch commits, instead of
-between two commits.
+in one journal transaction, resolves the publishers' futures, and puts the
+claimed deliveries straight into the subscribers' queues — local events are
+never re-read from the database.
 """
 
 from __future__ import annotations
@@ -48,11 +46,6 @@ class _Round:
     outcomes: list[Outcome]
 
 
-# A committed delivery not yet in its subscriber's queue: claimed from the
-# journal (an ``Event``), or a local publish (built into an ``Event`` at hand-over).
-_Delivery = tuple[Subscription, int, NewEvent | Event]
-
-
 class GroupCommitWriter:
     """Owns every write to the journal while the bus runs (and for direct publishes)."""
 
@@ -66,7 +59,6 @@ class GroupCommitWriter:
         self._outcomes: list[Outcome] = []
         self._registrations: list[Subscription] = []
         self._retries: list[tuple[float, str]] = []  # heap of (due time, subscriber id)
-        self._handoff: list[_Delivery] = []  # committed, not yet handed over
         self._wake = asyncio.Event()
         self.dispatching = False  # claim and hand over deliveries (False: only store)
         self.running = False  # the run() loop takes publishes
@@ -107,14 +99,8 @@ class GroupCommitWriter:
         self.running = True
         try:
             while True:
-                if self._handoff:
-                    # Let the publishers just answered queue their next events first:
-                    # if they do, the hand-over overlaps the commit of those.
-                    await asyncio.sleep(0)
-                    if not self._has_batch():
-                        self._hand_over(self._take_handoff())
                 await self._wait_for_work()
-                if self._closing and not self._has_writes() and not self._handoff:
+                if self._closing and not self._has_writes():
                     return
                 if not await self.flush():
                     await asyncio.sleep(_FAILURE_BACKOFF_S)
@@ -132,7 +118,7 @@ class GroupCommitWriter:
     async def _wait_for_work(self) -> None:
         while True:
             self._fire_due_retries()
-            if self._closing or self._handoff or self._has_batch():
+            if self._closing or self._has_batch():
                 return
             self._wake.clear()
             delay = self._retries[0][0] - time.time() if self._retries else None
@@ -153,14 +139,8 @@ class GroupCommitWriter:
     # ------------------------------------------------------------------ one round
 
     async def flush(self) -> bool:
-        """Commit one batch of everything queued; False if the journal failed.
-
-        The previous round's deliveries are handed over right after this batch
-        is sent to the journal (``call_soon`` runs once the commit is awaited).
-        """
+        """Commit one batch of everything queued; False if the journal failed."""
         batch, rnd = self._build()
-        if self._handoff:
-            asyncio.get_running_loop().call_soon(self._hand_over, self._take_handoff())
         try:
             result = await self._journal.commit(batch)
         except Exception as exc:
@@ -169,19 +149,18 @@ class GroupCommitWriter:
             return False
         for sub in rnd.registrations:
             sub.registered = True
-        handoff = self._handoff
         for pub, (event_id, stored) in zip(rnd.publishes, result.event_ids, strict=True):
-            if stored:
-                handoff.extend((sub, event_id, pub.event) for sub in pub.claimed)
-            else:  # duplicate idempotency key: nothing was claimed
-                for sub in pub.claimed:
-                    sub.reserved -= 1
+            for sub in pub.claimed:
+                sub.reserved -= 1
+                if stored:  # else a duplicate idempotency key: nothing was claimed
+                    self._hand_over(sub, _to_event(event_id, pub.event))
             if not pub.future.done():
                 pub.future.set_result(event_id)
         for sub, limit in rnd.claims:
             claim = result.claims[sub.id]
-            sub.reserved -= limit - len(claim.events)
-            handoff.extend((sub, event.id, event) for event in claim.events)
+            sub.reserved -= limit
+            for event in claim.events:
+                self._hand_over(sub, event)
             sub.backlog = not claim.exhausted
             sub.blocked = claim.blocked
             sub.solo = sub.solo or claim.solo
@@ -237,23 +216,12 @@ class GroupCommitWriter:
         self._outcomes[:0] = rnd.outcomes
         self._registrations[:0] = rnd.registrations
 
-    # ------------------------------------------------------------------ hand-over
-
-    def _take_handoff(self) -> list[_Delivery]:
-        handoff, self._handoff = self._handoff, []
-        return handoff
-
-    def _hand_over(self, deliveries: list[_Delivery]) -> None:
-        """Put committed deliveries into their subscribers' queues (their claim ends here)."""
-        for sub, event_id, event in deliveries:
-            sub.reserved -= 1
-            if not self.dispatching:  # stopping: undo the claim so the next start delivers it
-                self._outcomes.append(Outcome(event_id, sub.id, "released"))
-                self._wake.set()
-            elif isinstance(event, Event):
-                sub.queue.put_nowait(event)
-            else:
-                sub.queue.put_nowait(_to_event(event_id, event))
+    def _hand_over(self, sub: Subscription, event: Event) -> None:
+        if self.dispatching:
+            sub.queue.put_nowait(event)
+        else:  # stopping: undo the claim so the next start delivers it
+            self._outcomes.append(Outcome(event.id, sub.id, "released"))
+            self._wake.set()
 
 
 def _to_event(event_id: int, ev: NewEvent) -> Event:
