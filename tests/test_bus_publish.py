@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import sqlite3
 from pathlib import Path
@@ -111,6 +112,46 @@ async def test_idempotent_publish_returns_first_id_across_restarts(tmp_path: Pat
     finally:
         await bus2.stop()
     assert [e.payload for e in rec.events] == [{"n": 1}]
+
+
+async def test_one_group_commit_of_mixed_publishes_maps_each_to_its_own_event(
+    tmp_path: Path,
+) -> None:
+    """Keyless, keyed and duplicate-key publishes committed together each get the right id."""
+    rec = Recorder()
+    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+    bus.subscribe("mix.*", rec, "mix")
+    await bus.start()
+    try:
+        earlier = await bus.publish("mix.a", "t", {"n": -1}, idempotency_key="k2")
+        keys = [f"k{n % 3}" if n % 2 else None for n in range(30)]
+        ids = await asyncio.gather(
+            *(bus.publish("mix.a", "t", {"n": n}, idempotency_key=k) for n, k in enumerate(keys))
+        )
+        stored = {r.id: r for r in await bus.journal.recent_events(limit=100)}
+        first_with_key: dict[str, int] = {"k2": earlier}
+        for n, (key, event_id) in enumerate(zip(keys, ids, strict=True)):
+            if key is None or key not in first_with_key:
+                assert stored[event_id].payload == {"n": n}
+                assert stored[event_id].idempotency_key == key
+                if key is not None:
+                    first_with_key[key] = event_id
+            else:
+                assert event_id == first_with_key[key]
+        assert len(stored) == 1 + len(set(ids) - {earlier})
+        await wait_for(lambda: len(rec.events) == len(stored), what="every stored event handled")
+        assert {e.id: e.payload for e in rec.events} == {i: r.payload for i, r in stored.items()}
+    finally:
+        await bus.stop()
+
+
+async def test_circular_payload_is_rejected(tmp_path: Path) -> None:
+    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+    payload: dict[str, object] = {}
+    payload["self"] = payload
+    with pytest.raises(ValueError, match=r"note\.saved.*circular"):
+        await bus.publish("note.saved", "test", payload)
+    assert (await bus.stats())["events"] == 0
 
 
 async def test_publish_before_start_is_durable_and_delivered_after_start(tmp_path: Path) -> None:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.events.dispatch import RetryPolicy, worker_loop
-from core.events.errors import BusStateError, PayloadError
+from core.events.errors import BusStateError
 from core.events.journal import Journal, NewEvent, Outcome
+from core.events.payloads import encode_payload
 from core.events.sqlite_journal import SQLiteJournal
 from core.events.subscriptions import EventHandler, Subscription
 from core.events.topics import topic_matches, validate_pattern, validate_topic
@@ -31,7 +31,6 @@ __all__ = ["EventBus"]
 log = logging.getLogger(__name__)
 
 _MAX_ROUTES = 4096  # distinct topics remembered; more (generated names) start over
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 class EventBus:
@@ -129,14 +128,8 @@ class EventBus:
         subscribers = self._routes.get(topic)
         if subscribers is None:
             subscribers = self._route(topic)
-        event = NewEvent(
-            topic=topic,
-            source=source,
-            payload_json=_encode_payload(topic, payload),
-            correlation_id=correlation_id,
-            idempotency_key=idempotency_key,
-            created_at=time.time(),
-        )
+        payload_json = encode_payload(topic, payload)
+        event = NewEvent(topic, source, payload_json, correlation_id, idempotency_key, time.time())
         if self._writer.running:
             return await self._writer.add_publish(event, subscribers)
         return await self._publish_direct(event, subscribers)
@@ -205,7 +198,7 @@ class EventBus:
             sub.workers.append(task)
 
     def _report(self, sub: Subscription, outcome: Outcome) -> None:
-        if sub.solo and not sub.running and sub.queue.empty():
+        if sub.solo and not sub.running and not sub.queue:
             sub.solo = False
         self._writer.add_outcome(outcome)
 
@@ -239,7 +232,7 @@ class EventBus:
         for sub in self._subs.values():
             self._release_queued(sub)
             for _ in sub.workers:
-                sub.queue.put_nowait(None)
+                sub.queue.put(None)
         if workers:
             _, late = await asyncio.wait(workers, timeout=self._stop_timeout_s)
             for task in late:
@@ -262,19 +255,9 @@ class EventBus:
         await self.journal.close()
 
     def _release_queued(self, sub: Subscription) -> None:
-        while not sub.queue.empty():
-            event = sub.queue.get_nowait()
+        for event in sub.queue.take_all():
             if event is not None:
                 self._writer.add_outcome(Outcome(event.id, sub.id, "released"))
-
-
-def _encode_payload(topic: str, payload: object) -> str:
-    if not isinstance(payload, dict):
-        raise PayloadError(topic, f"got {type(payload).__name__}")
-    try:
-        return _ENCODER.encode(payload)
-    except (TypeError, ValueError) as exc:
-        raise PayloadError(topic, str(exc)) from exc
 
 
 def _require(ok: bool, name: str, value: object, rule: str) -> None:

@@ -13,7 +13,7 @@ number of claims so far, persisted at claim time.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -52,8 +52,8 @@ class NewEvent:
     correlation_id: str | None
     idempotency_key: str | None
     created_at: float
-    claimed_by: tuple[str, ...] = ()
-    queued_for: tuple[str, ...] = ()
+    claimed_by: Sequence[str] = ()
+    queued_for: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from core.events.journal import (
     WriteBatch,
 )
 from core.events.models import Event
+from core.events.payloads import decode_payload
 from core.events.topics import topic_matches
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "FanoutState", "apply_batch", "purge_chunk"]
@@ -74,6 +75,17 @@ _INSERT_DELIVERY = (
     "INSERT OR IGNORE INTO deliveries (event_id, subscriber_id, status, attempt, updated_at)"
     " VALUES (?, ?, ?, ?, ?)"
 )
+# The common per-event statements of a batch run once per subscriber, over a JSON
+# array of event ids: one statement instead of one binding and step per row.
+_INSERT_DELIVERIES = (
+    "INSERT OR IGNORE INTO deliveries (event_id, subscriber_id, status, attempt, updated_at)"
+    " SELECT value, ?, ?, ?, ? FROM json_each(?)"
+)
+_MARK_DONE = (
+    "UPDATE deliveries SET status = 'done', error = NULL, updated_at = ?"
+    " WHERE subscriber_id = ? AND status = 'inflight'"
+    " AND event_id IN (SELECT value FROM json_each(?))"
+)
 _CLAIM_SELECT = (
     "SELECT d.event_id, d.attempt, d.recovered, e.topic, e.source, e.payload,"
     " e.correlation_id, e.created_at"
@@ -82,8 +94,6 @@ _CLAIM_SELECT = (
     " ORDER BY d.event_id LIMIT ?"
 )
 _OUTCOME_SQL = {
-    "done": "UPDATE deliveries SET status = 'done', error = NULL, updated_at = ?"
-    " WHERE event_id = ? AND subscriber_id = ? AND status = 'inflight'",
     "retry": "UPDATE deliveries SET status = 'pending', next_at = ?, error = ?, updated_at = ?"
     " WHERE event_id = ? AND subscriber_id = ? AND status = 'inflight'",
     "dead": "UPDATE deliveries SET status = 'dead', error = ?, updated_at = ?"
@@ -205,17 +215,46 @@ def _insert_events(
     now: float,
     result: BatchResult,
 ) -> None:
-    deliveries: list[tuple[int, str, str, int, float]] = []
+    """Insert events (runs without an idempotency key in one ``executemany``) and deliveries."""
+    claimed: dict[str, list[int]] = {}  # subscriber -> event ids delivered in flight
+    queued: dict[str, list[int]] = {}  # subscriber -> event ids left pending
+    run: list[NewEvent] = []
     for ev in events:
-        if ev.idempotency_key is not None:
-            dup = conn.execute(
-                "SELECT id FROM events WHERE idempotency_key = ?", (ev.idempotency_key,)
-            ).fetchone()
-            if dup is not None:
-                result.event_ids.append((dup[0], False))
-                continue
-        cur = conn.execute(
-            _INSERT_EVENT,
+        if ev.idempotency_key is None:
+            run.append(ev)
+            continue
+        _insert_run(conn, state, run, result, claimed, queued)
+        run = []
+        dup = conn.execute(
+            "SELECT id FROM events WHERE idempotency_key = ?", (ev.idempotency_key,)
+        ).fetchone()
+        if dup is None:
+            _insert_run(conn, state, [ev], result, claimed, queued)
+        else:
+            result.event_ids.append((dup[0], False))
+    _insert_run(conn, state, run, result, claimed, queued)
+    for sid, ids in claimed.items():
+        conn.execute(_INSERT_DELIVERIES, (sid, "inflight", 1, now, json.dumps(ids)))
+    for sid, ids in queued.items():
+        conn.execute(_INSERT_DELIVERIES, (sid, "pending", 0, now, json.dumps(ids)))
+    result.queued.update(queued)
+
+
+def _insert_run(
+    conn: sqlite3.Connection,
+    state: FanoutState,
+    run: list[NewEvent],
+    result: BatchResult,
+    claimed: dict[str, list[int]],
+    queued: dict[str, list[int]],
+) -> None:
+    """Insert ``run`` in order. We hold the write lock and ids are AUTOINCREMENT, so
+    the statements get consecutive ids ending at ``last_insert_rowid()``."""
+    if not run:
+        return
+    conn.executemany(
+        _INSERT_EVENT,
+        [
             (
                 ev.topic,
                 ev.source,
@@ -223,24 +262,29 @@ def _insert_events(
                 ev.correlation_id,
                 ev.idempotency_key,
                 ev.created_at,
-            ),
-        )
-        event_id = cur.lastrowid
-        assert event_id is not None
-        state.last_id = event_id
+            )
+            for ev in run
+        ],
+    )
+    (last_id,) = conn.execute("SELECT last_insert_rowid()").fetchone()
+    state.last_id = last_id
+    for event_id, ev in enumerate(run, start=last_id - len(run) + 1):
         result.event_ids.append((event_id, True))
-        deliveries.extend((event_id, sid, "inflight", 1, now) for sid in ev.claimed_by)
-        deliveries.extend((event_id, sid, "pending", 0, now) for sid in ev.queued_for)
-        result.queued.update(ev.queued_for)
-    if deliveries:
-        conn.executemany(_INSERT_DELIVERY, deliveries)
+        for sid in ev.claimed_by:
+            claimed.setdefault(sid, []).append(event_id)
+        for sid in ev.queued_for:
+            queued.setdefault(sid, []).append(event_id)
 
 
 def _apply_outcomes(
     conn: sqlite3.Connection, outcomes: list[Outcome], now: float, result: BatchResult
 ) -> None:
-    grouped: dict[str, list[tuple[object, ...]]] = {}
+    done: dict[str, list[int]] = {}  # subscriber -> event ids
+    other: dict[str, list[tuple[object, ...]]] = {}  # status -> statement parameters
     for o in outcomes:
+        if o.status == "done":
+            done.setdefault(o.subscriber_id, []).append(o.event_id)
+            continue
         key = (o.event_id, o.subscriber_id)
         if o.status == "retry":
             params: tuple[object, ...] = (o.next_at, o.error, now, *key)
@@ -250,8 +294,10 @@ def _apply_outcomes(
             params = (o.error, now, *key)
         else:
             params = (now, *key)
-        grouped.setdefault(o.status, []).append(params)
-    for status, rows in grouped.items():
+        other.setdefault(o.status, []).append(params)
+    for sid, ids in done.items():
+        conn.execute(_MARK_DONE, (now, sid, json.dumps(ids)))
+    for status, rows in other.items():
         conn.executemany(_OUTCOME_SQL[status], rows)
 
 
@@ -278,7 +324,7 @@ def _claim(conn: sqlite3.Connection, req: ClaimRequest, now: float) -> ClaimResu
             id=row[0],
             topic=row[3],
             source=row[4],
-            payload=json.loads(row[5]),
+            payload=decode_payload(row[5]),
             correlation_id=row[6],
             created_at=row[7],
             attempt=row[1] + 1,

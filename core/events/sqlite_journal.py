@@ -82,6 +82,7 @@ class SQLiteJournal:
         except (OSError, sqlite3.Error) as exc:
             raise JournalError(str(self.path), f"cannot open event journal: {exc}") from exc
         try:
+            await _require_json_functions(db, str(self.path))
             await db.execute("PRAGMA journal_mode = WAL")
             await db.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
             await db.execute("PRAGMA busy_timeout = 10000")
@@ -164,6 +165,17 @@ class SQLiteJournal:
         """Deliveries by status (``pending``, ``inflight``, ``done``, ``dead``) and ``events``."""
         async with self._session() as j:
             return await j._run(_counts)
+
+
+async def _require_json_functions(db: aiosqlite.Connection, path: str) -> None:
+    """Batches pass event ids as JSON arrays (``json_each``): built into SQLite since 3.38."""
+    try:
+        async with db.execute("SELECT value FROM json_each('[1]')") as cur:
+            await cur.fetchall()
+    except sqlite3.OperationalError as exc:
+        raise JournalError(
+            path, f"SQLite {sqlite3.sqlite_version} has no JSON functions (json_each): {exc}"
+        ) from exc
 
 
 # ---------------------------------------------------------------------- thread-side queries

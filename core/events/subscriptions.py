@@ -7,18 +7,50 @@ ever delays its own subscriber (no head-of-line blocking across subscribers).
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from core.events.models import Event
 
-__all__ = ["PREFETCH", "EventHandler", "Subscription"]
+__all__ = ["PREFETCH", "DeliveryQueue", "EventHandler", "Subscription"]
 
 EventHandler = Callable[[Event], Awaitable[None]]
 
 # Deliveries a subscriber may hold claimed beyond its running handlers. Claiming
 # ahead saves a commit per event; a crash charges these an attempt, so keep it small.
 PREFETCH = 64
+
+
+class DeliveryQueue:
+    """The FIFO a subscriber's workers share; ``None`` tells one worker to stop.
+
+    Lighter than ``asyncio.Queue`` (no task accounting, no bound): a put is an
+    append, and workers are woken once per batch of puts, not per delivery.
+    """
+
+    def __init__(self) -> None:
+        self._items: deque[Event | None] = deque()
+        self._ready = asyncio.Event()  # set while items may be waiting
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, item: Event | None) -> None:
+        self._items.append(item)
+        if not self._ready.is_set():
+            self._ready.set()
+
+    async def get(self) -> Event | None:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+    def take_all(self) -> list[Event | None]:
+        items = list(self._items)
+        self._items.clear()
+        return items
 
 
 @dataclass(eq=False, slots=True)
@@ -30,7 +62,7 @@ class Subscription:
     handler: EventHandler
     concurrency: int
     timeout: float | None
-    queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
+    queue: DeliveryQueue = field(default_factory=DeliveryQueue)
     running: dict[int, Event] = field(default_factory=dict)
     workers: list[asyncio.Task[None]] = field(default_factory=list)
     reserved: int = 0  # claimed in a commit that has not come back yet
@@ -41,7 +73,7 @@ class Subscription:
 
     @property
     def in_hand(self) -> int:
-        return self.queue.qsize() + len(self.running) + self.reserved
+        return len(self.queue) + len(self.running) + self.reserved
 
     @property
     def room(self) -> int:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import json
 import logging
 import time
 from dataclasses import dataclass, field
 
 from core.events.journal import ClaimRequest, Journal, NewEvent, Outcome, Registration, WriteBatch
 from core.events.models import Event
+from core.events.payloads import decode_payload
 from core.events.subscriptions import Subscription
 
 __all__ = ["GroupCommitWriter"]
@@ -25,7 +25,6 @@ __all__ = ["GroupCommitWriter"]
 log = logging.getLogger(__name__)
 
 _FAILURE_BACKOFF_S = 0.5
-_DECODER = json.JSONDecoder()
 
 
 @dataclass(slots=True)
@@ -180,17 +179,23 @@ class GroupCommitWriter:
             Registration(s.id, s.pattern, self._max_attempts) for s in rnd.registrations
         ]
         dispatching = self.dispatching
+        room = {sub: sub.room for sub in self._subs.values()} if dispatching else {}
         for pub in rnd.publishes:
-            queued: list[str] = []
+            claimed: list[Subscription] = []
+            claimed_ids: list[str] = []
+            queued_ids: list[str] = []
             for sub in pub.subscribers:
-                if dispatching and not sub.backlog and sub.room > 0:
+                if dispatching and not sub.backlog and room[sub] > 0:
+                    room[sub] -= 1
                     sub.reserved += 1
-                    pub.claimed.append(sub)
-                else:
+                    claimed.append(sub)
+                    claimed_ids.append(sub.id)
+                else:  # behind pending deliveries, or no room: queue it in order
                     sub.backlog = True
-                    queued.append(sub.id)
-            pub.event.claimed_by = tuple(s.id for s in pub.claimed)
-            pub.event.queued_for = tuple(queued)
+                    queued_ids.append(sub.id)
+            pub.claimed = claimed
+            pub.event.claimed_by = claimed_ids
+            pub.event.queued_for = queued_ids
         batch.events = [pub.event for pub in rnd.publishes]
         batch.outcomes = rnd.outcomes
         if dispatching:
@@ -207,7 +212,7 @@ class GroupCommitWriter:
         for pub in rnd.publishes:
             for sub in pub.claimed:
                 sub.reserved -= 1
-            pub.claimed.clear()
+            pub.claimed = []
             if not pub.future.done():
                 pub.future.set_exception(exc)
         for sub, limit in rnd.claims:
@@ -218,7 +223,7 @@ class GroupCommitWriter:
 
     def _hand_over(self, sub: Subscription, event: Event) -> None:
         if self.dispatching:
-            sub.queue.put_nowait(event)
+            sub.queue.put(event)
         else:  # stopping: undo the claim so the next start delivers it
             self._outcomes.append(Outcome(event.id, sub.id, "released"))
             self._wake.set()
@@ -226,12 +231,5 @@ class GroupCommitWriter:
 
 def _to_event(event_id: int, ev: NewEvent) -> Event:
     """The subscriber's own copy of a local publish, decoded from the journaled JSON."""
-    return Event(
-        id=event_id,
-        topic=ev.topic,
-        source=ev.source,
-        payload=_DECODER.decode(ev.payload_json),
-        correlation_id=ev.correlation_id,
-        created_at=ev.created_at,
-        attempt=1,
-    )
+    payload = decode_payload(ev.payload_json)
+    return Event(event_id, ev.topic, ev.source, payload, ev.correlation_id, ev.created_at, 1)
