@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.testing import ScriptedModel
+
 from conftest import PROJECT_ROOT
 
 BUNDLED = PROJECT_ROOT / "sandbox" / "extensions"

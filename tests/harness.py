@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.models.interface import Model
-from conftest import ext_code
 
+from conftest import ext_code
 from core.runner import Kernel
 from core.settings import load_settings
 

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from agents.testing import ModelStep, assistant_message
+from openai.types.responses import Response, ResponseCompletedEvent, ResponseTextDeltaEvent
+
 from conftest import PROJECT_ROOT
 from fake_telegram import FakeTelegram
-from openai.types.responses import Response, ResponseCompletedEvent, ResponseTextDeltaEvent
 
 EXTENSION_ID = "telegram_channel"
 SOURCE_DIR = PROJECT_ROOT / "sandbox" / "extensions" / EXTENSION_ID

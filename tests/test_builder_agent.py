@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 from agents.testing import ScriptedModel, assistant_message, function_call
-from conftest import PROJECT_ROOT, ext_code
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
 
+from conftest import PROJECT_ROOT, ext_code
 from core.lifecycle import restart_request_path
+from harness import CAPTURE_CHANNEL, running_kernel, wait_for
 
 BUILDER_SOURCE = PROJECT_ROOT / "sandbox" / "extensions" / "builder_agent"
 ABSOLUTE_TARGET = Path("/etc/hearth_builder_escape")

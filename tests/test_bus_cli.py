@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from bus_helpers import eventually
 
+from bus_helpers import eventually
 from core.events import Event, EventBus, SQLiteJournal
 from core.events.cli import add_events_arguments, run_events_command
 

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from bus_helpers import Recorder, eventually, wait_for
 
+from bus_helpers import Recorder, eventually, wait_for
 from core.events import Event, EventBus, SQLiteJournal
 
 

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 from bus_helpers import Recorder, eventually, wait_for
-
 from core.events import Event, EventBus, SQLiteJournal
 from core.events.sqlite_batch import _CLAIM_SELECT, SCHEMA
 from core.settings import EventsSettings

@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from bus_helpers import Recorder, wait_for
 
+from bus_helpers import Recorder, wait_for
 from core.events import EventBus, SQLiteJournal, SystemTopics, topic_matches
 
 

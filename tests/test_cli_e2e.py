@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import PROJECT_ROOT
 from fake_openai import FakeOpenAIServer, ToolCall
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 from agents.testing import ScriptedModel, assistant_message
-from conftest import ext_code
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
 
+from conftest import ext_code
 from core.extensions.errors import PermissionDeniedError
+from harness import CAPTURE_CHANNEL, running_kernel, wait_for
 
 FLAKY_HEALTH = ext_code(
     """

@@ -16,12 +16,12 @@ import openai
 import pytest
 import yaml
 from agents import Runner
-from fake_openai import Failure, FakeOpenAIServer, ToolCall
 
 from core.agents import DeclarativeAgentAdapter, ModelRouter, Orchestrator, configure_tracing
 from core.extensions.manifest import load_manifest
 from core.settings import ModelsSettings
 from core.tools import build_core_tools
+from fake_openai import Failure, FakeOpenAIServer, ToolCall
 
 configure_tracing(False)
 

@@ -6,11 +6,10 @@ import asyncio
 from pathlib import Path
 
 from conftest import ext_code
-from harness import running_kernel, wait_for
-from test_isolation_hostile import command, isolated, needs_bwrap, settings
-
 from core.extensions.isolation.confinement import probe
 from core.extensions.isolation.factory import confinement_check
+from harness import running_kernel, wait_for
+from test_isolation_hostile import command, isolated, needs_bwrap, settings
 
 NETWORK = ext_code(
     body="""

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from agents.tool_context import ToolContext
-from conftest import ext_code
-from harness import running_kernel, wait_for
 
+from conftest import ext_code
 from core.commands import parse_command
 from core.events.models import Event
 from core.extensions.contract import TurnContext
 from core.extensions.isolation.confinement import probe
+from harness import running_kernel, wait_for
 
 TURN = TurnContext(channel_id="cli_channel", user_id="u1")
 ISOLATION = {"call_timeout_s": 1, "memory_mb": 256, "restart_backoff_max_s": 1}

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from agents.tool_context import ToolContext
-from conftest import ext_code
-from harness import running_kernel, wait_for
 
+from conftest import ext_code
 from core.commands import parse_command
 from core.events.models import Event
 from core.extensions.contract import TurnContext
+from harness import running_kernel, wait_for
 
 ORDINARY = ext_code(
     header="""

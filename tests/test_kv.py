@@ -6,6 +6,7 @@ import json
 
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
+
 from bundled import copy_bundled, tool_output
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, running_kernel, wait_for

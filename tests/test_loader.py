@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT, ext_code
 
+from conftest import PROJECT_ROOT, ext_code
 from core.extensions.errors import SecretNotDeclaredError
 from core.runner import Kernel
 from core.settings import load_settings

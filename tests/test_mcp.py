@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
 
 from core.cli.doctor import run_doctor
 from core.settings import SettingsError, load_settings
+from harness import CAPTURE_CHANNEL, running_kernel, wait_for
 
 DEMO_SERVER = Path(__file__).parent / "fixtures" / "mcp_demo_server.py"
 MISSING_COMMAND = "/nonexistent/hearth-mcp-server"

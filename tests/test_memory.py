@@ -9,11 +9,11 @@ import re
 
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
+
 from bundled import copy_bundled, tool_output
+from core.extensions.contract import TurnContext
 from fake_embeddings import FakeEmbeddingServer
 from harness import CAPTURE_CHANNEL, running_kernel, wait_for
-
-from core.extensions.contract import TurnContext
 
 TURN = TurnContext(channel_id="capture", user_id="u1")
 NAMES = "Anna Maria Tom Ines Paulo Sofia Jonas Lea Omar Yuki".split()

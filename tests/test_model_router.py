@@ -10,10 +10,10 @@ import pytest
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.models.openai_responses import OpenAIResponsesModel
 from agents.testing import ScriptedModel
-from fake_openai import FakeOpenAIServer
 
 from core.agents import ModelNotConfiguredError, ModelRouter, configure_tracing
 from core.settings import ModelsSettings
+from fake_openai import FakeOpenAIServer
 
 configure_tracing(False)
 

@@ -7,6 +7,7 @@ import asyncio
 import time
 
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, running_kernel, wait_for
 

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+
 from conftest import PROJECT_ROOT, ext_code
 from scheduler_helpers import install_scheduler
 

@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from harness import wait_for
-from scheduler_helpers import FakeClock
 
 from core.events import EventBus, SQLiteJournal
+from harness import wait_for
 from sandbox.extensions.scheduler.firing import FireLoop, plan_fire
 from sandbox.extensions.scheduler.model import ScheduleError, Timing
 from sandbox.extensions.scheduler.scheduler import Scheduler
 from sandbox.extensions.scheduler.store import ScheduleStore
+from scheduler_helpers import FakeClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

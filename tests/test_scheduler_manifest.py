@@ -9,11 +9,11 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
-from harness import wait_for
-from scheduler_helpers import FakeClock
 
 from core.events import EventBus, SQLiteJournal, SystemTopics
 from core.scheduling import ManifestSchedule, ManifestScheduler
+from harness import wait_for
+from scheduler_helpers import FakeClock
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PROJECT_ROOT
 
+from conftest import PROJECT_ROOT
 from core.logging_setup import REDACTOR, configure_logging
 from core.settings import SettingsError, load_settings
 

@@ -4,6 +4,7 @@ reads the kv store with kv_get and answers. One ScriptedModel serves every agent
 from __future__ import annotations
 
 from agents.testing import ScriptedModel, assistant_message, function_call
+
 from bundled import copy_bundled, tool_output
 from harness import CAPTURE_CHANNEL, running_kernel, wait_for
 

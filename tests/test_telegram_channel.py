@@ -7,6 +7,7 @@ import logging
 
 import pytest
 from agents.testing import ScriptedModel, assistant_message
+
 from fake_telegram import FakeTelegram
 from harness import running_kernel, wait_for
 from telegram_support import ALICE, EXTENSION_ID, MALLORY, install_extension, write_settings

@@ -6,6 +6,7 @@ import importlib.util
 from types import ModuleType
 
 import pytest
+
 from fake_telegram import _check_text, visible_text
 from telegram_support import SOURCE_DIR
 

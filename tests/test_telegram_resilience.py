@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from agents.testing import ScriptedModel, assistant_message
+
 from conftest import PROJECT_ROOT, ext_code
 from fake_telegram import Failure, FakeTelegram
 from harness import CAPTURE_CHANNEL, running_kernel, wait_for
