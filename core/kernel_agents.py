@@ -67,8 +67,17 @@ class KernelAgents(AgentGateway):
     def resolve_instructions(self, manifest: Manifest, ext_dir: Path) -> str:
         if manifest.agent is None:
             return ""
-        adapter = DeclarativeAgentAdapter(manifest, ext_dir, self.model_router, self.resolve_tools)
-        return adapter.resolved_instructions
+        return self.declared_agent(manifest, ext_dir, []).resolved_instructions
+
+    def declared_agent(
+        self, manifest: Manifest, ext_dir: Path, extra_tools: list[Any]
+    ) -> DeclarativeAgentAdapter:
+        """The manifest's ``agent:`` section as an agent, ``extra_tools`` first."""
+
+        def tools(uses_tools: list[str]) -> list[Any]:
+            return [*extra_tools, *self.resolve_tools(uses_tools)]
+
+        return DeclarativeAgentAdapter(manifest, ext_dir, self.model_router, tools)
 
     @property
     def model_router(self) -> ModelRouter:

@@ -8,14 +8,19 @@ subscriptions must match ``permissions`` (SPEC §2, §6).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.events.models import Event
 from core.events.topics import SystemTopics, topic_matches
-from core.extensions.contract import EventHandler
+from core.extensions.contract import (
+    AgentDescriptor,
+    AgentInvocationContext,
+    AgentResponse,
+    EventHandler,
+)
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.manifest import Manifest
 
@@ -48,6 +53,9 @@ class AgentGateway:
 
     def resolve_instructions(self, manifest: Manifest, ext_dir: Path) -> str:
         raise NotAvailableError("agent instructions are not available yet")
+
+    def declared_agent(self, manifest: Manifest, ext_dir: Path, extra_tools: list[Any]) -> Any:
+        raise NotAvailableError("agents are not available yet")
 
     @property
     def model_router(self) -> Any:
@@ -218,6 +226,25 @@ class KernelContext:
     @property
     def resolved_instructions(self) -> str:
         return self._services.agents.resolve_instructions(self._manifest, self._ext_dir)
+
+    @property
+    def agent_descriptor(self) -> AgentDescriptor:
+        agent = self._services.agents.declared_agent(self._manifest, self._ext_dir, [])
+        descriptor: AgentDescriptor = agent.get_agent_descriptor()
+        return descriptor
+
+    async def run_agent(
+        self,
+        task: str,
+        context: AgentInvocationContext | None = None,
+        *,
+        extra_tools: Sequence[Any] = (),
+    ) -> AgentResponse:
+        agent = self._services.agents.declared_agent(
+            self._manifest, self._ext_dir, list(extra_tools)
+        )
+        response: AgentResponse = await agent.invoke(task, context)
+        return response
 
     # ------------------------------------------------------------ system
 

@@ -9,7 +9,7 @@ ship it over JSON-RPC unchanged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -271,3 +271,16 @@ class AgentExtensionContext(ExtensionContext, Protocol):
     def resolved_tools(self) -> list[Any]: ...
     @property
     def resolved_instructions(self) -> str: ...
+    @property
+    def agent_descriptor(self) -> AgentDescriptor: ...
+
+    async def run_agent(
+        self,
+        task: str,
+        context: AgentInvocationContext | None = None,
+        *,
+        extra_tools: Sequence[Any] = (),
+    ) -> AgentResponse:
+        """Run the manifest's agent (instructions, ``uses_tools``, model, limits)
+        with ``extra_tools`` added; never raises: failures are ``status="error"``."""
+        ...
