@@ -71,7 +71,7 @@ def test_missing_api_key_gives_one_line_how_to() -> None:
     assert "OPENAI_API_KEY" in message and "settings.yaml" in message
     assert "openai_compatible" in message
     assert not router.is_configured()
-    assert router.describe().startswith("not configured: No model configured: set OPENAI_API_KEY")
+    assert router.describe().startswith("No model configured: set OPENAI_API_KEY")
 
 
 @pytest.mark.parametrize(

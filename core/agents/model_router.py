@@ -130,14 +130,14 @@ class ModelRouter:
         return True
 
     def describe(self, agent_id: str | None = None, model_name: str | None = None) -> str:
-        """E.g. ``openai_compatible:local/llama3``, or ``not configured: <how to fix>``."""
+        """E.g. ``openai_compatible:local/llama3``, or ``No model configured: <how to fix>``."""
         override = self._override(agent_id)
         if override is not None:
             return f"override:{type(override).__name__}"
         try:
             return str(self.resolve(agent_id, model_name))
         except ModelNotConfiguredError as exc:
-            return f"not configured: {exc.reason}"
+            return exc.reason
 
     # --------------------------------------------------------------- doctor
 
