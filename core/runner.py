@@ -119,38 +119,17 @@ class Kernel:
         """Everything up to "ready": extensions loaded, wired and started."""
         await self.conversations.open()
         await self.load()
-        toolset = build_toolset(
-            [
-                ("core", self._core_tools()),
-                *[(r.ext_id, r.tools) for r in self.loader.active("ToolProvider")],
-            ],
-            [(r.ext_id, r.instance) for r in self.loader.active("AgentProvider")],
-        )
         await self.mcp.connect()
-        orchestrator = Orchestrator(
-            model_router=self.model_router,
-            timezone=self.settings.timezone,
-            tools=toolset.tools,
-            agent_tools=toolset.agent_tools,
-            capabilities=toolset.capabilities,
-            mcp_servers=self.mcp.active,
-        )
         self.router = MessageRouter(
             bus=self.bus,
             conversations=self.conversations,
             commands=self.commands,
             context=self.context,
-            orchestrator=orchestrator,
+            orchestrator=self._build_orchestrator(),
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
         )
-        for command in builtin_commands(self):
-            self.commands.add("kernel", command)
-        wire_commands(self.loader, self.commands)
-        wire_channels(self.loader, self.router)
-        wire_manifest_subscriptions(self.loader, self.bus, self.router)
-        self.router.subscribe()
-        self.scheduler.subscribe()
+        self._wire(self.router)
         await self.bus.start()
         await self.loader.start_all()
         await self.scheduler.start(
@@ -162,6 +141,34 @@ class Kernel:
             len(self.loader.active()),
             self.model_router.describe("orchestrator"),
         )
+
+    def _build_orchestrator(self) -> Orchestrator:
+        """Core tools first, then extension tools and agents (first name wins)."""
+        toolset = build_toolset(
+            [
+                ("core", self._core_tools()),
+                *[(r.ext_id, r.tools) for r in self.loader.active("ToolProvider")],
+            ],
+            [(r.ext_id, r.instance) for r in self.loader.active("AgentProvider")],
+        )
+        return Orchestrator(
+            model_router=self.model_router,
+            timezone=self.settings.timezone,
+            tools=toolset.tools,
+            agent_tools=toolset.agent_tools,
+            capabilities=toolset.capabilities,
+            mcp_servers=self.mcp.active,
+        )
+
+    def _wire(self, router: MessageRouter) -> None:
+        """Commands, channels and subscriptions; all before the bus starts."""
+        for command in builtin_commands(self):
+            self.commands.add("kernel", command)
+        wire_commands(self.loader, self.commands)
+        wire_channels(self.loader, router)
+        wire_manifest_subscriptions(self.loader, self.bus, router)
+        router.subscribe()
+        self.scheduler.subscribe()
 
     async def run(self) -> None:
         """Start, serve until a stop is requested, stop."""
