@@ -49,12 +49,15 @@ class CommandRegistry:
             return
         self._commands[name] = (owner, command)
 
-    def list(self) -> list[tuple[str, Command]]:
+    def entries(self) -> list[tuple[str, Command]]:
         return [self._commands[name] for name in sorted(self._commands)]
+
+    def names_and_descriptions(self) -> list[tuple[str, str]]:
+        return [(command.name.lstrip("/"), command.description) for _, command in self.entries()]
 
     def help_text(self) -> str:
         lines = ["Commands:"]
-        for _, command in self.list():
+        for _, command in self.entries():
             lines.append(f"/{command.name.lstrip('/')} — {command.description}")
         return "\n".join(lines)
 

@@ -98,6 +98,7 @@ class Kernel:
             request_shutdown=self.request_shutdown,
             secrets=self.secrets,
             agents=self.agents,
+            list_commands=self.commands.names_and_descriptions,
         )
         self.supervision = ExtensionSupervisor(
             self.loader,

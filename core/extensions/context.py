@@ -73,6 +73,7 @@ class KernelServices:
     request_shutdown: Callable[[], None]
     secrets: Mapping[str, str]
     agents: AgentGateway = field(default_factory=AgentGateway)
+    list_commands: Callable[[], list[tuple[str, str]]] = list
 
 
 class KernelContext:
@@ -247,6 +248,9 @@ class KernelContext:
         return response
 
     # ------------------------------------------------------------ system
+
+    async def list_commands(self) -> list[tuple[str, str]]:
+        return self._services.list_commands()
 
     def request_restart(self) -> None:
         self._services.request_restart(f"requested by extension {self.extension_id}")

@@ -113,6 +113,10 @@ class ClientContext:
         params = {"topic": topic, "handler": handler_id, "name": name}
         self._peer.notify_nowait("ctx.subscribe", params)
 
+    async def list_commands(self) -> list[tuple[str, str]]:
+        rows = await self._peer.call("ctx.list_commands", {})
+        return [(str(name), str(description)) for name, description in rows]
+
     async def notify_user(self, text: str, channel_id: str | None = None) -> None:
         await self._peer.call("ctx.notify_user", {"text": text, "channel_id": channel_id})
 

@@ -70,6 +70,8 @@ class ContextServer:
             return await ctx.invoke_agent(_str(p, "prompt"))
         if method == "ctx.invoke_agent_streamed":
             return await self._invoke_streamed(_str(p, "prompt"), p.get("stream"))
+        if method == "ctx.list_commands":
+            return [list(row) for row in await ctx.list_commands()]
         if method == "ctx.enrich_prompt":
             return await ctx.enrich_prompt(_str(p, "prompt"), _opt(p, "agent_id"))
         raise LookupError(f"unknown context method {method!r}")

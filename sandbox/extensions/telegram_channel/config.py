@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 PREFIX = "extensions.telegram_channel"
-_COMMAND_NAME_RE = re.compile(r"^[a-z0-9_]{1,32}$")
 
 
 class ConfigError(ValueError):
@@ -32,7 +31,6 @@ class TelegramConfig:
     api_base_url: str | None
     poll_timeout_s: int
     edit_interval_s: float
-    bot_commands: tuple[tuple[str, str], ...]
 
 
 def parse_config(get: Callable[[str, Any], Any]) -> TelegramConfig:
@@ -43,7 +41,6 @@ def parse_config(get: Callable[[str, Any], Any]) -> TelegramConfig:
         api_base_url=_base_url(get("api_base_url", None)),
         poll_timeout_s=int(_number("poll_timeout_s", get("poll_timeout_s", 30), minimum=0)),
         edit_interval_s=_number("edit_interval_s", get("edit_interval_s", 1.0), minimum=0.0),
-        bot_commands=_commands(get("bot_commands", {})),
     )
 
 
@@ -96,14 +93,3 @@ def _base_url(value: Any) -> str | None:
     if not isinstance(value, str) or not re.match(r"^https?://", value):
         raise ConfigError("api_base_url", f"{value!r} is not an http(s) URL ending in /bot")
     return value
-
-
-def _commands(value: Any) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, dict):
-        raise ConfigError("bot_commands", f"must map command names to descriptions, got {value!r}")
-    commands = []
-    for name, description in value.items():
-        if not isinstance(name, str) or not _COMMAND_NAME_RE.match(name):
-            raise ConfigError("bot_commands", f"{name!r} is not a Telegram command name")
-        commands.append((name, str(description)[:256] or name))
-    return tuple(commands)

@@ -29,6 +29,7 @@ TOKEN_SECRET = "TELEGRAM_BOT_TOKEN"
 DEFAULT_BASE_URL = "https://api.telegram.org/bot"
 VERIFY_TIMEOUT_S = 6.0
 COMMANDS_TIMEOUT_S = 10.0
+_COMMAND_NAME_RE = re.compile(r"^[a-z0-9_]{1,32}$")  # what Telegram accepts
 _START_RE = re.compile(r"^/start(@\S+)?(\s.*)?$", re.DOTALL)
 REJECTED = f"Telegram rejected {TOKEN_SECRET} (Unauthorized); get a valid token from @BotFather"
 
@@ -144,9 +145,16 @@ class TelegramChannel:
         )
 
     async def _register_commands(self) -> None:
-        """``setMyCommands`` once per process; retried before each poll until it works."""
-        commands = self._cfg().bot_commands
-        if self._commands_registered or not commands:
+        """``setMyCommands`` with the kernel's commands, once per process; retried
+        before each poll until it works."""
+        if self._commands_registered:
+            return
+        commands = [
+            (name, description[:256] or name)
+            for name, description in await self._context().list_commands()
+            if _COMMAND_NAME_RE.match(name)
+        ]
+        if not commands:
             return
         try:
             async with asyncio.timeout(COMMANDS_TIMEOUT_S):
