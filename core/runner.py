@@ -112,9 +112,15 @@ class Kernel:
     async def load(self) -> None:
         """Discover, load and initialize extensions (no start): ``main.py extensions``."""
         await self.loader.load_all(self.services)
+        self._redact_secrets()
+
+    def _redact_secrets(self) -> None:
+        """Values of declared secrets and model API keys never reach a log line."""
         for record in self.loader.records.values():
             if record.manifest is not None:
                 REDACTOR.add(self.secrets.get(name, "") for name in record.manifest.secrets)
+        for provider in self.settings.models.providers.values():
+            REDACTOR.add([provider.api_key or "", self.secrets.get(provider.api_key_env or "", "")])
 
     async def start(self) -> None:
         """Everything up to "ready": extensions loaded, wired and started."""

@@ -70,3 +70,24 @@ def test_secrets_are_redacted_and_json_format(capsys):
     assert record["logger"] == "ext.demo" and record["level"] == "INFO"
     assert "tok-123456-secret" not in line and "***" in record["message"]
     configure_logging("INFO", "text")
+
+
+async def test_kernel_redacts_declared_secrets_and_model_keys(
+    make_ext, settings_file, monkeypatch, capsys
+):
+    from conftest import ext_code
+
+    from core.runner import Kernel
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-0123456789")
+    monkeypatch.setenv("PLUGIN_TOKEN", "plugin-secret-value")
+    make_ext("needs", ext_code(), {"secrets": ["PLUGIN_TOKEN"]})
+    configure_logging("INFO", "text")
+    kernel = Kernel(load_settings(settings_file(models={"default": None})))
+    await kernel.load()
+    logging.getLogger("ext.needs").warning(
+        "oops %s %s", "sk-live-0123456789", "plugin-secret-value"
+    )
+    err = capsys.readouterr().err
+    assert "sk-live-0123456789" not in err and "plugin-secret-value" not in err
+    assert "oops *** ***" in err
