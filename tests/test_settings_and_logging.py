@@ -76,7 +76,6 @@ async def test_kernel_redacts_declared_secrets_and_model_keys(
     make_ext, settings_file, monkeypatch, capsys
 ):
     from conftest import ext_code
-
     from core.runner import Kernel
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live-0123456789")
