@@ -71,8 +71,7 @@ def _agent_handler(record: ExtensionRecord, router: MessageRouter) -> Any:
         task = payload.get("prompt") or payload.get("text") or json.dumps(payload)
         context = AgentInvocationContext(correlation_id=event.correlation_id)
         response = await record.instance.invoke(str(task), context)
-        text = response.content if response.status == "success" else f"{response.content}"
-        if text:
-            await router.notify_user(text, payload.get("channel_id"))
+        if response.content:
+            await router.notify_user(response.content, payload.get("channel_id"))
 
     return invoke

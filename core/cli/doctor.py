@@ -11,7 +11,7 @@ import asyncio
 
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
-from core.cli.report import _collect
+from core.cli.report import collect_report
 from core.extensions.isolation.factory import confinement_check
 from core.secrets import load_secrets
 from core.settings import Settings
@@ -43,7 +43,7 @@ async def _doctor(settings: Settings) -> int:
         await router.aclose()
 
     problems += await _check_mcp(settings)
-    report = await _collect(settings)
+    report = await collect_report(settings)
     secrets = load_secrets()
     from core.extensions.manifest import ManifestError, load_manifest
 

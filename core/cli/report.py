@@ -17,7 +17,7 @@ from core.settings import Settings
 
 
 def run_extensions_report(settings: Settings, *, as_json: bool) -> int:
-    report = asyncio.run(_collect(settings))
+    report = asyncio.run(collect_report(settings))
     if as_json:
         print(json.dumps(report, indent=2))
     else:
@@ -25,7 +25,7 @@ def run_extensions_report(settings: Settings, *, as_json: bool) -> int:
     return 0
 
 
-async def _collect(settings: Settings) -> list[dict[str, Any]]:
+async def collect_report(settings: Settings) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="hearth-report-") as tmp:
         kernel = Kernel(settings, journal_path=Path(tmp) / "events.db")
         try:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from core.timezones import resolve_zone
 
 MANIFEST_FILE = "manifest.yaml"
 _ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -140,12 +141,7 @@ class Manifest(_Strict):
 
 def check_timezone(name: str) -> None:
     """Raise ``ValueError`` unless ``name`` is ``local`` or a known IANA zone."""
-    if name == "local":
-        return
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown timezone {name!r}") from exc
+    resolve_zone(name)
 
 
 def load_manifest(ext_dir: Path) -> Manifest:

@@ -8,13 +8,12 @@ first occurrence only, so a daily schedule fires exactly once that day.
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime, timedelta, tzinfo
-from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 from croniter.croniter import CroniterError
+
+from core.timezones import local_zone, resolve_zone
 
 __all__ = ["CronError", "local_zone", "next_fire", "resolve_zone", "to_instant"]
 
@@ -23,40 +22,6 @@ _MAX_SKIPS = 10_000  # candidates skipped at most (one repeated DST hour of a pe
 
 class CronError(ValueError):
     """A cron expression is invalid or never fires; the message names it."""
-
-
-def resolve_zone(name: str) -> tzinfo:
-    """``local`` (the host's zone, with its DST rules) or an IANA name."""
-    if name == "local":
-        return local_zone()
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(
-            f"unknown timezone {name!r}: use 'local' or an IANA name such as Europe/Berlin"
-        ) from exc
-
-
-def local_zone() -> tzinfo:
-    """The host's zone as a ``ZoneInfo`` (DST-aware), not a fixed UTC offset."""
-    tz = os.environ.get("TZ", "").lstrip(":")
-    if tz:
-        try:
-            return ZoneInfo(tz)
-        except (ZoneInfoNotFoundError, ValueError):
-            pass
-    link = Path("/etc/localtime")
-    target = str(link.resolve()) if link.exists() else ""
-    if "zoneinfo/" in target:
-        try:
-            return ZoneInfo(target.split("zoneinfo/", 1)[1])
-        except (ZoneInfoNotFoundError, ValueError):
-            pass
-    if link.is_file():
-        with link.open("rb") as handle:
-            return ZoneInfo.from_file(handle, key="localtime")
-    fallback = datetime.now().astimezone().tzinfo
-    return fallback if fallback is not None else UTC
 
 
 def to_instant(wall: datetime, zone: tzinfo) -> datetime:
