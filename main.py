@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         import asyncio
 
         from core.events.cli import run_events_command
-        from core.runner import JOURNAL_FILE
+        from core.kernel.runner import JOURNAL_FILE
 
         return asyncio.run(run_events_command(settings.data_dir / JOURNAL_FILE, args))
     from core.cli.doctor import run_doctor

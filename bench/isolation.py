@@ -35,7 +35,7 @@ from core.extensions.isolation.confinement import (
 from core.extensions.isolation.launch import host_environment
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.rpc import RpcPeer
-from core.runner import Kernel
+from core.kernel.runner import Kernel
 from core.settings import load_settings
 
 CALLS = 2000

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.extensions.contract import TurnContext  # noqa: E402
-from core.runner import Kernel  # noqa: E402
+from core.kernel.runner import Kernel  # noqa: E402
 from core.settings import load_settings  # noqa: E402
 
 FACTS = int(os.environ.get("BENCH_MEMORY_FACTS", "100000"))

@@ -29,7 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.runner import Kernel  # noqa: E402
+from core.kernel.runner import Kernel  # noqa: E402
 from core.settings import load_settings  # noqa: E402
 
 REMINDERS = 200

@@ -34,7 +34,7 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
     import yaml
     from agents.testing import ModelStep, ScriptedModel, assistant_message
 
-    import core.router as router_module
+    import core.kernel.router as router_module
     from harness import CAPTURE_CHANNEL, running_kernel
 
     ext_dir = tmp / "ext" / "capture"

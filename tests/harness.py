@@ -12,7 +12,7 @@ from typing import Any
 from agents.models.interface import Model
 
 from conftest import ext_code
-from core.runner import Kernel
+from core.kernel.runner import Kernel
 from core.settings import load_settings
 
 # A channel extension that records what it is sent; tests read `.sent`.

@@ -15,10 +15,10 @@ import pytest
 from agents.tool_context import ToolContext
 
 from conftest import ext_code
-from core.commands import parse_command
 from core.events.models import Event
 from core.extensions.contract import TurnContext
 from core.extensions.isolation.confinement import probe
+from core.kernel.commands import parse_command
 from harness import running_kernel, wait_for
 
 TURN = TurnContext(channel_id="cli_channel", user_id="u1")

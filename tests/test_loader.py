@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PROJECT_ROOT, ext_code
 from core.extensions.errors import SecretNotDeclaredError
-from core.runner import Kernel
+from core.kernel.runner import Kernel
 from core.settings import load_settings
 
 GOOD = ext_code(

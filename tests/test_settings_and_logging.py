@@ -76,7 +76,7 @@ async def test_kernel_redacts_declared_secrets_and_model_keys(
     make_ext, settings_file, monkeypatch, capsys
 ):
     from conftest import ext_code
-    from core.runner import Kernel
+    from core.kernel.runner import Kernel
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live-0123456789")
     monkeypatch.setenv("PLUGIN_TOKEN", "plugin-secret-value")

@@ -307,7 +307,7 @@ def test_only_crashes_inside_the_window_count_towards_giving_up() -> None:
 
 def test_crash_summary_names_the_logger_and_the_exception() -> None:
     lines = [
-        "2026-11-22 10:00:00,001 INFO core.runner: kernel running",
+        "2026-11-22 10:00:00,001 INFO core.kernel.runner: kernel running",
         "2026-11-22 10:00:01,002 ERROR ext.weather: start() failed",
         "Traceback (most recent call last):",
         '  File "weather.py", line 3, in start',

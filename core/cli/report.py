@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.runner import Kernel
+from core.kernel.runner import Kernel
 from core.settings import Settings
 
 

@@ -8,11 +8,11 @@ import os
 import signal
 import sys
 
+from core.kernel.runner import Kernel
 from core.lifecycle import is_supervised, take_restart_request
-from core.runner import Kernel
 from core.settings import Settings
 
-log = logging.getLogger("core.runner")
+log = logging.getLogger("core.kernel.runner")
 
 
 def run_kernel(settings: Settings, argv: list[str]) -> int:

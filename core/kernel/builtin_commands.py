@@ -8,7 +8,7 @@ from core.extensions.contract import Command, TurnContext
 from core.extensions.records import ExtensionStatus
 
 if TYPE_CHECKING:
-    from core.runner import Kernel
+    from core.kernel.runner import Kernel
 
 
 def builtin_commands(kernel: Kernel) -> list[Command]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from core.extensions.contract import Command, TurnContext
 from core.extensions.lifecycle import describe_exception
 
-log = logging.getLogger("core.commands")
+log = logging.getLogger("core.kernel.commands")
 
 _COMMAND_RE = re.compile(r"^/([A-Za-z][\w-]*)(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
 

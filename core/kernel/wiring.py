@@ -8,16 +8,16 @@ import json
 import logging
 from typing import Any
 
-from core.commands import CommandRegistry
 from core.events import EventBus
 from core.events.models import Event
 from core.extensions.contract import AgentInvocationContext, Command
 from core.extensions.lifecycle import describe_exception
 from core.extensions.loader import Loader
 from core.extensions.records import ExtensionRecord
-from core.router import MessageRouter
+from core.kernel.commands import CommandRegistry
+from core.kernel.router import MessageRouter
 
-log = logging.getLogger("core.wiring")
+log = logging.getLogger("core.kernel.wiring")
 
 
 def wire_channels(loader: Loader, router: MessageRouter) -> None:

@@ -17,17 +17,17 @@ from typing import Any, Protocol
 from agents import Agent, Runner
 from agents.memory import Session
 
-from core.commands import CommandRegistry, parse_command
-from core.context_chain import ContextChain
-from core.conversations import Conversations
 from core.events import EventBus
 from core.events.models import Event
 from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext
 from core.extensions.lifecycle import describe_exception
-from core.streaming import run_streamed_turn
+from core.kernel.commands import CommandRegistry, parse_command
+from core.kernel.context_chain import ContextChain
+from core.kernel.conversations import Conversations
+from core.kernel.streaming import run_streamed_turn
 
-log = logging.getLogger("core.router")
+log = logging.getLogger("core.kernel.router")
 
 TURN_CONCURRENCY = 32
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
@@ -199,7 +199,7 @@ class MessageRouter:
         on_chunk: Callable[[str], Awaitable[None]] | None,
         on_tool_call: Callable[[str], Awaitable[None]] | None,
     ) -> str:
-        from core.streaming import stream_text
+        from core.kernel.streaming import stream_text
 
         turn = TurnContext(agent_id="orchestrator", channel_id=None, user_id=source)
         agent = self.orchestrator.agent(await self.context.build(prompt, turn) or None)

@@ -23,27 +23,27 @@ from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
 from core.agents.toolset import build_toolset
-from core.commands import CommandRegistry
-from core.context_chain import ContextChain
-from core.conversations import Conversations
 from core.events import EventBus
 from core.extensions.context import KernelServices
 from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
 from core.extensions.supervision import ExtensionSupervisor
-from core.kernel_agents import KernelAgents
-from core.kernel_commands import builtin_commands
+from core.kernel.agents import KernelAgents
+from core.kernel.builtin_commands import builtin_commands
+from core.kernel.commands import CommandRegistry
+from core.kernel.context_chain import ContextChain
+from core.kernel.conversations import Conversations
+from core.kernel.router import MessageRouter
+from core.kernel.wiring import wire_channels, wire_commands, wire_manifest_subscriptions
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
-from core.router import MessageRouter
 from core.scheduling import ManifestScheduler, manifest_schedules
 from core.secrets import load_secrets
 from core.settings import Settings
 from core.tools import build_core_tools
-from core.wiring import wire_channels, wire_commands, wire_manifest_subscriptions
 
-log = logging.getLogger("core.runner")
+log = logging.getLogger("core.kernel.runner")
 
 JOURNAL_FILE = "events.db"
 SESSIONS_FILE = "sessions.db"

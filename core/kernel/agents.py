@@ -14,7 +14,7 @@ from core.extensions.errors import NotAvailableError
 from core.extensions.manifest import Manifest
 
 if TYPE_CHECKING:
-    from core.runner import Kernel
+    from core.kernel.runner import Kernel
 
 CORE_TOOLS = "core_tools"
 
