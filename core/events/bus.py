@@ -8,7 +8,6 @@ tasks (one TaskGroup) and orders start and stop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from pathlib import Path
@@ -66,6 +65,7 @@ class EventBus:
         self._tg: asyncio.TaskGroup | None = None
         self._loops: list[asyncio.Task[None]] = []
         self._state = "new"  # new -> running -> stopped
+        self._failure = "its writer stopped"
 
     @classmethod
     def from_settings(cls, path: str | Path, settings: EventsSettings) -> EventBus:
@@ -132,6 +132,9 @@ class EventBus:
         event = NewEvent(topic, source, payload_json, correlation_id, idempotency_key, time.time())
         if self._writer.running:
             return await self._writer.add_publish(event, subscribers)
+        if self._state == "running":
+            # never journal-only while running: that would store events nobody delivers
+            raise BusStateError(f"EventBus.publish({topic!r}): the bus is down ({self._failure})")
         return await self._publish_direct(event, subscribers)
 
     def _route(self, topic: str) -> tuple[Subscription, ...]:
@@ -174,21 +177,50 @@ class EventBus:
                 sub.backlog = True
             await self._writer.flush()
         started = asyncio.Event()
+        self._writer.running = True  # publishes queue for the writer from now on
         self._main = asyncio.create_task(self._run(started), name="event-bus")
         await started.wait()
 
+    async def watch(self) -> None:
+        """Wait while the bus runs; raise ``BusStateError`` if its tasks die.
+
+        The kernel runs this in its TaskGroup, so a dead writer (or any bus
+        task) stops the kernel loudly instead of leaving it serving without
+        delivery. Returns quietly when the bus is stopped on purpose.
+        """
+        if self._main is None:
+            raise BusStateError("EventBus.watch(): the bus is not running")
+        main = self._main
+        try:
+            await asyncio.shield(main)
+        except asyncio.CancelledError:
+            if not main.done():
+                raise  # our watcher was cancelled, the bus still runs
+        except Exception as exc:
+            raise BusStateError(f"the event bus failed: {self._failure}") from exc
+        if self._state == "running":
+            raise BusStateError("the event bus stopped by itself while running")
+
     async def _run(self, started: asyncio.Event) -> None:
-        async with asyncio.TaskGroup() as tg:
-            self._tg = tg
-            tg.create_task(self._writer.run(), name="event-bus-writer")
-            self._loops = [
-                tg.create_task(self._poll_loop(), name="event-bus-poll"),
-                tg.create_task(self._purge_loop(), name="event-bus-purge"),
-            ]
-            for sub in self._subs.values():
-                self._spawn_workers(tg, sub)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                tg.create_task(self._writer.run(), name="event-bus-writer")
+                self._loops = [
+                    tg.create_task(self._poll_loop(), name="event-bus-poll"),
+                    tg.create_task(self._purge_loop(), name="event-bus-purge"),
+                ]
+                for sub in self._subs.values():
+                    self._spawn_workers(tg, sub)
+                started.set()
+        except Exception as exc:
+            causes = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+            self._failure = "; ".join(f"{type(e).__name__}: {e}" for e in causes)
+            log.critical("event bus task died, nothing is delivered: %s", self._failure)
+            raise
+        finally:
+            self._tg = None
             started.set()
-        self._tg = None
 
     def _spawn_workers(self, tg: asyncio.TaskGroup, sub: Subscription) -> None:
         for n in range(sub.concurrency):
@@ -249,8 +281,13 @@ class EventBus:
             task.cancel()
         self._writer.close()
         if self._main is not None:
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._main
+            except asyncio.CancelledError:
+                if not self._main.done():
+                    raise
+            except Exception:  # already logged by _run and raised by watch()
+                log.error("event bus stopped after a failure: %s", self._failure)
         self._main = None
         await self.journal.close()
 

@@ -9,6 +9,7 @@ method's name instead of failing on first use.
 from __future__ import annotations
 
 import inspect
+from enum import StrEnum
 from typing import Any
 
 from core.extensions.contract import (
@@ -23,6 +24,22 @@ from core.extensions.contract import (
     StreamingChannelProvider,
     ToolProvider,
 )
+
+
+class Capability(StrEnum):
+    """The contract protocols by name; the values are the public strings shown by
+    ``extensions --json`` and sent over the plugin-host RPC."""
+
+    TOOL = "ToolProvider"
+    CHANNEL = "ChannelProvider"
+    STREAMING_CHANNEL = "StreamingChannelProvider"
+    AGENT = "AgentProvider"
+    SCHEDULER = "SchedulerProvider"
+    SERVICE = "ServiceProvider"
+    CONTEXT = "ContextProvider"
+    SETUP = "SetupProvider"
+    COMMAND = "CommandProvider"
+
 
 # protocol -> the methods the kernel awaits
 PROTOCOLS: dict[type, tuple[str, ...]] = {
@@ -48,7 +65,7 @@ class CapabilityError(TypeError):
     """An extension's methods do not match the protocol it appears to implement."""
 
 
-def detect_capabilities(instance: Any) -> list[str]:
+def detect_capabilities(instance: Any) -> list[Capability]:
     """Protocol names the instance implements, in contract order.
 
     Raises ``CapabilityError`` naming the method when a method the kernel
@@ -62,7 +79,7 @@ def detect_capabilities(instance: Any) -> list[str]:
     for proto, async_methods in PROTOCOLS.items():
         if isinstance(instance, proto):
             _require_async(instance, async_methods)
-            found.append(proto.__name__)
+            found.append(Capability(proto.__name__))
     return found
 
 

@@ -74,6 +74,9 @@ class KernelServices:
     secrets: Mapping[str, str]
     agents: AgentGateway = field(default_factory=AgentGateway)
     list_commands: Callable[[], list[tuple[str, str]]] = list
+    # whether an extension gets traffic now (the kernel's wiring); events for
+    # one that is not are dropped, not handed to it
+    is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
 
 
 class KernelContext:
@@ -143,7 +146,8 @@ class KernelContext:
         name = getattr(handler, "__qualname__", type(handler).__name__)
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
         self.subscriptions.append(subscriber_id)
-        self._services.bus.subscribe(topic, _logged(handler, self.logger), subscriber_id)
+        gate = _when_wired(self.extension_id, self._services.is_wired, self.logger)
+        self._services.bus.subscribe(topic, gate(_logged(handler, self.logger)), subscriber_id)
 
     async def notify_user(self, text: str, channel_id: str | None = None) -> None:
         await self._publish(SystemTopics.USER_NOTIFY, {"text": text, "channel_id": channel_id})
@@ -282,3 +286,21 @@ def _logged(handler: EventHandler, logger: logging.Logger) -> EventHandler:
 
     run.__qualname__ = getattr(handler, "__qualname__", "handler")
     return run
+
+
+def _when_wired(
+    ext_id: str, is_wired: Callable[[str], bool], logger: logging.Logger
+) -> Callable[[EventHandler], EventHandler]:
+    """Deliver to the handler only while the extension is wired (active and started)."""
+
+    def wrap(handler: EventHandler) -> EventHandler:
+        async def run(event: Event) -> None:
+            if not is_wired(ext_id):
+                logger.warning("not active: event %s (%s) not delivered", event.id, event.topic)
+                return
+            await handler(event)
+
+        run.__qualname__ = getattr(handler, "__qualname__", "handler")
+        return run
+
+    return wrap

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from core.extensions.capabilities import detect_capabilities
+from core.extensions.capabilities import Capability, detect_capabilities
 from core.extensions.context import KernelContext, KernelServices
 from core.extensions.dependencies import dependents_of, order_by_dependencies
 from core.extensions.importer import import_entrypoint
-from core.extensions.lifecycle import call_with_timeout, failure_reason
+from core.extensions.lifecycle import call_in_thread, call_with_timeout, failure_reason
 from core.extensions.manifest import MANIFEST_FILE, Manifest, ManifestError, load_manifest
 from core.extensions.records import ExtensionRecord, ExtensionStatus
 
@@ -59,7 +59,7 @@ class Loader:
             return None
         return record.instance
 
-    def active(self, capability: str | None = None) -> list[ExtensionRecord]:
+    def active(self, capability: Capability | None = None) -> list[ExtensionRecord]:
         """Active records in load order, optionally only those with ``capability``."""
         records = [self.records[i] for i in self.order if i in self.records]
         return [
@@ -93,12 +93,12 @@ class Loader:
             try:
                 record.manifest = load_manifest(ext_dir)
             except ManifestError as exc:
-                record.fail(ExtensionStatus.ERROR, str(exc))
+                record.fail(str(exc))
                 continue
             if not record.manifest.enabled:
-                record.status = ExtensionStatus.DISABLED
+                record.disable()
             elif record.ext_id in self.disabled:
-                record.fail(ExtensionStatus.DISABLED, self.disabled[record.ext_id])
+                record.disable(self.disabled[record.ext_id])
         deps = {
             r.ext_id: list(r.manifest.depends_on)
             for r in self.records.values()
@@ -106,7 +106,7 @@ class Loader:
         }
         order, skipped = order_by_dependencies(deps)
         for ext_id, reason in skipped.items():
-            self.records[ext_id].fail(ExtensionStatus.SKIPPED, reason)
+            self.records[ext_id].skip(reason)
         self.order = order
         self._explain_inactive_dependencies()
 
@@ -118,7 +118,7 @@ class Loader:
             for dep in record.manifest.depends_on:
                 other = self.records.get(dep)
                 if other is not None and other.status is not ExtensionStatus.ACTIVE:
-                    record.error = f"dependency {dep!r} is {other.status.value}"
+                    record.skip(f"dependency {dep!r} is {other.status.value}")
                     break
 
     async def load_all(self, services: KernelServices) -> None:
@@ -133,7 +133,7 @@ class Loader:
         assert record.manifest is not None
         stage = "import"
         try:
-            record.instance = self._instantiate(record.manifest, record.ext_dir, services)
+            record.instance = await self._instantiate(record.manifest, record.ext_dir, services)
             stage = "initialize"
             record.context = KernelContext(record.manifest, record.ext_dir, services)
             await call_with_timeout(
@@ -146,32 +146,41 @@ class Loader:
             record.initialized = True
             stage = "protocol check"
             record.capabilities = detect_capabilities(record.instance)
-            if "ToolProvider" in record.capabilities:
+            if Capability.TOOL in record.capabilities:
                 stage = "get_tools"
                 record.tools = list(record.instance.get_tools())
         except Exception as exc:
             self._mark_failed(record, failure_reason(stage, exc))
             log.error("extension %s: %s", record.ext_id, record.error, exc_info=stage == "import")
 
-    def _instantiate(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
+    async def _instantiate(
+        self, manifest: Manifest, ext_dir: Path, services: KernelServices
+    ) -> Any:
+        """The extension's instance. Importing its module and running its
+        constructor are synchronous extension code: they run in a worker thread
+        under the lifecycle timeout, so a hanging one cannot freeze the kernel."""
         isolation = manifest.isolation or self.default_isolation
         if isolation == "process":
             if self.isolated_factory is None:
                 raise RuntimeError("isolation: process is not available in this kernel")
             return self.isolated_factory(manifest, ext_dir, services)
         if manifest.entrypoint is not None:
-            cls = import_entrypoint(manifest.id, ext_dir, manifest.entrypoint)
-            return cls()
+            entrypoint = manifest.entrypoint
+
+            def construct() -> Any:
+                return import_entrypoint(manifest.id, ext_dir, entrypoint)()
+
+            return await call_in_thread(manifest.id, "import", self.lifecycle_timeout_s, construct)
         if self.agent_factory is None:
             raise RuntimeError("declarative agents are not available in this kernel")
         return self.agent_factory(manifest, ext_dir, services)
 
     def _mark_failed(self, record: ExtensionRecord, reason: str) -> None:
-        record.fail(ExtensionStatus.ERROR, reason)
+        record.fail(reason)
         for dep_id in dependents_of(record.ext_id, self.dependency_map()):
             dependent = self.records[dep_id]
             if dependent.status is ExtensionStatus.ACTIVE and not dependent.started:
-                dependent.fail(ExtensionStatus.SKIPPED, f"dependency {record.ext_id!r} failed")
+                dependent.skip(f"dependency {record.ext_id!r} failed")
 
     # ------------------------------------------------------------ start / stop
 
@@ -189,14 +198,14 @@ class Loader:
             self._mark_failed(record, failure_reason("start", exc))
             log.error("extension %s: %s", record.ext_id, record.error)
             return False
-        record.started = True
+        record.mark_started(True)
         return True
 
     async def stop_one(self, record: ExtensionRecord) -> None:
         """``stop()`` a started extension; errors are logged, never raised."""
         if not record.started:
             return
-        record.started = False
+        record.mark_started(False)
         await self._call_quietly(record, "stop")
 
     async def shutdown(self) -> None:
@@ -217,5 +226,5 @@ class Loader:
             )
         except Exception as exc:
             reason = failure_reason(method, exc)
-            record.fail(ExtensionStatus.ERROR, reason)
+            record.fail(reason)
             log.error("extension %s: %s", record.ext_id, reason)

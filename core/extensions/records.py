@@ -1,16 +1,27 @@
-"""Per-extension bookkeeping: status, reason, capabilities, tools."""
+"""Per-extension bookkeeping: status, reason, capabilities, tools.
+
+The record is the one place an extension's status changes: ``activate()``,
+``fail()``, ``skip()`` and ``disable()`` set status and reason together and
+tell the watchers (the kernel's wiring, the service tasks) about every real
+transition, so nothing that routes traffic can miss one.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.extensions.capabilities import Capability
 from core.extensions.manifest import Manifest
 
 if TYPE_CHECKING:
     from core.extensions.context import KernelContext
+
+log = logging.getLogger("core.loader")
 
 
 class ExtensionStatus(StrEnum):
@@ -22,9 +33,17 @@ class ExtensionStatus(StrEnum):
     DISABLED = "disabled"
 
 
+# (record, previous status) -> None; called after the record changed.
+StatusWatcher = Callable[["ExtensionRecord", ExtensionStatus], None]
+
+
 @dataclass
 class ExtensionRecord:
-    """Everything the kernel knows about one discovered extension directory."""
+    """Everything the kernel knows about one discovered extension directory.
+
+    ``status`` and ``started`` are read freely but changed only through the
+    transition methods, which notify the watchers.
+    """
 
     ext_id: str
     ext_dir: Path
@@ -33,16 +52,59 @@ class ExtensionRecord:
     error: str | None = None
     instance: Any = None
     context: KernelContext | None = None
-    capabilities: list[str] = field(default_factory=list)
+    capabilities: list[Capability] = field(default_factory=list)
     tools: list[Any] = field(default_factory=list)
     initialized: bool = False
     started: bool = False
+    watchers: list[StatusWatcher] = field(default_factory=list, repr=False, compare=False)
 
-    def fail(self, status: ExtensionStatus, reason: str) -> None:
+    # ------------------------------------------------------------ transitions
+
+    def activate(self) -> None:
+        """Back to ``active`` with no reason (a successful (re)start)."""
+        self._move(ExtensionStatus.ACTIVE, None)
+
+    def fail(self, reason: str) -> None:
+        """``error`` with a one-line reason: it gets no traffic until it recovers."""
+        self._move(ExtensionStatus.ERROR, reason)
+
+    def skip(self, reason: str) -> None:
+        """``skipped``: not loaded because of something else (a dependency)."""
+        self._move(ExtensionStatus.SKIPPED, reason)
+
+    def disable(self, reason: str | None = None) -> None:
+        """``disabled`` by its manifest or by the kernel (``reason``)."""
+        self._move(ExtensionStatus.DISABLED, reason)
+
+    def mark_started(self, started: bool) -> None:
+        """Record that ``start()`` succeeded (True) or ``stop()`` was called (False)."""
+        if started == self.started:
+            return
+        self.started = started
+        self._notify(self.status)
+
+    def _move(self, status: ExtensionStatus, reason: str | None) -> None:
+        previous = self.status
         self.status = status
         self.error = reason
+        if previous is not status:
+            self._notify(previous)
 
-    def has(self, capability: str) -> bool:
+    def _notify(self, previous: ExtensionStatus) -> None:
+        for watcher in list(self.watchers):
+            try:
+                watcher(self, previous)
+            except Exception:
+                log.exception("status watcher of %s failed", self.ext_id)
+
+    # ------------------------------------------------------------ queries
+
+    @property
+    def live(self) -> bool:
+        """Active and started: the only state in which it gets traffic."""
+        return self.status is ExtensionStatus.ACTIVE and self.started
+
+    def has(self, capability: Capability) -> bool:
         return self.status is ExtensionStatus.ACTIVE and capability in self.capabilities
 
     @property
@@ -54,7 +116,7 @@ class ExtensionRecord:
         return {
             "id": self.ext_id,
             "status": self.status.value,
-            "capabilities": list(self.capabilities),
+            "capabilities": [str(c) for c in self.capabilities],
             "tools": self.tool_names,
             "error": self.error,
         }

@@ -1,17 +1,24 @@
-"""Runtime supervision of loaded extensions: health checks and services.
+"""Runtime supervision of loaded extensions: health, restarts and services.
 
-Every ``health_check_interval_s`` each started extension's ``health_check()``
-runs; ``False`` or an exception marks it ``error`` (reason kept), stops it,
-and retries ``start()`` with exponential backoff until it is healthy again.
-Each ``ServiceProvider.run_background`` runs as a supervised task that is
-restarted with backoff when it raises, and cancelled on shutdown.
+This is the one restart loop for extensions. Whatever puts a started
+extension in ``error`` — a failed or ``False`` health check, a plugin host
+that died (the isolation proxy reports it on the record) — the supervisor
+sees the record's transition, stops the extension, and retries ``start()``
+with exponential backoff until it starts and passes a health check.
+
+Each ``ServiceProvider.run_background`` runs as one task per extension,
+owned here: it exists only while its extension is active and started, is
+cancelled the moment the extension stops or fails, restarted with backoff
+when it raises, and started again when the extension recovers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
+from core.extensions.capabilities import Capability
 from core.extensions.lifecycle import call_with_timeout, describe_exception
 from core.extensions.loader import Loader
 from core.extensions.records import ExtensionRecord, ExtensionStatus
@@ -19,8 +26,30 @@ from core.extensions.records import ExtensionRecord, ExtensionStatus
 log = logging.getLogger("core.loader")
 
 
+@dataclass
+class Backoff:
+    """Exponential delays: ``initial_s``, doubled after each use, capped at ``max_s``."""
+
+    initial_s: float
+    max_s: float
+
+    def delays(self) -> _Delays:
+        return _Delays(self)
+
+
+class _Delays:
+    def __init__(self, policy: Backoff) -> None:
+        self._policy = policy
+        self._next = policy.initial_s
+
+    def next(self) -> float:
+        delay = min(self._next, self._policy.max_s)
+        self._next = min(delay * 2, self._policy.max_s)
+        return delay
+
+
 class ExtensionSupervisor:
-    """Runs the health loop and the service tasks inside one TaskGroup."""
+    """Runs the health loop, recoveries and service tasks inside one TaskGroup."""
 
     def __init__(
         self,
@@ -29,30 +58,74 @@ class ExtensionSupervisor:
         health_interval_s: float = 30.0,
         backoff_initial_s: float = 1.0,
         backoff_max_s: float = 300.0,
+        isolated_backoff_max_s: float | None = None,
     ) -> None:
         self.loader = loader
         self.health_interval_s = health_interval_s
-        self.backoff_initial_s = backoff_initial_s
-        self.backoff_max_s = backoff_max_s
+        self.backoff = Backoff(backoff_initial_s, backoff_max_s)
+        # plugin hosts have their own cap (isolation.restart_backoff_max_s)
+        self.isolated_backoff_max_s = isolated_backoff_max_s
         self._recovering: set[str] = set()
+        self._services: dict[str, asyncio.Task[None]] = {}
         self._group: asyncio.TaskGroup | None = None
+
+    @property
+    def backoff_initial_s(self) -> float:
+        return self.backoff.initial_s
+
+    @backoff_initial_s.setter
+    def backoff_initial_s(self, value: float) -> None:
+        self.backoff.initial_s = value
+
+    def service_running(self, ext_id: str) -> bool:
+        """Whether the extension's ``run_background`` task is alive (``/status``, tests)."""
+        task = self._services.get(ext_id)
+        return task is not None and not task.done()
 
     async def run(self) -> None:
         """Run until cancelled; never raises because of an extension."""
-        async with asyncio.TaskGroup() as group:
-            self._group = group
-            for record in self.loader.active("ServiceProvider"):
-                group.create_task(self._run_service(record), name=f"service:{record.ext_id}")
-            group.create_task(self._health_loop(), name="health-loop")
+        records = list(self.loader.records.values())
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                for record in records:
+                    record.watchers.append(self._on_transition)
+                    self._sync_service(record)
+                    if record.started and record.status is ExtensionStatus.ERROR:
+                        self._on_transition(record, ExtensionStatus.ACTIVE)  # died meanwhile
+                group.create_task(self._health_loop(), name="health-loop")
+        finally:
+            self._group = None
+            self._services.clear()
+            for record in records:
+                if self._on_transition in record.watchers:
+                    record.watchers.remove(self._on_transition)
+
+    def _on_transition(self, record: ExtensionRecord, previous: ExtensionStatus) -> None:
+        self._sync_service(record)
+        crashed = record.status is ExtensionStatus.ERROR and record.initialized
+        if crashed and record.ext_id not in self._recovering and self._group is not None:
+            self._recovering.add(record.ext_id)
+            self._group.create_task(self._recover(record), name=f"recover:{record.ext_id}")
 
     # ------------------------------------------------------------ services
 
+    def _sync_service(self, record: ExtensionRecord) -> None:
+        """One service task per live ``ServiceProvider``; none otherwise."""
+        wanted = record.live and Capability.SERVICE in record.capabilities
+        task = self._services.get(record.ext_id)
+        if wanted and (task is None or task.done()) and self._group is not None:
+            name = f"service:{record.ext_id}"
+            self._services[record.ext_id] = self._group.create_task(
+                self._run_service(record), name=name
+            )
+        elif not wanted and task is not None:
+            task.cancel()
+            del self._services[record.ext_id]
+
     async def _run_service(self, record: ExtensionRecord) -> None:
-        delay = self.backoff_initial_s
+        delays = self.backoff.delays()
         while True:
-            if record.status is not ExtensionStatus.ACTIVE or not record.started:
-                await asyncio.sleep(self.backoff_initial_s)
-                continue
             try:
                 await record.instance.run_background()
                 log.info("service of %s finished", record.ext_id)
@@ -60,6 +133,7 @@ class ExtensionSupervisor:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                delay = delays.next()
                 log.error(
                     "service of %s crashed (%s); restarting in %.1f s",
                     record.ext_id,
@@ -67,7 +141,6 @@ class ExtensionSupervisor:
                     delay,
                 )
             await asyncio.sleep(delay)
-            delay = min(delay * 2, self.backoff_max_s)
 
     # ------------------------------------------------------------ health
 
@@ -81,8 +154,8 @@ class ExtensionSupervisor:
         for record in self.loader.active():
             if record.started and record.ext_id not in self._recovering:
                 reason = await self._check(record)
-                if reason is not None:
-                    await self._mark_unhealthy(record, reason)
+                if reason is not None and record.live:
+                    self._mark_unhealthy(record, reason)
 
     async def _check(self, record: ExtensionRecord) -> str | None:
         try:
@@ -93,33 +166,38 @@ class ExtensionSupervisor:
             return f"health check failed: {describe_exception(exc)}"
         return None if healthy else "health check returned False"
 
-    async def _mark_unhealthy(self, record: ExtensionRecord, reason: str) -> None:
+    def _mark_unhealthy(self, record: ExtensionRecord, reason: str) -> None:
         log.error("extension %s unhealthy: %s; stopping it", record.ext_id, reason)
-        record.fail(ExtensionStatus.ERROR, reason)
-        await self.loader.stop_one(record)
-        record.error = reason
-        self._recovering.add(record.ext_id)
-        if self._group is not None:
-            self._group.create_task(self._recover(record), name=f"recover:{record.ext_id}")
+        record.fail(reason)  # unwires it, cancels its service and starts the recovery
+
+    # ------------------------------------------------------------ the restart loop
+
+    def _backoff_for(self, record: ExtensionRecord) -> Backoff:
+        manifest = record.manifest
+        isolation = (manifest.isolation if manifest else None) or self.loader.default_isolation
+        if isolation == "process" and self.isolated_backoff_max_s is not None:
+            return Backoff(self.backoff.initial_s, self.isolated_backoff_max_s)
+        return self.backoff
 
     async def _recover(self, record: ExtensionRecord) -> None:
-        delay = self.backoff_initial_s
-        reason = record.error
+        """Stop, then start with backoff until it starts and is healthy."""
+        delays = self._backoff_for(record).delays()
+        reason = record.error or "error"
         try:
+            await self.loader.stop_one(record)
+            record.fail(reason)  # a failing stop() must not replace the cause
             while True:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.backoff_max_s)
+                await asyncio.sleep(delays.next())
                 if not await self.loader.start_one(record):
-                    record.error = f"{reason}; restart failed: {record.error}"
+                    record.fail(f"{reason}; restart failed: {record.error}")
                     continue
-                record.status = ExtensionStatus.ACTIVE
                 problem = await self._check(record)
                 if problem is None:
-                    record.error = None
+                    record.activate()
                     log.info("extension %s recovered", record.ext_id)
                     return
                 reason = problem
-                record.fail(ExtensionStatus.ERROR, problem)
+                record.fail(problem)
                 await self.loader.stop_one(record)
         finally:
             self._recovering.discard(record.ext_id)

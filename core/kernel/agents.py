@@ -1,10 +1,14 @@
-"""The agent side of ``ExtensionContext``, backed by the running kernel."""
+"""The agent side of ``ExtensionContext``, backed by the running kernel.
+
+``KernelAgents`` gets narrow collaborators (a getter for the router, the
+context chain, the model router and two tool lookups), not the ``Kernel``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.model_router import ModelRouter
@@ -13,26 +17,56 @@ from core.extensions.contract import TurnContext
 from core.extensions.errors import NotAvailableError
 from core.extensions.manifest import Manifest
 
-if TYPE_CHECKING:
-    from core.kernel.runner import Kernel
-
 CORE_TOOLS = "core_tools"
 
 
+class AgentRunner(Protocol):
+    """The router's agent entry points."""
+
+    async def invoke_agent(self, prompt: str, *, source: str) -> str: ...
+
+    async def invoke_agent_streamed(
+        self,
+        prompt: str,
+        *,
+        source: str,
+        on_chunk: Callable[[str], Awaitable[None]] | None,
+        on_tool_call: Callable[[str], Awaitable[None]] | None,
+    ) -> str: ...
+
+
+class PromptEnricher(Protocol):
+    """The context chain's combined-prompt entry point."""
+
+    async def enrich(self, prompt: str, turn: TurnContext) -> str: ...
+
+
 class KernelAgents(AgentGateway):
-    """Routes context calls to the router (orchestrator) and the loader (tools)."""
+    """Routes context calls to the router (orchestrator) and the tool lookups."""
 
-    def __init__(self, kernel: Kernel) -> None:
-        self._kernel = kernel
+    def __init__(
+        self,
+        *,
+        router: Callable[[], AgentRunner | None],
+        context: PromptEnricher,
+        model_router: ModelRouter,
+        core_tools: Callable[[], list[Any]],
+        extension_tools: Callable[[str], list[Any]],
+    ) -> None:
+        self._get_router = router
+        self._context = context
+        self._model_router = model_router
+        self._core_tools = core_tools
+        self._extension_tools = extension_tools
 
-    def _router(self) -> Any:
-        if self._kernel.router is None:
+    def _router(self) -> AgentRunner:
+        router = self._get_router()
+        if router is None:
             raise NotAvailableError("the orchestrator is not available until the kernel starts")
-        return self._kernel.router
+        return router
 
     async def invoke_agent(self, prompt: str, *, source: str) -> str:
-        result: str = await self._router().invoke_agent(prompt, source=source)
-        return result
+        return await self._router().invoke_agent(prompt, source=source)
 
     async def invoke_agent_streamed(
         self,
@@ -42,26 +76,18 @@ class KernelAgents(AgentGateway):
         on_chunk: Callable[[str], Awaitable[None]] | None,
         on_tool_call: Callable[[str], Awaitable[None]] | None,
     ) -> str:
-        result: str = await self._router().invoke_agent_streamed(
+        return await self._router().invoke_agent_streamed(
             prompt, source=source, on_chunk=on_chunk, on_tool_call=on_tool_call
         )
-        return result
 
     async def enrich_prompt(self, prompt: str, agent_id: str | None) -> str:
-        return await self._kernel.context.enrich(
-            prompt, TurnContext(agent_id=agent_id or "orchestrator")
-        )
+        return await self._context.enrich(prompt, TurnContext(agent_id=agent_id or "orchestrator"))
 
     def resolve_tools(self, uses_tools: list[str]) -> list[Any]:
-        """Tools named by ``uses_tools``: extension ids, or ``core_tools``."""
+        """Tools named by ``uses_tools``: extension ids (active ones), or ``core_tools``."""
         tools: list[Any] = []
         for name in uses_tools:
-            if name == CORE_TOOLS:
-                tools.extend(self._kernel._core_tools())
-                continue
-            record = self._kernel.loader.records.get(name)
-            if record is not None and record.has("ToolProvider"):
-                tools.extend(record.tools)
+            tools.extend(self._core_tools() if name == CORE_TOOLS else self._extension_tools(name))
         return tools
 
     def resolve_instructions(self, manifest: Manifest, ext_dir: Path) -> str:
@@ -81,4 +107,4 @@ class KernelAgents(AgentGateway):
 
     @property
     def model_router(self) -> ModelRouter:
-        return self._kernel.model_router
+        return self._model_router

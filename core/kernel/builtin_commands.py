@@ -1,54 +1,84 @@
-"""The kernel's own commands: ``/help``, ``/new``, ``/status``."""
+"""The kernel's own commands: ``/help``, ``/new``, ``/status``.
+
+They see the kernel only through ``StatusSource`` and ``ConversationStore``,
+so what ``/status`` reports is exactly what the kernel exposes for it.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
+from core.agents.mcp_servers import McpServerStatus
 from core.extensions.contract import Command, TurnContext
-from core.extensions.records import ExtensionStatus
-
-if TYPE_CHECKING:
-    from core.kernel.runner import Kernel
+from core.extensions.records import ExtensionRecord, ExtensionStatus
 
 
-def builtin_commands(kernel: Kernel) -> list[Command]:
+class ConversationStore(Protocol):
+    """What ``/new`` needs: a conversation key and a way to start over."""
+
+    def key(self, channel_id: str, user_id: str) -> str: ...
+
+    async def start_new(self, key: str) -> str: ...
+
+
+class StatusSource(Protocol):
+    """What ``/status`` reports: uptime, model, wired extensions, MCP, events."""
+
+    @property
+    def uptime_s(self) -> float: ...
+
+    def model_description(self) -> str: ...
+
+    def extension_records(self) -> Sequence[ExtensionRecord]: ...
+
+    def is_wired(self, ext_id: str) -> bool: ...
+
+    def mcp_statuses(self) -> Sequence[McpServerStatus]: ...
+
+    async def event_counts(self) -> dict[str, int]: ...
+
+
+def builtin_commands(
+    *, help_text: Callable[[], str], conversations: ConversationStore, status: StatusSource
+) -> list[Command]:
     async def help_(args: str, turn: TurnContext) -> str:
-        return kernel.commands.help_text()
+        return help_text()
 
     async def new(args: str, turn: TurnContext) -> str:
-        key = kernel.conversations.key(turn.channel_id or "", turn.user_id or "")
-        await kernel.conversations.start_new(key)
+        key = conversations.key(turn.channel_id or "", turn.user_id or "")
+        await conversations.start_new(key)
         return "Started a new conversation; earlier messages are forgotten."
 
-    async def status(args: str, turn: TurnContext) -> str:
-        return await status_text(kernel)
+    async def status_(args: str, turn: TurnContext) -> str:
+        return await status_text(status)
 
     return [
         Command("help", "list the commands", help_),
         Command("new", "start a fresh conversation", new),
-        Command("status", "extensions, model, uptime and event counts", status),
+        Command("status", "extensions, model, uptime and event counts", status_),
     ]
 
 
-async def status_text(kernel: Kernel) -> str:
-    records = kernel.loader.records.values()
-    active = sorted(r.ext_id for r in records if r.status is ExtensionStatus.ACTIVE)
+async def status_text(source: StatusSource) -> str:
+    """``Extensions active`` lists the wired extensions: the ones getting traffic."""
+    records = sorted(source.extension_records(), key=lambda r: r.ext_id)
+    active = [r.ext_id for r in records if source.is_wired(r.ext_id)]
     lines = [
-        f"Uptime: {_duration(kernel.uptime_s)}",
-        f"Model: {kernel.model_router.describe('orchestrator')}",
+        f"Uptime: {_duration(source.uptime_s)}",
+        f"Model: {source.model_description()}",
         f"Extensions active ({len(active)}): {', '.join(active) or 'none'}",
     ]
-    for record in sorted(records, key=lambda r: r.ext_id):
+    for record in records:
         if record.status in (ExtensionStatus.ERROR, ExtensionStatus.SKIPPED):
             lines.append(f"  {record.ext_id}: {record.status.value} — {record.error}")
-    lines.extend(_mcp_lines(kernel))
-    counts = await kernel.bus.journal.counts()
+    lines.extend(_mcp_lines(source.mcp_statuses()))
+    counts = await source.event_counts()
     lines.append("Events: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return "\n".join(lines)
 
 
-def _mcp_lines(kernel: Kernel) -> list[str]:
-    statuses = kernel.mcp.statuses()
+def _mcp_lines(statuses: Sequence[McpServerStatus]) -> list[str]:
     if not statuses:
         return []
     connected = sum(s.state == "connected" for s in statuses)

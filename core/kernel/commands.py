@@ -49,6 +49,11 @@ class CommandRegistry:
             return
         self._commands[name] = (owner, command)
 
+    def remove_owner(self, owner: str) -> None:
+        """Take away every command ``owner`` registered (its extension was unwired)."""
+        for name in [n for n, (o, _) in self._commands.items() if o == owner]:
+            del self._commands[name]
+
     def entries(self) -> list[tuple[str, Command]]:
         return [self._commands[name] for name in sorted(self._commands)]
 

@@ -67,6 +67,10 @@ class MessageRouter:
     def register_channel(self, channel_id: str, channel: Any) -> None:
         self.channels[channel_id] = channel
 
+    def unregister_channel(self, channel_id: str) -> None:
+        """The channel's extension is no longer active: nothing is sent to it."""
+        self.channels.pop(channel_id, None)
+
     def subscribe(self) -> None:
         """Subscribe the kernel's handlers to the system topics."""
         self.bus.subscribe(

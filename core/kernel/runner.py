@@ -1,17 +1,21 @@
 """Bootstrap and shutdown of one kernel process (seed 002 "Bootstrap Flow").
 
-``Kernel.start()`` opens the journal, loads and initializes extensions, wires
-them (channels, commands, tools, subscriptions), builds the orchestrator and
-starts the bus and the extensions. ``Kernel.stop()`` drains the bus, then
-stops and destroys the extensions in reverse dependency order.
+``Kernel.start()`` loads and initializes extensions, attaches the wiring
+(which connects each extension's channels, commands, tools, context and
+subscriptions when it is live and takes them away when it is not), starts
+the extensions, then the bus. ``Kernel.run()`` keeps the long-lived tasks
+(extension supervision, the bus) in one TaskGroup: if one of them dies the
+kernel stops with that error — loudly, for the supervisor to restart it.
+``Kernel.stop()`` runs every step even when one raises (``AsyncExitStack``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +23,17 @@ from agents.models.interface import Model
 
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
-from core.agents.mcp_servers import McpServers
+from core.agents.mcp_servers import McpServers, McpServerStatus
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
 from core.agents.toolset import build_toolset
 from core.events import EventBus
+from core.extensions.capabilities import Capability
 from core.extensions.context import KernelServices
 from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
+from core.extensions.records import ExtensionRecord
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
@@ -35,7 +41,7 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.router import MessageRouter
-from core.kernel.wiring import wire_channels, wire_commands, wire_manifest_subscriptions
+from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
 from core.scheduling import ManifestScheduler, manifest_schedules
@@ -88,7 +94,17 @@ class Kernel:
         self.commands = CommandRegistry()
         self.conversations = Conversations(self.data_dir / SESSIONS_FILE)
         self.context = ContextChain(self._context_providers)
-        self.agents = KernelAgents(self)
+        self.orchestrator = LiveOrchestrator(self._build_orchestrator)
+        self.wiring = Wiring(
+            self.loader, self.bus, self.commands, on_change=self.orchestrator.invalidate
+        )
+        self.agents = KernelAgents(
+            router=lambda: self.router,
+            context=self.context,
+            model_router=self.model_router,
+            core_tools=self.core_tools,
+            extension_tools=self._extension_tools,
+        )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
             settings=settings,
@@ -99,11 +115,13 @@ class Kernel:
             secrets=self.secrets,
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
+            is_wired=self.wiring.is_wired,
         )
         self.supervision = ExtensionSupervisor(
             self.loader,
             health_interval_s=settings.loader.health_check_interval_s,
             backoff_max_s=settings.loader.restart_backoff_max_s,
+            isolated_backoff_max_s=settings.isolation.restart_backoff_max_s,
         )
         self.ready = asyncio.Event()
 
@@ -123,7 +141,12 @@ class Kernel:
             REDACTOR.add([provider.api_key or "", self.secrets.get(provider.api_key_env or "", "")])
 
     async def start(self) -> None:
-        """Everything up to "ready": extensions loaded, wired and started."""
+        """Everything up to "ready": extensions loaded, started (and so wired), bus running.
+
+        Extensions start before the bus dispatches, so a message left over from
+        the last run finds its channel wired; what they publish meanwhile is
+        journaled and delivered once the bus runs.
+        """
         await self.conversations.open()
         await self.load()
         await self.mcp.connect()
@@ -132,31 +155,41 @@ class Kernel:
             conversations=self.conversations,
             commands=self.commands,
             context=self.context,
-            orchestrator=self._build_orchestrator(),
+            orchestrator=self.orchestrator,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
         )
-        self._wire(self.router)
-        await self.bus.start()
+        builtins = builtin_commands(
+            help_text=self.commands.help_text, conversations=self.conversations, status=self
+        )
+        for command in builtins:
+            self.commands.add("kernel", command)
+        self.wiring.attach(self.router)
+        self.router.subscribe()
+        self.scheduler.subscribe()
         await self.loader.start_all()
+        await self.bus.start()
         await self.scheduler.start(
-            manifest_schedules(self.loader.active("SchedulerProvider"), self.settings.timezone)
+            manifest_schedules(self.wiring.wired(Capability.SCHEDULER), self.settings.timezone)
         )
         self.ready.set()
         log.info(
             "kernel ready: %d extensions active, model %s",
-            len(self.loader.active()),
+            len(self.wiring.wired()),
             self.model_router.describe("orchestrator"),
         )
 
     def _build_orchestrator(self) -> Orchestrator:
-        """Core tools first, then extension tools and agents (first name wins)."""
+        """Core tools first, then wired extensions' tools and agents (first name wins).
+
+        Called by ``LiveOrchestrator`` on the first turn after the wiring changed.
+        """
         toolset = build_toolset(
             [
-                ("core", self._core_tools()),
-                *[(r.ext_id, r.tools) for r in self.loader.active("ToolProvider")],
+                ("core", self.core_tools()),
+                *[(r.ext_id, r.tools) for r in self.wiring.wired(Capability.TOOL)],
             ],
-            [(r.ext_id, r.instance) for r in self.loader.active("AgentProvider")],
+            [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.AGENT)],
         )
         return Orchestrator(
             model_router=self.model_router,
@@ -167,37 +200,43 @@ class Kernel:
             mcp_servers=self.mcp.active,
         )
 
-    def _wire(self, router: MessageRouter) -> None:
-        """Commands, channels and subscriptions; all before the bus starts."""
-        for command in builtin_commands(self):
-            self.commands.add("kernel", command)
-        wire_commands(self.loader, self.commands)
-        wire_channels(self.loader, router)
-        wire_manifest_subscriptions(self.loader, self.bus, router)
-        router.subscribe()
-        self.scheduler.subscribe()
-
     async def run(self) -> None:
-        """Start, serve until a stop is requested, stop."""
-        try:
+        """Start, serve until a stop is requested or a kernel task dies, stop.
+
+        A dead task (the bus's writer, the supervision loop) propagates out of
+        here after ``stop()``: the process exits non-zero and the supervisor
+        restarts it, instead of serving on half-broken.
+        """
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(self.stop)
             await self.start()
             async with asyncio.TaskGroup() as group:
-                supervision = group.create_task(
-                    self.supervision.run(), name="extension-supervision"
-                )
+                tasks = [
+                    group.create_task(self.supervision.run(), name="extension-supervision"),
+                    group.create_task(self.bus.watch(), name="event-bus-watch"),
+                ]
                 await self._stop_requested.wait()
-                supervision.cancel()
-        finally:
-            await self.stop()
+                for task in tasks:
+                    task.cancel()
 
     async def stop(self) -> None:
-        """Stop the schedule timer, drain the bus, then stop and destroy extensions."""
-        await self.scheduler.stop()
-        await self.bus.stop()
-        await self.mcp.cleanup()
-        await self.loader.shutdown()
-        self.conversations.close()
-        await self.model_router.aclose()
+        """Stop the schedule timer, drain the bus, then stop and destroy extensions.
+
+        Every step runs even when an earlier one raises; each failure is logged
+        with its step and the last one is raised at the end.
+        """
+        steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
+            ("scheduler", self.scheduler.stop),
+            ("event bus", self.bus.stop),
+            ("MCP servers", self.mcp.cleanup),
+            ("extensions", self.loader.shutdown),
+            ("wiring", self.wiring.detach),
+            ("conversations", self.conversations.close),
+            ("model router", self.model_router.aclose),
+        ]
+        async with contextlib.AsyncExitStack() as stack:
+            for name, step in reversed(steps):
+                stack.push_async_callback(_logged_step, name, step)
         log.info("kernel stopped")
 
     # ------------------------------------------------------------ control
@@ -217,7 +256,8 @@ class Kernel:
 
     # ------------------------------------------------------------ helpers
 
-    def _core_tools(self) -> list[Any]:
+    def core_tools(self) -> list[Any]:
+        """The kernel's own tools (clock, extensions list, restart)."""
         return list(
             build_core_tools(
                 timezone=self.settings.timezone,
@@ -227,9 +267,40 @@ class Kernel:
         )
 
     def _context_providers(self) -> list[tuple[str, Any]]:
-        return [(r.ext_id, r.instance) for r in self.loader.active("ContextProvider") if r.started]
+        return [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.CONTEXT)]
+
+    def _extension_tools(self, ext_id: str) -> list[Any]:
+        record = self.loader.records.get(ext_id)
+        return list(record.tools) if record is not None and record.has(Capability.TOOL) else []
+
+    # ------------------------------------------------------------ StatusSource (/status)
+
+    def model_description(self) -> str:
+        return self.model_router.describe("orchestrator")
+
+    def extension_records(self) -> Sequence[ExtensionRecord]:
+        return list(self.loader.records.values())
+
+    def is_wired(self, ext_id: str) -> bool:
+        return self.wiring.is_wired(ext_id)
+
+    def mcp_statuses(self) -> Sequence[McpServerStatus]:
+        return self.mcp.statuses()
+
+    async def event_counts(self) -> dict[str, int]:
+        return await self.bus.journal.counts()
 
     def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return DeclarativeAgentAdapter(
             manifest, ext_dir, self.model_router, self.agents.resolve_tools
         )
+
+
+async def _logged_step(name: str, step: Callable[[], Awaitable[None] | None]) -> None:
+    try:
+        result = step()
+        if result is not None:
+            await result
+    except Exception:
+        log.exception("kernel stop: %s failed; the other steps still run", name)
+        raise

@@ -1,77 +1,210 @@
-"""Connect loaded extensions to the kernel: channels, commands, manifest
-event subscriptions. Each function does one kind of wiring and logs what it
-could not wire instead of failing the start."""
+"""Status-aware wiring: only live extensions get traffic.
+
+``Wiring`` connects one extension's channels, commands, tools, context
+provider and manifest subscriptions to the kernel, and can take them away
+again (``unwire``, as pluggy's ``unregister``). It watches every record's
+status transitions, so an extension whose ``start()`` raised, that the
+supervisor marked unhealthy or whose plugin host died gets nothing, and is
+wired again the moment it is restarted and ``active``. ``/status`` and
+``extensions --json`` read the same records, so they agree with it.
+
+Manifest subscriptions cannot be taken back from the durable bus; their
+handlers check ``is_wired`` and drop what arrives for an unwired extension.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from core.events import EventBus
 from core.events.models import Event
+from core.extensions.capabilities import Capability
 from core.extensions.contract import AgentInvocationContext, Command
 from core.extensions.lifecycle import describe_exception
 from core.extensions.loader import Loader
-from core.extensions.records import ExtensionRecord
+from core.extensions.records import ExtensionRecord, ExtensionStatus
 from core.kernel.commands import CommandRegistry
-from core.kernel.router import MessageRouter
 
 log = logging.getLogger("core.kernel.wiring")
 
 
-def wire_channels(loader: Loader, router: MessageRouter) -> None:
-    for record in loader.active("ChannelProvider"):
-        router.register_channel(record.ext_id, record.instance)
+class ChannelTarget(Protocol):
+    """What wiring needs of the router: a channel table and proactive sends."""
+
+    def register_channel(self, channel_id: str, channel: Any) -> None: ...
+
+    def unregister_channel(self, channel_id: str) -> None: ...
+
+    async def notify_user(self, text: str, channel_id: str | None = None) -> None: ...
 
 
-def wire_commands(loader: Loader, commands: CommandRegistry) -> None:
-    for record in loader.active("CommandProvider"):
+class Wiring:
+    """Which extensions are connected to the kernel, kept in step with their status."""
+
+    def __init__(
+        self,
+        loader: Loader,
+        bus: EventBus,
+        commands: CommandRegistry,
+        *,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._loader = loader
+        self._bus = bus
+        self._commands = commands
+        self._on_change = on_change
+        self._router: ChannelTarget | None = None
+        self._wired: set[str] = set()
+        self._subscribed: set[str] = set()
+        self._watched: list[ExtensionRecord] = []
+
+    # ------------------------------------------------------------ queries
+
+    def is_wired(self, ext_id: str) -> bool:
+        return ext_id in self._wired
+
+    def wired(self, capability: Capability | None = None) -> list[ExtensionRecord]:
+        """Wired records in load order, optionally only those with ``capability``."""
+        return [r for r in self._loader.active(capability) if r.ext_id in self._wired and r.started]
+
+    # ------------------------------------------------------------ lifecycle
+
+    def attach(self, router: ChannelTarget) -> None:
+        """Watch every record; wire those live now, the rest when they become live."""
+        self._router = router
+        for record in self._loader.records.values():
+            if record not in self._watched:
+                record.watchers.append(self._on_transition)
+                self._watched.append(record)
+            self._on_transition(record, record.status)
+
+    def detach(self) -> None:
+        """Stop watching and unwire everything (kernel stop)."""
+        for record in self._watched:
+            if self._on_transition in record.watchers:
+                record.watchers.remove(self._on_transition)
+            if record.ext_id in self._wired:
+                self.unwire(record)
+        self._watched.clear()
+
+    def _on_transition(self, record: ExtensionRecord, previous: ExtensionStatus) -> None:
+        if record.live and record.ext_id not in self._wired:
+            self.wire(record)
+        elif not record.live and record.ext_id in self._wired:
+            self.unwire(record)
+
+    # ------------------------------------------------------------ wire / unwire
+
+    def wire(self, record: ExtensionRecord) -> None:
+        """Give one live extension its traffic: channel, commands, tools, context, events."""
+        if self._router is None:
+            raise RuntimeError("Wiring.wire() before attach(): the router is not known yet")
+        self._wired.add(record.ext_id)
+        if Capability.CHANNEL in record.capabilities:
+            self._router.register_channel(record.ext_id, record.instance)
+        if Capability.COMMAND in record.capabilities:
+            for command in self._provided_commands(record):
+                self._commands.add(record.ext_id, command)
+        self._subscribe_manifest(record, self._router)
+        log.info("wired %s", record.ext_id)
+        self._on_change()
+
+    def unwire(self, record: ExtensionRecord) -> None:
+        """Take everything away from one extension (it failed, stopped or is reloaded)."""
+        self._wired.discard(record.ext_id)
+        if self._router is not None and Capability.CHANNEL in record.capabilities:
+            self._router.unregister_channel(record.ext_id)
+        self._commands.remove_owner(record.ext_id)
+        log.info("unwired %s (%s)", record.ext_id, record.error or record.status.value)
+        self._on_change()
+
+    @staticmethod
+    def _provided_commands(record: ExtensionRecord) -> list[Command]:
         try:
-            provided: list[Command] = list(record.instance.get_commands())
+            return list(record.instance.get_commands())
         except Exception as exc:
             log.error("get_commands of %s failed: %s", record.ext_id, describe_exception(exc))
-            continue
-        for command in provided:
-            commands.add(record.ext_id, command)
+            return []
 
-
-def wire_manifest_subscriptions(loader: Loader, bus: EventBus, router: MessageRouter) -> None:
-    """``events.subscribes`` with ``notify_user`` / ``invoke_agent`` (``custom``
-    is left to the extension)."""
-    for record in loader.active():
-        assert record.manifest is not None
+    def _subscribe_manifest(self, record: ExtensionRecord, router: ChannelTarget) -> None:
+        """``events.subscribes`` with ``notify_user`` / ``invoke_agent`` (``custom``
+        is left to the extension); subscribed once, gated on ``is_wired``."""
+        if record.manifest is None:
+            return
         for sub in record.manifest.events.subscribes:
             subscriber_id = f"{record.ext_id}/{sub.topic}/{sub.handler}"
+            if subscriber_id in self._subscribed:
+                continue
             if sub.handler == "notify_user":
-                bus.subscribe(sub.topic, _notify_handler(router), subscriber_id)
+                handler = self._notify_handler(record.ext_id, router)
             elif sub.handler == "invoke_agent":
-                if "AgentProvider" not in record.capabilities:
+                if Capability.AGENT not in record.capabilities:
                     log.error(
                         "%s: events.subscribes %s uses invoke_agent but it is not an agent",
                         record.ext_id,
                         sub.topic,
                     )
                     continue
-                bus.subscribe(sub.topic, _agent_handler(record, router), subscriber_id)
+                handler = self._agent_handler(record, router)
+            else:
+                continue
+            self._bus.subscribe(sub.topic, handler, subscriber_id)
+            self._subscribed.add(subscriber_id)
+
+    def _delivers(self, ext_id: str, event: Event) -> bool:
+        if ext_id in self._wired:
+            return True
+        log.warning("%s is not active: event %s (%s) not delivered", ext_id, event.id, event.topic)
+        return False
+
+    def _notify_handler(self, ext_id: str, router: ChannelTarget) -> Any:
+        async def notify(event: Event) -> None:
+            text = event.payload.get("text")
+            if text and self._delivers(ext_id, event):
+                await router.notify_user(str(text), event.payload.get("channel_id"))
+
+        return notify
+
+    def _agent_handler(self, record: ExtensionRecord, router: ChannelTarget) -> Any:
+        async def invoke(event: Event) -> None:
+            if not self._delivers(record.ext_id, event):
+                return
+            payload = event.payload
+            task = payload.get("prompt") or payload.get("text") or json.dumps(payload)
+            context = AgentInvocationContext(correlation_id=event.correlation_id)
+            response = await record.instance.invoke(str(task), context)
+            if response.content:
+                await router.notify_user(response.content, payload.get("channel_id"))
+
+        return invoke
 
 
-def _notify_handler(router: MessageRouter) -> Any:
-    async def notify(event: Event) -> None:
-        text = event.payload.get("text")
-        if text:
-            await router.notify_user(str(text), event.payload.get("channel_id"))
+class LiveOrchestrator:
+    """The router's orchestrator, rebuilt from the wired tools when wiring changes.
 
-    return notify
+    A change only marks it stale; the next turn rebuilds once, so a turn costs
+    one flag check and a burst of changes (kernel start) one rebuild.
+    """
 
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build = build
+        self._current: Any = None
 
-def _agent_handler(record: ExtensionRecord, router: MessageRouter) -> Any:
-    async def invoke(event: Event) -> None:
-        payload = event.payload
-        task = payload.get("prompt") or payload.get("text") or json.dumps(payload)
-        context = AgentInvocationContext(correlation_id=event.correlation_id)
-        response = await record.instance.invoke(str(task), context)
-        if response.content:
-            await router.notify_user(response.content, payload.get("channel_id"))
+    def invalidate(self) -> None:
+        self._current = None
 
-    return invoke
+    @property
+    def current(self) -> Any:
+        if self._current is None:
+            self._current = self._build()
+        return self._current
+
+    def agent(self, extra_instructions: str | None = None) -> Any:
+        return self.current.agent(extra_instructions)
+
+    @property
+    def tools(self) -> list[Any]:
+        return list(self.current.tools)

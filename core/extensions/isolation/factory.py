@@ -57,14 +57,10 @@ def isolated_factory(settings: Settings, loader: Loader) -> InstanceFactory:
     """The loader's ``isolated_factory``: a proxy whose host deaths update the record."""
     options = IsolationOptions.from_settings(settings)
 
-    def on_status(ext_id: str, reason: str | None) -> None:
+    def on_status(ext_id: str, reason: str) -> None:
         record = loader.records.get(ext_id)
-        if record is None:
-            return
-        if reason is not None:
-            record.fail(ExtensionStatus.ERROR, reason)
-        elif record.status is ExtensionStatus.ERROR:
-            record.status, record.error = ExtensionStatus.ACTIVE, None
+        if record is not None and record.status is ExtensionStatus.ACTIVE:
+            record.fail(reason)  # the supervisor sees the transition and restarts it
 
     def make(manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return IsolatedExtension(manifest, ext_dir, services, options, on_status)

@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from core.extensions.capabilities import PROTOCOLS, detect_capabilities
+from core.extensions.capabilities import PROTOCOLS, Capability, detect_capabilities
 from core.extensions.contract import Command
 from core.extensions.importer import import_entrypoint
 from core.extensions.isolation.client_context import ClientContext, ForwardingLogHandler, LoadParams
@@ -84,10 +84,10 @@ class HostServer:
         self.allowed = {m for name in capabilities for m in by_name[name]}
         return self._describe(capabilities)
 
-    def _describe(self, capabilities: list[str]) -> dict[str, Any]:
+    def _describe(self, capabilities: list[Capability]) -> dict[str, Any]:
         ext = self.ext
-        described: dict[str, Any] = {"capabilities": capabilities}
-        if "ToolProvider" in capabilities:
+        described: dict[str, Any] = {"capabilities": [str(c) for c in capabilities]}
+        if Capability.TOOL in capabilities:
             self.tools = {t.name: t for t in (_check_tool(t) for t in ext.get_tools())}
             described["tools"] = [
                 {
@@ -98,16 +98,16 @@ class HostServer:
                 }
                 for t in self.tools.values()
             ]
-        if "CommandProvider" in capabilities:
+        if Capability.COMMAND in capabilities:
             self.commands = {c.name: c for c in ext.get_commands()}
             described["commands"] = [
                 {"name": c.name, "description": c.description} for c in self.commands.values()
             ]
-        if "AgentProvider" in capabilities:
+        if Capability.AGENT in capabilities:
             described["agent"] = asdict(ext.get_agent_descriptor())
-        if "ContextProvider" in capabilities:
+        if Capability.CONTEXT in capabilities:
             described["context_priority"] = int(ext.context_priority)
-        if "SetupProvider" in capabilities:
+        if Capability.SETUP in capabilities:
             described["setup_schema"] = list(ext.get_setup_schema())
         return described
 

@@ -15,6 +15,7 @@ from typing import Any
 from agents import FunctionTool
 from agents.tool_context import ToolContext
 
+from core.extensions.capabilities import Capability
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
@@ -165,15 +166,15 @@ class CommandProxy(ProxyCore):
 
 
 MIXINS: dict[str, type[ProxyCore]] = {
-    "ToolProvider": ToolProxy,
-    "ChannelProvider": ChannelProxy,
-    "StreamingChannelProvider": StreamingChannelProxy,
-    "AgentProvider": AgentProxy,
-    "SchedulerProvider": SchedulerProxy,
-    "ServiceProvider": ServiceProxy,
-    "ContextProvider": ContextProxy,
-    "SetupProvider": SetupProxy,
-    "CommandProvider": CommandProxy,
+    Capability.TOOL: ToolProxy,
+    Capability.CHANNEL: ChannelProxy,
+    Capability.STREAMING_CHANNEL: StreamingChannelProxy,
+    Capability.AGENT: AgentProxy,
+    Capability.SCHEDULER: SchedulerProxy,
+    Capability.SERVICE: ServiceProxy,
+    Capability.CONTEXT: ContextProxy,
+    Capability.SETUP: SetupProxy,
+    Capability.COMMAND: CommandProxy,
 }
 
 

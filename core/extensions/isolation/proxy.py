@@ -4,10 +4,10 @@
 secrets (over the channel, never the environment), has it import and
 initialize the extension, then turns this object into a class with exactly
 the protocols the host reported. When the host dies the record goes
-``error`` with the exit reason and a fresh host is started with backoff
-(re-running initialize, and start if it was started); the kernel keeps
-serving meanwhile. Every call has a deadline; a host that then does not
-answer a ping is killed (and so restarted).
+``error`` with the exit reason; the extension supervisor's restart loop
+then stops it and ``start()`` launches a fresh host (re-running initialize),
+with backoff; the kernel keeps serving meanwhile. Every call has a deadline;
+a host that then does not answer a ping is killed (and so restarted).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,8 +38,7 @@ from core.extensions.manifest import Manifest
 
 log = logging.getLogger("core.isolation")
 
-StatusCallback = Callable[[str, str | None], None]  # (extension id, error or None = recovered)
-FIRST_RESTART_DELAY_S = 0.5
+StatusCallback = Callable[[str, str], None]  # (extension id, why its host is down)
 PING_GRACE_S = 1.0
 CHANNEL_EXIT_GRACE_S = 1.0
 BUSY_CPU_SHARE = 0.4  # of one core, between two pings after a timed-out call
@@ -77,8 +75,6 @@ class IsolatedExtension(ProxyCore):
         self._started = False
         self._closing = False
         self._subs: dict[tuple[str, str], int | None] = {}
-        self._restart: asyncio.Task[None] | None = None
-        self._restart_delay = FIRST_RESTART_DELAY_S
         self._tasks: set[asyncio.Task[Any]] = set()
         self._probes: set[asyncio.Task[Any]] = set()
 
@@ -111,21 +107,18 @@ class IsolatedExtension(ProxyCore):
 
     async def start(self) -> None:
         if not self._live.is_set():
-            self._cancel_restart()
             await self._launch()
         await self.remote("lifecycle", {"name": "start"}, deadline=self.options.lifecycle_timeout_s)
         self._started = True
 
     async def stop(self) -> None:
         self._started = False
-        self._cancel_restart()
         if self._live.is_set():
             params = {"name": "stop"}
             await self.remote("lifecycle", params, deadline=self.options.lifecycle_timeout_s)
 
     async def destroy(self) -> None:
         self._closing = True
-        self._cancel_restart()
         try:
             if self._live.is_set():
                 params = {"name": "destroy"}
@@ -240,42 +233,11 @@ class IsolatedExtension(ProxyCore):
                 self._host_died(host)
 
     def _host_died(self, host: HostProcess) -> None:
+        """Report the death on the record; the supervisor's restart loop (the
+        one for every extension) stops it and starts a fresh host with backoff."""
         reason = host.describe_exit()
-        log.error("isolated extension %s: %s; restarting it", self.ext_id, reason)
+        log.error("isolated extension %s: %s; it will be restarted", self.ext_id, reason)
         self._report(reason)
-        lived = time.monotonic() - host.started_at
-        if lived > self.options.restart_backoff_max_s:
-            self._restart_delay = FIRST_RESTART_DELAY_S
-        if self._restart is None:
-            self._restart = asyncio.create_task(self._restart_loop(reason))
-
-    async def _restart_loop(self, reason: str) -> None:
-        try:
-            while True:
-                delay = self._restart_delay
-                self._restart_delay = min(delay * 2, self.options.restart_backoff_max_s)
-                await asyncio.sleep(delay)
-                try:
-                    await self._launch()
-                    if self._started:
-                        params = {"name": "start"}
-                        limit = self.options.lifecycle_timeout_s
-                        await self.remote("lifecycle", params, deadline=limit)
-                except Exception as exc:
-                    failure = f"{reason}; restart failed: {describe_exception(exc)}"
-                    log.error("isolated extension %s: %s", self.ext_id, failure)
-                    self._report(failure)
-                    continue
-                log.info("isolated extension %s: plugin host restarted", self.ext_id)
-                self._report(None)
-                return
-        finally:
-            self._restart = None
-
-    def _cancel_restart(self) -> None:
-        if self._restart is not None:
-            self._restart.cancel()
-            self._restart = None
 
     async def _close_host(self) -> None:
         host, self._host, self._peer = self._host, None, None
@@ -286,7 +248,7 @@ class IsolatedExtension(ProxyCore):
         for task in list(self._tasks):
             task.cancel()
 
-    def _report(self, reason: str | None) -> None:
+    def _report(self, reason: str) -> None:
         if self._on_status is not None and not self._closing:
             self._on_status(self.ext_id, reason)
 
