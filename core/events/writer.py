@@ -15,6 +15,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from core.events.errors import BusStateError
 from core.events.journal import ClaimRequest, Journal, NewEvent, Outcome, Registration, WriteBatch
 from core.events.models import Event
 from core.events.payloads import decode_payload
@@ -62,6 +63,7 @@ class GroupCommitWriter:
         self.dispatching = False  # claim and hand over deliveries (False: only store)
         self.running = False  # the run() loop takes publishes
         self._closing = False
+        self._inflight: list[_Publish] = []  # the round being committed
 
     # ------------------------------------------------------------------ queueing
 
@@ -103,8 +105,19 @@ class GroupCommitWriter:
                     return
                 if not await self.flush():
                     await asyncio.sleep(_FAILURE_BACKOFF_S)
+        except BaseException as exc:
+            self._abandon(exc)
+            raise
         finally:
             self.running = False
+
+    def _abandon(self, exc: BaseException) -> None:
+        """The loop died: publishers waiting on it get an error, never a hang."""
+        pending, self._publishes = [*self._inflight, *self._publishes], []
+        for pub in pending:
+            if not pub.future.done():
+                error = BusStateError(f"the event bus writer stopped: {type(exc).__name__}: {exc}")
+                pub.future.set_exception(error)
 
     def _has_writes(self) -> bool:
         return bool(self._publishes or self._outcomes or self._registrations)
@@ -140,6 +153,7 @@ class GroupCommitWriter:
     async def flush(self) -> bool:
         """Commit one batch of everything queued; False if the journal failed."""
         batch, rnd = self._build()
+        self._inflight = rnd.publishes
         try:
             result = await self._journal.commit(batch)
         except Exception as exc:
