@@ -25,6 +25,9 @@ def run_kernel(settings: Settings, argv: list[str]) -> int:
         asyncio.run(_serve(kernel))
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown
         return 130
+    except Exception:  # a kernel task died (e.g. the event bus): exit non-zero, loudly
+        log.critical("kernel failed; exiting for the supervisor to restart it", exc_info=True)
+        return 1
     if kernel.restart_requested and not supervised:
         take_restart_request(kernel.data_dir)
         log.info("restarting: %s", kernel.restart_requested)
