@@ -141,7 +141,7 @@ class KernelContext:
 
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
         allowed = self._manifest.permissions.subscribe
-        if not any(_pattern_within(topic, p) for p in allowed):
+        if not any(pattern_within(topic, p) for p in allowed):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
         name = getattr(handler, "__qualname__", type(handler).__name__)
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
@@ -263,7 +263,7 @@ class KernelContext:
         self._services.request_shutdown()
 
 
-def _pattern_within(requested: str, allowed: str) -> bool:
+def pattern_within(requested: str, allowed: str) -> bool:
     """Is every topic ``requested`` can match also matched by ``allowed``?"""
     if allowed == "*" or requested == allowed:
         return True

@@ -103,9 +103,9 @@ class ClientContext:
         return int(await self._peer.call("ctx.emit", params))
 
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
-        from core.extensions.context import _pattern_within
+        from core.extensions.context import pattern_within
 
-        if not any(_pattern_within(topic, p) for p in self._params.subscribe):
+        if not any(pattern_within(topic, p) for p in self._params.subscribe):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
         handler_id = next(self._ids)
         self.handlers[handler_id] = handler
