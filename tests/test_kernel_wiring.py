@@ -30,6 +30,16 @@ PROBE = ext_code(
     service_live = False
     gate = None
     sent = None
+    ticks = None
+
+    async def initialize(self, context):
+        self.ctx = context
+        self.ticks = []
+
+        async def on_tick(event):
+            self.ticks.append(event.payload["n"])
+
+        context.subscribe_event("probe.tick", on_tick)
 
     async def start(self):
         if self.fail_start:
@@ -131,6 +141,7 @@ async def test_extension_whose_start_raises_gets_no_traffic(make_ext, settings_f
         # channel: proactive messages addressed to it go elsewhere; manifest events dropped
         await k.bus.publish(SystemTopics.USER_NOTIFY, "test", {"text": "hi", "channel_id": "probe"})
         await k.bus.publish("probe.alert", "test", {"text": "alert"})
+        await k.bus.publish("probe.tick", "test", {"n": 1})
         capture = k.loader.instance("capture")
         await wait_for(lambda: ("notify", None, "hi") in capture._log())
         # the service never ran
@@ -142,11 +153,11 @@ async def test_extension_whose_start_raises_gets_no_traffic(make_ext, settings_f
         report = {r["id"]: r["status"] for r in k.loader.report()}
         assert report == {"capture": "active", "probe": "error"}
         assert not k.wiring.is_wired("probe")
-    assert probe.sent is None
+    assert probe.sent is None and probe.ticks == []
     assert ("notify", None, "alert") not in capture._log()
 
 
-async def test_unhealthy_extension_is_unwired_then_rewired(make_ext, settings_file):
+async def test_unhealthy_extension_is_unwired_then_rewired(make_ext, settings_file, caplog):
     make_ext("capture", CAPTURE_CHANNEL)
     make_ext("probe", PROBE, PROBE_MANIFEST)
     model = script(4)
@@ -165,6 +176,8 @@ async def test_unhealthy_extension_is_unwired_then_rewired(make_ext, settings_fi
         assert "PROBE CONTEXT" not in (call.system_instructions or "")
         await k.bus.publish(SystemTopics.USER_NOTIFY, "test", {"text": "x", "channel_id": "probe"})
         await wait_for(lambda: ("notify", None, "x") in k.loader.instance("capture")._log())
+        await k.bus.publish("probe.tick", "test", {"n": 1})
+        await wait_for(lambda: "(probe.tick) not delivered" in caplog.text)
         assert probe.sent is None
         assert "Extensions active (1): capture" in await command(k, "/status")
 
@@ -176,6 +189,8 @@ async def test_unhealthy_extension_is_unwired_then_rewired(make_ext, settings_fi
         assert "PROBE CONTEXT" in call.system_instructions
         await k.bus.publish(SystemTopics.USER_NOTIFY, "test", {"text": "y", "channel_id": "probe"})
         await wait_for(lambda: probe.sent == [("notify", None, "y")])
+        await k.bus.publish("probe.tick", "test", {"n": 2})
+        await wait_for(lambda: probe.ticks == [2])
         assert "Extensions active (2): capture, probe" in await command(k, "/status")
 
 
