@@ -2,7 +2,9 @@
 
 A conversation is (channel, user). ``/new`` moves it to a fresh session id;
 old histories stay in the sessions database. Sessions are cached so a turn
-does not open a new SQLite connection.
+does not open a new SQLite connection; building one (a connect and DDL) runs
+in a worker thread, never on the event loop, and every connection opened here
+is closed.
 """
 
 from __future__ import annotations
@@ -11,20 +13,21 @@ import asyncio
 import sqlite3
 import time
 from collections import OrderedDict
+from contextlib import closing
 from pathlib import Path
 
-from agents.memory import SQLiteSession
+from core.kernel.ledger import LEDGER_DDL, LedgerSession
 
 _CACHE_SIZE = 64
 
 
 class Conversations:
-    """Session ids and ``SQLiteSession`` objects for every conversation."""
+    """Session ids and ``LedgerSession`` objects for every conversation."""
 
     def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
         self._generations: dict[str, int] = {}
-        self._sessions: OrderedDict[str, SQLiteSession] = OrderedDict()
+        self._sessions: OrderedDict[str, LedgerSession] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def open(self) -> None:
@@ -51,17 +54,22 @@ class Conversations:
         generation = self._generations.get(key, 0)
         return key if generation == 0 else f"{key}#{generation}"
 
-    def session(self, key: str) -> SQLiteSession:
+    async def session(self, key: str) -> LedgerSession:
+        """The conversation's current session (built off the loop on first use)."""
         session_id = self.session_id(key)
         session = self._sessions.get(session_id)
-        if session is None:
-            session = SQLiteSession(session_id, self.db_path)
-            self._sessions[session_id] = session
-            if len(self._sessions) > _CACHE_SIZE:
-                _, evicted = self._sessions.popitem(last=False)
-                evicted.close()
-        else:
+        if session is not None:
             self._sessions.move_to_end(session_id)
+            return session
+        session = await asyncio.to_thread(LedgerSession, session_id, self.db_path)
+        raced = self._sessions.get(session_id)
+        if raced is not None:  # another task built it while this one waited
+            await asyncio.to_thread(session.close)
+            return raced
+        self._sessions[session_id] = session
+        if len(self._sessions) > _CACHE_SIZE:
+            _, evicted = self._sessions.popitem(last=False)
+            await asyncio.to_thread(evicted.close)
         return session
 
     async def start_new(self, key: str) -> str:
@@ -73,17 +81,20 @@ class Conversations:
 
     # ------------------------------------------------------------ storage
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> closing[sqlite3.Connection]:
+        """A connection that is *closed* (not only committed) when the block ends."""
         conn = sqlite3.connect(self.db_path)
         conn.execute(
             "CREATE TABLE IF NOT EXISTS hearth_conversations ("
             " key TEXT PRIMARY KEY, generation INTEGER NOT NULL, updated_at REAL NOT NULL)"
         )
-        return conn
+        conn.execute(LEDGER_DDL)
+        return closing(conn)
 
     def _read_generations(self) -> dict[str, int]:
         with self._connect() as conn:
             rows = conn.execute("SELECT key, generation FROM hearth_conversations").fetchall()
+            conn.commit()
         return {str(k): int(g) for k, g in rows}
 
     def _write_generation(self, key: str, generation: int) -> None:
@@ -94,3 +105,4 @@ class Conversations:
                 " updated_at = excluded.updated_at",
                 (key, generation, time.time()),
             )
+            conn.commit()

@@ -87,7 +87,9 @@ class Kernel:
         )
         self.commands = CommandRegistry()
         self.conversations = Conversations(self.data_dir / SESSIONS_FILE)
-        self.context = ContextChain(self._context_providers)
+        self.context = ContextChain(
+            self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
+        )
         self.agents = KernelAgents(self)
         self.router: MessageRouter | None = None
         self.services = KernelServices(
@@ -135,6 +137,7 @@ class Kernel:
             orchestrator=self._build_orchestrator(),
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
+            turns=self.settings.turns,
         )
         self._wire(self.router)
         await self.bus.start()
