@@ -67,6 +67,7 @@ class Kernel:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.secrets = load_secrets()
         self.restart_requested: str | None = None
+        self._restart_written: asyncio.Future[None] | None = None
         self._stop_requested = asyncio.Event()
         self.bus = EventBus.from_settings(
             journal_path or self.data_dir / JOURNAL_FILE, settings.events
@@ -195,6 +196,8 @@ class Kernel:
 
     async def stop(self) -> None:
         """Stop the schedule timer, drain the bus, then stop and destroy extensions."""
+        if self._restart_written is not None:
+            await self._restart_written
         await self.scheduler.stop()
         await self.bus.stop()
         await self.mcp.cleanup()
@@ -211,7 +214,14 @@ class Kernel:
     def request_restart(self, reason: str) -> None:
         log.info("restart requested: %s", reason)
         self.restart_requested = reason
-        write_restart_request(self.data_dir, reason)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop running: nothing to block
+            write_restart_request(self.data_dir, reason)
+        else:  # the fsync runs in a thread; stop() waits for it before the process exits
+            self._restart_written = loop.run_in_executor(
+                None, write_restart_request, self.data_dir, reason
+            )
         self._stop_requested.set()
 
     @property
