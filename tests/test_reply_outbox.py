@@ -4,14 +4,10 @@ model is called once and the history holds the exchange once."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from pathlib import Path
-
 from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, count_mentions, running_kernel, session_history, wait_for
 
 # A channel whose first `failures` sends raise, then records what it is sent.
 FLAKY_CHANNEL = ext_code(
@@ -63,20 +59,6 @@ STREAM_CHANNEL = ext_code(
 FAST_RETRY = {"retry_base_s": 0.05, "retry_max_s": 0.2}
 
 
-def history(data_dir: Path, session_id: str) -> list[dict]:
-    """The items the conversation's SDK session holds, oldest first."""
-    with sqlite3.connect(data_dir / "sessions.db") as conn:
-        rows = conn.execute(
-            "SELECT message_data FROM agent_messages WHERE session_id = ? ORDER BY id",
-            (session_id,),
-        ).fetchall()
-    return [json.loads(data) for (data,) in rows]
-
-
-def said(items: list[dict], text: str) -> int:
-    return sum(1 for item in items if text in json.dumps(item))
-
-
 async def test_first_send_raises_reply_arrives_once_on_retry_model_called_once(
     make_ext, settings_file, tmp_path
 ):
@@ -92,13 +74,11 @@ async def test_first_send_raises_reply_arrives_once_on_retry_model_called_once(
     assert channel.attempts == 2
     assert len(model.calls) == 1
     assert len(retries) == 1 and retries[0].payload["text"] == "Hello there!"
-    items = history(tmp_path / "data", "flaky:u1")
-    assert said(items, "hi") == 1 and said(items, "Hello there!") == 1
+    items = session_history(tmp_path / "data", "flaky:u1")
+    assert count_mentions(items, "hi") == 1 and count_mentions(items, "Hello there!") == 1
 
 
-async def test_failure_after_the_record_reuses_it_on_redelivery(
-    make_ext, settings_file, tmp_path
-):
+async def test_failure_after_the_record_reuses_it_on_redelivery(make_ext, settings_file, tmp_path):
     """The step after recording fails once (as if the process died between the
     history write and the send): the redelivered message is answered from the
     record, without a second model call or a second copy in the history."""
@@ -121,13 +101,14 @@ async def test_failure_after_the_record_reuses_it_on_redelivery(
         await wait_for(lambda: k.loader.instance("capture")._log(), timeout=15)
     assert k.loader.instance("capture")._log() == [("reply", "u1", "Recorded answer.")]
     assert len(calls) == 2 and len(model.calls) == 1
-    items = history(tmp_path / "data", "capture:u1")
-    assert said(items, "remember this") == 1 and said(items, "Recorded answer.") == 1
+    items = session_history(tmp_path / "data", "capture:u1")
+    assert (
+        count_mentions(items, "remember this") == 1
+        and count_mentions(items, "Recorded answer.") == 1
+    )
 
 
-async def test_command_side_effects_are_not_repeated_when_its_reply_fails(
-    make_ext, settings_file
-):
+async def test_command_side_effects_are_not_repeated_when_its_reply_fails(make_ext, settings_file):
     make_ext("flaky", FLAKY_CHANNEL)
     make_ext(
         "counter",
@@ -166,5 +147,7 @@ async def test_streaming_channel_sees_chunks_live_and_ends_with_the_recorded_rep
     assert log[0] == ("start", "u1") and log[-1] == ("end", "Streamed answer.")
     assert "".join(e[1] for e in log if e[0] == "chunk") == "Streamed answer."
     assert not any(e[0] == "send" for e in log)
-    items = history(tmp_path / "data", "streamer:u1")
-    assert said(items, "stream it") == 1 and said(items, "Streamed answer.") == 1
+    items = session_history(tmp_path / "data", "streamer:u1")
+    assert (
+        count_mentions(items, "stream it") == 1 and count_mentions(items, "Streamed answer.") == 1
+    )

@@ -107,9 +107,7 @@ async def test_hung_model_call_answers_with_the_timeout_line_and_the_chat_goes_o
     model.assert_complete()
 
 
-async def test_more_hung_turns_than_workers_do_not_stop_a_new_conversation(
-    make_ext, settings_file
-):
+async def test_more_hung_turns_than_workers_do_not_stop_a_new_conversation(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL)
     hung_users = 40  # more than the router's 32 concurrent turns
 
