@@ -19,6 +19,7 @@ from pathlib import Path
 from core.kernel.ledger import LEDGER_DDL, LedgerSession
 
 _CACHE_SIZE = 64
+LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
 
 
 class Conversations:
@@ -32,7 +33,7 @@ class Conversations:
 
     async def open(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._generations = await asyncio.to_thread(self._read_generations)
+        self._generations = await asyncio.to_thread(self._open_store)
 
     def close(self) -> None:
         for session in self._sessions.values():
@@ -91,8 +92,12 @@ class Conversations:
         conn.execute(LEDGER_DDL)
         return closing(conn)
 
-    def _read_generations(self) -> dict[str, int]:
+    def _open_store(self) -> dict[str, int]:
+        """Create the tables, prune old ledger rows, and read every conversation's generation."""
         with self._connect() as conn:
+            conn.execute(
+                "DELETE FROM hearth_turns WHERE created_at < ?", (time.time() - LEDGER_RETENTION_S,)
+            )
             rows = conn.execute("SELECT key, generation FROM hearth_conversations").fetchall()
             conn.commit()
         return {str(k): int(g) for k, g in rows}
