@@ -81,7 +81,7 @@ async def test_opening_a_session_while_the_database_is_busy_does_not_block_the_l
             waited = time.monotonic() - start
     finally:
         holder.join()
-        conversations.close()
+        await conversations.aclose()
     assert session.session_id == "chan:alice"
     assert waited >= BLOCK_S * 0.5  # it really had to wait for the lock ...
     assert max(gaps) < BLOCK_S / 2, max(gaps)  # ... and the loop kept ticking meanwhile
@@ -99,7 +99,7 @@ async def test_every_connection_is_closed(tmp_path):
         assert await session.history(None) == [{"role": "user", "content": "hello"}]
         await conversations.start_new(key)
     assert open_fds(db) > 0  # the cached sessions hold their connections
-    conversations.close()
+    await conversations.aclose()
     assert open_fds(db) == 0
 
 

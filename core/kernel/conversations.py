@@ -36,9 +36,14 @@ class Conversations:
         self._generations = await asyncio.to_thread(self._open_store)
 
     def close(self) -> None:
+        """Close every cached session's connections (``aclose`` from a coroutine)."""
         for session in self._sessions.values():
             session.close()
         self._sessions.clear()
+
+    async def aclose(self) -> None:
+        """``close`` in a worker thread: closing the last connection checkpoints the WAL."""
+        await asyncio.to_thread(self.close)
 
     @staticmethod
     def key(channel_id: str, user_id: str) -> str:

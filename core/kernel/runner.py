@@ -202,7 +202,7 @@ class Kernel:
         await self.bus.stop()
         await self.mcp.cleanup()
         await self.loader.shutdown()
-        self.conversations.close()
+        await self.conversations.aclose()
         await self.model_router.aclose()
         log.info("kernel stopped")
 
