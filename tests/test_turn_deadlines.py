@@ -129,3 +129,21 @@ async def test_more_hung_turns_than_workers_do_not_stop_a_new_conversation(make_
     assert newcomer == ["hello newcomer"]
     stuck = {r[2] for r in replies(k) if r[1] != "newcomer"}
     assert stuck == {"That took too long (over 1.5 s) and was stopped. Please try again."}
+
+
+async def test_history_sent_to_the_model_is_capped_and_starts_at_a_user_message(
+    make_ext, settings_file
+):
+    make_ext("capture", CAPTURE_CHANNEL)
+    model = ScriptedModel([[assistant_message(f"answer {n}")] for n in range(3)])
+    path = settings_file(turns={"history_max_items": 3})
+    async with running_kernel(path, model=model) as k:
+        channel = k.loader.instance("capture")
+        for n, text in enumerate(("first question", "second question", "third question")):
+            await channel.say(text)
+            await wait_for(lambda n=n: len(replies(k)) == n + 1, timeout=15)
+    third = model.calls[2].input
+    # the last 3 stored items are [answer 0, second question, answer 1]: the cut
+    # history starts at the user's message, not at a dangling answer
+    assert "first question" not in str(third) and "answer 0" not in str(third)
+    assert "second question" in str(third) and "answer 1" in str(third)

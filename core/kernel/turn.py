@@ -112,9 +112,20 @@ class TurnRunner:
     ) -> str:
         """Like ``run_stateless``, feeding text deltas and tool names to the callbacks."""
         turn = TurnContext(agent_id="orchestrator", channel_id=None, user_id=source)
-        async with timeout(self.timeout_s):
-            agent = await self._agent(prompt, turn)
-            return await stream_text(agent, prompt, turn, self.max_turns, on_chunk, on_tool_call)
+        deadline = timeout(self.timeout_s)
+        try:
+            async with deadline:
+                agent = await self._agent(prompt, turn)
+                return await stream_text(
+                    agent, prompt, turn, self.max_turns, on_chunk, on_tool_call
+                )
+        except TimeoutError as exc:
+            if not deadline.expired():
+                raise
+            raise TimeoutError(
+                f"streamed agent run for {source} took longer than {self.timeout_s:g} s"
+                " (turns.timeout_s)"
+            ) from exc
 
     async def _agent(self, prompt: str, turn: TurnContext) -> Agent[Any]:
         return self.orchestrator.agent(await self.context.build(prompt, turn) or None)
