@@ -25,8 +25,9 @@ LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (A
 class Conversations:
     """Session ids and ``LedgerSession`` objects for every conversation."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, *, synchronous: str = "normal") -> None:
         self.db_path = db_path
+        self.synchronous = synchronous.upper()  # ``events.synchronous``: same durability
         self._generations: dict[str, int] = {}
         self._sessions: OrderedDict[str, LedgerSession] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
@@ -68,6 +69,7 @@ class Conversations:
             self._sessions.move_to_end(session_id)
             return session
         session = await asyncio.to_thread(LedgerSession, session_id, self.db_path)
+        session.synchronous = self.synchronous
         raced = self._sessions.get(session_id)
         if raced is not None:  # another task built it while this one waited
             await asyncio.to_thread(session.close)

@@ -46,10 +46,12 @@ class LedgerSession(SQLiteSession):
     never writes half a turn on its own). The kernel is the only writer of a
     conversation's session, under the conversation's lock, so ``history``
     keeps the latest items in memory after the first read instead of reading
-    them back every turn.
+    them back every turn. Writing uses the parent's protected helpers
+    (``_write_connection``, ``_insert_items``) — the subclass's business — so
+    items are stored exactly as ``SQLiteSession.add_items`` stores them.
     """
 
-    synchronous = "NORMAL"  # like the journal: survives a process crash; FULL: power loss
+    synchronous = "NORMAL"  # like the journal (events.synchronous): FULL also survives power loss
 
     _tail: list[TResponseInputItem] | None = None
     _tail_limit: int | None = None

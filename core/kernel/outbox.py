@@ -69,10 +69,17 @@ class ReplyOutbox:
             timeout=self._send_timeout_s,
         )
 
-    @staticmethod
-    async def open_stream(channel: Any, user_id: str) -> OpenStream:
-        """Start a live stream; its end carries the recorded reply (``deliver``)."""
-        await channel.on_stream_start(user_id)
+    async def open_stream(self, channel: Any, user_id: str) -> OpenStream | None:
+        """Start a live stream; its end carries the recorded reply (``deliver``).
+
+        ``None`` when the channel cannot start one (it raised or passed
+        ``send_timeout_s``): the turn then runs unstreamed and its reply is sent."""
+        try:
+            async with asyncio.timeout(self._send_timeout_s):
+                await channel.on_stream_start(user_id)
+        except Exception as exc:
+            log.warning("stream for %s did not start (%s)", user_id, describe_exception(exc))
+            return None
         return OpenStream(channel, user_id)
 
     async def deliver(

@@ -151,7 +151,8 @@ class MessageRouter:
             callbacks = None
             if channel is not None and isinstance(channel, StreamingChannelProvider):
                 stream = await self.outbox.open_stream(channel, turn.user_id)
-                callbacks = channel_callbacks(channel, turn.user_id)
+                if stream is not None:
+                    callbacks = channel_callbacks(channel, turn.user_id)
             result = await self.runner.run(text, turn, session, callbacks)
             stored = await session.commit_turn(
                 StoredReply(message_key(event), turn.channel_id, turn.user_id, result.reply),

@@ -87,7 +87,9 @@ class Kernel:
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )
         self.commands = CommandRegistry()
-        self.conversations = Conversations(self.data_dir / SESSIONS_FILE)
+        self.conversations = Conversations(
+            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
+        )
         self.context = ContextChain(
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
