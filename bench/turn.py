@@ -3,6 +3,9 @@
 Prints one JSON object:
 - ``turn_overhead_ms``: channel receive → reply delivered, minus the time spent
   inside ``Runner.run``, with a zero-latency scripted model (median, p90).
+  Since ADR 0014 the kernel reads and records the history itself, outside
+  ``Runner.run`` (before, the SDK did it inside), so ``turn_total_ms`` — the
+  whole receive → delivered time — is the figure to compare across that change.
 - ``startup_s`` / ``import_agents_s`` / ``startup_ratio``: ``main.py`` spawn → the
   "kernel ready" log line, against a bare ``python -c "import agents"`` (medians
   of runs interleaved in the same session).
@@ -34,7 +37,7 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
     import yaml
     from agents.testing import ModelStep, ScriptedModel, assistant_message
 
-    import core.kernel.router as router_module
+    import core.kernel.turn as turn_module
     from harness import CAPTURE_CHANNEL, running_kernel
 
     ext_dir = tmp / "ext" / "capture"
@@ -54,7 +57,7 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
     model = ScriptedModel([ModelStep(output=[assistant_message("ok")]) for _ in range(TURNS + 20)])
 
     inside: list[float] = []
-    real_run = router_module.Runner.run
+    real_run = turn_module.Runner.run
 
     class TimedRunner:
         @staticmethod
@@ -65,8 +68,9 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
             finally:
                 inside.append(time.perf_counter() - start)
 
-    router_module.Runner = TimedRunner  # type: ignore[assignment]
+    turn_module.Runner = TimedRunner  # type: ignore[assignment]
     overheads: list[float] = []
+    totals: list[float] = []
     async with running_kernel(settings, model=model) as kernel:
         channel = kernel.loader.instance("capture")
         delivered = asyncio.Event()
@@ -83,9 +87,11 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
             total = time.perf_counter() - start
             if i >= 20:  # warm-up
                 overheads.append((total - inside[-1]) * 1000)
+                totals.append(total * 1000)
     return {
         "turn_overhead_ms_p50": round(statistics.median(overheads), 3),
         "turn_overhead_ms_p90": round(statistics.quantiles(overheads, n=10)[-1], 3),
+        "turn_total_ms_p50": round(statistics.median(totals), 3),
     }
 
 

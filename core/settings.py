@@ -123,6 +123,16 @@ class McpSettings(_Section):
     call_timeout_s: float = Field(default=60.0, gt=0)
 
 
+class TurnsSettings(_Section):
+    """Deadlines and limits of the chat path (SPEC §10 ``turns.*``): nothing waits forever."""
+
+    timeout_s: float = Field(default=120.0, gt=0)
+    command_timeout_s: float = Field(default=30.0, gt=0)
+    context_timeout_s: float = Field(default=5.0, gt=0)
+    send_timeout_s: float = Field(default=30.0, gt=0)
+    history_max_items: int | None = Field(default=200, gt=0)
+
+
 class Settings(BaseSettings):
     """The whole of ``settings.yaml``."""
 
@@ -144,6 +154,7 @@ class Settings(BaseSettings):
     loader: LoaderSettings = Field(default_factory=LoaderSettings)
     supervisor: SupervisorSettings = Field(default_factory=SupervisorSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    turns: TurnsSettings = Field(default_factory=TurnsSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

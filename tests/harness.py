@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -61,3 +63,19 @@ async def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         await asyncio.sleep(0.01)
+
+
+def session_history(data_dir: Path, session_id: str) -> list[dict[str, Any]]:
+    """The items a conversation's SDK session holds in ``sessions.db``, oldest first."""
+    with sqlite3.connect(data_dir / "sessions.db") as conn:
+        rows = conn.execute(
+            "SELECT message_data FROM agent_messages WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        ).fetchall()
+    conn.close()
+    return [json.loads(data) for (data,) in rows]
+
+
+def count_mentions(items: list[dict[str, Any]], text: str) -> int:
+    """How many history items contain ``text`` (1 = the exchange is there once)."""
+    return sum(1 for item in items if text in json.dumps(item))

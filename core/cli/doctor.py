@@ -27,7 +27,8 @@ async def _doctor(settings: Settings) -> int:
     problems = 0
     source = settings.settings_file or "defaults (no settings.yaml)"
     print(f"{OK} settings: {source}")
-    level, detail = confinement_check(settings.isolation.confinement)
+    # the probe starts bwrap (a subprocess): a worker thread, not the event loop
+    level, detail = await asyncio.to_thread(confinement_check, settings.isolation.confinement)
     mark = {"ok": OK, "warn": "WARN"}.get(level, BAD)
     print(f"{mark} isolation: {detail}")
     problems += level == "fail"

@@ -24,6 +24,7 @@ class SystemTopics:
     USER_NOTIFY = "system.user.notify"
     AGENT_TASK = "system.agent.task"
     AGENT_BACKGROUND = "system.agent.background"
+    REPLY = "system.reply"  # the kernel's reply outbox (ADR 0014)
 
 
 def topic_matches(pattern: str, topic: str) -> bool:

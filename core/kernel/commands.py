@@ -7,6 +7,7 @@ registration wins.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from core.extensions.contract import Command, TurnContext
 from core.extensions.lifecycle import describe_exception
 
 log = logging.getLogger("core.kernel.commands")
+
+TOO_SLOW = "{what} took too long (over {seconds:g} s) and was stopped. Please try again."
 
 _COMMAND_RE = re.compile(r"^/([A-Za-z][\w-]*)(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
 
@@ -66,15 +69,29 @@ class CommandRegistry:
             lines.append(f"/{command.name.lstrip('/')} — {command.description}")
         return "\n".join(lines)
 
-    async def run(self, parsed: ParsedCommand, turn: TurnContext) -> str:
-        """Every command gets an answer (``Done.`` when the handler has none)."""
+    async def run(
+        self, parsed: ParsedCommand, turn: TurnContext, *, timeout_s: float | None = None
+    ) -> str:
+        """Every command gets an answer (``Done.`` when the handler has none).
+
+        A handler still running after ``timeout_s`` (``turns.command_timeout_s``)
+        is cancelled and the answer says so: a hung handler never holds a
+        worker of the chat path."""
         entry = self._commands.get(parsed.name)
         if entry is None:
             return f"Unknown command /{parsed.name}. Type /help to see the commands."
         owner, command = entry
+        deadline = asyncio.timeout(timeout_s)
         try:
-            reply = await command.handler(parsed.args, turn)
+            async with deadline:
+                reply = await command.handler(parsed.args, turn)
             return "Done." if reply is None else reply
+        except TimeoutError as exc:
+            if not deadline.expired():
+                log.exception("command /%s of %s failed", parsed.name, owner)
+                return f"/{parsed.name} failed: {describe_exception(exc)}"
+            log.error("command /%s of %s timed out after %s s", parsed.name, owner, timeout_s)
+            return TOO_SLOW.format(what=f"/{parsed.name}", seconds=timeout_s)
         except Exception as exc:
             log.exception("command /%s of %s failed", parsed.name, owner)
             return f"/{parsed.name} failed: {describe_exception(exc)}"

@@ -1,8 +1,10 @@
 """The ContextProvider chain: extra system instructions for each turn.
 
-Providers run in ``context_priority`` order (lower first); their non-empty
-results are joined with ``\\n---\\n``. The user's text is never rewritten.
-A provider that fails or is slow is skipped with a log line.
+Providers run concurrently, each under its own deadline
+(``turns.context_timeout_s``), so the slowest one bounds the wait instead of
+the sum of all; their non-empty results are joined in ``context_priority``
+order (lower first) with ``\\n---\\n``. The user's text is never rewritten.
+A provider that fails or is late is skipped with a log line.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from core.extensions.contract import TurnContext
 log = logging.getLogger("core.context")
 
 SEPARATOR = "\n---\n"
-PROVIDER_TIMEOUT_S = 5.0
+PROVIDER_TIMEOUT_S = 5.0  # default of ``turns.context_timeout_s``
 
 
 class ActiveChannelContext:
@@ -38,26 +40,46 @@ class ActiveChannelContext:
 class ContextChain:
     """Collects context from every active provider for one turn."""
 
-    def __init__(self, providers: Callable[[], Sequence[tuple[str, Any]]]) -> None:
+    def __init__(
+        self,
+        providers: Callable[[], Sequence[tuple[str, Any]]],
+        *,
+        provider_timeout_s: float = PROVIDER_TIMEOUT_S,
+    ) -> None:
         self._providers = providers
         self._builtin = ActiveChannelContext()
+        self.provider_timeout_s = provider_timeout_s
 
     def ordered(self) -> list[tuple[str, Any]]:
         found: list[tuple[str, Any]] = [("kernel", self._builtin), *self._providers()]
         return sorted(found, key=lambda item: _priority(item[1]))
 
     async def build(self, prompt: str, turn: TurnContext) -> str:
-        parts: list[str] = []
-        for name, provider in self.ordered():
-            try:
-                async with asyncio.timeout(PROVIDER_TIMEOUT_S):
-                    text = await provider.get_context(prompt, turn)
-            except Exception as exc:
-                log.error("context provider %s failed: %s", name, exc)
-                continue
-            if text and text.strip():
-                parts.append(text.strip())
-        return SEPARATOR.join(parts)
+        """Every provider at once; results in priority order, whatever order they finish in."""
+        ordered = self.ordered()
+        if len(ordered) == 1:  # only the built-in: no tasks to spawn
+            name, provider = ordered[0]
+            return await self._one(name, provider, prompt, turn)
+        texts = await asyncio.gather(
+            *(self._one(name, provider, prompt, turn) for name, provider in ordered)
+        )
+        return SEPARATOR.join(text for text in texts if text)
+
+    async def _one(self, name: str, provider: Any, prompt: str, turn: TurnContext) -> str:
+        try:
+            async with asyncio.timeout(self.provider_timeout_s):
+                text = await provider.get_context(prompt, turn)
+        except TimeoutError:
+            log.error(
+                "context provider %s took longer than %s s; skipped for this turn",
+                name,
+                self.provider_timeout_s,
+            )
+            return ""
+        except Exception as exc:
+            log.error("context provider %s failed: %s", name, exc)
+            return ""
+        return text.strip() if isinstance(text, str) else ""
 
     async def enrich(self, prompt: str, turn: TurnContext) -> str:
         """Context, separator, prompt — for agents that take one combined prompt."""

@@ -2,7 +2,9 @@
 
 A conversation is (channel, user). ``/new`` moves it to a fresh session id;
 old histories stay in the sessions database. Sessions are cached so a turn
-does not open a new SQLite connection.
+does not open a new SQLite connection; building one (a connect and DDL) runs
+in a worker thread, never on the event loop, and every connection opened here
+is closed.
 """
 
 from __future__ import annotations
@@ -11,30 +13,38 @@ import asyncio
 import sqlite3
 import time
 from collections import OrderedDict
+from contextlib import closing
 from pathlib import Path
 
-from agents.memory import SQLiteSession
+from core.kernel.ledger import LEDGER_DDL, LedgerSession
 
 _CACHE_SIZE = 64
+LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
 
 
 class Conversations:
-    """Session ids and ``SQLiteSession`` objects for every conversation."""
+    """Session ids and ``LedgerSession`` objects for every conversation."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, *, synchronous: str = "normal") -> None:
         self.db_path = db_path
+        self.synchronous = synchronous.upper()  # ``events.synchronous``: same durability
         self._generations: dict[str, int] = {}
-        self._sessions: OrderedDict[str, SQLiteSession] = OrderedDict()
+        self._sessions: OrderedDict[str, LedgerSession] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def open(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._generations = await asyncio.to_thread(self._read_generations)
+        self._generations = await asyncio.to_thread(self._open_store)
 
     def close(self) -> None:
+        """Close every cached session's connections (``aclose`` from a coroutine)."""
         for session in self._sessions.values():
             session.close()
         self._sessions.clear()
+
+    async def aclose(self) -> None:
+        """``close`` in a worker thread: closing the last connection checkpoints the WAL."""
+        await asyncio.to_thread(self.close)
 
     @staticmethod
     def key(channel_id: str, user_id: str) -> str:
@@ -51,17 +61,23 @@ class Conversations:
         generation = self._generations.get(key, 0)
         return key if generation == 0 else f"{key}#{generation}"
 
-    def session(self, key: str) -> SQLiteSession:
+    async def session(self, key: str) -> LedgerSession:
+        """The conversation's current session (built off the loop on first use)."""
         session_id = self.session_id(key)
         session = self._sessions.get(session_id)
-        if session is None:
-            session = SQLiteSession(session_id, self.db_path)
-            self._sessions[session_id] = session
-            if len(self._sessions) > _CACHE_SIZE:
-                _, evicted = self._sessions.popitem(last=False)
-                evicted.close()
-        else:
+        if session is not None:
             self._sessions.move_to_end(session_id)
+            return session
+        session = await asyncio.to_thread(LedgerSession, session_id, self.db_path)
+        session.synchronous = self.synchronous
+        raced = self._sessions.get(session_id)
+        if raced is not None:  # another task built it while this one waited
+            await asyncio.to_thread(session.close)
+            return raced
+        self._sessions[session_id] = session
+        if len(self._sessions) > _CACHE_SIZE:
+            _, evicted = self._sessions.popitem(last=False)
+            await asyncio.to_thread(evicted.close)
         return session
 
     async def start_new(self, key: str) -> str:
@@ -73,17 +89,24 @@ class Conversations:
 
     # ------------------------------------------------------------ storage
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> closing[sqlite3.Connection]:
+        """A connection that is *closed* (not only committed) when the block ends."""
         conn = sqlite3.connect(self.db_path)
         conn.execute(
             "CREATE TABLE IF NOT EXISTS hearth_conversations ("
             " key TEXT PRIMARY KEY, generation INTEGER NOT NULL, updated_at REAL NOT NULL)"
         )
-        return conn
+        conn.execute(LEDGER_DDL)
+        return closing(conn)
 
-    def _read_generations(self) -> dict[str, int]:
+    def _open_store(self) -> dict[str, int]:
+        """Create the tables, prune old ledger rows, and read every conversation's generation."""
         with self._connect() as conn:
+            conn.execute(
+                "DELETE FROM hearth_turns WHERE created_at < ?", (time.time() - LEDGER_RETENTION_S,)
+            )
             rows = conn.execute("SELECT key, generation FROM hearth_conversations").fetchall()
+            conn.commit()
         return {str(k): int(g) for k, g in rows}
 
     def _write_generation(self, key: str, generation: int) -> None:
@@ -94,3 +117,4 @@ class Conversations:
                 " updated_at = excluded.updated_at",
                 (key, generation, time.time()),
             )
+            conn.commit()

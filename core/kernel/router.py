@@ -2,39 +2,45 @@
 
 Turns of one conversation run in order (a per-conversation lock taken in
 arrival order); different conversations run concurrently (the bus runs the
-handler many at a time). Commands never wait for a turn. The bus delivery is
-acknowledged only when the handler returns, i.e. after the reply was handed
-to the channel — a crash mid-turn means the message is answered after
-restart, never dropped.
+handler many at a time). Commands never wait for a turn. Every step has a
+deadline from ``turns.*`` settings, so a hung model, command or context
+provider costs one worker for a bounded time and the user a clear line.
+
+The outcome of a message is durable before it is sent (ADR 0014): the turn
+records its reply and new history items in one transaction keyed by the
+message (``LedgerSession.commit_turn``), then hands the recorded reply to the
+outbox, which sends it and, if that fails, journals it (``system.reply``) for
+its own retrying subscriber. A message
+delivered again (a crash, a failed step) whose reply is already recorded is
+answered from the record: the model is never called twice for it and the
+history never holds the exchange twice. Slash commands go the same way, so a
+command's side effects are not repeated either once its reply is recorded.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
-
-from agents import Agent, Runner
-from agents.memory import Session
+from typing import Any
 
 from core.events import EventBus
 from core.events.models import Event
 from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext
-from core.extensions.lifecycle import describe_exception
-from core.kernel.commands import CommandRegistry, parse_command
+from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
-from core.kernel.streaming import run_streamed_turn
+from core.kernel.ledger import LedgerSession, StoredReply
+from core.kernel.outbox import OpenStream, ReplyOutbox
+from core.kernel.streaming import channel_callbacks
+from core.kernel.turn import APOLOGY, OrchestratorLike, TurnRunner
+from core.settings import TurnsSettings
+
+__all__ = ["APOLOGY", "TURN_CONCURRENCY", "MessageRouter", "OrchestratorLike"]
 
 log = logging.getLogger("core.kernel.router")
 
 TURN_CONCURRENCY = 32
-APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
-
-
-class OrchestratorLike(Protocol):
-    def agent(self, extra_instructions: str | None = None) -> Agent[Any]: ...
 
 
 class MessageRouter:
@@ -51,16 +57,24 @@ class MessageRouter:
         default_channel: str,
         max_turns: int = 10,
         user_facing_errors: tuple[type[Exception], ...] = (),
+        turns: TurnsSettings | None = None,
     ) -> None:
         self.bus = bus
         self.conversations = conversations
         self.commands = commands
         self.context = context
-        self.orchestrator = orchestrator
         self.default_channel = default_channel
-        self.max_turns = max_turns
-        self.user_facing_errors = user_facing_errors
+        self.limits = turns or TurnsSettings()
+        self.runner = TurnRunner(
+            orchestrator=orchestrator,
+            context=context,
+            max_turns=max_turns,
+            timeout_s=self.limits.timeout_s,
+            history_max_items=self.limits.history_max_items,
+            user_facing_errors=user_facing_errors,
+        )
         self.channels: dict[str, Any] = {}
+        self.outbox = ReplyOutbox(bus, self.channels.get, send_timeout_s=self.limits.send_timeout_s)
 
     # ------------------------------------------------------------ wiring
 
@@ -79,6 +93,7 @@ class MessageRouter:
             "kernel.router",
             concurrency=TURN_CONCURRENCY,
         )
+        self.outbox.subscribe()
         self.bus.subscribe(
             SystemTopics.USER_NOTIFY, self._on_notify, "kernel.notify", concurrency=8
         )
@@ -95,61 +110,59 @@ class MessageRouter:
     # ------------------------------------------------------------ user messages
 
     async def handle_user_message(self, event: Event) -> None:
+        """One ``user.message``: a command or a turn, answered exactly once."""
         payload = event.payload
         text = str(payload.get("text") or "")
         user_id = str(payload.get("user_id") or "user")
         channel_id = str(payload.get("channel_id") or self.default_channel)
         key = self.conversations.key(channel_id, user_id)
-        turn = TurnContext(
-            channel_id=channel_id, user_id=user_id, session_id=self.conversations.session_id(key)
-        )
         command = parse_command(text)
         if command is not None:
-            await self._send(channel_id, user_id, await self.commands.run(command, turn))
+            await self._answer_command(event, command, channel_id, user_id, key)
             return
         if not text.strip():
             return
         async with self.conversations.lock(key):
-            session = self.conversations.session(key)
+            session = await self.conversations.session(key)
             turn = TurnContext(
                 channel_id=channel_id, user_id=user_id, session_id=session.session_id
             )
-            await self._run_turn(text, turn, session, self.channels.get(channel_id))
+            await self._run_turn(event, text, turn, session)
 
-    async def _run_turn(self, text: str, turn: TurnContext, session: Session, channel: Any) -> None:
+    async def _answer_command(
+        self, event: Event, command: ParsedCommand, channel_id: str, user_id: str, key: str
+    ) -> None:
+        session = await self.conversations.session(key)
+        stored = await _recorded(session, event)
+        if stored is None:
+            turn = TurnContext(
+                channel_id=channel_id, user_id=user_id, session_id=session.session_id
+            )
+            reply = await self.commands.run(command, turn, timeout_s=self.limits.command_timeout_s)
+            stored = await session.commit_turn(
+                StoredReply(message_key(event), channel_id, user_id, reply), []
+            )
+        await self.outbox.deliver(event.id, stored)
+
+    async def _run_turn(
+        self, event: Event, text: str, turn: TurnContext, session: LedgerSession
+    ) -> None:
         assert turn.user_id is not None and turn.channel_id is not None
-        streaming = channel is not None and isinstance(channel, StreamingChannelProvider)
-        if streaming:
-            await channel.on_stream_start(turn.user_id)
-        try:
-            agent = self.orchestrator.agent(await self.context.build(text, turn) or None)
-            if streaming:
-                await run_streamed_turn(agent, text, session, channel, turn, self.max_turns)
-                return
-            result = await Runner.run(
-                agent, text, session=session, max_turns=self.max_turns, context=turn
+        stored = await _recorded(session, event)
+        stream: OpenStream | None = None
+        if stored is None:
+            channel = self.channels.get(turn.channel_id)
+            callbacks = None
+            if channel is not None and isinstance(channel, StreamingChannelProvider):
+                stream = await self.outbox.open_stream(channel, turn.user_id)
+                if stream is not None:
+                    callbacks = channel_callbacks(channel, turn.user_id)
+            result = await self.runner.run(text, turn, session, callbacks)
+            stored = await session.commit_turn(
+                StoredReply(message_key(event), turn.channel_id, turn.user_id, result.reply),
+                result.items,
             )
-            reply = str(result.final_output or "")
-        except self.user_facing_errors as exc:
-            reply = str(exc)
-        except Exception as exc:
-            log.error(
-                "turn for %s failed: %s", turn.session_id, describe_exception(exc), exc_info=True
-            )
-            reply = APOLOGY.format(reason=_short_reason(exc))
-        if streaming:
-            await channel.on_stream_end(turn.user_id, reply)
-        else:
-            await self._send(turn.channel_id, turn.user_id, reply)
-
-    async def _send(self, channel_id: str, user_id: str, text: str) -> None:
-        channel = self.channels.get(channel_id)
-        if channel is None:
-            log.warning(
-                "no channel %r for a reply to %s; dropping: %.80s", channel_id, user_id, text
-            )
-            return
-        await channel.send_to_user(user_id, text)
+        await self.outbox.deliver(event.id, stored, stream)
 
     # ------------------------------------------------------------ proactive
 
@@ -183,17 +196,9 @@ class MessageRouter:
     # ------------------------------------------------------------ agent gateway
 
     async def invoke_agent(self, prompt: str, *, source: str) -> str:
-        """One stateless orchestrator run (context chain in the instructions)."""
-        turn = TurnContext(agent_id="orchestrator", channel_id=None, user_id=source)
-        try:
-            agent = self.orchestrator.agent(await self.context.build(prompt, turn) or None)
-            result = await Runner.run(agent, prompt, max_turns=self.max_turns, context=turn)
-            return str(result.final_output or "")
-        except self.user_facing_errors as exc:
-            return str(exc)
-        except Exception as exc:
-            log.error("agent run for %s failed: %s", source, describe_exception(exc), exc_info=True)
-            return APOLOGY.format(reason=_short_reason(exc))
+        """One stateless orchestrator run (context chain in the instructions), under the
+        turn deadline."""
+        return await self.runner.run_stateless(prompt, source=source)
 
     async def invoke_agent_streamed(
         self,
@@ -203,16 +208,22 @@ class MessageRouter:
         on_chunk: Callable[[str], Awaitable[None]] | None,
         on_tool_call: Callable[[str], Awaitable[None]] | None,
     ) -> str:
-        from core.kernel.streaming import stream_text
-
-        turn = TurnContext(agent_id="orchestrator", channel_id=None, user_id=source)
-        agent = self.orchestrator.agent(await self.context.build(prompt, turn) or None)
-        return await stream_text(agent, prompt, None, turn, self.max_turns, on_chunk, on_tool_call)
+        return await self.runner.run_stateless_streamed(
+            prompt, source=source, on_chunk=on_chunk, on_tool_call=on_tool_call
+        )
 
     async def enrich_prompt(self, prompt: str, agent_id: str | None) -> str:
         return await self.context.enrich(prompt, TurnContext(agent_id=agent_id or "orchestrator"))
 
 
-def _short_reason(exc: BaseException) -> str:
-    text = describe_exception(exc)
-    return text if len(text) <= 120 else text[:117] + "..."
+async def _recorded(session: LedgerSession, event: Event) -> StoredReply | None:
+    """The recorded reply of a message delivered before. A first delivery
+    (``attempt == 1``) cannot have one, so it skips the read; should one exist
+    all the same, ``commit_turn`` keeps the first and returns it."""
+    return None if event.attempt <= 1 else await session.recorded(message_key(event))
+
+
+def message_key(event: Event) -> str:
+    """The ledger key of a ``user.message``: its id, plus its time so that a journal
+    started afresh (ids from 1 again) never matches an old reply in sessions.db."""
+    return f"{event.id}@{event.created_at:.6f}"

@@ -73,6 +73,7 @@ class Kernel:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.secrets = load_secrets()
         self.restart_requested: str | None = None
+        self._restart_written: asyncio.Future[None] | None = None
         self._stop_requested = asyncio.Event()
         self.bus = EventBus.from_settings(
             journal_path or self.data_dir / JOURNAL_FILE, settings.events
@@ -92,8 +93,12 @@ class Kernel:
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )
         self.commands = CommandRegistry()
-        self.conversations = Conversations(self.data_dir / SESSIONS_FILE)
-        self.context = ContextChain(self._context_providers)
+        self.conversations = Conversations(
+            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
+        )
+        self.context = ContextChain(
+            self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
+        )
         self.orchestrator = LiveOrchestrator(self._build_orchestrator)
         self.wiring = Wiring(
             self.loader, self.bus, self.commands, on_change=self.orchestrator.invalidate
@@ -158,6 +163,7 @@ class Kernel:
             orchestrator=self.orchestrator,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
+            turns=self.settings.turns,
         )
         builtins = builtin_commands(
             help_text=self.commands.help_text, conversations=self.conversations, status=self
@@ -226,12 +232,13 @@ class Kernel:
         with its step and the last one is raised at the end.
         """
         steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
+            ("restart request", self._restart_request_written),
             ("scheduler", self.scheduler.stop),
             ("event bus", self.bus.stop),
             ("MCP servers", self.mcp.cleanup),
             ("extensions", self.loader.shutdown),
             ("wiring", self.wiring.detach),
-            ("conversations", self.conversations.close),
+            ("conversations", self.conversations.aclose),
             ("model router", self.model_router.aclose),
         ]
         async with contextlib.AsyncExitStack() as stack:
@@ -247,8 +254,20 @@ class Kernel:
     def request_restart(self, reason: str) -> None:
         log.info("restart requested: %s", reason)
         self.restart_requested = reason
-        write_restart_request(self.data_dir, reason)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop running: nothing to block
+            write_restart_request(self.data_dir, reason)
+        else:  # the fsync runs in a thread; stop() waits for it before the process exits
+            self._restart_written = loop.run_in_executor(
+                None, write_restart_request, self.data_dir, reason
+            )
         self._stop_requested.set()
+
+    async def _restart_request_written(self) -> None:
+        """The restart request's fsync (started in a thread) is done before exit."""
+        if self._restart_written is not None:
+            await self._restart_written
 
     @property
     def uptime_s(self) -> float:

@@ -1,0 +1,130 @@
+"""The per-message ledger: a turn's outcome is written once, with its history.
+
+Every ``user.message`` the kernel answers leaves one row in ``hearth_turns``
+(in ``sessions.db``), keyed by the message, holding the reply. The new
+history items of a model turn are inserted into the SDK's own tables in the
+*same transaction* as that row. So after any crash the history holds the
+exchange either completely and once (row present) or not at all (row
+absent), and a redelivered message finds its reply here instead of calling
+the model again (ADR 0014).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from agents.items import TResponseInputItem
+from agents.memory import SQLiteSession
+
+__all__ = ["LEDGER_DDL", "LedgerSession", "StoredReply", "trim_to_user_turn"]
+
+LEDGER_DDL = (
+    "CREATE TABLE IF NOT EXISTS hearth_turns ("
+    " message_key TEXT PRIMARY KEY, session_id TEXT NOT NULL, channel_id TEXT NOT NULL,"
+    " user_id TEXT NOT NULL, reply TEXT NOT NULL, created_at REAL NOT NULL)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredReply:
+    """The answer to one message, as recorded: what delivery sends (and re-sends)."""
+
+    message_key: str
+    channel_id: str
+    user_id: str
+    text: str
+
+
+class LedgerSession(SQLiteSession):
+    """An SDK ``SQLiteSession`` that also records turns atomically with their items.
+
+    Reading history is the SDK's ``get_items``; writing goes only through
+    ``commit_turn`` (the kernel runs the model without a session, so the SDK
+    never writes half a turn on its own). The kernel is the only writer of a
+    conversation's session, under the conversation's lock, so ``history``
+    keeps the latest items in memory after the first read instead of reading
+    them back every turn. Writing uses the parent's protected helpers
+    (``_write_connection``, ``_insert_items``) — the subclass's business — so
+    items are stored exactly as ``SQLiteSession.add_items`` stores them.
+    """
+
+    synchronous = "NORMAL"  # like the journal (events.synchronous): FULL also survives power loss
+
+    _tail: list[TResponseInputItem] | None = None
+    _tail_limit: int | None = None
+
+    async def history(self, limit: int | None) -> list[TResponseInputItem]:
+        """The latest ``limit`` items (all with ``None``), starting at a user message."""
+        if self._tail is None or self._tail_limit != limit:
+            self._tail = await self.get_items(limit)
+            self._tail_limit = limit
+        return trim_to_user_turn(self._tail)
+
+    async def recorded(self, message_key: str) -> StoredReply | None:
+        """The stored reply to ``message_key``, if that message was answered before."""
+        return await asyncio.to_thread(self._read_reply, message_key)
+
+    async def commit_turn(self, reply: StoredReply, items: list[TResponseInputItem]) -> StoredReply:
+        """Store ``items`` and the ledger row in one transaction; return what is stored.
+
+        When the row already exists (the message was answered before a crash
+        or a redelivery), nothing is written and the earlier reply is returned.
+        """
+        stored = await asyncio.to_thread(self._commit, reply, items)
+        if stored is not reply:
+            self._tail = None  # written by an earlier attempt: read it back next time
+        elif self._tail is not None and items:
+            self._tail = self._tail + list(items)
+            if self._tail_limit is not None:
+                self._tail = self._tail[-self._tail_limit :]
+        return stored
+
+    def _read_reply(self, message_key: str) -> StoredReply | None:
+        with self._locked_connection() as conn:
+            return _select_reply(conn, message_key)
+
+    def _commit(self, reply: StoredReply, items: list[TResponseInputItem]) -> StoredReply:
+        with self._write_connection() as conn:
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute("BEGIN IMMEDIATE")
+            earlier = _select_reply(conn, reply.message_key)
+            if earlier is not None:
+                conn.rollback()
+                return earlier
+            if items:
+                self._insert_items(conn, items)
+            conn.execute(
+                "INSERT INTO hearth_turns"
+                "(message_key, session_id, channel_id, user_id, reply, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    reply.message_key,
+                    self.session_id,
+                    reply.channel_id,
+                    reply.user_id,
+                    reply.text,
+                    time.time(),
+                ),
+            )
+            conn.commit()
+        return reply
+
+
+def _select_reply(conn: sqlite3.Connection, message_key: str) -> StoredReply | None:
+    row = conn.execute(
+        "SELECT channel_id, user_id, reply FROM hearth_turns WHERE message_key = ?",
+        (message_key,),
+    ).fetchone()
+    return None if row is None else StoredReply(message_key, row[0], row[1], row[2])
+
+
+def trim_to_user_turn(items: list[TResponseInputItem]) -> list[TResponseInputItem]:
+    """Drop leading items until a user message: a history cut at ``history_max_items``
+    must not start with a tool result whose call was cut off (the API rejects it)."""
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and item.get("role") == "user":
+            return items[index:]
+    return []

@@ -1,0 +1,126 @@
+"""Delivering recorded replies: first attempt inline, retries through the journal.
+
+A reply reaches this module only after it is recorded (``LedgerSession.
+commit_turn``: the ledger row is the durable outbox entry, written in the
+same transaction as the history). ``deliver`` makes the first attempt at
+once, under ``turns.send_timeout_s``, while the turn still holds its
+conversation's lock, so replies and streams of one conversation keep their
+order. If that attempt fails, the reply is journaled as a ``system.reply``
+event (idempotency key ``reply:<message event id>``) and the ``kernel.reply``
+subscriber re-sends the *stored* text with the bus's retries and backoff —
+the turn is never run again (ADR 0014).
+
+A streaming channel whose stream for the message is open gets
+``on_stream_end`` with the stored text; anything else, including a reply
+re-sent after a restart or a retry, goes through ``send_to_user``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from core.events import EventBus
+from core.events.models import Event
+from core.events.topics import SystemTopics
+from core.extensions.lifecycle import describe_exception
+from core.kernel.ledger import StoredReply
+
+__all__ = ["REPLY_SUBSCRIBER", "OpenStream", "ReplyOutbox", "reply_key"]
+
+log = logging.getLogger("core.kernel.outbox")
+
+REPLY_SUBSCRIBER = "kernel.reply"
+RETRY_CONCURRENCY = 8
+
+
+def reply_key(message_id: int) -> str:
+    """Idempotency key of the retried reply to the ``user.message`` event ``message_id``."""
+    return f"reply:{message_id}"
+
+
+class OpenStream:
+    """A stream started on a ``StreamingChannelProvider`` for one turn."""
+
+    def __init__(self, channel: Any, user_id: str) -> None:
+        self.channel = channel
+        self.user_id = user_id
+
+
+class ReplyOutbox:
+    """Sends recorded replies; journals the ones whose send failed and retries them."""
+
+    def __init__(
+        self, bus: EventBus, channel_for: Callable[[str], Any], *, send_timeout_s: float
+    ) -> None:
+        self._bus = bus
+        self._channel_for = channel_for
+        self._send_timeout_s = send_timeout_s
+
+    def subscribe(self) -> None:
+        """Subscribe the retry handler (before the bus starts, like every kernel handler)."""
+        self._bus.subscribe(
+            SystemTopics.REPLY,
+            self._resend,
+            REPLY_SUBSCRIBER,
+            concurrency=RETRY_CONCURRENCY,
+            timeout=self._send_timeout_s,
+        )
+
+    async def open_stream(self, channel: Any, user_id: str) -> OpenStream | None:
+        """Start a live stream; its end carries the recorded reply (``deliver``).
+
+        ``None`` when the channel cannot start one (it raised or passed
+        ``send_timeout_s``): the turn then runs unstreamed and its reply is sent."""
+        try:
+            async with asyncio.timeout(self._send_timeout_s):
+                await channel.on_stream_start(user_id)
+        except Exception as exc:
+            log.warning("stream for %s did not start (%s)", user_id, describe_exception(exc))
+            return None
+        return OpenStream(channel, user_id)
+
+    async def deliver(
+        self, message_id: int, reply: StoredReply, stream: OpenStream | None = None
+    ) -> None:
+        """First attempt now; on failure journal the reply for the retrying subscriber."""
+        try:
+            async with asyncio.timeout(self._send_timeout_s):
+                if stream is not None:
+                    await stream.channel.on_stream_end(stream.user_id, reply.text)
+                else:
+                    await self._send(reply.channel_id, reply.user_id, reply.text)
+            return
+        except Exception as exc:
+            log.warning(
+                "reply to message %d on %s failed (%s); it will be retried",
+                message_id,
+                reply.channel_id,
+                describe_exception(exc),
+            )
+        await self._bus.publish(
+            SystemTopics.REPLY,
+            "kernel",
+            {
+                "message_id": message_id,
+                "channel_id": reply.channel_id,
+                "user_id": reply.user_id,
+                "text": reply.text,
+            },
+            idempotency_key=reply_key(message_id),
+        )
+
+    async def _resend(self, event: Event) -> None:
+        payload = event.payload
+        await self._send(str(payload["channel_id"]), str(payload["user_id"]), str(payload["text"]))
+
+    async def _send(self, channel_id: str, user_id: str, text: str) -> None:
+        channel = self._channel_for(channel_id)
+        if channel is None:
+            log.warning(
+                "no channel %r for a reply to %s; dropping: %.80s", channel_id, user_id, text
+            )
+            return
+        await channel.send_to_user(user_id, text)
