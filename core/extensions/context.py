@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.events.models import Event
-from core.events.topics import SystemTopics, topic_matches
+from core.events.topics import SystemTopics, pattern_within, topic_matches
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
@@ -138,7 +138,7 @@ class KernelContext:
 
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
         allowed = self._manifest.permissions.subscribe
-        if not any(_pattern_within(topic, p) for p in allowed):
+        if not any(pattern_within(topic, p) for p in allowed):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
         name = getattr(handler, "__qualname__", type(handler).__name__)
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
@@ -257,16 +257,6 @@ class KernelContext:
 
     def request_shutdown(self) -> None:
         self._services.request_shutdown()
-
-
-def _pattern_within(requested: str, allowed: str) -> bool:
-    """Is every topic ``requested`` can match also matched by ``allowed``?"""
-    if allowed == "*" or requested == allowed:
-        return True
-    if allowed.endswith(".*"):
-        prefix = allowed[:-1]
-        return requested.startswith(prefix)
-    return False
 
 
 def _logged(handler: EventHandler, logger: logging.Logger) -> EventHandler:
