@@ -23,6 +23,7 @@ from core.extensions.contract import (
     StreamingChannelProvider,
     ToolProvider,
 )
+from core.extensions.signatures import check_signatures
 
 # protocol -> the methods the kernel awaits
 PROTOCOLS: dict[type, tuple[str, ...]] = {
@@ -58,10 +59,12 @@ def detect_capabilities(instance: Any) -> list[str]:
         missing = [m for m in (*LIFECYCLE_ASYNC, "health_check") if not hasattr(instance, m)]
         raise CapabilityError(f"missing lifecycle method(s): {', '.join(missing)}")
     _require_async(instance, LIFECYCLE_ASYNC)
+    check_signatures(instance, Extension)
     found = []
     for proto, async_methods in PROTOCOLS.items():
         if isinstance(instance, proto):
             _require_async(instance, async_methods)
+            check_signatures(instance, proto)
             found.append(proto.__name__)
     return found
 
