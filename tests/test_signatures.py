@@ -11,6 +11,7 @@ import pytest
 from conftest import ext_code
 from core.extensions.capabilities import detect_capabilities
 from core.extensions.contract import ChannelProvider, ContextProvider
+from core.extensions.sdk import BaseExtension
 from core.extensions.signatures import SignatureError, check_signatures
 from core.kernel.runner import Kernel
 from core.settings import load_settings
@@ -101,26 +102,7 @@ async def test_an_isolated_extension_gets_the_same_load_error(make_ext, settings
         await kernel.loader.shutdown()
 
 
-class Channel:
-    """Lifecycle for the unit checks below."""
-
-    async def initialize(self, context):
-        pass
-
-    async def start(self):
-        pass
-
-    async def stop(self):
-        pass
-
-    async def destroy(self):
-        pass
-
-    def health_check(self):
-        return True
-
-
-class RenamedParameters(Channel):
+class RenamedParameters(BaseExtension):
     async def send_to_user(self, uid, text):  # the kernel passes them positionally
         pass
 
@@ -128,14 +110,14 @@ class RenamedParameters(Channel):
         pass
 
 
-class Flexible(Channel):
+class Flexible(BaseExtension):
     context_priority = 5
 
     async def get_context(self, *args, **kwargs):
         return None
 
 
-class ExtraRequired(Channel):
+class ExtraRequired(BaseExtension):
     context_priority = 5
 
     async def get_context(self, prompt, turn_context, style):
