@@ -1,8 +1,8 @@
 """Architecture rules checked on every run.
 
-Extensions import nothing from ``core`` but ``core.extensions.contract``
-(what makes out-of-process isolation possible); the kernel never imports an
-extension; modules stay small.
+Extensions import nothing from ``core`` but ``core.extensions.contract`` and
+the extension library ``core.extensions.sdk`` (what makes out-of-process
+isolation possible); the kernel never imports an extension; modules stay small.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import PROJECT_ROOT
 
-ALLOWED_CORE_IMPORT = "core.extensions.contract"
+ALLOWED_CORE_IMPORTS = ("core.extensions.contract", "core.extensions.sdk")
 MAX_MODULE_LINES = 400
 
 
@@ -28,16 +28,28 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def test_extensions_import_only_the_contract_from_core():
-    violations = []
-    for path in sorted((PROJECT_ROOT / "sandbox" / "extensions").rglob("*.py")):
-        for line, name in _imports(path):
-            top = name.split(".")[0]
-            if top == "core" and not (
-                name == ALLOWED_CORE_IMPORT or name.startswith(ALLOWED_CORE_IMPORT + ".")
-            ):
-                violations.append(f"{path.relative_to(PROJECT_ROOT)}:{line}: imports {name}")
+def _allowed_for_extensions(name: str) -> bool:
+    return name.split(".")[0] != "core" or any(
+        name == allowed or name.startswith(allowed + ".") for allowed in ALLOWED_CORE_IMPORTS
+    )
+
+
+def test_extensions_import_only_the_contract_and_the_library_from_core():
+    violations = [
+        f"{path.relative_to(PROJECT_ROOT)}:{line}: imports {name}"
+        for path in sorted((PROJECT_ROOT / "sandbox" / "extensions").rglob("*.py"))
+        for line, name in _imports(path)
+        if not _allowed_for_extensions(name)
+    ]
     assert not violations, "\n".join(violations)
+
+
+def test_the_boundary_rule_admits_exactly_the_two_packages():
+    assert _allowed_for_extensions("core.extensions.contract")
+    assert _allowed_for_extensions("core.extensions.sdk.timemath")
+    assert _allowed_for_extensions("aiosqlite")
+    for refused in ("core.extensions.context", "core.extensions.sdkx", "core.events", "core"):
+        assert not _allowed_for_extensions(refused), refused
 
 
 def test_core_never_imports_sandbox():

@@ -1,6 +1,6 @@
-"""Cron in a timezone, DST both ways: the kernel's and the extension's time math
-(they are separate copies because of the import boundary, so both are checked
-against the same expectations)."""
+"""Cron in a timezone, DST both ways: the library's time math, which the kernel's
+manifest scheduler and the scheduler extension share (one copy), and the
+extension's user-facing wrappers around it."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from core.scheduling import cron as kernel_cron
-from sandbox.extensions.scheduler import recurrence
+from core.extensions import sdk
+from sandbox.extensions.scheduler import when
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")
 
-NEXT_FIRE = [kernel_cron.next_fire, recurrence.next_cron]
-TO_INSTANT = [kernel_cron.to_instant, recurrence.to_instant]
+NEXT_FIRE = [sdk.next_fire, when.next_cron]
+TO_INSTANT = [sdk.to_instant]
 
 
 def fires(next_fire, expr, start, zone, count):
@@ -88,21 +88,20 @@ def test_wall_times_map_to_instants_across_dst(to_instant):
 
 
 def test_a_cron_that_never_fires_is_a_clear_error():
-    with pytest.raises(kernel_cron.CronError, match="0 9 31 2"):
-        kernel_cron.next_fire("0 9 31 2 *", datetime(2024, 1, 1, tzinfo=UTC), BERLIN)
-    with pytest.raises(recurrence.ScheduleError, match="never fires"):
-        recurrence.next_cron("0 9 31 2 *", datetime(2024, 1, 1, tzinfo=UTC), BERLIN)
+    with pytest.raises(sdk.CronError, match='"0 9 31 2 \\*" never fires'):
+        sdk.next_fire("0 9 31 2 *", datetime(2024, 1, 1, tzinfo=UTC), BERLIN)
+    with pytest.raises(when.ScheduleError, match="never fires"):
+        when.next_cron("0 9 31 2 *", datetime(2024, 1, 1, tzinfo=UTC), BERLIN)
 
 
 def test_interval_keeps_its_phase_and_skips_missed_runs():
     due = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
-    assert recurrence.next_interval(due, 600, due) == datetime(2024, 1, 1, 9, 10, tzinfo=UTC)
+    assert sdk.next_interval(due, 600, due) == datetime(2024, 1, 1, 9, 10, tzinfo=UTC)
     late = datetime(2024, 1, 1, 10, 5, tzinfo=UTC)
-    assert recurrence.next_interval(due, 600, late) == datetime(2024, 1, 1, 10, 10, tzinfo=UTC)
+    assert sdk.next_interval(due, 600, late) == datetime(2024, 1, 1, 10, 10, tzinfo=UTC)
 
 
 def test_local_zone_follows_tz_with_its_dst_rules(monkeypatch):
     monkeypatch.setenv("TZ", "America/New_York")
-    for resolve in (kernel_cron.resolve_zone, recurrence.resolve_zone):
-        zone = resolve("local")
-        assert zone.utcoffset(datetime(2024, 1, 15)) != zone.utcoffset(datetime(2024, 7, 15))
+    zone = sdk.resolve_zone("local")
+    assert zone.utcoffset(datetime(2024, 1, 15)) != zone.utcoffset(datetime(2024, 7, 15))

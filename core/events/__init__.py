@@ -1,11 +1,30 @@
-"""Durable event bus: ``EventBus`` over a ``Journal`` (``SQLiteJournal`` by default)."""
+"""Durable event bus: ``EventBus`` over a ``Journal`` (``SQLiteJournal`` by default).
 
-from core.events.bus import EventBus
-from core.events.errors import BusStateError, EventBusError, JournalError, PayloadError, TopicError
-from core.events.journal import DeadLetter, DeliveryInfo, EventRecord, Journal
-from core.events.models import Event
-from core.events.sqlite_journal import SQLiteJournal
-from core.events.topics import SystemTopics, topic_matches
+The door is lazy (PEP 562): ``from core.events import EventBus`` works as
+always, but importing a light submodule such as ``core.events.models``
+(``Event``) or ``core.events.topics`` does not load the bus, its journal or
+aiosqlite. The plugin host and the extension contract rely on that
+(ADR 0015); the ``TYPE_CHECKING`` imports give type checkers the real names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.events.bus import EventBus
+    from core.events.errors import (
+        BusStateError,
+        EventBusError,
+        JournalError,
+        PayloadError,
+        TopicError,
+    )
+    from core.events.journal import DeadLetter, DeliveryInfo, EventRecord, Journal
+    from core.events.models import Event
+    from core.events.sqlite_journal import SQLiteJournal
+    from core.events.topics import SystemTopics, topic_matches
 
 __all__ = [
     "BusStateError",
@@ -23,3 +42,34 @@ __all__ = [
     "TopicError",
     "topic_matches",
 ]
+
+_HOMES = {
+    "EventBus": "bus",
+    "BusStateError": "errors",
+    "EventBusError": "errors",
+    "JournalError": "errors",
+    "PayloadError": "errors",
+    "TopicError": "errors",
+    "DeadLetter": "journal",
+    "DeliveryInfo": "journal",
+    "EventRecord": "journal",
+    "Journal": "journal",
+    "Event": "models",
+    "SQLiteJournal": "sqlite_journal",
+    "SystemTopics": "topics",
+    "topic_matches": "topics",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the submodule that defines ``name`` on first use, then cache the name."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -11,7 +11,13 @@ import re
 
 from core.events.errors import TopicError
 
-__all__ = ["SystemTopics", "topic_matches", "validate_pattern", "validate_topic"]
+__all__ = [
+    "SystemTopics",
+    "pattern_within",
+    "topic_matches",
+    "validate_pattern",
+    "validate_topic",
+]
 
 
 _FORBIDDEN = re.compile(r"[\s*]")
@@ -34,6 +40,18 @@ def topic_matches(pattern: str, topic: str) -> bool:
     if pattern.endswith(".*"):
         return topic.startswith(pattern[:-1])
     return pattern == topic
+
+
+def pattern_within(requested: str, allowed: str) -> bool:
+    """Whether every topic the pattern ``requested`` can match is matched by ``allowed``.
+
+    Used to check a subscription against a manifest's ``permissions.subscribe``.
+    """
+    if allowed == "*" or requested == allowed:
+        return True
+    if allowed.endswith(".*"):
+        return requested.startswith(allowed[:-1])
+    return False
 
 
 def validate_topic(topic: str) -> str:

@@ -24,6 +24,7 @@ from core.extensions.contract import (
     StreamingChannelProvider,
     ToolProvider,
 )
+from core.extensions.signatures import check_signatures
 
 
 class Capability(StrEnum):
@@ -75,10 +76,12 @@ def detect_capabilities(instance: Any) -> list[Capability]:
         missing = [m for m in (*LIFECYCLE_ASYNC, "health_check") if not hasattr(instance, m)]
         raise CapabilityError(f"missing lifecycle method(s): {', '.join(missing)}")
     _require_async(instance, LIFECYCLE_ASYNC)
+    check_signatures(instance, Extension)
     found = []
     for proto, async_methods in PROTOCOLS.items():
         if isinstance(instance, proto):
             _require_async(instance, async_methods)
+            check_signatures(instance, proto)
             found.append(Capability(proto.__name__))
     return found
 

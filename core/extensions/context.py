@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.events.models import Event
-from core.events.topics import SystemTopics, topic_matches
+from core.events.topics import SystemTopics, pattern_within, topic_matches
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
@@ -261,16 +261,6 @@ class KernelContext:
 
     def request_shutdown(self) -> None:
         self._services.request_shutdown()
-
-
-def pattern_within(requested: str, allowed: str) -> bool:
-    """Is every topic ``requested`` can match also matched by ``allowed``?"""
-    if allowed == "*" or requested == allowed:
-        return True
-    if allowed.endswith(".*"):
-        prefix = allowed[:-1]
-        return requested.startswith(prefix)
-    return False
 
 
 def _logged(handler: EventHandler, logger: logging.Logger) -> EventHandler:

@@ -14,7 +14,7 @@ import yaml
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from core.timezones import resolve_zone
+from core.extensions.sdk import resolve_zone
 
 MANIFEST_FILE = "manifest.yaml"
 _ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,15 @@ from core.events.models import Event
 from core.events.topics import SystemTopics
 from core.extensions.contract import SchedulerProvider
 from core.extensions.records import ExtensionRecord
-from core.scheduling.cron import CronError, next_fire, resolve_zone
+from core.extensions.sdk import (
+    Clock,
+    CronError,
+    DueLoop,
+    late_note,
+    next_fire,
+    resolve_zone,
+    utc_now,
+)
 from core.scheduling.state import FireState
 
 __all__ = [
@@ -33,9 +41,7 @@ __all__ = [
     "ManifestSchedule",
     "ManifestScheduler",
     "ScheduledTaskError",
-    "late_note",
     "manifest_schedules",
-    "utc_now",
 ]
 
 log = logging.getLogger("core.scheduling")
@@ -43,11 +49,6 @@ log = logging.getLogger("core.scheduling")
 SCHEDULE_FIRE_TOPIC = "system.schedule.fire"
 SUBSCRIBER_ID = "kernel.schedules"
 SOURCE = "kernel.scheduler"
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class ScheduledTaskError(Exception):
@@ -89,15 +90,6 @@ def manifest_schedules(
     return found
 
 
-def late_note(due: datetime, now: datetime, zone: tzinfo, grace_s: float) -> str:
-    """``" (late: due 09:00)"`` when ``now`` is more than ``grace_s`` after ``due``, else ``""``."""
-    if (now - due).total_seconds() <= grace_s:
-        return ""
-    local_due, local_now = due.astimezone(zone), now.astimezone(zone)
-    fmt = "%H:%M" if local_due.date() == local_now.date() else "%Y-%m-%d %H:%M"
-    return f" (late: due {local_due.strftime(fmt)})"
-
-
 class ManifestScheduler:
     """Timer + subscriber for manifest schedules (clock injectable for tests)."""
 
@@ -121,7 +113,9 @@ class ManifestScheduler:
         self.max_sleep_s = max_sleep_s
         self._schedules: dict[str, ManifestSchedule] = {}
         self._next: dict[str, datetime] = {}
-        self._wake = asyncio.Event()
+        self._timer = DueLoop(
+            self.fire_due, self._next_due, clock, max_sleep_s=max_sleep_s, logger=log
+        )
         self._firing = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
@@ -134,7 +128,7 @@ class ManifestScheduler:
     async def start(self, schedules: Iterable[ManifestSchedule]) -> None:
         await self.load(schedules)
         if self._task is None:
-            self._task = asyncio.create_task(self._loop(), name="manifest-scheduler")
+            self._task = asyncio.create_task(self._timer.run(), name="manifest-scheduler")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -160,7 +154,7 @@ class ManifestScheduler:
                 await self.state.record(key, now)
                 last = now
             self._plan(key, last)
-        self._wake.set()
+        self._timer.wake()
 
     def _plan(self, key: str, after: datetime) -> None:
         """Set the next due time of ``key``; a cron with no further fire is dropped, logged."""
@@ -175,6 +169,9 @@ class ManifestScheduler:
 
     def next_due(self) -> datetime | None:
         return min(self._next.values(), default=None)
+
+    async def _next_due(self) -> datetime | None:
+        return self.next_due()
 
     # ------------------------------------------------------------ firing
 
@@ -203,28 +200,6 @@ class ManifestScheduler:
                 self._plan(key, max(due, now))
                 fired += 1
             return fired
-
-    async def _loop(self) -> None:
-        failures = 0
-        while True:
-            self._wake.clear()
-            try:
-                await self.fire_due()
-                failures = 0
-            except Exception:
-                failures += 1
-                log.exception("manifest schedules: firing failed (attempt %d)", failures)
-                await asyncio.sleep(min(2.0**failures, self.max_sleep_s))
-                continue
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._sleep_s()):
-                    await self._wake.wait()
-
-    def _sleep_s(self) -> float:
-        due = self.next_due()
-        if due is None:
-            return self.max_sleep_s
-        return min(max((due - self.clock()).total_seconds(), 0.0), self.max_sleep_s)
 
     # ------------------------------------------------------------ handling
 

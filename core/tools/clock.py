@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.timezones import resolve_zone
+from core.extensions.sdk import resolve_zone
 
 __all__ = ["now_in", "resolve_timezone", "timezone_label"]
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.events.topics import pattern_within
 from core.extensions.contract import EventHandler
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.isolation.rpc import RpcPeer
@@ -103,8 +104,6 @@ class ClientContext:
         return int(await self._peer.call("ctx.emit", params))
 
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
-        from core.extensions.context import pattern_within
-
         if not any(pattern_within(topic, p) for p in self._params.subscribe):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
         handler_id = next(self._ids)

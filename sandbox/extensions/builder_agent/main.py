@@ -21,23 +21,23 @@ from core.extensions.contract import (
     AgentResponse,
     ExtensionContext,
 )
+from core.extensions.sdk import BaseExtension
 
 from .tools import BuilderState, build_tools
 from .workspace import Workspace
 
 
-class BuilderAgent:
+class BuilderAgent(BaseExtension):
     """``Extension`` + ``AgentProvider``: writes, validates and activates new extensions."""
 
     def __init__(self) -> None:
-        self._ctx: AgentExtensionContext | None = None
         self._state: BuilderState | None = None
 
     # ------------------------------------------------------------- lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
+        await super().initialize(context)
         ctx = cast(AgentExtensionContext, context)
-        self._ctx = ctx
         own_dir = Path(ctx.extension_dir)
         workspace = Workspace(
             own_dir.parent,
@@ -52,18 +52,6 @@ class BuilderAgent:
         )
         _ = ctx.resolved_instructions  # a broken prompt.jinja2 fails the load, naming the file
 
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def destroy(self) -> None:
-        return None
-
-    def health_check(self) -> bool:
-        return True
-
     # --------------------------------------------------------- AgentProvider
 
     def get_agent_descriptor(self) -> AgentDescriptor:
@@ -76,5 +64,4 @@ class BuilderAgent:
         return await self._context().run_agent(task, context, extra_tools=build_tools(self._state))
 
     def _context(self) -> AgentExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
+        return cast(AgentExtensionContext, self.context)

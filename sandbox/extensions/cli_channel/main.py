@@ -16,13 +16,13 @@ import threading
 from pathlib import Path
 
 from core.extensions.contract import ExtensionContext
+from core.extensions.sdk import BaseExtension
 
 HISTORY_FILE = "history.txt"
 
 
-class CliChannel:
+class CliChannel(BaseExtension):
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._user_id = "local"
         self._prefix = ""
         self._reply_timeout_s = 900.0
@@ -33,22 +33,10 @@ class CliChannel:
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         self._user_id = str(context.get_config("user_id") or _login_name())
         self._prefix = str(context.get_config("prefix", ""))
         self._reply_timeout_s = float(context.get_config("reply_timeout_s", 900))
-
-    async def start(self) -> None:
-        pass
-
-    async def stop(self) -> None:
-        pass
-
-    async def destroy(self) -> None:
-        pass
-
-    def health_check(self) -> bool:
-        return True
 
     # ------------------------------------------------------------ input
 
@@ -67,15 +55,15 @@ class CliChannel:
             text = line.rstrip("\r\n")
             if text.strip():
                 await self._ask(text)
-        self._context().logger.info("end of input; shutting down")
-        self._context().request_shutdown()
+        self.context.logger.info("end of input; shutting down")
+        self.context.request_shutdown()
 
     async def _repl(self) -> None:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.patch_stdout import patch_stdout
 
-        history = FileHistory(str(Path(self._context().data_dir) / HISTORY_FILE))
+        history = FileHistory(str(Path(self.context.data_dir) / HISTORY_FILE))
         session: PromptSession[str] = PromptSession(history=history)
         print("Hearth is listening. /help lists commands; Ctrl-D quits.")
         with patch_stdout(raw=True):
@@ -86,11 +74,11 @@ class CliChannel:
                     break
                 if text.strip():
                     await self._ask(text)
-        self._context().request_shutdown()
+        self.context.request_shutdown()
 
     async def _ask(self, text: str) -> None:
         self._replied.clear()
-        await self._context().on_user_message(text, self._user_id)
+        await self.context.on_user_message(text, self._user_id)
         try:
             async with asyncio.timeout(self._reply_timeout_s):
                 await self._replied.wait()
@@ -133,10 +121,6 @@ class CliChannel:
     def _write(self, text: str) -> None:
         sys.stdout.write(f"{self._prefix}{text}\n")
         sys.stdout.flush()
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
 
 def _login_name() -> str:

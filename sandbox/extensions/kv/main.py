@@ -28,6 +28,7 @@ from agents import FunctionTool, function_tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.extensions.contract import ExtensionContext
+from core.extensions.sdk import BaseExtension
 
 from .store import KvError, KvStore, parse_json_text
 
@@ -44,7 +45,7 @@ class KvConfig(BaseModel):
     max_list_keys: int = Field(default=200, ge=1)
 
 
-class KvExtension:
+class KvExtension(BaseExtension):
     """``Extension`` + ``ToolProvider``, and the Python API documented above."""
 
     def __init__(self) -> None:
@@ -54,6 +55,7 @@ class KvExtension:
     # -------------------------------------------------------------- lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
+        await super().initialize(context)
         try:
             self._config = KvConfig.model_validate(context.config)
         except ValidationError as exc:
@@ -64,12 +66,6 @@ class KvExtension:
             max_value_bytes=self._config.max_value_bytes,
         )
         await self._store.open()
-
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
 
     async def destroy(self) -> None:
         if self._store is not None:

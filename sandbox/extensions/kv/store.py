@@ -1,4 +1,4 @@
-"""The SQLite table behind the kv extension: one connection, WAL, JSON values.
+"""The SQLite table behind the kv extension (the library's ``SQLiteStore``), JSON values.
 
 Limits are checked before anything is written, and every error names the
 limit and the config key that sets it, so a model (or a developer) can act
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
+from core.extensions.sdk import SQLiteStore
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
@@ -28,35 +28,15 @@ class KvError(ValueError):
     """A key or value the store refuses; the message says why and what to change."""
 
 
-class KvStore:
+class KvStore(SQLiteStore):
     """Durable ``key -> JSON value`` map in ``<data_dir>/kv.sqlite3``."""
 
+    SCHEMA = SCHEMA
+
     def __init__(self, path: Path, *, max_key_bytes: int, max_value_bytes: int) -> None:
-        self.path = path
+        super().__init__(path)
         self.max_key_bytes = max_key_bytes
         self.max_value_bytes = max_value_bytes
-        self._db: aiosqlite.Connection | None = None
-
-    async def open(self) -> None:
-        db = await aiosqlite.connect(self.path, isolation_level=None)
-        await db.execute("PRAGMA journal_mode = WAL")
-        await db.execute("PRAGMA synchronous = NORMAL")
-        await db.executescript(SCHEMA)
-        self._db = db
-
-    async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
-
-    @property
-    def is_open(self) -> bool:
-        return self._db is not None
-
-    def _conn(self) -> aiosqlite.Connection:
-        if self._db is None:
-            raise RuntimeError(f"kv store {self.path} is not open (extension not started)")
-        return self._db
 
     # ---------------------------------------------------------------- checks
 
@@ -89,14 +69,13 @@ class KvStore:
     async def get(self, key: str) -> tuple[bool, Any]:
         """``(found, value)``."""
         self.check_key(key)
-        async with self._conn().execute("SELECT value FROM kv WHERE key = ?", (key,)) as cur:
-            row = await cur.fetchone()
+        row = await self.fetch_one("SELECT value FROM kv WHERE key = ?", (key,))
         return (False, None) if row is None else (True, json.loads(row[0]))
 
     async def set(self, key: str, value: Any) -> None:
         self.check_key(key)
         text = self.encode(value)
-        await self._conn().execute(
+        await self.execute(
             "INSERT INTO kv (key, value, updated_at) VALUES (?, ?, ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
             "updated_at = excluded.updated_at",
@@ -105,10 +84,7 @@ class KvStore:
 
     async def delete(self, key: str) -> bool:
         self.check_key(key)
-        cur = await self._conn().execute("DELETE FROM kv WHERE key = ?", (key,))
-        deleted = cur.rowcount > 0
-        await cur.close()
-        return deleted
+        return await self.execute("DELETE FROM kv WHERE key = ?", (key,)) > 0
 
     async def keys(self, prefix: str = "", limit: int | None = None) -> list[str]:
         """Keys starting with ``prefix``, sorted; at most ``limit`` when given."""
@@ -117,14 +93,12 @@ class KvStore:
         if limit is not None:
             sql += " LIMIT ?"
             args += (limit,)
-        async with self._conn().execute(sql, args) as cur:
-            return [row[0] for row in await cur.fetchall()]
+        return [row[0] for row in await self.fetch_all(sql, args)]
 
     async def count(self, prefix: str = "") -> int:
         pattern = prefix.translate(_GLOB_SPECIALS) + "*"
         sql = "SELECT count(*) FROM kv WHERE key GLOB ?"
-        async with self._conn().execute(sql, (pattern,)) as cur:
-            row = await cur.fetchone()
+        row = await self.fetch_one(sql, (pattern,))
         return int(row[0]) if row else 0
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from agents import FunctionTool, RunContextWrapper, function_tool
 
 from core.extensions.contract import ExtensionContext, TurnContext
+from core.extensions.sdk import BaseExtension
 
 from .config import MemoryConfig, load_config
 from .embeddings import (
@@ -42,11 +43,10 @@ FUSION_POOL = 50
 RECALL_LIMIT = 5
 
 
-class MemoryExtension:
+class MemoryExtension(BaseExtension):
     """``Extension`` + ``ToolProvider`` + ``ContextProvider``."""
 
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config = MemoryConfig()
         self._store: MemoryStore | None = None
         self._embedder: EmbeddingClient | None = None
@@ -56,7 +56,7 @@ class MemoryExtension:
     # -------------------------------------------------------------- lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         self._config = load_config(context.config)
         self._store = MemoryStore(context.data_dir / DB_FILE)
         await self._store.open()
@@ -69,12 +69,6 @@ class MemoryExtension:
             self._index = VectorIndex(emb.scan_limit)
             for memory_id, blob in reversed(await self._store.embeddings(emb.scan_limit)):
                 self._index.add(memory_id, from_blob(blob))
-
-    async def start(self) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
 
     async def destroy(self) -> None:
         if self._embedder is not None:
@@ -156,8 +150,7 @@ class MemoryExtension:
         return emb.min_similarity if emb is not None else 1.0
 
     def _log(self) -> logging.Logger:
-        assert self._ctx is not None
-        return self._ctx.logger
+        return self.context.logger
 
     # ------------------------------------------------------- ContextProvider
 

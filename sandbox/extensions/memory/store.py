@@ -1,6 +1,6 @@
 """SQLite store of memories: a table plus an external-content FTS5 index.
 
-One aiosqlite connection (its own thread), WAL. A search is two statements:
+One aiosqlite connection (the library's ``SQLiteStore``), WAL. A search is two statements:
 the document frequency of each query term, then one ranking query whose
 BM25 work is bounded by ``ranking.SCORE_BUDGET`` candidate rows; only the
 best few are joined back to the table for the recency tie-break.
@@ -11,10 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import aiosqlite
+from core.extensions.sdk import SQLiteStore
 
 from .ranking import SCORE_BUDGET, plan_search, scoring_query
 from .text import jaccard, normalise, query_terms
@@ -63,91 +61,56 @@ class Memory:
     score: float = 0.0
 
 
-class MemoryStore:
+class MemoryStore(SQLiteStore):
     """Memories in ``<data_dir>/memory.sqlite3``."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._db: aiosqlite.Connection | None = None
-
-    async def open(self) -> None:
-        db = await aiosqlite.connect(self.path, isolation_level=None)
-        await db.execute("PRAGMA journal_mode = WAL")
-        await db.execute("PRAGMA synchronous = NORMAL")
-        await db.executescript(SCHEMA)
-        self._db = db
-
-    async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
-
-    @property
-    def is_open(self) -> bool:
-        return self._db is not None
-
-    def _conn(self) -> aiosqlite.Connection:
-        if self._db is None:
-            raise RuntimeError(f"memory store {self.path} is not open (extension not started)")
-        return self._db
-
-    async def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        async with self._conn().execute(sql, args) as cur:
-            return list(await cur.fetchall())
+    SCHEMA = SCHEMA
 
     # ---------------------------------------------------------------- writes
 
     async def insert(self, text: str, source: str, embedding: bytes | None = None) -> int:
         now = time.time()
-        cur = await self._conn().execute(
+        return await self.execute_insert(
             "INSERT INTO memories (text, norm, source, created_at, updated_at, embedding) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             (text, normalise(text), source, now, now, embedding),
         )
-        memory_id = cur.lastrowid
-        await cur.close()
-        assert memory_id is not None
-        return memory_id
 
     async def insert_many(self, facts: Iterable[tuple[str, str, float]]) -> None:
         """Bulk load ``(text, source, timestamp)`` in one transaction (imports, benchmarks)."""
         rows = [(text, normalise(text), source, ts, ts) for text, source, ts in facts]
-        db = self._conn()
-        await db.execute("BEGIN")
-        try:
+        async with self.transaction() as db:
             await db.executemany(
                 "INSERT INTO memories (text, norm, source, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise
-        await db.execute("COMMIT")
 
     async def touch(self, memory_id: int) -> None:
-        await self._conn().execute(
+        await self.execute(
             "UPDATE memories SET updated_at = ? WHERE id = ?", (time.time(), memory_id)
         )
 
     async def delete(self, memory_id: int) -> Memory | None:
         memory = await self.get(memory_id)
         if memory is not None:
-            await self._conn().execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            await self.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
         return memory
 
     # ----------------------------------------------------------------- reads
 
     async def get(self, memory_id: int) -> Memory | None:
-        rows = await self._rows(f"SELECT {COLUMNS} FROM memories AS m WHERE m.id = ?", (memory_id,))
-        return Memory(*rows[0]) if rows else None
+        row = await self.fetch_one(
+            f"SELECT {COLUMNS} FROM memories AS m WHERE m.id = ?", (memory_id,)
+        )
+        return Memory(*row) if row else None
 
     async def count(self) -> int:
-        rows = await self._rows("SELECT count(*) FROM memories")
+        rows = await self.fetch_all("SELECT count(*) FROM memories")
         return int(rows[0][0])
 
     async def newest(self, limit: int, offset: int = 0) -> list[Memory]:
-        rows = await self._rows(
+        rows = await self.fetch_all(
             f"SELECT {COLUMNS} FROM memories AS m ORDER BY m.updated_at DESC, m.id DESC "
             "LIMIT ? OFFSET ?",
             (limit, offset),
@@ -164,7 +127,7 @@ class MemoryStore:
             return []
         floor = await self._recent_floor(plan.anchors[0]) if plan.recent_only else 0
         scored, args = scoring_query(plan, floor)
-        rows = await self._rows(
+        rows = await self.fetch_all(
             f"SELECT {COLUMNS}, -f.s FROM ({scored} ORDER BY s LIMIT ?) AS f "
             "JOIN memories AS m ON m.id = f.rowid "
             "ORDER BY round(f.s, 6), m.updated_at DESC LIMIT ?",
@@ -177,14 +140,14 @@ class MemoryStore:
         if not terms:
             return {}
         count = "(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)"
-        rows = await self._rows(
+        rows = await self.fetch_all(
             "SELECT " + ", ".join([count] * len(terms)), [f'"{t}"' for t in terms]
         )
         return dict(zip(terms, (int(n) for n in rows[0]), strict=True))
 
     async def _recent_floor(self, term: str) -> int:
         """The rowid below the ``SCORE_BUDGET`` newest facts containing ``term``."""
-        rows = await self._rows(
+        rows = await self.fetch_all(
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
             "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
             (f'"{term}"', SCORE_BUDGET),
@@ -195,12 +158,13 @@ class MemoryStore:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
-        rows = await self._rows(f"SELECT {COLUMNS} FROM memories AS m WHERE m.id IN ({marks})", ids)
+        sql = f"SELECT {COLUMNS} FROM memories AS m WHERE m.id IN ({marks})"
+        rows = await self.fetch_all(sql, ids)
         return {row[0]: Memory(*row) for row in rows}
 
     async def embeddings(self, limit: int) -> list[tuple[int, bytes]]:
         """``(id, blob)`` of the ``limit`` most recently updated memories with an embedding."""
-        rows = await self._rows(
+        rows = await self.fetch_all(
             "SELECT id, embedding FROM memories WHERE embedding IS NOT NULL "
             "ORDER BY updated_at DESC LIMIT ?",
             (limit,),
@@ -209,7 +173,7 @@ class MemoryStore:
 
     async def find_duplicate(self, text: str, threshold: float) -> Memory | None:
         """A stored fact with the same normalised text, or token Jaccard ≥ ``threshold``."""
-        rows = await self._rows(
+        rows = await self.fetch_all(
             f"SELECT {COLUMNS} FROM memories AS m WHERE m.norm = ? LIMIT 1", (normalise(text),)
         )
         if rows:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, tzinfo
 
+from core.extensions.sdk import wall
+
 from .model import Schedule
-from .recurrence import wall
 
 
 def when_text(instant: datetime, zone: tzinfo, now: datetime) -> str:

@@ -12,18 +12,18 @@ rule from now.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import datetime
 from typing import Any
 
-from .model import AGENT_TASK_TOPIC, Schedule, ScheduleError
-from .recurrence import next_cron, next_interval, resolve_zone, wall
-from .store import ScheduleStore
+from core.extensions.sdk import Clock, DueLoop, late_note, next_interval, resolve_zone
 
-Clock = Callable[[], datetime]
+from .model import AGENT_TASK_TOPIC, Schedule, ScheduleError
+from .store import ScheduleStore
+from .when import next_cron
+
 Emit = Callable[[str, dict[str, Any], str], Awaitable[int]]
 
 log = logging.getLogger("ext.scheduler")
@@ -39,15 +39,6 @@ class Fire:
     payload: dict[str, Any]
     key: str
     next_due: datetime | None
-
-
-def late_note(due: datetime, now: datetime, zone: tzinfo, grace_s: float) -> str:
-    """``" (late: due 09:00)"`` when ``now`` is more than ``grace_s`` after ``due``, else ``""``."""
-    if (now - due).total_seconds() <= grace_s:
-        return ""
-    local_due = wall(due, zone)
-    fmt = "%H:%M" if local_due.date() == wall(now, zone).date() else "%Y-%m-%d %H:%M"
-    return f" (late: due {local_due.strftime(fmt)})"
 
 
 def following_due(schedule: Schedule, due: datetime, now: datetime) -> datetime | None:
@@ -90,7 +81,7 @@ def plan_fire(schedule: Schedule, now: datetime, grace_s: float) -> Fire:
 
 
 class FireLoop:
-    """Sleeps until the earliest due time; ``wake()`` makes it look again at once."""
+    """Publishes due fires; ``run`` sleeps until the earliest due time, ``wake()`` looks again."""
 
     def __init__(
         self,
@@ -105,12 +96,13 @@ class FireLoop:
         self.emit = emit
         self.clock = clock
         self.grace_s = grace_s
-        self.max_sleep_s = max_sleep_s  # bounds the wait so a wall-clock jump is noticed
-        self._wake = asyncio.Event()
+        self.timer = DueLoop(
+            self.fire_due, store.next_due, clock, max_sleep_s=max_sleep_s, logger=log
+        )
         self._firing = asyncio.Lock()
 
     def wake(self) -> None:
-        self._wake.set()
+        self.timer.wake()
 
     async def fire_due(self) -> list[Fire]:
         """Publish, then record, every fire due by the clock's now."""
@@ -126,23 +118,4 @@ class FireLoop:
 
     async def run(self) -> None:
         """Until cancelled. A failing pass is logged and retried with backoff."""
-        failures = 0
-        while True:
-            self._wake.clear()
-            try:
-                await self.fire_due()
-                failures = 0
-                timeout = await self._sleep_s()
-            except Exception:
-                failures += 1
-                log.exception("firing schedules failed (attempt %d)", failures)
-                timeout = min(2.0**failures, self.max_sleep_s)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._wake.wait()
-
-    async def _sleep_s(self) -> float:
-        due = await self.store.next_due()
-        if due is None:
-            return self.max_sleep_s
-        return min(max((due - self.clock()).total_seconds(), 0.0), self.max_sleep_s)
+        await self.timer.run()

@@ -8,10 +8,11 @@ instance attribute so tests and benchmarks can drive time.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from core.extensions.contract import Command, ExtensionContext
+from core.extensions.sdk import BaseExtension, utc_now
 
 from .commands import build_commands
 from .firing import FireLoop
@@ -24,22 +25,17 @@ from .when import parse_remind
 STORE_FILE = "schedules.db"
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-class SchedulerExtension:
+class SchedulerExtension(BaseExtension):
     """Lifecycle + ToolProvider + CommandProvider + ServiceProvider."""
 
     def __init__(self) -> None:
         self.clock = utc_now
-        self._ctx: ExtensionContext | None = None
         self.store: ScheduleStore | None = None
         self.scheduler: Scheduler | None = None
         self.loop: FireLoop | None = None
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         timezone = str(context.get_config("timezone") or "local")
         grace_s = float(context.get_config("late_grace_s", 60))
         max_sleep_s = float(context.get_config("max_sleep_s", 300))
@@ -57,15 +53,9 @@ class SchedulerExtension:
         assert self.store is not None, "initialize() was not called"
         await self.store.open()
 
-    async def stop(self) -> None:
-        pass
-
     async def destroy(self) -> None:
         if self.store is not None:
             await self.store.close()
-
-    def health_check(self) -> bool:
-        return True
 
     # ------------------------------------------------------------ capabilities
 
@@ -109,8 +99,7 @@ class SchedulerExtension:
             self.loop.wake()
 
     async def _emit(self, topic: str, payload: dict[str, Any], key: str) -> int:
-        assert self._ctx is not None
-        return await self._ctx.emit(topic, payload, idempotency_key=key)
+        return await self.context.emit(topic, payload, idempotency_key=key)
 
     def _scheduler(self) -> Scheduler:
         assert self.scheduler is not None, "initialize() was not called"

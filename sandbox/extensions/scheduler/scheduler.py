@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
 
+from core.extensions.sdk import UnknownTimezoneError, resolve_zone, wall
+
 from .model import DEFAULT_TOPIC, Action, Schedule, ScheduleError, Timing
-from .recurrence import check_cron, next_cron, resolve_zone, wall
 from .store import ScheduleStore
+from .when import check_cron, next_cron
 
 MIN_INTERVAL_S = 1
 
@@ -30,7 +32,10 @@ class Scheduler:
     ) -> None:
         self.store = store
         self.timezone = timezone
-        self.zone: tzinfo = resolve_zone(timezone)
+        try:
+            self.zone: tzinfo = resolve_zone(timezone)
+        except UnknownTimezoneError as exc:
+            raise ScheduleError(str(exc)) from None
         self.clock = clock
         self._wake = wake
 

@@ -1,22 +1,18 @@
-"""Durable schedules in ``<data_dir>/schedules.db`` (stdlib sqlite3 in a worker thread).
+"""Durable schedules in ``<data_dir>/schedules.db`` (the library's ``SQLiteStore``).
 
-One connection, WAL, ``synchronous=NORMAL``: a committed change survives a
-crash of the process. Instants are stored as Unix seconds (REAL); ids come
+One aiosqlite connection, WAL, ``synchronous=NORMAL``: a committed change
+survives a crash of the process. Instants are stored as Unix seconds (REAL); ids come
 from AUTOINCREMENT so a cancelled id is never reused.
 """
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+from core.extensions.sdk import SQLiteStore
 
 from .model import Action, Schedule, Timing
-
-T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -43,31 +39,10 @@ _COLUMNS = (
 )
 
 
-class ScheduleStore:
+class ScheduleStore(SQLiteStore):
     """CRUD and due-time queries over the ``schedules`` table."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._conn: sqlite3.Connection | None = None
-        self._lock = asyncio.Lock()
-
-    async def open(self) -> None:
-        if self._conn is None:
-            self._conn = await asyncio.to_thread(self._connect)
-
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(_SCHEMA)
-        return conn
-
-    async def close(self) -> None:
-        async with self._lock:
-            if self._conn is not None:
-                conn, self._conn = self._conn, None
-                await asyncio.to_thread(conn.close)
+    SCHEMA = _SCHEMA
 
     # ------------------------------------------------------------ writes
 
@@ -83,26 +58,22 @@ class ScheduleStore:
         topic: str,
         created_at: datetime,
     ) -> Schedule:
-        def work(conn: sqlite3.Connection) -> int:
-            cursor = conn.execute(
-                "INSERT INTO schedules (text, kind, spec, timezone, next_due, channel_id,"
-                " action, topic, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    text,
-                    timing.kind,
-                    timing.spec,
-                    timezone,
-                    next_due.timestamp(),
-                    channel_id,
-                    action,
-                    topic,
-                    created_at.timestamp(),
-                ),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
-
-        schedule = await self.get(await self._call(work))
+        schedule_id = await self.execute_insert(
+            "INSERT INTO schedules (text, kind, spec, timezone, next_due, channel_id,"
+            " action, topic, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                text,
+                timing.kind,
+                timing.spec,
+                timezone,
+                next_due.timestamp(),
+                channel_id,
+                action,
+                topic,
+                created_at.timestamp(),
+            ),
+        )
+        schedule = await self.get(schedule_id)
         assert schedule is not None
         return schedule
 
@@ -110,7 +81,7 @@ class ScheduleStore:
         self, schedule_id: int, fired_due: datetime, next_due: datetime | None
     ) -> None:
         """Record the fire of ``fired_due``; ``next_due=None`` finishes the schedule."""
-        await self._execute(
+        await self.execute(
             "UPDATE schedules SET last_due = ?, fires = fires + 1,"
             " next_due = COALESCE(?, next_due),"
             " status = CASE WHEN ? IS NULL THEN 'done' ELSE status END"
@@ -125,7 +96,7 @@ class ScheduleStore:
         )
 
     async def cancel(self, schedule_id: int) -> bool:
-        changed = await self._execute(
+        changed = await self.execute(
             "UPDATE schedules SET status = 'cancelled' WHERE id = ? AND status = 'active'",
             (schedule_id,),
         )
@@ -134,7 +105,7 @@ class ScheduleStore:
     async def update(
         self, schedule_id: int, *, text: str, timing: Timing, next_due: datetime
     ) -> bool:
-        changed = await self._execute(
+        changed = await self.execute(
             "UPDATE schedules SET text = ?, kind = ?, spec = ?, next_due = ?"
             " WHERE id = ? AND status = 'active'",
             (text, timing.kind, timing.spec, next_due.timestamp(), schedule_id),
@@ -160,30 +131,11 @@ class ScheduleStore:
         )
 
     async def next_due(self) -> datetime | None:
-        def work(conn: sqlite3.Connection) -> float | None:
-            row = conn.execute(
-                "SELECT MIN(next_due) FROM schedules WHERE status = 'active'"
-            ).fetchone()
-            return None if row is None or row[0] is None else float(row[0])
-
-        seconds = await self._call(work)
-        return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
-
-    # ------------------------------------------------------------ plumbing
+        row = await self.fetch_one("SELECT MIN(next_due) FROM schedules WHERE status = 'active'")
+        return None if row is None else _instant(row[0])
 
     async def _select(self, sql: str, args: tuple[Any, ...]) -> list[Schedule]:
-        rows = await self._call(lambda conn: conn.execute(sql, args).fetchall())
-        return [_schedule(row) for row in rows]
-
-    async def _execute(self, sql: str, args: tuple[Any, ...]) -> int:
-        return await self._call(lambda conn: conn.execute(sql, args).rowcount)
-
-    async def _call(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        async with self._lock:
-            conn = self._conn
-            if conn is None:
-                raise RuntimeError(f"{self.path}: the schedule store is not open")
-            return await asyncio.to_thread(work, conn)
+        return [_schedule(row) for row in await self.fetch_all(sql, args)]
 
 
 def _instant(seconds: float | None) -> datetime | None:

@@ -17,9 +17,8 @@ from core.extensions.contract import TurnContext
 
 from .describe import describe, describe_all
 from .model import Action, ScheduleError, Timing
-from .recurrence import check_cron
 from .scheduler import Scheduler
-from .when import parse_at, parse_every, parse_when
+from .when import check_cron, parse_at, parse_every, parse_when
 
 
 def _channel(ctx: RunContextWrapper[Any]) -> str | None:

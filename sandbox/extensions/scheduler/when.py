@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
+from core.extensions.sdk import CronError, next_fire, to_instant, wall
+from core.extensions.sdk import check_cron as _check_cron
+
 from .model import ScheduleError, Timing
-from .recurrence import check_cron, next_cron, to_instant, wall
 
 USAGE = (
     "usage: /remind WHEN TEXT, e.g. /remind 10m tea, /remind 18:30 call Anna,"
@@ -25,6 +27,22 @@ _DATETIME_RE = re.compile(
     r"\s*(Z|[+-]\d{2}:?\d{2})?$",
     re.IGNORECASE,
 )
+
+
+def check_cron(expr: str) -> str:
+    """``expr`` normalised, or ``ScheduleError`` (shown to the user) saying why it is unusable."""
+    try:
+        return _check_cron(expr)
+    except CronError as exc:
+        raise ScheduleError(str(exc)) from None
+
+
+def next_cron(expr: str, after: datetime, zone: tzinfo) -> datetime:
+    """The first fire of ``expr`` after ``after``, or ``ScheduleError`` if it never fires."""
+    try:
+        return next_fire(expr, after, zone)
+    except CronError as exc:
+        raise ScheduleError(str(exc)) from None
 
 
 def parse_delay(text: str) -> timedelta | None:

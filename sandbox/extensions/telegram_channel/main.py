@@ -17,6 +17,7 @@ from telegram import Bot, BotCommand, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
 from core.extensions.contract import ExtensionContext
+from core.extensions.sdk import BaseExtension
 
 from .allowlist import AllowList
 from .chats import ChatBook
@@ -38,7 +39,7 @@ class TelegramSetupError(Exception):
     """The channel cannot run: no token, or Telegram refuses it."""
 
 
-class TelegramChannel:
+class TelegramChannel(BaseExtension):
     def __init__(self) -> None:
         self._ctx: ExtensionContext | None = None
         self._config: TelegramConfig | None = None
@@ -73,9 +74,6 @@ class TelegramChannel:
         self._parts()[1].announce()
         if self._auth_error is not None:
             await self._verify_token()
-
-    async def stop(self) -> None:
-        pass
 
     async def destroy(self) -> None:
         if self._bot is not None:

@@ -1,7 +1,8 @@
 """The user's timezone setting (``local`` or an IANA name) as a DST-aware ``tzinfo``.
 
-A leaf module (standard library only) so settings-level validation, the
-scheduler and the clock tool share one resolver without import cycles.
+Standard library only: settings validation, the kernel's manifest
+scheduler, the clock tool and the scheduler extension share this one
+resolver, and the plugin host can import it without loading anything heavy.
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-__all__ = ["local_zone", "resolve_zone"]
+__all__ = ["UnknownTimezoneError", "local_zone", "resolve_zone"]
+
+
+class UnknownTimezoneError(ValueError):
+    """A timezone setting that is neither ``local`` nor a known IANA name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"unknown timezone {name!r}: use 'local' or an IANA name such as Europe/Berlin"
+        )
+        self.name = name
 
 
 def resolve_zone(name: str) -> tzinfo:
@@ -21,9 +32,7 @@ def resolve_zone(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(
-            f"unknown timezone {name!r}: use 'local' or an IANA name such as Europe/Berlin"
-        ) from exc
+        raise UnknownTimezoneError(name) from exc
 
 
 def local_zone() -> tzinfo:

@@ -1,0 +1,52 @@
+"""The extension library: helpers with no kernel state, importable by extensions.
+
+Besides ``core.extensions.contract``, this package is the only part of
+``core`` an extension may import (SPEC §1). It holds what both sides of the
+boundary need, so the logic exists once: timezone resolution and time math
+for schedules, the fire loop of a timer, a SQLite store base, a
+``BaseExtension`` with no-op lifecycle, and test helpers that run one
+extension against a fake kernel. Importing it loads nothing heavy (no bus,
+aiosqlite, pydantic, croniter or agents until a helper needs one), so a
+plugin host stays small.
+"""
+
+from core.extensions.sdk.base import BaseExtension, NotInitializedError
+from core.extensions.sdk.due_loop import Clock, DueLoop
+from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
+from core.extensions.sdk.testing import Emitted, FakeContext, call_tool, run_command, running
+from core.extensions.sdk.timemath import (
+    CronError,
+    check_cron,
+    late_note,
+    next_fire,
+    next_interval,
+    to_instant,
+    utc_now,
+    wall,
+)
+from core.extensions.sdk.timezones import UnknownTimezoneError, local_zone, resolve_zone
+
+__all__ = [
+    "BaseExtension",
+    "Clock",
+    "CronError",
+    "DueLoop",
+    "Emitted",
+    "FakeContext",
+    "NotInitializedError",
+    "SQLiteStore",
+    "StoreNotOpenError",
+    "UnknownTimezoneError",
+    "call_tool",
+    "check_cron",
+    "late_note",
+    "local_zone",
+    "next_fire",
+    "next_interval",
+    "resolve_zone",
+    "run_command",
+    "running",
+    "to_instant",
+    "utc_now",
+    "wall",
+]

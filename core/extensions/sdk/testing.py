@@ -1,0 +1,240 @@
+"""Test helpers: run one extension against a fake kernel, no bus, no model.
+
+``FakeContext`` implements ``ExtensionContext`` in memory and records what
+the extension asks for (emits, notifications, user messages, agent tasks,
+restarts); ``deliver`` hands an event to the handlers it subscribed.
+``running`` initializes and starts the extension (checking its protocols as
+the loader does) and always stops and destroys it. ``run_command`` and
+``call_tool`` call one command or tool the way the kernel would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from core.events.models import Event
+from core.events.topics import topic_matches
+from core.extensions.capabilities import detect_capabilities
+from core.extensions.contract import (
+    CommandProvider,
+    EventHandler,
+    Extension,
+    ServiceProvider,
+    ToolProvider,
+    TurnContext,
+)
+
+__all__ = ["Emitted", "FakeContext", "call_tool", "run_command", "running"]
+
+E = TypeVar("E", bound=Extension)
+
+
+@dataclass(frozen=True, slots=True)
+class Emitted:
+    """One ``emit`` (or system publish) the extension made."""
+
+    id: int
+    topic: str
+    payload: dict[str, Any]
+    correlation_id: str | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass
+class FakeContext:
+    """An in-memory ``ExtensionContext``; every list records one kind of request."""
+
+    data_root: Path
+    extension_id: str = "test_ext"
+    config_values: dict[str, Any] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+    extensions: dict[str, Any] = field(default_factory=dict)
+    agent_reply: str = ""
+    emitted: list[Emitted] = field(default_factory=list)
+    notifications: list[tuple[str, str | None]] = field(default_factory=list)
+    user_messages: list[dict[str, Any]] = field(default_factory=list)
+    agent_tasks: list[str] = field(default_factory=list)
+    subscriptions: list[tuple[str, EventHandler]] = field(default_factory=list)
+    commands: list[tuple[str, str]] = field(default_factory=list)
+    restarts_requested: int = 0
+    shutdowns_requested: int = 0
+
+    def __post_init__(self) -> None:
+        self.logger = logging.getLogger(f"ext.{self.extension_id}")
+        self._ids = itertools.count(1)
+        self._keys: dict[str, int] = {}
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.config_values)
+
+    @property
+    def data_dir(self) -> Path:
+        path = self.data_root / self.extension_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def extension_dir(self) -> Path:
+        return self.data_root / "extensions" / self.extension_id
+
+    def get_config(self, key: str, default: Any = None) -> Any:
+        value = self.config_values.get(key)
+        return default if value is None else value
+
+    def get_secret(self, name: str) -> str | None:
+        return self.secrets.get(name)
+
+    def get_extension(self, ext_id: str) -> Any | None:
+        return self.extensions.get(ext_id)
+
+    # ------------------------------------------------------------ events
+
+    async def emit(
+        self,
+        topic: str,
+        payload: dict[str, Any],
+        correlation_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """Record the event; a repeated ``idempotency_key`` returns the first id (as the bus)."""
+        if idempotency_key is not None and idempotency_key in self._keys:
+            return self._keys[idempotency_key]
+        json.dumps(payload)  # the bus refuses what is not JSON; so does the fake
+        event_id = next(self._ids)
+        self.emitted.append(Emitted(event_id, topic, payload, correlation_id, idempotency_key))
+        if idempotency_key is not None:
+            self._keys[idempotency_key] = event_id
+        return event_id
+
+    def subscribe_event(self, topic: str, handler: EventHandler) -> None:
+        self.subscriptions.append((topic, handler))
+
+    async def deliver(
+        self, topic: str, payload: dict[str, Any], *, correlation_id: str | None = None
+    ) -> int:
+        """Hand one event to every subscribed handler whose pattern matches; how many ran."""
+        event = Event(next(self._ids), topic, "test", payload, correlation_id, time.time())
+        handlers = [h for pattern, h in self.subscriptions if topic_matches(pattern, topic)]
+        for handler in handlers:
+            await handler(event)
+        return len(handlers)
+
+    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
+        self.notifications.append((text, channel_id))
+
+    async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
+        self.agent_tasks.append(prompt)
+
+    async def request_agent_background(
+        self, prompt: str, correlation_id: str | None = None
+    ) -> None:
+        self.agent_tasks.append(prompt)
+
+    async def on_user_message(
+        self,
+        text: str,
+        user_id: str,
+        channel_id: str | None = None,
+        message_id: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> int:
+        message = {"text": text, "user_id": user_id, "channel_id": channel_id or self.extension_id}
+        self.user_messages.append({**message, "message_id": message_id})
+        return await self.emit("user.message", message, idempotency_key=idempotency_key)
+
+    async def list_commands(self) -> list[tuple[str, str]]:
+        return sorted(self.commands)
+
+    # ------------------------------------------------------------ agents
+
+    async def invoke_agent(self, prompt: str) -> str:
+        self.agent_tasks.append(prompt)
+        return self.agent_reply
+
+    async def invoke_agent_streamed(
+        self,
+        prompt: str,
+        on_chunk: Callable[[str], Awaitable[None]] | None = None,
+        on_tool_call: Callable[[str], Awaitable[None]] | None = None,
+    ) -> str:
+        if on_chunk is not None and self.agent_reply:
+            await on_chunk(self.agent_reply)
+        return await self.invoke_agent(prompt)
+
+    async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str:
+        return prompt
+
+    def request_restart(self) -> None:
+        self.restarts_requested += 1
+
+    def request_shutdown(self) -> None:
+        self.shutdowns_requested += 1
+
+
+@contextlib.asynccontextmanager
+async def running(ext: E, context: FakeContext, *, background: bool = True) -> AsyncIterator[E]:
+    """``initialize`` → protocol check → ``start`` (+ ``run_background``); always stop/destroy."""
+    await ext.initialize(context)
+    detect_capabilities(ext)
+    if isinstance(ext, CommandProvider):
+        context.commands.extend((c.name, c.description) for c in ext.get_commands())
+    await ext.start()
+    service: asyncio.Task[None] | None = None
+    if background and isinstance(ext, ServiceProvider):
+        service = asyncio.create_task(ext.run_background(), name="extension-service")
+    try:
+        yield ext
+    finally:
+        if service is not None:
+            service.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await service
+        try:
+            await ext.stop()
+        finally:
+            await ext.destroy()
+
+
+async def run_command(
+    ext: object, name: str, args: str = "", turn: TurnContext | None = None
+) -> str | None:
+    """Answer ``/name args`` with the extension's command, as the kernel would."""
+    if not isinstance(ext, CommandProvider):
+        raise TypeError(f"{type(ext).__name__} offers no commands (no get_commands)")
+    commands = {c.name: c for c in ext.get_commands()}
+    if name not in commands:
+        raise LookupError(f"no command /{name}; the extension offers {sorted(commands)}")
+    return await commands[name].handler(args.strip(), turn or TurnContext())
+
+
+async def call_tool(
+    ext: object,
+    name: str,
+    arguments: dict[str, Any] | None = None,
+    turn: TurnContext | None = None,
+) -> Any:
+    """Call one of the extension's function tools with JSON ``arguments``."""
+    from agents.tool_context import ToolContext
+
+    if not isinstance(ext, ToolProvider):
+        raise TypeError(f"{type(ext).__name__} offers no tools (no get_tools)")
+    tools = {t.name: t for t in ext.get_tools()}
+    if name not in tools:
+        raise LookupError(f"no tool {name!r}; the extension offers {sorted(tools)}")
+    raw = json.dumps(arguments or {})
+    tool_context = ToolContext(
+        context=turn or TurnContext(), tool_name=name, tool_call_id="test", tool_arguments=raw
+    )
+    return await tools[name].on_invoke_tool(tool_context, raw)
