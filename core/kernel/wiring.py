@@ -10,6 +10,7 @@ from typing import Any
 
 from core.events import EventBus
 from core.events.models import Event
+from core.events.system_payloads import UserNotify, read_system_payload
 from core.extensions.contract import AgentInvocationContext, Command
 from core.extensions.lifecycle import describe_exception
 from core.extensions.loader import Loader
@@ -58,9 +59,10 @@ def wire_manifest_subscriptions(loader: Loader, bus: EventBus, router: MessageRo
 
 def _notify_handler(router: MessageRouter) -> Any:
     async def notify(event: Event) -> None:
-        text = event.payload.get("text")
-        if text:
-            await router.notify_user(str(text), event.payload.get("channel_id"))
+        # a custom topic routed to notify_user: its own extra keys are fine, `text` is not optional
+        notice = read_system_payload(UserNotify, event, strict=False, subscriber="notify_user")
+        if notice is not None and notice.text:
+            await router.notify_user(notice.text, notice.channel_id)
 
     return notify
 
