@@ -36,9 +36,7 @@ def replies(kernel) -> list[tuple[str, str | None, str]]:
     return kernel.loader.instance("capture")._log()
 
 
-async def test_a_misspelled_key_is_refused_at_publish_naming_topic_and_key(
-    make_ext, settings_file
-):
+async def test_a_misspelled_key_is_refused_at_publish_naming_topic_and_key(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL)
     make_ext("typo", TYPO_NOTIFIER, manifest={"permissions": {"emit": ["system.user.notify"]}})
     model = ScriptedModel([[assistant_message("Still answering.")]])
