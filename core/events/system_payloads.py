@@ -50,16 +50,14 @@ class SystemPayload:
     TOPIC: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            optional = spec.default is None
-            if value is None and optional:
+        for name, optional, _ in _specs(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, str) or (value is None and optional):
                 continue
-            if not isinstance(value, str):
-                wanted = "a string or null" if optional else "a string"
-                raise SystemPayloadError(
-                    self.TOPIC, spec.name, f"must be {wanted}, got {type(value).__name__}"
-                )
+            wanted = "a string or null" if optional else "a string"
+            raise SystemPayloadError(
+                self.TOPIC, name, f"must be {wanted}, got {type(value).__name__}"
+            )
 
     @classmethod
     def from_payload(cls: type[_P], payload: Mapping[str, Any], *, strict: bool = True) -> _P:
@@ -71,25 +69,52 @@ class SystemPayload:
         """
         if not isinstance(payload, Mapping):
             raise SystemPayloadError(cls.TOPIC, "", f"must be a JSON object, got {payload!r}")
-        known = {spec.name: spec for spec in fields(cls)}
-        unknown = sorted(key for key in payload if key not in known)
-        if unknown and strict:
-            expected = ", ".join(known)
-            raise SystemPayloadError(cls.TOPIC, unknown[0], f"is unknown (known keys: {expected})")
-        for name, spec in known.items():
-            if name not in payload and spec.default is not None:
+        specs = _specs(cls)
+        if strict:
+            names = _names(cls)
+            for key in payload:
+                if key not in names:
+                    expected = ", ".join(name for name, _, _ in specs)
+                    reason = f"is unknown (known keys: {expected})"
+                    raise SystemPayloadError(cls.TOPIC, str(key), reason)
+        for name, optional, _ in specs:
+            if not optional and name not in payload:
                 raise SystemPayloadError(cls.TOPIC, name, "is required")
-        return cls(**{name: payload[name] for name in known if name in payload})
+        return cls(**{name: payload[name] for name, _, _ in specs if name in payload})
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON object that is journaled (optional fields included as ``null``)."""
         out: dict[str, Any] = {}
-        for spec in fields(self):
-            value = getattr(self, spec.name)
-            if value is None and spec.metadata.get(_OMIT_IF_NONE):
+        for name, _, omit_if_none in _specs(type(self)):
+            value = getattr(self, name)
+            if value is None and omit_if_none:
                 continue
-            out[spec.name] = value
+            out[name] = value
         return out
+
+
+_Spec = tuple[str, bool, bool]
+_SPECS: dict[type, tuple[_Spec, ...]] = {}
+_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _specs(model: type) -> tuple[_Spec, ...]:
+    """``(name, optional, omit_if_none)`` per field, in order (computed once per model)."""
+    specs = _SPECS.get(model)
+    if specs is None:
+        specs = tuple(
+            (spec.name, spec.default is None, bool(spec.metadata.get(_OMIT_IF_NONE)))
+            for spec in fields(model)
+        )
+        _SPECS[model] = specs
+    return specs
+
+
+def _names(model: type) -> frozenset[str]:
+    names = _NAMES.get(model)
+    if names is None:
+        names = _NAMES[model] = frozenset(name for name, _, _ in _specs(model))
+    return names
 
 
 @dataclass(frozen=True, slots=True)
