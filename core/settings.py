@@ -121,6 +121,10 @@ class McpSettings(_Section):
     servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     connect_timeout_s: float = Field(default=10.0, gt=0)
     call_timeout_s: float = Field(default=60.0, gt=0)
+    health_interval_s: float = Field(default=15.0, gt=0)
+    reconnect_initial_s: float = Field(default=1.0, gt=0)
+    reconnect_max_s: float = Field(default=60.0, gt=0)
+    reconnect_max_attempts: int = Field(default=10, ge=1)
 
 
 class TurnsSettings(_Section):

@@ -155,7 +155,7 @@ async def test_tool_errors_reach_the_model_and_model_errors_become_an_apology(
     texts = [r[2] for r in replies(k)]
     assert texts[0] == "The tool failed, sorry."
     # the tool's failure was reported to the model as the tool's output
-    assert "An error occurred while running the tool" in str(model.calls[1].input)
+    assert "RuntimeError: kaboom" in str(model.calls[1].input)
     assert texts[1].startswith("Sorry, I could not get an answer") and "HTTP 500" in texts[1]
     assert texts[2] == "back to normal"
 

@@ -28,6 +28,7 @@ from core.extensions.contract import (
     ExtensionContext,
 )
 from core.extensions.manifest import MANIFEST_FILE, AgentSection, Manifest
+from core.tools.failures import reporting_failures_all
 
 __all__ = ["PROMPT_FILE", "DeclarativeAgentAdapter", "ResolveTools"]
 
@@ -113,9 +114,12 @@ class DeclarativeAgentAdapter:
 
     @property
     def resolved_tools(self) -> list[Tool]:
-        """Tools of ``uses_tools``, resolved on first use (providers load before us)."""
+        """Tools of ``uses_tools``, resolved on first use (providers load before us);
+        their failures reach the agent's model as a short message."""
         if self._tools is None:
-            self._tools = list(self._resolve_tools(list(self._section.uses_tools)))
+            self._tools = reporting_failures_all(
+                self._resolve_tools(list(self._section.uses_tools))
+            )
         return list(self._tools)
 
     # --------------------------------------------------------- AgentProvider

@@ -32,3 +32,19 @@ class TokenBudgetExceededError(AgentLayerError):
         super().__init__(f"max_tokens_per_invocation={limit} exceeded ({used} tokens used)")
         self.limit = limit
         self.used = used
+
+
+class McpServerUnavailableError(AgentLayerError):
+    """A tool of an MCP server was called while the server is not connected.
+
+    Raised at once (a turn never waits on a dead server); ``state`` is what
+    ``/status`` shows for it, e.g. ``reconnecting (attempt 2, next in 4.0s)``.
+    """
+
+    def __init__(self, server: str, state: str) -> None:
+        super().__init__(
+            f"MCP server {server!r} is {state}; its tools are unavailable for now, "
+            "try again later or do without them"
+        )
+        self.server = server
+        self.state = state

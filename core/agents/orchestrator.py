@@ -19,6 +19,7 @@ from core.agents.prompts import PromptTemplate
 from core.agents.toolset import Capability, capabilities_summary
 from core.settings import PROJECT_ROOT
 from core.tools.clock import now_in, resolve_timezone, timezone_label
+from core.tools.failures import tool_error_message
 
 if TYPE_CHECKING:
     from agents.mcp import MCPServer
@@ -81,4 +82,5 @@ class Orchestrator:
             model=model,
             tools=list(self._tools),
             mcp_servers=list(self._mcp_servers),
+            mcp_config={"failure_error_function": tool_error_message},
         )

@@ -18,6 +18,7 @@ from agents import FunctionTool, Tool
 from agents.tool_context import ToolContext
 
 from core.extensions.contract import AgentInvocationContext, AgentProvider, TurnContext
+from core.tools.failures import describe_tool_error, reporting_failures, tool_error_message
 
 __all__ = [
     "Capability",
@@ -113,7 +114,7 @@ def agent_as_tool(
             response = await provider.invoke(task, AgentInvocationContext(turn=turn))
         except Exception as exc:
             log.exception("agent %s (extension %s) raised", name, ext_id)
-            return f"error: agent {name} failed: {exc}"
+            return f"error: agent {name} failed: {describe_tool_error(exc)}"
         if response.status == "success":
             return response.content
         return f"{response.status}: {response.error or response.content}"
@@ -135,6 +136,7 @@ def agent_as_tool(
         on_invoke_tool=invoke,
         strict_json_schema=True,
         timeout_seconds=timeout_s,
+        timeout_error_function=tool_error_message,
     )
 
 
@@ -146,8 +148,10 @@ def build_toolset(
 
     ``tool_sources``: ``(extension id, tools)`` in load order, core tools first
     (source ``"core"``). ``agent_sources``: ``(extension id, provider)``; agents in
-    ``handoff`` mode are skipped. Agent tools share the tools' namespace.
+    ``handoff`` mode are skipped. Agent tools share the tools' namespace. Every
+    tool reports its failures to the model as a short message (``reporting_failures``).
     """
+    tool_sources = [(source, [reporting_failures(t) for t in ts]) for source, ts in tool_sources]
     wrapped: list[tuple[str, Sequence[Tool]]] = []
     for ext_id, provider in agent_sources:
         if provider.get_agent_descriptor().integration_mode == "tool":

@@ -19,14 +19,25 @@ if TYPE_CHECKING:
         EventBusError,
         JournalError,
         PayloadError,
+        SystemPayloadError,
         TopicError,
     )
     from core.events.journal import DeadLetter, DeliveryInfo, EventRecord, Journal
     from core.events.models import Event
     from core.events.sqlite_journal import SQLiteJournal
+    from core.events.system_payloads import (
+        AgentBackground,
+        AgentTask,
+        SystemPayload,
+        UserMessage,
+        UserNotify,
+        read_system_payload,
+    )
     from core.events.topics import SystemTopics, topic_matches
 
 __all__ = [
+    "AgentBackground",
+    "AgentTask",
     "BusStateError",
     "DeadLetter",
     "DeliveryInfo",
@@ -38,8 +49,13 @@ __all__ = [
     "JournalError",
     "PayloadError",
     "SQLiteJournal",
+    "SystemPayload",
+    "SystemPayloadError",
     "SystemTopics",
     "TopicError",
+    "UserMessage",
+    "UserNotify",
+    "read_system_payload",
     "topic_matches",
 ]
 
@@ -56,6 +72,13 @@ _HOMES = {
     "Journal": "journal",
     "Event": "models",
     "SQLiteJournal": "sqlite_journal",
+    "SystemPayloadError": "errors",
+    "AgentBackground": "system_payloads",
+    "AgentTask": "system_payloads",
+    "SystemPayload": "system_payloads",
+    "UserMessage": "system_payloads",
+    "UserNotify": "system_payloads",
+    "read_system_payload": "system_payloads",
     "SystemTopics": "topics",
     "topic_matches": "topics",
 }

@@ -19,6 +19,7 @@ from core.events.journal import Journal, NewEvent, Outcome
 from core.events.payloads import encode_payload
 from core.events.sqlite_journal import SQLiteJournal
 from core.events.subscriptions import EventHandler, Subscription
+from core.events.system_payloads import check_system_payload
 from core.events.topics import topic_matches, validate_pattern, validate_topic
 from core.events.writer import GroupCommitWriter
 
@@ -123,11 +124,13 @@ class EventBus:
 
         With an ``idempotency_key`` seen before, returns the first event's id
         and stores nothing. Raises ``ValueError`` for a bad topic or a payload
-        that is not a JSON object.
+        that is not a JSON object, ``SystemPayloadError`` (a ``ValueError``) for a
+        system-topic payload that does not fit its model (SPEC §3).
         """
         subscribers = self._routes.get(topic)
         if subscribers is None:
             subscribers = self._route(topic)
+        check_system_payload(topic, payload)
         payload_json = encode_payload(topic, payload)
         event = NewEvent(topic, source, payload_json, correlation_id, idempotency_key, time.time())
         if self._writer.running:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["BusStateError", "EventBusError", "JournalError", "PayloadError", "TopicError"]
+__all__ = [
+    "BusStateError",
+    "EventBusError",
+    "JournalError",
+    "PayloadError",
+    "SystemPayloadError",
+    "TopicError",
+]
 
 
 class EventBusError(Exception):
@@ -19,6 +26,20 @@ class PayloadError(EventBusError, ValueError):
     def __init__(self, topic: str, reason: str) -> None:
         super().__init__(f"payload for topic {topic!r} must be a JSON object: {reason}")
         self.topic = topic
+        self.reason = reason
+
+
+class SystemPayloadError(PayloadError):
+    """A system-topic payload does not fit its model (SPEC §3); nothing was stored.
+
+    ``field`` is the key at fault (empty when the payload is not an object).
+    """
+
+    def __init__(self, topic: str, field: str, reason: str) -> None:
+        where = f"key {field!r} " if field else ""
+        ValueError.__init__(self, f"payload for system topic {topic!r}: {where}{reason}")
+        self.topic = topic
+        self.field = field
         self.reason = reason
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.events.models import Event
+from core.events.system_payloads import AgentBackground, AgentTask, UserMessage, UserNotify
 from core.events.topics import SystemTopics, pattern_within, topic_matches
 from core.extensions.contract import (
     AgentDescriptor,
@@ -150,15 +151,17 @@ class KernelContext:
         self._services.bus.subscribe(topic, gate(_logged(handler, self.logger)), subscriber_id)
 
     async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        await self._publish(SystemTopics.USER_NOTIFY, {"text": text, "channel_id": channel_id})
+        payload = UserNotify(text=text, channel_id=channel_id).to_payload()
+        await self._publish(SystemTopics.USER_NOTIFY, payload)
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
-        await self._publish(SystemTopics.AGENT_TASK, {"prompt": prompt, "channel_id": channel_id})
+        payload = AgentTask(prompt=prompt, channel_id=channel_id).to_payload()
+        await self._publish(SystemTopics.AGENT_TASK, payload)
 
     async def request_agent_background(
         self, prompt: str, correlation_id: str | None = None
     ) -> None:
-        payload = {"prompt": prompt, "correlation_id": correlation_id}
+        payload = AgentBackground(prompt=prompt, correlation_id=correlation_id).to_payload()
         await self._publish(SystemTopics.AGENT_BACKGROUND, payload, correlation_id)
 
     async def on_user_message(
@@ -170,12 +173,12 @@ class KernelContext:
         *,
         idempotency_key: str | None = None,
     ) -> int:
-        payload = {
-            "text": text,
-            "user_id": user_id,
-            "channel_id": channel_id or self.extension_id,
-            "message_id": message_id,
-        }
+        payload = UserMessage(
+            text=text,
+            user_id=user_id,
+            channel_id=channel_id or self.extension_id,
+            message_id=message_id,
+        ).to_payload()
         return await self._publish(SystemTopics.USER_MESSAGE, payload, None, idempotency_key)
 
     async def _publish(

@@ -25,6 +25,13 @@ from typing import Any
 
 from core.events import EventBus
 from core.events.models import Event
+from core.events.system_payloads import (
+    AgentBackground,
+    AgentTask,
+    UserMessage,
+    UserNotify,
+    read_system_payload,
+)
 from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext
 from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
@@ -111,10 +118,10 @@ class MessageRouter:
 
     async def handle_user_message(self, event: Event) -> None:
         """One ``user.message``: a command or a turn, answered exactly once."""
-        payload = event.payload
-        text = str(payload.get("text") or "")
-        user_id = str(payload.get("user_id") or "user")
-        channel_id = str(payload.get("channel_id") or self.default_channel)
+        message = read_system_payload(UserMessage, event, subscriber="kernel.router")
+        if message is None:
+            return
+        text, user_id, channel_id = message.text, message.user_id, message.channel_id
         key = self.conversations.key(channel_id, user_id)
         command = parse_command(text)
         if command is not None:
@@ -176,21 +183,21 @@ class MessageRouter:
         await channel.send_message(text)
 
     async def _on_notify(self, event: Event) -> None:
-        text = str(event.payload.get("text") or "")
-        if text:
-            await self.notify_user(text, event.payload.get("channel_id"))
+        notice = read_system_payload(UserNotify, event, subscriber="kernel.notify")
+        if notice is not None and notice.text:
+            await self.notify_user(notice.text, notice.channel_id)
 
     async def _on_agent_task(self, event: Event) -> None:
-        prompt = str(event.payload.get("prompt") or "")
-        if not prompt:
+        task = read_system_payload(AgentTask, event, subscriber="kernel.agent_task")
+        if task is None or not task.prompt:
             return
-        reply = await self.invoke_agent(prompt, source=event.source)
-        await self.notify_user(reply, event.payload.get("channel_id"))
+        reply = await self.invoke_agent(task.prompt, source=event.source)
+        await self.notify_user(reply, task.channel_id)
 
     async def _on_agent_background(self, event: Event) -> None:
-        prompt = str(event.payload.get("prompt") or "")
-        if prompt:
-            reply = await self.invoke_agent(prompt, source=event.source)
+        task = read_system_payload(AgentBackground, event, subscriber="kernel.agent_background")
+        if task is not None and task.prompt:
+            reply = await self.invoke_agent(task.prompt, source=event.source)
             log.info("background task from %s done: %.200s", event.source, reply)
 
     # ------------------------------------------------------------ agent gateway

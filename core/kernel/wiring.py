@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from core.events import EventBus
 from core.events.models import Event
+from core.events.system_payloads import UserNotify, read_system_payload
 from core.extensions.capabilities import Capability
 from core.extensions.contract import AgentInvocationContext, Command
 from core.extensions.lifecycle import describe_exception
@@ -162,9 +163,10 @@ class Wiring:
 
     def _notify_handler(self, ext_id: str, router: ChannelTarget) -> Any:
         async def notify(event: Event) -> None:
-            text = event.payload.get("text")
-            if text and self._delivers(ext_id, event):
-                await router.notify_user(str(text), event.payload.get("channel_id"))
+            # a custom topic routed to notify_user: its own extra keys are fine, `text` is not
+            notice = read_system_payload(UserNotify, event, strict=False, subscriber="notify_user")
+            if notice is not None and notice.text and self._delivers(ext_id, event):
+                await router.notify_user(notice.text, notice.channel_id)
 
         return notify
 

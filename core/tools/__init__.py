@@ -2,5 +2,22 @@
 
 from core.tools.clock import now_in, resolve_timezone, timezone_label
 from core.tools.core_tools import build_core_tools
+from core.tools.failures import (
+    describe_tool_error,
+    reporting_failures,
+    reporting_failures_all,
+    tool_error_message,
+    tool_failure_text,
+)
 
-__all__ = ["build_core_tools", "now_in", "resolve_timezone", "timezone_label"]
+__all__ = [
+    "build_core_tools",
+    "describe_tool_error",
+    "now_in",
+    "reporting_failures",
+    "reporting_failures_all",
+    "resolve_timezone",
+    "timezone_label",
+    "tool_error_message",
+    "tool_failure_text",
+]

@@ -6,19 +6,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agents import FunctionTool, RunContextWrapper, function_tool
+from agents import FunctionTool, function_tool
 
 from core.tools.clock import now_in, resolve_timezone, timezone_label
+from core.tools.failures import tool_error_message
 
 __all__ = ["build_core_tools"]
 
 ListExtensions = Callable[[], list[dict[str, Any]]]
 RequestRestart = Callable[[str], None]
 _EXTENSION_FIELDS = ("id", "status", "error")
-
-
-def _tool_error(ctx: RunContextWrapper[Any], error: Exception) -> str:
-    return f"error: {error}"
 
 
 def build_core_tools(
@@ -65,15 +62,15 @@ def build_core_tools(
         return "restart requested; the assistant will be back in a few seconds"
 
     return [
-        function_tool(current_time, failure_error_function=_tool_error),
+        function_tool(current_time, failure_error_function=tool_error_message),
         function_tool(
             list_extensions_tool,
             name_override="list_extensions",
-            failure_error_function=_tool_error,
+            failure_error_function=tool_error_message,
         ),
         function_tool(
             request_restart_tool,
             name_override="request_restart",
-            failure_error_function=_tool_error,
+            failure_error_function=tool_error_message,
         ),
     ]

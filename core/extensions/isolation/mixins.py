@@ -29,7 +29,7 @@ from core.extensions.isolation.protocol import (
     response_from_wire,
     turn_to_wire,
 )
-from core.extensions.lifecycle import describe_exception
+from core.tools.failures import describe_tool_error, tool_failure_text
 
 DEFAULT = object()  # "the per-call deadline from settings"
 
@@ -69,10 +69,10 @@ class ToolProxy(ProxyCore):
             }
             try:
                 return await self.remote("call_tool", params)
-            except RemoteError as exc:  # the tool itself raised: say what
-                return f"error: tool {name} failed: {describe_exception(exc)}"
+            except RemoteError as exc:  # the tool itself raised: what, as in-process
+                return tool_failure_text(name, describe_tool_error(exc))
             except IsolationError as exc:  # the boundary failed: timeout, host gone
-                return f"error: tool {name} failed: {exc}"
+                return tool_failure_text(name, str(exc))
 
         return FunctionTool(
             name=name,

@@ -1,0 +1,195 @@
+"""Typed payloads of the system topics (SPEC §3), shared by publishers and the kernel.
+
+A system-topic payload used to be a dict read with ``payload.get("text")``, so a
+misspelled key silently dropped a message. Each topic now has one frozen model:
+publishers build it (``to_payload()`` gives the journaled JSON object, same shape
+as before), the bus refuses a payload that does not fit its topic's model at
+publish (``check_system_payload``: unknown key, missing key or wrong type, named
+in the error), and the kernel's handlers read events back with
+``read_system_payload``, which logs a payload that no longer fits (journaled by
+an older kernel, or written by another process) once and drops it with a clear
+line instead of guessing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from core.events.errors import SystemPayloadError
+from core.events.models import Event
+from core.events.topics import SystemTopics
+
+__all__ = [
+    "SYSTEM_PAYLOADS",
+    "AgentBackground",
+    "AgentTask",
+    "SystemPayload",
+    "UserMessage",
+    "UserNotify",
+    "check_system_payload",
+    "read_system_payload",
+]
+
+log = logging.getLogger(__name__)
+
+_P = TypeVar("_P", bound="SystemPayload")
+_OMIT_IF_NONE = "omit_if_none"  # field metadata: absent from the JSON while unset
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPayload:
+    """Base of the system-topic models: strict construction, JSON in and out.
+
+    Every field is ``str`` (required) or ``str | None`` (optional, default
+    ``None``); construction checks the types, so a model that exists is valid.
+    """
+
+    TOPIC: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for name, optional, _ in _specs(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, str) or (value is None and optional):
+                continue
+            wanted = "a string or null" if optional else "a string"
+            raise SystemPayloadError(
+                self.TOPIC, name, f"must be {wanted}, got {type(value).__name__}"
+            )
+
+    @classmethod
+    def from_payload(cls: type[_P], payload: Mapping[str, Any], *, strict: bool = True) -> _P:
+        """The model of ``payload``; ``SystemPayloadError`` names the key at fault.
+
+        ``strict=False`` ignores keys the model does not know: for custom topics
+        routed to a kernel handler (manifest ``events.subscribes``), whose
+        payloads carry their own extra keys.
+        """
+        if not isinstance(payload, Mapping):
+            raise SystemPayloadError(cls.TOPIC, "", f"must be a JSON object, got {payload!r}")
+        specs = _specs(cls)
+        if strict:
+            names = _names(cls)
+            for key in payload:
+                if key not in names:
+                    expected = ", ".join(name for name, _, _ in specs)
+                    reason = f"is unknown (known keys: {expected})"
+                    raise SystemPayloadError(cls.TOPIC, str(key), reason)
+        for name, optional, _ in specs:
+            if not optional and name not in payload:
+                raise SystemPayloadError(cls.TOPIC, name, "is required")
+        return cls(**{name: payload[name] for name, _, _ in specs if name in payload})
+
+    def to_payload(self) -> dict[str, Any]:
+        """The JSON object that is journaled (optional fields included as ``null``)."""
+        out: dict[str, Any] = {}
+        for name, _, omit_if_none in _specs(type(self)):
+            value = getattr(self, name)
+            if value is None and omit_if_none:
+                continue
+            out[name] = value
+        return out
+
+
+_Spec = tuple[str, bool, bool]
+_SPECS: dict[type, tuple[_Spec, ...]] = {}
+_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _specs(model: type) -> tuple[_Spec, ...]:
+    """``(name, optional, omit_if_none)`` per field, in order (computed once per model)."""
+    specs = _SPECS.get(model)
+    if specs is None:
+        specs = tuple(
+            (spec.name, spec.default is None, bool(spec.metadata.get(_OMIT_IF_NONE)))
+            for spec in fields(model)
+        )
+        _SPECS[model] = specs
+    return specs
+
+
+def _names(model: type) -> frozenset[str]:
+    names = _NAMES.get(model)
+    if names is None:
+        names = _NAMES[model] = frozenset(name for name, _, _ in _specs(model))
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage(SystemPayload):
+    """``user.message``: a user wrote to the assistant through a channel."""
+
+    TOPIC: ClassVar[str] = SystemTopics.USER_MESSAGE
+    text: str
+    user_id: str
+    channel_id: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UserNotify(SystemPayload):
+    """``system.user.notify``: a proactive message for the user.
+
+    ``user_id`` (optional, left out of the JSON while unset) names the user it is
+    for, so a channel serving several users can reach the right one.
+    """
+
+    TOPIC: ClassVar[str] = SystemTopics.USER_NOTIFY
+    text: str
+    channel_id: str | None = None
+    user_id: str | None = field(default=None, metadata={_OMIT_IF_NONE: True})
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTask(SystemPayload):
+    """``system.agent.task``: run the orchestrator on ``prompt`` and tell the user."""
+
+    TOPIC: ClassVar[str] = SystemTopics.AGENT_TASK
+    prompt: str
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentBackground(SystemPayload):
+    """``system.agent.background``: run the orchestrator on ``prompt``, log the result."""
+
+    TOPIC: ClassVar[str] = SystemTopics.AGENT_BACKGROUND
+    prompt: str
+    correlation_id: str | None = None
+
+
+SYSTEM_PAYLOADS: dict[str, type[SystemPayload]] = {
+    model.TOPIC: model for model in (UserMessage, UserNotify, AgentTask, AgentBackground)
+}
+
+
+def check_system_payload(topic: str, payload: Mapping[str, Any]) -> None:
+    """Raise ``SystemPayloadError`` if ``topic`` is a system topic and ``payload`` does not fit."""
+    model = SYSTEM_PAYLOADS.get(topic)
+    if model is not None:
+        model.from_payload(payload)
+
+
+def read_system_payload(
+    model: type[_P], event: Event, *, strict: bool = True, subscriber: str = "kernel"
+) -> _P | None:
+    """The typed payload of a delivered ``event``, or ``None`` after one error line.
+
+    The bus checks system payloads at publish, so ``None`` means an event
+    journaled before that check or by another writer: retrying cannot fix it,
+    so it is logged once (naming event, topic, source and field) and dropped.
+    """
+    try:
+        return model.from_payload(event.payload, strict=strict)
+    except SystemPayloadError as exc:
+        log.error(
+            "%s: dropping event %d on %r from %r: %s",
+            subscriber,
+            event.id,
+            event.topic,
+            event.source,
+            exc,
+        )
+        return None
