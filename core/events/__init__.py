@@ -1,7 +1,14 @@
 """Durable event bus: ``EventBus`` over a ``Journal`` (``SQLiteJournal`` by default)."""
 
 from core.events.bus import EventBus
-from core.events.errors import BusStateError, EventBusError, JournalError, PayloadError, TopicError
+from core.events.errors import (
+    BusStateError,
+    EventBusError,
+    JournalError,
+    PayloadError,
+    PayloadTooLargeError,
+    TopicError,
+)
 from core.events.journal import DeadLetter, DeliveryInfo, EventRecord, Journal
 from core.events.models import Event
 from core.events.sqlite_journal import SQLiteJournal
@@ -18,6 +25,7 @@ __all__ = [
     "Journal",
     "JournalError",
     "PayloadError",
+    "PayloadTooLargeError",
     "SQLiteJournal",
     "SystemTopics",
     "TopicError",

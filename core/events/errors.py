@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["BusStateError", "EventBusError", "JournalError", "PayloadError", "TopicError"]
+__all__ = [
+    "BusStateError",
+    "EventBusError",
+    "JournalError",
+    "PayloadError",
+    "PayloadTooLargeError",
+    "TopicError",
+]
 
 
 class EventBusError(Exception):
@@ -20,6 +27,22 @@ class PayloadError(EventBusError, ValueError):
         super().__init__(f"payload for topic {topic!r} must be a JSON object: {reason}")
         self.topic = topic
         self.reason = reason
+
+
+class PayloadTooLargeError(PayloadError):
+    """A payload's JSON is larger than ``events.max_payload_bytes``; nothing was stored.
+
+    A cap for every publisher keeps one extension from filling the journal
+    (and every subscriber's memory) with a few huge events.
+    """
+
+    def __init__(self, topic: str, size: int, limit: int) -> None:
+        reason = f"{size} bytes of JSON, over the limit of {limit} (events.max_payload_bytes)"
+        EventBusError.__init__(self, f"payload for topic {topic!r} is too large: {reason}")
+        self.topic = topic
+        self.reason = reason
+        self.size = size
+        self.limit = limit
 
 
 class JournalError(EventBusError):
