@@ -79,7 +79,7 @@ def detect() -> CgroupSupport:
     else:
         for hierarchy in sorted(set(v1.values())):
             try:
-                (hierarchy / PARENT / str(os.getpid())).mkdir(parents=True, exist_ok=True)
+                (hierarchy / PARENT).mkdir(exist_ok=True)
             except OSError as exc:
                 reasons.append(f"cgroup v1 at {hierarchy} is not writable: {exc.strerror}")
                 break

@@ -20,6 +20,7 @@ from core.extensions.isolation.errors import (
 )
 from core.extensions.isolation.launch import IsolationOptions, confinement_status
 from core.extensions.isolation.proxy import IsolatedExtension
+from core.extensions.isolation.selfcheck import HostProbe, confinement_report, judge, probe_host
 from core.extensions.loader import InstanceFactory, Loader
 from core.extensions.manifest import Manifest
 from core.extensions.records import ExtensionStatus
@@ -29,14 +30,18 @@ __all__ = [
     "CallTimeoutError",
     "ConfinementError",
     "ConfinementStatus",
+    "HostProbe",
     "HostUnavailableError",
     "IsolatedExtension",
     "IsolationError",
     "IsolationOptions",
     "confinement_check",
+    "confinement_report",
     "confinement_status",
     "isolated_factory",
+    "judge",
     "probe",
+    "probe_host",
 ]
 
 

@@ -172,7 +172,7 @@ class HostProcess:
         self.writer.close()
         if self._watchdog is not None:
             self._watchdog.cancel()
-        if self.guard is not None and self._released is None:
+        if self.guard is not None and self._released is None and not self.guard.release_now():
             self._released = asyncio.create_task(self.guard.release())
 
     async def wait(self) -> int:

@@ -28,7 +28,14 @@ from core.extensions.isolation.cgroups import CgroupSupport, HostCgroup, detect
 from core.extensions.isolation.errors import QuotaExceededError
 from core.extensions.isolation.limits import HostLimits
 
-__all__ = ["GuardConfig", "HostGuard", "TreeUsage", "cgroup_support", "data_dir_bytes"]
+__all__ = [
+    "GuardConfig",
+    "HostGuard",
+    "TreeUsage",
+    "cgroup_support",
+    "data_dir_bytes",
+    "tree_usage",
+]
 
 log = logging.getLogger("core.isolation")
 MB = 1024 * 1024
@@ -55,6 +62,7 @@ class TreeUsage:
     cpu_s: float
     rss_bytes: int
     tasks: int
+    pids: tuple[int, ...] = ()
 
 
 def cgroup_support(mode: str) -> CgroupSupport:
@@ -138,6 +146,13 @@ class HostGuard:
                 )
         return None
 
+    def release_now(self) -> bool:
+        """Kill what is left in the cgroup and remove it at once (cgroupfs: no disk I/O).
+
+        ``False`` while processes are still exiting: then ``release`` retries.
+        """
+        return self.cgroup is None or self.cgroup.remove()
+
     async def release(self) -> None:
         """After the host exited: kill what is left in its cgroup and remove it."""
         if self.cgroup is None:
@@ -169,19 +184,20 @@ def tree_usage(pid: int) -> TreeUsage:
             children.setdefault(int(fields[1]), []).append(int(entry.name))
     tick, page = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
     cpu_ticks = rss = tasks = 0
-    todo = [pid]
+    todo, pids = [pid], []
     while todo:
         current = todo.pop()
         found = stats.get(current)
         if found is None:
             continue
         fields = found
+        pids.append(current)
         # utime stime cutime cstime (reaped children count too), num_threads, rss
         cpu_ticks += sum(int(fields[i]) for i in (11, 12, 13, 14))
         tasks += int(fields[17])
         rss += int(fields[21]) * page
         todo += children.get(current, [])
-    return TreeUsage(cpu_ticks / tick, rss, tasks)
+    return TreeUsage(cpu_ticks / tick, rss, tasks, tuple(pids))
 
 
 def data_dir_bytes(path: Path) -> int:
