@@ -35,7 +35,6 @@ __all__ = [
     "IsolatedExtension",
     "IsolationError",
     "IsolationOptions",
-    "confinement_check",
     "confinement_report",
     "confinement_status",
     "isolated_factory",
@@ -43,19 +42,6 @@ __all__ = [
     "probe",
     "probe_host",
 ]
-
-
-def confinement_check(mode: str) -> tuple[str, str]:
-    """``doctor``'s line: ``("ok" | "warn" | "fail", text)`` for ``isolation.confinement``."""
-    if mode == "none":
-        return "warn", "confinement switched off (isolation.confinement: none): LIMITS ONLY"
-    status = probe()
-    if status.available:
-        return "ok", f"plugin hosts are confined: {status.detail}"
-    text = f"PLUGIN HOSTS ARE NOT CONFINED: {status.detail}"
-    if mode == "bwrap":
-        return "fail", f"{text}; isolated extensions will not load (confinement: bwrap)"
-    return "warn", f"{text}; falling back to limits only, `network: false` extensions refused"
 
 
 def isolated_factory(settings: Settings, loader: Loader) -> InstanceFactory:
