@@ -5,8 +5,10 @@ four children gets four times the memory. A cgroup holds the tree: memory
 (RAM and swap together), the number of tasks, and a CPU share, all counted
 for every process the host ever starts, and it lists every one of them so
 the kernel can kill them all. One cgroup per host lives under
-``<hierarchy>/hearth/<kernel pid>/<extension id>``; cgroups of kernels that
-are gone are cleaned when the first host of a new kernel is placed.
+``<hierarchy>/hearth/<kernel pid>/<extension id>.<n>`` (``n`` counts the
+hosts this kernel started, so a new host never shares a cgroup with a dying
+one); cgroups of kernels that are gone are cleaned when the first host of a
+new kernel is placed.
 
 cgroup v2 is used when it is mounted, writable and offers ``memory``,
 ``pids`` and ``cpu``; otherwise the v1 hierarchies ``memory``, ``pids``,
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import signal
 from dataclasses import dataclass
@@ -33,6 +36,7 @@ V2_CONTROLLERS = ("memory", "pids", "cpu")
 V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
 CFS_PERIOD_US = 100_000
 MOUNTINFO = Path("/proc/self/mountinfo")
+_serial = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,24 +96,24 @@ def detect() -> CgroupSupport:
 class HostCgroup:
     """The cgroup of one plugin host (one directory per v1 hierarchy, one for v2)."""
 
-    def __init__(self, support: CgroupSupport, ext_id: str) -> None:
+    def __init__(self, support: CgroupSupport, name: str) -> None:
         self.support = support
-        self.ext_id = ext_id
+        self.name = name
         controllers = V2_CONTROLLERS if support.version == 2 else V1_CONTROLLERS
-        self.dirs = {c: _kernel_dir(support.root(c)) / ext_id for c in controllers}
+        self.dirs = {c: _kernel_dir(support.root(c)) / name for c in controllers}
 
     @property
     def path(self) -> str:
-        """``hearth/<kernel pid>/<id>`` (the same in every hierarchy)."""
-        return f"{PARENT}/{os.getpid()}/{self.ext_id}"
+        """``hearth/<kernel pid>/<id>.<n>`` (the same in every hierarchy)."""
+        return f"{PARENT}/{os.getpid()}/{self.name}"
 
     @classmethod
     def create(cls, support: CgroupSupport, ext_id: str, limits: HostLimits) -> HostCgroup:
-        """Create (or take over) the host's cgroup with ``limits`` applied."""
+        """Create a new cgroup for one host of ``ext_id`` with ``limits`` applied."""
         _clean_stale(support)
-        group = cls(support, ext_id)
+        group = cls(support, f"{ext_id}.{next(_serial)}")
         if any(d.exists() for d in group.dirs.values()):
-            group.remove()  # a previous host of this extension that is not gone yet
+            group.remove()  # left by an earlier kernel with this pid
         for directory in set(group.dirs.values()):
             directory.mkdir(parents=True, exist_ok=True)
         group._apply(limits)

@@ -9,8 +9,9 @@
 - while it runs, sample every ``watchdog_interval_s``: CPU time of the whole
   tree (threads and children, the cgroup's account or, without cgroups, every
   descendant in ``/proc``) against ``cpu_seconds``, the data dir against
-  ``data_quota_mb``, and, without cgroups, the tree's RAM and task count
-  against ``memory_mb`` and ``pids_max``. A host over a limit is killed with
+  ``data_quota_mb`` (less often when walking it takes long), and, without
+  cgroups, the tree's RAM and task count against ``memory_mb`` and
+  ``pids_max``. A host over a limit is killed with
   a reason that names the setting; its extension goes ``error`` with it.
 """
 
@@ -39,7 +40,7 @@ __all__ = [
 
 log = logging.getLogger("core.isolation")
 MB = 1024 * 1024
-QUOTA_EVERY = 5  # the data dir is walked every 5th check: it may hold many files
+QUOTA_SHARE = 0.1  # walking the data dir may take at most this share of the watchdog's time
 RELEASE_TIMEOUT_S = 5.0
 _warned: set[str] = set()
 
@@ -104,11 +105,15 @@ class HostGuard:
 
     async def watch(self, pid: int, kill: Callable[[str], None]) -> None:
         """Sample until a limit is crossed, then ``kill(reason)``; cancelled at host exit."""
-        ticks = 0
+        loop = asyncio.get_running_loop()
+        next_walk = 0.0
         while True:
             await asyncio.sleep(self.config.interval_s)
-            ticks += 1
-            reason = await asyncio.to_thread(self.check, pid, ticks % QUOTA_EVERY == 0)
+            started = loop.time()
+            walk = started >= next_walk
+            reason = await asyncio.to_thread(self.check, pid, walk)
+            if walk:  # a data dir with many files is walked less often
+                next_walk = started + (loop.time() - started) / QUOTA_SHARE
             if reason is not None:
                 log.error("isolated extension %s: %s", self.config.ext_id, reason)
                 kill(reason)
