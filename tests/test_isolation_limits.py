@@ -46,6 +46,8 @@ HOSTILE = ext_code(
                 if len(held) + sum(p.poll() is not None for p in procs) >= 4:
                     break
                 await asyncio.sleep(0.1)
+            if args == "hold":  # keep holding it: a watchdog samples only now and then
+                await asyncio.sleep(20)
             codes = [p.poll() for p in procs]
             for p in procs:
                 p.kill()
@@ -134,7 +136,7 @@ async def test_children_together_cannot_exceed_memory_mb(make_ext, settings_file
 async def test_without_cgroups_the_watchdog_stops_a_tree_over_memory_mb(make_ext, settings_file):
     make_ext("hostile", HOSTILE, isolated())
     async with running_kernel(limited(settings_file, memory_mb=256, cgroups="none")) as kernel:
-        hogging = asyncio.create_task(command(kernel, "/hog"))
+        hogging = asyncio.create_task(command(kernel, "/hog hold"))
         error = await died_with(kernel, "hostile", "over isolation.memory_mb (256)")
         assert "killed: its processes held" in error
         assert "over isolation.memory_mb (256)" in await hogging

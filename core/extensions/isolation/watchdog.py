@@ -106,12 +106,17 @@ class HostGuard:
     async def watch(self, pid: int, kill: Callable[[str], None]) -> None:
         """Sample until a limit is crossed, then ``kill(reason)``; cancelled at host exit."""
         loop = asyncio.get_running_loop()
-        next_walk = 0.0
+        next_walk, failed = 0.0, False
         while True:
             await asyncio.sleep(self.config.interval_s)
             started = loop.time()
             walk = started >= next_walk
-            reason = await asyncio.to_thread(self.check, pid, walk)
+            try:
+                reason = await asyncio.to_thread(self.check, pid, walk)
+            except Exception:  # a vanished cgroup, an unreadable /proc: keep watching
+                if not failed:
+                    log.exception("watchdog of isolated extension %s failed", self.config.ext_id)
+                failed, reason = True, None
             if walk:  # a data dir with many files is walked less often
                 next_walk = started + (loop.time() - started) / QUOTA_SHARE
             if reason is not None:
