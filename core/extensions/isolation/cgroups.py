@@ -24,6 +24,7 @@ import functools
 import itertools
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,7 @@ V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
 CFS_PERIOD_US = 100_000
 MOUNTINFO = Path("/proc/self/mountinfo")
 _serial = itertools.count(1)
+STALE_TRIES = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +217,14 @@ def _clean_stale(support: CgroupSupport) -> None:
                 if not kernel_dir.is_dir() or _alive(kernel_dir.name):
                     continue
                 for host_dir in (d for d in kernel_dir.iterdir() if d.is_dir()):
-                    for pid in _read(host_dir / "cgroup.procs").split():
-                        with contextlib.suppress(OSError):
-                            os.kill(int(pid), signal.SIGKILL)
+                    for _ in range(STALE_TRIES):  # killed processes take a moment to leave
+                        pids = _read(host_dir / "cgroup.procs").split()
+                        if not pids:
+                            break
+                        for pid in pids:
+                            with contextlib.suppress(OSError):
+                                os.kill(int(pid), signal.SIGKILL)
+                        time.sleep(0.05)
                     with contextlib.suppress(OSError):
                         host_dir.rmdir()
                 with contextlib.suppress(OSError):
