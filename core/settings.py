@@ -75,7 +75,7 @@ class IsolationSettings(_Section):
     confinement: Literal["auto", "bwrap", "none"] = "auto"
     restart_backoff_max_s: float = 60.0
     cgroups: Literal["auto", "none"] = "auto"
-    pids_max: int = Field(default=64, ge=8)
+    pids_max: int = Field(default=128, ge=8)
     cpu_percent: int = Field(default=100, ge=1)
     tmp_mb: int = Field(default=64, ge=1)
     data_quota_mb: int = Field(default=1024, ge=1)

@@ -24,7 +24,7 @@ class HostLimits:
     memory_mb: int = 512
     cpu_seconds: int = 600
     open_files: int = 256
-    pids_max: int = 64
+    pids_max: int = 128
     cpu_percent: int = 100
     tmp_mb: int = 64
     data_quota_mb: int = 1024
