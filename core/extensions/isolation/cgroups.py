@@ -157,6 +157,15 @@ class HostCgroup:
         name = "memory.current" if self.support.version == 2 else "memory.usage_in_bytes"
         return int(_read(self.dirs["memory"] / name) or 0)
 
+    def oom_kills(self) -> int:
+        """Processes the out-of-memory killer has killed in this cgroup so far."""
+        name = "memory.events" if self.support.version == 2 else "memory.oom_control"
+        for line in _read(self.dirs["memory"] / name).splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value)
+        return 0
+
     def pids(self) -> set[int]:
         """Every process in the cgroup (pids as the kernel sees them)."""
         found: set[int] = set()

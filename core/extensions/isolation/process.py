@@ -164,6 +164,8 @@ class HostProcess:
         self._set_exited(code)
 
     def _set_exited(self, code: int) -> None:
+        if self.guard is not None and self.kill_reason is None and code in (-9, 137):
+            self.kill_reason = self.guard.death_cause()
         if not self._exited.done():
             self._exited.set_result(code)
         # Grandchildren still in the host's process group go with it (and its cgroup).

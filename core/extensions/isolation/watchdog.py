@@ -156,6 +156,15 @@ class HostGuard:
                 )
         return None
 
+    def death_cause(self) -> str | None:
+        """Why a host died that the kernel did not kill: the OOM killer, if it was that."""
+        if self.cgroup is None or not self.cgroup.oom_kills():
+            return None
+        return (
+            "killed by the out-of-memory killer: its processes reached "
+            f"isolation.memory_mb ({self.config.limits.memory_mb})"
+        )
+
     def release_now(self) -> bool:
         """Kill what is left in the cgroup and remove it at once (cgroupfs: no disk I/O).
 
