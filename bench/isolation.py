@@ -5,7 +5,9 @@
     comparison; p50/p99 over CALLS sequential calls, confined with bwrap when
     it works.
 (b) Spawn to ready: from spawning a host to its first answered ping (the
-    extension's own imports excluded), with and without bwrap; median of SPAWNS.
+    extension's own imports excluded), with and without bwrap, and each again
+    with the host's cgroup created and entered through the start gate (ADR
+    0010) when cgroups can be used; median of SPAWNS.
 Targets (issue 7): round trip p50 < 1 ms, p99 < 5 ms; spawn to ready < 1 s.
 """
 
@@ -33,8 +35,10 @@ from core.extensions.isolation.confinement import (
     probe,
 )
 from core.extensions.isolation.launch import host_environment
+from core.extensions.isolation.limits import HostLimits
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.isolation.watchdog import GuardConfig, HostGuard, cgroup_support
 from core.kernel.runner import Kernel
 from core.settings import load_settings
 
@@ -129,7 +133,7 @@ async def round_trips(root: Path) -> dict[str, Any]:
         await kernel.loader.shutdown()
 
 
-async def spawn_to_ready(root: Path, confined: bool) -> float:
+async def spawn_to_ready(root: Path, confined: bool, cgroups: bool = False) -> float:
     ext_dir, data_dir = root / "ext", root / "spawn-data"
     ext_dir.mkdir(exist_ok=True)
     data_dir.mkdir(exist_ok=True)
@@ -143,7 +147,10 @@ async def spawn_to_ready(root: Path, confined: bool) -> float:
     times = []
     for _ in range(SPAWNS):
         started = time.perf_counter()
-        host = await HostProcess.spawn(prefix, cwd=str(data_dir), env=env, logger=logger)
+        guard = HostGuard(GuardConfig("bench", data_dir, HostLimits())) if cgroups else None
+        host = await HostProcess.spawn(
+            prefix, cwd=str(data_dir), env=env, logger=logger, guard=guard
+        )
         peer = RpcPeer(
             host.reader, host.writer, on_request=_refuse, on_notification=lambda m, p: None
         )
@@ -165,12 +172,18 @@ async def main() -> None:
         root = Path(tmp)
         result: dict[str, Any] = {"cpu_count": os.cpu_count(), "calls": CALLS}
         result["round_trip"] = await round_trips(root)
-        result["spawn_to_ready_ms"] = {"limits_only": await spawn_to_ready(root, False)}
+        spawn = result["spawn_to_ready_ms"] = {"limits_only": await spawn_to_ready(root, False)}
         if probe().available:
-            result["spawn_to_ready_ms"]["bwrap"] = await spawn_to_ready(root, True)
+            spawn["bwrap"] = await spawn_to_ready(root, True)
         else:
-            result["spawn_to_ready_ms"]["bwrap"] = None
+            spawn["bwrap"] = None
             result["bwrap_unavailable"] = probe().detail
+        if cgroup_support("auto").available:
+            spawn["limits_only+cgroup"] = await spawn_to_ready(root, False, cgroups=True)
+            if probe().available:
+                spawn["bwrap+cgroup"] = await spawn_to_ready(root, True, cgroups=True)
+        else:
+            result["cgroups_unavailable"] = cgroup_support("auto").detail
     print(json.dumps(result))
 
 

@@ -74,6 +74,12 @@ class IsolationSettings(_Section):
     open_files: int = 256
     confinement: Literal["auto", "bwrap", "none"] = "auto"
     restart_backoff_max_s: float = 60.0
+    cgroups: Literal["auto", "none"] = "auto"
+    pids_max: int = Field(default=128, ge=8)
+    cpu_percent: int = Field(default=100, ge=1)
+    tmp_mb: int = Field(default=64, ge=1)
+    data_quota_mb: int = Field(default=1024, ge=1)
+    watchdog_interval_s: float = Field(default=1.0, gt=0)
 
 
 class EventsSettings(_Section):
@@ -84,6 +90,7 @@ class EventsSettings(_Section):
     poll_interval_s: float = 1.0
     retention_days: float = 7.0
     stop_timeout_s: float = 10.0
+    max_payload_bytes: int = Field(default=256 * 1024, ge=1024)
 
 
 class LoaderSettings(_Section):

@@ -6,8 +6,6 @@ import asyncio
 from pathlib import Path
 
 from conftest import ext_code
-from core.extensions.isolation.confinement import probe
-from core.extensions.isolation.factory import confinement_check
 from harness import running_kernel, wait_for
 from test_isolation_hostile import command, isolated, needs_bwrap, settings
 
@@ -103,13 +101,3 @@ async def test_processes_that_leave_the_group_die_with_their_host(
         stamp = beat.stat().st_mtime
         await asyncio.sleep(0.5)
         assert beat.stat().st_mtime == stamp, "the escaped process is still running"
-
-
-def test_doctor_says_whether_hosts_are_confined():
-    level, text = confinement_check("none")
-    assert level == "warn" and "LIMITS ONLY" in text
-    level, text = confinement_check("auto")
-    if probe().available:
-        assert (level, text) == ("ok", f"plugin hosts are confined: {probe().detail}")
-    else:
-        assert level == "warn" and text.startswith("PLUGIN HOSTS ARE NOT CONFINED")

@@ -12,7 +12,7 @@ import asyncio
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
 from core.cli.report import collect_report
-from core.extensions.isolation.factory import confinement_check
+from core.extensions.isolation.factory import confinement_report
 from core.secrets import load_secrets
 from core.settings import Settings
 
@@ -27,11 +27,10 @@ async def _doctor(settings: Settings) -> int:
     problems = 0
     source = settings.settings_file or "defaults (no settings.yaml)"
     print(f"{OK} settings: {source}")
-    # the probe starts bwrap (a subprocess): a worker thread, not the event loop
-    level, detail = await asyncio.to_thread(confinement_check, settings.isolation.confinement)
-    mark = {"ok": OK, "warn": "WARN"}.get(level, BAD)
-    print(f"{mark} isolation: {detail}")
-    problems += level == "fail"
+    for level, detail in await confinement_report(settings):
+        mark = {"ok": OK, "warn": "WARN"}.get(level, BAD)
+        print(f"{mark} isolation: {detail}")
+        problems += level == "fail"
 
     router = ModelRouter(settings.models)
     try:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         EventBusError,
         JournalError,
         PayloadError,
+        PayloadTooLargeError,
         SystemPayloadError,
         TopicError,
     )
@@ -48,6 +49,7 @@ __all__ = [
     "Journal",
     "JournalError",
     "PayloadError",
+    "PayloadTooLargeError",
     "SQLiteJournal",
     "SystemPayload",
     "SystemPayloadError",
@@ -65,6 +67,7 @@ _HOMES = {
     "EventBusError": "errors",
     "JournalError": "errors",
     "PayloadError": "errors",
+    "PayloadTooLargeError": "errors",
     "TopicError": "errors",
     "DeadLetter": "journal",
     "DeliveryInfo": "journal",

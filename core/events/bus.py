@@ -46,6 +46,7 @@ class EventBus:
         poll_interval_s: float = 1.0,
         retention_days: float = 7.0,
         stop_timeout_s: float = 10.0,
+        max_payload_bytes: int = 256 * 1024,
     ) -> None:
         _require(max_attempts >= 1, "max_attempts", max_attempts, "must be at least 1")
         _require(retry_base_s >= 0, "retry_base_s", retry_base_s, "must be >= 0")
@@ -53,6 +54,8 @@ class EventBus:
         _require(poll_interval_s > 0, "poll_interval_s", poll_interval_s, "must be > 0")
         _require(retention_days > 0, "retention_days", retention_days, "must be > 0")
         _require(stop_timeout_s >= 0, "stop_timeout_s", stop_timeout_s, "must be >= 0")
+        _require(max_payload_bytes > 0, "max_payload_bytes", max_payload_bytes, "must be > 0")
+        self.max_payload_bytes = max_payload_bytes
         self.journal = journal
         self._policy = RetryPolicy(max_attempts, retry_base_s, retry_max_s)
         self._poll_interval_s = poll_interval_s
@@ -79,6 +82,7 @@ class EventBus:
             poll_interval_s=settings.poll_interval_s,
             retention_days=settings.retention_days,
             stop_timeout_s=settings.stop_timeout_s,
+            max_payload_bytes=settings.max_payload_bytes,
         )
 
     # ------------------------------------------------------------------ subscribe / publish
@@ -125,13 +129,15 @@ class EventBus:
         With an ``idempotency_key`` seen before, returns the first event's id
         and stores nothing. Raises ``ValueError`` for a bad topic or a payload
         that is not a JSON object, ``SystemPayloadError`` (a ``ValueError``) for a
-        system-topic payload that does not fit its model (SPEC §3).
+        system-topic payload that does not fit its model (SPEC §3),
+        ``PayloadTooLargeError`` (a ``ValueError``) for one larger than
+        ``max_payload_bytes``: the cap holds for every publisher.
         """
         subscribers = self._routes.get(topic)
         if subscribers is None:
             subscribers = self._route(topic)
         check_system_payload(topic, payload)
-        payload_json = encode_payload(topic, payload)
+        payload_json = encode_payload(topic, payload, self.max_payload_bytes)
         event = NewEvent(topic, source, payload_json, correlation_id, idempotency_key, time.time())
         if self._writer.running:
             return await self._writer.add_publish(event, subscribers)

@@ -7,6 +7,7 @@ __all__ = [
     "EventBusError",
     "JournalError",
     "PayloadError",
+    "PayloadTooLargeError",
     "SystemPayloadError",
     "TopicError",
 ]
@@ -41,6 +42,22 @@ class SystemPayloadError(PayloadError):
         self.topic = topic
         self.field = field
         self.reason = reason
+
+
+class PayloadTooLargeError(PayloadError):
+    """A payload's JSON is larger than ``events.max_payload_bytes``; nothing was stored.
+
+    A cap for every publisher keeps one extension from filling the journal
+    (and every subscriber's memory) with a few huge events.
+    """
+
+    def __init__(self, topic: str, size: int, limit: int) -> None:
+        reason = f"{size} bytes of JSON, over the limit of {limit} (events.max_payload_bytes)"
+        EventBusError.__init__(self, f"payload for topic {topic!r} is too large: {reason}")
+        self.topic = topic
+        self.reason = reason
+        self.size = size
+        self.limit = limit
 
 
 class JournalError(EventBusError):

@@ -12,7 +12,7 @@ import _json
 import json
 from typing import Any
 
-from core.events.errors import PayloadError
+from core.events.errors import PayloadError, PayloadTooLargeError
 
 __all__ = ["decode_payload", "encode_payload"]
 
@@ -29,16 +29,26 @@ _ENCODE = _json.make_encoder(
 _DECODER = json.JSONDecoder()
 
 
-def encode_payload(topic: str, payload: object) -> str:
-    """The journaled text of ``payload``; ``PayloadError`` unless it is a JSON object."""
+def encode_payload(topic: str, payload: object, max_bytes: int | None = None) -> str:
+    """The journaled text of ``payload``; ``PayloadError`` unless it is a JSON object.
+
+    With ``max_bytes``, text longer than that in UTF-8 raises
+    ``PayloadTooLargeError`` naming the topic and the size.
+    """
     if not isinstance(payload, dict):
         raise PayloadError(topic, f"got {type(payload).__name__}")
     try:
-        return "".join(_ENCODE(payload, 0))
+        text = "".join(_ENCODE(payload, 0))
     except RecursionError as exc:
         raise PayloadError(topic, "circular reference or nesting too deep") from exc
     except (TypeError, ValueError) as exc:
         raise PayloadError(topic, str(exc)) from exc
+    # UTF-8 takes 1 to 4 bytes a character: encode only when the length leaves it open.
+    if max_bytes is not None and len(text) * 4 > max_bytes:
+        size = len(text) if len(text) > max_bytes else len(text.encode())
+        if size > max_bytes:
+            raise PayloadTooLargeError(topic, size, max_bytes)
+    return text
 
 
 def decode_payload(text: str) -> dict[str, Any]:

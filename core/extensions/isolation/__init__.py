@@ -2,5 +2,5 @@
 
 Deliberately empty: the plugin host imports ``core.extensions.isolation.host``
 and must not pay for the kernel side. Kernel code imports
-``core.extensions.isolation.factory`` (``isolated_factory``, ``confinement_check``).
+``core.extensions.isolation.factory`` (``isolated_factory``, ``confinement_report``).
 """

@@ -3,11 +3,18 @@
 The host sees a minimal filesystem: ``/usr`` and the Python environment
 read-only, the kernel's ``core`` package read-only, its own extension
 directory read-only, its data dir read-write, declared ``permissions.paths``,
-an empty ``/tmp``, and a network namespace of its own unless
-``permissions.network`` is true. ``--unshare-all`` includes a PID namespace,
-so killing ``bwrap`` kills every process the plugin started — even one that
-left the process group. Where bwrap is missing or user namespaces are
-refused, ``probe`` says why and the caller falls back loudly.
+an empty size-limited ``/tmp``, a read-only root, and a network namespace
+of its own unless ``permissions.network`` is true. ``--unshare-all`` includes
+a PID namespace, so killing ``bwrap`` kills every process the plugin started
+— even one that left the process group.
+
+The host runs as an unprivileged id (``SANDBOX_ID``) in a user namespace of
+its own, with every capability dropped (also from the bounding set),
+``no_new_privs`` set (bwrap always sets it) and further user namespaces
+disabled: even when the kernel runs as root, the plugin cannot remount its
+read-only binds, create device nodes or regain capabilities (ADR 0010).
+Where bwrap is missing or user namespaces are refused, ``probe`` says why
+and the caller falls back loudly.
 """
 
 from __future__ import annotations
@@ -28,6 +35,22 @@ _ETC_ALWAYS = ("/etc/localtime", "/etc/ld.so.cache", "/etc/ssl", "/etc/ca-certif
 _ETC_NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf")
 _ROOT_LINKS = ("/bin", "/lib", "/lib64", "/sbin")
 PROBE_TIMEOUT_S = 10.0
+SANDBOX_ID = 65534  # uid and gid inside the sandbox ("nobody"), mapped to the kernel's own
+# Every bwrap run: own namespaces (user included), no capabilities, no nested user namespaces.
+_PRIVILEGE_OPTIONS = (
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    "--cap-drop",
+    "ALL",
+    "--uid",
+    str(SANDBOX_ID),
+    "--gid",
+    str(SANDBOX_ID),
+    "--die-with-parent",
+    "--new-session",
+    "--clearenv",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +79,7 @@ class SandboxSpec:
     data_dir: Path
     network: bool
     paths: tuple[GrantedPath, ...] = field(default_factory=tuple)
+    tmp_bytes: int = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +93,10 @@ class ConfinementStatus:
 
 def bwrap_argv(spec: SandboxSpec, bwrap: str, env: dict[str, str]) -> list[str]:
     """``bwrap`` options (ending in ``--``) that confine a host to ``spec``."""
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    argv = [bwrap, *_PRIVILEGE_OPTIONS]
     if spec.network:
         argv.append("--share-net")
-    argv += _base_filesystem(spec.network)
+    argv += _base_filesystem(spec.network, spec.tmp_bytes)
     for path in _python_roots():
         argv += ["--ro-bind", path, path]
     core = str(PROJECT_ROOT / "core")
@@ -87,11 +111,12 @@ def bwrap_argv(spec: SandboxSpec, bwrap: str, env: dict[str, str]) -> list[str]:
         ]
     for key, value in env.items():
         argv += ["--setenv", key, value]
-    argv += ["--chdir", str(spec.data_dir), "--"]
+    # Last: the sandbox's own root becomes read-only (binds keep their own flags).
+    argv += ["--remount-ro", "/", "--chdir", str(spec.data_dir), "--"]
     return argv
 
 
-def _base_filesystem(network: bool) -> list[str]:
+def _base_filesystem(network: bool, tmp_bytes: int) -> list[str]:
     argv = ["--ro-bind", "/usr", "/usr"]
     for link in _ROOT_LINKS:
         if os.path.islink(link):
@@ -101,7 +126,8 @@ def _base_filesystem(network: bool) -> list[str]:
     for path in (*_ETC_ALWAYS, *(_ETC_NETWORK if network else ())):
         argv += ["--ro-bind-try", path, path]
     # /tmp first: binds below it (test dirs, data dirs) are mounted on top.
-    argv += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+    # --size: the tmpfs is capped, so /tmp cannot take the machine's RAM.
+    argv += ["--size", str(tmp_bytes), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
     return argv
 
 
@@ -131,11 +157,10 @@ def probe(bwrap: str | None = None) -> ConfinementStatus:
     path = bwrap or shutil.which("bwrap")
     if path is None:
         return ConfinementStatus(False, "bubblewrap (bwrap) is not installed")
-    argv = [path, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
-    argv += _base_filesystem(network=False)
+    argv = [path, *_PRIVILEGE_OPTIONS, *_base_filesystem(network=False, tmp_bytes=1024 * 1024)]
     for root in _python_roots():
         argv += ["--ro-bind", root, root]
-    argv += ["--", sys.executable, "-I", "-c", "pass"]
+    argv += ["--remount-ro", "/", "--", sys.executable, "-I", "-c", "pass"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -37,6 +37,20 @@ class ConfinementError(IsolationError):
     """Confinement is required (or needed by the manifest) but not available."""
 
 
+class QuotaExceededError(IsolationError):
+    """An isolated extension's data dir holds more than ``isolation.data_quota_mb``."""
+
+    def __init__(self, extension_id: str, data_dir: str, used_mb: float, quota_mb: int) -> None:
+        super().__init__(
+            f"data dir {data_dir} of extension {extension_id!r} holds {used_mb:.1f} MB, over "
+            f"isolation.data_quota_mb ({quota_mb}); free space there to run it again"
+        )
+        self.extension_id = extension_id
+        self.data_dir = data_dir
+        self.used_mb = used_mb
+        self.quota_mb = quota_mb
+
+
 class RemoteError(IsolationError):
     """An exception raised on the other side; ``type_name`` is its class name.
 

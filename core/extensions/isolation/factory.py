@@ -20,6 +20,7 @@ from core.extensions.isolation.errors import (
 )
 from core.extensions.isolation.launch import IsolationOptions, confinement_status
 from core.extensions.isolation.proxy import IsolatedExtension
+from core.extensions.isolation.selfcheck import HostProbe, confinement_report, judge, probe_host
 from core.extensions.loader import InstanceFactory, Loader
 from core.extensions.manifest import Manifest
 from core.extensions.records import ExtensionStatus
@@ -29,28 +30,18 @@ __all__ = [
     "CallTimeoutError",
     "ConfinementError",
     "ConfinementStatus",
+    "HostProbe",
     "HostUnavailableError",
     "IsolatedExtension",
     "IsolationError",
     "IsolationOptions",
-    "confinement_check",
+    "confinement_report",
     "confinement_status",
     "isolated_factory",
+    "judge",
     "probe",
+    "probe_host",
 ]
-
-
-def confinement_check(mode: str) -> tuple[str, str]:
-    """``doctor``'s line: ``("ok" | "warn" | "fail", text)`` for ``isolation.confinement``."""
-    if mode == "none":
-        return "warn", "confinement switched off (isolation.confinement: none): LIMITS ONLY"
-    status = probe()
-    if status.available:
-        return "ok", f"plugin hosts are confined: {status.detail}"
-    text = f"PLUGIN HOSTS ARE NOT CONFINED: {status.detail}"
-    if mode == "bwrap":
-        return "fail", f"{text}; isolated extensions will not load (confinement: bwrap)"
-    return "warn", f"{text}; falling back to limits only, `network: false` extensions refused"
 
 
 def isolated_factory(settings: Settings, loader: Loader) -> InstanceFactory:

@@ -25,6 +25,7 @@ from core.extensions.isolation.confinement import (
 )
 from core.extensions.isolation.errors import ConfinementError
 from core.extensions.isolation.limits import HostLimits
+from core.extensions.isolation.watchdog import GuardConfig
 from core.extensions.manifest import Manifest
 from core.settings import Settings
 
@@ -41,15 +42,27 @@ class IsolationOptions:
     confinement: str = "auto"
     restart_backoff_max_s: float = 60.0
     lifecycle_timeout_s: float = 10.0
+    cgroups: str = "auto"
+    watchdog_interval_s: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> IsolationOptions:
         iso = settings.isolation
         return cls(
             call_timeout_s=iso.call_timeout_s,
-            limits=HostLimits(iso.memory_mb, iso.cpu_seconds, iso.open_files),
+            limits=HostLimits(
+                memory_mb=iso.memory_mb,
+                cpu_seconds=iso.cpu_seconds,
+                open_files=iso.open_files,
+                pids_max=iso.pids_max,
+                cpu_percent=iso.cpu_percent,
+                tmp_mb=iso.tmp_mb,
+                data_quota_mb=iso.data_quota_mb,
+            ),
             confinement=iso.confinement,
             restart_backoff_max_s=iso.restart_backoff_max_s,
+            cgroups=iso.cgroups,
+            watchdog_interval_s=iso.watchdog_interval_s,
             lifecycle_timeout_s=settings.loader.lifecycle_timeout_s,
         )
 
@@ -63,6 +76,7 @@ class LaunchPlan:
     env: dict[str, str]
     load_params: dict[str, Any]
     confined: bool
+    guard: GuardConfig
 
 
 async def plan_launch(
@@ -74,7 +88,8 @@ async def plan_launch(
     status = await confinement_status(options.confinement)
     if status.available and status.bwrap is not None:
         paths = tuple(GrantedPath.parse(p) for p in manifest.permissions.paths)
-        spec = SandboxSpec(ext_dir, data_dir, manifest.permissions.network, paths)
+        tmp_bytes = options.limits.tmp_mb * 1024 * 1024
+        spec = SandboxSpec(ext_dir, data_dir, manifest.permissions.network, paths, tmp_bytes)
         prefix = bwrap_argv(spec, status.bwrap, env)
     else:
         if options.confinement == "bwrap":
@@ -98,7 +113,10 @@ async def plan_launch(
         "depends_on": list(manifest.depends_on),
         "limits": options.limits.to_wire(),
     }
-    return LaunchPlan(prefix, str(data_dir), env, load_params, confined=bool(prefix))
+    guard = GuardConfig(
+        manifest.id, data_dir, options.limits, options.cgroups, options.watchdog_interval_s
+    )
+    return LaunchPlan(prefix, str(data_dir), env, load_params, bool(prefix), guard)
 
 
 async def confinement_status(mode: str) -> ConfinementStatus:

@@ -5,6 +5,11 @@ file descriptor, so its stdout stays free (the host sends its stdout and
 stderr to a pipe whose lines land in the kernel log). Exit is detected with
 a pidfd, not by waiting for the pipes to close: an orphaned grandchild that
 still holds them must never block the kernel.
+
+With a cgroup, the host starts behind a gate: ``/bin/sh`` waits for one line
+on its stdin, which the kernel writes only after moving that process into
+the host's cgroup; then it ``exec``s bwrap (or Python). Everything the plugin
+ever runs is therefore born inside the cgroup (ADR 0010).
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ import sys
 import time
 from collections.abc import Sequence
 
+from core.extensions.isolation.watchdog import HostGuard
 from core.settings import PROJECT_ROOT
 
 BOOTSTRAP = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from core.extensions.isolation.host import main; main(int(sys.argv[2]))"
 )
+GATE = ("/bin/sh", "-c", 'read go || exit 111; exec "$@" </dev/null', "hearth-gate")
 MAX_LOG_LINE = 4096
 STREAM_LIMIT = 1024 * 1024
 
@@ -41,8 +48,10 @@ class HostProcess:
         log_fd: int,
         logger: logging.Logger,
         confined: bool,
+        guard: HostGuard | None = None,
     ) -> None:
         self.popen = popen
+        self.guard = guard
         self.reader = reader
         self.writer = writer
         self.confined = confined
@@ -52,6 +61,12 @@ class HostProcess:
         self._logger = logger
         self._exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._poller: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+        self._released: asyncio.Task[None] | None = None
+        if guard is not None:
+            self._watchdog = asyncio.create_task(
+                guard.watch(popen.pid, self.kill), name=f"host-watchdog:{popen.pid}"
+            )
         self._watch_exit()
         self._log_task = asyncio.create_task(
             self._forward_log(log_fd), name=f"host-log:{popen.pid}"
@@ -73,18 +88,27 @@ class HostProcess:
         cwd: str,
         env: dict[str, str],
         logger: logging.Logger,
+        guard: HostGuard | None = None,
+        code: str = BOOTSTRAP,
     ) -> HostProcess:
-        """Start ``[*prefix, python, -I, -B, -c, BOOTSTRAP, root, fd]`` in a new session."""
+        """Start ``[*prefix, python, -I, -B, -c, code, root, fd]`` in a new session.
+
+        With a ``guard``, its cgroup is created first and the host is moved
+        into it before it may run (``GATE``); its watchdog runs while it lives.
+        """
+        if guard is not None:
+            await guard.prepare()
+        gated = guard is not None and guard.cgroup is not None
         kernel_end, host_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         log_r, log_w = os.pipe()
-        argv = [*prefix, sys.executable, "-I", "-B", "-c", BOOTSTRAP]
+        argv = [*(GATE if gated else ()), *prefix, sys.executable, "-I", "-B", "-c", code]
         argv += [str(PROJECT_ROOT), str(host_end.fileno())]
         try:
             # On the loop thread on purpose: the host's PR_SET_PDEATHSIG follows the
             # thread that forked it, and a worker thread may exit. vfork keeps it fast.
             popen = subprocess.Popen(  # noqa: ASYNC220
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
                 stdout=log_w,
                 stderr=log_w,
                 pass_fds=(host_end.fileno(),),
@@ -95,17 +119,26 @@ class HostProcess:
         except BaseException:
             kernel_end.close()
             os.close(log_r)
+            if guard is not None:
+                await guard.release()
             raise
         finally:
             host_end.close()
             os.close(log_w)
         try:
+            if gated and guard is not None and popen.stdin is not None:
+                await guard.place(popen.pid)
+                popen.stdin.write(b"go\n")  # a pipe with room: does not block
+                popen.stdin.close()
             reader, writer = await asyncio.open_unix_connection(sock=kernel_end, limit=STREAM_LIMIT)
         except BaseException:
             _kill_group(popen)
             os.close(log_r)
+            kernel_end.close()
+            if guard is not None:
+                await guard.release()
             raise
-        return cls(popen, reader, writer, log_r, logger, confined=bool(prefix))
+        return cls(popen, reader, writer, log_r, logger, confined=bool(prefix), guard=guard)
 
     # ------------------------------------------------------------ exit
 
@@ -131,12 +164,18 @@ class HostProcess:
         self._set_exited(code)
 
     def _set_exited(self, code: int) -> None:
+        if self.guard is not None and self.kill_reason is None and code in (-9, 137):
+            self.kill_reason = self.guard.death_cause()
         if not self._exited.done():
             self._exited.set_result(code)
-        # Grandchildren still in the host's process group go with it.
+        # Grandchildren still in the host's process group go with it (and its cgroup).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signal.SIGKILL)
         self.writer.close()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        if self.guard is not None and self._released is None and not self.guard.release_now():
+            self._released = asyncio.create_task(self.guard.release())
 
     async def wait(self) -> int:
         """The exit status (``Popen.returncode``: negative for a signal)."""
@@ -174,6 +213,8 @@ class HostProcess:
             self.kill(f"did not exit within {grace_s:g} s of being closed")
             code = await self.wait()
         await self._stop_log()
+        if self._released is not None:
+            await asyncio.shield(self._released)
         return code
 
     async def _stop_log(self) -> None:

@@ -33,6 +33,7 @@ from core.extensions.isolation.mixins import DEFAULT, ProxyCore, proxy_class
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.protocol import event_to_wire
 from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.isolation.watchdog import HostGuard
 from core.extensions.lifecycle import describe_exception
 from core.extensions.manifest import Manifest
 
@@ -187,7 +188,10 @@ class IsolatedExtension(ProxyCore):
         plan, limit = self._plan, self.options.lifecycle_timeout_s
         for key in self._subs:
             self._subs[key] = None
-        host = await HostProcess.spawn(plan.prefix, cwd=plan.cwd, env=plan.env, logger=self._logger)
+        guard = HostGuard(plan.guard)
+        host = await HostProcess.spawn(
+            plan.prefix, cwd=plan.cwd, env=plan.env, logger=self._logger, guard=guard
+        )
         server = ContextServer(
             self._kctx, subscribe=self._subscribe, stream=self._stream, logger=self._logger
         )
