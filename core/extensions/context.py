@@ -89,6 +89,8 @@ class KernelContext:
         self._manifest = manifest
         self._ext_dir = ext_dir
         self._services = services
+        isolated = (manifest.isolation or services.settings.isolation.default) == "process"
+        self.permissions = manifest.permissions.resolved(manifest.id, isolated=isolated)
         overrides = services.settings.extensions.get(manifest.id) or {}
         self._config: dict[str, Any] = {**manifest.config, **overrides}
         if "timezone" in manifest.config and self._config["timezone"] is None:
@@ -136,12 +138,12 @@ class KernelContext:
         *,
         idempotency_key: str | None = None,
     ) -> int:
-        if not any(topic_matches(p, topic) for p in self._manifest.permissions.emit):
+        if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
         return await self._publish(topic, payload, correlation_id, idempotency_key)
 
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
-        allowed = self._manifest.permissions.subscribe
+        allowed = self.permissions.subscribe
         if not any(pattern_within(topic, p) for p in allowed):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
         name = getattr(handler, "__qualname__", type(handler).__name__)

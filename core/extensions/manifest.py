@@ -7,6 +7,7 @@ file and the field, never a silently ignored setting.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,12 +86,51 @@ class ScheduleEntry(_Strict):
 
 
 class Permissions(_Strict):
-    """What an extension may do beyond its own data dir (SPEC §6)."""
+    """What an extension may do beyond its own data dir (SPEC §6).
 
-    emit: list[str] = Field(default_factory=lambda: ["*"])
-    subscribe: list[str] = Field(default_factory=lambda: ["*"])
-    network: bool = True
+    ``emit``, ``subscribe`` and ``network`` left out (``None``) take the
+    defaults of the extension's isolation: see ``resolved``.
+    """
+
+    emit: list[str] | None = None
+    subscribe: list[str] | None = None
+    network: bool | None = None
     paths: list[str] = Field(default_factory=list)
+    notify: bool = True
+    user_messages: bool = False
+    agent: bool = False
+    control: bool = False
+
+    def resolved(self, ext_id: str, *, isolated: bool) -> ResolvedPermissions:
+        """The permissions in force: an isolated extension that does not say gets
+        only its own topic namespace (``<id>.*``) and no network (least privilege);
+        an in-process one, which can do anything its code does anyway, keeps
+        everything."""
+        own = [f"{ext_id}.*"] if isolated else ["*"]
+        return ResolvedPermissions(
+            emit=tuple(own if self.emit is None else self.emit),
+            subscribe=tuple(own if self.subscribe is None else self.subscribe),
+            network=(not isolated) if self.network is None else self.network,
+            paths=tuple(self.paths),
+            notify=self.notify,
+            user_messages=self.user_messages,
+            agent=self.agent,
+            control=self.control,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPermissions:
+    """``Permissions`` with the isolation's defaults filled in (what is enforced)."""
+
+    emit: tuple[str, ...]
+    subscribe: tuple[str, ...]
+    network: bool
+    paths: tuple[str, ...]
+    notify: bool
+    user_messages: bool
+    agent: bool
+    control: bool
 
 
 class Manifest(_Strict):

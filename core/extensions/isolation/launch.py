@@ -86,15 +86,16 @@ async def plan_launch(
     data_dir = context.data_dir.resolve()
     env = host_environment(data_dir)
     status = await confinement_status(options.confinement)
+    permissions = context.permissions
     if status.available and status.bwrap is not None:
-        paths = tuple(GrantedPath.parse(p) for p in manifest.permissions.paths)
+        paths = tuple(GrantedPath.parse(p) for p in permissions.paths)
         tmp_bytes = options.limits.tmp_mb * 1024 * 1024
-        spec = SandboxSpec(ext_dir, data_dir, manifest.permissions.network, paths, tmp_bytes)
+        spec = SandboxSpec(ext_dir, data_dir, permissions.network, paths, tmp_bytes)
         prefix = bwrap_argv(spec, status.bwrap, env)
     else:
         if options.confinement == "bwrap":
             raise ConfinementError(f"isolation.confinement is bwrap, but {status.detail}")
-        if not manifest.permissions.network:
+        if not permissions.network:
             raise ConfinementError(
                 "permissions.network: false cannot be enforced without confinement "
                 f"({status.detail}); refusing to run this extension"
@@ -109,7 +110,7 @@ async def plan_launch(
         "data_dir": str(data_dir),
         "config": context.config,
         "secrets": secrets,
-        "subscribe": list(manifest.permissions.subscribe),
+        "subscribe": list(permissions.subscribe),
         "depends_on": list(manifest.depends_on),
         "limits": options.limits.to_wire(),
     }
