@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.datadir import extension_data_dir
 from core.events.models import Event
 from core.events.topics import SystemTopics, topic_matches
 from core.extensions.contract import (
@@ -23,6 +24,7 @@ from core.extensions.contract import (
 )
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.manifest import Manifest
+from core.logging_setup import guard_extension_logger
 
 if TYPE_CHECKING:
     from core.events import EventBus
@@ -81,7 +83,7 @@ class KernelContext:
 
     def __init__(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> None:
         self.extension_id = manifest.id
-        self.logger = logging.getLogger(f"ext.{manifest.id}")
+        self.logger = guard_extension_logger(logging.getLogger(f"ext.{manifest.id}"))
         self._manifest = manifest
         self._ext_dir = ext_dir
         self._services = services
@@ -100,7 +102,7 @@ class KernelContext:
 
     @property
     def data_dir(self) -> Path:
-        path = self._services.settings.data_dir / self.extension_id
+        path = extension_data_dir(self._services.settings.data_dir, self.extension_id)
         path.mkdir(parents=True, exist_ok=True)
         return path
 

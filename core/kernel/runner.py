@@ -23,6 +23,7 @@ from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
 from core.agents.toolset import build_toolset
+from core.datadir import migrate_extension_data
 from core.events import EventBus
 from core.extensions.context import KernelServices
 from core.extensions.isolation.factory import isolated_factory
@@ -82,6 +83,7 @@ class Kernel:
             disabled=disabled_extensions,
         )
         self.loader.isolated_factory = isolated_factory(settings, self.loader)
+        self.loader.on_discovered = self._before_extension_code
         self.scheduler = ManifestScheduler(
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )
@@ -112,13 +114,17 @@ class Kernel:
     async def load(self) -> None:
         """Discover, load and initialize extensions (no start): ``main.py extensions``."""
         await self.loader.load_all(self.services)
-        self._redact_secrets()
 
-    def _redact_secrets(self) -> None:
-        """Values of declared secrets and model API keys never reach a log line."""
-        for record in self.loader.records.values():
-            if record.manifest is not None:
-                REDACTOR.add(self.secrets.get(name, "") for name in record.manifest.secrets)
+    def _before_extension_code(self, manifests: list[Manifest]) -> None:
+        """After manifests are validated, before any extension is imported."""
+        self._redact_secrets(manifests)
+        migrate_extension_data(self.data_dir, [m.id for m in manifests])
+
+    def _redact_secrets(self, manifests: list[Manifest]) -> None:
+        """Values of declared secrets and model API keys never reach a log line
+        (filled before ``initialize``, which may already log them)."""
+        for manifest in manifests:
+            REDACTOR.add(self.secrets.get(name, "") for name in manifest.secrets)
         for provider in self.settings.models.providers.values():
             REDACTOR.add([provider.api_key or "", self.secrets.get(provider.api_key_env or "", "")])
 

@@ -3,24 +3,23 @@
 Every request is served by the extension's ``KernelContext``, so isolated and
 in-process extensions are held to exactly the same manifest rules (declared
 emits and subscriptions, system topics). Parameters come from untrusted code
-and are checked for type before use. Log lines are rate-limited so a
-flooding plugin cannot flood the kernel's log.
+and are checked for type before use. Log lines are rate-limited (one
+``LogLimiter``) and their control characters escaped, so a plugin can
+neither flood the kernel's log nor forge lines in it.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.extensions.context import KernelContext
+from core.extensions.isolation.ratelimit import LogLimiter
+from core.logging_setup import escape_control
 
 SubscribeCallback = Callable[[str, int, str], None]
 StreamCall = Callable[[int, str, str], Awaitable[None]]
-
-LOG_RATE_PER_S = 50.0
-LOG_BURST = 200.0
 
 
 class ContextServer:
@@ -38,9 +37,7 @@ class ContextServer:
         self._subscribe = subscribe
         self._stream = stream
         self._logger = logger
-        self._tokens = LOG_BURST
-        self._refilled = time.monotonic()
-        self._dropped = 0
+        self.log_limiter = LogLimiter(logger, "log lines of the plugin host")
 
     async def handle(self, method: str, params: Any) -> Any:
         p = params if isinstance(params, dict) else {}
@@ -105,22 +102,12 @@ class ContextServer:
             raise LookupError(f"unknown notification {method!r}")
 
     def _log(self, level: Any, name: str, message: str) -> None:
-        now = time.monotonic()
-        self._tokens = min(LOG_BURST, self._tokens + (now - self._refilled) * LOG_RATE_PER_S)
-        self._refilled = now
-        if self._tokens < 1:
-            self._dropped += 1
+        if not self.log_limiter.allow():
             return
-        self._tokens -= 1
-        if self._dropped:
-            self._logger.warning(
-                "%d log lines of the plugin host dropped (rate limit)", self._dropped
-            )
-            self._dropped = 0
         levelno = level if isinstance(level, int) and 0 <= level <= 50 else logging.INFO
         if name and name != self._logger.name:
             message = f"[{name}] {message}"
-        self._logger.log(levelno, "%s", message[:4096])
+        self._logger.log(levelno, "%s", escape_control(message[:4096]))
 
 
 def _str(params: dict[str, Any], key: str) -> str:

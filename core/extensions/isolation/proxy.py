@@ -33,9 +33,11 @@ from core.extensions.isolation.launch import IsolationOptions, LaunchPlan, plan_
 from core.extensions.isolation.mixins import DEFAULT, ProxyCore, proxy_class
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.protocol import event_to_wire
+from core.extensions.isolation.ratelimit import LogLimiter
 from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.lifecycle import describe_exception
 from core.extensions.manifest import Manifest
+from core.logging_setup import guard_extension_logger
 
 log = logging.getLogger("core.isolation")
 
@@ -67,7 +69,7 @@ class IsolatedExtension(ProxyCore):
         self.described: dict[str, Any] = {}
         self._services = services
         self._on_status = on_status
-        self._logger = logging.getLogger(f"ext.{manifest.id}")
+        self._logger = guard_extension_logger(logging.getLogger(f"ext.{manifest.id}"))
         self._kctx: KernelContext | None = None
         self._plan: LaunchPlan | None = None
         self._host: HostProcess | None = None
@@ -77,6 +79,7 @@ class IsolatedExtension(ProxyCore):
         self._started = False
         self._closing = False
         self._subs: dict[tuple[str, str], int | None] = {}
+        self._refused = LogLimiter(self._logger, "refused subscriptions", rate_per_s=1, burst=10)
         self._restart: asyncio.Task[None] | None = None
         self._restart_delay = FIRST_RESTART_DELAY_S
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -312,7 +315,8 @@ class IsolatedExtension(ProxyCore):
             self._kctx.subscribe_event(topic, forward)
         except Exception as exc:
             del self._subs[key]
-            self._logger.error("subscription to %s refused: %s", topic, describe_exception(exc))
+            reason = describe_exception(exc)
+            self._refused.log(logging.ERROR, "subscription to %s refused: %s", topic, reason)
 
     def _forwarder(self, key: tuple[str, str]) -> Any:
         async def forward(event: Event) -> None:

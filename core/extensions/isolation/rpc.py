@@ -23,6 +23,7 @@ from core.extensions.isolation.errors import (
     remote_error,
 )
 from core.extensions.isolation.protocol import ProtocolError, encode, read_message
+from core.extensions.isolation.ratelimit import LogLimiter
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], None]
@@ -54,6 +55,7 @@ class RpcPeer:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._serving: dict[Any, asyncio.Task[None]] = {}
         self._closed_reason: str | None = None
+        self.refusals = LogLimiter(log, "refused notifications", rate_per_s=1.0, burst=20.0)
 
     @property
     def closed(self) -> bool:
@@ -154,8 +156,14 @@ class RpcPeer:
             return
         try:
             self._on_notification(method, params)
-        except Exception:
-            log.exception("notification %s failed", method)
+        except Exception as exc:  # a peer's mistake (or attack): one short line, rate-limited
+            self.refusals.log(
+                logging.WARNING,
+                "notification %r refused: %s: %s",
+                method[:80],
+                type(exc).__name__,
+                str(exc)[:200],
+            )
 
     async def _answer(self, call_id: Any, method: str, params: Any) -> None:
         try:
@@ -186,6 +194,7 @@ class RpcPeer:
         if self._closed_reason is not None:
             return
         self._closed_reason = reason
+        self.refusals.flush()
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(PeerClosedError(reason))
