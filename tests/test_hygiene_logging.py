@@ -95,7 +95,7 @@ PRINTER = ext_code(
             return "sent"
 
         async def logs(args, turn):
-            for n in range(20_000):
+            for n in range(3_000):
                 self.ctx.logger.info("log %d", n)
             return "logged"
 

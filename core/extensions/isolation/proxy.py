@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from core.events.models import Event
 from core.extensions.context import KernelContext, KernelServices
@@ -30,6 +30,17 @@ from core.extensions.isolation.errors import (
 )
 from core.extensions.isolation.kernel_side import ContextServer
 from core.extensions.isolation.launch import IsolationOptions, LaunchPlan, plan_launch
+from core.extensions.isolation.messages import (
+    Described,
+    EventParams,
+    FrameError,
+    HostMethod,
+    LifecycleParams,
+    LoadParams,
+    PingResult,
+    StreamKind,
+    StreamParams,
+)
 from core.extensions.isolation.mixins import DEFAULT, ProxyCore, proxy_class
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.protocol import event_to_wire
@@ -116,30 +127,33 @@ class IsolatedExtension(ProxyCore):
         if not self._live.is_set():
             self._cancel_restart()
             await self._launch()
-        await self.remote("lifecycle", {"name": "start"}, deadline=self.options.lifecycle_timeout_s)
+        await self._lifecycle("start")
         self._started = True
 
     async def stop(self) -> None:
         self._started = False
         self._cancel_restart()
         if self._live.is_set():
-            params = {"name": "stop"}
-            await self.remote("lifecycle", params, deadline=self.options.lifecycle_timeout_s)
+            await self._lifecycle("stop")
 
     async def destroy(self) -> None:
         self._closing = True
         self._cancel_restart()
         try:
             if self._live.is_set():
-                params = {"name": "destroy"}
-                await self.remote("lifecycle", params, deadline=self.options.lifecycle_timeout_s)
+                await self._lifecycle("destroy")
         finally:
             await self._close_host()
 
     async def health_check(self) -> bool:
         if not self._live.is_set():
             return False
-        return bool(await self.remote("lifecycle", {"name": "health_check"}))
+        params = LifecycleParams("health_check").to_wire()
+        return bool(await self.remote(HostMethod.LIFECYCLE, params))
+
+    async def _lifecycle(self, name: Literal["start", "stop", "destroy"]) -> None:
+        params = LifecycleParams(name).to_wire()
+        await self.remote(HostMethod.LIFECYCLE, params, deadline=self.options.lifecycle_timeout_s)
 
     # ------------------------------------------------------------ calls
 
@@ -169,17 +183,18 @@ class IsolatedExtension(ProxyCore):
         """
         grace = min(PING_GRACE_S, self.options.call_timeout_s)
         try:
-            first = await peer.call("ping", deadline=grace)
+            first = await peer.call(HostMethod.PING, deadline=grace)
             await asyncio.sleep(grace)
-            second = await peer.call("ping", deadline=grace)
+            second = await peer.call(HostMethod.PING, deadline=grace)
         except IsolationError:
             host.kill(f"killed: unresponsive after {what} timed out ({after:g} s)")
             return
         try:
-            busy = (second["cpu_s"] - first["cpu_s"]) / max(second["at"] - first["at"], 1e-3)
-        except (KeyError, TypeError):
-            host.kill(f"killed: malformed ping answer after {what} timed out")
+            a, b = PingResult.from_wire(first), PingResult.from_wire(second)
+        except FrameError as exc:
+            host.kill(f"killed: malformed ping answer after {what} timed out ({exc})")
             return
+        busy = (b.cpu_s - a.cpu_s) / max(b.at - a.at, 1e-3)
         if busy >= BUSY_CPU_SHARE:
             host.kill(f"killed: still using {busy:.0%} CPU after {what} timed out ({after:g} s)")
 
@@ -206,8 +221,10 @@ class IsolatedExtension(ProxyCore):
         )
         self._spawn(self._watch(host, peer))
         try:
-            await peer.call("load", plan.load_params, deadline=limit)
-            described = await peer.call("initialize", None, deadline=limit)
+            load = LoadParams.from_wire(plan.load_params).to_wire()
+            await peer.call(HostMethod.LOAD, load, deadline=limit)
+            answer = await peer.call(HostMethod.INITIALIZE, deadline=limit)
+            described = Described.from_wire(answer, HostMethod.INITIALIZE).to_wire()
             old = self.described.get("capabilities")
             if old is not None and old != described["capabilities"]:
                 raise IsolationError(
@@ -223,6 +240,12 @@ class IsolatedExtension(ProxyCore):
         self._live.set()
 
     async def _watch(self, host: HostProcess, peer: RpcPeer) -> None:
+        """Serve the host's channel until it or the host ends; then restart it.
+
+        Whatever goes wrong in here ends with the host killed and, unless the
+        extension is closing, restarted: a dying watcher must never leave a
+        dead host behind an extension marked active.
+        """
         serving = asyncio.create_task(peer.serve())
         exited = asyncio.create_task(host.wait())
         try:
@@ -230,8 +253,13 @@ class IsolatedExtension(ProxyCore):
             if serving.done() and not host.closing:
                 # An exiting host closes its channel first; give the exit a moment to show.
                 await asyncio.wait({exited}, timeout=CHANNEL_EXIT_GRACE_S)
-                host.kill(f"killed: its channel ended ({serving.result()})")
+                host.kill(f"killed: its channel ended ({_outcome(serving)})")
             await exited
+        except Exception as exc:
+            log.exception("isolated extension %s: watcher failed", self.ext_id)
+            host.kill(f"killed: its watcher failed ({describe_exception(exc)})")
+            with contextlib.suppress(Exception):
+                await host.wait()
         finally:
             serving.cancel()
             exited.cancel()
@@ -261,9 +289,7 @@ class IsolatedExtension(ProxyCore):
                 try:
                     await self._launch()
                     if self._started:
-                        params = {"name": "start"}
-                        limit = self.options.lifecycle_timeout_s
-                        await self.remote("lifecycle", params, deadline=limit)
+                        await self._lifecycle("start")
                 except Exception as exc:
                     failure = f"{reason}; restart failed: {describe_exception(exc)}"
                     log.error("isolated extension %s: %s", self.ext_id, failure)
@@ -326,18 +352,27 @@ class IsolatedExtension(ProxyCore):
             handler_id = self._subs.get(key)
             if handler_id is None:
                 raise HostUnavailableError(self.ext_id, f"no handler for {key[0]!r} in the host")
-            await self.remote("event", {"handler": handler_id, "event": event_to_wire(event)})
+            params = EventParams(handler_id, event_to_wire(event)).to_wire()
+            await self.remote(HostMethod.EVENT, params)
 
         return forward
 
-    async def _stream(self, stream: int, kind: str, text: str) -> None:
-        await self.remote("stream", {"stream": stream, "kind": kind, "text": text})
+    async def _stream(self, stream: int, kind: StreamKind, text: str) -> None:
+        await self.remote(HostMethod.STREAM, StreamParams(stream, kind, text).to_wire())
+
+
+def _outcome(task: asyncio.Task[str]) -> str:
+    """Why a finished ``serve()`` ended (its result, or the exception it died of)."""
+    if task.cancelled():
+        return "cancelled"
+    exc = task.exception()
+    return task.result() if exc is None else f"failed: {describe_exception(exc)}"
 
 
 def _describe_call(method: str, params: Any) -> str:
     name = params.get("name") if isinstance(params, dict) else None
-    if method == "call_tool":
+    if method == HostMethod.CALL_TOOL:
         return f"tool {name!r}"
-    if method in ("invoke", "lifecycle", "command"):
+    if method in (HostMethod.INVOKE, HostMethod.LIFECYCLE, HostMethod.COMMAND):
         return f"{name}()"
     return method

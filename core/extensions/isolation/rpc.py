@@ -6,6 +6,10 @@ emit an event mid-way). Incoming requests run as tasks, at most
 reading, the socket buffer fills and the peer's writes block — a flood of
 messages costs bounded memory and the reader yields to the event loop after
 every message, so it never starves the rest of the process.
+
+Every frame is checked (``check_frame``) before it is used: a malformed one
+ends the channel with a ``protocol error`` reason (the kernel then replaces
+the host). ``serve`` never raises: whatever goes wrong becomes its reason.
 """
 
 from __future__ import annotations
@@ -22,13 +26,20 @@ from core.extensions.isolation.errors import (
     error_to_wire,
     remote_error,
 )
-from core.extensions.isolation.protocol import ProtocolError, encode, read_message
+from core.extensions.isolation.messages import Notice
+from core.extensions.isolation.protocol import (
+    ProtocolError,
+    check_frame,
+    encode,
+    read_message,
+    valid_id,
+)
 from core.extensions.isolation.ratelimit import LogLimiter
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], None]
 
-CANCEL = "$cancel"
+CANCEL = Notice.CANCEL
 DEFAULT_MAX_INFLIGHT = 32
 
 log = logging.getLogger("core.isolation.rpc")
@@ -111,12 +122,16 @@ class RpcPeer:
         reason = "channel closed"
         try:
             while (message := await read_message(self._reader)) is not None:
+                check_frame(message)
                 await self._dispatch(message)
                 await asyncio.sleep(0)
         except ProtocolError as exc:
             reason = f"protocol error: {exc}"
         except (ConnectionError, OSError) as exc:
             reason = f"channel error: {exc}"
+        except Exception as exc:  # a bug here must end the channel, never the watcher
+            log.exception("RPC channel failed")
+            reason = f"internal error: {type(exc).__name__}: {exc}"
         finally:
             self.close(reason)
         return reason
@@ -128,6 +143,8 @@ class RpcPeer:
             self._resolve(call_id, message)
         elif call_id is None:
             self._notified(str(method), message.get("params"))
+        elif call_id in self._serving:
+            await self._send(_error(call_id, LookupError(f"request id {call_id!r} is in use")))
         else:
             await self._slots.acquire()
             task = asyncio.create_task(self._answer(call_id, str(method), message.get("params")))
@@ -150,7 +167,7 @@ class RpcPeer:
     def _notified(self, method: str, params: Any) -> None:
         if method == CANCEL:
             call_id = params.get("id") if isinstance(params, dict) else None
-            task = self._serving.get(call_id) if isinstance(call_id, int) else None
+            task = self._serving.get(call_id) if valid_id(call_id) else None
             if task is not None:
                 task.cancel()
             return
