@@ -142,10 +142,17 @@ class KernelContext:
         allowed = self._manifest.permissions.subscribe
         if not any(_pattern_within(topic, p) for p in allowed):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
+        cap = self._services.settings.loader.max_subscriptions
+        if len(self.subscriptions) >= cap:
+            raise PermissionDeniedError(
+                self.extension_id,
+                f"subscribe to {topic!r}: it holds {cap} subscriptions already "
+                "(loader.max_subscriptions)",
+            )
         name = getattr(handler, "__qualname__", type(handler).__name__)
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
-        self.subscriptions.append(subscriber_id)
         self._services.bus.subscribe(topic, _logged(handler, self.logger), subscriber_id)
+        self.subscriptions.append(subscriber_id)
 
     async def notify_user(self, text: str, channel_id: str | None = None) -> None:
         await self._publish(SystemTopics.USER_NOTIFY, {"text": text, "channel_id": channel_id})

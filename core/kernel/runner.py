@@ -145,6 +145,7 @@ class Kernel:
         self._wire(self.router)
         await self.bus.start()
         await self.loader.start_all()
+        await self._forget_released_subscriptions()
         await self.scheduler.start(
             manifest_schedules(self.loader.active("SchedulerProvider"), self.settings.timezone)
         )
@@ -154,6 +155,17 @@ class Kernel:
             len(self.loader.active()),
             self.model_router.describe("orchestrator"),
         )
+
+    async def _forget_released_subscriptions(self) -> None:
+        """Journal rows of subscriptions a started extension no longer makes are dropped."""
+        for record in self.loader.active():
+            forgotten = await self.bus.forget_subscribers(f"{record.ext_id}/")
+            if forgotten:
+                log.info(
+                    "extension %s: forgot %d subscriptions it no longer holds",
+                    record.ext_id,
+                    len(forgotten),
+                )
 
     def _build_orchestrator(self) -> Orchestrator:
         """Core tools first, then extension tools and agents (first name wins)."""

@@ -307,6 +307,7 @@ class IsolatedExtension(ProxyCore):
             self._restart = None
 
     async def _close_host(self) -> None:
+        self._refused.flush()
         host, self._host, self._peer = self._host, None, None
         self._live.clear()
         self._down_reason = "stopped"
