@@ -28,6 +28,7 @@ from core.extensions.isolation.errors import (
     IsolationError,
     PeerClosedError,
 )
+from core.extensions.isolation.host_events import HostSubscriptions
 from core.extensions.isolation.kernel_side import ContextServer
 from core.extensions.isolation.launch import IsolationOptions, LaunchPlan, plan_launch
 from core.extensions.isolation.messages import (
@@ -44,7 +45,6 @@ from core.extensions.isolation.messages import (
 from core.extensions.isolation.mixins import DEFAULT, ProxyCore, proxy_class
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.protocol import event_to_wire
-from core.extensions.isolation.ratelimit import LogLimiter
 from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.lifecycle import describe_exception
 from core.extensions.manifest import Manifest
@@ -89,8 +89,13 @@ class IsolatedExtension(ProxyCore):
         self._down_reason = "not started"
         self._started = False
         self._closing = False
-        self._subs: dict[tuple[str, str], int | None] = {}
-        self._refused = LogLimiter(self._logger, "refused subscriptions", rate_per_s=1, burst=10)
+        self._events = HostSubscriptions(
+            manifest.id,
+            self._logger,
+            deliver=self._deliver,
+            live=self._live,
+            wait_s=lambda: self.options.call_timeout_s,
+        )
         self._restart: asyncio.Task[None] | None = None
         self._restart_delay = FIRST_RESTART_DELAY_S
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -210,8 +215,7 @@ class IsolatedExtension(ProxyCore):
         """Spawn a host, load and initialize the extension in it; make it current."""
         assert self._plan is not None and self._kctx is not None
         plan, limit = self._plan, self.options.lifecycle_timeout_s
-        for key in self._subs:
-            self._subs[key] = None
+        self._events.host_replaced()
         host = await HostProcess.spawn(plan.prefix, cwd=plan.cwd, env=plan.env, logger=self._logger)
         server = ContextServer(
             self._kctx, subscribe=self._subscribe, stream=self._stream, logger=self._logger
@@ -307,7 +311,7 @@ class IsolatedExtension(ProxyCore):
             self._restart = None
 
     async def _close_host(self) -> None:
-        self._refused.flush()
+        self._events.refused.flush()
         host, self._host, self._peer = self._host, None, None
         self._live.clear()
         self._down_reason = "stopped"
@@ -329,34 +333,12 @@ class IsolatedExtension(ProxyCore):
     # ------------------------------------------------------------ events
 
     def _subscribe(self, topic: str, handler_id: int, name: str) -> None:
-        """A handler subscribed in the host; the bus subscription outlives hosts."""
-        key = (topic, name)
-        known = key in self._subs
-        self._subs[key] = handler_id
-        if known:
-            return
         assert self._kctx is not None
-        forward = self._forwarder(key)
-        forward.__qualname__ = name
-        try:
-            self._kctx.subscribe_event(topic, forward)
-        except Exception as exc:
-            del self._subs[key]
-            reason = describe_exception(exc)
-            self._refused.log(logging.ERROR, "subscription to %s refused: %s", topic, reason)
+        self._events.subscribe(self._kctx, topic, handler_id, name)
 
-    def _forwarder(self, key: tuple[str, str]) -> Any:
-        async def forward(event: Event) -> None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.options.call_timeout_s):
-                    await self._live.wait()
-            handler_id = self._subs.get(key)
-            if handler_id is None:
-                raise HostUnavailableError(self.ext_id, f"no handler for {key[0]!r} in the host")
-            params = EventParams(handler_id, event_to_wire(event)).to_wire()
-            await self.remote(HostMethod.EVENT, params)
-
-        return forward
+    async def _deliver(self, handler_id: int, event: Event) -> None:
+        params = EventParams(handler_id, event_to_wire(event)).to_wire()
+        await self.remote(HostMethod.EVENT, params)
 
     async def _stream(self, stream: int, kind: StreamKind, text: str) -> None:
         await self.remote(HostMethod.STREAM, StreamParams(stream, kind, text).to_wire())
