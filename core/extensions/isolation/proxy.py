@@ -255,9 +255,11 @@ class IsolatedExtension(ProxyCore):
         try:
             await asyncio.wait({serving, exited}, return_when=asyncio.FIRST_COMPLETED)
             if serving.done() and not host.closing:
-                # An exiting host closes its channel first; give the exit a moment to show.
-                await asyncio.wait({exited}, timeout=CHANNEL_EXIT_GRACE_S)
-                host.kill(f"killed: its channel ended ({_outcome(serving)})")
+                outcome = _outcome(serving)
+                if not outcome.startswith("protocol error"):
+                    # An exiting host closes its channel first; let the exit show.
+                    await asyncio.wait({exited}, timeout=CHANNEL_EXIT_GRACE_S)
+                host.kill(f"killed: its channel ended ({outcome})")
             await exited
         except Exception as exc:
             log.exception("isolated extension %s: watcher failed", self.ext_id)
