@@ -24,6 +24,7 @@ __all__ = [
     "extension_data_dir",
     "migrate_extension_data",
     "open_nofollow",
+    "refuse_symlinks",
 ]
 
 log = logging.getLogger("core.datadir")
@@ -93,6 +94,17 @@ def open_nofollow(path: Path, flags: int, mode: int = 0o644, *, below: Path | No
         if exc.errno == errno.ELOOP or (exc.errno != errno.ENOENT and path.is_symlink()):
             raise SymlinkRefusedError(path) from None
         raise
+
+
+def refuse_symlinks(*paths: Path) -> None:
+    """``SymlinkRefusedError`` for the first of ``paths`` that is a symbolic link.
+
+    For files opened by libraries that always follow links (SQLite): checked
+    once before they are opened, so a link planted beforehand is refused.
+    """
+    for path in paths:
+        if path.is_symlink():
+            raise SymlinkRefusedError(path)
 
 
 def migrate_extension_data(data_root: Path, ext_ids: Iterable[str]) -> list[str]:

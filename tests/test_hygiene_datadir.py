@@ -165,3 +165,30 @@ def test_a_linked_data_directory_itself_still_works(tmp_path: Path) -> None:
 def test_settings_data_dir_is_the_root_of_the_subtree(settings_file) -> None:
     settings = load_settings(settings_file())
     assert extension_data_dir(settings.data_dir, "kv") == settings.data_dir / "extensions" / "kv"
+
+
+def test_the_supervisor_refuses_to_start_on_a_symlinked_log(
+    settings_file, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from core.supervisor import run_supervisor
+
+    settings = load_settings(settings_file())
+    (settings.data_dir / "logs").mkdir(parents=True)
+    target = tmp_path / "bashrc"
+    target.write_text("original\n")
+    (settings.data_dir / LOG_FILE).symlink_to(target)
+    code = run_supervisor(settings, None, kernel_argv=["/bin/false"])
+    assert code == 1
+    assert "kernel.log: it is a symbolic link" in capsys.readouterr().err
+    assert target.read_text() == "original\n"
+    assert (settings.data_dir / pidfile.PID_FILE).read_text() == ""  # released
+
+
+def test_a_symlinked_journal_is_refused_before_it_is_opened(settings_file, tmp_path: Path) -> None:
+    settings = load_settings(settings_file())
+    settings.data_dir.mkdir(parents=True)
+    target = tmp_path / "elsewhere.db"
+    (settings.data_dir / runner.JOURNAL_FILE).symlink_to(target)
+    with pytest.raises(SymlinkRefusedError, match=r"events\.db: it is a symbolic link"):
+        runner.Kernel(settings)
+    assert not target.exists()

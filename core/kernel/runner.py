@@ -23,7 +23,7 @@ from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
 from core.agents.toolset import build_toolset
-from core.datadir import migrate_extension_data
+from core.datadir import migrate_extension_data, refuse_symlinks
 from core.events import EventBus
 from core.extensions.context import KernelServices
 from core.extensions.isolation.factory import isolated_factory
@@ -66,6 +66,13 @@ class Kernel:
         self.started_at = time.monotonic()
         self.data_dir = settings.data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        refuse_symlinks(
+            *(
+                self.data_dir / f"{name}{suffix}"
+                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE)
+                for suffix in ("", "-wal", "-shm", "-journal")
+            )
+        )
         self.secrets = load_secrets()
         self.restart_requested: str | None = None
         self._stop_requested = asyncio.Event()
