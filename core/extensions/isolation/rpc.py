@@ -35,6 +35,7 @@ from core.extensions.isolation.protocol import (
     valid_id,
 )
 from core.extensions.isolation.ratelimit import LogLimiter
+from core.logging_setup import escape_control
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], None]
@@ -179,7 +180,7 @@ class RpcPeer:
                 "notification %r refused: %s: %s",
                 method[:80],
                 type(exc).__name__,
-                str(exc)[:200],
+                escape_control(str(exc)[:200]),
             )
 
     async def _answer(self, call_id: Any, method: str, params: Any) -> None:
