@@ -16,8 +16,11 @@ one place:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+
+from core.datadir import SymlinkRefusedError, open_nofollow
 
 RESTART_REQUEST_FILE = "restart_requested"
 SUPERVISED_ENV = "HEARTH_SUPERVISED"
@@ -35,11 +38,18 @@ def restart_request_path(data_dir: Path) -> Path:
 
 
 def write_restart_request(data_dir: Path, reason: str) -> None:
-    """Record a restart request atomically (a crash never leaves half a file)."""
+    """Record a restart request atomically (a crash never leaves half a file).
+
+    The temporary file is created exclusively and without following links;
+    the rename replaces a planted link instead of writing through it.
+    """
     data_dir.mkdir(parents=True, exist_ok=True)
     path = restart_request_path(data_dir)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = open_nofollow(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(reason.strip() + "\n")
         fh.flush()
         os.fsync(fh.fileno())
@@ -47,11 +57,20 @@ def write_restart_request(data_dir: Path, reason: str) -> None:
 
 
 def take_restart_request(data_dir: Path) -> str | None:
-    """Read and delete the request: its reason, or ``None`` when there is none."""
+    """Read and delete the request: its reason, or ``None`` when there is none.
+
+    A symlink in its place is removed unread (``SymlinkRefusedError`` is
+    never raised here: a planted link must not stop the supervisor).
+    """
     path = restart_request_path(data_dir)
     try:
-        reason = path.read_text(encoding="utf-8").strip()
+        fd = open_nofollow(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    except SymlinkRefusedError:
+        path.unlink(missing_ok=True)
+        return None
+    with os.fdopen(fd, encoding="utf-8") as fh:
+        reason = fh.read(64 * 1024).strip()
     path.unlink(missing_ok=True)
     return reason

@@ -3,6 +3,8 @@
 Format ``time level logger: message`` (extensions log as ``ext.<id>``), or
 one JSON object per line with ``logging.format: json``. Values of every
 secret the kernel knows are replaced by ``***`` before a record is written.
+Text an extension logs has its control characters escaped
+(``ExtensionLogEscaper``), so it cannot forge a line of its own.
 """
 
 from __future__ import annotations
@@ -39,6 +41,48 @@ class SecretRedactor(logging.Filter):
                 record.exc_text = self.redact(logging.Formatter().formatException(record.exc_info))
                 record.exc_info = None
         return True
+
+
+def _escape_table() -> dict[int, str]:
+    table = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]}
+    table.update({0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"})
+    del table[0x09]  # a tab cannot start a line
+    return table
+
+
+_ESCAPES = _escape_table()
+
+
+def escape_control(text: str) -> str:
+    """``text`` with newlines, ESC and every other C0/C1 control character escaped
+    (``\\n``, ``\\x1b``): one log call can only ever write one line."""
+    return text.translate(_ESCAPES)
+
+
+class ExtensionLogEscaper(logging.Filter):
+    """On an ``ext.<id>`` logger: formats the message with its args, then escapes it.
+
+    Formatting first matters: ``logger.warning("%s", "ok\\nCRITICAL ...")``
+    would otherwise carry the forged line in ``args``.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # bad format args: show them rather than fail the caller
+            message = f"{record.msg!r} % {record.args!r}"
+        record.msg, record.args = escape_control(message), None
+        return True
+
+
+ESCAPER = ExtensionLogEscaper()
+
+
+def guard_extension_logger(logger: logging.Logger) -> logging.Logger:
+    """Install ``ESCAPER`` on an extension's logger once; returns the logger."""
+    if ESCAPER not in logger.filters:
+        logger.addFilter(ESCAPER)
+    return logger
 
 
 class JsonFormatter(logging.Formatter):

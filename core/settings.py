@@ -97,6 +97,7 @@ class LoaderSettings(_Section):
     health_check_interval_s: float = 30.0
     lifecycle_timeout_s: float = 10.0
     restart_backoff_max_s: float = 300.0
+    max_subscriptions: int = Field(default=64, ge=1)  # event subscriptions per extension
 
 
 class SupervisorSettings(_Section):

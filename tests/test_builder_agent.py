@@ -158,7 +158,9 @@ async def test_writes_outside_the_target_directory_are_refused(
     assert not escaped_to_absolute_target()
     assert list(outside.iterdir()) == []
     assert (ext_root / "capture" / "main.py").read_text() == capture_code
-    assert json.loads((data_dir / "builder_agent" / "created.json").read_text()) == ["weather"]
+    assert json.loads((data_dir / "extensions" / "builder_agent" / "created.json").read_text()) == [
+        "weather"
+    ]
     model.assert_complete()
 
 

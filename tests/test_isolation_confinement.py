@@ -91,7 +91,7 @@ async def test_processes_that_leave_the_group_die_with_their_host(
     make_ext, settings_file, tmp_path: Path
 ):
     make_ext("escaper", ESCAPER, isolated())
-    beat = tmp_path / "data" / "escaper" / "beat"
+    beat = tmp_path / "data" / "extensions" / "escaper" / "beat"
     async with running_kernel(settings(settings_file)) as kernel:
         assert await command(kernel, "/escape") == "escaped"
         await wait_for(beat.exists, 10)

@@ -165,7 +165,7 @@ async def test_memory_hog_is_stopped_by_its_limit_while_the_kernel_answers(
         assert limits["as"] == [mb, mb]  # hard == soft: the plugin cannot raise it
         assert limits["cpu"] == [600, 600]
         assert limits["nofile"] == [256, 256]
-        assert limits["cwd"] == str(tmp_path / "data" / "hog")
+        assert limits["cwd"] == str(tmp_path / "data" / "extensions" / "hog")
 
 
 # --------------------------------------------------------------------- crashes
@@ -249,8 +249,8 @@ async def test_undeclared_secrets_and_other_data_dirs_are_out_of_reach(
     monkeypatch.setenv("SNOOP_TOKEN", "mine")
     monkeypatch.setenv("VICTIM_TOKEN", "theirs")
     make_ext("snoop", SNOOP, isolated({"secrets": ["SNOOP_TOKEN"]}))
-    (tmp_path / "data" / "victim").mkdir(parents=True)
-    (tmp_path / "data" / "victim" / "diary.txt").write_text("dear diary")
+    (tmp_path / "data" / "extensions" / "victim").mkdir(parents=True)
+    (tmp_path / "data" / "extensions" / "victim" / "diary.txt").write_text("dear diary")
     async with running_kernel(settings(settings_file)) as kernel:
         report = json.loads(await command(kernel, "/snoop"))
     assert report["declared"] == "mine"

@@ -161,7 +161,7 @@ async def test_tmp_cannot_grow_past_tmp_mb(make_ext, settings_file):
 
 async def test_the_data_quota_stops_a_writer(make_ext, settings_file, tmp_path: Path):
     make_ext("hostile", HOSTILE, isolated())
-    data_dir = tmp_path / "data" / "hostile"
+    data_dir = tmp_path / "data" / "extensions" / "hostile"
     async with running_kernel(limited(settings_file, data_quota_mb=4)) as kernel:
         assert await command(kernel, "/big_file") == "File too large"  # one file: RLIMIT_FSIZE
         (data_dir / "big").unlink()

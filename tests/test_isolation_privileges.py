@@ -123,7 +123,7 @@ async def test_root_in_the_sandbox_has_no_capabilities_and_cannot_remount(
     assert_contained(report)
     assert set(report) >= {f"remount {sys.prefix}", f"remount {PROJECT_ROOT / 'core'}"}
     assert written == []
-    assert not (tmp_path / "data" / "attacker" / "mem").exists()
+    assert not (tmp_path / "data" / "extensions" / "attacker" / "mem").exists()
 
 
 @needs_bwrap

@@ -37,7 +37,7 @@ class Server:
             self.running += 1
             self.max_running = max(self.max_running, self.running)
             try:
-                await asyncio.sleep(params)
+                await asyncio.sleep(params["s"])
             except asyncio.CancelledError:
                 self.cancelled += 1
                 raise
@@ -89,7 +89,7 @@ async def test_calls_results_errors_and_notifications_cross_the_channel():
 async def test_a_call_past_its_deadline_fails_and_is_cancelled_remotely():
     async with pair() as (client, server, _):
         with pytest.raises(CallTimeoutError, match="slow did not answer within 0.1 s"):
-            await client.call("slow", 30, deadline=0.1)
+            await client.call("slow", {"s": 30}, deadline=0.1)
         for _ in range(100):
             if server.cancelled:
                 break
@@ -99,14 +99,14 @@ async def test_a_call_past_its_deadline_fails_and_is_cancelled_remotely():
 
 async def test_incoming_calls_are_bounded_by_max_inflight():
     async with pair(max_inflight=4) as (client, server, _):
-        results = await asyncio.gather(*(client.call("slow", 0.02) for _ in range(40)))
+        results = await asyncio.gather(*(client.call("slow", {"s": 0.02}) for _ in range(40)))
         assert results == ["slept"] * 40
         assert server.max_running == 4
 
 
 async def test_pending_calls_fail_when_the_peer_goes_away():
     async with pair() as (client, _, remote):
-        pending = asyncio.create_task(client.call("slow", 30))
+        pending = asyncio.create_task(client.call("slow", {"s": 30}))
         await asyncio.sleep(0.05)
         remote.close("host died")
         with pytest.raises(PeerClosedError):

@@ -138,7 +138,7 @@ async def test_ordinary_extension_behaves_the_same(
         # scheduled task: runs, reads config, writes to its data dir
         instance = kernel.loader.instance("ordinary")
         assert await instance.execute_task("tick") == {"text": "task tick ran, greeting=hi"}
-        data_dir = tmp_path / "data" / "ordinary"
+        data_dir = tmp_path / "data" / "extensions" / "ordinary"
         assert (data_dir / "ticks.txt").read_text() == "tick\n"
 
         # command with a declared secret

@@ -73,7 +73,7 @@ async def test_a_plugin_host_stays_light_after_a_subscription(make_ext, settings
     async with running_kernel(settings_file(isolation={"call_timeout_s": 20})) as kernel:
         assert kernel.loader.records["probe"].status.value == "active"
         await kernel.bus.publish("probe.ping", "test", {"n": "1"})
-        marker = tmp_path / "data" / "probe" / "pinged"
+        marker = tmp_path / "data" / "extensions" / "probe" / "pinged"
         await wait_for(marker.exists, 20)
         reply = await kernel.commands.run(parse_command("/modules"), TurnContext(user_id="u"))
     modules = json.loads(reply or "[]")

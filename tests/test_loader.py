@@ -212,7 +212,7 @@ async def test_config_merges_settings_over_manifest(make_ext, settings_file, tmp
     kernel = await load(settings_file(extensions={"conf": {"b": 20}}))
     ctx = kernel.loader.records["conf"].context
     assert (ctx.get_config("a"), ctx.get_config("b"), ctx.get_config("c", 3)) == (1, 20, 3)
-    assert ctx.data_dir == tmp_path / "data" / "conf" and ctx.data_dir.is_dir()
+    assert ctx.data_dir == tmp_path / "data" / "extensions" / "conf" and ctx.data_dir.is_dir()
 
 
 def test_extensions_json_command(make_ext, settings_file):

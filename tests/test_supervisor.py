@@ -372,7 +372,7 @@ def test_real_kernel_is_restarted_after_sigkill_and_stopped_by_sigterm(tmp_path:
     settings = write_settings(tmp_path, backoff_initial_s=0.2)
     with settings.open("a") as fh:
         fh.write("models:\n  default: null\n")
-    lifecycle = tmp_path / "data" / "beacon" / "lifecycle.txt"
+    lifecycle = tmp_path / "data" / "extensions" / "beacon" / "lifecycle.txt"
 
     def events() -> list[tuple[str, int]]:
         lines = lifecycle.read_text().splitlines() if lifecycle.exists() else []

@@ -115,6 +115,33 @@ class EventBus:
         if self._tg is not None and self._state == "running":
             self._spawn_workers(self._tg, sub)
 
+    def unsubscribe(self, subscriber_id: str) -> bool:
+        """Stop delivering to ``subscriber_id`` in this process; False if it was not subscribed.
+
+        The reverse of ``subscribe`` (for unwiring an extension): events queued
+        for it are released, its workers stop after the handler in hand, and
+        its journal cursor stays, so subscribing again catches up with what
+        was published meanwhile. ``forget_subscribers`` removes the cursor too.
+        """
+        sub = self._subs.pop(subscriber_id, None)
+        if sub is None:
+            return False
+        self._routes.clear()
+        self._release_queued(sub)
+        for _ in sub.workers:
+            sub.queue.put(None)
+        return True
+
+    async def forget_subscribers(self, prefix: str) -> list[str]:
+        """Delete the journal rows (cursor, unfinished deliveries) of subscriber ids
+        starting with ``prefix`` that are not subscribed on this bus now.
+
+        The kernel calls it with ``<extension id>/`` once an extension is
+        started, so subscriptions it no longer makes do not pile up.
+        """
+        keep = [sid for sid in self._subs if sid.startswith(prefix)]
+        return await self.journal.forget_subscribers(prefix, keep)
+
     async def publish(
         self,
         topic: str,

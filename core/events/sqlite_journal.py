@@ -141,6 +141,16 @@ class SQLiteJournal:
                 if n == 0:
                     return total
 
+    async def forget_subscribers(self, prefix: str, keep: Collection[str] = ()) -> list[str]:
+        """Delete subscribers whose id starts with ``prefix`` and is not in ``keep``,
+        with their unfinished deliveries; returns the ids forgotten (sorted).
+
+        For subscriptions an extension no longer holds: without this, every
+        subscriber id it ever used keeps a row and collects deliveries.
+        """
+        async with self._session() as j:
+            return await j._run(_forget_subscribers, prefix, frozenset(keep))
+
     # ------------------------------------------------------------------ inspection
 
     async def recent_events(self, limit: int = 20, topic: str | None = None) -> list[EventRecord]:
@@ -179,6 +189,26 @@ async def _require_json_functions(db: aiosqlite.Connection, path: str) -> None:
 
 
 # ---------------------------------------------------------------------- thread-side queries
+
+
+def _forget_subscribers(conn: sqlite3.Connection, prefix: str, keep: frozenset[str]) -> list[str]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        rows = conn.execute(
+            "SELECT id FROM subscribers WHERE substr(id, 1, ?) = ? ORDER BY id",
+            (len(prefix), prefix),
+        ).fetchall()
+        ids = [row[0] for row in rows if row[0] not in keep]
+        conn.executemany(
+            "DELETE FROM deliveries WHERE subscriber_id = ? AND status IN ('pending', 'inflight')",
+            [(i,) for i in ids],
+        )
+        conn.executemany("DELETE FROM subscribers WHERE id = ?", [(i,) for i in ids])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return ids
 
 
 def _head_id(conn: sqlite3.Connection) -> tuple[int]:

@@ -236,9 +236,9 @@ class GroupCommitWriter:
         self._registrations[:0] = rnd.registrations
 
     def _hand_over(self, sub: Subscription, event: Event) -> None:
-        if self.dispatching:
+        if self.dispatching and self._subs.get(sub.id) is sub:
             sub.queue.put(event)
-        else:  # stopping: undo the claim so the next start delivers it
+        else:  # stopping or unsubscribed: undo the claim so it is delivered later
             self._outcomes.append(Outcome(event.id, sub.id, "released"))
             self._wake.set()
 

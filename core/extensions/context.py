@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.datadir import extension_data_dir
 from core.events.models import Event
 from core.events.system_payloads import AgentBackground, AgentTask, UserMessage, UserNotify
 from core.events.topics import SystemTopics, pattern_within, topic_matches
@@ -24,6 +25,7 @@ from core.extensions.contract import (
 )
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.manifest import Manifest
+from core.logging_setup import guard_extension_logger
 
 if TYPE_CHECKING:
     from core.events import EventBus
@@ -85,7 +87,7 @@ class KernelContext:
 
     def __init__(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> None:
         self.extension_id = manifest.id
-        self.logger = logging.getLogger(f"ext.{manifest.id}")
+        self.logger = guard_extension_logger(logging.getLogger(f"ext.{manifest.id}"))
         self._manifest = manifest
         self._ext_dir = ext_dir
         self._services = services
@@ -106,7 +108,7 @@ class KernelContext:
 
     @property
     def data_dir(self) -> Path:
-        path = self._services.settings.data_dir / self.extension_id
+        path = extension_data_dir(self._services.settings.data_dir, self.extension_id)
         path.mkdir(parents=True, exist_ok=True)
         return path
 
@@ -146,11 +148,18 @@ class KernelContext:
         allowed = self.permissions.subscribe
         if not any(pattern_within(topic, p) for p in allowed):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
+        cap = self._services.settings.loader.max_subscriptions
+        if len(self.subscriptions) >= cap:
+            raise PermissionDeniedError(
+                self.extension_id,
+                f"subscribe to {topic!r}: it holds {cap} subscriptions already "
+                "(loader.max_subscriptions)",
+            )
         name = getattr(handler, "__qualname__", type(handler).__name__)
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
-        self.subscriptions.append(subscriber_id)
         gate = _when_wired(self.extension_id, self._services.is_wired, self.logger)
         self._services.bus.subscribe(topic, gate(_logged(handler, self.logger)), subscriber_id)
+        self.subscriptions.append(subscriber_id)
 
     async def notify_user(self, text: str, channel_id: str | None = None) -> None:
         payload = UserNotify(text=text, channel_id=channel_id).to_payload()

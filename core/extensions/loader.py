@@ -24,6 +24,8 @@ from core.extensions.records import ExtensionRecord, ExtensionStatus
 
 log = logging.getLogger("core.loader")
 
+# Called with the valid manifests after discovery, before any extension code runs.
+DiscoveredHook = Callable[[list[Manifest]], None]
 # (manifest, extension dir, services) -> instance; used for `agent:` manifests
 # without an entrypoint and for `isolation: process`.
 InstanceFactory = Callable[[Manifest, Path, KernelServices], Any]
@@ -50,6 +52,7 @@ class Loader:
         self.disabled = dict(disabled or {})  # ext id -> why the kernel turned it off
         self.records: dict[str, ExtensionRecord] = {}
         self.order: list[str] = []
+        self.on_discovered: DiscoveredHook | None = None
 
     # ------------------------------------------------------------ queries
 
@@ -124,6 +127,8 @@ class Loader:
     async def load_all(self, services: KernelServices) -> None:
         """Discover, then import, instantiate and initialize in dependency order."""
         self.discover()
+        if self.on_discovered is not None:
+            self.on_discovered([r.manifest for r in self.records.values() if r.manifest])
         for ext_id in self.order:
             record = self.records[ext_id]
             if record.status is ExtensionStatus.ACTIVE:

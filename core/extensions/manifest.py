@@ -15,6 +15,7 @@ import yaml
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.datadir import RESERVED_IDS
 from core.extensions.sdk import resolve_zone
 
 MANIFEST_FILE = "manifest.yaml"
@@ -157,6 +158,11 @@ class Manifest(_Strict):
     def _valid_id(cls, value: str) -> str:
         if not _ID_RE.match(value):
             raise ValueError(f"{value!r} must be lower_snake_case (letters, digits, _)")
+        if value in RESERVED_IDS:
+            raise ValueError(
+                f"{value!r} is reserved for the kernel's own files in paths.data; "
+                "choose another id (and directory name)"
+            )
         return value
 
     @field_validator("entrypoint")

@@ -27,6 +27,7 @@ from core.agents.mcp_servers import McpServers, McpServerStatus
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
 from core.agents.toolset import build_toolset
+from core.datadir import migrate_extension_data, refuse_symlinks
 from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.context import KernelServices
@@ -71,6 +72,13 @@ class Kernel:
         self.started_at = time.monotonic()
         self.data_dir = settings.data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        refuse_symlinks(
+            *(
+                self.data_dir / f"{name}{suffix}"
+                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE)
+                for suffix in ("", "-wal", "-shm", "-journal")
+            )
+        )
         self.secrets = load_secrets()
         self.restart_requested: str | None = None
         self._restart_written: asyncio.Future[None] | None = None
@@ -89,6 +97,7 @@ class Kernel:
             disabled=disabled_extensions,
         )
         self.loader.isolated_factory = isolated_factory(settings, self.loader)
+        self.loader.on_discovered = self._before_extension_code
         self.scheduler = ManifestScheduler(
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )
@@ -135,13 +144,17 @@ class Kernel:
     async def load(self) -> None:
         """Discover, load and initialize extensions (no start): ``main.py extensions``."""
         await self.loader.load_all(self.services)
-        self._redact_secrets()
 
-    def _redact_secrets(self) -> None:
-        """Values of declared secrets and model API keys never reach a log line."""
-        for record in self.loader.records.values():
-            if record.manifest is not None:
-                REDACTOR.add(self.secrets.get(name, "") for name in record.manifest.secrets)
+    def _before_extension_code(self, manifests: list[Manifest]) -> None:
+        """After manifests are validated, before any extension is imported."""
+        self._redact_secrets(manifests)
+        migrate_extension_data(self.data_dir, [m.id for m in manifests])
+
+    def _redact_secrets(self, manifests: list[Manifest]) -> None:
+        """Values of declared secrets and model API keys never reach a log line
+        (filled before ``initialize``, which may already log them)."""
+        for manifest in manifests:
+            REDACTOR.add(self.secrets.get(name, "") for name in manifest.secrets)
         for provider in self.settings.models.providers.values():
             REDACTOR.add([provider.api_key or "", self.secrets.get(provider.api_key_env or "", "")])
 
@@ -174,6 +187,7 @@ class Kernel:
         self.router.subscribe()
         self.scheduler.subscribe()
         await self.loader.start_all()
+        await self._forget_released_subscriptions()
         await self.bus.start()
         await self.scheduler.start(
             manifest_schedules(self.wiring.wired(Capability.SCHEDULER), self.settings.timezone)
@@ -184,6 +198,17 @@ class Kernel:
             len(self.wiring.wired()),
             self.model_router.describe("orchestrator"),
         )
+
+    async def _forget_released_subscriptions(self) -> None:
+        """Journal rows of subscriptions a started extension no longer makes are dropped."""
+        for record in self.loader.active():
+            forgotten = await self.bus.forget_subscribers(f"{record.ext_id}/")
+            if forgotten:
+                log.info(
+                    "extension %s: forgot %d subscriptions it no longer holds",
+                    record.ext_id,
+                    len(forgotten),
+                )
 
     def _build_orchestrator(self) -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents (first name wins).

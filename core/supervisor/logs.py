@@ -2,16 +2,22 @@
 
 Kernel lines are already formatted by the kernel and are written verbatim;
 the supervisor's own lines get the same ``<time> LEVEL name: message`` shape
-under the logger name ``supervisor``.
+under the logger name ``supervisor``. The file is opened without following
+symbolic links: a link planted in ``logs/`` would otherwise make the daemon
+append every line to whatever file it points at.
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import os
 import sys
 from collections.abc import Callable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+
+from core.datadir import open_nofollow
 
 SUPERVISOR_LOGGER = "supervisor"
 KERNEL_OUTPUT_LOGGER = "supervisor.kernel"
@@ -27,13 +33,29 @@ class _LineFormatter(logging.Formatter):
         return super().format(record)
 
 
+class NoFollowRotatingFileHandler(RotatingFileHandler):
+    """``RotatingFileHandler`` that refuses a symlinked log file or ``logs/`` directory
+    (``SymlinkRefusedError``); rotation renames links, it never follows them."""
+
+    def _open(self) -> io.TextIOWrapper:
+        path = Path(self.baseFilename)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        fd = open_nofollow(path, flags, below=path.parent.parent)
+        return io.TextIOWrapper(
+            io.FileIO(fd, "a"), encoding=self.encoding, errors=self.errors, write_through=True
+        )
+
+
 def configure_logging(data_dir: Path, level: str) -> Callable[[], None]:
-    """Attach the handlers; returns a function that detaches and closes them."""
+    """Attach the handlers; returns a function that detaches and closes them.
+
+    Raises ``SymlinkRefusedError`` when the log file or its directory is a link.
+    """
     path = data_dir / LOG_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     formatter = _LineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = [
-        RotatingFileHandler(
+        NoFollowRotatingFileHandler(
             path, maxBytes=MAX_LOG_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
         ),
         logging.StreamHandler(sys.stderr),

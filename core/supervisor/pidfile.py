@@ -11,6 +11,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from core.datadir import open_nofollow
+
 PID_FILE = "supervisor.pid"
 
 
@@ -35,9 +37,10 @@ class PidFile:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        """Lock the file and write our pid, or raise ``SupervisorAlreadyRunningError``."""
+        """Lock the file and write our pid, or raise ``SupervisorAlreadyRunningError``
+        (``SymlinkRefusedError`` when the pid file is a symbolic link)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

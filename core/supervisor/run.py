@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from core.datadir import SymlinkRefusedError
 from core.lifecycle import EXIT_CLEAN, SUPERVISED_ENV, take_restart_request
 from core.settings import PROJECT_ROOT, Settings
 from core.supervisor.crashlog import describe_exit, summarize_crash
@@ -64,7 +65,15 @@ def run_supervisor(
     except SupervisorAlreadyRunningError as exc:
         print(f"supervisor: {exc}", file=sys.stderr, flush=True)
         return EXIT_ALREADY_RUNNING
-    close_logs = configure_logging(settings.data_dir, settings.logging.level)
+    except SymlinkRefusedError as exc:
+        print(f"supervisor: {exc.strerror}", file=sys.stderr, flush=True)
+        return EXIT_GAVE_UP
+    try:
+        close_logs = configure_logging(settings.data_dir, settings.logging.level)
+    except SymlinkRefusedError as exc:
+        print(f"supervisor: {exc.strerror}", file=sys.stderr, flush=True)
+        pid_file.release()
+        return EXIT_GAVE_UP
     try:
         argv = kernel_argv if kernel_argv is not None else default_kernel_argv(settings_file)
         return Supervisor(settings, argv).run()

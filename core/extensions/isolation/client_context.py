@@ -13,31 +13,31 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.events.topics import pattern_within
 from core.extensions.contract import EventHandler
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
+from core.extensions.isolation.messages import (
+    AgentBackgroundParams,
+    AgentTaskParams,
+    ContextMethod,
+    EmitParams,
+    Empty,
+    EnrichPromptParams,
+    InvokeAgentParams,
+    InvokeStreamedParams,
+    LoadParams,
+    LogParams,
+    Notice,
+    NotifyUserParams,
+    SubscribeParams,
+    UserMessageParams,
+)
 from core.extensions.isolation.rpc import RpcPeer
 
 StreamCallback = Callable[[str], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class LoadParams:
-    """What the kernel sends a host at load: everything the extension may know."""
-
-    ext_id: str
-    ext_dir: str
-    entrypoint: str
-    data_dir: str
-    config: dict[str, Any] = field(default_factory=dict)
-    secrets: dict[str, str | None] = field(default_factory=dict)
-    subscribe: list[str] = field(default_factory=lambda: ["*"])
-    depends_on: list[str] = field(default_factory=list)
-    limits: dict[str, int] = field(default_factory=dict)
 
 
 class ClientContext:
@@ -95,13 +95,8 @@ class ClientContext:
         *,
         idempotency_key: str | None = None,
     ) -> int:
-        params = {
-            "topic": topic,
-            "payload": payload,
-            "correlation_id": correlation_id,
-            "idempotency_key": idempotency_key,
-        }
-        return int(await self._peer.call("ctx.emit", params))
+        params = EmitParams(topic, payload, correlation_id, idempotency_key)
+        return int(await self._peer.call(ContextMethod.EMIT, params.to_wire()))
 
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
         if not any(pattern_within(topic, p) for p in self._params.subscribe):
@@ -109,26 +104,26 @@ class ClientContext:
         handler_id = next(self._ids)
         self.handlers[handler_id] = handler
         name = getattr(handler, "__qualname__", type(handler).__name__)
-        params = {"topic": topic, "handler": handler_id, "name": name}
-        self._peer.notify_nowait("ctx.subscribe", params)
+        params = SubscribeParams(topic, handler_id, name)
+        self._peer.notify_nowait(Notice.SUBSCRIBE, params.to_wire())
 
     async def list_commands(self) -> list[tuple[str, str]]:
-        rows = await self._peer.call("ctx.list_commands", {})
+        rows = await self._peer.call(ContextMethod.LIST_COMMANDS, Empty().to_wire())
         return [(str(name), str(description)) for name, description in rows]
 
     async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        await self._peer.call("ctx.notify_user", {"text": text, "channel_id": channel_id})
+        params = NotifyUserParams(text, channel_id)
+        await self._peer.call(ContextMethod.NOTIFY_USER, params.to_wire())
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
-        await self._peer.call(
-            "ctx.request_agent_task", {"prompt": prompt, "channel_id": channel_id}
-        )
+        params = AgentTaskParams(prompt, channel_id)
+        await self._peer.call(ContextMethod.REQUEST_AGENT_TASK, params.to_wire())
 
     async def request_agent_background(
         self, prompt: str, correlation_id: str | None = None
     ) -> None:
-        params = {"prompt": prompt, "correlation_id": correlation_id}
-        await self._peer.call("ctx.request_agent_background", params)
+        params = AgentBackgroundParams(prompt, correlation_id)
+        await self._peer.call(ContextMethod.REQUEST_AGENT_BACKGROUND, params.to_wire())
 
     async def on_user_message(
         self,
@@ -139,19 +134,14 @@ class ClientContext:
         *,
         idempotency_key: str | None = None,
     ) -> int:
-        params = {
-            "text": text,
-            "user_id": user_id,
-            "channel_id": channel_id,
-            "message_id": message_id,
-            "idempotency_key": idempotency_key,
-        }
-        return int(await self._peer.call("ctx.on_user_message", params))
+        params = UserMessageParams(text, user_id, channel_id, message_id, idempotency_key)
+        return int(await self._peer.call(ContextMethod.ON_USER_MESSAGE, params.to_wire()))
 
     # ------------------------------------------------------------ agents
 
     async def invoke_agent(self, prompt: str) -> str:
-        return str(await self._peer.call("ctx.invoke_agent", {"prompt": prompt}))
+        params = InvokeAgentParams(prompt)
+        return str(await self._peer.call(ContextMethod.INVOKE_AGENT, params.to_wire()))
 
     async def invoke_agent_streamed(
         self,
@@ -162,22 +152,23 @@ class ClientContext:
         stream_id = next(self._ids)
         self.streams[stream_id] = (on_chunk, on_tool_call)
         try:
-            params = {"prompt": prompt, "stream": stream_id}
-            return str(await self._peer.call("ctx.invoke_agent_streamed", params))
+            params = InvokeStreamedParams(prompt, stream_id)
+            method = ContextMethod.INVOKE_AGENT_STREAMED
+            return str(await self._peer.call(method, params.to_wire()))
         finally:
             self.streams.pop(stream_id, None)
 
     async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str:
-        params = {"prompt": prompt, "agent_id": agent_id}
-        return str(await self._peer.call("ctx.enrich_prompt", params))
+        params = EnrichPromptParams(prompt, agent_id)
+        return str(await self._peer.call(ContextMethod.ENRICH_PROMPT, params.to_wire()))
 
     # ------------------------------------------------------------ system
 
     def request_restart(self) -> None:
-        self._peer.notify_nowait("ctx.request_restart")
+        self._peer.notify_nowait(Notice.REQUEST_RESTART)
 
     def request_shutdown(self) -> None:
-        self._peer.notify_nowait("ctx.request_shutdown")
+        self._peer.notify_nowait(Notice.REQUEST_SHUTDOWN)
 
 
 class ForwardingLogHandler(logging.Handler):
@@ -190,7 +181,7 @@ class ForwardingLogHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             text = self.format(record)
-            params = {"level": record.levelno, "name": record.name, "message": text}
-            self._peer.notify_nowait("log", params)
+            params = LogParams(record.levelno, record.name, text)
+            self._peer.notify_nowait(Notice.LOG, params.to_wire())
         except Exception:
             self.handleError(record)

@@ -62,6 +62,7 @@ class RemoteError(IsolationError):
 
 
 _CLASSES: dict[str, type[RemoteError]] = {}
+MAX_REMOTE_CLASSES = 256  # a hostile host must not make the kernel mint classes forever
 
 
 def error_to_wire(exc: BaseException, message: str) -> dict[str, Any]:
@@ -80,9 +81,11 @@ def remote_error(type_name: str, message: str, denied: Any = None) -> Exception:
     """
     if isinstance(denied, dict):
         return PermissionDeniedError(str(denied.get("extension_id")), str(denied.get("what")))
-    name = type_name if type_name.isidentifier() else "RemoteError"
+    name = type_name if type_name.isidentifier() and len(type_name) <= 80 else "RemoteError"
     cls = _CLASSES.get(name)
-    if cls is None:
+    if cls is None and len(_CLASSES) >= MAX_REMOTE_CLASSES:
+        cls = RemoteError
+    elif cls is None:
         cls = type(name, (RemoteError,), {"type_name": name, "__module__": __name__})
         _CLASSES[name] = cls
     return cls(message)

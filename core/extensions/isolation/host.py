@@ -27,8 +27,22 @@ from typing import Any
 from core.extensions.capabilities import PROTOCOLS, Capability, detect_capabilities
 from core.extensions.contract import Command
 from core.extensions.importer import import_entrypoint
-from core.extensions.isolation.client_context import ClientContext, ForwardingLogHandler, LoadParams
+from core.extensions.isolation.client_context import ClientContext, ForwardingLogHandler
 from core.extensions.isolation.limits import HostLimits, apply_limits
+from core.extensions.isolation.messages import (
+    HOST_REQUESTS,
+    CallToolParams,
+    CommandParams,
+    Empty,
+    EventParams,
+    InvokeParams,
+    LifecycleParams,
+    LoadParams,
+    PingResult,
+    StreamParams,
+    Wire,
+    decode,
+)
 from core.extensions.isolation.protocol import (
     event_from_wire,
     invocation_from_wire,
@@ -52,24 +66,22 @@ class HostServer:
         self.commands: dict[str, Command] = {}
 
     async def handle(self, method: str, params: Any) -> Any:
-        handler = getattr(self, f"rpc_{method}", None)
-        if handler is None:
-            raise LookupError(f"unknown method {method!r}")
-        return await handler(params or {})
+        """Serve one request: only ``HOST_REQUESTS``, with their typed payload."""
+        payload: Wire = decode(HOST_REQUESTS, method, params)
+        return await getattr(self, f"rpc_{method}")(payload)
 
     def notified(self, method: str, params: Any) -> None:
-        raise LookupError(f"unknown notification {method!r}")
+        raise LookupError(f"unknown notification {method[:80]!r}")
 
     # ------------------------------------------------------------ setup
 
-    async def rpc_ping(self, params: dict[str, Any]) -> dict[str, float]:
+    async def rpc_ping(self, params: Empty) -> dict[str, Any]:
         """Liveness, with the CPU time used so far (all threads) for the kernel's judgement."""
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        return {"cpu_s": usage.ru_utime + usage.ru_stime, "at": time.monotonic()}
+        return PingResult(usage.ru_utime + usage.ru_stime, time.monotonic()).to_wire()
 
-    async def rpc_load(self, params: dict[str, Any]) -> None:
+    async def rpc_load(self, load: LoadParams) -> None:
         assert self.peer is not None
-        load = LoadParams(**params)
         apply_limits(HostLimits.from_wire(load.limits))
         os.chdir(load.data_dir)
         self.ctx = ClientContext(self.peer, load)
@@ -77,7 +89,7 @@ class HostServer:
         cls = import_entrypoint(load.ext_id, Path(load.ext_dir), load.entrypoint)
         self.ext = cls()
 
-    async def rpc_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def rpc_initialize(self, params: Empty) -> dict[str, Any]:
         await self.ext.initialize(self.ctx)
         capabilities = detect_capabilities(self.ext)
         by_name = {proto.__name__: methods for proto, methods in PROTOCOLS.items()}
@@ -113,17 +125,15 @@ class HostServer:
 
     # ------------------------------------------------------------ calls
 
-    async def rpc_lifecycle(self, params: dict[str, Any]) -> Any:
-        name = params["name"]
-        if name not in ("start", "stop", "destroy", "health_check"):
-            raise LookupError(f"unknown lifecycle method {name!r}")
+    async def rpc_lifecycle(self, params: LifecycleParams) -> Any:
+        name = params.name
         result = getattr(self.ext, name)()
         if asyncio.iscoroutine(result):
             result = await result
         return bool(result) if name == "health_check" else None
 
-    async def rpc_invoke(self, params: dict[str, Any]) -> Any:
-        name, args = params["name"], list(params.get("args", []))
+    async def rpc_invoke(self, params: InvokeParams) -> Any:
+        name, args = params.name, list(params.args)
         if name not in self.allowed:
             raise LookupError(f"{name!r} is not a method of a protocol this extension implements")
         if name == "get_context":
@@ -137,40 +147,40 @@ class HostServer:
             return list(result)
         return _jsonable(result)
 
-    async def rpc_call_tool(self, params: dict[str, Any]) -> Any:
+    async def rpc_call_tool(self, params: CallToolParams) -> Any:
         from agents.tool_context import ToolContext
 
-        tool = self.tools.get(params["name"])
+        tool = self.tools.get(params.name)
         if tool is None:
-            raise LookupError(f"unknown tool {params['name']!r}")
+            raise LookupError(f"unknown tool {params.name!r}")
         context = ToolContext(
-            context=turn_from_wire(params.get("turn")),
+            context=turn_from_wire(params.turn),
             tool_name=tool.name,
-            tool_call_id=params.get("call_id") or "isolated",
-            tool_arguments=params.get("args") or "{}",
+            tool_call_id=params.call_id or "isolated",
+            tool_arguments=params.args or "{}",
         )
-        return _jsonable(await tool.on_invoke_tool(context, params.get("args") or "{}"))
+        return _jsonable(await tool.on_invoke_tool(context, params.args or "{}"))
 
-    async def rpc_command(self, params: dict[str, Any]) -> str | None:
-        command = self.commands.get(params["name"])
+    async def rpc_command(self, params: CommandParams) -> str | None:
+        command = self.commands.get(params.name)
         if command is None:
-            raise LookupError(f"unknown command {params['name']!r}")
-        reply = await command.handler(params.get("args", ""), turn_from_wire(params.get("turn")))
+            raise LookupError(f"unknown command {params.name!r}")
+        reply = await command.handler(params.args, turn_from_wire(params.turn))
         return None if reply is None else str(reply)
 
-    async def rpc_event(self, params: dict[str, Any]) -> None:
+    async def rpc_event(self, params: EventParams) -> None:
         assert self.ctx is not None
-        handler = self.ctx.handlers.get(params["handler"])
+        handler = self.ctx.handlers.get(params.handler)
         if handler is None:
-            raise LookupError(f"no event handler {params['handler']!r} in this host")
-        await handler(event_from_wire(params["event"]))
+            raise LookupError(f"no event handler {params.handler!r} in this host")
+        await handler(event_from_wire(params.event))
 
-    async def rpc_stream(self, params: dict[str, Any]) -> None:
+    async def rpc_stream(self, params: StreamParams) -> None:
         assert self.ctx is not None
-        on_chunk, on_tool_call = self.ctx.streams.get(params["stream"], (None, None))
-        callback = on_chunk if params["kind"] == "chunk" else on_tool_call
+        on_chunk, on_tool_call = self.ctx.streams.get(params.stream, (None, None))
+        callback = on_chunk if params.kind == "chunk" else on_tool_call
         if callback is not None:
-            await callback(str(params["text"]))
+            await callback(params.text)
 
 
 def _check_tool(tool: Any) -> Any:

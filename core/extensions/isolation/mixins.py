@@ -24,6 +24,12 @@ from core.extensions.contract import (
     TurnContext,
 )
 from core.extensions.isolation.errors import IsolationError, RemoteError
+from core.extensions.isolation.messages import (
+    CallToolParams,
+    CommandParams,
+    HostMethod,
+    InvokeParams,
+)
 from core.extensions.isolation.protocol import (
     invocation_to_wire,
     response_from_wire,
@@ -45,7 +51,8 @@ class ProxyCore:
 
     async def call_method(self, name: str, *args: Any, deadline: Any = DEFAULT) -> Any:
         """Call protocol method ``name`` of the extension in the host."""
-        return await self.remote("invoke", {"name": name, "args": list(args)}, deadline=deadline)
+        params = InvokeParams(name, list(args)).to_wire()
+        return await self.remote(HostMethod.INVOKE, params, deadline=deadline)
 
 
 class ToolProxy(ProxyCore):
@@ -61,14 +68,10 @@ class ToolProxy(ProxyCore):
 
         async def on_invoke(ctx: ToolContext[Any], args: str) -> Any:
             turn = ctx.context if isinstance(ctx.context, TurnContext) else None
-            params = {
-                "name": name,
-                "args": args,
-                "turn": turn_to_wire(turn),
-                "call_id": getattr(ctx, "tool_call_id", None),
-            }
+            call_id = getattr(ctx, "tool_call_id", None)
+            params = CallToolParams(name, args, turn_to_wire(turn), call_id).to_wire()
             try:
-                return await self.remote("call_tool", params)
+                return await self.remote(HostMethod.CALL_TOOL, params)
             except RemoteError as exc:  # the tool itself raised: what, as in-process
                 return tool_failure_text(name, describe_tool_error(exc))
             except IsolationError as exc:  # the boundary failed: timeout, host gone
@@ -158,8 +161,8 @@ class CommandProxy(ProxyCore):
 
     def _command(self, name: str) -> Any:
         async def handler(args: str, turn: TurnContext) -> str | None:
-            params = {"name": name, "args": args, "turn": turn_to_wire(turn)}
-            reply = await self.remote("command", params)
+            params = CommandParams(name, args, turn_to_wire(turn)).to_wire()
+            reply = await self.remote(HostMethod.COMMAND, params)
             return None if reply is None else str(reply)
 
         return handler

@@ -2,7 +2,8 @@
 
 The channel is a Unix socket pair: the host gets one end as an inherited
 file descriptor, so its stdout stays free (the host sends its stdout and
-stderr to a pipe whose lines land in the kernel log). Exit is detected with
+stderr to a pipe whose lines land in the kernel log, rate-limited and
+escaped). Exit is detected with
 a pidfd, not by waiting for the pipes to close: an orphaned grandchild that
 still holds them must never block the kernel.
 
@@ -25,7 +26,9 @@ import sys
 import time
 from collections.abc import Sequence
 
+from core.extensions.isolation.ratelimit import LogLimiter
 from core.extensions.isolation.watchdog import HostGuard
+from core.logging_setup import escape_control
 from core.settings import PROJECT_ROOT
 
 BOOTSTRAP = (
@@ -59,6 +62,7 @@ class HostProcess:
         self.kill_reason: str | None = None
         self.closing = False
         self._logger = logger
+        self.output_limiter = LogLimiter(logger, "lines of plugin host output")
         self._exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._poller: asyncio.Task[None] | None = None
         self._watchdog: asyncio.Task[None] | None = None
@@ -226,7 +230,8 @@ class HostProcess:
     # ------------------------------------------------------------ log
 
     async def _forward_log(self, fd: int) -> None:
-        """Each line the host writes to stdout/stderr becomes one kernel log line."""
+        """Each line the host writes to stdout/stderr becomes one kernel log line
+        (rate-limited: a flood is summarised when it ends or every few seconds)."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=STREAM_LIMIT)
         transport, _ = await loop.connect_read_pipe(
@@ -241,9 +246,10 @@ class HostProcess:
                 if not line:
                     return
                 text = line.decode(errors="replace").rstrip()[:MAX_LOG_LINE]
-                if text:
-                    self._logger.info("[host %d] %s", self.pid, text)
+                if text and self.output_limiter.allow():
+                    self._logger.info("[host %d] %s", self.pid, escape_control(text))
         finally:
+            self.output_limiter.flush()
             transport.close()
 
 

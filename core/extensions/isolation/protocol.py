@@ -8,6 +8,9 @@ a message over ``MAX_MESSAGE_BYTES`` is refused without reading it.
 Messages follow JSON-RPC's shape without the ``jsonrpc`` member:
 request ``{"id", "method", "params"}``, response ``{"id", "result"}`` or
 ``{"id", "error": {"type", "message"}}``, notification ``{"method", "params"}``.
+``check_frame`` holds every frame to that shape before anything reads it
+(ids are integers or short strings, methods short strings, params an object
+or null); the payload of each method is checked by ``messages.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from core.events.models import Event
 from core.extensions.contract import AgentInvocationContext, AgentResponse, TurnContext
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MAX_ID_CHARS = 128
+MAX_METHOD_CHARS = 128
+FRAME_KEYS = frozenset({"id", "method", "params", "result", "error"})
 _HEADER = struct.Struct(">I")
 
 
@@ -62,6 +68,53 @@ async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     if not isinstance(message, dict):
         raise ProtocolError(f"frame is a {type(message).__name__}, not an object")
     return message
+
+
+def check_frame(message: dict[str, Any]) -> None:
+    """Raise ``ProtocolError`` unless ``message`` is a well-formed request,
+    notification or response (a peer sending one is broken or hostile)."""
+    extra = sorted(str(k)[:40] for k in message.keys() - FRAME_KEYS)
+    if extra:
+        raise ProtocolError(f"frame has unknown members {extra[:5]}")
+    if "id" in message and not valid_id(message["id"]):
+        raise ProtocolError(
+            f"frame id must be an integer or a string of at most {MAX_ID_CHARS} characters, "
+            f"got {type(message['id']).__name__}"
+        )
+    if "method" in message:
+        method = message["method"]
+        if not isinstance(method, str) or not 0 < len(method) <= MAX_METHOD_CHARS:
+            raise ProtocolError(f"frame method must be a short string, got {_kind(method)}")
+        if "result" in message or "error" in message:
+            raise ProtocolError(f"request {method[:80]!r} carries a result or an error")
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            raise ProtocolError(f"params of {method[:80]!r} must be an object, got {_kind(params)}")
+        return
+    if not isinstance(message.get("id"), int):
+        raise ProtocolError("a response needs the integer id of a call")
+    if ("result" in message) == ("error" in message):
+        raise ProtocolError("a response needs exactly one of result and error")
+    if "error" in message:
+        error = message["error"]
+        if not (
+            isinstance(error, dict)
+            and isinstance(error.get("type"), str)
+            and isinstance(error.get("message"), str)
+            and error.keys() <= {"type", "message", "denied"}
+        ):
+            raise ProtocolError("error must be an object {type: string, message: string}")
+
+
+def valid_id(value: Any) -> bool:
+    """Call ids: integers (not booleans) or strings of at most ``MAX_ID_CHARS``."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, str) and len(value) <= MAX_ID_CHARS)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 # ------------------------------------------------------------ contract data on the wire

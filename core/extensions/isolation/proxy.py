@@ -17,7 +17,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from core.events.models import Event
 from core.extensions.context import KernelContext, KernelServices
@@ -27,8 +27,20 @@ from core.extensions.isolation.errors import (
     IsolationError,
     PeerClosedError,
 )
+from core.extensions.isolation.host_events import HostSubscriptions
 from core.extensions.isolation.kernel_side import ContextServer
 from core.extensions.isolation.launch import IsolationOptions, LaunchPlan, plan_launch
+from core.extensions.isolation.messages import (
+    Described,
+    EventParams,
+    FrameError,
+    HostMethod,
+    LifecycleParams,
+    LoadParams,
+    PingResult,
+    StreamKind,
+    StreamParams,
+)
 from core.extensions.isolation.mixins import DEFAULT, ProxyCore, proxy_class
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.protocol import event_to_wire
@@ -36,6 +48,7 @@ from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.isolation.watchdog import HostGuard
 from core.extensions.lifecycle import describe_exception
 from core.extensions.manifest import Manifest
+from core.logging_setup import guard_extension_logger
 
 log = logging.getLogger("core.isolation")
 
@@ -66,7 +79,7 @@ class IsolatedExtension(ProxyCore):
         self.described: dict[str, Any] = {}
         self._services = services
         self._on_status = on_status
-        self._logger = logging.getLogger(f"ext.{manifest.id}")
+        self._logger = guard_extension_logger(logging.getLogger(f"ext.{manifest.id}"))
         self._kctx: KernelContext | None = None
         self._plan: LaunchPlan | None = None
         self._host: HostProcess | None = None
@@ -75,7 +88,13 @@ class IsolatedExtension(ProxyCore):
         self._down_reason = "not started"
         self._started = False
         self._closing = False
-        self._subs: dict[tuple[str, str], int | None] = {}
+        self._events = HostSubscriptions(
+            manifest.id,
+            self._logger,
+            deliver=self._deliver,
+            live=self._live,
+            wait_s=lambda: self.options.call_timeout_s,
+        )
         self._tasks: set[asyncio.Task[Any]] = set()
         self._probes: set[asyncio.Task[Any]] = set()
 
@@ -109,28 +128,31 @@ class IsolatedExtension(ProxyCore):
     async def start(self) -> None:
         if not self._live.is_set():
             await self._launch()
-        await self.remote("lifecycle", {"name": "start"}, deadline=self.options.lifecycle_timeout_s)
+        await self._lifecycle("start")
         self._started = True
 
     async def stop(self) -> None:
         self._started = False
         if self._live.is_set():
-            params = {"name": "stop"}
-            await self.remote("lifecycle", params, deadline=self.options.lifecycle_timeout_s)
+            await self._lifecycle("stop")
 
     async def destroy(self) -> None:
         self._closing = True
         try:
             if self._live.is_set():
-                params = {"name": "destroy"}
-                await self.remote("lifecycle", params, deadline=self.options.lifecycle_timeout_s)
+                await self._lifecycle("destroy")
         finally:
             await self._close_host()
 
     async def health_check(self) -> bool:
         if not self._live.is_set():
             return False
-        return bool(await self.remote("lifecycle", {"name": "health_check"}))
+        params = LifecycleParams("health_check").to_wire()
+        return bool(await self.remote(HostMethod.LIFECYCLE, params))
+
+    async def _lifecycle(self, name: Literal["start", "stop", "destroy"]) -> None:
+        params = LifecycleParams(name).to_wire()
+        await self.remote(HostMethod.LIFECYCLE, params, deadline=self.options.lifecycle_timeout_s)
 
     # ------------------------------------------------------------ calls
 
@@ -160,17 +182,18 @@ class IsolatedExtension(ProxyCore):
         """
         grace = min(PING_GRACE_S, self.options.call_timeout_s)
         try:
-            first = await peer.call("ping", deadline=grace)
+            first = await peer.call(HostMethod.PING, deadline=grace)
             await asyncio.sleep(grace)
-            second = await peer.call("ping", deadline=grace)
+            second = await peer.call(HostMethod.PING, deadline=grace)
         except IsolationError:
             host.kill(f"killed: unresponsive after {what} timed out ({after:g} s)")
             return
         try:
-            busy = (second["cpu_s"] - first["cpu_s"]) / max(second["at"] - first["at"], 1e-3)
-        except (KeyError, TypeError):
-            host.kill(f"killed: malformed ping answer after {what} timed out")
+            a, b = PingResult.from_wire(first), PingResult.from_wire(second)
+        except FrameError as exc:
+            host.kill(f"killed: malformed ping answer after {what} timed out ({exc})")
             return
+        busy = (b.cpu_s - a.cpu_s) / max(b.at - a.at, 1e-3)
         if busy >= BUSY_CPU_SHARE:
             host.kill(f"killed: still using {busy:.0%} CPU after {what} timed out ({after:g} s)")
 
@@ -186,8 +209,7 @@ class IsolatedExtension(ProxyCore):
         """Spawn a host, load and initialize the extension in it; make it current."""
         assert self._plan is not None and self._kctx is not None
         plan, limit = self._plan, self.options.lifecycle_timeout_s
-        for key in self._subs:
-            self._subs[key] = None
+        self._events.host_replaced()
         guard = HostGuard(plan.guard)
         host = await HostProcess.spawn(
             plan.prefix, cwd=plan.cwd, env=plan.env, logger=self._logger, guard=guard
@@ -200,8 +222,10 @@ class IsolatedExtension(ProxyCore):
         )
         self._spawn(self._watch(host, peer))
         try:
-            await peer.call("load", plan.load_params, deadline=limit)
-            described = await peer.call("initialize", None, deadline=limit)
+            load = LoadParams.from_wire(plan.load_params).to_wire()
+            await peer.call(HostMethod.LOAD, load, deadline=limit)
+            answer = await peer.call(HostMethod.INITIALIZE, deadline=limit)
+            described = Described.from_wire(answer, HostMethod.INITIALIZE).to_wire()
             old = self.described.get("capabilities")
             if old is not None and old != described["capabilities"]:
                 raise IsolationError(
@@ -217,15 +241,28 @@ class IsolatedExtension(ProxyCore):
         self._live.set()
 
     async def _watch(self, host: HostProcess, peer: RpcPeer) -> None:
+        """Serve the host's channel until it or the host ends; then restart it.
+
+        Whatever goes wrong in here ends with the host killed and, unless the
+        extension is closing, restarted: a dying watcher must never leave a
+        dead host behind an extension marked active.
+        """
         serving = asyncio.create_task(peer.serve())
         exited = asyncio.create_task(host.wait())
         try:
             await asyncio.wait({serving, exited}, return_when=asyncio.FIRST_COMPLETED)
             if serving.done() and not host.closing:
-                # An exiting host closes its channel first; give the exit a moment to show.
-                await asyncio.wait({exited}, timeout=CHANNEL_EXIT_GRACE_S)
-                host.kill(f"killed: its channel ended ({serving.result()})")
+                outcome = _outcome(serving)
+                if not outcome.startswith("protocol error"):
+                    # An exiting host closes its channel first; let the exit show.
+                    await asyncio.wait({exited}, timeout=CHANNEL_EXIT_GRACE_S)
+                host.kill(f"killed: its channel ended ({outcome})")
             await exited
+        except Exception as exc:
+            log.exception("isolated extension %s: watcher failed", self.ext_id)
+            host.kill(f"killed: its watcher failed ({describe_exception(exc)})")
+            with contextlib.suppress(Exception):
+                await host.wait()
         finally:
             serving.cancel()
             exited.cancel()
@@ -244,6 +281,7 @@ class IsolatedExtension(ProxyCore):
         self._report(reason)
 
     async def _close_host(self) -> None:
+        self._events.refused.flush()
         host, self._host, self._peer = self._host, None, None
         self._live.clear()
         self._down_reason = "stopped"
@@ -265,41 +303,29 @@ class IsolatedExtension(ProxyCore):
     # ------------------------------------------------------------ events
 
     def _subscribe(self, topic: str, handler_id: int, name: str) -> None:
-        """A handler subscribed in the host; the bus subscription outlives hosts."""
-        key = (topic, name)
-        known = key in self._subs
-        self._subs[key] = handler_id
-        if known:
-            return
         assert self._kctx is not None
-        forward = self._forwarder(key)
-        forward.__qualname__ = name
-        try:
-            self._kctx.subscribe_event(topic, forward)
-        except Exception as exc:
-            del self._subs[key]
-            self._logger.error("subscription to %s refused: %s", topic, describe_exception(exc))
+        self._events.subscribe(self._kctx, topic, handler_id, name)
 
-    def _forwarder(self, key: tuple[str, str]) -> Any:
-        async def forward(event: Event) -> None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.options.call_timeout_s):
-                    await self._live.wait()
-            handler_id = self._subs.get(key)
-            if handler_id is None:
-                raise HostUnavailableError(self.ext_id, f"no handler for {key[0]!r} in the host")
-            await self.remote("event", {"handler": handler_id, "event": event_to_wire(event)})
+    async def _deliver(self, handler_id: int, event: Event) -> None:
+        params = EventParams(handler_id, event_to_wire(event)).to_wire()
+        await self.remote(HostMethod.EVENT, params)
 
-        return forward
+    async def _stream(self, stream: int, kind: StreamKind, text: str) -> None:
+        await self.remote(HostMethod.STREAM, StreamParams(stream, kind, text).to_wire())
 
-    async def _stream(self, stream: int, kind: str, text: str) -> None:
-        await self.remote("stream", {"stream": stream, "kind": kind, "text": text})
+
+def _outcome(task: asyncio.Task[str]) -> str:
+    """Why a finished ``serve()`` ended (its result, or the exception it died of)."""
+    if task.cancelled():
+        return "cancelled"
+    exc = task.exception()
+    return task.result() if exc is None else f"failed: {describe_exception(exc)}"
 
 
 def _describe_call(method: str, params: Any) -> str:
     name = params.get("name") if isinstance(params, dict) else None
-    if method == "call_tool":
+    if method == HostMethod.CALL_TOOL:
         return f"tool {name!r}"
-    if method in ("invoke", "lifecycle", "command"):
+    if method in (HostMethod.INVOKE, HostMethod.LIFECYCLE, HostMethod.COMMAND):
         return f"{name}()"
     return method

@@ -6,6 +6,10 @@ emit an event mid-way). Incoming requests run as tasks, at most
 reading, the socket buffer fills and the peer's writes block — a flood of
 messages costs bounded memory and the reader yields to the event loop after
 every message, so it never starves the rest of the process.
+
+Every frame is checked (``check_frame``) before it is used: a malformed one
+ends the channel with a ``protocol error`` reason (the kernel then replaces
+the host). ``serve`` never raises: whatever goes wrong becomes its reason.
 """
 
 from __future__ import annotations
@@ -22,12 +26,21 @@ from core.extensions.isolation.errors import (
     error_to_wire,
     remote_error,
 )
-from core.extensions.isolation.protocol import ProtocolError, encode, read_message
+from core.extensions.isolation.messages import Notice
+from core.extensions.isolation.protocol import (
+    ProtocolError,
+    check_frame,
+    encode,
+    read_message,
+    valid_id,
+)
+from core.extensions.isolation.ratelimit import LogLimiter
+from core.logging_setup import escape_control
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], None]
 
-CANCEL = "$cancel"
+CANCEL = Notice.CANCEL
 DEFAULT_MAX_INFLIGHT = 32
 
 log = logging.getLogger("core.isolation.rpc")
@@ -54,6 +67,7 @@ class RpcPeer:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._serving: dict[Any, asyncio.Task[None]] = {}
         self._closed_reason: str | None = None
+        self.refusals = LogLimiter(log, "refused notifications", rate_per_s=1.0, burst=20.0)
 
     @property
     def closed(self) -> bool:
@@ -109,12 +123,16 @@ class RpcPeer:
         reason = "channel closed"
         try:
             while (message := await read_message(self._reader)) is not None:
+                check_frame(message)
                 await self._dispatch(message)
                 await asyncio.sleep(0)
         except ProtocolError as exc:
             reason = f"protocol error: {exc}"
         except (ConnectionError, OSError) as exc:
             reason = f"channel error: {exc}"
+        except Exception as exc:  # a bug here must end the channel, never the watcher
+            log.exception("RPC channel failed")
+            reason = f"internal error: {type(exc).__name__}: {exc}"
         finally:
             self.close(reason)
         return reason
@@ -126,6 +144,8 @@ class RpcPeer:
             self._resolve(call_id, message)
         elif call_id is None:
             self._notified(str(method), message.get("params"))
+        elif call_id in self._serving:
+            await self._send(_error(call_id, LookupError(f"request id {call_id!r} is in use")))
         else:
             await self._slots.acquire()
             task = asyncio.create_task(self._answer(call_id, str(method), message.get("params")))
@@ -148,14 +168,20 @@ class RpcPeer:
     def _notified(self, method: str, params: Any) -> None:
         if method == CANCEL:
             call_id = params.get("id") if isinstance(params, dict) else None
-            task = self._serving.get(call_id) if isinstance(call_id, int) else None
+            task = self._serving.get(call_id) if valid_id(call_id) else None
             if task is not None:
                 task.cancel()
             return
         try:
             self._on_notification(method, params)
-        except Exception:
-            log.exception("notification %s failed", method)
+        except Exception as exc:  # a peer's mistake (or attack): one short line, rate-limited
+            self.refusals.log(
+                logging.WARNING,
+                "notification %r refused: %s: %s",
+                method[:80],
+                type(exc).__name__,
+                escape_control(str(exc)[:200]),
+            )
 
     async def _answer(self, call_id: Any, method: str, params: Any) -> None:
         try:
@@ -186,6 +212,7 @@ class RpcPeer:
         if self._closed_reason is not None:
             return
         self._closed_reason = reason
+        self.refusals.flush()
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(PeerClosedError(reason))
