@@ -145,8 +145,11 @@ class KernelContext:
         self.subscriptions.append(subscriber_id)
         self._services.bus.subscribe(topic, _logged(handler, self.logger), subscriber_id)
 
-    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        await self._publish(SystemTopics.USER_NOTIFY, {"text": text, "channel_id": channel_id})
+    async def notify_user(
+        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+    ) -> None:
+        payload = {"text": text, "channel_id": channel_id, "user_id": user_id}
+        await self._publish(SystemTopics.USER_NOTIFY, payload)
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
         await self._publish(SystemTopics.AGENT_TASK, {"prompt": prompt, "channel_id": channel_id})

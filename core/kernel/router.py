@@ -149,26 +149,42 @@ class MessageRouter:
 
     # ------------------------------------------------------------ proactive
 
-    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        """Deliver a proactive message on the named or the default channel."""
+    async def notify_user(
+        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+    ) -> None:
+        """Deliver a proactive message on the named or the default channel: to
+        ``user_id`` there (``send_to_user``) when given, else to the channel's own
+        default target (``send_message``). A user id belongs to its channel, so a
+        fallback to the default channel drops it (ADR 0017)."""
         target = channel_id or self.default_channel
-        channel = self.channels.get(target) or self.channels.get(self.default_channel)
+        channel = self.channels.get(target)
+        if channel is None:
+            channel, user_id = self.channels.get(self.default_channel), None
         if channel is None:
             log.warning("no channel %r for a notification; dropping: %.80s", target, text)
             return
-        await channel.send_message(text)
+        if user_id:
+            await channel.send_to_user(user_id, text)
+        else:
+            await channel.send_message(text)
 
     async def _on_notify(self, event: Event) -> None:
         text = str(event.payload.get("text") or "")
         if text:
-            await self.notify_user(text, event.payload.get("channel_id"))
+            payload = event.payload
+            await self.notify_user(
+                text, payload.get("channel_id"), user_id=notify_target_user(payload)
+            )
 
     async def _on_agent_task(self, event: Event) -> None:
         prompt = str(event.payload.get("prompt") or "")
         if not prompt:
             return
         reply = await self.invoke_agent(prompt, source=event.source)
-        await self.notify_user(reply, event.payload.get("channel_id"))
+        payload = event.payload
+        await self.notify_user(
+            reply, payload.get("channel_id"), user_id=notify_target_user(payload)
+        )
 
     async def _on_agent_background(self, event: Event) -> None:
         prompt = str(event.payload.get("prompt") or "")
@@ -207,6 +223,12 @@ class MessageRouter:
 
     async def enrich_prompt(self, prompt: str, agent_id: str | None) -> str:
         return await self.context.enrich(prompt, TurnContext(agent_id=agent_id or "orchestrator"))
+
+
+def notify_target_user(payload: dict[str, Any]) -> str | None:
+    """The optional ``user_id`` of a notification payload (who a reminder is for)."""
+    value = payload.get("user_id")
+    return None if value is None or value == "" else str(value)
 
 
 def _short_reason(exc: BaseException) -> str:

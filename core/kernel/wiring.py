@@ -15,7 +15,7 @@ from core.extensions.lifecycle import describe_exception
 from core.extensions.loader import Loader
 from core.extensions.records import ExtensionRecord
 from core.kernel.commands import CommandRegistry
-from core.kernel.router import MessageRouter
+from core.kernel.router import MessageRouter, notify_target_user
 
 log = logging.getLogger("core.kernel.wiring")
 
@@ -60,7 +60,9 @@ def _notify_handler(router: MessageRouter) -> Any:
     async def notify(event: Event) -> None:
         text = event.payload.get("text")
         if text:
-            await router.notify_user(str(text), event.payload.get("channel_id"))
+            payload = event.payload
+            user_id = notify_target_user(payload)
+            await router.notify_user(str(text), payload.get("channel_id"), user_id=user_id)
 
     return notify
 
@@ -72,6 +74,7 @@ def _agent_handler(record: ExtensionRecord, router: MessageRouter) -> Any:
         context = AgentInvocationContext(correlation_id=event.correlation_id)
         response = await record.instance.invoke(str(task), context)
         if response.content:
-            await router.notify_user(response.content, payload.get("channel_id"))
+            user_id = notify_target_user(payload)
+            await router.notify_user(response.content, payload.get("channel_id"), user_id=user_id)
 
     return invoke

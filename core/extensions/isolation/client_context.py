@@ -117,8 +117,11 @@ class ClientContext:
         rows = await self._peer.call("ctx.list_commands", {})
         return [(str(name), str(description)) for name, description in rows]
 
-    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        await self._peer.call("ctx.notify_user", {"text": text, "channel_id": channel_id})
+    async def notify_user(
+        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+    ) -> None:
+        params = {"text": text, "channel_id": channel_id, "user_id": user_id}
+        await self._peer.call("ctx.notify_user", params)
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
         await self._peer.call(

@@ -53,7 +53,9 @@ class ContextServer:
                 idempotency_key=_opt(p, "idempotency_key"),
             )
         if method == "ctx.notify_user":
-            return await ctx.notify_user(_str(p, "text"), _opt(p, "channel_id"))
+            return await ctx.notify_user(
+                _str(p, "text"), _opt(p, "channel_id"), user_id=_opt(p, "user_id")
+            )
         if method == "ctx.request_agent_task":
             return await ctx.request_agent_task(_str(p, "prompt"), _opt(p, "channel_id"))
         if method == "ctx.request_agent_background":

@@ -70,12 +70,14 @@ def plan_fire(schedule: Schedule, now: datetime, grace_s: float) -> Fire:
         payload: dict[str, Any] = {
             "prompt": schedule.text + note,
             "channel_id": schedule.channel_id,
+            "user_id": schedule.user_id,
         }
     else:
         topic = schedule.topic
         payload = {
             "text": schedule.text + note,
             "channel_id": schedule.channel_id,
+            "user_id": schedule.user_id,
             "schedule_id": schedule.id,
             "due": due.isoformat(),
             "late": bool(note),

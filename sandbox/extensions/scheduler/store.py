@@ -33,13 +33,14 @@ CREATE TABLE IF NOT EXISTS schedules (
     last_due    REAL,
     fires       INTEGER NOT NULL DEFAULT 0,
     status      TEXT NOT NULL DEFAULT 'active'
-                CHECK (status IN ('active', 'done', 'cancelled'))
+                CHECK (status IN ('active', 'done', 'cancelled')),
+    user_id     TEXT
 );
 CREATE INDEX IF NOT EXISTS schedules_by_due ON schedules (status, next_due);
 """
 _COLUMNS = (
     "id, text, kind, spec, timezone, next_due, channel_id, action, topic,"
-    " created_at, last_due, fires, status"
+    " created_at, last_due, fires, status, user_id"
 )
 
 
@@ -61,6 +62,7 @@ class ScheduleStore:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
+        _add_user_column(conn)
         return conn
 
     async def close(self) -> None:
@@ -82,11 +84,12 @@ class ScheduleStore:
         action: Action,
         topic: str,
         created_at: datetime,
+        user_id: str | None = None,
     ) -> Schedule:
         def work(conn: sqlite3.Connection) -> int:
             cursor = conn.execute(
                 "INSERT INTO schedules (text, kind, spec, timezone, next_due, channel_id,"
-                " action, topic, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " action, topic, created_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     text,
                     timing.kind,
@@ -97,6 +100,7 @@ class ScheduleStore:
                     action,
                     topic,
                     created_at.timestamp(),
+                    user_id,
                 ),
             )
             assert cursor.lastrowid is not None
@@ -186,12 +190,21 @@ class ScheduleStore:
             return await asyncio.to_thread(work, conn)
 
 
+def _add_user_column(conn: sqlite3.Connection) -> None:
+    """Migration: stores made before reminders recorded who set them get a
+    ``user_id`` column; their rows keep NULL and fire to the channel's default."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(schedules)")}
+    if "user_id" not in columns:
+        conn.execute("ALTER TABLE schedules ADD COLUMN user_id TEXT")
+
+
 def _instant(seconds: float | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
 def _schedule(row: tuple[Any, ...]) -> Schedule:
-    sid, text, kind, spec, tz, next_due, channel, action, topic, created, last, fires, status = row
+    *head, user_id = row
+    sid, text, kind, spec, tz, next_due, channel, action, topic, created, last, fires, status = head
     return Schedule(
         id=int(sid),
         text=text,
@@ -206,4 +219,5 @@ def _schedule(row: tuple[Any, ...]) -> Schedule:
         last_due=_instant(last),
         fires=int(fires),
         status=status,
+        user_id=user_id,
     )
