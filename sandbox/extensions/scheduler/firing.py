@@ -70,18 +70,18 @@ def plan_fire(schedule: Schedule, now: datetime, grace_s: float) -> Fire:
         payload: dict[str, Any] = {
             "prompt": schedule.text + note,
             "channel_id": schedule.channel_id,
-            "user_id": schedule.user_id,
         }
     else:
         topic = schedule.topic
         payload = {
             "text": schedule.text + note,
             "channel_id": schedule.channel_id,
-            "user_id": schedule.user_id,
             "schedule_id": schedule.id,
             "due": due.isoformat(),
             "late": bool(note),
         }
+    if schedule.user_id is not None:  # who set it (ADR 0017); older schedules have none
+        payload["user_id"] = schedule.user_id
     key = f"scheduler:{schedule.id}:{due.isoformat()}"
     try:
         next_due = following_due(schedule, due, now)
