@@ -117,9 +117,22 @@ class FakeTelegram:
     # ------------------------------------------------------------ scripting
 
     def send_update(
-        self, text: str, *, user_id: int, chat_id: int | None = None, username: str = "someone"
+        self,
+        text: str,
+        *,
+        user_id: int,
+        chat_id: int | None = None,
+        username: str = "someone",
+        chat_type: str | None = None,
     ) -> int:
-        """A user writes ``text``; returns the update id."""
+        """A user writes ``text`` (in a group when ``chat_id`` is another chat than the
+        user's own; ``chat_type`` overrides); returns the update id."""
+        chat_id = chat_id or user_id
+        if chat_type is None:
+            chat_type = "private" if chat_id == user_id else "group"
+        chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
+        if chat_type != "private":
+            chat["title"] = f"Group {chat_id}"
         with self._cond:
             update_id = self._next_update
             self._next_update += 1
@@ -129,7 +142,7 @@ class FakeTelegram:
                     "message": {
                         "message_id": update_id,
                         "date": int(time.time()),
-                        "chat": {"id": chat_id or user_id, "type": "private"},
+                        "chat": chat,
                         "from": {
                             "id": user_id,
                             "is_bot": False,

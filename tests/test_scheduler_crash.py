@@ -29,7 +29,7 @@ FILE_CHANNEL = ext_code(
             out.flush()
             os.fsync(out.fileno())
     async def send_to_user(self, user_id, message):
-        self._write("reply", message)
+        self._write(f"to {user_id}", message)
     async def send_message(self, message):
         self._write("notify", message)
     """,
@@ -98,17 +98,17 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
         first.send_signal(signal.SIGKILL)
         first.wait()
     killed_at = time.monotonic()
-    replies = [text for kind, text in received(out) if kind == "reply"]
-    assert all(r.startswith("Reminder #") for r in replies), replies
     before = received(out)
-    assert not any(kind == "notify" and text in ONE_SHOTS for kind, text in before)
+    assert all(kind == "to u1" for kind, _ in before), before  # replies and reminders: to u1
+    assert all(t.startswith(("Reminder #", "pulse")) for _, t in before), before
+    assert not any(text in ONE_SHOTS for _, text in before)
 
     time.sleep(max(0.0, killed_at + 5.5 - time.monotonic()))  # every one-shot is now overdue
     second = start_kernel(write_settings(tmp_path, ext_root, out, []))
     try:
 
         def all_delivered():
-            texts = [t for k, t in received(out)[len(before) :] if k == "notify"]
+            texts = [t for _, t in received(out)[len(before) :]]
             return all(any(t.startswith(name) for t in texts) for name in ONE_SHOTS)
 
         wait_until(all_delivered, second, 30, "the overdue reminders")
@@ -116,7 +116,8 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
     finally:
         second.send_signal(signal.SIGTERM)
         assert second.wait(timeout=30) == 0
-    after = [text for kind, text in received(out)[len(before) :] if kind == "notify"]
+    after = [text for kind, text in received(out)[len(before) :] if kind == "to u1"]
+    assert len(after) == len(received(out)) - len(before)  # each went to the user who set it
     counts = Counter(text.split(" (late")[0] for text in after)
     for name in ONE_SHOTS:
         assert counts[name] == 1, after

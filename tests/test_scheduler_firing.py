@@ -4,6 +4,8 @@ clock and a real event bus (idempotent publish is what makes fires exactly-once)
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import time
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -176,13 +178,20 @@ async def test_crash_between_publish_and_record_does_not_fire_twice(env):
 
 async def test_agent_schedules_ask_the_assistant(env):
     await env.scheduler.add(
-        Timing.on_cron("0 8 * * *"), "summarise my day", channel_id="telegram", action="agent"
+        Timing.on_cron("0 8 * * *"),
+        "summarise my day",
+        channel_id="telegram",
+        user_id="-1001",
+        action="agent",
     )
     env.clock.set(berlin(2024, 5, 11, 8, 0))
     await env.loop.fire_due()
     await wait_for(lambda: env.delivered)
     assert env.delivered == [
-        ("system.agent.task", {"prompt": "summarise my day", "channel_id": "telegram"})
+        (
+            "system.agent.task",
+            {"prompt": "summarise my day", "channel_id": "telegram", "user_id": "-1001"},
+        )
     ]
 
 
@@ -218,3 +227,44 @@ async def test_store_survives_reopen(tmp_path, env):
         await reopened.close()
     assert again == s
     await env.store.open()
+
+
+OLD_SCHEMA = """
+CREATE TABLE schedules (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, kind TEXT NOT NULL,
+    spec TEXT NOT NULL, timezone TEXT NOT NULL, next_due REAL NOT NULL, channel_id TEXT,
+    action TEXT NOT NULL, topic TEXT NOT NULL, created_at REAL NOT NULL, last_due REAL,
+    fires INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL DEFAULT 'active'
+);
+"""
+
+
+async def test_reminders_stored_before_user_ids_still_fire_to_the_channel_default(tmp_path):
+    """Migration: a store from before reminders recorded who set them gains the
+    column; its rows fire with no ``user_id`` (the channel's default target)."""
+    path = tmp_path / "schedules.db"
+    due = datetime(2024, 5, 10, 9, 0, tzinfo=UTC)
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(OLD_SCHEMA)
+        conn.execute(
+            "INSERT INTO schedules (text, kind, spec, timezone, next_due, channel_id, action,"
+            " topic, created_at) VALUES ('old tea', 'once', '', 'UTC', ?, 'telegram_channel',"
+            " 'notify', 'reminder.due', ?)",
+            (due.timestamp(), due.timestamp() - 60),
+        )
+    store = ScheduleStore(path)
+    await store.open()
+    try:
+        [old] = await store.active()
+        clock = FakeClock(due - timedelta(minutes=1))
+        scheduler = Scheduler(store, "UTC", clock, lambda: None)
+        new = await scheduler.add(
+            Timing.once(due), "new tea", channel_id="telegram_channel", user_id="42"
+        )
+    finally:
+        await store.close()
+    assert (old.text, old.user_id, new.user_id) == ("old tea", None, "42")
+    old_fire, new_fire = plan_fire(old, due, 60), plan_fire(new, due, 60)
+    assert "user_id" not in old_fire.payload
+    assert new_fire.payload["user_id"] == "42"
+    assert new_fire.payload["channel_id"] == "telegram_channel"

@@ -36,13 +36,14 @@ async def test_remind_command_is_delivered_as_a_proactive_message(
         await channel.say("/remind 1s stretch your legs")
         await wait_for(lambda: replied(k))
         assert replied(k)[0].startswith("Reminder #1 set for today ")
-        await wait_for(lambda: notified(k), timeout=5)
+        await wait_for(lambda: len(replied(k)) == 2, timeout=5)
         took = time.monotonic() - started
         await asyncio.sleep(0.3)
     assert 0.8 <= took < 3
-    assert k.loader.instance("capture")._log()[-1] == ("notify", None, "stretch your legs")
-    assert notified(k) == ["stretch your legs"]  # once, on the channel it was set from
-    assert notified(k, "other") == []
+    # once, to the user and on the channel it was set from (ADR 0017)
+    assert k.loader.instance("capture")._log()[-1] == ("reply", "u1", "stretch your legs")
+    assert replied(k)[1:] == ["stretch your legs"]
+    assert notified(k) == [] and notified(k, "other") == []
     assert not model.calls
 
 
@@ -89,9 +90,12 @@ async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext,
     )
     async with running_kernel(settings_file(channels={"default": "other"}), model=model) as k:
         await k.loader.instance("capture").say("remind me in a second to stretch")
-        await wait_for(lambda: notified(k), timeout=5)
-    assert replied(k) == ["I'll remind you."]
-    assert notified(k) == ["stretch"]
+        await wait_for(lambda: len(replied(k)) == 2, timeout=5)
+    assert k.loader.instance("capture")._log() == [
+        ("reply", "u1", "I'll remind you."),
+        ("reply", "u1", "stretch"),  # to the user of the turn that set it
+    ]
+    assert notified(k) == [] and notified(k, "other") == []
     assert "scheduled #1  today" in str(model.calls[1].input)
     model.assert_complete()
 

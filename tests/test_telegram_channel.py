@@ -1,5 +1,6 @@
 """The Telegram channel through a whole kernel, over real HTTP to a fake Bot API:
-allow-list, replies, splitting, markup, proactive messages, commands."""
+allow-list, replies, splitting, markup, commands (chats and reply targets:
+test_telegram_groups.py)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ async def test_allowed_user_gets_a_reply_in_their_chat(tg, settings_file):
 
 async def test_reply_goes_to_the_group_chat_the_user_wrote_from(tg, settings_file):
     model = reply_model("Hi group")
-    async with running_kernel(write_settings(settings_file, tg), model=model):
+    settings = write_settings(settings_file, tg, allowed_group_chat_ids=[-1001])
+    async with running_kernel(settings, model=model):
         tg.send_update("hello", user_id=ALICE, chat_id=-1001)
         await wait_for(lambda: tg.chat_texts(-1001) == ["Hi group"])
     assert tg.chat_texts(ALICE) == []
@@ -105,20 +107,6 @@ async def test_markdown_is_rendered_as_html_and_falls_back_to_plain_text(tg, set
     assert (plain.parse_mode, plain.text) == (None, "**Tea** again")
 
 
-async def test_proactive_messages_go_to_default_chat_or_last_chat_seen(tg, settings_file):
-    async with running_kernel(write_settings(settings_file, tg, default_chat_id=777)) as kernel:
-        assert kernel.router is not None
-        await kernel.router.notify_user("tea time", EXTENSION_ID)
-        await wait_for(lambda: tg.chat_texts(777) == ["tea time"])
-    tg_settings = write_settings(settings_file, tg)
-    async with running_kernel(tg_settings, model=reply_model("hi")) as kernel:
-        tg.send_update("hello", user_id=ALICE, chat_id=-55)
-        await wait_for(lambda: tg.chat_texts(-55) == ["hi"])
-        assert kernel.router is not None
-        await kernel.router.notify_user("reminder!", EXTENSION_ID)
-        await wait_for(lambda: tg.chat_texts(-55) == ["hi", "reminder!"])
-
-
 async def test_commands_work_without_the_model_and_are_registered(tg, settings_file):
     model = reply_model()
     async with running_kernel(write_settings(settings_file, tg), model=model) as kernel:
@@ -139,7 +127,8 @@ async def test_commands_work_without_the_model_and_are_registered(tg, settings_f
 async def test_remind_is_delivered_to_the_chat_it_was_set_from(tg, settings_file, ext_root):
     install_extension(ext_root, "scheduler")
     model = reply_model()
-    async with running_kernel(write_settings(settings_file, tg), model=model):
+    settings = write_settings(settings_file, tg, allowed_group_chat_ids=[-321])
+    async with running_kernel(settings, model=model):
         tg.send_update("/remind 2s stretch your legs", user_id=ALICE, chat_id=-321)
         await wait_for(lambda: len(tg.chat_texts(-321)) == 1)
         set_at = tg.calls_of("sendMessage")[-1].at

@@ -161,8 +161,10 @@ class KernelContext:
         self._services.bus.subscribe(topic, gate(_logged(handler, self.logger)), subscriber_id)
         self.subscriptions.append(subscriber_id)
 
-    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        payload = UserNotify(text=text, channel_id=channel_id).to_payload()
+    async def notify_user(
+        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+    ) -> None:
+        payload = UserNotify(text=text, channel_id=channel_id, user_id=user_id).to_payload()
         await self._publish(SystemTopics.USER_NOTIFY, payload)
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:

@@ -48,6 +48,8 @@ class Conversations:
 
     @staticmethod
     def key(channel_id: str, user_id: str) -> str:
+        """``user_id`` is the address the channel gives a conversation: a person, or
+        a chat where channels have them (Telegram: the chat id, ADR 0017)."""
         return f"{channel_id}:{user_id}"
 
     def lock(self, key: str) -> asyncio.Lock:

@@ -173,19 +173,29 @@ class MessageRouter:
 
     # ------------------------------------------------------------ proactive
 
-    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        """Deliver a proactive message on the named or the default channel."""
+    async def notify_user(
+        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+    ) -> None:
+        """Deliver a proactive message on the named or the default channel: to
+        ``user_id`` there (``send_to_user``) when given, else to the channel's own
+        default target (``send_message``). A user id belongs to its channel, so a
+        fallback to the default channel drops it (ADR 0017)."""
         target = channel_id or self.default_channel
-        channel = self.channels.get(target) or self.channels.get(self.default_channel)
+        channel = self.channels.get(target)
+        if channel is None:
+            channel, user_id = self.channels.get(self.default_channel), None
         if channel is None:
             log.warning("no channel %r for a notification; dropping: %.80s", target, text)
             return
-        await channel.send_message(text)
+        if user_id:
+            await channel.send_to_user(user_id, text)
+        else:
+            await channel.send_message(text)
 
     async def _on_notify(self, event: Event) -> None:
         notice = read_system_payload(UserNotify, event, subscriber="kernel.notify")
         if notice is not None and notice.text:
-            await self.notify_user(notice.text, notice.channel_id)
+            await self.notify_user(notice.text, notice.channel_id, user_id=notice.user_id)
 
     async def _on_agent_task(self, event: Event) -> None:
         task = read_system_payload(AgentTask, event, subscriber="kernel.agent_task")

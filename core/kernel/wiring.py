@@ -39,7 +39,9 @@ class ChannelTarget(Protocol):
 
     def unregister_channel(self, channel_id: str) -> None: ...
 
-    async def notify_user(self, text: str, channel_id: str | None = None) -> None: ...
+    async def notify_user(
+        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+    ) -> None: ...
 
 
 class Wiring:
@@ -166,7 +168,7 @@ class Wiring:
             # a custom topic routed to notify_user: its own extra keys are fine, `text` is not
             notice = read_system_payload(UserNotify, event, strict=False, subscriber="notify_user")
             if notice is not None and notice.text and self._delivers(ext_id, event):
-                await router.notify_user(notice.text, notice.channel_id)
+                await router.notify_user(notice.text, notice.channel_id, user_id=notice.user_id)
 
         return notify
 
@@ -179,7 +181,12 @@ class Wiring:
             context = AgentInvocationContext(correlation_id=event.correlation_id)
             response = await record.instance.invoke(str(task), context)
             if response.content:
-                await router.notify_user(response.content, payload.get("channel_id"))
+                user_id = payload.get("user_id")
+                await router.notify_user(
+                    response.content,
+                    payload.get("channel_id"),
+                    user_id=str(user_id) if user_id else None,
+                )
 
         return invoke
 

@@ -111,8 +111,10 @@ class ClientContext:
         rows = await self._peer.call(ContextMethod.LIST_COMMANDS, Empty().to_wire())
         return [(str(name), str(description)) for name, description in rows]
 
-    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        params = NotifyUserParams(text, channel_id)
+    async def notify_user(
+        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+    ) -> None:
+        params = NotifyUserParams(text, channel_id, user_id)
         await self._peer.call(ContextMethod.NOTIFY_USER, params.to_wire())
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:

@@ -66,7 +66,7 @@ class ContextServer:
                 p.topic, p.payload, p.correlation_id, idempotency_key=p.idempotency_key
             )
         if isinstance(p, NotifyUserParams):
-            return await ctx.notify_user(p.text, p.channel_id)
+            return await ctx.notify_user(p.text, p.channel_id, user_id=p.user_id)
         if isinstance(p, AgentTaskParams):
             return await ctx.request_agent_task(p.prompt, p.channel_id)
         if isinstance(p, AgentBackgroundParams):

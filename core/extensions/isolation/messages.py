@@ -192,6 +192,7 @@ class EmitParams(Wire):
 class NotifyUserParams(Wire):
     text: str
     channel_id: str | None = None
+    user_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,8 @@ class FakeContext:
     extensions: dict[str, Any] = field(default_factory=dict)
     agent_reply: str = ""
     emitted: list[Emitted] = field(default_factory=list)
-    notifications: list[tuple[str, str | None]] = field(default_factory=list)
+    # (text, channel_id, user_id) of every notify_user call
+    notifications: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     user_messages: list[dict[str, Any]] = field(default_factory=list)
     agent_tasks: list[str] = field(default_factory=list)
     subscriptions: list[tuple[str, EventHandler]] = field(default_factory=list)
@@ -130,8 +131,10 @@ class FakeContext:
             await handler(event)
         return len(handlers)
 
-    async def notify_user(self, text: str, channel_id: str | None = None) -> None:
-        self.notifications.append((text, channel_id))
+    async def notify_user(
+        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+    ) -> None:
+        self.notifications.append((text, channel_id, user_id))
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
         self.agent_tasks.append(prompt)

@@ -1,8 +1,8 @@
 """``/remind WHEN TEXT``, ``/reminders``, ``/cancel ID`` (SPEC §8): no model needed.
 
-A reminder set by a command is delivered to the channel it was set from
-(``TurnContext.channel_id``). Bad input gets a one-line answer naming what
-is wrong.
+A reminder set by a command is delivered to the channel and the user (or
+chat) it was set from (``TurnContext.channel_id`` and ``user_id``). Bad
+input gets a one-line answer naming what is wrong.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def build_commands(scheduler: Scheduler) -> list[Command]:
     async def remind(args: str, turn: TurnContext) -> str:
         try:
             timing, text = parse_remind(args, scheduler.now(), scheduler.zone)
-            schedule = await scheduler.add(timing, text, channel_id=turn.channel_id)
+            schedule = await scheduler.add(
+                timing, text, channel_id=turn.channel_id, user_id=turn.user_id
+            )
         except ScheduleError as exc:
             return str(exc)
         when = when_text(schedule.next_due, scheduler.zone, scheduler.now())

@@ -71,6 +71,8 @@ def plan_fire(schedule: Schedule, now: datetime, grace_s: float) -> Fire:
             "due": due.isoformat(),
             "late": bool(note),
         }
+    if schedule.user_id is not None:  # who set it (ADR 0017); older schedules have none
+        payload["user_id"] = schedule.user_id
     key = f"scheduler:{schedule.id}:{due.isoformat()}"
     try:
         next_due = following_due(schedule, due, now)

@@ -76,16 +76,18 @@ class SchedulerExtension(BaseExtension):
         *,
         topic: str | None = None,
         channel_id: str | None = None,
+        user_id: str | None = None,
         agent_task: bool = False,
     ) -> int:
         """For other extensions (``depends_on: [scheduler]``): ``when`` as in ``/remind``
         (``10m``, ``18:30``, a quoted cron expression); the fire is published on ``topic``
-        (default ``reminder.due``). Returns the schedule id; raises ``ScheduleError``."""
+        (default ``reminder.due``), for ``user_id`` on ``channel_id`` when given.
+        Returns the schedule id; raises ``ScheduleError``."""
         scheduler = self._scheduler()
         timing, text = parse_remind(f"{when} {text}", scheduler.now(), scheduler.zone)
         action: Action = "agent" if agent_task else "notify"
         created = await scheduler.add(
-            timing, text, channel_id=channel_id, action=action, topic=topic
+            timing, text, channel_id=channel_id, user_id=user_id, action=action, topic=topic
         )
         return created.id
 

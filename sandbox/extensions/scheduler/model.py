@@ -66,6 +66,7 @@ class Schedule:
     last_due: datetime | None
     fires: int
     status: Status
+    user_id: str | None = None  # the address on channel_id that set it (ADR 0017)
 
     @property
     def recurring(self) -> bool:

@@ -50,8 +50,11 @@ class Scheduler:
         channel_id: str | None = None,
         action: Action = "notify",
         topic: str | None = None,
+        user_id: str | None = None,
     ) -> Schedule:
-        """Store a new schedule; raises ``ScheduleError`` naming what is wrong."""
+        """Store a new schedule; raises ``ScheduleError`` naming what is wrong.
+        ``channel_id`` and ``user_id`` are where it fires to: the channel and the
+        address (user or chat) of the turn that set it."""
         text = _require_text(text)
         now = self.now()
         schedule = await self.store.add(
@@ -63,6 +66,7 @@ class Scheduler:
             action=action,
             topic=topic or DEFAULT_TOPIC,
             created_at=now,
+            user_id=user_id,
         )
         self._wake()
         return schedule

@@ -29,13 +29,14 @@ CREATE TABLE IF NOT EXISTS schedules (
     last_due    REAL,
     fires       INTEGER NOT NULL DEFAULT 0,
     status      TEXT NOT NULL DEFAULT 'active'
-                CHECK (status IN ('active', 'done', 'cancelled'))
+                CHECK (status IN ('active', 'done', 'cancelled')),
+    user_id     TEXT
 );
 CREATE INDEX IF NOT EXISTS schedules_by_due ON schedules (status, next_due);
 """
 _COLUMNS = (
     "id, text, kind, spec, timezone, next_due, channel_id, action, topic,"
-    " created_at, last_due, fires, status"
+    " created_at, last_due, fires, status, user_id"
 )
 
 
@@ -43,6 +44,15 @@ class ScheduleStore(SQLiteStore):
     """CRUD and due-time queries over the ``schedules`` table."""
 
     SCHEMA = _SCHEMA
+
+    async def open(self) -> None:
+        """Connect, apply the schema, and migrate a store made before reminders
+        recorded who set them: it gets a ``user_id`` column; its rows keep NULL
+        and fire to the channel's default target."""
+        await super().open()
+        columns = {row[1] for row in await self.fetch_all("PRAGMA table_info(schedules)")}
+        if "user_id" not in columns:
+            await self.execute("ALTER TABLE schedules ADD COLUMN user_id TEXT")
 
     # ------------------------------------------------------------ writes
 
@@ -57,10 +67,11 @@ class ScheduleStore(SQLiteStore):
         action: Action,
         topic: str,
         created_at: datetime,
+        user_id: str | None = None,
     ) -> Schedule:
         schedule_id = await self.execute_insert(
             "INSERT INTO schedules (text, kind, spec, timezone, next_due, channel_id,"
-            " action, topic, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " action, topic, created_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 text,
                 timing.kind,
@@ -71,6 +82,7 @@ class ScheduleStore(SQLiteStore):
                 action,
                 topic,
                 created_at.timestamp(),
+                user_id,
             ),
         )
         schedule = await self.get(schedule_id)
@@ -143,7 +155,8 @@ def _instant(seconds: float | None) -> datetime | None:
 
 
 def _schedule(row: tuple[Any, ...]) -> Schedule:
-    sid, text, kind, spec, tz, next_due, channel, action, topic, created, last, fires, status = row
+    *head, user_id = row
+    sid, text, kind, spec, tz, next_due, channel, action, topic, created, last, fires, status = head
     return Schedule(
         id=int(sid),
         text=text,
@@ -158,4 +171,5 @@ def _schedule(row: tuple[Any, ...]) -> Schedule:
         last_due=_instant(last),
         fires=int(fires),
         status=status,
+        user_id=user_id,
     )

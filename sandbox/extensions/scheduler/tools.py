@@ -1,10 +1,10 @@
 """Tools for the orchestrator: schedule_once, schedule_recurring, list_schedules,
 cancel_schedule, update_schedule (the model reads the docstrings).
 
-A schedule set by a tool is delivered to the channel of the turn that set it
-(``RunContextWrapper.context`` is the kernel's ``TurnContext`` when there is
-one), else to the default channel. Errors come back as ``error: ...`` so the
-model can correct itself or tell the user.
+A schedule set by a tool is delivered to the channel and the user (or chat)
+of the turn that set it (``RunContextWrapper.context`` is the kernel's
+``TurnContext`` when there is one), else to the default channel. Errors
+come back as ``error: ...`` so the model can correct itself or tell the user.
 """
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ from .scheduler import Scheduler
 from .when import check_cron, parse_at, parse_every, parse_when
 
 
-def _channel(ctx: RunContextWrapper[Any]) -> str | None:
+def _target(ctx: RunContextWrapper[Any]) -> tuple[str | None, str | None]:
+    """(channel, user) of the turn running the tool; (None, None) outside a chat turn."""
     turn = ctx.context
-    return turn.channel_id if isinstance(turn, TurnContext) else None
+    if not isinstance(turn, TurnContext) or turn.channel_id is None:
+        return None, None
+    return turn.channel_id, turn.user_id
 
 
 def _tool_error(ctx: RunContextWrapper[Any], error: Exception) -> str:
@@ -56,7 +59,10 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
 
     async def added(ctx: RunContextWrapper[Any], timing: Timing, text: str, agent: bool) -> str:
         action: Action = "agent" if agent else "notify"
-        schedule = await scheduler.add(timing, text, channel_id=_channel(ctx), action=action)
+        channel_id, user_id = _target(ctx)
+        schedule = await scheduler.add(
+            timing, text, channel_id=channel_id, user_id=user_id, action=action
+        )
         return f"scheduled {describe(schedule, scheduler.zone, scheduler.now())}"
 
     async def schedule_once(

@@ -1,66 +1,60 @@
-"""Which chat each user talks from, kept in ``data_dir/chats.json``.
+"""Which Telegram chat a reply or a proactive message goes to (ADR 0017).
 
-Replies that the bus re-delivers after a restart must still reach the right
-chat, and proactive messages need a target, so the map survives restarts.
+The channel publishes every message with the *chat's* id as the kernel's
+user id (the address): a private chat's id is the user's id, a group's id is
+the group's. So the kernel keys a conversation by chat, and a reply, a
+stream or a reminder addressed to it goes back to that very chat — nothing
+here remembers "the last chat seen". A proactive message without an address
+goes to ``default_chat_id``, else to the private chat of the first allowed
+user. Only chats the configuration serves are written to, so a stale or
+forged address never makes the bot talk somewhere else.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
-import os
-from pathlib import Path
-
-FILE_NAME = "chats.json"
+from .config import PREFIX, TelegramConfig
 
 
-class ChatBook:
-    def __init__(self, logger: logging.Logger) -> None:
-        self.path: Path | None = None
-        self._logger = logger
-        self._chats: dict[str, int] = {}
-        self.last_chat_id: int | None = None
-        self._lock = asyncio.Lock()
+class UnservedChatError(ValueError):
+    """An address that is no chat this bot serves (names the address and the keys)."""
 
-    async def load(self, data_dir: Path) -> None:
-        """Read the map from ``data_dir`` (where it is saved from now on)."""
-        self.path = data_dir / FILE_NAME
+
+class ChatTargets:
+    def __init__(self, config: TelegramConfig) -> None:
+        self._config = config
+        served = set(config.allowed_user_ids) | set(config.allowed_group_chat_ids)
+        if config.default_chat_id is not None:
+            served.add(config.default_chat_id)
+        self._served = frozenset(served)
+
+    @staticmethod
+    def address(chat_id: int) -> str:
+        """The kernel's user id for a chat: its id as text."""
+        return str(chat_id)
+
+    def chat_for(self, address: str) -> int:
+        """The chat an address names; ``UnservedChatError`` if this bot does not serve it."""
         try:
-            raw = await asyncio.to_thread(self.path.read_text, encoding="utf-8")
-            data = json.loads(raw)
-            self._chats = {str(k): int(v) for k, v in data.get("chats", {}).items()}
-            last = data.get("last_chat_id")
-            self.last_chat_id = int(last) if last is not None else None
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError, TypeError, AttributeError) as exc:
-            self._logger.error(
-                "%s is unreadable (%s); starting with no known chats", self.path, exc
-            )
-
-    def chat_for(self, user_id: str) -> int:
-        """The user's last chat; for private chats the user id is the chat id."""
-        if user_id in self._chats:
-            return self._chats[user_id]
-        try:
-            return int(user_id)
+            chat_id = int(address)
         except ValueError:
-            raise ValueError(f"no Telegram chat known for user {user_id!r}") from None
+            raise UnservedChatError(
+                f"{address!r} is not a Telegram chat id (the channel's user ids are chat ids)"
+            ) from None
+        if chat_id not in self._served:
+            raise UnservedChatError(
+                f"Telegram chat {chat_id} is not served: it is not in "
+                f"{PREFIX}.allowed_user_ids or {PREFIX}.allowed_group_chat_ids "
+                f"(nor {PREFIX}.default_chat_id)"
+            )
+        return chat_id
 
-    async def remember(self, user_id: str, chat_id: int) -> None:
-        async with self._lock:
-            if self._chats.get(user_id) == chat_id and self.last_chat_id == chat_id:
-                return
-            self._chats[user_id] = chat_id
-            self.last_chat_id = chat_id
-            data = {"chats": self._chats, "last_chat_id": chat_id}
-            if self.path is not None:
-                text = json.dumps(data, indent=1)
-                await asyncio.to_thread(_write_atomically, self.path, text)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    def default_chat(self) -> int:
+        """Where a proactive message without an address goes."""
+        if self._config.default_chat_id is not None:
+            return self._config.default_chat_id
+        if self._config.allowed_user_ids:
+            return self._config.allowed_user_ids[0]
+        raise UnservedChatError(
+            f"no chat for a proactive message: set {PREFIX}.default_chat_id "
+            f"or {PREFIX}.allowed_user_ids"
+        )

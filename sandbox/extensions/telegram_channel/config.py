@@ -26,7 +26,11 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TelegramConfig:
-    allowed_user_ids: frozenset[int]
+    """``allowed_user_ids`` keeps the configured order: the first one is whom a
+    proactive message without a target reaches when ``default_chat_id`` is unset."""
+
+    allowed_user_ids: tuple[int, ...]
+    allowed_group_chat_ids: frozenset[int]
     default_chat_id: int | None
     api_base_url: str | None
     poll_timeout_s: int
@@ -36,7 +40,8 @@ class TelegramConfig:
 def parse_config(get: Callable[[str, Any], Any]) -> TelegramConfig:
     """Build the config from ``ctx.get_config``; raises ``ConfigError``."""
     return TelegramConfig(
-        allowed_user_ids=frozenset(_user_ids(get("allowed_user_ids", []))),
+        allowed_user_ids=tuple(dict.fromkeys(_ids("allowed_user_ids", get))),
+        allowed_group_chat_ids=frozenset(_group_ids(get)),
         default_chat_id=_optional_int("default_chat_id", get("default_chat_id", None)),
         api_base_url=_base_url(get("api_base_url", None)),
         poll_timeout_s=int(_number("poll_timeout_s", get("poll_timeout_s", 30), minimum=0)),
@@ -44,24 +49,43 @@ def parse_config(get: Callable[[str, Any], Any]) -> TelegramConfig:
     )
 
 
-def _user_ids(value: Any) -> list[int]:
+def _ids(key: str, get: Callable[[str, Any], Any]) -> list[int]:
+    """A list of Telegram ids: a YAML list, one number, or ``"[1, 2]"`` / ``"1,2"``
+    from the environment."""
+    value = get(key, [])
     if isinstance(value, str):  # from the environment: "[1, 2]" or "1,2"
         text = value.strip()
-        value = (
-            json.loads(text)
-            if text.startswith("[")
-            else [v for v in re.split(r"[,\s]+", text) if v]
-        )
+        try:
+            value = (
+                json.loads(text)
+                if text.startswith("[")
+                else [v for v in re.split(r"[,\s]+", text) if v]
+            )
+        except ValueError:
+            raise ConfigError(key, f"{text!r} is not a list of Telegram ids") from None
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list):
-        raise ConfigError("allowed_user_ids", f"must be a list of user ids, got {value!r}")
+        raise ConfigError(key, f"must be a list of Telegram ids, got {value!r}")
     ids = []
     for item in value:
-        number = _optional_int("allowed_user_ids", item)
+        number = _optional_int(key, item)
         if number is None:
-            raise ConfigError("allowed_user_ids", f"{item!r} is not a Telegram user id")
+            raise ConfigError(key, f"{item!r} is not a Telegram id")
         ids.append(number)
+    return ids
+
+
+def _group_ids(get: Callable[[str, Any], Any]) -> list[int]:
+    key = "allowed_group_chat_ids"
+    ids = _ids(key, get)
+    for chat_id in ids:
+        if chat_id >= 0:
+            raise ConfigError(
+                key,
+                f"{chat_id} is not a group chat id: group ids are negative "
+                "(e.g. -1001234567890; the log names a group the bot ignores)",
+            )
     return ids
 
 

@@ -3,9 +3,11 @@
 A ``ServiceProvider`` whose background loop long-polls the Bot API
 (``polling``), a ``ChannelProvider`` for replies and proactive messages
 (``sender``), and a ``StreamingChannelProvider`` that edits one message as
-the reply grows (``streaming``). Only allow-listed users are served
-(``allowlist``); an update is acknowledged only after its ``user.message``
-is journaled.
+the reply grows (``streaming``). Only allow-listed users are served, in
+private chats and in opted-in groups (``allowlist``); an update is
+acknowledged only after its ``user.message`` is journaled. The kernel's user
+id is the chat's id, so conversations are keyed by chat and replies go back
+to the chat a message came from (``chats``, ADR 0017).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from core.extensions.contract import ExtensionContext
 from core.extensions.sdk import BaseExtension
 
 from .allowlist import AllowList
-from .chats import ChatBook
-from .config import PREFIX, TelegramConfig, parse_config
+from .chats import ChatTargets
+from .config import TelegramConfig, parse_config
 from .polling import Poller
 from .sender import Sender
 from .streaming import StreamPresenter
@@ -32,6 +34,8 @@ VERIFY_TIMEOUT_S = 6.0
 COMMANDS_TIMEOUT_S = 10.0
 _COMMAND_NAME_RE = re.compile(r"^[a-z0-9_]{1,32}$")  # what Telegram accepts
 _START_RE = re.compile(r"^/start(@\S+)?(\s.*)?$", re.DOTALL)
+_ADDRESSED_RE = re.compile(r"^/[A-Za-z][\w-]*@(\S+)")  # /cmd@some_bot
+PRIVATE = "private"
 REJECTED = f"Telegram rejected {TOKEN_SECRET} (Unauthorized); get a valid token from @BotFather"
 
 
@@ -45,7 +49,7 @@ class TelegramChannel(BaseExtension):
         self._config: TelegramConfig | None = None
         self._bot: Bot | None = None
         self._allow: AllowList | None = None
-        self._chats: ChatBook | None = None
+        self._chats: ChatTargets | None = None
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._auth_error: str | None = None
@@ -61,8 +65,10 @@ class TelegramChannel(BaseExtension):
         config = self._config = parse_config(context.get_config)
         bot = self._bot = Bot(token, base_url=config.api_base_url or DEFAULT_BASE_URL)
         log = context.logger
-        self._allow = AllowList(config.allowed_user_ids, log)
-        self._chats = ChatBook(log)
+        self._allow = AllowList(
+            frozenset(config.allowed_user_ids), config.allowed_group_chat_ids, log
+        )
+        self._chats = ChatTargets(config)
         self._sender = Sender(bot, log)
         self._stream = StreamPresenter(
             self._sender, self._chats, log, interval_s=config.edit_interval_s
@@ -70,7 +76,6 @@ class TelegramChannel(BaseExtension):
         await self._verify_token()
 
     async def start(self) -> None:
-        await self._parts()[2].load(self._context().data_dir)
         self._parts()[1].announce()
         if self._auth_error is not None:
             await self._verify_token()
@@ -121,23 +126,27 @@ class TelegramChannel(BaseExtension):
             raise TelegramSetupError(REJECTED) from None
 
     async def _on_update(self, update: Update) -> None:
-        """Journal an allowed user's text; everything else is acknowledged and dropped."""
-        _, allow, chats = self._parts()
+        """Journal an allowed user's text, addressed to the chat it came from;
+        everything else is acknowledged and dropped."""
+        bot, allow, chats = self._parts()
         message = update.message
         if message is None or message.from_user is None:
             return
-        user = message.from_user
+        user, chat = message.from_user, message.chat
+        group = chat.type != PRIVATE
+        if group and not allow.admits_group(chat.id, chat.title or chat.type):
+            return
         if not allow.admits(user.id, _describe(user)):
             return
         if message.text is None:
             self._context().logger.info("ignoring a non-text message from user %d", user.id)
             return
+        if group and _for_another_bot(message.text, _username(bot)):
+            return
         text = "/help" if _START_RE.match(message.text) else message.text
-        user_id = str(user.id)
-        await chats.remember(user_id, message.chat.id)
         await self._context().on_user_message(
             text,
-            user_id,
+            chats.address(chat.id),
             message_id=str(message.message_id),
             idempotency_key=f"telegram:{update.update_id}",
         )
@@ -168,13 +177,9 @@ class TelegramChannel(BaseExtension):
         await self._send().send_text(self._parts()[2].chat_for(user_id), message)
 
     async def send_message(self, message: str) -> None:
-        chat_id = self._cfg().default_chat_id or self._parts()[2].last_chat_id
-        if chat_id is None:
-            raise TelegramSetupError(
-                f"no chat for a proactive message: set {PREFIX}.default_chat_id "
-                "or write to the bot once from an allowed account"
-            )
-        await self._send().send_text(chat_id, message)
+        """A proactive message with no address: ``default_chat_id``, else the first
+        allowed user's private chat."""
+        await self._send().send_text(self._parts()[2].default_chat(), message)
 
     async def on_stream_start(self, user_id: str) -> None:
         await self._presenter().start(user_id)
@@ -198,7 +203,7 @@ class TelegramChannel(BaseExtension):
         assert self._config is not None, "initialize() was not called"
         return self._config
 
-    def _parts(self) -> tuple[Bot, AllowList, ChatBook]:
+    def _parts(self) -> tuple[Bot, AllowList, ChatTargets]:
         assert self._bot and self._allow and self._chats, "initialize() was not called"
         return self._bot, self._allow, self._chats
 
@@ -209,6 +214,22 @@ class TelegramChannel(BaseExtension):
     def _presenter(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
+
+
+def _username(bot: Bot) -> str | None:
+    """The bot's @name, or ``None`` while ``getMe`` has not succeeded yet."""
+    try:
+        return bot.username
+    except RuntimeError:
+        return None
+
+
+def _for_another_bot(text: str, username: str | None) -> bool:
+    """``/cmd@other_bot`` in a group is meant for another bot (unknown name: ours)."""
+    match = _ADDRESSED_RE.match(text)
+    if match is None or not username:
+        return False
+    return match.group(1).lower() != username.lower()
 
 
 def _describe(user: User) -> str:

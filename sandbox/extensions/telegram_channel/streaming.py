@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, RetryAfter, TelegramError
 
-from .chats import ChatBook
+from .chats import ChatTargets
 from .sender import Sender, is_not_modified, retry_after_seconds
 from .splitter import MAX_MESSAGE_UNITS, split_text, utf16_len
 
@@ -37,7 +37,7 @@ class _Stream:
 
 class StreamPresenter:
     def __init__(
-        self, sender: Sender, chats: ChatBook, logger: logging.Logger, *, interval_s: float
+        self, sender: Sender, chats: ChatTargets, logger: logging.Logger, *, interval_s: float
     ) -> None:
         self._sender = sender
         self._chats = chats
