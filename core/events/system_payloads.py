@@ -144,11 +144,16 @@ class UserNotify(SystemPayload):
 
 @dataclass(frozen=True, slots=True)
 class AgentTask(SystemPayload):
-    """``system.agent.task``: run the orchestrator on ``prompt`` and tell the user."""
+    """``system.agent.task``: run the orchestrator on ``prompt`` and tell the user.
+
+    ``user_id`` (optional, as for ``UserNotify``) is who the answer is for: a
+    scheduled agent task answers the user and chat that set it.
+    """
 
     TOPIC: ClassVar[str] = SystemTopics.AGENT_TASK
     prompt: str
     channel_id: str | None = None
+    user_id: str | None = field(default=None, metadata={_OMIT_IF_NONE: True})
 
 
 @dataclass(frozen=True, slots=True)

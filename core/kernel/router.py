@@ -202,7 +202,7 @@ class MessageRouter:
         if task is None or not task.prompt:
             return
         reply = await self.invoke_agent(task.prompt, source=event.source)
-        await self.notify_user(reply, task.channel_id)
+        await self.notify_user(reply, task.channel_id, user_id=task.user_id)
 
     async def _on_agent_background(self, event: Event) -> None:
         task = read_system_payload(AgentBackground, event, subscriber="kernel.agent_background")
