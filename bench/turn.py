@@ -2,10 +2,10 @@
 
 Prints one JSON object:
 - ``turn_overhead_ms``: channel receive → reply delivered, minus the time spent
-  inside ``Runner.run``, with a zero-latency scripted model (median, p90).
-  Since ADR 0014 the kernel reads and records the history itself, outside
-  ``Runner.run`` (before, the SDK did it inside), so ``turn_total_ms`` — the
-  whole receive → delivered time — is the figure to compare across that change.
+  inside the model (a zero-latency scripted model), median and p90: everything
+  Hearth and the SDK do around the model, history reads and writes included
+  (whether the SDK or the kernel does them: ADR 0014 moved them out of
+  ``Runner.run``). ``turn_total_ms``: the whole receive → delivered time.
 - ``startup_s`` / ``import_agents_s`` / ``startup_ratio``: ``main.py`` spawn → the
   "kernel ready" log line, against a bare ``python -c "import agents"`` (medians
   of runs interleaved in the same session).
@@ -37,7 +37,6 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
     import yaml
     from agents.testing import ModelStep, ScriptedModel, assistant_message
 
-    import core.kernel.turn as turn_module
     from harness import CAPTURE_CHANNEL, running_kernel
 
     ext_dir = tmp / "ext" / "capture"
@@ -57,18 +56,16 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
     model = ScriptedModel([ModelStep(output=[assistant_message("ok")]) for _ in range(TURNS + 20)])
 
     inside: list[float] = []
-    real_run = turn_module.Runner.run
+    real_get_response = model.get_response
 
-    class TimedRunner:
-        @staticmethod
-        async def run(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return await real_run(*args, **kwargs)
-            finally:
-                inside.append(time.perf_counter() - start)
+    async def timed_get_response(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return await real_get_response(*args, **kwargs)
+        finally:
+            inside.append(time.perf_counter() - start)
 
-    turn_module.Runner = TimedRunner  # type: ignore[assignment]
+    model.get_response = timed_get_response  # type: ignore[method-assign]
     overheads: list[float] = []
     totals: list[float] = []
     async with running_kernel(settings, model=model) as kernel:
