@@ -31,6 +31,7 @@ from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.context import KernelServices
 from core.extensions.isolation.factory import isolated_factory
+from core.extensions.grant_store import GrantStore
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
 from core.extensions.records import ExtensionRecord
@@ -87,6 +88,7 @@ class Kernel:
             default_isolation=settings.isolation.default,
             agent_factory=self._make_agent,
             disabled=disabled_extensions,
+            grants=GrantStore(self.data_dir),
         )
         self.loader.isolated_factory = isolated_factory(settings, self.loader)
         self.scheduler = ManifestScheduler(
