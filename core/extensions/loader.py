@@ -88,6 +88,29 @@ class Loader:
             out.append(entry)
         return out
 
+    def rank_of(self, ext_id: str) -> float | None:
+        """How established a provider is (``GrantStore.rank``); None: no grant."""
+        record = self.records.get(ext_id)
+        request = None if record is None else self.request_of(record)
+        if self.grants is None or request is None:
+            return None
+        try:
+            return self.grants.rank(request)
+        except GrantStoreError:
+            return None
+
+    def replaces_of(self, ext_id: str) -> dict[str, str]:
+        """The names the user's grant lets it take: ``{name: from extension}``."""
+        record = self.records.get(ext_id)
+        request = None if record is None else self.request_of(record)
+        if self.grants is None or request is None:
+            return {}
+        try:
+            grant = self.grants.grant_for(request)
+        except GrantStoreError:
+            return {}
+        return {} if grant is None else dict(grant.replaces)
+
     def _granted(self, request: GrantRequest) -> bool:
         if self.grants is None:
             return True
