@@ -243,7 +243,13 @@ def test_extensions_json_command(make_ext, settings_file):
     assert report["bad"]["status"] == "error" and "entrpoint: unknown key" in report["bad"]["error"]
     assert "top level must be a mapping" in report["nomanifest_dir"]["error"]
     assert set(report["good"]) == {
-        "id", "status", "capabilities", "tools", "error", "requested", "granted"
+        "id",
+        "status",
+        "capabilities",
+        "tools",
+        "error",
+        "requested",
+        "granted",
     }
     assert report["good"]["granted"] is True
 

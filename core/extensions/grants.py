@@ -66,12 +66,8 @@ class GrantRequest:
         if not self.in_process:
             if perms.network:
                 words.append("network access")
-            words.extend(
-                f"publishes events on {p}" for p in perms.emit if not self._own_topic(p)
-            )
-            words.extend(
-                f"reads events on {p}" for p in perms.subscribe if not self._own_topic(p)
-            )
+            words.extend(f"publishes events on {p}" for p in perms.emit if not self._own_topic(p))
+            words.extend(f"reads events on {p}" for p in perms.subscribe if not self._own_topic(p))
         words.extend(_path_words(p) for p in perms.paths)
         if perms.user_messages:
             words.append("speaks as you (user messages)")

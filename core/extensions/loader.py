@@ -162,9 +162,7 @@ class Loader:
         """What the extension asks under the isolation it would run with."""
         if record.manifest is None:
             return None
-        return GrantRequest.from_manifest(
-            record.manifest, default_isolation=self.default_isolation
-        )
+        return GrantRequest.from_manifest(record.manifest, default_isolation=self.default_isolation)
 
     def _check_grant(self, record: ExtensionRecord) -> None:
         """Skip an extension whose request the user (or project) has not granted,

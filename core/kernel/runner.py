@@ -30,8 +30,8 @@ from core.agents.toolset import build_toolset, tool_name_of
 from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.context import KernelServices
-from core.extensions.isolation.factory import isolated_factory
 from core.extensions.grant_store import GrantStore
+from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
 from core.extensions.names import NamePolicy, settle
@@ -40,9 +40,9 @@ from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
-from core.kernel.grant_command import grant_command
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
+from core.kernel.grant_command import grant_command
 from core.kernel.router import MessageRouter
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
