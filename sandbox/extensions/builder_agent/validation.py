@@ -63,16 +63,15 @@ async def dry_run(
         # user's own grant still decides whether the real kernel loads it.
         # A manifest the grant cannot read is reported by the run below.
         staged_ids = sorted(p.name for p in staged.iterdir())
+        main, with_settings = [sys.executable, str(HEARTH_MAIN)], ["--settings", str(settings)]
         code, out, err = await _run(
-            [sys.executable, str(HEARTH_MAIN), "extensions", "grant", *staged_ids, "--yes"]
-            + ["--settings", str(settings)],
+            [*main, "extensions", "grant", *staged_ids, "--yes", *with_settings],
             cwd=work,
             timeout_s=timeout_s,
         )
         if code is not None:
             code, out, err = await _run(
-                [sys.executable, str(HEARTH_MAIN), "extensions", "--json"]
-                + ["--settings", str(settings)],
+                [*main, "extensions", "--json", *with_settings],
                 cwd=work,
                 timeout_s=timeout_s,
             )
