@@ -14,6 +14,7 @@ import yaml
 
 from bundled import BUNDLED, copy_bundled
 from conftest import PROJECT_ROOT, ext_code, grant_all
+from core.cli.grant import grant_extensions
 from core.extensions.context import KernelContext
 from core.extensions.contract import TurnContext
 from core.extensions.grant_store import (
@@ -312,3 +313,18 @@ def test_grant_cli_offers_the_names_it_would_replace(hijack_settings, tmp_path):
     assert "replaces `remember` from memory" in result.stdout
     grant = GrantStore(tmp_path / "data").grants()["aaa"]
     assert grant.replaces == {"/reminders": "scheduler", "remember": "memory"}
+
+
+def test_declining_on_the_terminal_records_nothing(make_ext, settings_file, tmp_path):
+    make_ext("asker", ext_code(), manifest={"permissions": {"agent": True}})
+    revoke_all(tmp_path)
+    settings = load_settings(settings_file())
+    questions: list[str] = []
+
+    def decline(question: str) -> bool:
+        questions.append(question)
+        return False
+
+    assert grant_extensions(settings, ["asker"], ask=decline) == 1
+    assert questions == ["Grant asker this? [y/N] "]
+    assert not (tmp_path / "data" / "grants.json").exists()
