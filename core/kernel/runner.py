@@ -21,12 +21,13 @@ from typing import Any
 
 from agents.models.interface import Model
 
+from core.agents import tool_name_of
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.mcp_servers import McpServers, McpServerStatus
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
-from core.agents.toolset import build_toolset, tool_name_of
+from core.agents.toolset import build_toolset
 from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.context import KernelServices
