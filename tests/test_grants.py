@@ -328,3 +328,15 @@ def test_declining_on_the_terminal_records_nothing(make_ext, settings_file, tmp_
     assert grant_extensions(settings, ["asker"], ask=decline) == 1
     assert questions == ["Grant asker this? [y/N] "]
     assert not (tmp_path / "data" / "grants.json").exists()
+
+
+async def test_a_malformed_grants_file_skips_with_a_reason_naming_it(
+    make_ext, settings_file, tmp_path
+):
+    make_ext("solid", IMPORT_MARKER)
+    (tmp_path / "data" / "grants.json").write_text('{"solid": {"digest": "x", "granted_at": []}}')
+    kernel = await load(settings_file())
+    error = kernel.loader.records["solid"].error or ""
+    assert "cannot check its grant" in error and "grants.json" in error
+    await kernel.loader.shutdown()
+    await kernel.bus.stop()

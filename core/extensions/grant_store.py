@@ -57,12 +57,17 @@ class GrantStore:
         for ext_id, entry in raw.items():
             if not isinstance(entry, dict) or not isinstance(entry.get("digest"), str):
                 raise GrantStoreError(f"{self.path}: entry {ext_id!r} has no digest")
-            out[ext_id] = Grant(
-                digest=entry["digest"],
-                granted_at=float(entry.get("granted_at", 0.0)),
-                described=tuple(str(x) for x in entry.get("described", [])),
-                replaces={str(k): str(v) for k, v in dict(entry.get("replaces", {})).items()},
-            )
+            try:
+                out[ext_id] = Grant(
+                    digest=entry["digest"],
+                    granted_at=float(entry.get("granted_at", 0.0)),
+                    described=tuple(str(x) for x in entry.get("described", [])),
+                    replaces={str(k): str(v) for k, v in dict(entry.get("replaces", {})).items()},
+                )
+            except (TypeError, ValueError) as exc:
+                raise GrantStoreError(
+                    f"{self.path}: entry {ext_id!r} is malformed ({exc})"
+                ) from exc
         return out
 
     def is_bundled(self, request: GrantRequest) -> bool:

@@ -8,6 +8,8 @@ user's, and an extension has no other way to write a grant.
 
 from __future__ import annotations
 
+import asyncio
+
 from core.extensions.contract import Command, TurnContext
 from core.extensions.grant_store import GrantStore, GrantStoreError
 from core.extensions.grants import GrantRequest
@@ -25,7 +27,7 @@ def grant_command(loader: Loader, store: GrantStore) -> Command:
         if not words or len(words) > 2 or (len(words) == 2 and words[1].lower() != "yes"):
             return USAGE
         ext_id = words[0]
-        request = _request(loader, ext_id)
+        request = await asyncio.to_thread(_request, loader, ext_id)
         if isinstance(request, str):
             return request
         if not request.needs_grant:
@@ -34,7 +36,7 @@ def grant_command(loader: Loader, store: GrantStore) -> Command:
         if len(words) == 1:
             return f"{ext_id} asks to:\n{asks}\nSend `/grant {ext_id} yes` to allow it."
         try:
-            store.record(request)
+            await asyncio.to_thread(store.record, request)
         except GrantStoreError as exc:
             return f"Could not record the grant: {exc}"
         return (
