@@ -27,6 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("daemon", parents=[common], help="run the kernel under the supervisor")
     ext = sub.add_parser("extensions", parents=[common], help="load all extensions and report")
     ext.add_argument("--json", action="store_true", help="one JSON array, one object each")
+    ext_sub = ext.add_subparsers(dest="ext_command", metavar="ACTION")
+    grant = ext_sub.add_parser(
+        "grant", parents=[common], help="grant what extensions ask (shown in plain words)"
+    )
+    grant.add_argument("ids", nargs="+", metavar="ID", help="extension ids")
+    grant.add_argument("--yes", action="store_true", help="grant without asking (scripts)")
     events = sub.add_parser("events", parents=[common], help="inspect the event journal")
     add_events_arguments(events)
     sub.add_parser("doctor", parents=[common], help="check settings, models, secrets")
@@ -57,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         from core.supervisor import run_supervisor
 
         return run_supervisor(settings, settings_file)
+    if command == "extensions" and getattr(args, "ext_command", None) == "grant":
+        from core.cli.grant import run_grant
+
+        return run_grant(settings, args.ids, yes=args.yes)
     if command == "extensions":
         from core.cli.report import run_extensions_report
 

@@ -59,6 +59,7 @@ def make_ext(ext_root: Path) -> MakeExtension:
             path = ext_dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(textwrap.dedent(content))
+        grant_all(ext_root, ext_root.parent / "data", only=ext_id)
         return ext_dir
 
     return make
@@ -84,6 +85,29 @@ def settings_file(tmp_path: Path, ext_root: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+def grant_all(extensions_dir: Path, data_dir: Path, *, only: str | None = None) -> list[str]:
+    """Grant every valid extension under ``extensions_dir`` (or just ``only``) in
+    ``data_dir``'s grants file, as the user would with ``main.py extensions grant
+    --yes``: the one place test kernels get their fixture extensions granted.
+    A grant for the in-process request also covers the same manifest isolated."""
+    from core.extensions.grant_store import GrantStore
+    from core.extensions.grants import GrantRequest
+    from core.extensions.manifest import ManifestError, load_manifest
+
+    store = GrantStore(data_dir)
+    granted = []
+    for ext_dir in sorted(p for p in extensions_dir.iterdir() if p.is_dir()):
+        if only is not None and ext_dir.name != only:
+            continue
+        try:
+            manifest = load_manifest(ext_dir)
+        except ManifestError:
+            continue
+        store.record(GrantRequest.from_manifest(manifest, default_isolation="inprocess"))
+        granted.append(manifest.id)
+    return granted
 
 
 LIFECYCLE = """

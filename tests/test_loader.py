@@ -52,6 +52,10 @@ async def test_good_extension_is_active_with_its_tools(make_ext, settings_file):
             "capabilities": ["ToolProvider"],
             "tools": ["ping"],
             "error": None,
+            "requested": [
+                "runs inside the kernel process with full access to your files and accounts"
+            ],
+            "granted": True,
         }
     ]
     await kernel.loader.shutdown()
@@ -238,7 +242,16 @@ def test_extensions_json_command(make_ext, settings_file):
     assert report["good"]["tools"] == ["ping"]
     assert report["bad"]["status"] == "error" and "entrpoint: unknown key" in report["bad"]["error"]
     assert "top level must be a mapping" in report["nomanifest_dir"]["error"]
-    assert set(report["good"]) == {"id", "status", "capabilities", "tools", "error"}
+    assert set(report["good"]) == {
+        "id",
+        "status",
+        "capabilities",
+        "tools",
+        "error",
+        "requested",
+        "granted",
+    }
+    assert report["good"]["granted"] is True
 
 
 async def test_kernel_can_turn_an_extension_off_with_a_reason(make_ext, settings_file, tmp_path):

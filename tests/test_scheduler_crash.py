@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import PROJECT_ROOT, ext_code
+from conftest import PROJECT_ROOT, ext_code, grant_all
 from scheduler_helpers import install_scheduler
 
 FILE_CHANNEL = ext_code(
@@ -91,6 +91,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
     commands = [f"/remind {n}s {text}" for n, text in zip((3, 4, 5), ONE_SHOTS, strict=True)]
     commands.append('/remind "* * * * * */2" pulse')  # every 2 seconds
 
+    grant_all(ext_root, tmp_path / "data")
     first = start_kernel(write_settings(tmp_path, ext_root, out, commands))
     try:
         wait_until(lambda: len(received(out)) >= len(commands), first, 30, "the replies")

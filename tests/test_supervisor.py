@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import grant_all
 from core.lifecycle import restart_request_path, take_restart_request, write_restart_request
 from core.settings import SupervisorSettings
 from core.supervisor.crashlog import summarize_crash
@@ -370,6 +371,7 @@ def test_real_kernel_is_restarted_after_sigkill_and_stopped_by_sigterm(tmp_path:
     (beacon / "manifest.yaml").write_text(BEACON_MANIFEST)
     (beacon / "main.py").write_text(BEACON_CODE)
     settings = write_settings(tmp_path, backoff_initial_s=0.2)
+    grant_all(tmp_path / "extensions", tmp_path / "data")
     with settings.open("a") as fh:
         fh.write("models:\n  default: null\n")
     lifecycle = tmp_path / "data" / "extensions" / "beacon" / "lifecycle.txt"

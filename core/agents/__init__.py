@@ -16,6 +16,7 @@ from core.agents.toolset import (
     build_toolset,
     capabilities_summary,
     merge_tools,
+    tool_name_of,
 )
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "capabilities_summary",
     "configure_tracing",
     "merge_tools",
+    "tool_name_of",
 ]

@@ -17,6 +17,8 @@ from typing import Any
 from core.extensions.capabilities import Capability, detect_capabilities
 from core.extensions.context import KernelContext, KernelServices
 from core.extensions.dependencies import dependents_of, order_by_dependencies
+from core.extensions.grant_store import GrantStore, GrantStoreError
+from core.extensions.grants import GrantRequest, not_granted_reason
 from core.extensions.importer import import_entrypoint
 from core.extensions.lifecycle import call_in_thread, call_with_timeout, failure_reason
 from core.extensions.manifest import MANIFEST_FILE, Manifest, ManifestError, load_manifest
@@ -43,6 +45,7 @@ class Loader:
         agent_factory: InstanceFactory | None = None,
         isolated_factory: InstanceFactory | None = None,
         disabled: Mapping[str, str] | None = None,
+        grants: GrantStore | None = None,
     ) -> None:
         self.extensions_dir = extensions_dir
         self.lifecycle_timeout_s = lifecycle_timeout_s
@@ -50,6 +53,9 @@ class Loader:
         self.agent_factory = agent_factory
         self.isolated_factory = isolated_factory
         self.disabled = dict(disabled or {})  # ext id -> why the kernel turned it off
+        # None: the caller vouches for every extension (loader unit tests only);
+        # the kernel always passes the user's grants.
+        self.grants = grants
         self.records: dict[str, ExtensionRecord] = {}
         self.order: list[str] = []
         self.on_discovered: DiscoveredHook | None = None
@@ -73,8 +79,48 @@ class Loader:
         ]
 
     def report(self) -> list[dict[str, Any]]:
-        """One ``extensions --json`` object per discovered directory, sorted by id."""
-        return [self.records[k].report() for k in sorted(self.records)]
+        """One ``extensions --json`` object per discovered directory, sorted by id,
+        with what it asks (``requested``, plain words) and whether that is granted."""
+        out = []
+        for ext_id in sorted(self.records):
+            record = self.records[ext_id]
+            entry = record.report()
+            request = self.request_of(record)
+            entry["requested"] = [] if request is None else request.describe()
+            entry["granted"] = request is not None and self._granted(request)
+            out.append(entry)
+        return out
+
+    def rank_of(self, ext_id: str) -> float | None:
+        """How established a provider is (``GrantStore.rank``); None: no grant."""
+        record = self.records.get(ext_id)
+        request = None if record is None else self.request_of(record)
+        if self.grants is None or request is None:
+            return None
+        try:
+            return self.grants.rank(request)
+        except GrantStoreError:
+            return None
+
+    def replaces_of(self, ext_id: str) -> dict[str, str]:
+        """The names the user's grant lets it take: ``{name: from extension}``."""
+        record = self.records.get(ext_id)
+        request = None if record is None else self.request_of(record)
+        if self.grants is None or request is None:
+            return {}
+        try:
+            grant = self.grants.grant_for(request)
+        except GrantStoreError:
+            return {}
+        return {} if grant is None else dict(grant.replaces)
+
+    def _granted(self, request: GrantRequest) -> bool:
+        if self.grants is None:
+            return True
+        try:
+            return self.grants.is_granted(request)
+        except GrantStoreError:
+            return False
 
     def dependency_map(self) -> dict[str, list[str]]:
         return {r.ext_id: list(r.manifest.depends_on) for r in self.records.values() if r.manifest}
@@ -102,6 +148,8 @@ class Loader:
                 record.disable()
             elif record.ext_id in self.disabled:
                 record.disable(self.disabled[record.ext_id])
+            else:
+                self._check_grant(record)
         deps = {
             r.ext_id: list(r.manifest.depends_on)
             for r in self.records.values()
@@ -112,6 +160,27 @@ class Loader:
             self.records[ext_id].skip(reason)
         self.order = order
         self._explain_inactive_dependencies()
+
+    def request_of(self, record: ExtensionRecord) -> GrantRequest | None:
+        """What the extension asks under the isolation it would run with."""
+        if record.manifest is None:
+            return None
+        return GrantRequest.from_manifest(record.manifest, default_isolation=self.default_isolation)
+
+    def _check_grant(self, record: ExtensionRecord) -> None:
+        """Skip an extension whose request the user (or project) has not granted,
+        before any of its code is imported."""
+        request = self.request_of(record)
+        if self.grants is None or request is None:
+            return
+        try:
+            if self.grants.is_granted(request):
+                return
+            changed = record.ext_id in self.grants.grants()
+        except GrantStoreError as exc:
+            record.skip(f"cannot check its grant: {exc}")
+            return
+        record.skip(not_granted_reason(request, changed=changed))
 
     def _explain_inactive_dependencies(self) -> None:
         """Name the real cause when a dependency is disabled or has a bad manifest."""

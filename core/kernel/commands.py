@@ -1,8 +1,9 @@
 """Slash commands: answered by the kernel with no model call (SPEC §8).
 
 Built-ins are ``/help``, ``/new`` and ``/status``; extensions add theirs
-through ``CommandProvider``. A duplicate name is reported and the first
-registration wins.
+through ``CommandProvider``. A duplicate name is reported; who keeps it is
+the ``NamePolicy``'s call (the established provider, unless the newcomer's
+grant says it replaces it), or the first registration without a policy.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from core.extensions.contract import Command, TurnContext
 from core.extensions.lifecycle import describe_exception
+from core.extensions.names import NamePolicy
 
 log = logging.getLogger("core.kernel.commands")
 
@@ -39,18 +41,31 @@ def parse_command(text: str) -> ParsedCommand | None:
 class CommandRegistry:
     """Every command by name, with the extension that provides it."""
 
-    def __init__(self) -> None:
+    def __init__(self, policy: NamePolicy | None = None) -> None:
         self._commands: dict[str, tuple[str, Command]] = {}
+        self.policy = policy
 
     def add(self, owner: str, command: Command) -> None:
         name = command.name.lstrip("/").lower()
         existing = self._commands.get(name)
-        if existing is not None:
-            log.warning(
-                "duplicate command /%s from %s ignored; %s provides it", name, owner, existing[0]
-            )
-            return
+        if existing is not None and existing[0] != owner:
+            holder = existing[0]
+            if self.policy is None:
+                log.warning(
+                    "duplicate command /%s from %s ignored; %s provides it", name, owner, holder
+                )
+                return
+            keeper = self.policy.keeper(f"/{name}", holder, owner)
+            loser = owner if keeper == holder else holder
+            log.warning("%s", self.policy.warning(f"/{name}", keeper, loser))
+            if keeper == holder:
+                return
         self._commands[name] = (owner, command)
+
+    def owner_of(self, name: str) -> str | None:
+        """The extension (or ``kernel``) that answers ``/name``."""
+        entry = self._commands.get(name.lstrip("/").lower())
+        return None if entry is None else entry[0]
 
     def remove_owner(self, owner: str) -> None:
         """Take away every command ``owner`` registered (its extension was unwired)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from agents.models.interface import Model
 
+from core.agents import tool_name_of
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.mcp_servers import McpServers, McpServerStatus
@@ -31,9 +32,11 @@ from core.datadir import migrate_extension_data, refuse_symlinks
 from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.context import KernelServices
+from core.extensions.grant_store import GrantStore
 from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
+from core.extensions.names import NamePolicy, settle
 from core.extensions.records import ExtensionRecord
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
@@ -41,6 +44,7 @@ from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
+from core.kernel.grant_command import grant_command
 from core.kernel.router import MessageRouter
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
@@ -95,13 +99,15 @@ class Kernel:
             default_isolation=settings.isolation.default,
             agent_factory=self._make_agent,
             disabled=disabled_extensions,
+            grants=GrantStore(self.data_dir),
         )
         self.loader.isolated_factory = isolated_factory(settings, self.loader)
         self.loader.on_discovered = self._before_extension_code
         self.scheduler = ManifestScheduler(
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )
-        self.commands = CommandRegistry()
+        self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
+        self.commands = CommandRegistry(self.names)
         self.conversations = Conversations(
             self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
         )
@@ -181,7 +187,8 @@ class Kernel:
         builtins = builtin_commands(
             help_text=self.commands.help_text, conversations=self.conversations, status=self
         )
-        for command in builtins:
+        assert self.loader.grants is not None
+        for command in [*builtins, grant_command(self.loader, self.loader.grants)]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
@@ -211,15 +218,19 @@ class Kernel:
                 )
 
     def _build_orchestrator(self) -> Orchestrator:
-        """Core tools first, then wired extensions' tools and agents (first name wins).
+        """Core tools first, then wired extensions' tools and agents. A tool name
+        two extensions provide stays with the established one (``NamePolicy``).
 
         Called by ``LiveOrchestrator`` on the first turn after the wiring changed.
         """
+        extension_tools = settle(
+            [(r.ext_id, r.tools) for r in self.wiring.wired(Capability.TOOL)],
+            tool_name_of,
+            self.names,
+            log.warning,
+        )
         toolset = build_toolset(
-            [
-                ("core", self.core_tools()),
-                *[(r.ext_id, r.tools) for r in self.wiring.wired(Capability.TOOL)],
-            ],
+            [("core", self.core_tools()), *extension_tools],
             [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.AGENT)],
         )
         return Orchestrator(

@@ -58,11 +58,23 @@ async def dry_run(
             (staged / dep).symlink_to(extensions_dir / dep, target_is_directory=True)
         settings = work / "settings.yaml"
         settings.write_text(yaml.safe_dump(_settings(staged, work / "data")), encoding="utf-8")
+        # The dry run's throw-away data dir grants what is staged (the public
+        # command line, as the user would): validation tests the code, the
+        # user's own grant still decides whether the real kernel loads it.
+        # A manifest the grant cannot read is reported by the run below.
+        staged_ids = sorted(p.name for p in staged.iterdir())
+        main, with_settings = [sys.executable, str(HEARTH_MAIN)], ["--settings", str(settings)]
         code, out, err = await _run(
-            [sys.executable, str(HEARTH_MAIN), "extensions", "--json", "--settings", str(settings)],
+            [*main, "extensions", "grant", *staged_ids, "--yes", *with_settings],
             cwd=work,
             timeout_s=timeout_s,
         )
+        if code is not None:
+            code, out, err = await _run(
+                [*main, "extensions", "--json", *with_settings],
+                cwd=work,
+                timeout_s=timeout_s,
+            )
         real = str(extensions_dir / ext_id)
 
         def unstage(text: str) -> str:
