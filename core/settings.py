@@ -99,6 +99,15 @@ class LoaderSettings(_Section):
     restart_backoff_max_s: float = 300.0
 
 
+class RateLimitsSettings(_Section):
+    """Per-extension token buckets for calls that reach the user or the model."""
+
+    notify_per_minute: float = Field(default=30.0, gt=0)
+    notify_burst: int = Field(default=10, ge=1)
+    agent_requests_per_minute: float = Field(default=20.0, gt=0)
+    agent_requests_burst: int = Field(default=5, ge=1)
+
+
 class SupervisorSettings(_Section):
     max_crashes: int = 5
     crash_window_s: float = 300.0
@@ -164,6 +173,7 @@ class Settings(BaseSettings):
     events: EventsSettings = Field(default_factory=EventsSettings)
     loader: LoaderSettings = Field(default_factory=LoaderSettings)
     supervisor: SupervisorSettings = Field(default_factory=SupervisorSettings)
+    rate_limits: RateLimitsSettings = Field(default_factory=RateLimitsSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
 

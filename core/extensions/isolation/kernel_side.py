@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from core.extensions.errors import PermissionDeniedError
 from core.extensions.context import KernelContext
 
 SubscribeCallback = Callable[[str, int, str], None]
@@ -97,10 +98,14 @@ class ContextServer:
             self._subscribe(_str(p, "topic"), handler, _str(p, "name"))
         elif method == "log":
             self._log(p.get("level"), str(p.get("name", "")), str(p.get("message", "")))
-        elif method == "ctx.request_restart":
-            self._ctx.request_restart()
-        elif method == "ctx.request_shutdown":
-            self._ctx.request_shutdown()
+        elif method in ("ctx.request_restart", "ctx.request_shutdown"):
+            try:
+                if method == "ctx.request_restart":
+                    self._ctx.request_restart()
+                else:
+                    self._ctx.request_shutdown()
+            except PermissionDeniedError:
+                return  # the context has logged the refusal; no traceback per call
         else:
             raise LookupError(f"unknown notification {method!r}")
 
