@@ -14,8 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core.extensions.errors import PermissionDeniedError
 from core.extensions.context import KernelContext
+from core.extensions.errors import PermissionDeniedError
 
 SubscribeCallback = Callable[[str, int, str], None]
 StreamCall = Callable[[int, str, str], Awaitable[None]]
