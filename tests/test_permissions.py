@@ -122,11 +122,12 @@ async def test_declared_extension_may(mode, make_ext, settings_file):
     seen: list[str] = []
 
     async def collect(event: Event) -> None:
-        if event.source == "hostile":
-            seen.append(event.topic)
+        seen.append(f"{event.source}:{event.topic}")
 
     async with running_kernel(settings(settings_file)) as kernel:
         kernel.bus.subscribe("*", collect, "test/collect")
         assert await command(kernel, "/attempt speak") == "done"
         assert await command(kernel, "/attempt background") == "done"
-        await wait_for(lambda: {"user.message", "agent.background"} <= set(seen))
+        await wait_for(
+            lambda: {"hostile:user.message", "hostile:system.agent.background"} <= set(seen)
+        )
