@@ -115,6 +115,8 @@ class SupervisorSettings(_Section):
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 60.0
     healthy_reset_s: float = 600.0
+    quick_restarts: int = Field(default=3, ge=0)
+    restart_window_s: float = Field(default=60.0, gt=0)
 
 
 class McpServerSettings(_Section):
