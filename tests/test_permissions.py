@@ -6,6 +6,7 @@ serves both); a declared extension still can.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -13,8 +14,9 @@ import pytest
 
 from conftest import ext_code
 from core.events.models import Event
+from core.lifecycle import restart_request_path
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
-from test_isolation_hostile import command, settings
+from test_isolation_hostile import command, needs_bwrap, settings
 
 HOSTILE = ext_code(
     body="""
@@ -131,3 +133,94 @@ async def test_declared_extension_may(mode, make_ext, settings_file):
         await wait_for(
             lambda: {"hostile:user.message", "hostile:system.agent.background"} <= set(seen)
         )
+
+
+RESTARTER = ext_code(
+    body="""
+    async def start(self):
+        try:
+            self.ctx.request_restart()
+            self.outcome = "restart accepted"
+        except Exception as exc:
+            self.outcome = f"{type(exc).__name__}: {exc}"
+
+    def get_commands(self):
+        from core.extensions.contract import Command
+
+        async def outcome(args, turn):
+            return self.outcome
+
+        return [Command("outcome", "what start() saw", outcome)]
+    """,
+)
+
+
+@MODES
+async def test_restart_in_start_is_refused_and_no_request_is_written(
+    mode, make_ext, settings_file, tmp_path
+):
+    make_ext("restarter", RESTARTER, manifest(mode))
+    async with running_kernel(settings(settings_file)) as kernel:
+        reply = await command(kernel, "/outcome")
+        assert reply.startswith("PermissionDeniedError: extension 'restarter'"), reply
+        assert "permissions.control: true" in reply
+        assert kernel.restart_requested is None
+        assert await command(kernel, "/help")  # still running
+    assert not restart_request_path(tmp_path / "data").exists()
+    assert kernel.restart_requested is None
+
+
+NAMESPACED = ext_code(
+    body="""
+    def get_commands(self):
+        from core.extensions.contract import Command
+
+        async def probe(args, turn):
+            import socket
+            results = []
+            for topic in ("ns.mine", "user.notify", "other.thing"):
+                try:
+                    await self.ctx.emit(topic, {})
+                    results.append(f"emit {topic}: ok")
+                except Exception as exc:
+                    results.append(f"emit {topic}: {type(exc).__name__}")
+            async def ignore(event):
+                pass
+            for topic in ("ns.*", "user.message", "*"):
+                try:
+                    self.ctx.subscribe_event(topic, ignore)
+                    results.append(f"subscribe {topic}: ok")
+                except Exception as exc:
+                    results.append(f"subscribe {topic}: {type(exc).__name__}")
+            try:
+                socket.create_connection(("127.0.0.1", int(args)), timeout=2).close()
+                results.append("network: ok")
+            except OSError as exc:
+                results.append(f"network: {type(exc).__name__}")
+            return "; ".join(results)
+
+        return [Command("probe", "probe the defaults", probe)]
+    """,
+)
+
+
+@needs_bwrap
+async def test_isolated_defaults_are_own_namespace_and_no_network(make_ext, settings_file):
+    make_ext("ns", NAMESPACED, {"isolation": "process"})
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with running_kernel(settings(settings_file)) as kernel:
+            reply = await command(kernel, f"/probe {port}")
+    finally:
+        server.close()
+    assert reply.split("; ") == [
+        "emit ns.mine: ok",
+        "emit user.notify: PermissionDeniedError",
+        "emit other.thing: PermissionDeniedError",
+        "subscribe ns.*: ok",
+        "subscribe user.message: PermissionDeniedError",
+        "subscribe *: PermissionDeniedError",
+        reply.split("; ")[-1],
+    ]
+    assert reply.split("; ")[-1].startswith("network: ") and reply.endswith("Error")
