@@ -168,6 +168,9 @@ class KernelContext:
     ) -> int:
         if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
+        guard = _GUARDED_TOPICS.get(topic)
+        if guard is not None:  # the same act as the guarded call, by another door
+            self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
         return await self._publish(topic, payload, correlation_id, idempotency_key)
 
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
@@ -313,6 +316,15 @@ class KernelContext:
         except PermissionDeniedError as exc:
             self.logger.warning("refused: %s", exc)
             raise
+
+
+# system topics whose publication does what a guarded call does
+_GUARDED_TOPICS = {
+    SystemTopics.USER_MESSAGE: "user_messages",
+    SystemTopics.USER_NOTIFY: "notify",
+    SystemTopics.AGENT_TASK: "agent",
+    SystemTopics.AGENT_BACKGROUND: "agent",
+}
 
 
 def _logged(handler: EventHandler, logger: logging.Logger) -> EventHandler:
