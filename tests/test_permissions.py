@@ -132,7 +132,7 @@ async def test_notification_flood_gets_only_the_bucket(mode, make_ext, settings_
         started = time.monotonic()
         sent, refused, error = (await command(kernel, "/flood")).split()
         assert time.monotonic() - started < 30
-        assert error == "RateLimitedError" if mode == "inprocess" else "PermissionDeniedError"
+        assert error == ("RateLimitedError" if mode == "inprocess" else "PermissionDeniedError")
         assert int(sent) <= 4 and int(sent) + int(refused) > 100
         channel = kernel.loader.instance("capture")
         await wait_for(lambda: channel.sent and len(channel.sent) == int(sent))
