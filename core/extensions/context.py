@@ -12,6 +12,7 @@ covers both. Notifications and agent requests are rate-limited per extension.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,7 @@ class KernelContext:
             # a manifest declaring `timezone: null` means "the kernel's timezone setting"
             self._config["timezone"] = services.settings.timezone
         self.subscriptions: list[str] = []
+        self._control_refusals = 0
         limits = services.settings.rate_limits
         self._notify_limit = RateLimit(
             manifest.id, "notify_user", limits.notify_per_minute, limits.notify_burst, self.logger
@@ -309,12 +311,14 @@ class KernelContext:
         self._services.request_shutdown()
 
     def _require_control(self, what: str) -> None:
-        """Like ``_require``, but logged too: over RPC these calls are
-        notifications, so the isolated caller never sees the error."""
+        """Like ``_require``, but logged too (on a decimal scale, so a loop
+        cannot flood the log): over RPC these calls are notifications."""
         try:
             self._require(self.permissions.control, "control", what)
         except PermissionDeniedError as exc:
-            self.logger.warning("refused: %s", exc)
+            self._control_refusals += 1
+            if math.log10(self._control_refusals).is_integer():  # 1st, 10th, 100th, ...
+                self.logger.warning("refused (%d so far): %s", self._control_refusals, exc)
             raise
 
 
