@@ -49,7 +49,7 @@ async def test_without_confinement_a_network_restriction_is_refused_loudly(
     make_ext, settings_file, caplog
 ):
     make_ext("offline", NETWORK, isolated({"permissions": {"network": False}}))
-    make_ext("online", NETWORK, isolated())
+    make_ext("online", NETWORK, isolated({"permissions": {"network": True}}))
     async with running_kernel(settings(settings_file, confinement="none")) as kernel:
         record = kernel.loader.records["offline"]
         assert record.status.value == "error"
