@@ -100,6 +100,15 @@ class LoaderSettings(_Section):
     max_subscriptions: int = Field(default=64, ge=1)  # event subscriptions per extension
 
 
+class RateLimitsSettings(_Section):
+    """Per-extension token buckets for calls that reach the user or the model."""
+
+    notify_per_minute: float = Field(default=30.0, gt=0)
+    notify_burst: int = Field(default=10, ge=1)
+    agent_requests_per_minute: float = Field(default=20.0, gt=0)
+    agent_requests_burst: int = Field(default=5, ge=1)
+
+
 class SupervisorSettings(_Section):
     max_crashes: int = 5
     crash_window_s: float = 300.0
@@ -107,6 +116,8 @@ class SupervisorSettings(_Section):
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 60.0
     healthy_reset_s: float = 600.0
+    quick_restarts: int = Field(default=3, ge=0)
+    restart_window_s: float = Field(default=60.0, gt=0)
 
 
 class McpServerSettings(_Section):
@@ -165,6 +176,7 @@ class Settings(BaseSettings):
     events: EventsSettings = Field(default_factory=EventsSettings)
     loader: LoaderSettings = Field(default_factory=LoaderSettings)
     supervisor: SupervisorSettings = Field(default_factory=SupervisorSettings)
+    rate_limits: RateLimitsSettings = Field(default_factory=RateLimitsSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
 

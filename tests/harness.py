@@ -33,6 +33,8 @@ CAPTURE_CHANNEL = ext_code(
         return await self.ctx.on_user_message(text, user_id)
     """
 )
+# its manifest: a channel speaks as the user (permissions.user_messages)
+CAPTURE_MANIFEST = {"permissions": {"user_messages": True}}
 
 
 @asynccontextmanager

@@ -18,7 +18,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import PROJECT_ROOT, ext_code
 from core.lifecycle import restart_request_path
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 BUILDER_SOURCE = PROJECT_ROOT / "sandbox" / "extensions" / "builder_agent"
 ABSOLUTE_TARGET = Path("/etc/hearth_builder_escape")
@@ -97,7 +97,7 @@ def setup_kernel(ext_root: Path, make_ext, settings_file, **builder_agent: Any) 
         manifest = yaml.safe_load(manifest_path.read_text())
         manifest["agent"].update(builder_agent)
         manifest_path.write_text(yaml.safe_dump(manifest))
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     return settings_file(channels={"default": "capture"})
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from core.kernel.conversations import Conversations
 from core.kernel.ledger import StoredReply
 from core.lifecycle import restart_request_path
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 BLOCK_S = 1.0
 
@@ -106,7 +106,7 @@ async def test_every_connection_is_closed(tmp_path):
 async def test_restart_request_does_not_block_the_loop_on_a_slow_disk(
     make_ext, settings_file, tmp_path, monkeypatch
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     real_fsync = os.fsync
 
     def slow_fsync(fd: int) -> None:

@@ -8,7 +8,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
 from core.extensions.errors import PermissionDeniedError
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 FLAKY_HEALTH = ext_code(
     """
@@ -66,7 +66,7 @@ async def test_crashing_service_is_restarted(make_ext, settings_file):
 
 
 async def test_manifest_notify_user_subscription(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "alerts",
         ext_code(),
@@ -79,8 +79,8 @@ async def test_manifest_notify_user_subscription(make_ext, settings_file):
 
 
 async def test_context_agent_members(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
-    make_ext("asker", ext_code())
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("asker", ext_code(), {"permissions": {"agent": True}})
     model = ScriptedModel(
         [
             [assistant_message("direct answer")],

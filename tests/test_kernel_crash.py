@@ -14,7 +14,7 @@ from pathlib import Path
 
 from conftest import PROJECT_ROOT
 from fake_openai import FakeOpenAIServer
-from harness import count_mentions, session_history
+from harness import CAPTURE_MANIFEST, count_mentions, session_history
 
 # A channel that journals one user message (idempotently: every start tries)
 # and appends each reply to a file. With `hang_marker`, its first send ever
@@ -99,7 +99,7 @@ def asked(srv: FakeOpenAIServer, text: str) -> int:
 
 def test_sigkill_mid_turn_answers_exactly_once_after_restart(make_ext, settings_file, tmp_path):
     out = tmp_path / "replies.txt"
-    make_ext("filechan", FILE_CHANNEL, {"config": {"out": str(out)}})
+    make_ext("filechan", FILE_CHANNEL, {"config": {"out": str(out)}, **CAPTURE_MANIFEST})
     with FakeOpenAIServer(delay_s=30) as srv:
         settings = settings_file(channels={"default": "filechan"}, models=model_settings(srv))
         first = start_kernel(settings)
@@ -124,7 +124,11 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
 ):
     out = tmp_path / "replies.txt"
     marker = tmp_path / "sending"
-    make_ext("filechan", FILE_CHANNEL, {"config": {"out": str(out), "hang_marker": str(marker)}})
+    make_ext(
+        "filechan",
+        FILE_CHANNEL,
+        {"config": {"out": str(out), "hang_marker": str(marker)}, **CAPTURE_MANIFEST},
+    )
     with FakeOpenAIServer() as srv:
         srv.script("Recorded before the crash.")
         settings = settings_file(channels={"default": "filechan"}, models=model_settings(srv))

@@ -11,7 +11,7 @@ from conftest import ext_code
 from core.events.topics import SystemTopics
 from core.extensions.contract import TurnContext
 from core.kernel.commands import parse_command
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 TURN = TurnContext(channel_id="capture", user_id="u1")
 
@@ -124,7 +124,7 @@ def script(n: int) -> ScriptedModel:
 
 
 async def test_extension_whose_start_raises_gets_no_traffic(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("probe", FAILING_PROBE, PROBE_MANIFEST)
     model = script(3)
     async with running_kernel(kernel_settings(settings_file), model=model) as k:
@@ -158,7 +158,7 @@ async def test_extension_whose_start_raises_gets_no_traffic(make_ext, settings_f
 
 
 async def test_unhealthy_extension_is_unwired_then_rewired(make_ext, settings_file, caplog):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("probe", PROBE, PROBE_MANIFEST)
     model = script(4)
     async with running_kernel(kernel_settings(settings_file), model=model) as k:

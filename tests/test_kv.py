@@ -9,7 +9,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from bundled import copy_bundled, tool_output
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 
 def replies(kernel):
@@ -24,7 +24,7 @@ async def converse(kernel, text: str, n: int) -> None:
 @pytest.fixture
 def kv_setup(ext_root, make_ext, settings_file):
     copy_bundled(ext_root, "kv")
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     return settings_file(channels={"default": "capture"})
 
 
@@ -136,7 +136,7 @@ async def test_limits_come_from_settings_and_bad_config_is_reported(
     ext_root, make_ext, settings_file
 ):
     copy_bundled(ext_root, "kv")
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     path = settings_file(extensions={"kv": {"max_value_bytes": 20, "max_list_keys": 2}})
     model = ScriptedModel(
         [

@@ -19,7 +19,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from core.cli.doctor import run_doctor
 from core.settings import SettingsError, load_settings
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 DEMO_SERVER = Path(__file__).parent / "fixtures" / "mcp_demo_server.py"
 MISSING_COMMAND = "/nonexistent/hearth-mcp-server"
@@ -81,7 +81,7 @@ def mcp_state(kernel, name: str = "demo"):
 
 
 async def test_orchestrator_calls_a_tool_of_a_stdio_mcp_server(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel(
         [
             [function_call("shout", {"text": "tea is ready"}, call_id="c1")],
@@ -105,7 +105,7 @@ async def test_orchestrator_calls_a_tool_of_a_stdio_mcp_server(make_ext, setting
 async def test_orchestrator_calls_a_tool_over_streamable_http(
     make_ext, settings_file, http_server_url
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel(
         [[function_call("lucky_number", {}, call_id="c1")], [assistant_message("It is 42.")]]
     )
@@ -119,7 +119,7 @@ async def test_orchestrator_calls_a_tool_over_streamable_http(
 
 
 async def test_allowed_tools_hide_the_other_tools_of_a_server(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("ok")]])
     servers = {"demo": demo_server(allowed_tools=["lucky_number"])}
     async with running_kernel(settings_file(mcp={"servers": servers}), model=model) as kernel:
@@ -132,7 +132,7 @@ async def test_allowed_tools_hide_the_other_tools_of_a_server(make_ext, settings
 async def test_a_server_that_fails_is_reported_and_the_kernel_still_answers(
     make_ext, settings_file
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("Still here.")]])
     servers = {"broken": {"command": MISSING_COMMAND}, "demo": demo_server()}
     async with running_kernel(settings_file(mcp={"servers": servers}), model=model) as kernel:
@@ -178,7 +178,7 @@ RECONNECT = {"health_interval_s": 0.1, "reconnect_initial_s": 0.2, "reconnect_ma
 async def test_a_server_that_dies_is_reconnected_and_its_tools_work_again(
     make_ext, settings_file, tmp_path
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     pidfile, gate = tmp_path / "demo.pid", tmp_path / "keep-down"
     server = demo_server(args=[str(DEMO_SERVER), "--pidfile", str(pidfile), "--gate", str(gate)])
     model = ScriptedModel(
@@ -225,7 +225,7 @@ async def test_a_server_that_dies_is_reconnected_and_its_tools_work_again(
 async def test_a_server_that_stays_down_is_failed_after_the_bounded_attempts(
     make_ext, settings_file, tmp_path
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     pidfile, gate = tmp_path / "demo.pid", tmp_path / "keep-down"
     server = demo_server(args=[str(DEMO_SERVER), "--pidfile", str(pidfile), "--gate", str(gate)])
     mcp = {"servers": {"demo": server}, "reconnect_max_attempts": 2, **RECONNECT}
@@ -251,7 +251,7 @@ async def test_a_call_that_finds_the_server_dead_fails_fast_and_starts_the_recon
     make_ext, settings_file, tmp_path
 ):
     """No health ping in time (60 s): the failing call itself notices the death."""
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     pidfile = tmp_path / "demo.pid"
     server = demo_server(args=[str(DEMO_SERVER), "--pidfile", str(pidfile)])
     model = ScriptedModel(

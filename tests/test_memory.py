@@ -13,7 +13,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bundled import copy_bundled, tool_output
 from core.extensions.contract import TurnContext
 from fake_embeddings import FakeEmbeddingServer
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 TURN = TurnContext(channel_id="capture", user_id="u1")
 NAMES = "Anna Maria Tom Ines Paulo Sofia Jonas Lea Omar Yuki".split()
@@ -59,7 +59,7 @@ async def bulk(kernel, facts: list[str]) -> None:
 @pytest.fixture
 def memory_settings(ext_root, make_ext, settings_file):
     copy_bundled(ext_root, "memory")
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
 
     def write(**config):
         return settings_file(channels={"default": "capture"}, extensions={"memory": config})

@@ -7,7 +7,14 @@ from __future__ import annotations
 from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, count_mentions, running_kernel, session_history, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    count_mentions,
+    running_kernel,
+    session_history,
+    wait_for,
+)
 
 # A channel whose first `failures` sends raise, then records what it is sent.
 FLAKY_CHANNEL = ext_code(
@@ -62,7 +69,7 @@ FAST_RETRY = {"retry_base_s": 0.05, "retry_max_s": 0.2}
 async def test_first_send_raises_reply_arrives_once_on_retry_model_called_once(
     make_ext, settings_file, tmp_path
 ):
-    make_ext("flaky", FLAKY_CHANNEL)
+    make_ext("flaky", FLAKY_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("Hello there!")]])
     path = settings_file(channels={"default": "flaky"}, events=FAST_RETRY)
     async with running_kernel(path, model=model) as k:
@@ -82,7 +89,7 @@ async def test_failure_after_the_record_reuses_it_on_redelivery(make_ext, settin
     """The step after recording fails once (as if the process died between the
     history write and the send): the redelivered message is answered from the
     record, without a second model call or a second copy in the history."""
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("Recorded answer.")]])
     path = settings_file(channels={"default": "capture"}, events=FAST_RETRY)
     async with running_kernel(path, model=model) as k:
@@ -109,7 +116,7 @@ async def test_failure_after_the_record_reuses_it_on_redelivery(make_ext, settin
 
 
 async def test_command_side_effects_are_not_repeated_when_its_reply_fails(make_ext, settings_file):
-    make_ext("flaky", FLAKY_CHANNEL)
+    make_ext("flaky", FLAKY_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "counter",
         ext_code(
@@ -136,7 +143,7 @@ async def test_command_side_effects_are_not_repeated_when_its_reply_fails(make_e
 async def test_streaming_channel_sees_chunks_live_and_ends_with_the_recorded_reply(
     make_ext, settings_file, tmp_path
 ):
-    make_ext("streamer", STREAM_CHANNEL)
+    make_ext("streamer", STREAM_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("Streamed answer.")]])
     path = settings_file(channels={"default": "streamer"})
     async with running_kernel(path, model=model) as k:

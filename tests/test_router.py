@@ -9,7 +9,7 @@ import time
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 CONTEXT_PROVIDER = ext_code(
     """
@@ -25,7 +25,7 @@ def replies(kernel, channel="capture"):
 
 
 async def test_message_gets_model_reply_and_history_is_kept(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("Hello!")], [assistant_message("Still here.")]])
     async with running_kernel(settings_file(channels={"default": "capture"}), model=model) as k:
         channel = k.loader.instance("capture")
@@ -43,7 +43,7 @@ async def test_no_model_configured_gives_one_clear_line_and_commands_work(
     make_ext, settings_file, monkeypatch
 ):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     path = settings_file(
         channels={"default": "capture"},
         models={"default": {"provider": "openai", "model": "gpt-5-mini"}},
@@ -60,7 +60,7 @@ async def test_no_model_configured_gives_one_clear_line_and_commands_work(
 
 
 async def test_commands_never_call_the_model(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "greeter",
         ext_code(
@@ -87,7 +87,7 @@ async def test_commands_never_call_the_model(make_ext, settings_file):
 
 
 async def test_context_providers_go_into_instructions_not_the_user_text(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("petfacts", CONTEXT_PROVIDER)
     model = ScriptedModel([[assistant_message("Miso!")]])
     async with running_kernel(settings_file(), model=model) as k:
@@ -105,7 +105,7 @@ async def test_context_providers_go_into_instructions_not_the_user_text(make_ext
 
 
 async def test_new_starts_a_fresh_session(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("one")], [assistant_message("two")]])
     async with running_kernel(settings_file(), model=model) as k:
         channel = k.loader.instance("capture")
@@ -121,7 +121,7 @@ async def test_new_starts_a_fresh_session(make_ext, settings_file):
 async def test_tool_errors_reach_the_model_and_model_errors_become_an_apology(
     make_ext, settings_file
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "flaky",
         ext_code(
@@ -161,7 +161,7 @@ async def test_tool_errors_reach_the_model_and_model_errors_become_an_apology(
 
 
 async def test_conversations_run_concurrently_but_each_stays_in_order(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
 
     async def slow(call):
         text = str(call.input)
@@ -185,7 +185,7 @@ async def test_conversations_run_concurrently_but_each_stays_in_order(make_ext, 
 
 
 async def test_a_slow_turn_delays_neither_commands_nor_notifications(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
 
     async def slow(call):
         await asyncio.sleep(3)

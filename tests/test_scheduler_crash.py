@@ -86,6 +86,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
     (ext_root / "filecap" / "main.py").write_text(FILE_CHANNEL)
     (ext_root / "filecap" / "manifest.yaml").write_text(
         "id: filecap\nname: File capture\nentrypoint: main:Ext\nconfig: {out: null, commands: []}\n"
+        "permissions: {user_messages: true}\n"
     )
     out = tmp_path / "received.jsonl"
     commands = [f"/remind {n}s {text}" for n, text in zip((3, 4, 5), ONE_SHOTS, strict=True)]

@@ -9,7 +9,7 @@ import time
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from scheduler_helpers import install_scheduler, notified, replied
 
 TICKER = ext_code(
@@ -26,8 +26,8 @@ async def test_remind_command_is_delivered_as_a_proactive_message(
     ext_root, make_ext, settings_file
 ):
     install_scheduler(ext_root)
-    make_ext("capture", CAPTURE_CHANNEL)
-    make_ext("other", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("other", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([])  # a reminder must never become a turn for the model
     path = settings_file(channels={"default": "other"})
     async with running_kernel(path, model=model) as k:
@@ -49,7 +49,7 @@ async def test_remind_command_is_delivered_as_a_proactive_message(
 
 async def test_reminders_lists_and_cancel_removes(ext_root, make_ext, settings_file):
     install_scheduler(ext_root)
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     path = settings_file(channels={"default": "capture"}, timezone="America/New_York")
     async with running_kernel(path) as k:
         # `timezone: null` in the manifest config means the kernel's timezone setting
@@ -80,8 +80,8 @@ async def test_reminders_lists_and_cancel_removes(ext_root, make_ext, settings_f
 
 async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext, settings_file):
     install_scheduler(ext_root)
-    make_ext("capture", CAPTURE_CHANNEL)
-    make_ext("other", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("other", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel(
         [
             [function_call("schedule_once", {"text": "stretch", "delay": "1s"}, call_id="c1")],
@@ -101,7 +101,7 @@ async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext,
 
 
 async def test_manifest_schedule_calls_execute_task_and_notifies(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "ticker",
         TICKER,
@@ -128,7 +128,7 @@ PINGER = ext_code(
 
 async def test_another_extension_gets_fires_on_its_own_topic(ext_root, make_ext, settings_file):
     install_scheduler(ext_root)
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("pinger", PINGER, {"depends_on": ["scheduler"]})
     async with running_kernel(settings_file(channels={"default": "capture"})) as k:
         pinger = k.loader.instance("pinger")

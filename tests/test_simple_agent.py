@@ -6,14 +6,14 @@ from __future__ import annotations
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from bundled import copy_bundled, tool_output
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 HAIKU = "Blue as morning sky\nyou keep it close, like a stone\nquiet, deep, and yours"
 
 
 async def test_orchestrator_calls_the_haiku_agent_which_reads_kv(ext_root, make_ext, settings_file):
     copy_bundled(ext_root, "kv", "simple_agent")
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     task = "Write a haiku about the user's favourite colour (key haiku.favourite_colour)."
     model = ScriptedModel(
         [
@@ -46,7 +46,7 @@ async def test_orchestrator_calls_the_haiku_agent_which_reads_kv(ext_root, make_
 
 async def test_simple_agent_is_skipped_without_kv(ext_root, make_ext, settings_file):
     copy_bundled(ext_root, "simple_agent")
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     async with running_kernel(settings_file()) as k:
         record = k.loader.records["simple_agent"]
     assert record.status.value == "skipped"

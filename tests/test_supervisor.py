@@ -23,7 +23,7 @@ from conftest import grant_all
 from core.lifecycle import restart_request_path, take_restart_request, write_restart_request
 from core.settings import SupervisorSettings
 from core.supervisor.crashlog import summarize_crash
-from core.supervisor.policy import CrashPolicy
+from core.supervisor.policy import CrashPolicy, RestartRequestPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_KERNEL = ROOT / "tests" / "fixtures" / "kernels" / "fake_kernel.py"
@@ -193,6 +193,40 @@ def test_restart_request_starts_a_new_kernel_without_counting_a_crash(
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.wait_exit() == 0
     assert len(daemon.starts()) == 2
+
+
+def test_a_restart_loop_is_slowed_by_the_crash_backoff(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    # a kernel whose extension calls request_restart() in start(): two quick
+    # restarts are allowed, then each waits the doubling backoff
+    settings = write_settings(
+        tmp_path, quick_restarts=2, restart_window_s=60, backoff_initial_s=0.4, max_crashes=1
+    )
+    daemon = start(daemons, settings, "restart_always")
+
+    starts = daemon.wait_starts(5, timeout=20)[:5]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(starts)]
+    assert gaps[2] >= 0.4 * 0.95 and gaps[3] >= 0.8 * 0.95, gaps
+    assert daemon.proc.poll() is None  # requests are never counted as crashes
+    wait_for(
+        lambda: "3 requests in 60 s (more than 2); restart in 0.4 s" in daemon.stderr(),
+        5,
+        "the backoff explained",
+    )
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.wait_exit() == 0
+
+
+def test_restart_requests_back_off_only_when_they_come_fast() -> None:
+    policy = RestartRequestPolicy(
+        SupervisorSettings(
+            quick_restarts=3, restart_window_s=60, backoff_initial_s=1, backoff_max_s=5
+        )
+    )
+    delays = [policy.record_request(now=float(i)).delay_s for i in range(7)]
+    assert delays == [0, 0, 0, 1, 2, 4, 5]
+    assert policy.record_request(now=1_000.0).delay_s == 0
 
 
 def test_stop_signal_during_a_backoff_ends_the_wait(tmp_path: Path, daemons: list[Daemon]) -> None:

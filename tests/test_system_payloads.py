@@ -21,7 +21,7 @@ from core.events import (
     UserNotify,
 )
 from core.events.journal import NewEvent, WriteBatch
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 # An extension that may publish straight to the notify topic, and misspells a key.
 TYPO_NOTIFIER = ext_code(
@@ -37,7 +37,7 @@ def replies(kernel) -> list[tuple[str, str | None, str]]:
 
 
 async def test_a_misspelled_key_is_refused_at_publish_naming_topic_and_key(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("typo", TYPO_NOTIFIER, manifest={"permissions": {"emit": ["system.user.notify"]}})
     model = ScriptedModel([[assistant_message("Still answering.")]])
     async with running_kernel(settings_file(channels={"default": "capture"}), model=model) as k:
@@ -60,7 +60,7 @@ async def test_an_invalid_journaled_payload_is_logged_once_and_dropped(
 ):
     """An event written by another process (say an older kernel) bypassed the check."""
     caplog.set_level(logging.INFO)
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("Hello again.")]])
     path = settings_file(channels={"default": "capture"}, events={"poll_interval_s": 0.05})
     async with running_kernel(path, model=model) as k:
@@ -90,7 +90,7 @@ async def test_an_invalid_journaled_payload_is_logged_once_and_dropped(
 
 
 async def test_journaled_payloads_keep_their_shape_and_round_trip(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message("ok")]])
     async with running_kernel(settings_file(channels={"default": "capture"}), model=model) as k:
         channel = k.loader.instance("capture")

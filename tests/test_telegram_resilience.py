@@ -13,7 +13,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from conftest import PROJECT_ROOT, ext_code
 from fake_telegram import Failure, FakeTelegram
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from telegram_support import ALICE, EXTENSION_ID, install_extension, slow_stream, write_settings
 
 
@@ -70,7 +70,7 @@ async def test_invalid_token_marks_the_extension_error_and_the_kernel_runs_on(
     tg, settings_file, make_ext, monkeypatch
 ):
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "999:wrong")
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     async with running_kernel(write_settings(settings_file, tg)) as kernel:
         record = kernel.loader.records[EXTENSION_ID]
         assert record.status.value == "error"

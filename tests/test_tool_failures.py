@@ -18,7 +18,7 @@ from core.agents.model_router import ModelRouter
 from core.extensions.manifest import load_manifest
 from core.settings import ModelsSettings
 from core.tools.failures import MAX_TOOL_ERROR_CHARS
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 SECRET = "flaky-secret-0123456789"
 
@@ -68,7 +68,7 @@ async def test_a_raising_tool_tells_the_model_what_went_wrong(
     mode, make_ext, settings_file, monkeypatch
 ):
     monkeypatch.setenv("FLAKY_TOKEN", SECRET)
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("flaky", FLAKY, {**FLAKY_MANIFEST, "isolation": mode})
     model = ScriptedModel(
         [
@@ -93,7 +93,7 @@ async def test_a_raising_tool_tells_the_model_what_went_wrong(
 
 
 async def test_a_raw_function_tool_that_raises_does_not_fail_the_turn(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "rawtool",
         ext_code(

@@ -10,7 +10,7 @@ import time
 from agents.testing import ModelStep, ScriptedModel, assistant_message
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 
 def replies(kernel, channel="capture"):
@@ -38,7 +38,7 @@ async def _hang(call):
 async def test_hung_context_provider_does_not_delay_the_turn_past_its_limit(
     make_ext, settings_file
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("hangs", provider(5, None, "never seen"))
     make_ext("slow_b", provider(30, 0.6, "second context"))
     make_ext("slow_a", provider(20, 0.6, "first context"))
@@ -59,7 +59,7 @@ async def test_hung_context_provider_does_not_delay_the_turn_past_its_limit(
 
 
 async def test_hung_command_handler_gets_a_clear_timeout_answer(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "stuck",
         ext_code(
@@ -89,7 +89,7 @@ async def test_hung_command_handler_gets_a_clear_timeout_answer(make_ext, settin
 async def test_hung_model_call_answers_with_the_timeout_line_and_the_chat_goes_on(
     make_ext, settings_file
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([ModelStep.respond(_hang), [assistant_message("fine now")]])
     path = settings_file(turns={"timeout_s": 1})
     async with running_kernel(path, model=model) as k:
@@ -108,7 +108,7 @@ async def test_hung_model_call_answers_with_the_timeout_line_and_the_chat_goes_o
 
 
 async def test_more_hung_turns_than_workers_do_not_stop_a_new_conversation(make_ext, settings_file):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     hung_users = 40  # more than the router's 32 concurrent turns
 
     async def answer(call):
@@ -134,7 +134,7 @@ async def test_more_hung_turns_than_workers_do_not_stop_a_new_conversation(make_
 async def test_history_sent_to_the_model_is_capped_and_starts_at_a_user_message(
     make_ext, settings_file
 ):
-    make_ext("capture", CAPTURE_CHANNEL)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([[assistant_message(f"answer {n}")] for n in range(3)])
     path = settings_file(turns={"history_max_items": 3})
     async with running_kernel(path, model=model) as k:

@@ -1,13 +1,18 @@
 """``ExtensionContext``: everything an extension may ask of the kernel.
 
 One instance per extension. It enforces the manifest: secrets must be
-declared, ``get_extension`` only reaches ``depends_on``, and emits and
-subscriptions must match ``permissions`` (SPEC §2, §6).
+declared, ``get_extension`` only reaches ``depends_on``, emits and
+subscriptions must match ``permissions``, and the calls that speak to the
+user, speak as the user, drive the agent or stop the kernel need
+``notify``, ``user_messages``, ``agent`` or ``control`` (SPEC §2, §6).
+Isolated extensions are served by this same class over RPC, so one check
+covers both. Notifications and agent requests are rate-limited per extension.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +30,7 @@ from core.extensions.contract import (
 )
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.manifest import Manifest
+from core.extensions.rate_limit import RateLimit
 from core.logging_setup import guard_extension_logger
 
 if TYPE_CHECKING:
@@ -99,6 +105,30 @@ class KernelContext:
             # a manifest declaring `timezone: null` means "the kernel's timezone setting"
             self._config["timezone"] = services.settings.timezone
         self.subscriptions: list[str] = []
+        self._control_refusals = 0
+        limits = services.settings.rate_limits
+        self._notify_limit = RateLimit(
+            manifest.id, "notify_user", limits.notify_per_minute, limits.notify_burst, self.logger
+        )
+        self._agent_limit = RateLimit(
+            manifest.id,
+            "request the agent",
+            limits.agent_requests_per_minute,
+            limits.agent_requests_burst,
+            self.logger,
+        )
+
+    def _require(self, allowed: bool, key: str, what: str) -> None:
+        """Refuse ``what`` unless the manifest declares ``permissions.<key>: true``."""
+        if not allowed:
+            raise PermissionDeniedError(
+                self.extension_id,
+                f"{what} (declare `permissions.{key}: true` in its manifest)",
+            )
+
+    def _require_agent(self, what: str) -> None:
+        self._require(self.permissions.agent, "agent", what)
+        self._agent_limit.take()
 
     # ------------------------------------------------------------ identity
 
@@ -142,6 +172,9 @@ class KernelContext:
     ) -> int:
         if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
+        guard = _GUARDED_TOPICS.get(topic)
+        if guard is not None:  # the same act as the guarded call, by another door
+            self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
         return await self._publish(topic, payload, correlation_id, idempotency_key)
 
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
@@ -164,16 +197,20 @@ class KernelContext:
     async def notify_user(
         self, text: str, channel_id: str | None = None, *, user_id: str | None = None
     ) -> None:
+        self._require(self.permissions.notify, "notify", "notify the user")
+        self._notify_limit.take()
         payload = UserNotify(text=text, channel_id=channel_id, user_id=user_id).to_payload()
         await self._publish(SystemTopics.USER_NOTIFY, payload)
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
+        self._require_agent("request an agent task")
         payload = AgentTask(prompt=prompt, channel_id=channel_id).to_payload()
         await self._publish(SystemTopics.AGENT_TASK, payload)
 
     async def request_agent_background(
         self, prompt: str, correlation_id: str | None = None
     ) -> None:
+        self._require_agent("request a background agent task")
         payload = AgentBackground(prompt=prompt, correlation_id=correlation_id).to_payload()
         await self._publish(SystemTopics.AGENT_BACKGROUND, payload, correlation_id)
 
@@ -186,6 +223,7 @@ class KernelContext:
         *,
         idempotency_key: str | None = None,
     ) -> int:
+        self._require(self.permissions.user_messages, "user_messages", "speak as the user")
         payload = UserMessage(
             text=text,
             user_id=user_id,
@@ -212,6 +250,7 @@ class KernelContext:
     # ------------------------------------------------------------ agents
 
     async def invoke_agent(self, prompt: str) -> str:
+        self._require_agent("invoke the agent")
         return await self._services.agents.invoke_agent(prompt, source=self.extension_id)
 
     async def invoke_agent_streamed(
@@ -220,11 +259,13 @@ class KernelContext:
         on_chunk: Callable[[str], Awaitable[None]] | None = None,
         on_tool_call: Callable[[str], Awaitable[None]] | None = None,
     ) -> str:
+        self._require_agent("invoke the agent")
         return await self._services.agents.invoke_agent_streamed(
             prompt, source=self.extension_id, on_chunk=on_chunk, on_tool_call=on_tool_call
         )
 
     async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str:
+        self._require_agent("enrich a prompt with the user's context")
         return await self._services.agents.enrich_prompt(prompt, agent_id)
 
     @property
@@ -273,10 +314,32 @@ class KernelContext:
         return self._services.list_commands()
 
     def request_restart(self) -> None:
+        self._require_control("restart Hearth")
         self._services.request_restart(f"requested by extension {self.extension_id}")
 
     def request_shutdown(self) -> None:
+        self._require_control("shut Hearth down")
         self._services.request_shutdown()
+
+    def _require_control(self, what: str) -> None:
+        """Like ``_require``, but logged too (on a decimal scale, so a loop
+        cannot flood the log): over RPC these calls are notifications."""
+        try:
+            self._require(self.permissions.control, "control", what)
+        except PermissionDeniedError as exc:
+            self._control_refusals += 1
+            if math.log10(self._control_refusals).is_integer():  # 1st, 10th, 100th, ...
+                self.logger.warning("refused (%d so far): %s", self._control_refusals, exc)
+            raise
+
+
+# system topics whose publication does what a guarded call does
+_GUARDED_TOPICS = {
+    SystemTopics.USER_MESSAGE: "user_messages",
+    SystemTopics.USER_NOTIFY: "notify",
+    SystemTopics.AGENT_TASK: "agent",
+    SystemTopics.AGENT_BACKGROUND: "agent",
+}
 
 
 def _logged(handler: EventHandler, logger: logging.Logger) -> EventHandler:

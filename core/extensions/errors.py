@@ -26,6 +26,18 @@ class PermissionDeniedError(ExtensionError):
         self.what = what
 
 
+class RateLimitedError(PermissionDeniedError):
+    """A permitted call refused because the extension makes it too often."""
+
+    def __init__(self, extension_id: str, action: str, per_minute: float) -> None:
+        super().__init__(
+            extension_id,
+            f"{action} more than {per_minute:g} times a minute (settings `rate_limits`)",
+        )
+        self.action = action
+        self.per_minute = per_minute
+
+
 class SecretNotDeclaredError(PermissionDeniedError):
     """``get_secret`` for a name missing from the manifest's ``secrets``."""
 

@@ -2,7 +2,10 @@
 
 Pure bookkeeping (no clocks, no processes) so the rules are easy to test:
 exponential backoff per crash streak, a streak reset after a long healthy
-run, and a limit on crashes inside a sliding window.
+run, and a limit on crashes inside a sliding window. Requested restarts are
+counted too: a kernel that asks for a restart on every start (an extension
+calling ``request_restart`` in ``start()``) gets the crash backoff once its
+requests come faster than ``quick_restarts`` per ``restart_window_s``.
 """
 
 from __future__ import annotations
@@ -46,3 +49,26 @@ class CrashPolicy:
         doublings = min(self._streak - 1, 62)  # keeps the float finite on endless streaks
         delay = min(s.backoff_initial_s * 2**doublings, s.backoff_max_s)
         return CrashVerdict(give_up=count >= s.max_crashes, delay_s=delay, crashes_in_window=count)
+
+
+class RestartRequestPolicy:
+    """Delay before honouring a requested restart: none while requests are rare,
+    then ``initial * 2**k`` (capped) for the k-th request over the allowance."""
+
+    def __init__(self, settings: SupervisorSettings) -> None:
+        self._settings = settings
+        self._times: deque[float] = deque()
+
+    def record_request(self, now: float) -> CrashVerdict:
+        """Count a restart request at monotonic time ``now``; never gives up."""
+        s = self._settings
+        self._times.append(now)
+        while self._times and self._times[0] <= now - s.restart_window_s:
+            self._times.popleft()
+        count = len(self._times)
+        over = count - s.quick_restarts
+        if over <= 0:
+            return CrashVerdict(give_up=False, delay_s=0.0, crashes_in_window=count)
+        doublings = min(over - 1, 62)
+        delay = min(s.backoff_initial_s * 2**doublings, s.backoff_max_s)
+        return CrashVerdict(give_up=False, delay_s=delay, crashes_in_window=count)

@@ -27,7 +27,7 @@ from core.supervisor.crashlog import describe_exit, summarize_crash
 from core.supervisor.kernel import KernelProcess
 from core.supervisor.logs import KERNEL_OUTPUT_LOGGER, SUPERVISOR_LOGGER, configure_logging
 from core.supervisor.pidfile import PidFile, SupervisorAlreadyRunningError
-from core.supervisor.policy import CrashPolicy
+from core.supervisor.policy import CrashPolicy, RestartRequestPolicy
 
 EXIT_OK = 0
 EXIT_GAVE_UP = 1
@@ -99,6 +99,7 @@ class Supervisor:
         self._argv = list(argv)
         self._events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
         self._policy = CrashPolicy(settings.supervisor)
+        self._restarts = RestartRequestPolicy(settings.supervisor)
         self._output = logging.getLogger(KERNEL_OUTPUT_LOGGER)
         self._current: KernelProcess | None = None
 
@@ -130,18 +131,39 @@ class Supervisor:
             returncode = kernel.reap()
             request = take_restart_request(self._data_dir)
             if returncode == EXIT_CLEAN and request is not None:
-                _log.info("kernel restart requested (%s): starting a new kernel now", request)
-                continue
-            if returncode == EXIT_CLEAN:
+                delay = self._restart_delay(request)
+                if delay == 0:
+                    continue
+            elif returncode == EXIT_CLEAN:
                 _log.info("kernel shut down (exit code 0): supervisor exits")
                 return EXIT_OK
-            delay = self._count_crash(kernel, returncode, ran_for, request)
-            if delay is None:
-                return EXIT_GAVE_UP
+            else:
+                crash_delay = self._count_crash(kernel, returncode, ran_for, request)
+                if crash_delay is None:
+                    return EXIT_GAVE_UP
+                delay = crash_delay
             signum = self._sleep(delay)
             if signum is not None:
                 _log.info("received %s while waiting to restart: supervisor exits", _name(signum))
                 return EXIT_OK
+
+    def _restart_delay(self, request: str) -> float:
+        """Log a requested restart; the backoff before it when requests come too fast."""
+        verdict = self._restarts.record_request(time.monotonic())
+        if verdict.delay_s == 0:
+            _log.info("kernel restart requested (%s): starting a new kernel now", request)
+        else:
+            s = self._settings
+            _log.warning(
+                "kernel restart requested (%s): %d requests in %g s (more than %d); "
+                "restart in %g s to break a restart loop",
+                request,
+                verdict.crashes_in_window,
+                s.restart_window_s,
+                s.quick_restarts,
+                verdict.delay_s,
+            )
+        return verdict.delay_s
 
     def _spawn(self) -> KernelProcess | None:
         env = {**os.environ, SUPERVISED_ENV: "1", "PYTHONUNBUFFERED": "1"}

@@ -167,10 +167,20 @@ class ClientContext:
     # ------------------------------------------------------------ system
 
     def request_restart(self) -> None:
+        self._require_control("restart Hearth")
         self._peer.notify_nowait(Notice.REQUEST_RESTART)
 
     def request_shutdown(self) -> None:
+        self._require_control("shut Hearth down")
         self._peer.notify_nowait(Notice.REQUEST_SHUTDOWN)
+
+    def _require_control(self, what: str) -> None:
+        """Refuse here as well: a notification carries no answer back, and the
+        kernel refuses (and logs) it anyway."""
+        if not self._params.control:
+            raise PermissionDeniedError(
+                self.extension_id, f"{what} (declare `permissions.control: true` in its manifest)"
+            )
 
 
 class ForwardingLogHandler(logging.Handler):

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.extensions.context import KernelContext
+from core.extensions.errors import PermissionDeniedError
 from core.extensions.isolation.messages import (
     KERNEL_NOTIFICATIONS,
     KERNEL_REQUESTS,
@@ -105,10 +106,14 @@ class ContextServer:
             self._subscribe(p.topic, p.handler, p.name)
         elif isinstance(p, LogParams):
             self._log(p.level, p.name, p.message)
-        elif method == Notice.REQUEST_RESTART:
-            self._ctx.request_restart()
-        elif method == Notice.REQUEST_SHUTDOWN:
-            self._ctx.request_shutdown()
+        elif method in (Notice.REQUEST_RESTART, Notice.REQUEST_SHUTDOWN):
+            try:
+                if method == Notice.REQUEST_RESTART:
+                    self._ctx.request_restart()
+                else:
+                    self._ctx.request_shutdown()
+            except PermissionDeniedError:
+                return  # the context has logged the refusal; no traceback per call
 
     def _log(self, level: int, name: str, message: str) -> None:
         if not self.log_limiter.allow():

@@ -113,6 +113,7 @@ async def plan_launch(
         "subscribe": list(permissions.subscribe),
         "depends_on": list(manifest.depends_on),
         "limits": options.limits.to_wire(),
+        "control": permissions.control,
     }
     guard = GuardConfig(
         manifest.id, data_dir, options.limits, options.cgroups, options.watchdog_interval_s

@@ -114,6 +114,9 @@ class LoadParams(Wire):
     subscribe: list[str] = field(default_factory=lambda: ["*"])
     depends_on: list[str] = field(default_factory=list)
     limits: dict[str, int] = field(default_factory=dict)
+    # permissions.control: the host refuses request_restart/shutdown itself,
+    # since a notification carries no refusal back
+    control: bool = False
 
 
 @dataclass(frozen=True, slots=True)
