@@ -156,6 +156,40 @@ class TurnsSettings(_Section):
     history_max_items: int | None = Field(default=200, gt=0)
 
 
+HookPoint = Literal[
+    "on_turn_start",
+    "on_turn_end",
+    "on_session_start",
+    "on_session_end",
+    "on_input_messages",
+    "on_plain_text",
+    "on_llm_output",
+    "before_tool_call",
+    "after_tool_call",
+]
+
+
+class CommandHook(_Section):
+    """An external program run for one hook point (``hooks.commands``): JSON on
+    stdin, JSON on stdout, the Claude Code hook shape accepted (docs/hooks.md)."""
+
+    hook: HookPoint
+    command: str | list[str] = Field(min_length=1)
+    matcher: str | None = None  # before/after_tool_call: a regular expression on the tool name
+    timeout_s: float | None = Field(default=None, gt=0)
+    priority: int = Field(default=50, ge=0, le=100)
+    name: str | None = None
+
+
+class HooksSettings(_Section):
+    """The turn pipeline's hooks (SPEC §9, docs/hooks.md)."""
+
+    timeout_s: float = Field(default=2.0, gt=0)
+    commands: list[CommandHook] = Field(default_factory=list)
+    # extensions whose route_model decides the turn's model; others only advise (logged)
+    authoritative_routing: list[str] = Field(default_factory=list)
+
+
 class Settings(BaseSettings):
     """The whole of ``settings.yaml``."""
 
@@ -177,6 +211,7 @@ class Settings(BaseSettings):
     loader: LoaderSettings = Field(default_factory=LoaderSettings)
     supervisor: SupervisorSettings = Field(default_factory=SupervisorSettings)
     rate_limits: RateLimitsSettings = Field(default_factory=RateLimitsSettings)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
 

@@ -13,16 +13,28 @@ from enum import StrEnum
 from typing import Any
 
 from core.extensions.contract import (
+    AfterToolCallHook,
     AgentProvider,
+    BeforeToolCallHook,
     ChannelProvider,
     CommandProvider,
+    CompactionHook,
     ContextProvider,
     Extension,
+    InputMessagesHook,
+    LlmOutputHook,
+    ModelRoutingHook,
+    PlainTextHook,
     SchedulerProvider,
     ServiceProvider,
+    SessionEndHook,
+    SessionStartHook,
     SetupProvider,
     StreamingChannelProvider,
+    TagHook,
     ToolProvider,
+    TurnEndHook,
+    TurnStartHook,
 )
 from core.extensions.signatures import check_signatures
 
@@ -40,6 +52,19 @@ class Capability(StrEnum):
     CONTEXT = "ContextProvider"
     SETUP = "SetupProvider"
     COMMAND = "CommandProvider"
+    # the turn pipeline's hooks (SPEC §9)
+    TURN_START = "TurnStartHook"
+    TURN_END = "TurnEndHook"
+    SESSION_START = "SessionStartHook"
+    SESSION_END = "SessionEndHook"
+    INPUT_MESSAGES = "InputMessagesHook"
+    PLAIN_TEXT = "PlainTextHook"
+    TAG = "TagHook"
+    LLM_OUTPUT = "LlmOutputHook"
+    BEFORE_TOOL_CALL = "BeforeToolCallHook"
+    AFTER_TOOL_CALL = "AfterToolCallHook"
+    MODEL_ROUTING = "ModelRoutingHook"
+    COMPACTION = "CompactionHook"
 
 
 # protocol -> the methods the kernel awaits
@@ -58,7 +83,35 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     ContextProvider: ("get_context",),
     SetupProvider: ("apply_config", "on_setup_complete"),
     CommandProvider: (),
+    TurnStartHook: ("on_turn_start",),
+    TurnEndHook: ("on_turn_end",),
+    SessionStartHook: ("on_session_start",),
+    SessionEndHook: ("on_session_end",),
+    InputMessagesHook: ("on_input_messages",),
+    PlainTextHook: ("on_plain_text",),
+    TagHook: ("on_tag",),
+    LlmOutputHook: ("on_llm_output",),
+    BeforeToolCallHook: ("before_tool_call",),
+    AfterToolCallHook: ("after_tool_call",),
+    ModelRoutingHook: ("route_model",),
+    CompactionHook: ("on_compaction",),
 }
+HOOKS: frozenset[Capability] = frozenset(
+    {
+        Capability.TURN_START,
+        Capability.TURN_END,
+        Capability.SESSION_START,
+        Capability.SESSION_END,
+        Capability.INPUT_MESSAGES,
+        Capability.PLAIN_TEXT,
+        Capability.TAG,
+        Capability.LLM_OUTPUT,
+        Capability.BEFORE_TOOL_CALL,
+        Capability.AFTER_TOOL_CALL,
+        Capability.MODEL_ROUTING,
+        Capability.COMPACTION,
+    }
+)
 LIFECYCLE_ASYNC = ("initialize", "start", "stop", "destroy")
 
 

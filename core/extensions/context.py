@@ -172,6 +172,10 @@ class KernelContext:
     ) -> int:
         if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
+        if topic.startswith(KERNEL_ONLY_PREFIXES):
+            raise PermissionDeniedError(
+                self.extension_id, f"emit topic {topic!r}: hook.* frames are the kernel's own"
+            )
         guard = _GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
@@ -332,6 +336,9 @@ class KernelContext:
                 self.logger.warning("refused (%d so far): %s", self._control_refusals, exc)
             raise
 
+
+# topics only the kernel publishes: the frames of hook decisions (replay trusts them)
+KERNEL_ONLY_PREFIXES = ("hook.",)
 
 # system topics whose publication does what a guarded call does
 _GUARDED_TOPICS = {

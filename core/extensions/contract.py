@@ -3,103 +3,92 @@
 Capabilities are small ``@runtime_checkable`` Protocols, detected with
 ``isinstance`` by the loader (seed 002, "Extension Types"). Data crossing the
 boundary is plain frozen dataclasses, so an isolated extension (SPEC §6) can
-ship it over JSON-RPC unchanged.
+ship it over JSON-RPC unchanged. The data lives in ``contract_data`` and the
+turn pipeline's hook protocols (SPEC §9) in ``hook_protocols``; extensions
+import all of them from here.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from core.events.models import Event
+from core.extensions.contract_data import (
+    AgentDescriptor,
+    AgentInvocationContext,
+    AgentResponse,
+    Annotated,
+    Command,
+    CommandHandler,
+    CompactionPlan,
+    ModelRoute,
+    ShortCircuit,
+    ToolCall,
+    ToolDecision,
+    TurnContext,
+    TurnOutcome,
+)
+from core.extensions.hook_protocols import (
+    AfterToolCallHook,
+    BeforeToolCallHook,
+    CompactionHook,
+    InputMessagesHook,
+    LlmOutputHook,
+    ModelRoutingHook,
+    PlainTextHook,
+    SessionEndHook,
+    SessionStartHook,
+    TagHook,
+    TurnEndHook,
+    TurnStartHook,
+)
 
 __all__ = [
+    "AfterToolCallHook",
     "AgentDescriptor",
     "AgentExtensionContext",
     "AgentInvocationContext",
     "AgentProvider",
     "AgentResponse",
+    "Annotated",
+    "BeforeToolCallHook",
     "ChannelProvider",
     "Command",
     "CommandHandler",
     "CommandProvider",
+    "CompactionHook",
+    "CompactionPlan",
     "ContextProvider",
     "Event",
     "EventHandler",
     "Extension",
     "ExtensionContext",
+    "InputMessagesHook",
+    "LlmOutputHook",
+    "ModelRoute",
+    "ModelRoutingHook",
+    "PlainTextHook",
     "SchedulerProvider",
     "ServiceProvider",
+    "SessionEndHook",
+    "SessionStartHook",
     "SetupProvider",
+    "ShortCircuit",
     "StreamingChannelProvider",
+    "TagHook",
+    "ToolCall",
+    "ToolDecision",
     "ToolProvider",
     "TurnContext",
+    "TurnEndHook",
+    "TurnOutcome",
+    "TurnStartHook",
 ]
 
 EventHandler = Callable[[Event], Awaitable[None]]
-
-
-# --------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True, slots=True)
-class TurnContext:
-    """Who a turn is for; passed to context providers and command handlers."""
-
-    agent_id: str = "orchestrator"
-    channel_id: str | None = None
-    user_id: str | None = None
-    session_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentDescriptor:
-    """Metadata the orchestrator uses to decide when to call an agent."""
-
-    name: str
-    description: str
-    integration_mode: Literal["tool", "handoff"] = "tool"
-
-
-@dataclass(frozen=True, slots=True)
-class AgentInvocationContext:
-    """Optional context for an agent invocation (who asked, prior messages)."""
-
-    conversation_summary: str | None = None
-    user_message: str | None = None
-    correlation_id: str | None = None
-    turn: TurnContext | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentResponse:
-    """Structured result of ``AgentProvider.invoke``; never an exception."""
-
-    status: Literal["success", "error", "refused"]
-    content: str
-    error: str | None = None
-    tokens_used: int = 0
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-CommandHandler = Callable[[str, TurnContext], Awaitable[str | None]]
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """A slash command (``/name args``) answered without any model call.
-
-    ``name`` is given without the leading slash. The handler receives the
-    text after the name (stripped) and returns the reply; ``None`` makes the
-    kernel answer ``Done.`` (every command gets exactly one answer).
-    """
-
-    name: str
-    description: str
-    handler: CommandHandler
 
 
 # --------------------------------------------------------------------- protocols

@@ -134,6 +134,69 @@ class ResolvedPermissions:
     control: bool
 
 
+class StateEquals(_Strict):
+    key: str = Field(min_length=1)
+    equals: Any
+
+
+class Condition(_Strict):
+    """When a prompt addition applies; exactly one kind, evaluated per turn.
+
+    ``tag_present``: the turn's input holds ``<NAME>`` or ``<NAME …>``;
+    ``state_value``: this extension's state ``key`` for the session equals
+    ``equals``; ``context_match``: the input text matches the regular expression.
+    """
+
+    tag_present: str | None = Field(default=None, min_length=1)
+    state_value: StateEquals | None = None
+    context_match: str | None = None
+
+    @field_validator("context_match")
+    @classmethod
+    def _valid_regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression {value!r}: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Condition:
+        given = [k for k in ("tag_present", "state_value", "context_match") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError(
+                "needs exactly one of tag_present, state_value, context_match"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        return self
+
+
+class PromptAddition(_Strict):
+    """Text added to every turn's prompt (seed 001 "Prompt Wiring"), maybe conditionally."""
+
+    position: Literal["system_prefix", "system_suffix", "user_prefix", "user_suffix"]
+    content: str = Field(min_length=1)
+    condition: Condition | None = None
+
+
+class ToolConfig(_Strict):
+    """Guidance on tools (seed 001 "Tool Sequencing"): rendered into the
+    instructions, never enforced. Names are checked against the tools at start."""
+
+    preferred_tools: list[str] = Field(default_factory=list)
+    avoided_tools: list[str] = Field(default_factory=list)
+    tool_order: list[str] = Field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [*self.preferred_tools, *self.avoided_tools, *self.tool_order]
+
+    @property
+    def empty(self) -> bool:
+        return not self.names
+
+
 class Manifest(_Strict):
     id: str
     name: str
@@ -152,6 +215,9 @@ class Manifest(_Strict):
     schedules: list[ScheduleEntry] = Field(default_factory=list)
     isolation: Literal["inprocess", "process"] | None = None
     permissions: Permissions = Field(default_factory=Permissions)
+    priority: int = Field(default=50, ge=0, le=100)
+    prompt_additions: list[PromptAddition] = Field(default_factory=list)
+    tool_config: ToolConfig = Field(default_factory=ToolConfig)
 
     @field_validator("id")
     @classmethod

@@ -45,6 +45,7 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
+from core.kernel.hooks import FrameRecorder, HookCaller, HookRegistry, TurnHooks
 from core.kernel.router import MessageRouter
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
@@ -115,9 +116,14 @@ class Kernel:
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
         self.orchestrator = LiveOrchestrator(self._build_orchestrator)
-        self.wiring = Wiring(
-            self.loader, self.bus, self.commands, on_change=self.orchestrator.invalidate
+        self.hook_registry = HookRegistry(lambda: self.wiring.wired())
+        self.hooks = TurnHooks(
+            self.hook_registry,
+            HookCaller(settings.hooks.timeout_s),
+            FrameRecorder(self.bus),
+            authoritative_routing=settings.hooks.authoritative_routing,
         )
+        self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.agents = KernelAgents(
             router=lambda: self.router,
             context=self.context,
@@ -216,6 +222,11 @@ class Kernel:
                     record.ext_id,
                     len(forgotten),
                 )
+
+    def _wiring_changed(self) -> None:
+        """What was built from the wired extensions is rebuilt on next use."""
+        self.orchestrator.invalidate()
+        self.hook_registry.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents. A tool name

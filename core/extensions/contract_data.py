@@ -1,0 +1,179 @@
+"""Plain data crossing the extension boundary (re-exported by ``contract``).
+
+Frozen dataclasses of JSON-friendly fields, so an isolated extension (SPEC
+§6) can ship them over JSON-RPC unchanged. The hook values at the end
+(``ShortCircuit``, ``ToolCall``, ``ToolDecision`` …) are what the turn
+pipeline's hooks (SPEC §9) receive and return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "AgentDescriptor",
+    "AgentInvocationContext",
+    "AgentResponse",
+    "Annotated",
+    "Command",
+    "CommandHandler",
+    "CompactionPlan",
+    "ModelRoute",
+    "ShortCircuit",
+    "ToolCall",
+    "ToolDecision",
+    "TurnContext",
+    "TurnOutcome",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """Who a turn is for; passed to context providers, command handlers and hooks.
+
+    ``turn_id`` names one turn (the frames of its hook decisions carry it):
+    the ledger key of the message it answers, or a fresh id for an agent run.
+    """
+
+    agent_id: str = "orchestrator"
+    channel_id: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    turn_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDescriptor:
+    """Metadata the orchestrator uses to decide when to call an agent."""
+
+    name: str
+    description: str
+    integration_mode: Literal["tool", "handoff"] = "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInvocationContext:
+    """Optional context for an agent invocation (who asked, prior messages)."""
+
+    conversation_summary: str | None = None
+    user_message: str | None = None
+    correlation_id: str | None = None
+    turn: TurnContext | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResponse:
+    """Structured result of ``AgentProvider.invoke``; never an exception."""
+
+    status: Literal["success", "error", "refused"]
+    content: str
+    error: str | None = None
+    tokens_used: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+CommandHandler = Callable[[str, TurnContext], Awaitable[str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A slash command (``/name args``) answered without any model call.
+
+    ``name`` is given without the leading slash. The handler receives the
+    text after the name (stripped) and returns the reply; ``None`` makes the
+    kernel answer ``Done.`` (every command gets exactly one answer).
+    """
+
+    name: str
+    description: str
+    handler: CommandHandler
+
+
+# ------------------------------------------------------------------ hook values
+
+
+@dataclass(frozen=True, slots=True)
+class ShortCircuit:
+    """Returned by ``on_input_messages``: answer the user with ``reply``, no model call.
+
+    The user's message and the reply are stored in the history like any turn.
+    """
+
+    reply: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model made: the tool's name, its parsed arguments, the call id."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDecision:
+    """A ``before_tool_call`` answer: ``allow()``, ``deny(reason)`` or ``modify(arguments)``.
+
+    A denial reaches the model as the tool's result (``denied by <extension>:
+    <reason>``) so it can adapt. ``modify`` arguments are merged over the
+    current ones (key by key) and checked against the tool's schema again.
+    """
+
+    action: Literal["allow", "deny", "modify"]
+    reason: str = ""
+    arguments: dict[str, Any] | None = None
+
+    @classmethod
+    def allow(cls) -> ToolDecision:
+        return cls("allow")
+
+    @classmethod
+    def deny(cls, reason: str) -> ToolDecision:
+        return cls("deny", reason=reason)
+
+    @classmethod
+    def modify(cls, arguments: dict[str, Any]) -> ToolDecision:
+        return cls("modify", arguments=dict(arguments))
+
+
+@dataclass(frozen=True, slots=True)
+class Annotated:
+    """What ``on_llm_output`` / ``after_tool_call`` may return instead of a string:
+    the new text (``None`` = unchanged) plus metadata recorded in the turn's frames."""
+
+    text: str | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended, for ``on_turn_end``.
+
+    ``status``: ``answered`` (the model replied), ``short_circuit`` (a hook
+    replied), ``failed`` (an apology or error line was sent) or ``timeout``.
+    """
+
+    status: Literal["answered", "short_circuit", "failed", "timeout"]
+    reply: str
+    duration_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRoute:
+    """A routing hook's proposal: a model name as ``agent.model`` takes it
+    (``provider/model`` or a model of the default provider), and why."""
+
+    model: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """A compaction hook's answer: ``instructions`` for the default summary, or the
+    ``summary`` itself (which replaces the model's)."""
+
+    instructions: str | None = None
+    summary: str | None = None

@@ -1,0 +1,18 @@
+"""The turn pipeline's hooks (SPEC §9, docs/hooks.md): registry, calls, frames, points."""
+
+from core.kernel.hooks.calls import SKIPPED, HookCaller
+from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder
+from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
+from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
+
+__all__ = [
+    "FRAME_PREFIX",
+    "SKIPPED",
+    "FrameRecorder",
+    "HookCaller",
+    "HookEntry",
+    "HookRegistry",
+    "RenderedOutput",
+    "TagPatterns",
+    "TurnHooks",
+]

@@ -1,0 +1,69 @@
+"""One hook call: under a deadline, contained, logged once.
+
+A hook that raises or outlives ``hooks.timeout_s`` is skipped: the caller
+gets ``SKIPPED`` and goes on with the data unchanged, the user never sees
+the error, and the log gets one line naming the extension, the hook and the
+turn (a hook failing on every tool call of a turn logs once for that turn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable
+from typing import Any, Final
+
+from core.extensions.contract import TurnContext
+from core.extensions.lifecycle import describe_exception
+from core.kernel.hooks.registry import HookEntry
+
+__all__ = ["SKIPPED", "HookCaller"]
+
+log = logging.getLogger("core.kernel.hooks")
+
+SKIPPED: Final = object()  # the hook failed or was late: use the data unchanged
+_REMEMBERED = 1024  # (owner, hook, turn) failures remembered for "log once"
+
+
+class HookCaller:
+    """Awaits hook coroutines with the deadline and the containment rules."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._logged: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+
+    async def call(
+        self, entry: HookEntry, hook: str, turn: TurnContext, pending: Awaitable[Any]
+    ) -> Any:
+        """The hook's result, or ``SKIPPED`` when it raised or timed out."""
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await pending
+        except TimeoutError:
+            self._log_once(
+                entry, hook, turn, f"took longer than {self.timeout_s:g} s (hooks.timeout_s)"
+            )
+        except Exception as exc:
+            self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
+        return SKIPPED
+
+    def refuse(self, entry: HookEntry, hook: str, turn: TurnContext, why: str) -> object:
+        """A result of the wrong shape: skipped like a failure, with the reason logged."""
+        self._log_once(entry, hook, turn, f"returned {why}; ignored")
+        return SKIPPED
+
+    def _log_once(self, entry: HookEntry, hook: str, turn: TurnContext, what: str) -> None:
+        key = (entry.owner, hook, turn.turn_id or turn.session_id or "")
+        if key in self._logged:
+            return
+        self._logged[key] = None
+        if len(self._logged) > _REMEMBERED:
+            self._logged.popitem(last=False)
+        log.error(
+            "hook %s of %s %s; skipped for turn %s (data unchanged)",
+            hook,
+            entry.owner,
+            what,
+            turn.turn_id or "-",
+        )
