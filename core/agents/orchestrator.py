@@ -42,6 +42,7 @@ class Orchestrator:
         agent_tools: Sequence[Tool] = (),
         capabilities: Sequence[Capability] = (),
         mcp_servers: Sequence[MCPServer] = (),
+        tool_guidance: str = "",
         template_path: Path = ORCHESTRATOR_TEMPLATE,
     ) -> None:
         resolve_timezone(timezone)  # a bad name fails here, not in the middle of a turn
@@ -49,7 +50,8 @@ class Orchestrator:
         self._timezone = timezone
         self._tools: list[Tool] = [*tools, *agent_tools]
         self._capabilities = list(capabilities)
-        self._summary = capabilities_summary(self._capabilities)
+        summary = capabilities_summary(self._capabilities)
+        self._summary = f"{summary}\n\n{tool_guidance}" if tool_guidance else summary
         self._mcp_servers = list(mcp_servers)
         self._template = PromptTemplate(template_path)
 
@@ -61,8 +63,11 @@ class Orchestrator:
     def capabilities(self) -> list[Capability]:
         return list(self._capabilities)
 
-    def instructions(self, extra_instructions: str | None = None) -> str:
-        """The system prompt for a turn starting now, then ``extra_instructions``."""
+    def instructions(
+        self, extra_instructions: str | None = None, *, system_prefix: str | None = None
+    ) -> str:
+        """``system_prefix``, the system prompt for a turn starting now, then
+        ``extra_instructions``."""
         now = now_in(self._timezone)
         text = self._template.render(
             now=now.strftime("%Y-%m-%d %H:%M"),
@@ -70,15 +75,24 @@ class Orchestrator:
             timezone=timezone_label(self._timezone, now),
             capabilities=self._summary,
         )
-        extra = (extra_instructions or "").strip()
-        return f"{text}\n\n{extra}" if extra else text
+        parts = [(system_prefix or "").strip(), text, (extra_instructions or "").strip()]
+        return "\n\n".join(part for part in parts if part)
 
-    def agent(self, extra_instructions: str | None = None) -> Agent[Any]:
-        """The orchestrator for one turn; raises ``ModelNotConfiguredError`` without a model."""
-        model = self._router.get_model(ORCHESTRATOR_ID)
+    def agent(
+        self,
+        extra_instructions: str | None = None,
+        *,
+        system_prefix: str | None = None,
+        model_name: str | None = None,
+    ) -> Agent[Any]:
+        """The orchestrator for one turn; raises ``ModelNotConfiguredError`` without a model.
+
+        ``model_name`` (a routing hook's decision) replaces the configured model.
+        """
+        model = self._router.get_model(ORCHESTRATOR_ID, model_name)
         return Agent(
             name="Hearth",
-            instructions=self.instructions(extra_instructions),
+            instructions=self.instructions(extra_instructions, system_prefix=system_prefix),
             model=model,
             tools=list(self._tools),
             mcp_servers=list(self._mcp_servers),

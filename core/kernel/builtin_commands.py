@@ -6,7 +6,7 @@ so what ``/status`` reports is exactly what the kernel exposes for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from core.agents.mcp_servers import McpServerStatus
@@ -39,15 +39,30 @@ class StatusSource(Protocol):
     async def event_counts(self) -> dict[str, int]: ...
 
 
+SessionEnded = Callable[[TurnContext, str], Awaitable[None]]
+
+
+async def _nothing(turn: TurnContext, reason: str) -> None:
+    return None
+
+
 def builtin_commands(
-    *, help_text: Callable[[], str], conversations: ConversationStore, status: StatusSource
+    *,
+    help_text: Callable[[], str],
+    conversations: ConversationStore,
+    status: StatusSource,
+    on_session_end: SessionEnded = _nothing,
 ) -> list[Command]:
+    """``/help``, ``/new`` (which tells ``on_session_end`` the old session ended,
+    reason ``new``) and ``/status``."""
+
     async def help_(args: str, turn: TurnContext) -> str:
         return help_text()
 
     async def new(args: str, turn: TurnContext) -> str:
         key = conversations.key(turn.channel_id or "", turn.user_id or "")
         await conversations.start_new(key)
+        await on_session_end(turn, "new")
         return "Started a new conversation; earlier messages are forgotten."
 
     async def status_(args: str, turn: TurnContext) -> str:

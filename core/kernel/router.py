@@ -37,6 +37,7 @@ from core.extensions.contract import StreamingChannelProvider, TurnContext
 from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
+from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import LedgerSession, StoredReply
 from core.kernel.outbox import OpenStream, ReplyOutbox
 from core.kernel.streaming import channel_callbacks
@@ -61,6 +62,8 @@ class MessageRouter:
         commands: CommandRegistry,
         context: ContextChain,
         orchestrator: OrchestratorLike,
+        hooks: TurnHooks,
+        additions: PromptAdditions,
         default_channel: str,
         max_turns: int = 10,
         user_facing_errors: tuple[type[Exception], ...] = (),
@@ -75,6 +78,8 @@ class MessageRouter:
         self.runner = TurnRunner(
             orchestrator=orchestrator,
             context=context,
+            hooks=hooks,
+            additions=additions,
             max_turns=max_turns,
             timeout_s=self.limits.timeout_s,
             history_max_items=self.limits.history_max_items,
@@ -132,7 +137,10 @@ class MessageRouter:
         async with self.conversations.lock(key):
             session = await self.conversations.session(key)
             turn = TurnContext(
-                channel_id=channel_id, user_id=user_id, session_id=session.session_id
+                channel_id=channel_id,
+                user_id=user_id,
+                session_id=session.session_id,
+                turn_id=message_key(event),
             )
             await self._run_turn(event, text, turn, session)
 
@@ -143,7 +151,10 @@ class MessageRouter:
         stored = await _recorded(session, event)
         if stored is None:
             turn = TurnContext(
-                channel_id=channel_id, user_id=user_id, session_id=session.session_id
+                channel_id=channel_id,
+                user_id=user_id,
+                session_id=session.session_id,
+                turn_id=message_key(event),
             )
             reply = await self.commands.run(command, turn, timeout_s=self.limits.command_timeout_s)
             stored = await session.commit_turn(

@@ -45,7 +45,14 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
-from core.kernel.hooks import FrameRecorder, HookCaller, HookRegistry, TurnHooks
+from core.kernel.hooks import (
+    FrameRecorder,
+    HookCaller,
+    HookRegistry,
+    PromptAdditions,
+    TurnHooks,
+    tool_guidance,
+)
 from core.kernel.router import MessageRouter
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
@@ -123,6 +130,7 @@ class Kernel:
             FrameRecorder(self.bus),
             authoritative_routing=settings.hooks.authoritative_routing,
         )
+        self.prompt_additions = PromptAdditions(lambda: self.wiring.wired())
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.agents = KernelAgents(
             router=lambda: self.router,
@@ -186,12 +194,17 @@ class Kernel:
             commands=self.commands,
             context=self.context,
             orchestrator=self.orchestrator,
+            hooks=self.hooks,
+            additions=self.prompt_additions,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
         )
         builtins = builtin_commands(
-            help_text=self.commands.help_text, conversations=self.conversations, status=self
+            help_text=self.commands.help_text,
+            conversations=self.conversations,
+            status=self,
+            on_session_end=self.hooks.session_ended,
         )
         assert self.loader.grants is not None
         for command in [*builtins, grant_command(self.loader, self.loader.grants)]:
@@ -227,6 +240,7 @@ class Kernel:
         """What was built from the wired extensions is rebuilt on next use."""
         self.orchestrator.invalidate()
         self.hook_registry.invalidate()
+        self.prompt_additions.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents. A tool name
@@ -244,6 +258,16 @@ class Kernel:
             [("core", self.core_tools()), *extension_tools],
             [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.AGENT)],
         )
+        guidance, unknown = tool_guidance(
+            [
+                (r.ext_id, r.manifest.tool_config)
+                for r in self.wiring.wired()
+                if r.manifest is not None and not r.manifest.tool_config.empty
+            ],
+            [c.name for c in toolset.capabilities],
+        )
+        for warning in unknown:
+            log.warning("%s (tools are checked when the orchestrator is built)", warning)
         return Orchestrator(
             model_router=self.model_router,
             timezone=self.settings.timezone,
@@ -251,6 +275,7 @@ class Kernel:
             agent_tools=toolset.agent_tools,
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
+            tool_guidance=guidance,
         )
 
     async def run(self) -> None:

@@ -1,34 +1,43 @@
-"""One model turn under a deadline, without letting the SDK write the session.
+"""One model turn under a deadline, shaped by the extensions' hooks.
 
 ``TurnRunner.run`` reads the history (at most ``turns.history_max_items``),
-runs the orchestrator on history + the user's text with no ``session``, and
-returns the reply with the turn's new history items
-(the user's item and the run's ``new_items`` as input items). The caller
-stores those items together with the ledger row in one transaction
-(``LedgerSession.commit_turn``), so a crash can never leave half a turn or a
-doubled one in the history.
+passes the user's text through the input hooks (plain text ``in``, then
+``on_input_messages``, which may answer instead of the model), adds the
+prompt additions and the context chain to the instructions, asks the routing
+hooks for the model, runs the orchestrator on history + input with no
+``session``, and passes the answer through the output hooks (tags,
+``on_llm_output``, plain text ``out``). It returns the reply with the turn's
+new history items — the input items as the hooks left them and the run's
+``new_items`` — which the caller stores with the ledger row in one
+transaction (``LedgerSession.commit_turn``), so a crash can never leave half
+a turn or a doubled one in the history.
 
-Whatever happens the turn has an answer: the model's, a user-facing error
-line, an apology naming the failure, or — after ``turns.timeout_s`` — a line
-saying the turn took too long; a failed turn adds nothing to the history.
+Whatever happens the turn has an answer: the model's, a hook's short
+circuit, a user-facing error line, an apology naming the failure, or —
+after ``turns.timeout_s`` — a line saying the turn took too long; a failed
+turn adds nothing to the history. Turn start and end are told to the
+lifecycle hooks, the end with how it went.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 from asyncio import timeout
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from agents import Agent, Runner
 from agents.items import TResponseInputItem
 from agents.result import RunResultBase
 
-from core.extensions.contract import TurnContext
+from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
 from core.extensions.lifecycle import describe_exception
 from core.kernel.commands import TOO_SLOW
 from core.kernel.context_chain import ContextChain
+from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks
 from core.kernel.ledger import LedgerSession
 from core.kernel.streaming import Callback, stream_run, stream_text
 
@@ -37,12 +46,19 @@ __all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "TurnResult", "TurnRunner"
 log = logging.getLogger("core.kernel.turn")
 
 T = TypeVar("T")
+Status = Literal["answered", "short_circuit", "failed", "timeout"]
 
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
 
 
 class OrchestratorLike(Protocol):
-    def agent(self, extra_instructions: str | None = None) -> Agent[Any]: ...
+    def agent(
+        self,
+        extra_instructions: str | None = None,
+        *,
+        system_prefix: str | None = None,
+        model_name: str | None = None,
+    ) -> Agent[Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +67,7 @@ class TurnResult:
 
     reply: str
     items: list[TResponseInputItem] = field(default_factory=list)
+    status: Status = "answered"
 
 
 class TurnRunner:
@@ -61,6 +78,8 @@ class TurnRunner:
         *,
         orchestrator: OrchestratorLike,
         context: ContextChain,
+        hooks: TurnHooks,
+        additions: PromptAdditions,
         max_turns: int,
         timeout_s: float,
         history_max_items: int | None,
@@ -68,6 +87,8 @@ class TurnRunner:
     ) -> None:
         self.orchestrator = orchestrator
         self.context = context
+        self.hooks = hooks
+        self.additions = additions
         self.max_turns = max_turns
         self.timeout_s = timeout_s
         self.history_max_items = history_max_items
@@ -80,45 +101,79 @@ class TurnRunner:
         session: LedgerSession,
         stream: tuple[Callback, Callback] | None = None,
     ) -> TurnResult:
-        """One conversational turn; ``stream`` = (on_chunk, on_tool_call) for live output."""
+        """One conversational turn; ``stream`` = (on_chunk, on_tool_call) for live output.
+
+        While an output hook may rewrite the answer, only tool statuses are
+        streamed: the user never sees raw text the hooks would have changed.
+        """
+        started = time.monotonic()
+        await self.hooks.turn_started(turn)
 
         async def attempt() -> TurnResult:
             history = await session.history(self.history_max_items)
-            agent = await self._agent(text, turn)
-            given: list[TResponseInputItem] = [*history, {"role": "user", "content": text}]
+            if not history:
+                await self.hooks.session_started(turn)
+            said = await self.hooks.plain_text(text, "in", turn)
+            shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
+            if isinstance(shaped, ShortCircuit):
+                answer: TResponseInputItem = {"role": "assistant", "content": shaped.reply}
+                asked = _as_items([{"role": "user", "content": said}])
+                return TurnResult(shaped.reply, [*asked, answer], "short_circuit")
+            additions = await self.additions.for_turn(turn, input_text(shaped))
+            agent = await self._agent(input_text(shaped), turn, additions, shaped)
+            given: list[TResponseInputItem] = [*history, *_as_items(additions.wrap_user(shaped))]
             if stream is None:
                 result: Any = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
             else:
-                result = await stream_run(agent, given, turn, self.max_turns, *stream)
-            return TurnResult(
-                str(result.final_output or ""), [given[-1], *new_history_items(result)]
-            )
+                on_chunk, on_tool = stream
+                live_text = None if self.hooks.shapes_output() else on_chunk
+                result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
+            rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
+            return TurnResult(rendered.text, [*_as_items(shaped), *new_history_items(result)])
 
-        return await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
+        outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
+        await self.hooks.turn_ended(
+            turn,
+            TurnOutcome(outcome.status, outcome.reply, (time.monotonic() - started) * 1000),
+        )
+        return outcome
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
-        """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``)."""
-        turn = TurnContext(agent_id="orchestrator", channel_id=None, user_id=source)
+        """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``).
 
-        async def attempt() -> str:
-            agent = await self._agent(prompt, turn)
+        The prompt comes from an extension, not the user: input hooks do not
+        apply; the answer may reach the user, so output hooks do."""
+        turn = _agent_turn(source)
+
+        async def attempt() -> TurnResult:
+            agent = await self._agent(prompt, turn, AppliedAdditions())
             result = await Runner.run(agent, prompt, max_turns=self.max_turns, context=turn)
-            return str(result.final_output or "")
+            rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
+            return TurnResult(rendered.text)
 
-        return await self._guarded(attempt, f"agent run for {source}", str)
+        outcome = await self._guarded(attempt, f"agent run for {source}", TurnResult)
+        return outcome.reply
 
     async def run_stateless_streamed(
         self, prompt: str, *, source: str, on_chunk: Callback | None, on_tool_call: Callback | None
     ) -> str:
-        """Like ``run_stateless``, feeding text deltas and tool names to the callbacks."""
-        turn = TurnContext(agent_id="orchestrator", channel_id=None, user_id=source)
+        """Like ``run_stateless``, feeding text deltas and tool names to the callbacks
+        (text deltas only while no output hook may rewrite the answer)."""
+        turn = _agent_turn(source)
         deadline = timeout(self.timeout_s)
+        shaping = self.hooks.shapes_output()
         try:
             async with deadline:
-                agent = await self._agent(prompt, turn)
-                return await stream_text(
-                    agent, prompt, turn, self.max_turns, on_chunk, on_tool_call
+                agent = await self._agent(prompt, turn, AppliedAdditions())
+                text = await stream_text(
+                    agent, prompt, turn, self.max_turns, None if shaping else on_chunk, on_tool_call
                 )
+                if not shaping:
+                    return text
+                rendered = (await self.hooks.render_output(text, turn)).text
+                if on_chunk is not None:
+                    await on_chunk(rendered)
+                return rendered
         except TimeoutError as exc:
             if not deadline.expired():
                 raise
@@ -127,24 +182,51 @@ class TurnRunner:
                 " (turns.timeout_s)"
             ) from exc
 
-    async def _agent(self, prompt: str, turn: TurnContext) -> Agent[Any]:
-        return self.orchestrator.agent(await self.context.build(prompt, turn) or None)
+    async def _agent(
+        self,
+        prompt: str,
+        turn: TurnContext,
+        additions: AppliedAdditions,
+        messages: list[dict[str, Any]] | None = None,
+    ) -> Agent[Any]:
+        """The orchestrator for this turn: context chain and additions in its
+        instructions, the model a routing hook chose (if one may choose)."""
+        context = await self.context.build(prompt, turn)
+        extra = "\n\n".join(p for p in (context, additions.system_suffix) if p)
+        model_name = await self.hooks.route(messages or [{"role": "user", "content": prompt}], turn)
+        return self.orchestrator.agent(
+            extra or None, system_prefix=additions.system_prefix or None, model_name=model_name
+        )
 
     async def _guarded(
-        self, attempt: Callable[[], Awaitable[T]], what: str, wrap: Callable[[str], T]
+        self, attempt: Callable[[], Awaitable[T]], what: str, wrap: Callable[..., T]
     ) -> T:
         deadline = timeout(self.timeout_s)
         try:
             async with deadline:
                 return await attempt()
         except self.user_facing_errors as exc:
-            return wrap(str(exc))
+            return wrap(str(exc), status="failed")
         except Exception as exc:
             if isinstance(exc, TimeoutError) and deadline.expired():
                 log.error("%s stopped after %s s (turns.timeout_s)", what, self.timeout_s)
-                return wrap(TOO_SLOW.format(what="That", seconds=self.timeout_s))
+                return wrap(TOO_SLOW.format(what="That", seconds=self.timeout_s), status="timeout")
             log.error("%s failed: %s", what, describe_exception(exc), exc_info=True)
-            return wrap(APOLOGY.format(reason=_short_reason(exc)))
+            return wrap(APOLOGY.format(reason=_short_reason(exc)), status="failed")
+
+
+def input_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the input messages (what conditions and routing look at)."""
+    return "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+
+
+def _as_items(messages: list[dict[str, Any]]) -> list[TResponseInputItem]:
+    """Input messages as the SDK's input items (they are ``{"role", "content"}`` dicts)."""
+    return [message for message in messages]  # type: ignore[misc]
+
+
+def _agent_turn(source: str) -> TurnContext:
+    return TurnContext(agent_id="orchestrator", user_id=source, turn_id=f"agent-{uuid.uuid4().hex}")
 
 
 def new_history_items(result: RunResultBase) -> list[TResponseInputItem]:

@@ -3,16 +3,26 @@
 from core.kernel.hooks.calls import SKIPPED, HookCaller
 from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder
 from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
+from core.kernel.hooks.prompt_additions import (
+    AppliedAdditions,
+    PromptAdditions,
+    StateReader,
+    tool_guidance,
+)
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
 
 __all__ = [
     "FRAME_PREFIX",
     "SKIPPED",
+    "AppliedAdditions",
     "FrameRecorder",
     "HookCaller",
     "HookEntry",
     "HookRegistry",
+    "PromptAdditions",
     "RenderedOutput",
+    "StateReader",
     "TagPatterns",
     "TurnHooks",
+    "tool_guidance",
 ]
