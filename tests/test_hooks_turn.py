@@ -359,3 +359,75 @@ async def test_a_streaming_channel_never_sees_text_an_output_hook_would_change(
         kind == "chunk" and "1234" in text for kind, *rest in channel.events for text in rest
     )
     assert channel.events[-1] == ("end", "The code is [hidden].")
+
+
+ROUTER = """
+async def route_model(self, messages, turn):
+    if "hard" in messages[-1]["content"]:
+        return ModelRoute("big-model", "a hard question")
+    return None
+"""
+
+
+async def test_routing_is_advisory_unless_settings_let_the_extension_decide(
+    make_ext, settings_file, caplog
+):
+    from fake_openai import FakeOpenAIServer
+
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("router", ext_code(ROUTER, "from core.extensions.contract import ModelRoute"))
+    with FakeOpenAIServer() as server, caplog.at_level(logging.INFO):
+        server.script("small answer", "big answer")
+        models = {
+            "default": {"provider": "local", "model": "small-model"},
+            "providers": {
+                "local": {"type": "openai_compatible", "base_url": server.base_url, "api_key": "x"}
+            },
+        }
+        advisory = settings_file(channels={"default": "capture"}, models=models)
+        async with running_kernel(advisory) as kernel:
+            assert await say(kernel, "a hard one") == "small answer"
+        deciding = settings_file(
+            channels={"default": "capture"},
+            models=models,
+            hooks={"authoritative_routing": ["router"]},
+        )
+        async with running_kernel(deciding) as kernel:
+            assert await say(kernel, "a hard one") == "big answer"
+            routing = await frames(kernel, "routing")
+        sent_models = [request["model"] for request in server.requests]
+    assert sent_models == ["small-model", "big-model"]
+    assert "router proposes model big-model (a hard question); advisory" in caplog.text
+    assert [(f["after"], f["mode"]) for f in routing][-1] == ("big-model", "authoritative")
+
+
+def test_bad_hook_manifest_keys_name_the_file_and_the_field(make_ext):
+    from core.extensions.manifest import ManifestError, load_manifest
+
+    ext_dir = make_ext(
+        "sloppy",
+        "",
+        {
+            "priority": 101,
+            "prompt_additions": [
+                {"position": "system_middle", "content": "x"},
+                {"position": "user_prefix", "content": "x", "condition": {"context_match": "("}},
+                {"position": "user_prefix", "content": "x", "condition": {}},
+            ],
+            "tool_config": {"preferred": ["recall"]},
+        },
+    )
+    try:
+        load_manifest(ext_dir)
+    except ManifestError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError("the manifest loaded")
+    assert message.startswith(f"{ext_dir / 'manifest.yaml'}: ")
+    assert "priority: Input should be less than or equal to 100 (got 101)" in message
+    assert "prompt_additions.0.position: Input should be 'system_prefix'" in message
+    assert (
+        "prompt_additions.1.condition.context_match: not a valid regular expression '('" in message
+    )
+    assert "prompt_additions.2.condition: needs exactly one of tag_present, state_value" in message
+    assert "tool_config.preferred: unknown key" in message
