@@ -45,7 +45,7 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
-from core.kernel.hooks import FrameRecorder, HookCaller, HookRegistry, TurnHooks
+from core.kernel.hooks import FrameRecorder, HookCaller, HookRegistry, ToolInterceptor, TurnHooks
 from core.kernel.router import MessageRouter
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
@@ -123,6 +123,8 @@ class Kernel:
             FrameRecorder(self.bus),
             authoritative_routing=settings.hooks.authoritative_routing,
         )
+        # every tool call of every agent the kernel runs goes through the tool hooks
+        self.tool_hooks = ToolInterceptor(self.hook_registry, self.hooks.caller, self.hooks.frames)
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.agents = KernelAgents(
             router=lambda: self.router,
@@ -130,6 +132,7 @@ class Kernel:
             model_router=self.model_router,
             core_tools=self.core_tools,
             extension_tools=self._extension_tools,
+            interceptor=self.tool_hooks,
         )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
@@ -251,6 +254,7 @@ class Kernel:
             agent_tools=toolset.agent_tools,
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
+            interceptor=self.tool_hooks,
         )
 
     async def run(self) -> None:
@@ -358,7 +362,7 @@ class Kernel:
 
     def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return DeclarativeAgentAdapter(
-            manifest, ext_dir, self.model_router, self.agents.resolve_tools
+            manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.tool_hooks
         )
 
 

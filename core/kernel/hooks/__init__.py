@@ -4,6 +4,7 @@ from core.kernel.hooks.calls import SKIPPED, HookCaller
 from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder
 from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
+from core.kernel.hooks.tool_calls import ToolInterceptor, is_intercepted
 
 __all__ = [
     "FRAME_PREFIX",
@@ -14,5 +15,7 @@ __all__ = [
     "HookRegistry",
     "RenderedOutput",
     "TagPatterns",
+    "ToolInterceptor",
     "TurnHooks",
+    "is_intercepted",
 ]
