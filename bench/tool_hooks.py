@@ -1,6 +1,6 @@
 """Tool hooks benchmark: what ``ToolInterceptor`` adds to one tool call. Prints one JSON object.
 
-A ``function_tool`` (pydantic-parsed arguments, the kernel's failure
+An async ``function_tool`` (pydantic-parsed arguments, the kernel's failure
 formatter) is invoked in-process through its ``on_invoke_tool``, as the SDK
 does: bare, wrapped with no hook registered, wrapped with one no-op
 ``before_tool_call``, and with a no-op ``before_tool_call`` and
@@ -47,7 +47,7 @@ class Sink:
         return 0
 
 
-def switch(device: str, state: str, minutes: int = 0) -> str:
+async def switch(device: str, state: str, minutes: int = 0) -> str:
     """Switch a device."""
     return f"{device} is {state}"
 
