@@ -50,6 +50,7 @@ from core.kernel.hooks import (
     HookCaller,
     HookRegistry,
     PromptAdditions,
+    ToolInterceptor,
     TurnHooks,
     tool_guidance,
 )
@@ -131,6 +132,8 @@ class Kernel:
             authoritative_routing=settings.hooks.authoritative_routing,
         )
         self.prompt_additions = PromptAdditions(lambda: self.wiring.wired())
+        # every tool call of every agent the kernel runs goes through the tool hooks
+        self.tool_hooks = ToolInterceptor(self.hook_registry, self.hooks.caller, self.hooks.frames)
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.agents = KernelAgents(
             router=lambda: self.router,
@@ -138,6 +141,7 @@ class Kernel:
             model_router=self.model_router,
             core_tools=self.core_tools,
             extension_tools=self._extension_tools,
+            interceptor=self.tool_hooks,
         )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
@@ -276,6 +280,7 @@ class Kernel:
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
             tool_guidance=guidance,
+            interceptor=self.tool_hooks,
         )
 
     async def run(self) -> None:
@@ -383,7 +388,7 @@ class Kernel:
 
     def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return DeclarativeAgentAdapter(
-            manifest, ext_dir, self.model_router, self.agents.resolve_tools
+            manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.tool_hooks
         )
 
 

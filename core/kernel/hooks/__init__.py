@@ -10,6 +10,7 @@ from core.kernel.hooks.prompt_additions import (
     tool_guidance,
 )
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
+from core.kernel.hooks.tool_calls import ToolInterceptor, is_intercepted
 
 __all__ = [
     "FRAME_PREFIX",
@@ -23,6 +24,8 @@ __all__ = [
     "RenderedOutput",
     "StateReader",
     "TagPatterns",
+    "ToolInterceptor",
     "TurnHooks",
+    "is_intercepted",
     "tool_guidance",
 ]

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable
 from typing import Any, Final
 
-from core.extensions.contract import TurnContext
+from core.extensions.contract import Annotated, TurnContext
 from core.extensions.lifecycle import describe_exception
 from core.kernel.hooks.registry import HookEntry
 
@@ -52,6 +52,20 @@ class HookCaller:
         """A result of the wrong shape: skipped like a failure, with the reason logged."""
         self._log_once(entry, hook, turn, f"returned {why}; ignored")
         return SKIPPED
+
+    def text_and_notes(
+        self, entry: HookEntry, hook: str, turn: TurnContext, result: Any
+    ) -> tuple[str | None, dict[str, Any]]:
+        """A text hook's result (``str``, ``Annotated`` or nothing) as (new text or
+        ``None`` = unchanged, annotations); any other shape is refused."""
+        if result is SKIPPED or result is None:
+            return None, {}
+        if isinstance(result, str):
+            return result, {}
+        if isinstance(result, Annotated) and (result.text is None or isinstance(result.text, str)):
+            return result.text, dict(result.annotations)
+        self.refuse(entry, hook, turn, f"a {type(result).__name__}")
+        return None, {}
 
     def _log_once(self, entry: HookEntry, hook: str, turn: TurnContext, what: str) -> None:
         key = (entry.owner, hook, turn.turn_id or turn.session_id or "")

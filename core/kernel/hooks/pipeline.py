@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from core.extensions.capabilities import Capability
 from core.extensions.contract import (
-    Annotated,
     ModelRoute,
     ShortCircuit,
     TurnContext,
@@ -25,7 +24,7 @@ from core.extensions.contract import (
 )
 from core.kernel.hooks.calls import SKIPPED, HookCaller
 from core.kernel.hooks.frames import FrameRecorder
-from core.kernel.hooks.registry import HookEntry, HookRegistry
+from core.kernel.hooks.registry import HookRegistry
 from core.kernel.hooks.tags import render_tags
 
 __all__ = ["RenderedOutput", "TurnHooks"]
@@ -149,7 +148,7 @@ class TurnHooks:
             result = await self.caller.call(
                 entry, "on_llm_output", turn, entry.target.on_llm_output(output, turn)
             )
-            text, notes = self._text_and_notes(entry, "on_llm_output", turn, result)
+            text, notes = self.caller.text_and_notes(entry, "on_llm_output", turn, result)
             if notes:
                 annotations[entry.owner] = notes
             if (text is not None and text != output) or notes:
@@ -191,18 +190,6 @@ class TurnHooks:
             return replaced
 
         return await render_tags(output, registered, render_one)
-
-    def _text_and_notes(
-        self, entry: HookEntry, hook: str, turn: TurnContext, result: Any
-    ) -> tuple[str | None, dict[str, Any]]:
-        if result is SKIPPED or result is None:
-            return None, {}
-        if isinstance(result, str):
-            return result, {}
-        if isinstance(result, Annotated) and (result.text is None or isinstance(result.text, str)):
-            return result.text, dict(result.annotations)
-        self.caller.refuse(entry, hook, turn, f"a {type(result).__name__}")
-        return None, {}
 
     # ------------------------------------------------------------ routing
 
