@@ -1,6 +1,8 @@
 """The turn pipeline's hooks (SPEC §9, docs/hooks.md): registry, calls, frames, points."""
 
 from core.kernel.hooks.calls import SKIPPED, HookCaller
+from core.kernel.hooks.command_hooks import CommandSpec, CommandTarget, command_hook_entries
+from core.kernel.hooks.command_process import CommandHookError
 from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder
 from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
@@ -8,6 +10,9 @@ from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
 __all__ = [
     "FRAME_PREFIX",
     "SKIPPED",
+    "CommandHookError",
+    "CommandSpec",
+    "CommandTarget",
     "FrameRecorder",
     "HookCaller",
     "HookEntry",
@@ -15,4 +20,5 @@ __all__ = [
     "RenderedOutput",
     "TagPatterns",
     "TurnHooks",
+    "command_hook_entries",
 ]
