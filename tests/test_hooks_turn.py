@@ -431,3 +431,35 @@ def test_bad_hook_manifest_keys_name_the_file_and_the_field(make_ext):
     )
     assert "prompt_additions.2.condition: needs exactly one of tag_present, state_value" in message
     assert "tool_config.preferred: unknown key" in message
+
+
+async def test_a_command_hook_in_settings_denies_a_tool_in_a_real_turn(
+    make_ext, settings_file, tmp_path
+):
+    import sys
+
+    from agents.testing import function_call
+
+    guard = tmp_path / "guard.py"
+    guard.write_text(
+        "import json, sys\n"
+        "call = json.load(sys.stdin)\n"
+        "if call['tool_name'] == 'request_restart':\n"
+        "    print(json.dumps({'decision': 'block', 'reason': 'not from chat'}))\n"
+    )
+    path = setup(
+        make_ext,
+        settings_file,
+        hooks={"commands": [{"hook": "before_tool_call", "command": [sys.executable, str(guard)]}]},
+    )
+    model = ScriptedModel(
+        [
+            [function_call("request_restart", {"reason": "x"}, call_id="r1")],
+            [assistant_message("I will not restart.")],
+        ]
+    )
+    async with running_kernel(path, model=model) as kernel:
+        assert await say(kernel, "restart please") == "I will not restart."
+        assert kernel.restart_requested is None
+    outputs = [i for i in model.calls[1].input if i.get("type") == "function_call_output"]
+    assert outputs[-1]["output"] == "denied by command:guard: not from chat"

@@ -52,6 +52,7 @@ from core.kernel.hooks import (
     PromptAdditions,
     ToolInterceptor,
     TurnHooks,
+    command_hook_entries,
     tool_guidance,
 )
 from core.kernel.router import MessageRouter
@@ -59,7 +60,7 @@ from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
 from core.scheduling import ManifestScheduler, manifest_schedules
-from core.secrets import load_secrets
+from core.secrets import load_secrets, secret_file_names
 from core.settings import Settings
 from core.tools import build_core_tools
 
@@ -124,7 +125,12 @@ class Kernel:
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
         self.orchestrator = LiveOrchestrator(self._build_orchestrator)
-        self.hook_registry = HookRegistry(lambda: self.wiring.wired())
+        command_hooks = command_hook_entries(
+            settings.hooks,
+            cwd=settings.settings_file.parent if settings.settings_file else None,
+            withheld=self._withheld_from_commands(),
+        )
+        self.hook_registry = HookRegistry(lambda: self.wiring.wired(), extra=lambda: command_hooks)
         self.hooks = TurnHooks(
             self.hook_registry,
             HookCaller(settings.hooks.timeout_s),
@@ -173,6 +179,15 @@ class Kernel:
         """After manifests are validated, before any extension is imported."""
         self._redact_secrets(manifests)
         migrate_extension_data(self.data_dir, [m.id for m in manifests])
+
+    def _withheld_from_commands(self) -> set[str]:
+        """Environment names a hook command never gets: the ``.env`` file's and the
+        model API keys' (values of declared secrets are withheld as redacted)."""
+        names = set(secret_file_names())
+        names.update(
+            p.api_key_env for p in self.settings.models.providers.values() if p.api_key_env
+        )
+        return names
 
     def _redact_secrets(self, manifests: list[Manifest]) -> None:
         """Values of declared secrets and model API keys never reach a log line

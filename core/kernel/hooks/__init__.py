@@ -1,6 +1,8 @@
 """The turn pipeline's hooks (SPEC §9, docs/hooks.md): registry, calls, frames, points."""
 
 from core.kernel.hooks.calls import SKIPPED, HookCaller
+from core.kernel.hooks.command_hooks import CommandSpec, CommandTarget, command_hook_entries
+from core.kernel.hooks.command_process import CommandHookError
 from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder
 from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
 from core.kernel.hooks.prompt_additions import (
@@ -16,6 +18,9 @@ __all__ = [
     "FRAME_PREFIX",
     "SKIPPED",
     "AppliedAdditions",
+    "CommandHookError",
+    "CommandSpec",
+    "CommandTarget",
     "FrameRecorder",
     "HookCaller",
     "HookEntry",
@@ -26,6 +31,7 @@ __all__ = [
     "TagPatterns",
     "ToolInterceptor",
     "TurnHooks",
+    "command_hook_entries",
     "is_intercepted",
     "tool_guidance",
 ]

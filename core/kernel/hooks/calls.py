@@ -1,9 +1,10 @@
 """One hook call: under a deadline, contained, logged once.
 
-A hook that raises or outlives ``hooks.timeout_s`` is skipped: the caller
-gets ``SKIPPED`` and goes on with the data unchanged, the user never sees
-the error, and the log gets one line naming the extension, the hook and the
-turn (a hook failing on every tool call of a turn logs once for that turn).
+A hook that raises or outlives ``hooks.timeout_s`` (a command hook: its own
+``timeout_s``) is skipped: the caller gets ``SKIPPED`` and goes on with the
+data unchanged, the user never sees the error, and the log gets one line
+naming the extension, the hook and the turn (a hook failing on every tool
+call of a turn logs once for that turn).
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ class HookCaller:
         self, entry: HookEntry, hook: str, turn: TurnContext, pending: Awaitable[Any]
     ) -> Any:
         """The hook's result, or ``SKIPPED`` when it raised or timed out."""
+        timeout_s = self.timeout_s if entry.timeout_s is None else entry.timeout_s
         try:
-            async with asyncio.timeout(self.timeout_s):
+            async with asyncio.timeout(timeout_s):
                 return await pending
         except TimeoutError:
-            self._log_once(
-                entry, hook, turn, f"took longer than {self.timeout_s:g} s (hooks.timeout_s)"
-            )
+            setting = "hooks.timeout_s" if entry.timeout_s is None else "its timeout_s"
+            self._log_once(entry, hook, turn, f"took longer than {timeout_s:g} s ({setting})")
         except Exception as exc:
             self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
         return SKIPPED
