@@ -42,6 +42,7 @@ from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
+from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
@@ -122,6 +123,13 @@ class Kernel:
             HookCaller(settings.hooks.timeout_s),
             FrameRecorder(self.bus),
             authoritative_routing=settings.hooks.authoritative_routing,
+        )
+        self.compactor = HistoryCompactor(
+            settings.turns,
+            self.model_router,
+            self.hook_registry,
+            self.hooks.caller,
+            self.hooks.frames,
         )
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.agents = KernelAgents(
