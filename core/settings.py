@@ -164,7 +164,16 @@ class TurnsSettings(_Section):
     command_timeout_s: float = Field(default=30.0, gt=0)
     context_timeout_s: float = Field(default=5.0, gt=0)
     send_timeout_s: float = Field(default=30.0, gt=0)
+    # The stored history's budget (ADR 0020): when a conversation's stored items
+    # exceed either limit, the oldest whole turns are summarised into one item
+    # before the next turn reads them. Tokens are estimated as the characters of
+    # the items' JSON divided by 4 (no tokenizer: cheap, and the same for every model).
     history_max_items: int | None = Field(default=200, gt=0)
+    history_max_tokens: int | None = Field(default=None, gt=0)
+    # after a compaction the kept (newest, unsummarised) items use at most this
+    # share of each budget, so a compaction is needed again only after a while
+    compaction_keep_fraction: float = Field(default=0.5, gt=0, lt=1)
+    compaction_timeout_s: float = Field(default=30.0, gt=0)  # the summary's model call
 
 
 HookPoint = Literal[

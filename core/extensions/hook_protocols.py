@@ -142,7 +142,13 @@ class ModelRoutingHook(Protocol):
 
 @runtime_checkable
 class CompactionHook(Protocol):
-    """Shapes a history compaction: instructions for the summary, or the summary."""
+    """Shapes a history compaction: instructions for the summary, or the summary.
+
+    ``items`` are the oldest history items, about to be replaced by one
+    summary. Hooks run in priority order; the first ``summary`` wins (an
+    empty one drops the items unsummarised) and ends the chain; otherwise
+    every hook's ``instructions`` are added to the model's summary prompt.
+    """
 
     async def on_compaction(
         self, items: list[dict[str, Any]], turn: TurnContext

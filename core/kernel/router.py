@@ -35,6 +35,7 @@ from core.events.system_payloads import (
 from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext
 from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
+from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
@@ -64,6 +65,7 @@ class MessageRouter:
         orchestrator: OrchestratorLike,
         hooks: TurnHooks,
         additions: PromptAdditions,
+        compactor: HistoryCompactor,
         default_channel: str,
         max_turns: int = 10,
         user_facing_errors: tuple[type[Exception], ...] = (),
@@ -80,6 +82,7 @@ class MessageRouter:
             context=context,
             hooks=hooks,
             additions=additions,
+            compactor=compactor,
             max_turns=max_turns,
             timeout_s=self.limits.timeout_s,
             history_max_items=self.limits.history_max_items,

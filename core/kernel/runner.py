@@ -42,6 +42,7 @@ from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
+from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
@@ -140,6 +141,13 @@ class Kernel:
         self.prompt_additions = PromptAdditions(lambda: self.wiring.wired())
         # every tool call of every agent the kernel runs goes through the tool hooks
         self.tool_hooks = ToolInterceptor(self.hook_registry, self.hooks.caller, self.hooks.frames)
+        self.compactor = HistoryCompactor(
+            settings.turns,
+            self.model_router,
+            self.hook_registry,
+            self.hooks.caller,
+            self.hooks.frames,
+        )
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.agents = KernelAgents(
             router=lambda: self.router,
@@ -215,6 +223,7 @@ class Kernel:
             orchestrator=self.orchestrator,
             hooks=self.hooks,
             additions=self.prompt_additions,
+            compactor=self.compactor,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,

@@ -1,6 +1,7 @@
 """One model turn under a deadline, shaped by the extensions' hooks.
 
-``TurnRunner.run`` reads the history (at most ``turns.history_max_items``),
+``TurnRunner.run`` compacts the history when it is over its budget
+(``core/kernel/compaction``), reads it (at most ``turns.history_max_items``),
 passes the user's text through the input hooks (plain text ``in``, then
 ``on_input_messages``, which may answer instead of the model), adds the
 prompt additions and the context chain to the instructions, asks the routing
@@ -36,6 +37,7 @@ from agents.result import RunResultBase
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
 from core.extensions.lifecycle import describe_exception
 from core.kernel.commands import TOO_SLOW
+from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks
 from core.kernel.ledger import LedgerSession
@@ -80,6 +82,7 @@ class TurnRunner:
         context: ContextChain,
         hooks: TurnHooks,
         additions: PromptAdditions,
+        compactor: HistoryCompactor,
         max_turns: int,
         timeout_s: float,
         history_max_items: int | None,
@@ -89,6 +92,7 @@ class TurnRunner:
         self.context = context
         self.hooks = hooks
         self.additions = additions
+        self.compactor = compactor
         self.max_turns = max_turns
         self.timeout_s = timeout_s
         self.history_max_items = history_max_items
@@ -110,6 +114,7 @@ class TurnRunner:
         await self.hooks.turn_started(turn)
 
         async def attempt() -> TurnResult:
+            await self.compactor.compact_if_needed(session, turn)
             history = await session.history(self.history_max_items)
             if not history:
                 await self.hooks.session_started(turn)
