@@ -28,6 +28,11 @@ from core.extensions.capabilities import PROTOCOLS, Capability, detect_capabilit
 from core.extensions.contract import Command
 from core.extensions.importer import import_entrypoint
 from core.extensions.isolation.client_context import ClientContext, ForwardingLogHandler
+from core.extensions.isolation.hook_wire import (
+    HOOK_METHODS,
+    encode_hook_result,
+    hook_args_from_wire,
+)
 from core.extensions.isolation.limits import HostLimits, apply_limits
 from core.extensions.isolation.messages import (
     HOST_REQUESTS,
@@ -121,6 +126,8 @@ class HostServer:
             described["context_priority"] = int(ext.context_priority)
         if Capability.SETUP in capabilities:
             described["setup_schema"] = list(ext.get_setup_schema())
+        if Capability.TAG in capabilities:
+            described["tag_patterns"] = [str(p) for p in ext.tag_patterns or ()]
         return described
 
     # ------------------------------------------------------------ calls
@@ -136,6 +143,9 @@ class HostServer:
         name, args = params.name, list(params.args)
         if name not in self.allowed:
             raise LookupError(f"{name!r} is not a method of a protocol this extension implements")
+        if name in HOOK_METHODS:
+            result = await getattr(self.ext, name)(*hook_args_from_wire(name, args))
+            return encode_hook_result(name, result)
         if name == "get_context":
             args[1] = turn_from_wire(args[1])
         elif name == "invoke":

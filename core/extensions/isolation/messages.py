@@ -91,6 +91,8 @@ class Notice(StrEnum):
 
 
 StreamKind = Literal["chunk", "tool_call"]
+MAX_TAG_PATTERNS = 64
+MAX_TAG_PATTERN_CHARS = 64
 
 
 # ------------------------------------------------------------ kernel -> host
@@ -178,6 +180,17 @@ class Described(Wire):
     agent: dict[str, Any] | None = None
     context_priority: int = 100
     setup_schema: list[dict[str, Any]] = field(default_factory=list)
+    tag_patterns: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(self.tag_patterns) > MAX_TAG_PATTERNS:
+            raise FrameError(f"tag_patterns: more than {MAX_TAG_PATTERNS} patterns")
+        for pattern in self.tag_patterns:
+            if not 0 < len(pattern) <= MAX_TAG_PATTERN_CHARS or not pattern.isprintable():
+                raise FrameError(
+                    f"tag_patterns: {pattern[:40]!r} is not a printable string of "
+                    f"1 to {MAX_TAG_PATTERN_CHARS} characters"
+                )
 
 
 # ------------------------------------------------------------ host -> kernel
