@@ -19,12 +19,18 @@ from core.extensions.contract import Annotated, TurnContext
 from core.extensions.lifecycle import describe_exception
 from core.kernel.hooks.registry import HookEntry
 
-__all__ = ["SKIPPED", "HookCaller"]
+__all__ = ["SKIPPED", "HookCaller", "kind_of"]
 
 log = logging.getLogger("core.kernel.hooks")
 
 SKIPPED: Final = object()  # the hook failed or was late: use the data unchanged
 _REMEMBERED = 1024  # (owner, hook, turn) failures remembered for "log once"
+
+
+def kind_of(value: object) -> str:
+    """``a dict``, ``an int``: what a hook returned, for the log line refusing it."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 class HookCaller:
@@ -65,7 +71,7 @@ class HookCaller:
             return result, {}
         if isinstance(result, Annotated) and (result.text is None or isinstance(result.text, str)):
             return result.text, dict(result.annotations)
-        self.refuse(entry, hook, turn, f"a {type(result).__name__}")
+        self.refuse(entry, hook, turn, kind_of(result))
         return None, {}
 
     def _log_once(self, entry: HookEntry, hook: str, turn: TurnContext, what: str) -> None:

@@ -22,7 +22,7 @@ from core.extensions.contract import (
     TurnContext,
     TurnOutcome,
 )
-from core.kernel.hooks.calls import SKIPPED, HookCaller
+from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.registry import HookRegistry
 from core.kernel.hooks.tags import render_tags
@@ -97,7 +97,7 @@ class TurnHooks:
             if result is SKIPPED or result is None:
                 continue
             if not isinstance(result, str):
-                self.caller.refuse(entry, "on_plain_text", turn, f"a {type(result).__name__}")
+                self.caller.refuse(entry, "on_plain_text", turn, kind_of(result))
                 continue
             if result != text:
                 await self.frames.record(
@@ -180,7 +180,7 @@ class TurnHooks:
                 if result is SKIPPED or result is None:
                     continue
                 if not isinstance(result, str):
-                    self.caller.refuse(entry, "on_tag", turn, f"a {type(result).__name__}")
+                    self.caller.refuse(entry, "on_tag", turn, kind_of(result))
                     continue
                 await self.frames.record(
                     "tag", entry.owner, "on_tag", turn,
@@ -203,7 +203,7 @@ class TurnHooks:
             if result is SKIPPED or result is None:
                 continue
             if not isinstance(result, ModelRoute) or not result.model:
-                self.caller.refuse(entry, "route_model", turn, f"a {type(result).__name__}")
+                self.caller.refuse(entry, "route_model", turn, kind_of(result))
                 continue
             decides = chosen is None and entry.owner in self.authoritative_routing
             log.info(

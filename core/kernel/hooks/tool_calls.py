@@ -55,7 +55,7 @@ from jsonschema.exceptions import best_match
 
 from core.extensions.capabilities import Capability
 from core.extensions.contract import ToolCall, ToolDecision, TurnContext
-from core.kernel.hooks.calls import SKIPPED, HookCaller
+from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.registry import HookEntry, HookRegistry
 
@@ -208,7 +208,7 @@ class ToolInterceptor:
         if result is SKIPPED or result is None:
             return None
         if not isinstance(result, ToolDecision):
-            self._caller.refuse(entry, "before_tool_call", turn, f"a {type(result).__name__}")
+            self._caller.refuse(entry, "before_tool_call", turn, kind_of(result))
             return None
         if result.action == "allow":
             return None
