@@ -4,8 +4,8 @@ Prints one JSON object, medians and p99 from one run:
 - ``turn_ms`` (a) no hook extensions and (b) 10 extensions with 50 no-op
   hooks in total: channel receive → reply delivered, minus the time inside
   the (zero-latency, scripted) model; ``turn_added_ms_p50`` = (b) − (a) and
-  ``turn_ratio_p50`` = (b) / (a). The two kernels run interleaved, in blocks,
-  so drift on a loaded machine hits both alike.
+  ``turn_ratio_p50`` = (b) / (a). The two kernels run side by side and take
+  turns alternately, so drift on a loaded machine hits both alike.
 - ``tool_us`` (c) one tool call through the interception path: the bare
   tool, the tool with one in-process no-op ``before_tool_call`` +
   ``after_tool_call``, and with the same hooks in an isolated extension;
@@ -164,9 +164,9 @@ async def measure_turns(tmp: Path, turns: int, blocks: int) -> dict[str, Any]:
             for probe in probes.values():  # warm-up
                 for _ in range(20):
                     await probe.turn()
-            for _ in range(blocks):
+            for _ in range(blocks * turns):  # alternate turn by turn: drift hits both alike
                 for name, probe in probes.items():
-                    samples[name].extend([await probe.turn() for _ in range(turns)])
+                    samples[name].append(await probe.turn())
     a50, b50 = statistics.median(samples["a"]), statistics.median(samples["b"])
     return {
         "turn_ms": {
@@ -281,7 +281,7 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true", help="fewer iterations (the CI gate)")
     parser.add_argument("--check", type=Path, metavar="FILE", help="fail past these budgets")
     args = parser.parse_args()
-    turns, blocks, calls = (40, 3, 1000) if args.fast else (100, 5, 2000)
+    turns, blocks, calls = (50, 4, 1000) if args.fast else (100, 5, 2000)
     with tempfile.TemporaryDirectory(prefix="hearth-bench-hooks-") as tmp_name:
         tmp = Path(tmp_name)
         result: dict[str, Any] = asyncio.run(measure_turns(tmp, turns, blocks))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any, Final
 
 from core.extensions.contract import Annotated, TurnContext
@@ -43,14 +43,31 @@ class HookCaller:
     async def call(
         self, entry: HookEntry, hook: str, turn: TurnContext, pending: Awaitable[Any]
     ) -> Any:
-        """The hook's result, or ``SKIPPED`` when it raised or timed out."""
+        """The hook's result, or ``SKIPPED`` when it raised or timed out.
+
+        A coroutine is first run up to its first suspension: a hook that
+        returns without awaiting anything (most do) costs no timer at all, and
+        a deadline could not interrupt that synchronous part anyway. Only a
+        hook that really waits runs on under the deadline.
+        """
         timeout_s = self.timeout_s if entry.timeout_s is None else entry.timeout_s
+        deadline: asyncio.Timeout | None = None
         try:
-            async with asyncio.timeout(timeout_s):
+            if isinstance(pending, Coroutine):
+                try:
+                    first = pending.send(None)
+                except StopIteration as done:
+                    return done.value
+                pending = _Resumed(pending, first)
+            deadline = asyncio.timeout(timeout_s)
+            async with deadline:
                 return await pending
-        except TimeoutError:
-            setting = "hooks.timeout_s" if entry.timeout_s is None else "its timeout_s"
-            self._log_once(entry, hook, turn, f"took longer than {timeout_s:g} s ({setting})")
+        except TimeoutError as exc:
+            if deadline is None or not deadline.expired():
+                self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
+            else:
+                setting = "hooks.timeout_s" if entry.timeout_s is None else "its timeout_s"
+                self._log_once(entry, hook, turn, f"took longer than {timeout_s:g} s ({setting})")
         except Exception as exc:
             self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
         return SKIPPED
@@ -88,3 +105,34 @@ class HookCaller:
             what,
             turn.turn_id or "-",
         )
+
+
+class _Resumed:
+    """The rest of a coroutine already run to its first suspension (where it
+    yielded ``first``): awaiting this passes every later step, value and
+    exception (a cancellation too) straight through to the coroutine."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, step = self._coro, self._first
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    step = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    step = coro.send(sent)
+                except StopIteration as done:
+                    return done.value
