@@ -280,6 +280,14 @@ class HooksSettings(_Section):
         return self
 
 
+class StateSettings(_Section):
+    """Extension state through the context (SPEC §9, ADR 0022): one kernel store."""
+
+    ttl_s: float = Field(default=3600.0, gt=0)  # per key, refreshed when the extension reads it
+    max_bytes_per_extension: int = Field(default=10 * 1024 * 1024, ge=1024)  # then LRU eviction
+    max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
+
+
 class Settings(BaseSettings):
     """The whole of ``settings.yaml``."""
 
@@ -304,6 +312,7 @@ class Settings(BaseSettings):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

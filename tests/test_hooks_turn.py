@@ -16,7 +16,7 @@ from agents.testing import ScriptedModel, assistant_message
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
 
-HEADER = "from core.extensions.contract import ShortCircuit, Annotated, TurnOutcome"
+HEADER = "from core.extensions.contract import Annotated, Command, ShortCircuit, TurnOutcome"
 
 
 def replies(kernel: Any) -> list[str]:
@@ -463,3 +463,43 @@ async def test_a_command_hook_in_settings_denies_a_tool_in_a_real_turn(
         assert kernel.restart_requested is None
     outputs = [i for i in model.calls[1].input if i.get("type") == "function_call_output"]
     assert outputs[-1]["output"] == "denied by command:guard: not from chat"
+
+
+async def test_a_state_value_condition_follows_the_extensions_session_state(
+    make_ext, settings_file
+):
+    driving = {
+        "position": "user_prefix",
+        "content": "(The user is driving; keep it short.)",
+        "condition": {"state_value": {"key": "driving", "equals": True}},
+    }
+    path = setup(
+        make_ext,
+        settings_file,
+        (
+            "car",
+            """
+            def get_commands(self):
+                async def drive(args, turn):
+                    await self.ctx.set_state("driving", args == "on")
+                    return f"driving {args}"
+                return [Command("drive", "driving mode on/off", drive)]
+            async def on_turn_end(self, turn, outcome):
+                self.seen = await self.ctx.get_state("driving")
+            """,
+            {"prompt_additions": [driving]},
+        ),
+    )
+    model = ScriptedModel([[assistant_message("ok")] for _ in range(3)])
+    async with running_kernel(path, model=model) as kernel:
+        await say(kernel, "hello")
+        await say(kernel, "/drive on")
+        await say(kernel, "where to?")
+        assert kernel.loader.instance("car").seen is True  # hooks see the turn's session state
+        await say(kernel, "/drive off")
+        await say(kernel, "thanks")
+    assert [user_texts(model, n)[-1] for n in range(3)] == [
+        "hello",
+        "(The user is driving; keep it short.)\n\nwhere to?",
+        "thanks",
+    ]

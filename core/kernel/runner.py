@@ -63,6 +63,7 @@ from core.logging_setup import REDACTOR
 from core.scheduling import ManifestScheduler, manifest_schedules
 from core.secrets import load_secrets, secret_file_names
 from core.settings import Settings
+from core.state import StateStore
 from core.tools import build_core_tools
 
 log = logging.getLogger("core.kernel.runner")
@@ -70,6 +71,7 @@ log = logging.getLogger("core.kernel.runner")
 JOURNAL_FILE = "events.db"
 SESSIONS_FILE = "sessions.db"
 SCHEDULES_FILE = "schedules.db"
+STATE_FILE = "state.db"
 
 
 class Kernel:
@@ -90,7 +92,7 @@ class Kernel:
         refuse_symlinks(
             *(
                 self.data_dir / f"{name}{suffix}"
-                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE)
+                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE, STATE_FILE)
                 for suffix in ("", "-wal", "-shm", "-journal")
             )
         )
@@ -122,6 +124,10 @@ class Kernel:
         self.conversations = Conversations(
             self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
         )
+        self.state = StateStore(
+            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
+        )
+        self.conversations.session_ended.append(self.state.clear_session)
         self.context = ContextChain(
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
@@ -138,7 +144,7 @@ class Kernel:
             FrameRecorder(self.bus),
             authoritative_routing=settings.hooks.authoritative_routing,
         )
-        self.prompt_additions = PromptAdditions(lambda: self.wiring.wired())
+        self.prompt_additions = PromptAdditions(lambda: self.wiring.wired(), state=self.state)
         # every tool call of every agent the kernel runs goes through the tool hooks
         self.tool_hooks = ToolInterceptor(self.hook_registry, self.hooks.caller, self.hooks.frames)
         self.compactor = HistoryCompactor(
@@ -165,6 +171,7 @@ class Kernel:
             request_restart=self.request_restart,
             request_shutdown=self.request_shutdown,
             secrets=self.secrets,
+            state=self.state,
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
             is_wired=self.wiring.is_wired,
@@ -213,7 +220,9 @@ class Kernel:
         journaled and delivered once the bus runs.
         """
         await self.conversations.open()
+        await self.state.open()
         await self.load()
+        await self._forget_uninstalled_state()
         await self.mcp.connect()
         self.router = MessageRouter(
             bus=self.bus,
@@ -263,6 +272,12 @@ class Kernel:
                     record.ext_id,
                     len(forgotten),
                 )
+
+    async def _forget_uninstalled_state(self) -> None:
+        """An extension whose directory is gone is unregistered: its state goes too.
+        (Disabled, skipped or failing ones keep theirs.)"""
+        if self.settings.extensions_dir.is_dir():
+            await self.state.forget_extensions_except(self.loader.records)
 
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
@@ -340,6 +355,7 @@ class Kernel:
             ("extensions", self.loader.shutdown),
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
+            ("extension state", self.state.aclose),
             ("model router", self.model_router.aclose),
         ]
         async with contextlib.AsyncExitStack() as stack:
