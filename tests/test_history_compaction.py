@@ -512,7 +512,7 @@ async def test_an_extension_writes_the_summary_in_a_running_kernel_and_the_frame
         key = k.conversations.key("capture", "u1")
         turn = TurnContext(channel_id="capture", user_id="u1", session_id=key, turn_id="t-1")
         async with k.conversations.lock(key):
-            compacted = await k.compactor.compact_if_needed(
+            compacted = await k.shaping.compactor.compact_if_needed(
                 await k.conversations.session(key), turn
             )
         frames = await k.bus.journal.recent_events(topic="hook.compaction")

@@ -42,26 +42,16 @@ from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
-from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
-from core.kernel.hooks import (
-    FrameRecorder,
-    HookCaller,
-    HookRegistry,
-    PromptAdditions,
-    ToolInterceptor,
-    TurnHooks,
-    command_hook_entries,
-    tool_guidance,
-)
 from core.kernel.router import MessageRouter
+from core.kernel.shaping import TurnShaping
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
 from core.scheduling import ManifestScheduler, manifest_schedules
-from core.secrets import load_secrets, secret_file_names
+from core.secrets import load_secrets
 from core.settings import Settings
 from core.state import StateStore
 from core.tools import build_core_tools
@@ -132,28 +122,14 @@ class Kernel:
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
         self.orchestrator = LiveOrchestrator(self._build_orchestrator)
-        command_hooks = command_hook_entries(
-            settings.hooks,
-            cwd=settings.settings_file.parent if settings.settings_file else None,
-            withheld=self._withheld_from_commands(),
+        self.shaping = TurnShaping(
+            settings,
+            wired=lambda: self.wiring.wired(),
+            frames=self.bus,
+            state=self.state,
+            model_router=self.model_router,
         )
-        self.hook_registry = HookRegistry(lambda: self.wiring.wired(), extra=lambda: command_hooks)
-        self.hooks = TurnHooks(
-            self.hook_registry,
-            HookCaller(settings.hooks.timeout_s),
-            FrameRecorder(self.bus),
-            authoritative_routing=settings.hooks.authoritative_routing,
-        )
-        self.prompt_additions = PromptAdditions(lambda: self.wiring.wired(), state=self.state)
-        # every tool call of every agent the kernel runs goes through the tool hooks
-        self.tool_hooks = ToolInterceptor(self.hook_registry, self.hooks.caller, self.hooks.frames)
-        self.compactor = HistoryCompactor(
-            settings.turns,
-            self.model_router,
-            self.hook_registry,
-            self.hooks.caller,
-            self.hooks.frames,
-        )
+        self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.agents = KernelAgents(
             router=lambda: self.router,
@@ -161,7 +137,7 @@ class Kernel:
             model_router=self.model_router,
             core_tools=self.core_tools,
             extension_tools=self._extension_tools,
-            interceptor=self.tool_hooks,
+            interceptor=self.shaping.tools,
         )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
@@ -195,15 +171,6 @@ class Kernel:
         self._redact_secrets(manifests)
         migrate_extension_data(self.data_dir, [m.id for m in manifests])
 
-    def _withheld_from_commands(self) -> set[str]:
-        """Environment names a hook command never gets: the ``.env`` file's and the
-        model API keys' (values of declared secrets are withheld as redacted)."""
-        names = set(secret_file_names())
-        names.update(
-            p.api_key_env for p in self.settings.models.providers.values() if p.api_key_env
-        )
-        return names
-
     def _redact_secrets(self, manifests: list[Manifest]) -> None:
         """Values of declared secrets and model API keys never reach a log line
         (filled before ``initialize``, which may already log them)."""
@@ -231,8 +198,8 @@ class Kernel:
             context=self.context,
             orchestrator=self.orchestrator,
             hooks=self.hooks,
-            additions=self.prompt_additions,
-            compactor=self.compactor,
+            additions=self.shaping.additions,
+            compactor=self.shaping.compactor,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
@@ -282,8 +249,7 @@ class Kernel:
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
         self.orchestrator.invalidate()
-        self.hook_registry.invalidate()
-        self.prompt_additions.invalidate()
+        self.shaping.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents. A tool name
@@ -301,16 +267,6 @@ class Kernel:
             [("core", self.core_tools()), *extension_tools],
             [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.AGENT)],
         )
-        guidance, unknown = tool_guidance(
-            [
-                (r.ext_id, r.manifest.tool_config)
-                for r in self.wiring.wired()
-                if r.manifest is not None and not r.manifest.tool_config.empty
-            ],
-            [c.name for c in toolset.capabilities],
-        )
-        for warning in unknown:
-            log.warning("%s (tools are checked when the orchestrator is built)", warning)
         return Orchestrator(
             model_router=self.model_router,
             timezone=self.settings.timezone,
@@ -318,8 +274,8 @@ class Kernel:
             agent_tools=toolset.agent_tools,
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
-            tool_guidance=guidance,
-            interceptor=self.tool_hooks,
+            tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
+            interceptor=self.shaping.tools,
         )
 
     async def run(self) -> None:
@@ -428,7 +384,7 @@ class Kernel:
 
     def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return DeclarativeAgentAdapter(
-            manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.tool_hooks
+            manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.shaping.tools
         )
 
 
