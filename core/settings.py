@@ -174,6 +174,9 @@ class TurnsSettings(_Section):
     # share of each budget, so a compaction is needed again only after a while
     compaction_keep_fraction: float = Field(default=0.5, gt=0, lt=1)
     compaction_timeout_s: float = Field(default=30.0, gt=0)  # the summary's model call
+    # a conversation quiet for longer starts a fresh session at its next message
+    # (on_session_end "expired", then on_session_start); null: sessions end only with /new
+    session_idle_timeout_s: float | None = Field(default=None, gt=0)
 
 
 HookPoint = Literal[

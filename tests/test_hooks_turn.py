@@ -503,3 +503,39 @@ async def test_a_state_value_condition_follows_the_extensions_session_state(
         "(The user is driving; keep it short.)\n\nwhere to?",
         "thanks",
     ]
+
+
+async def test_a_quiet_conversation_expires_into_a_new_session(
+    make_ext, settings_file, monkeypatch
+):
+    import time as clock
+
+    path = setup(
+        make_ext,
+        settings_file,
+        (
+            "watcher",
+            """
+            seen = []
+            async def on_session_start(self, turn):
+                self.seen.append(("start", turn.session_id))
+            async def on_session_end(self, turn, reason):
+                self.seen.append(("end", turn.session_id, reason))
+            """,
+            {},
+        ),
+        turns={"session_idle_timeout_s": 3600},
+    )
+    model = ScriptedModel([[assistant_message("One.")], [assistant_message("Two.")]])
+    async with running_kernel(path, model=model) as kernel:
+        await say(kernel, "first")
+        later = clock.time() + 3601
+        monkeypatch.setattr("core.kernel.router.time.time", lambda: later)
+        await say(kernel, "second, a day later")
+        seen = kernel.loader.instance("watcher").seen
+    assert seen == [
+        ("start", "capture:u1"),
+        ("end", "capture:u1", "expired"),
+        ("start", "capture:u1#1"),
+    ]
+    assert user_texts(model, 1) == ["second, a day later"]  # the old exchange is gone

@@ -20,6 +20,7 @@ command's side effects are not repeated either once its reply is recorded.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -138,7 +139,7 @@ class MessageRouter:
         if not text.strip():
             return
         async with self.conversations.lock(key):
-            session = await self.conversations.session(key)
+            session = await self._live_session(key, channel_id, user_id)
             turn = TurnContext(
                 channel_id=channel_id,
                 user_id=user_id,
@@ -146,6 +147,22 @@ class MessageRouter:
                 turn_id=message_key(event),
             )
             await self._run_turn(event, text, turn, session)
+
+    async def _live_session(self, key: str, channel_id: str, user_id: str) -> LedgerSession:
+        """The conversation's session; a fresh one when the conversation has been
+        quiet longer than ``turns.session_idle_timeout_s`` (the old one expires)."""
+        session = await self.conversations.session(key)
+        idle_limit = self.limits.session_idle_timeout_s
+        if idle_limit is None:
+            return session
+        last = await session.last_activity()
+        if last is None or time.time() - last <= idle_limit:
+            return session
+        await self.conversations.start_new(key)
+        ended = TurnContext(channel_id=channel_id, user_id=user_id, session_id=session.session_id)
+        await self.runner.hooks.session_ended(ended, "expired")
+        log.info("conversation %s was idle over %g s: new session", key, idle_limit)
+        return await self.conversations.session(key)
 
     async def _answer_command(
         self, event: Event, command: ParsedCommand, channel_id: str, user_id: str, key: str
