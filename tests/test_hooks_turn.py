@@ -15,6 +15,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
+from test_reply_outbox import STREAM_CHANNEL
 
 HEADER = "from core.extensions.contract import Annotated, Command, ShortCircuit, TurnOutcome"
 
@@ -308,31 +309,6 @@ async def test_an_extension_without_hooks_adds_no_hook_entries(make_ext, setting
     async with running_kernel(path, model=ScriptedModel([])) as kernel:
         assert kernel.hook_registry.owners() == []
         assert not kernel.hooks.shapes_output()
-
-
-STREAM_CHANNEL = ext_code(
-    """
-    events = None
-    def _log(self):
-        if self.events is None:
-            self.events = []
-        return self.events
-    async def send_to_user(self, user_id, message):
-        self._log().append(("send", message))
-    async def send_message(self, message):
-        self._log().append(("notify", message))
-    async def on_stream_start(self, user_id):
-        self._log().append(("start",))
-    async def on_stream_chunk(self, user_id, chunk):
-        self._log().append(("chunk", chunk))
-    async def on_stream_status(self, user_id, status):
-        self._log().append(("status", status))
-    async def on_stream_end(self, user_id, full_text):
-        self._log().append(("end", full_text))
-    async def say(self, text, user_id="u1"):
-        return await self.ctx.on_user_message(text, user_id)
-    """
-)
 
 
 async def test_a_streaming_channel_never_sees_text_an_output_hook_would_change(
