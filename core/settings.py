@@ -164,6 +164,8 @@ class TurnsSettings(_Section):
     command_timeout_s: float = Field(default=30.0, gt=0)
     context_timeout_s: float = Field(default=5.0, gt=0)
     send_timeout_s: float = Field(default=30.0, gt=0)
+    # turns (of different conversations) run at once; more messages wait in the journal
+    concurrency: int = Field(default=32, ge=1, le=1024)
     # The stored history's budget (ADR 0020): when a conversation's stored items
     # exceed either limit, the oldest whole turns are summarised into one item
     # before the next turn reads them. Tokens are estimated as the characters of

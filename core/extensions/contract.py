@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from core.events.models import Event
+from core.extensions.addresses import REPLY_TAG_MARK, reply_address, split_reply_address
 from core.extensions.contract_data import (
     AgentDescriptor,
     AgentInvocationContext,
@@ -32,6 +33,7 @@ from core.extensions.contract_data import (
     TurnContext,
     TurnOutcome,
 )
+from core.extensions.errors import NotConfiguredError
 from core.extensions.hook_protocols import (
     AfterToolCallHook,
     BeforeToolCallHook,
@@ -48,6 +50,7 @@ from core.extensions.hook_protocols import (
 )
 
 __all__ = [
+    "REPLY_TAG_MARK",
     "AfterToolCallHook",
     "AgentDescriptor",
     "AgentExtensionContext",
@@ -71,6 +74,7 @@ __all__ = [
     "LlmOutputHook",
     "ModelRoute",
     "ModelRoutingHook",
+    "NotConfiguredError",
     "PlainTextHook",
     "SchedulerProvider",
     "ServiceProvider",
@@ -88,6 +92,8 @@ __all__ = [
     "TurnEndHook",
     "TurnOutcome",
     "TurnStartHook",
+    "reply_address",
+    "split_reply_address",
 ]
 
 EventHandler = Callable[[Event], Awaitable[None]]

@@ -17,6 +17,7 @@ from typing import Any
 from core.extensions.capabilities import Capability, detect_capabilities
 from core.extensions.context import KernelContext, KernelServices
 from core.extensions.dependencies import dependents_of, order_by_dependencies
+from core.extensions.errors import NotConfiguredError
 from core.extensions.grant_store import GrantStore, GrantStoreError
 from core.extensions.grants import GrantRequest, not_granted_reason
 from core.extensions.importer import import_entrypoint
@@ -223,6 +224,9 @@ class Loader:
             if Capability.TOOL in record.capabilities:
                 stage = "get_tools"
                 record.tools = list(record.instance.get_tools())
+        except NotConfiguredError as exc:  # the user's choice, not a failure
+            self._mark_failed(record, f"not configured: {exc}", skipped=True)
+            log.info("extension %s skipped: %s", record.ext_id, exc)
         except Exception as exc:
             self._mark_failed(record, failure_reason(stage, exc))
             log.error("extension %s: %s", record.ext_id, record.error, exc_info=stage == "import")
@@ -249,8 +253,13 @@ class Loader:
             raise RuntimeError("declarative agents are not available in this kernel")
         return self.agent_factory(manifest, ext_dir, services)
 
-    def _mark_failed(self, record: ExtensionRecord, reason: str) -> None:
-        record.fail(reason)
+    def _mark_failed(self, record: ExtensionRecord, reason: str, *, skipped: bool = False) -> None:
+        """``error`` (or ``skipped``) with ``reason``; its dependents not yet started
+        are skipped."""
+        if skipped:
+            record.skip(reason)
+        else:
+            record.fail(reason)
         for dep_id in dependents_of(record.ext_id, self.dependency_map()):
             dependent = self.records[dep_id]
             if dependent.status is ExtensionStatus.ACTIVE and not dependent.started:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import closing
 from pathlib import Path
 
+from core.extensions.addresses import split_reply_address
 from core.kernel.ledger import LEDGER_DDL, LedgerSession
 
 log = logging.getLogger("core.kernel.conversations")
@@ -56,8 +57,11 @@ class Conversations:
     @staticmethod
     def key(channel_id: str, user_id: str) -> str:
         """``user_id`` is the address the channel gives a conversation: a person, or
-        a chat where channels have them (Telegram: the chat id, ADR 0017)."""
-        return f"{channel_id}:{user_id}"
+        a chat where channels have them (Telegram: the chat id, ADR 0017). A reply
+        tag on it (``alice#reply:x1``, ADR 0024) names one request, not another
+        conversation: it is left out of the key."""
+        address, _ = split_reply_address(user_id)
+        return f"{channel_id}:{address}"
 
     def lock(self, key: str) -> asyncio.Lock:
         """Turns of one conversation run one at a time, in arrival order."""

@@ -46,11 +46,9 @@ from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnRunner
 from core.settings import TurnsSettings
 
-__all__ = ["APOLOGY", "TURN_CONCURRENCY", "MessageRouter", "OrchestratorLike"]
+__all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
 log = logging.getLogger("core.kernel.router")
-
-TURN_CONCURRENCY = 32
 
 
 class MessageRouter:
@@ -107,7 +105,7 @@ class MessageRouter:
             SystemTopics.USER_MESSAGE,
             self.handle_user_message,
             "kernel.router",
-            concurrency=TURN_CONCURRENCY,
+            concurrency=self.limits.concurrency,
         )
         self.outbox.subscribe()
         self.bus.subscribe(

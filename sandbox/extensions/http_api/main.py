@@ -1,0 +1,213 @@
+"""HTTP API channel: Hearth as an OpenAI-compatible model, and a web page (ADR 0024).
+
+A ``ChannelProvider`` + ``StreamingChannelProvider`` + ``ServiceProvider``.
+Each ``POST /v1/chat/completions`` journals the newest user message as a
+``user.message`` from ``<conversation>#reply:<tag>``; the kernel runs the
+turn in the conversation's history and answers the tagged address, which the
+``ReplyBook`` hands back to the waiting request (whole, or as SSE deltas).
+``Idempotency-Key`` derives the tag and the journal's key from the key, so a
+retried POST is journaled once, run once and answered with the same reply.
+Messages no request waits for are kept as notifications.
+
+The server is bound in ``start()`` and answers 503 until the kernel is ready
+(``run_background`` begins once it is) and again while stopping.
+"""
+
+from __future__ import annotations
+
+import time
+
+from core.extensions.contract import (
+    ExtensionContext,
+    NotConfiguredError,
+    reply_address,
+    split_reply_address,
+)
+from core.extensions.sdk import BaseExtension
+
+from .app import build_app
+from .auth import TOKEN_SECRET, TokenCheck
+from .config import PREFIX, ApiConfig, parse_config
+from .notifications import Notifications
+from .replies import (
+    PendingReply,
+    ReplyBook,
+    ReplyGoneError,
+    idempotent_tag,
+    is_idempotent,
+    request_tag,
+)
+from .server import ApiServer
+from .store import ApiStore
+
+STORE_FILE = "http_api.db"
+
+
+class HttpApiSetupError(Exception):
+    """The channel must not run as configured (a public address without a token)."""
+
+
+class HttpApiChannel(BaseExtension):
+    def __init__(self) -> None:
+        self.config: ApiConfig | None = None
+        self.tokens: TokenCheck | None = None
+        self.store: ApiStore | None = None
+        self.notifications: Notifications | None = None
+        self.server: ApiServer | None = None
+        self.book = ReplyBook()
+        self.created = int(time.time())
+        self._ready = False
+        self._stopping = False
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def initialize(self, context: ExtensionContext) -> None:
+        await super().initialize(context)
+        config = self.config = parse_config(context.get_config)
+        token = context.get_secret(TOKEN_SECRET)
+        if not token:
+            if not config.loopback:
+                raise HttpApiSetupError(
+                    f"refusing to listen on {config.listen} ({PREFIX}.listen) without "
+                    f"{TOKEN_SECRET}: set the token, or listen on 127.0.0.1"
+                )
+            raise NotConfiguredError(
+                f"{TOKEN_SECRET} is not set; set it to serve the OpenAI-compatible API "
+                f"and the web page on http://{config.listen}/"
+            )
+        self.tokens = TokenCheck(token)
+        self.store = ApiStore(context.data_dir / STORE_FILE)
+        await self.store.open()
+        await self.store.prune(config.notifications_keep)
+        self.notifications = Notifications(self.store, config.notifications_keep, context.logger)
+        self.server = ApiServer(build_app(self), config.host, config.port, context.logger)
+
+    async def start(self) -> None:
+        """Listen now (a taken port fails here); requests get 503 until ready."""
+        self._ready = self._stopping = False
+        if self.notifications is not None:
+            self.notifications.reopen()
+        await self._server().start()
+
+    async def run_background(self) -> None:
+        """Runs once the kernel is ready: from now on requests are served."""
+        server = self._server()
+        if not server.running:
+            await server.start()
+        self._ready = True
+        try:
+            await server.wait()
+        finally:
+            self._ready = False
+        if not self._stopping:
+            raise RuntimeError("the HTTP server stopped by itself")
+
+    async def stop(self) -> None:
+        self._ready, self._stopping = False, True
+        self.book.fail_all(ReplyGoneError("Hearth is stopping; the reply will not come here"))
+        if self.notifications is not None:
+            self.notifications.close()
+        if self.server is not None:
+            await self.server.stop()
+
+    async def destroy(self) -> None:
+        if self.store is not None:
+            await self.store.close()
+
+    def health_check(self) -> bool:
+        return self.server is not None and self.server.running
+
+    # ------------------------------------------------------------ requests (ApiBackend)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    @property
+    def in_flight(self) -> int:
+        return self.book.in_flight
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` as bound (the port is known after ``start``)."""
+        config, server = self._config(), self._server()
+        host = f"[{config.host}]" if ":" in config.host else config.host
+        return f"http://{host}:{server.port}"
+
+    async def submit(
+        self, conversation: str, text: str, idempotency_key: str | None
+    ) -> PendingReply:
+        """Journal ``text`` for ``conversation`` (once per idempotency key) and return
+        what the request waits on; release it with ``release``."""
+        tag = idempotent_tag(conversation, idempotency_key) if idempotency_key else request_tag()
+        pending = self.book.open(conversation, tag)
+        if pending.waiting > 1 or pending.done:
+            return pending  # a retry of a request still waiting: same reply
+        if idempotency_key:
+            known = self.book.remembered(tag) or await self._store().reply(tag)
+            if known is not None:
+                pending.finish(known)
+                return pending
+        try:
+            await self.context.on_user_message(
+                text,
+                reply_address(conversation, tag),
+                idempotency_key=f"{self.context.extension_id}:{tag}" if idempotency_key else None,
+            )
+        except BaseException:
+            self.book.release(pending)
+            raise
+        return pending
+
+    def release(self, pending: PendingReply) -> None:
+        self.book.release(pending)
+
+    # ------------------------------------------------------------ output
+
+    async def send_to_user(self, user_id: str, message: str) -> None:
+        await self._delivered(user_id, message, stream_end=False)
+
+    async def send_message(self, message: str) -> None:
+        """A proactive message with no address: offered to every conversation."""
+        await self._notes().add(None, message)
+
+    async def on_stream_start(self, user_id: str) -> None:
+        self.book.stream_started(split_reply_address(user_id)[1])
+
+    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
+        self.book.chunk(split_reply_address(user_id)[1], chunk)
+
+    async def on_stream_status(self, user_id: str, status: str) -> None:
+        return None  # OpenAI chunks have no place for "using a tool…"
+
+    async def on_stream_end(self, user_id: str, full_text: str) -> None:
+        await self._delivered(user_id, full_text, stream_end=True)
+
+    async def _delivered(self, user_id: str, text: str, *, stream_end: bool) -> None:
+        """To the request waiting under the tag; else kept as a notification."""
+        conversation, tag = split_reply_address(user_id)
+        waiting = self.book.waiting(tag)
+        taken = self.book.deliver(tag, text, stream_end=stream_end)
+        if tag is not None and is_idempotent(tag) and (taken or not waiting):
+            self.book.remember(tag, text)
+            await self._store().keep_reply(tag, text)
+        if not taken:
+            await self._notes().add(conversation, text)
+
+    # ------------------------------------------------------------ accessors
+
+    def _config(self) -> ApiConfig:
+        assert self.config is not None, "initialize() was not called"
+        return self.config
+
+    def _server(self) -> ApiServer:
+        assert self.server is not None, "initialize() was not called"
+        return self.server
+
+    def _store(self) -> ApiStore:
+        assert self.store is not None, "initialize() was not called"
+        return self.store
+
+    def _notes(self) -> Notifications:
+        assert self.notifications is not None, "initialize() was not called"
+        return self.notifications

@@ -1,0 +1,87 @@
+"""What the channel keeps across restarts, in one SQLite file in its data dir.
+
+``replies``: the reply of each request sent with an ``Idempotency-Key`` (by
+its tag), so a retry gets the same answer even after a restart; kept
+``REPLY_KEEP_S``. ``notifications``: proactive messages for API users
+(reminders, messages no request waited for), offered at
+``GET /v1/notifications``; the newest ``keep`` of at most ``NOTE_KEEP_S``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+from core.extensions.sdk import SQLiteStore
+
+REPLY_KEEP_S = 24 * 3600.0
+NOTE_KEEP_S = 7 * 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """``conversation`` ``None``: for every conversation (a message with no address)."""
+
+    id: int
+    conversation: str | None
+    text: str
+    created_at: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "object": "hearth.notification",
+            "conversation": self.conversation,
+            "text": self.text,
+            "created": int(self.created_at),
+        }
+
+
+class ApiStore(SQLiteStore):
+    SCHEMA: ClassVar[str] = """
+        CREATE TABLE IF NOT EXISTS replies (
+            tag TEXT PRIMARY KEY, text TEXT NOT NULL, created_at REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS notifications (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT,
+            text TEXT NOT NULL, created_at REAL NOT NULL);
+    """
+
+    async def prune(self, keep: int) -> None:
+        now = time.time()
+        await self.execute("DELETE FROM replies WHERE created_at < ?", (now - REPLY_KEEP_S,))
+        await self.execute(
+            "DELETE FROM notifications WHERE created_at < ? OR id <= "
+            "(SELECT COALESCE(MAX(id), 0) FROM notifications) - ?",
+            (now - NOTE_KEEP_S, keep),
+        )
+
+    async def keep_reply(self, tag: str, text: str) -> None:
+        await self.execute(
+            "INSERT OR IGNORE INTO replies(tag, text, created_at) VALUES (?, ?, ?)",
+            (tag, text, time.time()),
+        )
+
+    async def reply(self, tag: str) -> str | None:
+        row = await self.fetch_one("SELECT text FROM replies WHERE tag = ?", (tag,))
+        return None if row is None else str(row[0])
+
+    async def add_notification(self, conversation: str | None, text: str) -> Notification:
+        now = time.time()
+        note_id = await self.execute_insert(
+            "INSERT INTO notifications(conversation, text, created_at) VALUES (?, ?, ?)",
+            (conversation, text, now),
+        )
+        return Notification(note_id, conversation, text, now)
+
+    async def notifications(
+        self, after: int, conversation: str | None, limit: int
+    ) -> list[Notification]:
+        """Oldest first, newer than ``after``; for ``conversation`` (and the unaddressed
+        ones), or all when it is ``None``."""
+        rows = await self.fetch_all(
+            "SELECT id, conversation, text, created_at FROM notifications WHERE id > ?"
+            " AND (? IS NULL OR conversation IS NULL OR conversation = ?) ORDER BY id LIMIT ?",
+            (after, conversation, conversation, limit),
+        )
+        return [Notification(int(i), c, str(t), float(at)) for i, c, t, at in rows]
