@@ -86,6 +86,7 @@ def test_describe_names_everything_asked_in_plain_words(make_ext, ext_root):
                 "user_messages": True,
                 "agent": True,
                 "control": True,
+                "status": True,
                 "emit": ["user.*"],
             },
         },
@@ -100,7 +101,8 @@ def test_describe_names_everything_asked_in_plain_words(make_ext, ext_root):
     assert "sees /srv/maps read-only" in words
     assert "sees / read-write" in words
     assert "speaks as you (user messages)" in words
-    assert "may restart or stop Hearth" in words
+    assert "may restart or stop Hearth and requeue failed events" in words
+    assert "reads Hearth's status, recent events and dead letters" in words
     assert "publishes events on user.*" in words
     assert request.needs_grant
 

@@ -154,6 +154,15 @@ async def test_forget_removes_a_fact_from_recall(memory_settings):
     assert tool_output(model, "l1") == "no memories stored yet"
 
 
+async def test_memories_command_counts_them_with_no_model(memory_settings):
+    async with running_kernel(memory_settings()) as kernel:
+        await converse(kernel, "/memories")
+        await bulk(kernel, ["Tea, no sugar.", "Lives in Porto."])
+        await converse(kernel, "/memories", 2)
+    assert replies(kernel)[0][2] == "0 memories kept"
+    assert replies(kernel)[1][2] == "2 memories kept\n#2: Lives in Porto.\n#1: Tea, no sugar."
+
+
 def memory_block(instructions: str) -> str:
     start = instructions.index("[Relevant memories]")
     end = instructions.find("\n---\n", start)

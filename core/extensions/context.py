@@ -4,7 +4,8 @@ One instance per extension. It enforces the manifest: secrets must be
 declared, ``get_extension`` only reaches ``depends_on``, emits and
 subscriptions must match ``permissions``, and the calls that speak to the
 user, speak as the user, drive the agent or stop the kernel need
-``notify``, ``user_messages``, ``agent`` or ``control`` (SPEC §2, §6).
+``notify``, ``user_messages``, ``agent`` or ``control``, and reading the
+kernel's status needs ``status`` (SPEC §2, §6; ADR 0024).
 Isolated extensions are served by this same class over RPC, so one check
 covers both. Notifications and agent requests are rate-limited per extension.
 State calls reach the kernel's one store always under this extension's own id,
@@ -15,16 +16,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core.datadir import extension_data_dir
 from core.events.models import Event
 from core.events.system_payloads import AgentBackground, AgentTask, UserMessage, UserNotify
 from core.events.topics import SystemTopics, pattern_within, topic_matches
-from core.extensions.agent_gateway import AgentGateway
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
@@ -32,34 +31,17 @@ from core.extensions.contract import (
     EventHandler,
     StateScope,
 )
-from core.extensions.errors import PermissionDeniedError, SecretNotDeclaredError
+from core.extensions.errors import (
+    NotAvailableError,
+    PermissionDeniedError,
+    SecretNotDeclaredError,
+)
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
+from core.extensions.services import KernelOperations, KernelServices
 from core.extensions.state_scope import state_session
+from core.extensions.status_data import KernelStatus
 from core.logging_setup import guard_extension_logger
-
-if TYPE_CHECKING:
-    from core.events import EventBus
-    from core.settings import Settings
-    from core.state import StateStore
-
-
-@dataclass
-class KernelServices:
-    """Kernel objects shared by every context (filled in by the runner)."""
-
-    settings: Settings
-    bus: EventBus
-    get_instance: Callable[[str], Any | None]
-    request_restart: Callable[[str], None]
-    request_shutdown: Callable[[], None]
-    secrets: Mapping[str, str]
-    state: StateStore
-    agents: AgentGateway = field(default_factory=AgentGateway)
-    list_commands: Callable[[], list[tuple[str, str]]] = list
-    # whether an extension gets traffic now (the kernel's wiring); events for
-    # one that is not are dropped, not handed to it
-    is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
 
 
 class KernelContext:
@@ -306,6 +288,19 @@ class KernelContext:
 
     async def list_commands(self) -> list[tuple[str, str]]:
         return self._services.list_commands()
+
+    async def kernel_status(self) -> KernelStatus:
+        self._require(self.permissions.status, "status", "read the kernel's status")
+        return await self._operations().status()
+
+    async def requeue_dead_letter(self, event_id: int) -> int:
+        self._require(self.permissions.control, "control", "requeue a dead letter")
+        return await self._operations().requeue(event_id)
+
+    def _operations(self) -> KernelOperations:
+        if self._services.operations is None:
+            raise NotAvailableError("this kernel offers no status (it is not running)")
+        return self._services.operations
 
     def request_restart(self) -> None:
         self._require_control("restart Hearth")

@@ -48,6 +48,14 @@ from core.extensions.hook_protocols import (
     TurnEndHook,
     TurnStartHook,
 )
+from core.extensions.status_data import (
+    DeadLetterState,
+    DeliveryState,
+    EventState,
+    ExtensionState,
+    KernelStatus,
+    McpServerState,
+)
 
 __all__ = [
     "REPLY_TAG_MARK",
@@ -66,12 +74,18 @@ __all__ = [
     "CompactionHook",
     "CompactionPlan",
     "ContextProvider",
+    "DeadLetterState",
+    "DeliveryState",
     "Event",
     "EventHandler",
+    "EventState",
     "Extension",
     "ExtensionContext",
+    "ExtensionState",
     "InputMessagesHook",
+    "KernelStatus",
     "LlmOutputHook",
+    "McpServerState",
     "ModelRoute",
     "ModelRoutingHook",
     "NotConfiguredError",
@@ -257,6 +271,16 @@ class ExtensionContext(Protocol):
 
     async def list_commands(self) -> list[tuple[str, str]]:
         """Every slash command the kernel answers, as (name, description), by name."""
+        ...
+
+    async def kernel_status(self) -> KernelStatus:
+        """Extensions, MCP servers, model, uptime, event counts, the newest events and
+        dead letters (needs ``permissions.status``)."""
+        ...
+
+    async def requeue_dead_letter(self, event_id: int) -> int:
+        """Put the dead deliveries of ``event_id`` back on the bus; how many (needs
+        ``permissions.control``)."""
         ...
 
     def request_restart(self) -> None: ...

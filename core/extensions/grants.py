@@ -73,8 +73,10 @@ class GrantRequest:
             words.append("speaks as you (user messages)")
         if perms.agent:
             words.append("drives the assistant and reads what it is told (agent)")
+        if perms.status:
+            words.append("reads Hearth's status, recent events and dead letters")
         if perms.control:
-            words.append("may restart or stop Hearth")
+            words.append("may restart or stop Hearth and requeue failed events")
         return words
 
     def sentence(self) -> str:
@@ -132,5 +134,7 @@ def _digest(isolation: str, secrets: tuple[str, ...], perms: ResolvedPermissions
         "agent": perms.agent,
         "control": perms.control,
     }
+    if perms.status:  # only when asked: requests made before it existed keep their digest
+        body["status"] = True
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.extensions.capabilities import Capability, detect_capabilities
-from core.extensions.context import KernelContext, KernelServices
+from core.extensions.context import KernelContext
 from core.extensions.dependencies import dependents_of, order_by_dependencies
 from core.extensions.errors import NotConfiguredError
 from core.extensions.grant_store import GrantStore, GrantStoreError
@@ -24,6 +24,7 @@ from core.extensions.importer import import_entrypoint
 from core.extensions.lifecycle import call_in_thread, call_with_timeout, failure_reason
 from core.extensions.manifest import MANIFEST_FILE, Manifest, ManifestError, load_manifest
 from core.extensions.records import ExtensionRecord, ExtensionStatus
+from core.extensions.services import KernelServices
 
 log = logging.getLogger("core.loader")
 

@@ -101,6 +101,7 @@ class Permissions(_Strict):
     user_messages: bool = False
     agent: bool = False
     control: bool = False
+    status: bool = False  # read the kernel's status, events and dead letters (ADR 0024)
 
     def resolved(self, ext_id: str, *, isolated: bool) -> ResolvedPermissions:
         """The permissions in force: an isolated extension that does not say gets
@@ -117,6 +118,7 @@ class Permissions(_Strict):
             user_messages=self.user_messages,
             agent=self.agent,
             control=self.control,
+            status=self.status,
         )
 
 
@@ -132,6 +134,7 @@ class ResolvedPermissions:
     user_messages: bool
     agent: bool
     control: bool
+    status: bool = False
 
 
 class StateEquals(_Strict):

@@ -31,13 +31,13 @@ from core.agents.toolset import build_toolset
 from core.datadir import migrate_extension_data, refuse_symlinks
 from core.events import EventBus
 from core.extensions.capabilities import Capability
-from core.extensions.context import KernelServices
 from core.extensions.grant_store import GrantStore
 from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
 from core.extensions.names import NamePolicy, settle
 from core.extensions.records import ExtensionRecord
+from core.extensions.services import KernelServices
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
@@ -47,6 +47,7 @@ from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
 from core.kernel.router import MessageRouter
 from core.kernel.shaping import TurnShaping
+from core.kernel.status import KernelOperator
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
@@ -151,6 +152,7 @@ class Kernel:
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
             is_wired=self.wiring.is_wired,
+            operations=KernelOperator(self, self.bus.journal),
         )
         self.supervision = ExtensionSupervisor(
             self.loader,

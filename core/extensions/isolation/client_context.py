@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.events.topics import pattern_within
-from core.extensions.contract import EventHandler, StateScope
+from core.extensions.contract import EventHandler, KernelStatus, StateScope
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.isolation.messages import (
     AgentBackgroundParams,
@@ -38,6 +38,7 @@ from core.extensions.isolation.messages import (
     LogParams,
     Notice,
     NotifyUserParams,
+    RequeueParams,
     SetStateParams,
     StateValue,
     SubscribeParams,
@@ -119,6 +120,14 @@ class ClientContext:
     async def list_commands(self) -> list[tuple[str, str]]:
         rows = await self._peer.call(ContextMethod.LIST_COMMANDS, Empty().to_wire())
         return [(str(name), str(description)) for name, description in rows]
+
+    async def kernel_status(self) -> KernelStatus:
+        answer = await self._peer.call(ContextMethod.KERNEL_STATUS, Empty().to_wire())
+        return KernelStatus.from_json(answer)
+
+    async def requeue_dead_letter(self, event_id: int) -> int:
+        params = RequeueParams(event_id)
+        return int(await self._peer.call(ContextMethod.REQUEUE_DEAD_LETTER, params.to_wire()))
 
     async def notify_user(
         self, text: str, channel_id: str | None = None, *, user_id: str | None = None

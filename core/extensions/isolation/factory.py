@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from core.extensions.context import KernelServices
 from core.extensions.isolation.confinement import ConfinementStatus, probe
 from core.extensions.isolation.errors import (
     CallTimeoutError,
@@ -24,6 +23,7 @@ from core.extensions.isolation.selfcheck import HostProbe, confinement_report, j
 from core.extensions.loader import InstanceFactory, Loader
 from core.extensions.manifest import Manifest
 from core.extensions.records import ExtensionStatus
+from core.extensions.services import KernelServices
 from core.settings import Settings
 
 __all__ = [

@@ -36,6 +36,7 @@ from core.extensions.isolation.messages import (
     LogParams,
     Notice,
     NotifyUserParams,
+    RequeueParams,
     SetStateParams,
     StateValue,
     StreamKind,
@@ -101,8 +102,12 @@ class ContextServer:
             return await ctx.enrich_prompt(p.prompt, p.agent_id)
         if isinstance(p, StateParams):
             return await self._state(p)
+        if isinstance(p, RequeueParams):
+            return await ctx.requeue_dead_letter(p.event_id)
         if method == ContextMethod.LIST_COMMANDS:
             return [list(row) for row in await ctx.list_commands()]
+        if method == ContextMethod.KERNEL_STATUS:
+            return (await ctx.kernel_status()).to_json()
         raise LookupError(f"unknown context method {method!r}")
 
     async def _state(self, p: StateParams) -> Any:

@@ -47,6 +47,7 @@ __all__ = [
     "Notice",
     "NotifyUserParams",
     "PingResult",
+    "RequeueParams",
     "SetStateParams",
     "StateValue",
     "StreamKind",
@@ -88,6 +89,8 @@ class ContextMethod(StrEnum):
     SET_STATE = "ctx.set_state"
     DELETE_STATE = "ctx.delete_state"
     CLEAR_STATE = "ctx.clear_state"
+    KERNEL_STATUS = "ctx.kernel_status"
+    REQUEUE_DEAD_LETTER = "ctx.requeue_dead_letter"
 
 
 class Notice(StrEnum):
@@ -300,6 +303,11 @@ class StateValue(Wire):
 
 
 @dataclass(frozen=True, slots=True)
+class RequeueParams(Wire):
+    event_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class SubscribeParams(Wire):
     topic: str
     handler: int
@@ -344,6 +352,8 @@ KERNEL_REQUESTS: dict[str, type[Wire]] = {
     ContextMethod.SET_STATE: SetStateParams,
     ContextMethod.DELETE_STATE: DeleteStateParams,
     ContextMethod.CLEAR_STATE: ClearStateParams,
+    ContextMethod.KERNEL_STATUS: Empty,
+    ContextMethod.REQUEUE_DEAD_LETTER: RequeueParams,
 }
 
 KERNEL_NOTIFICATIONS: dict[str, type[Wire]] = {

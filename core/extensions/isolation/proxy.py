@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.events.models import Event
-from core.extensions.context import KernelContext, KernelServices
+from core.extensions.context import KernelContext
 from core.extensions.isolation.errors import (
     CallTimeoutError,
     HostUnavailableError,
@@ -49,6 +49,7 @@ from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.isolation.watchdog import HostGuard
 from core.extensions.lifecycle import describe_exception
 from core.extensions.manifest import Manifest
+from core.extensions.services import KernelServices
 from core.logging_setup import guard_extension_logger
 
 log = logging.getLogger("core.isolation")

@@ -31,6 +31,7 @@ from core.extensions.contract import (
     CommandProvider,
     EventHandler,
     Extension,
+    KernelStatus,
     ServiceProvider,
     StateScope,
     ToolProvider,
@@ -75,6 +76,11 @@ class FakeContext:
     shutdowns_requested: int = 0
     # (session id, or None for extension scope; key) -> the stored value
     state: dict[tuple[str | None, str], Any] = field(default_factory=dict)
+    # what kernel_status answers (a quiet kernel by default); requeued event ids
+    status: KernelStatus = field(
+        default_factory=lambda: KernelStatus(0.0, "no model", (), (), {}, (), ())
+    )
+    requeued: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.logger = logging.getLogger(f"ext.{self.extension_id}")
@@ -205,6 +211,13 @@ class FakeContext:
         session = state_session(scope)
         for slot in [slot for slot in self.state if slot[0] == session]:
             del self.state[slot]
+
+    async def kernel_status(self) -> KernelStatus:
+        return self.status
+
+    async def requeue_dead_letter(self, event_id: int) -> int:
+        self.requeued.append(event_id)
+        return 1
 
     def request_restart(self) -> None:
         self.restarts_requested += 1

@@ -7,7 +7,7 @@ fusion of BM25 and cosine similarity (``embeddings.py``). Writes are de-duplicat
 normalised text equals, or whose words almost all match (token Jaccard ≥
 ``dedupe_jaccard``), a stored one refreshes that fact instead of adding one.
 
-Tools: ``remember``, ``recall``, ``forget``, ``list_memories``. Other
+Tools: ``remember``, ``recall``, ``forget``, ``list_memories``; the command ``/memories``. Other
 extensions that declare ``depends_on: [memory]`` may call ``await
 memory.remember_fact(text, source)`` and ``await memory.recall(query, limit)``.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from agents import FunctionTool, RunContextWrapper, function_tool
 
-from core.extensions.contract import ExtensionContext, TurnContext
+from core.extensions.contract import Command, ExtensionContext, TurnContext
 from core.extensions.sdk import BaseExtension
 
 from .config import MemoryConfig, load_config
@@ -41,10 +41,12 @@ DB_FILE = "memory.sqlite3"
 HEADER = "[Relevant memories]"
 FUSION_POOL = 50
 RECALL_LIMIT = 5
+MEMORIES_SHOWN = 5
 
 
 class MemoryExtension(BaseExtension):
-    """``Extension`` + ``ToolProvider`` + ``ContextProvider``."""
+    """``Extension`` + ``ToolProvider`` + ``ContextProvider`` + ``CommandProvider``
+    (``/memories``)."""
 
     def __init__(self) -> None:
         self._config = MemoryConfig()
@@ -166,6 +168,17 @@ class MemoryExtension(BaseExtension):
 
     def get_tools(self) -> list[FunctionTool]:
         return [_remember(self), _recall(self), _forget(self), _list_memories(self)]
+
+    # --------------------------------------------------------------- commands
+
+    def get_commands(self) -> list[Command]:
+        async def memories(args: str, turn: TurnContext) -> str:
+            total = await self.store.count()
+            newest = await self.store.newest(MEMORIES_SHOWN)
+            head = f"{total} {'memory' if total == 1 else 'memories'} kept"
+            return "\n".join([head, *(f"#{m.id}: {m.text}" for m in newest)])
+
+        return [Command("memories", "how many memories are kept, and the newest", memories)]
 
 
 def format_context(memories: list[Memory], max_chars: int) -> str | None:

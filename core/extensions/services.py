@@ -1,0 +1,44 @@
+"""What the kernel lends every ``KernelContext``: settings, bus, state, agents, and
+its status operations (filled in by the runner)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from core.extensions.agent_gateway import AgentGateway
+from core.extensions.status_data import KernelStatus
+
+if TYPE_CHECKING:
+    from core.events import EventBus
+    from core.settings import Settings
+    from core.state import StateStore
+
+__all__ = ["KernelOperations", "KernelServices"]
+
+
+class KernelOperations(Protocol):
+    """The kernel's status and the one act on it (``core.kernel.status``)."""
+
+    async def status(self) -> KernelStatus: ...
+    async def requeue(self, event_id: int) -> int: ...
+
+
+@dataclass
+class KernelServices:
+    """Kernel objects shared by every context (filled in by the runner)."""
+
+    settings: Settings
+    bus: EventBus
+    get_instance: Callable[[str], Any | None]
+    request_restart: Callable[[str], None]
+    request_shutdown: Callable[[], None]
+    secrets: Mapping[str, str]
+    state: StateStore
+    agents: AgentGateway = field(default_factory=AgentGateway)
+    list_commands: Callable[[], list[tuple[str, str]]] = list
+    # whether an extension gets traffic now (the kernel's wiring); events for
+    # one that is not are dropped, not handed to it
+    is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
+    operations: KernelOperations | None = None
