@@ -8,14 +8,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from openai import AsyncOpenAI
 
 from bundled import copy_bundled
+from core.extensions.sdk import FakeContext, running
 from core.kernel.runner import Kernel
 from fake_openai import FakeOpenAIServer
 from harness import running_kernel, wait_for
 
 TOKEN = "test-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXTENSION_ID = "http_api"
 
 
@@ -64,3 +67,23 @@ async def serving(settings: Path, **kernel_args: Any) -> AsyncIterator[tuple[Ker
 
 def client(base_url: str, token: str = TOKEN) -> AsyncOpenAI:
     return AsyncOpenAI(base_url=f"{base_url}/v1", api_key=token, max_retries=0, timeout=30)
+
+
+@asynccontextmanager
+async def fake_kernel_channel(
+    tmp_path: Path, *, ready: bool = True, **config: Any
+) -> AsyncIterator[tuple[Any, FakeContext, httpx.AsyncClient]]:
+    """The channel alone on a free port, against ``sdk.FakeContext`` (no kernel), and an
+    ``httpx`` client for it; ``ready=False`` stops before ``run_background``."""
+    from sandbox.extensions.http_api.main import HttpApiChannel
+
+    ctx = FakeContext(
+        tmp_path,
+        extension_id="http_api",
+        config_values={"listen": "127.0.0.1:0", **config},
+        secrets={"HEARTH_API_TOKEN": TOKEN},
+    )
+    async with running(HttpApiChannel(), ctx, background=ready) as ext:
+        await wait_for(lambda: ext.ready == ready and ext.server.running)
+        async with httpx.AsyncClient(base_url=ext.base_url, timeout=10) as http:
+            yield ext, ctx, http

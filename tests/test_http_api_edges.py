@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -15,27 +13,11 @@ import pytest
 
 from core.extensions.sdk import FakeContext, running
 from harness import wait_for
-from http_api_support import TOKEN
+from http_api_support import AUTH, TOKEN, fake_kernel_channel
 from sandbox.extensions.http_api.main import HttpApiChannel
 
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
+channel = fake_kernel_channel
 ASK = {"model": "hearth", "messages": [{"role": "user", "content": "hi"}]}
-
-
-@asynccontextmanager
-async def channel(
-    tmp_path, *, ready: bool = True, **config: Any
-) -> AsyncIterator[tuple[HttpApiChannel, FakeContext, httpx.AsyncClient]]:
-    ctx = FakeContext(
-        tmp_path,
-        extension_id="http_api",
-        config_values={"listen": "127.0.0.1:0", **config},
-        secrets={"HEARTH_API_TOKEN": TOKEN},
-    )
-    async with running(HttpApiChannel(), ctx, background=ready) as ext:
-        await wait_for(lambda: ext.ready == ready and ext.server.running)
-        async with httpx.AsyncClient(base_url=ext.base_url, timeout=10) as http:
-            yield ext, ctx, http
 
 
 def error_of(response: httpx.Response) -> dict[str, Any]:

@@ -1,14 +1,31 @@
-"""Who may call: the bearer token ``HEARTH_API_TOKEN``, compared in constant time."""
+"""Who may call: the bearer token ``HEARTH_API_TOKEN``, or the web page's cookie.
+
+Every comparison is constant-time. The page's login answers with a cookie
+(``HttpOnly``, ``SameSite=Strict``) holding an expiry and an HMAC of it keyed
+by the token: nothing is stored, it survives restarts, and it is void once
+the token changes. A request that the cookie authenticates and that changes
+something (any POST) must also carry ``X-CSRF-Token`` — an HMAC of the cookie
+that only the page can read, from ``GET /web/session`` — and, when the
+browser sends one, an ``Origin`` naming this very host.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import time
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 from .openai_shape import ApiError
 
 TOKEN_SECRET = "HEARTH_API_TOKEN"
+COOKIE = "hearth_session"
+CSRF_HEADER = "x-csrf-token"
+SESSION_S = 7 * 86400
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 class TokenCheck:
@@ -19,9 +36,15 @@ class TokenCheck:
         return hmac.compare_digest(presented.encode(), self._token)
 
     def require(self, request: Request) -> None:
-        """Pass, or ``ApiError`` 401 (the same answer for a missing and a wrong token)."""
+        """Pass with the bearer token, or with the page's cookie (plus the CSRF token
+        and a same-host ``Origin`` on a POST); else ``ApiError`` 401 or 403."""
         scheme, _, presented = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and self.matches(presented.strip()):
+            return
+        cookie = request.cookies.get(COOKIE)
+        if cookie and self._valid_cookie(cookie):
+            if request.method not in SAFE_METHODS:
+                self._require_same_site(request, cookie)
             return
         raise ApiError(
             401,
@@ -29,3 +52,47 @@ class TokenCheck:
             code="invalid_api_key",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+    # ------------------------------------------------------------ the page's session
+
+    def log_in(self, response: Response) -> None:
+        expires = int(time.time()) + SESSION_S
+        value = f"{expires}.{self._sign(f'session:{expires}')}"
+        response.set_cookie(
+            COOKIE, value, max_age=SESSION_S, path="/", httponly=True, samesite="strict"
+        )
+
+    @staticmethod
+    def log_out(response: Response) -> None:
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+
+    def csrf_token(self, request: Request) -> str | None:
+        """The page's CSRF token for its valid cookie (``None`` without one)."""
+        cookie = request.cookies.get(COOKIE)
+        if not cookie or not self._valid_cookie(cookie):
+            return None
+        return self._sign(f"csrf:{cookie}")
+
+    def _valid_cookie(self, cookie: str) -> bool:
+        expires, _, signature = cookie.partition(".")
+        if not expires.isdigit() or int(expires) < time.time():
+            return False
+        return hmac.compare_digest(signature, self._sign(f"session:{expires}"))
+
+    def _require_same_site(self, request: Request, cookie: str) -> None:
+        presented = request.headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(presented, self._sign(f"csrf:{cookie}")):
+            raise ApiError(403, "missing or wrong X-CSRF-Token (reload the page)", code="csrf")
+        require_same_origin(request)
+
+    def _sign(self, text: str) -> str:
+        return hmac.new(self._token, text.encode(), hashlib.sha256).hexdigest()
+
+
+def require_same_origin(request: Request) -> None:
+    """An ``Origin`` header, when sent, must name the host the request was sent to."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return
+    if urlsplit(origin).netloc != request.headers.get("host", ""):
+        raise ApiError(403, f"cross-origin request from {origin[:80]!r} refused", code="csrf")

@@ -16,6 +16,8 @@ The server is bound in ``start()`` and answers 503 until the kernel is ready
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import Any
 
 from core.extensions.contract import (
     ExtensionContext,
@@ -39,6 +41,7 @@ from .replies import (
 )
 from .server import ApiServer
 from .store import ApiStore
+from .web import web_routes
 
 STORE_FILE = "http_api.db"
 
@@ -80,7 +83,8 @@ class HttpApiChannel(BaseExtension):
         await self.store.open()
         await self.store.prune(config.notifications_keep)
         self.notifications = Notifications(self.store, config.notifications_keep, context.logger)
-        self.server = ApiServer(build_app(self), config.host, config.port, context.logger)
+        app = build_app(self, web_routes(self, Path(__file__).parent / "web"))
+        self.server = ApiServer(app, config.host, config.port, context.logger)
 
     async def start(self) -> None:
         """Listen now (a taken port fails here); requests get 503 until ready."""
@@ -161,6 +165,16 @@ class HttpApiChannel(BaseExtension):
 
     def release(self, pending: PendingReply) -> None:
         self.book.release(pending)
+
+    # ------------------------------------------------------------ the page (WebBackend)
+
+    async def kernel_status(self) -> dict[str, Any]:
+        return (await self.context.kernel_status()).to_json()
+
+    async def requeue(self, event_id: int) -> int:
+        count = await self.context.requeue_dead_letter(event_id)
+        self.context.logger.info("web page: requeued %d deliveries of event %d", count, event_id)
+        return count
 
     # ------------------------------------------------------------ output
 

@@ -1,0 +1,121 @@
+"""The web page: ``/`` (static HTML, CSS and a small script; no build step) and the
+few JSON endpoints only it uses, under ``/web/``.
+
+The page chats through ``/v1/chat/completions`` (streamed) and hears
+notifications through ``/v1/notifications?stream=true``, authenticated by
+its cookie (``auth``). Reminders and the memory count come from the commands
+``/reminders``, ``/cancel ID`` and ``/memories``, sent like any chat message
+as the page's conversation; the kernel's status and the requeue button use
+the context (``kernel_status``, ``requeue_dead_letter``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from .auth import TokenCheck, require_same_origin
+from .config import ApiConfig
+from .openai_shape import ApiError
+
+ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+MAX_LOGIN_BYTES = 4096
+
+
+class WebBackend(Protocol):
+    config: ApiConfig
+    tokens: TokenCheck
+
+    @property
+    def in_flight(self) -> int: ...
+    async def kernel_status(self) -> dict[str, Any]: ...
+    async def requeue(self, event_id: int) -> int: ...
+
+
+def web_routes(backend: WebBackend, static_dir: Path) -> list[BaseRoute]:
+    page = _Page(backend, static_dir)
+    return [
+        Route("/", page.index, methods=["GET"]),
+        Route("/web/login", page.login, methods=["POST"]),
+        Route("/web/logout", page.logout, methods=["POST"]),
+        Route("/web/session", page.session, methods=["GET"]),
+        Route("/web/status", page.status, methods=["GET"]),
+        Route("/web/requeue", page.requeue, methods=["POST"]),
+        Route("/web/{name}", page.asset, methods=["GET"]),
+    ]
+
+
+class _Page:
+    def __init__(self, backend: WebBackend, static_dir: Path) -> None:
+        self.backend = backend
+        self.files = {name: (static_dir / name).read_bytes() for name in ("index.html", *ASSETS)}
+
+    async def index(self, request: Request) -> Response:
+        return Response(self.files["index.html"], media_type="text/html", headers=PAGE_HEADERS)
+
+    async def asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ASSETS:
+            raise ApiError(404, f"no such file: {request.url.path}")
+        return Response(self.files[name], media_type=ASSETS[name], headers=PAGE_HEADERS)
+
+    async def login(self, request: Request) -> Response:
+        """``{"token": ...}`` → the session cookie (204), or 401."""
+        require_same_origin(request)
+        body = await request.body()
+        if len(body) > MAX_LOGIN_BYTES:
+            raise ApiError(413, "the login body is too large")
+        try:
+            token = json.loads(body).get("token", "")
+        except (ValueError, AttributeError):
+            raise ApiError(400, 'the body must be {"token": "..."}') from None
+        if not isinstance(token, str) or not self.backend.tokens.matches(token):
+            raise ApiError(401, "wrong token (HEARTH_API_TOKEN)", code="invalid_api_key")
+        response = Response(status_code=204)
+        self.backend.tokens.log_in(response)
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        self.backend.tokens.require(request)
+        response = Response(status_code=204)
+        self.backend.tokens.log_out(response)
+        return response
+
+    async def session(self, request: Request) -> Response:
+        """The CSRF token and the page's conversation, for a valid cookie (else 401)."""
+        csrf = self.backend.tokens.csrf_token(request)
+        if csrf is None:
+            raise ApiError(401, "not logged in", code="invalid_api_key")
+        config = self.backend.config
+        return JSONResponse({"csrf": csrf, "conversation": config.web_conversation})
+
+    async def status(self, request: Request) -> Response:
+        self.backend.tokens.require(request)
+        kernel = await self.backend.kernel_status()
+        api = {"listen": self.backend.config.listen, "in_flight": self.backend.in_flight}
+        return JSONResponse({"kernel": kernel, "api": api})
+
+    async def requeue(self, request: Request) -> Response:
+        self.backend.tokens.require(request)
+        try:
+            event_id = json.loads(await request.body())["event_id"]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError(400, 'the body must be {"event_id": N}') from None
+        if not isinstance(event_id, int) or isinstance(event_id, bool):
+            raise ApiError(400, "event_id must be a whole number", param="event_id")
+        count = await self.backend.requeue(event_id)
+        return JSONResponse({"event_id": event_id, "requeued": count})
