@@ -57,8 +57,9 @@ ScriptItem = str | ToolCall | Failure
 class FakeOpenAIServer:
     """Context manager; ``base_url`` is ``http://127.0.0.1:PORT/v1``."""
 
-    def __init__(self, *, delay_s: float = 0.0) -> None:
+    def __init__(self, *, delay_s: float = 0.0, chunk_delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
+        self.chunk_delay_s = chunk_delay_s  # streamed answers: a pause before each chunk
         self._lock = threading.RLock()
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict[str, Any]] = []
@@ -188,6 +189,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
         for chunk in _stream_chunks(body, item):
+            if self.fake.chunk_delay_s:
+                time.sleep(self.fake.chunk_delay_s)
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
         self.wfile.write(b"data: [DONE]\n\n")

@@ -102,7 +102,7 @@ async def test_status_and_requeue_go_through_the_context(tmp_path):
         )
     assert status["kernel"]["extensions"][0]["error"] == "no token"
     assert status["kernel"]["dead_letters"][0]["event_id"] == 7
-    assert status["api"]["listen"].startswith("127.0.0.1:")
+    assert status["api"]["listen"] == str(http.base_url.netloc, "ascii")
     assert refused.status_code == 403
     assert requeued.json() == {"event_id": 7, "requeued": 1}
     assert bad.status_code == 400

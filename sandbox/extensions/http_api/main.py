@@ -132,11 +132,15 @@ class HttpApiChannel(BaseExtension):
         return self.book.in_flight
 
     @property
-    def base_url(self) -> str:
-        """``http://HOST:PORT`` as bound (the port is known after ``start``)."""
+    def listening(self) -> str:
+        """``HOST:PORT`` as bound (the port is known after ``start``)."""
         config, server = self._config(), self._server()
         host = f"[{config.host}]" if ":" in config.host else config.host
-        return f"http://{host}:{server.port}"
+        return f"{host}:{server.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.listening}"
 
     async def submit(
         self, conversation: str, text: str, idempotency_key: str | None

@@ -42,6 +42,8 @@ class WebBackend(Protocol):
 
     @property
     def in_flight(self) -> int: ...
+    @property
+    def listening(self) -> str: ...
     async def kernel_status(self) -> dict[str, Any]: ...
     async def requeue(self, event_id: int) -> int: ...
 
@@ -106,7 +108,7 @@ class _Page:
     async def status(self, request: Request) -> Response:
         self.backend.tokens.require(request)
         kernel = await self.backend.kernel_status()
-        api = {"listen": self.backend.config.listen, "in_flight": self.backend.in_flight}
+        api = {"listen": self.backend.listening, "in_flight": self.backend.in_flight}
         return JSONResponse({"kernel": kernel, "api": api})
 
     async def requeue(self, request: Request) -> Response:

@@ -1,0 +1,126 @@
+"""The web page in a real headless Chromium (Debian's ``chromium`` driven by
+``playwright``; no browser download): log in, chat and watch the reply stream,
+requeue a dead letter, cancel a reminder, receive a pushed notification. A
+screenshot is saved under ``tests/artifacts/`` (the path is printed)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import PROJECT_ROOT
+from fake_openai import FakeOpenAIServer
+from http_api_support import TOKEN, api_settings, client, install, serving
+
+CHROMIUM = (
+    os.environ.get("HEARTH_CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
+)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium installed (apt-get install chromium): browser tests skipped",
+)
+SCREENSHOT = PROJECT_ROOT / "tests" / "artifacts" / "http_api_page.png"
+STORY = "Once upon a time a small kernel kept a warm hearth."
+
+# records every text the newest reply bubble shows, to see it grow
+WATCH_REPLY = """() => {
+  window.replyStates = [];
+  new MutationObserver(() => {
+    const last = document.querySelector("#messages li.hearth:last-child");
+    if (last) window.replyStates.push(last.textContent);
+  }).observe(document.querySelector("#messages"),
+             {childList: true, subtree: true, characterData: true});
+}"""
+
+
+@pytest.fixture
+def model() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(chunk_delay_s=0.05) as srv:
+        yield srv
+
+
+async def until_dead(kernel, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while (await kernel.bus.journal.counts()).get("dead", 0) != count:
+        assert time.monotonic() < deadline, f"dead letters never reached {count}"
+        await asyncio.sleep(0.02)
+
+
+async def test_the_page_in_a_browser(monkeypatch, ext_root, settings_file, model):
+    from playwright.async_api import async_playwright, expect
+
+    monkeypatch.setenv("HEARTH_API_TOKEN", TOKEN)
+    install(ext_root, "scheduler", "memory")
+    settings = api_settings(settings_file, model)
+    settings.write_text(settings.read_text() + "events: {max_attempts: 1, poll_interval_s: 0.1}\n")
+    model.script(STORY)
+    async with serving(settings) as (kernel, base):
+        healthy = False
+
+        async def flaky(event) -> None:
+            if not healthy:
+                raise RuntimeError("disk full")
+
+        kernel.bus.subscribe("demo.fail", flaky, "test/flaky")
+        dead_id = await kernel.bus.publish("demo.fail", "test", {})
+        await until_dead(kernel, 1)
+        await client(base).chat.completions.create(
+            model="hearth",
+            messages=[{"role": "user", "content": "/remind 2h water the plants"}],
+            user="web",
+        )
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = await browser.new_page(viewport={"width": 1280, "height": 900})
+            await page.goto(f"{base}/")
+
+            # log in
+            await expect(page.locator("#login")).to_be_visible()
+            await page.fill("#token", "not the token")
+            await page.click("#login-form button")
+            await expect(page.locator("#login-error")).to_contain_text("wrong token")
+            await page.fill("#token", TOKEN)
+            await page.click("#login-form button")
+            await expect(page.locator("#app")).to_be_visible()
+            await expect(page.locator("#extensions")).to_contain_text("scheduler")
+            await expect(page.locator("#memories")).to_have_text("0 memories kept")
+            await expect(page.locator("#model")).to_contain_text("fake-model")
+
+            # chat: the reply grows in place, chunk by chunk
+            await page.evaluate(WATCH_REPLY)
+            await page.fill("#prompt", "tell me a story")
+            await page.click("#send")
+            await expect(page.locator("#messages li.hearth").last).to_have_text(STORY)
+            states = [s for s in await page.evaluate("window.replyStates") if s]
+            assert len(set(states)) >= 4, states
+            assert all(STORY.startswith(s) for s in states)
+
+            # a pushed notification
+            await kernel.router.notify_user("Dinner is ready", "http_api", user_id="web")
+            await expect(page.locator("#notifications")).to_contain_text("Dinner is ready")
+
+            # requeue the dead letter
+            healthy = True
+            await page.click(f"#dead button[data-event='{dead_id}']")
+            await expect(page.locator("#toast")).to_have_text(f"Requeued event {dead_id}.")
+            await until_dead(kernel, 0)
+
+            # cancel the reminder
+            await expect(page.locator("#reminders")).to_contain_text("water the plants")
+            await page.click("#reminders button[data-reminder='1']")
+            await expect(page.locator("#toast")).to_contain_text("Cancelled reminder #1")
+            await expect(page.locator("#reminders")).to_contain_text("No reminders")
+            await page.click("#refresh")
+            await expect(page.locator("#dead tbody")).to_have_text("none")
+
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            await page.screenshot(path=str(SCREENSHOT), full_page=True)
+            print(f"screenshot of the web page: {SCREENSHOT}")
+            await browser.close()
