@@ -63,6 +63,7 @@ class FakeOpenAIServer:
         self._lock = threading.RLock()
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict[str, Any]] = []
+        self._timings: list[tuple[str, float]] = []
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
         self._thread = threading.Thread(
@@ -112,6 +113,13 @@ class FakeOpenAIServer:
         with self._lock:
             return [json.loads(json.dumps(r)) for r in self._requests]
 
+    @property
+    def timings(self) -> list[tuple[str, float]]:
+        """(last user message, seconds from request read to last byte sent) per
+        completion request: the model's share of a turn, for benchmarks."""
+        with self._lock:
+            return list(self._timings)
+
     def wait_for_requests(self, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
         """Block until ``count`` completion requests arrived (for subprocess tests)."""
         deadline = time.monotonic() + timeout_s
@@ -132,6 +140,7 @@ class FakeOpenAIServer:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # benchmarks open a hundred connections at once
     fake: FakeOpenAIServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -142,6 +151,8 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive, as real providers do (streams are chunked)
+    disable_nagle_algorithm = True  # small SSE writes go out at once
 
     @property
     def fake(self) -> FakeOpenAIServer:
@@ -163,6 +174,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
+        started = time.perf_counter()
         item = self.fake._next(body)
         if self.fake.delay_s:
             time.sleep(self.fake.delay_s)
@@ -172,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_stream(body, item)
         else:
             self._send_json(200, _completion(body, item))
+        with self.fake._lock:
+            self.fake._timings.append((_last_user_text(body), time.perf_counter() - started))
 
     # ------------------------------------------------------------- sending
 
@@ -187,15 +201,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for chunk in _stream_chunks(body, item):
             if self.fake.chunk_delay_s:
                 time.sleep(self.fake.chunk_delay_s)
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
+            self._write_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        self._write_chunk(b"data: [DONE]\n\n")
+        self._write_chunk(b"")  # the last chunk: the response ends, the connection stays
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
-        self.close_connection = True
 
 
 # ------------------------------------------------------------------ payloads

@@ -62,11 +62,21 @@ async def serving(settings: Path, **kernel_args: Any) -> AsyncIterator[tuple[Ker
     async with running_kernel(settings, **kernel_args) as kernel:
         channel = channel_of(kernel)
         await wait_for(lambda: channel.ready)
-        yield kernel, channel.base_url
+        try:
+            yield kernel, channel.base_url
+        finally:
+            while _clients:
+                await _clients.pop().close()
+
+
+_clients: list[AsyncOpenAI] = []
 
 
 def client(base_url: str, token: str = TOKEN) -> AsyncOpenAI:
-    return AsyncOpenAI(base_url=f"{base_url}/v1", api_key=token, max_retries=0, timeout=30)
+    """The real ``openai`` client for the API (closed when ``serving`` ends)."""
+    api = AsyncOpenAI(base_url=f"{base_url}/v1", api_key=token, max_retries=0, timeout=30)
+    _clients.append(api)
+    return api
 
 
 @asynccontextmanager

@@ -103,6 +103,24 @@ async def test_every_connection_is_closed(tmp_path):
     assert open_fds(db) == 0
 
 
+async def test_a_session_in_use_is_not_closed_by_the_cache(tmp_path):
+    """More conversations at once than the cache holds (the HTTP API makes that
+    easy): a session a message is using stays open until it is done."""
+    conversations = Conversations(tmp_path / "sessions.db", cache_size=2)
+    await conversations.open()
+    busy = conversations.key("chan", "busy")
+    with conversations.held(busy):
+        session = await conversations.session(busy)
+        for user in ("a", "b", "c"):
+            await conversations.session(conversations.key("chan", user))
+        await session.commit_turn(StoredReply("1@busy", "chan", "busy", "hi"), [])
+        assert await conversations.session(busy) is session
+    for user in ("d", "e"):
+        await conversations.session(conversations.key("chan", user))
+    assert await conversations.session(busy) is not session  # idle now: it went
+    await conversations.aclose()
+
+
 async def test_restart_request_does_not_block_the_loop_on_a_slow_disk(
     make_ext, settings_file, tmp_path, monkeypatch
 ):

@@ -5,11 +5,16 @@ POST once (ADR 0024)."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import openai
 import pytest
 
+from conftest import PROJECT_ROOT
 from fake_openai import FakeOpenAIServer, ToolCall
 from harness import running_kernel
 from http_api_support import TOKEN, api_settings, client, install, serving
@@ -181,7 +186,7 @@ async def test_without_a_token_the_extension_is_skipped_quietly(
         record = kernel.loader.records["http_api"]
     assert record.status.value == "skipped"
     assert "HEARTH_API_TOKEN is not set" in (record.error or "")
-    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert not [r for r in caplog.records if r.levelname == "ERROR" and r.name != "asyncio"]
 
 
 async def test_a_public_address_without_a_token_is_an_error(monkeypatch, ext_root, settings_file):
@@ -191,3 +196,20 @@ async def test_a_public_address_without_a_token_is_an_error(monkeypatch, ext_roo
         record = kernel.loader.records["http_api"]
     assert record.status.value == "error"
     assert "refusing to listen on 0.0.0.0:0" in (record.error or "")
+
+
+def test_the_http_benchmark_runs_and_reports_its_numbers():
+    """``bench/http.py`` scaled down: it runs against a real kernel process and
+    prints one JSON object with the numbers the issue asks for."""
+    done = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "bench" / "http.py"), "--conversations", "3",
+         "--messages", "2"],
+        capture_output=True, text=True, timeout=180, cwd=PROJECT_ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["conversations"] == 3 and result["messages"] == 2
+    assert result["wall_s"] >= result["ideal_s"] == 0.4
+    for key in ("kernel_added_ms_p50", "kernel_added_ms_p99", "requests_per_s_0ms_model"):
+        assert result[key] > 0
+    assert result["cpu_count"] == os.cpu_count() and isinstance(result["ok"], bool)

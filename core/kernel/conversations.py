@@ -14,9 +14,9 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from contextlib import closing
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from core.extensions.addresses import split_reply_address
@@ -25,19 +25,23 @@ from core.kernel.ledger import LEDGER_DDL, LedgerSession
 log = logging.getLogger("core.kernel.conversations")
 
 SessionEnded = Callable[[str], Awaitable[object]]
-_CACHE_SIZE = 64
+CACHE_SIZE = 64  # open sessions kept (more while messages use them)
 LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
 
 
 class Conversations:
     """Session ids and ``LedgerSession`` objects for every conversation."""
 
-    def __init__(self, db_path: Path, *, synchronous: str = "normal") -> None:
+    def __init__(
+        self, db_path: Path, *, synchronous: str = "normal", cache_size: int = CACHE_SIZE
+    ) -> None:
         self.db_path = db_path
+        self.cache_size = cache_size
         self.synchronous = synchronous.upper()  # ``events.synchronous``: same durability
         self._generations: dict[str, int] = {}
-        self._sessions: OrderedDict[str, LedgerSession] = OrderedDict()
+        self._sessions: OrderedDict[str, tuple[str, LedgerSession]] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
+        self._held: Counter[str] = Counter()
         self.session_ended: list[SessionEnded] = []
 
     async def open(self) -> None:
@@ -46,7 +50,7 @@ class Conversations:
 
     def close(self) -> None:
         """Close every cached session's connections (``aclose`` from a coroutine)."""
-        for session in self._sessions.values():
+        for _, session in self._sessions.values():
             session.close()
         self._sessions.clear()
 
@@ -70,6 +74,18 @@ class Conversations:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
+    @contextmanager
+    def held(self, key: str) -> Iterator[None]:
+        """While a message of the conversation is being answered, its sessions stay
+        open: the cache closes only sessions no message is using."""
+        self._held[key] += 1
+        try:
+            yield
+        finally:
+            self._held[key] -= 1
+            if not self._held[key]:
+                del self._held[key]
+
     def session_id(self, key: str) -> str:
         generation = self._generations.get(key, 0)
         return key if generation == 0 else f"{key}#{generation}"
@@ -77,21 +93,27 @@ class Conversations:
     async def session(self, key: str) -> LedgerSession:
         """The conversation's current session (built off the loop on first use)."""
         session_id = self.session_id(key)
-        session = self._sessions.get(session_id)
-        if session is not None:
+        cached = self._sessions.get(session_id)
+        if cached is not None:
             self._sessions.move_to_end(session_id)
-            return session
+            return cached[1]
         session = await asyncio.to_thread(LedgerSession, session_id, self.db_path)
         session.synchronous = self.synchronous
         raced = self._sessions.get(session_id)
         if raced is not None:  # another task built it while this one waited
             await asyncio.to_thread(session.close)
-            return raced
-        self._sessions[session_id] = session
-        if len(self._sessions) > _CACHE_SIZE:
-            _, evicted = self._sessions.popitem(last=False)
+            return raced[1]
+        self._sessions[session_id] = (key, session)
+        for evicted in self._evictable():
             await asyncio.to_thread(evicted.close)
         return session
+
+    def _evictable(self) -> list[LedgerSession]:
+        """The least recently used sessions beyond the cache size that no message is
+        using (held ones stay, so the cache may be over its size for a while)."""
+        over = len(self._sessions) - self.cache_size
+        idle = [sid for sid, (key, _) in self._sessions.items() if key not in self._held]
+        return [self._sessions.pop(sid)[1] for sid in idle[: max(0, over)]]
 
     async def start_new(self, key: str) -> str:
         """Begin a fresh session for this conversation; returns its id. The old

@@ -130,21 +130,22 @@ class MessageRouter:
             return
         text, user_id, channel_id = message.text, message.user_id, message.channel_id
         key = self.conversations.key(channel_id, user_id)
-        command = parse_command(text)
-        if command is not None:
-            await self._answer_command(event, command, channel_id, user_id, key)
-            return
-        if not text.strip():
-            return
-        async with self.conversations.lock(key):
-            session = await self._live_session(key, channel_id, user_id)
-            turn = TurnContext(
-                channel_id=channel_id,
-                user_id=user_id,
-                session_id=session.session_id,
-                turn_id=message_key(event),
-            )
-            await self._run_turn(event, text, turn, session)
+        with self.conversations.held(key):
+            command = parse_command(text)
+            if command is not None:
+                await self._answer_command(event, command, channel_id, user_id, key)
+                return
+            if not text.strip():
+                return
+            async with self.conversations.lock(key):
+                session = await self._live_session(key, channel_id, user_id)
+                turn = TurnContext(
+                    channel_id=channel_id,
+                    user_id=user_id,
+                    session_id=session.session_id,
+                    turn_id=message_key(event),
+                )
+                await self._run_turn(event, text, turn, session)
 
     async def _live_session(self, key: str, channel_id: str, user_id: str) -> LedgerSession:
         """The conversation's session; a fresh one when the conversation has been
