@@ -156,6 +156,12 @@ class TurnsSettings(_Section):
     history_max_items: int | None = Field(default=200, gt=0)
 
 
+class PostProcessSettings(_Section):
+    """Answer post-processors (``#json``, SPEC §9, docs/postprocessors.md)."""
+
+    timeout_s: float = Field(default=30.0, gt=0)  # one post-processor, param check included
+
+
 HookPoint = Literal[
     "on_turn_start",
     "on_turn_end",
@@ -214,6 +220,7 @@ class Settings(BaseSettings):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
+    postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

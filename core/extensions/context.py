@@ -71,6 +71,10 @@ class AgentGateway:
         raise NotAvailableError("the model router is not available yet")
 
 
+async def _none_listed() -> list[tuple[str, str]]:
+    return []
+
+
 @dataclass
 class KernelServices:
     """Kernel objects shared by every context (filled in by the runner)."""
@@ -83,6 +87,10 @@ class KernelServices:
     secrets: Mapping[str, str]
     agents: AgentGateway = field(default_factory=AgentGateway)
     list_commands: Callable[[], list[tuple[str, str]]] = list
+    # (channel id, user id) -> that conversation's activated post-processors
+    list_post_processors: Callable[[str, str], Awaitable[list[tuple[str, str]]]] = (
+        lambda _channel, _user: _none_listed()
+    )
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
     is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
@@ -174,7 +182,7 @@ class KernelContext:
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
         if topic.startswith(KERNEL_ONLY_PREFIXES):
             raise PermissionDeniedError(
-                self.extension_id, f"emit topic {topic!r}: hook.* frames are the kernel's own"
+                self.extension_id, f"emit topic {topic!r}: only the kernel publishes there"
             )
         guard = _GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
@@ -317,6 +325,11 @@ class KernelContext:
     async def list_commands(self) -> list[tuple[str, str]]:
         return self._services.list_commands()
 
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        return await self._services.list_post_processors(channel_id or self.extension_id, user_id)
+
     def request_restart(self) -> None:
         self._require_control("restart Hearth")
         self._services.request_restart(f"requested by extension {self.extension_id}")
@@ -338,7 +351,8 @@ class KernelContext:
 
 
 # topics only the kernel publishes: the frames of hook decisions (replay trusts them)
-KERNEL_ONLY_PREFIXES = ("hook.",)
+# and post-processor results (webhooks act on them)
+KERNEL_ONLY_PREFIXES = ("hook.", "postprocess.")
 
 # system topics whose publication does what a guarded call does
 _GUARDED_TOPICS = {

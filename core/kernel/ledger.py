@@ -6,7 +6,9 @@ history items of a model turn are inserted into the SDK's own tables in the
 *same transaction* as that row. So after any crash the history holds the
 exchange either completely and once (row present) or not at all (row
 absent), and a redelivered message finds its reply here instead of calling
-the model again (ADR 0014).
+the model again (ADR 0014). A reply may have a follow-up message (answer
+post-processors, ADR 0020), recorded in the same row, and other records of
+the turn (``LedgerWrite``) are written in the same transaction.
 """
 
 from __future__ import annotations
@@ -14,28 +16,52 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from agents.items import TResponseInputItem
 from agents.memory import SQLiteSession
 
-__all__ = ["LEDGER_DDL", "LedgerSession", "StoredReply", "trim_to_user_turn"]
+__all__ = [
+    "LEDGER_DDL",
+    "LedgerSession",
+    "LedgerWrite",
+    "StoredReply",
+    "trim_to_user_turn",
+    "upgrade_ledger",
+]
 
 LEDGER_DDL = (
     "CREATE TABLE IF NOT EXISTS hearth_turns ("
     " message_key TEXT PRIMARY KEY, session_id TEXT NOT NULL, channel_id TEXT NOT NULL,"
-    " user_id TEXT NOT NULL, reply TEXT NOT NULL, created_at REAL NOT NULL)"
+    " user_id TEXT NOT NULL, reply TEXT NOT NULL, created_at REAL NOT NULL, followup TEXT)"
 )
+
+
+def upgrade_ledger(conn: sqlite3.Connection) -> None:
+    """Add the ``followup`` column to a ledger written before it existed."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(hearth_turns)")}
+    if "followup" not in columns:
+        conn.execute("ALTER TABLE hearth_turns ADD COLUMN followup TEXT")
+
+
+class LedgerWrite(Protocol):
+    """Another record of the turn, written inside the ledger's transaction."""
+
+    def write(self, conn: sqlite3.Connection) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class StoredReply:
-    """The answer to one message, as recorded: what delivery sends (and re-sends)."""
+    """The answer to one message, as recorded: what delivery sends (and re-sends),
+    the answer then, when there is one, the follow-up message."""
 
     message_key: str
     channel_id: str
     user_id: str
     text: str
+    followup: str | None = None
 
 
 class LedgerSession(SQLiteSession):
@@ -67,13 +93,19 @@ class LedgerSession(SQLiteSession):
         """The stored reply to ``message_key``, if that message was answered before."""
         return await asyncio.to_thread(self._read_reply, message_key)
 
-    async def commit_turn(self, reply: StoredReply, items: list[TResponseInputItem]) -> StoredReply:
-        """Store ``items`` and the ledger row in one transaction; return what is stored.
+    async def commit_turn(
+        self,
+        reply: StoredReply,
+        items: list[TResponseInputItem],
+        extra: Sequence[LedgerWrite] = (),
+    ) -> StoredReply:
+        """Store ``items``, the ledger row and ``extra`` in one transaction; return
+        what is stored.
 
         When the row already exists (the message was answered before a crash
         or a redelivery), nothing is written and the earlier reply is returned.
         """
-        stored = await asyncio.to_thread(self._commit, reply, items)
+        stored = await asyncio.to_thread(self._commit, reply, items, extra)
         if stored is not reply:
             self._tail = None  # written by an earlier attempt: read it back next time
         elif self._tail is not None and items:
@@ -86,7 +118,9 @@ class LedgerSession(SQLiteSession):
         with self._locked_connection() as conn:
             return _select_reply(conn, message_key)
 
-    def _commit(self, reply: StoredReply, items: list[TResponseInputItem]) -> StoredReply:
+    def _commit(
+        self, reply: StoredReply, items: list[TResponseInputItem], extra: Sequence[LedgerWrite]
+    ) -> StoredReply:
         with self._write_connection() as conn:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("BEGIN IMMEDIATE")
@@ -98,8 +132,8 @@ class LedgerSession(SQLiteSession):
                 self._insert_items(conn, items)
             conn.execute(
                 "INSERT INTO hearth_turns"
-                "(message_key, session_id, channel_id, user_id, reply, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "(message_key, session_id, channel_id, user_id, reply, created_at, followup)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     reply.message_key,
                     self.session_id,
@@ -107,18 +141,21 @@ class LedgerSession(SQLiteSession):
                     reply.user_id,
                     reply.text,
                     time.time(),
+                    reply.followup,
                 ),
             )
+            for record in extra:
+                record.write(conn)
             conn.commit()
         return reply
 
 
 def _select_reply(conn: sqlite3.Connection, message_key: str) -> StoredReply | None:
     row = conn.execute(
-        "SELECT channel_id, user_id, reply FROM hearth_turns WHERE message_key = ?",
+        "SELECT channel_id, user_id, reply, followup FROM hearth_turns WHERE message_key = ?",
         (message_key,),
     ).fetchone()
-    return None if row is None else StoredReply(message_key, row[0], row[1], row[2])
+    return None if row is None else StoredReply(message_key, *row)
 
 
 def trim_to_user_turn(items: list[TResponseInputItem]) -> list[TResponseInputItem]:

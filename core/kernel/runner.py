@@ -53,6 +53,7 @@ from core.kernel.hooks import (
     TurnHooks,
     tool_guidance,
 )
+from core.kernel.postprocess import PostProcessing
 from core.kernel.router import MessageRouter
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
@@ -132,6 +133,7 @@ class Kernel:
         )
         self.prompt_additions = PromptAdditions(lambda: self.wiring.wired())
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
+        self.post = PostProcessing.for_kernel(self)
         self.agents = KernelAgents(
             router=lambda: self.router,
             context=self.context,
@@ -149,6 +151,7 @@ class Kernel:
             secrets=self.secrets,
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
+            list_post_processors=self.post.activated_names,
             is_wired=self.wiring.is_wired,
         )
         self.supervision = ExtensionSupervisor(
@@ -181,11 +184,10 @@ class Kernel:
     async def start(self) -> None:
         """Everything up to "ready": extensions loaded, started (and so wired), bus running.
 
-        Extensions start before the bus dispatches, so a message left over from
-        the last run finds its channel wired; what they publish meanwhile is
-        journaled and delivered once the bus runs.
-        """
-        await self.conversations.open()
+        Extensions start before the bus dispatches, so a message left over from the last
+        run finds its channel wired; what they publish meanwhile is journaled and
+        delivered once the bus runs."""
+        await asyncio.gather(self.conversations.open(), self.post.open())  # sessions.db
         await self.load()
         await self.mcp.connect()
         self.router = MessageRouter(
@@ -199,8 +201,9 @@ class Kernel:
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
+            post=self.post,
         )
-        builtins = builtin_commands(
+        builtins = self.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
             status=self,

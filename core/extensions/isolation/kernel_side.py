@@ -26,6 +26,7 @@ from core.extensions.isolation.messages import (
     EnrichPromptParams,
     InvokeAgentParams,
     InvokeStreamedParams,
+    ListPostProcessorsParams,
     LogParams,
     Notice,
     NotifyUserParams,
@@ -86,6 +87,8 @@ class ContextServer:
             return await self._invoke_streamed(p.prompt, p.stream)
         if isinstance(p, EnrichPromptParams):
             return await ctx.enrich_prompt(p.prompt, p.agent_id)
+        if isinstance(p, ListPostProcessorsParams):
+            return [list(row) for row in await ctx.list_post_processors(p.user_id, p.channel_id)]
         if method == ContextMethod.LIST_COMMANDS:
             return [list(row) for row in await ctx.list_commands()]
         raise LookupError(f"unknown context method {method!r}")
