@@ -3,12 +3,16 @@ proactive message printed while the prompt waits, Ctrl-D exits cleanly."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pty
 import select
 import shutil
 import sys
 import time
+
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
 
 from conftest import PROJECT_ROOT, ext_code
 
@@ -32,9 +36,10 @@ class Terminal:
             os.execv(sys.executable, [sys.executable, *argv])
         self.output = b""
 
-    def expect(self, text: str, timeout: float = 30.0) -> None:
+    def expect(self, text: str, timeout: float = 30.0, since: int = 0) -> None:
+        """Wait for ``text`` in the output (from offset ``since``)."""
         deadline = time.monotonic() + timeout
-        while text.encode() not in self.output:
+        while text.encode() not in self.output[since:]:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(f"{text!r} not seen; output so far:\n{self.output!r}")
@@ -74,3 +79,46 @@ def test_repl_answers_commands_prints_proactive_messages_and_exits(
     term.send("\x04")  # Ctrl-D
     assert term.wait() == 0
     assert b"Traceback" not in term.output
+
+
+def test_repl_completes_commands_and_post_processor_names(settings_file, ext_root):
+    """Keys are sent only once a prompt is up: prompt_toolkit may drop keys typed
+    while it starts one."""
+    shutil.copytree(CLI_EXT, ext_root / "cli_channel")
+    term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(settings_file())])
+    term.expect("you>")
+    term.send("/he")
+    term.expect("list the commands")  # the menu offers /help, with its description
+    term.send("\t")
+    term.expect("lp")
+    term.send("\r")
+    term.expect("/status —")  # "/he" became /help
+    term.expect("you>", since=term.output.index("/status —".encode()))
+    term.send("/ext show #dec")
+    term.expect("branch key from the answer")  # #decision, with its description
+    term.send("\t")
+    term.expect("ision")
+    term.send("\r")
+    term.expect("decision (built-in)")  # "#dec" became #decision
+    term.expect("you>", since=term.output.index(b"decision (built-in)"))
+    term.send("\x04")
+    assert term.wait() == 0
+    assert b"Traceback" not in term.output
+
+
+def test_the_completer_offers_commands_at_the_start_and_names_after_a_blank():
+    spec = importlib.util.spec_from_file_location("cli_completion", CLI_EXT / "completion.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    completer = module.HearthCompleter()
+    completer.update([("help", "list"), ("last", "results")], [("json", "as JSON"), ("json2", "")])
+
+    def offered(text: str) -> list[tuple[str, int]]:
+        found = completer.get_completions(Document(text), CompleteEvent(completion_requested=True))
+        return [(c.text, c.start_position) for c in found]
+
+    assert offered("/l") == [("/last", -2)]
+    assert offered("What now? #js") == [("#json", -3), ("#json2", -3)]
+    assert offered("#") == [("#json", -1), ("#json2", -1)]
+    assert offered("say /l") == [] and offered("issue#js") == [] and offered("plain") == []

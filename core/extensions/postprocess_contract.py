@@ -20,8 +20,8 @@ __all__ = [
     "OutputTarget",
     "PostProcessContext",
     "PostProcessResult",
-    "PostProcessor",
     "PostProcessTopics",
+    "PostProcessor",
     "PostProcessorProvider",
 ]
 
@@ -158,7 +158,9 @@ class PostProcessor(Protocol):
 
     def validate_param(self, param: str | None) -> tuple[bool, str | None]: ...
 
-    async def execute(self, context: PostProcessContext, param: str | None) -> PostProcessResult: ...
+    async def execute(
+        self, context: PostProcessContext, param: str | None
+    ) -> PostProcessResult: ...
 
 
 @runtime_checkable
