@@ -45,7 +45,7 @@ def postprocess_commands(post: PostProcessing) -> list[Command]:
                 return await _listing(post, key)
             if verb == "activate" and len(rest) in (1, 2):
                 param = rest[1] if len(rest) == 2 else None
-                return await _activate(post, key, rest[0].lower(), param)
+                return await _activate(post, key, rest[0].lstrip("#").lower(), param)
             if verb == "rename" and len(rest) == 2:
                 return await _rename(post, key, rest[0].lstrip("#"), rest[1].lstrip("#"))
             if verb == "deactivate" and len(rest) == 1:
