@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench bench-gate clean
 
 install: $(STAMP)
 
@@ -27,6 +27,10 @@ lint: install
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b" >&2; $(BIN)/python $$b || exit 1; done
+
+# CI: the benchmarks with budgets (bench/budgets.json, only ever tightened)
+bench-gate: install
+	$(BIN)/python bench/hooks.py --fast --check bench/budgets.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

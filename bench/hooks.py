@@ -4,8 +4,8 @@ Prints one JSON object, medians and p99 from one run:
 - ``turn_ms`` (a) no hook extensions and (b) 10 extensions with 50 no-op
   hooks in total: channel receive → reply delivered, minus the time inside
   the (zero-latency, scripted) model; ``turn_added_ms_p50`` = (b) − (a) and
-  ``turn_ratio_p50`` = (b) / (a). The two kernels run interleaved, in blocks,
-  so drift on a loaded machine hits both alike.
+  ``turn_ratio_p50`` = (b) / (a). The two kernels run side by side and take
+  turns alternately, so drift on a loaded machine hits both alike.
 - ``tool_us`` (c) one tool call through the interception path: the bare
   tool, the tool with one in-process no-op ``before_tool_call`` +
   ``after_tool_call``, and with the same hooks in an isolated extension;
@@ -164,9 +164,9 @@ async def measure_turns(tmp: Path, turns: int, blocks: int) -> dict[str, Any]:
             for probe in probes.values():  # warm-up
                 for _ in range(20):
                     await probe.turn()
-            for _ in range(blocks):
+            for _ in range(blocks * turns):  # alternate turn by turn: drift hits both alike
                 for name, probe in probes.items():
-                    samples[name].extend([await probe.turn() for _ in range(turns)])
+                    samples[name].append(await probe.turn())
     a50, b50 = statistics.median(samples["a"]), statistics.median(samples["b"])
     return {
         "turn_ms": {
@@ -182,6 +182,94 @@ async def measure_turns(tmp: Path, turns: int, blocks: int) -> dict[str, Any]:
     }
 
 
+TOOL_ARGS = json.dumps({"device": "heater", "state": "on", "minutes": 30})
+
+
+class NoOpToolHooks:
+    async def before_tool_call(self, call: Any, turn: Any) -> None:
+        return None
+
+    async def after_tool_call(self, call: Any, result: str, turn: Any) -> None:
+        return None
+
+
+class NullSink:
+    async def publish(self, *args: Any, **kwargs: Any) -> int:
+        return 0
+
+
+async def switch(device: str, state: str, minutes: int = 0) -> str:
+    """Switch a device."""
+    return f"{device} is {state}"
+
+
+def tool_variants(hook_target: Any) -> dict[str, Any]:
+    """The same async function tool: bare, and through the interceptor with the hooks
+    of ``hook_target`` (an in-process object or an isolated extension's proxy)."""
+    from agents import function_tool
+
+    from core.extensions.capabilities import Capability
+    from core.kernel.hooks import (
+        FrameRecorder,
+        HookCaller,
+        HookEntry,
+        HookRegistry,
+        ToolInterceptor,
+    )
+    from core.tools.failures import reporting_failures
+
+    bare = reporting_failures(function_tool(switch))
+    points = (Capability.BEFORE_TOOL_CALL, Capability.AFTER_TOOL_CALL)
+    extra = [(point, HookEntry("noop", 50, 0, hook_target)) for point in points]
+    registry = HookRegistry(lambda: [], extra=lambda: extra)
+    interceptor = ToolInterceptor(registry, HookCaller(5.0), FrameRecorder(NullSink()))
+    return {"bare": bare, "hooked": interceptor.wrap(bare)}
+
+
+async def time_tool_calls(variants: dict[str, Any], calls: int, rounds: int) -> dict[str, float]:
+    """p50 per variant in µs, variants interleaved round by round."""
+    from agents.tool_context import ToolContext
+
+    from core.extensions.contract import TurnContext
+
+    ctx: ToolContext[Any] = ToolContext(
+        context=TurnContext(turn_id="bench"),
+        tool_name="switch",
+        tool_call_id="c1",
+        tool_arguments=TOOL_ARGS,
+    )
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, tool in variants.items():
+            invoke = tool.on_invoke_tool
+            for _ in range(calls):
+                start = time.perf_counter()
+                await invoke(ctx, TOOL_ARGS)
+                samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+
+
+async def measure_tools(tmp: Path, calls: int, rounds: int) -> dict[str, Any]:
+    """(c): one no-op before + after hook, in-process and in an isolated extension."""
+    from core.extensions.isolation.confinement import probe
+    from harness import running_kernel
+
+    inprocess = await time_tool_calls(tool_variants(NoOpToolHooks()), calls, rounds)
+    result: dict[str, Any] = {
+        "tool_us": {"bare_p50": round(inprocess["bare"], 2)},
+        "tool_added_us_p50_inprocess": round(inprocess["hooked"] - inprocess["bare"], 2),
+    }
+    if not probe().available:
+        result["tool_isolated"] = f"skipped: {probe().detail}"
+        return result
+    settings = write_setup(tmp, "c", {"hooks": (TOOL_HOOKS, {"isolation": "process"})})
+    async with running_kernel(settings) as kernel:
+        proxy = kernel.loader.instance("hooks")
+        isolated = await time_tool_calls(tool_variants(proxy), max(50, calls // 10), rounds)
+    result["tool_added_ms_p50_isolated"] = round((isolated["hooked"] - isolated["bare"]) / 1000, 3)
+    return result
+
+
 def _points() -> list[Any]:
     from core.extensions.capabilities import HOOKS
 
@@ -193,10 +281,11 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true", help="fewer iterations (the CI gate)")
     parser.add_argument("--check", type=Path, metavar="FILE", help="fail past these budgets")
     args = parser.parse_args()
-    turns, blocks = (40, 3) if args.fast else (100, 5)
+    turns, blocks, calls = (50, 4, 1000) if args.fast else (100, 5, 2000)
     with tempfile.TemporaryDirectory(prefix="hearth-bench-hooks-") as tmp_name:
         tmp = Path(tmp_name)
         result: dict[str, Any] = asyncio.run(measure_turns(tmp, turns, blocks))
+        result.update(asyncio.run(measure_tools(tmp, calls, blocks)))
     result["cpu_count"] = os.cpu_count()
     print(json.dumps(result))
     if args.check is not None:

@@ -1,9 +1,10 @@
 """Process-isolation benchmark: prints one JSON object.
 
 (a) Tool-call round trip kernel -> plugin host -> kernel through the proxy's
-    ``FunctionTool`` (what the orchestrator calls), and a bare RPC ping for
-    comparison; p50/p99 over CALLS sequential calls, confined with bwrap when
-    it works.
+    ``FunctionTool`` (what the orchestrator calls), a no-op ``before_tool_call``
+    hook through the proxy (arguments encoded, tagged result decoded), and a
+    bare RPC ping for comparison; p50/p99 over CALLS sequential calls,
+    confined with bwrap when it works.
 (b) Spawn to ready: from spawning a host to its first answered ping (the
     extension's own imports excluded), with and without bwrap, and each again
     with the host's cgroup created and entered through the start gate (ADR
@@ -29,6 +30,7 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 from agents.tool_context import ToolContext
 
+from core.extensions.contract import ToolCall, TurnContext
 from core.extensions.isolation.confinement import (
     SandboxSpec,
     bwrap_argv,
@@ -65,6 +67,9 @@ class Ext:
 
     def health_check(self):
         return True
+
+    async def before_tool_call(self, call, turn):
+        return None
 
     def get_tools(self):
         @function_tool
@@ -118,6 +123,14 @@ async def round_trips(root: Path) -> dict[str, Any]:
                 tool_times.append(time.perf_counter() - started)
         assert result == "hello", result
         instance = record.instance
+        call, turn = ToolCall("echo", {"text": "hello"}, "b"), TurnContext(turn_id="bench")
+        hook_times: list[float] = []
+        for i in range(WARMUP + CALLS):
+            started = time.perf_counter()
+            decision = await instance.before_tool_call(call, turn)
+            if i >= WARMUP:
+                hook_times.append(time.perf_counter() - started)
+        assert decision is None, decision
         ping_times: list[float] = []
         for i in range(WARMUP + CALLS):
             started = time.perf_counter()
@@ -127,6 +140,7 @@ async def round_trips(root: Path) -> dict[str, Any]:
         return {
             "confined": instance.confined,
             "tool_call": percentiles(tool_times),
+            "before_tool_call_hook": percentiles(hook_times),
             "bare_ping": percentiles(ping_times),
         }
     finally:

@@ -1,4 +1,4 @@
-"""Kernel cost of answer post-processors (issue 15, ADR 0020).
+"""Kernel cost of answer post-processors (issue 15, ADR 0023).
 
 Prints one JSON object, medians and p99 in microseconds over one run:
 - ``parse_plain_us``: a message with no ``#`` (every ordinary turn pays this);

@@ -16,9 +16,20 @@ from core.settings import PROJECT_ROOT
 
 def load_secrets(env_file: Path | None = None) -> dict[str, str]:
     """Environment variables override values from the ``.env`` file."""
-    path = env_file or PROJECT_ROOT / ".env"
-    values: dict[str, str] = {}
-    if path.is_file():
-        values.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+    values = _file_values(env_file)
     values.update(os.environ)
     return values
+
+
+def secret_file_names(env_file: Path | None = None) -> frozenset[str]:
+    """The names the ``.env`` file defines: secrets by where they are kept, so the
+    kernel withholds them (from a hook command's environment, say) even when the
+    environment holds them too."""
+    return frozenset(_file_values(env_file))
+
+
+def _file_values(env_file: Path | None) -> dict[str, str]:
+    path = env_file or PROJECT_ROOT / ".env"
+    if not path.is_file():
+        return {}
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}

@@ -8,11 +8,22 @@ an error that names the key, not a silently ignored setting.
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -153,7 +164,19 @@ class TurnsSettings(_Section):
     command_timeout_s: float = Field(default=30.0, gt=0)
     context_timeout_s: float = Field(default=5.0, gt=0)
     send_timeout_s: float = Field(default=30.0, gt=0)
+    # The stored history's budget (ADR 0020): when a conversation's stored items
+    # exceed either limit, the oldest whole turns are summarised into one item
+    # before the next turn reads them. Tokens are estimated as the characters of
+    # the items' JSON divided by 4 (no tokenizer: cheap, and the same for every model).
     history_max_items: int | None = Field(default=200, gt=0)
+    history_max_tokens: int | None = Field(default=None, gt=0)
+    # after a compaction the kept (newest, unsummarised) items use at most this
+    # share of each budget, so a compaction is needed again only after a while
+    compaction_keep_fraction: float = Field(default=0.5, gt=0, lt=1)
+    compaction_timeout_s: float = Field(default=30.0, gt=0)  # the summary's model call
+    # a conversation quiet for longer starts a fresh session at its next message
+    # (on_session_end "expired", then on_session_start); null: sessions end only with /new
+    session_idle_timeout_s: float | None = Field(default=None, gt=0)
 
 
 class PostProcessSettings(_Section):
@@ -175,16 +198,72 @@ HookPoint = Literal[
 ]
 
 
+TOOL_HOOK_POINTS: tuple[HookPoint, ...] = ("before_tool_call", "after_tool_call")
+
+
 class CommandHook(_Section):
     """An external program run for one hook point (``hooks.commands``): JSON on
-    stdin, JSON on stdout, the Claude Code hook shape accepted (docs/hooks.md)."""
+    stdin, JSON on stdout, the Claude Code hook shape accepted (docs/command-hooks.md).
+
+    ``command`` is an argv list or a string split like a shell would (``shlex``)
+    but run without one. ``matcher`` (tool hooks only) must match the whole tool
+    name; ``*`` or an empty matcher means every tool.
+    """
 
     hook: HookPoint
     command: str | list[str] = Field(min_length=1)
     matcher: str | None = None  # before/after_tool_call: a regular expression on the tool name
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0)  # default: hooks.timeout_s
     priority: int = Field(default=50, ge=0, le=100)
-    name: str | None = None
+    name: str | None = Field(default=None, min_length=1)  # default: from the command
+
+    @field_validator("command")
+    @classmethod
+    def _command_splits(cls, value: str | list[str]) -> str | list[str]:
+        split_command(value)
+        return value
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher_fits(cls, value: str | None, info: ValidationInfo) -> str | None:
+        hook = info.data.get("hook")
+        if value is not None and hook is not None and hook not in TOOL_HOOK_POINTS:
+            raise ValueError(
+                f"only before_tool_call and after_tool_call take a matcher, not {hook}"
+            )
+        compile_matcher(value)
+        return value
+
+    @property
+    def argv(self) -> list[str]:
+        return split_command(self.command)
+
+    @property
+    def tool_matcher(self) -> re.Pattern[str] | None:
+        """The compiled matcher (``None``: every tool)."""
+        return compile_matcher(self.matcher)
+
+
+def split_command(command: str | list[str]) -> list[str]:
+    """The argv of a ``hooks.commands`` entry; ``ValueError`` when there is none."""
+    try:
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+    except ValueError as exc:  # an unclosed quote
+        raise ValueError(f"cannot be split into arguments: {exc}") from exc
+    if not argv or not argv[0]:
+        raise ValueError("names no program")
+    return argv
+
+
+def compile_matcher(matcher: str | None) -> re.Pattern[str] | None:
+    """A tool-name matcher anchored at both ends; ``ValueError`` if it does not compile."""
+    if matcher is None or matcher.strip() in ("", "*"):
+        return None
+    try:
+        re.compile(matcher)  # alone first: "a)|(b" must not slip through the anchors
+        return re.compile(rf"\A(?:{matcher})\Z")
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from exc
 
 
 class HooksSettings(_Section):
@@ -194,6 +273,28 @@ class HooksSettings(_Section):
     commands: list[CommandHook] = Field(default_factory=list)
     # extensions whose route_model decides the turn's model; others only advise (logged)
     authoritative_routing: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _names_unique(self) -> HooksSettings:
+        seen: dict[str, int] = {}
+        for index, command in enumerate(self.commands):
+            if command.name is None:
+                continue
+            if command.name in seen:
+                raise ValueError(
+                    f"commands.{index}.name: {command.name!r} is already the name of "
+                    f"commands.{seen[command.name]}"
+                )
+            seen[command.name] = index
+        return self
+
+
+class StateSettings(_Section):
+    """Extension state through the context (SPEC §9, ADR 0022): one kernel store."""
+
+    ttl_s: float = Field(default=3600.0, gt=0)  # per key, refreshed when the extension reads it
+    max_bytes_per_extension: int = Field(default=10 * 1024 * 1024, ge=1024)  # then LRU eviction
+    max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
 
 
 class Settings(BaseSettings):
@@ -220,6 +321,7 @@ class Settings(BaseSettings):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
+    state: StateSettings = Field(default_factory=StateSettings)
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)

@@ -1,6 +1,6 @@
 """Post-processors in whole turns through a running kernel: the model gets the
 clean text, results follow the answer as their targets say, everything is kept
-with the turn and journaled, and delivery stays exactly once (ADR 0014, 0020)."""
+with the turn and journaled, and delivery stays exactly once (ADR 0014, 0023)."""
 
 from __future__ import annotations
 

@@ -131,19 +131,27 @@ async def test_more_hung_turns_than_workers_do_not_stop_a_new_conversation(make_
     assert stuck == {"That took too long (over 1.5 s) and was stopped. Please try again."}
 
 
-async def test_history_sent_to_the_model_is_capped_and_starts_at_a_user_message(
+async def test_history_over_its_budget_is_summarised_before_the_model_sees_it(
     make_ext, settings_file
 ):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    model = ScriptedModel([[assistant_message(f"answer {n}")] for n in range(3)])
+    model = ScriptedModel(
+        [
+            [assistant_message("answer 0")],
+            [assistant_message("answer 1")],
+            [assistant_message("The user asked two questions.")],  # the compaction summary
+            [assistant_message("answer 2")],
+        ]
+    )
     path = settings_file(turns={"history_max_items": 3})
     async with running_kernel(path, model=model) as k:
         channel = k.loader.instance("capture")
         for n, text in enumerate(("first question", "second question", "third question")):
             await channel.say(text)
             await wait_for(lambda n=n: len(replies(k)) == n + 1, timeout=15)
-    third = model.calls[2].input
-    # the last 3 stored items are [answer 0, second question, answer 1]: the cut
-    # history starts at the user's message, not at a dangling answer
+    assert "first question" in str(model.calls[2].input)  # what was summarised
+    third = model.calls[3].input
+    # 4 stored items over a budget of 3: the older turns became one summary item
     assert "first question" not in str(third) and "answer 0" not in str(third)
-    assert "second question" in str(third) and "answer 1" in str(third)
+    assert third[0]["role"] == "user" and "The user asked two questions." in third[0]["content"]
+    assert third[-1] == {"role": "user", "content": "third question"}

@@ -7,6 +7,7 @@ from core.agents.errors import (
     PromptTemplateError,
     TokenBudgetExceededError,
 )
+from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelChoice, ModelRouter, ProviderCheck, configure_tracing
 from core.agents.orchestrator import ORCHESTRATOR_ID, Orchestrator
 from core.agents.toolset import (
@@ -24,6 +25,7 @@ __all__ = [
     "AgentLayerError",
     "Capability",
     "DeclarativeAgentAdapter",
+    "HookedAgent",
     "ModelChoice",
     "ModelNotConfiguredError",
     "ModelRouter",
@@ -32,6 +34,7 @@ __all__ = [
     "ProviderCheck",
     "ResolveTools",
     "TokenBudgetExceededError",
+    "ToolWrapper",
     "Toolset",
     "agent_as_tool",
     "build_toolset",

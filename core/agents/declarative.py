@@ -4,7 +4,8 @@ Instructions are ``prompt.jinja2`` (rendered with ``agent.parameters``) then
 ``agent.instructions``; tools come from ``uses_tools`` through the loader; the
 model is resolved at each invocation. The three limits are enforced here and
 every failure comes back as ``AgentResponse(status="error")`` — ``invoke``
-never raises and never outlives ``time_budget_ms``.
+never raises and never outlives ``time_budget_ms``. With an ``interceptor``
+(the kernel's tool hooks) the agent's own tool calls run the hooks too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agents import Agent, MaxTurnsExceeded, RunContextWrapper, RunHooks, Runner,
 from agents.items import ModelResponse
 
 from core.agents.errors import ModelNotConfiguredError, TokenBudgetExceededError
+from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelRouter
 from core.agents.prompts import PromptTemplate
 from core.extensions.contract import (
@@ -60,6 +62,7 @@ class DeclarativeAgentAdapter:
         ext_dir: Path,
         model_router: ModelRouter,
         resolve_tools: ResolveTools,
+        interceptor: ToolWrapper | None = None,
     ) -> None:
         if manifest.agent is None:
             raise ValueError(f"{ext_dir / MANIFEST_FILE}: agent: section is missing")
@@ -68,6 +71,7 @@ class DeclarativeAgentAdapter:
         self._ext_dir = ext_dir
         self._router = model_router
         self._resolve_tools = resolve_tools
+        self._interceptor = interceptor
         self._instructions: str | None = None
         self._tools: list[Tool] | None = None
         self._log = logging.getLogger(f"hearth.ext.{manifest.id}")
@@ -115,11 +119,12 @@ class DeclarativeAgentAdapter:
     @property
     def resolved_tools(self) -> list[Tool]:
         """Tools of ``uses_tools``, resolved on first use (providers load before us);
-        their failures reach the agent's model as a short message."""
+        their failures reach the agent's model as a short message, and with an
+        interceptor their calls run the tool hooks."""
         if self._tools is None:
-            self._tools = reporting_failures_all(
-                self._resolve_tools(list(self._section.uses_tools))
-            )
+            tools = reporting_failures_all(self._resolve_tools(list(self._section.uses_tools)))
+            wrapper = self._interceptor
+            self._tools = tools if wrapper is None else [wrapper.wrap(t) for t in tools]
         return list(self._tools)
 
     # --------------------------------------------------------- AgentProvider
@@ -178,11 +183,12 @@ class DeclarativeAgentAdapter:
 
     def _build_agent(self) -> Agent[Any]:
         model = self._router.get_model(self.agent_id, self._section.model)
-        return Agent(
+        return HookedAgent(
             name=self.agent_id,
             instructions=self.resolved_instructions,
             model=model,
             tools=self.resolved_tools,
+            tool_wrapper=self._interceptor,
         )
 
     def _build_instructions(self) -> str:

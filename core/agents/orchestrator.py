@@ -3,7 +3,9 @@
 Built fresh per turn (cheap: the template is compiled once) so the date and
 time in its instructions are current and the context providers' text for this
 turn is appended. Its model is resolved at that moment, so a missing model
-fails the turn with ``ModelNotConfiguredError``, never the kernel start.
+fails the turn with ``ModelNotConfiguredError``, never the kernel start. With
+an ``interceptor`` (the kernel's tool hooks) it is a ``HookedAgent``: its
+tools are wrapped once here and MCP tools at each step of a run.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents import Agent, Tool
 
+from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelRouter
 from core.agents.prompts import PromptTemplate
 from core.agents.toolset import Capability, capabilities_summary
@@ -44,11 +47,15 @@ class Orchestrator:
         mcp_servers: Sequence[MCPServer] = (),
         tool_guidance: str = "",
         template_path: Path = ORCHESTRATOR_TEMPLATE,
+        interceptor: ToolWrapper | None = None,
     ) -> None:
         resolve_timezone(timezone)  # a bad name fails here, not in the middle of a turn
         self._router = model_router
         self._timezone = timezone
+        self._interceptor = interceptor
         self._tools: list[Tool] = [*tools, *agent_tools]
+        if interceptor is not None:
+            self._tools = [interceptor.wrap(tool) for tool in self._tools]
         self._capabilities = list(capabilities)
         summary = capabilities_summary(self._capabilities)
         self._summary = f"{summary}\n\n{tool_guidance}" if tool_guidance else summary
@@ -90,11 +97,12 @@ class Orchestrator:
         ``model_name`` (a routing hook's decision) replaces the configured model.
         """
         model = self._router.get_model(ORCHESTRATOR_ID, model_name)
-        return Agent(
+        return HookedAgent(
             name="Hearth",
             instructions=self.instructions(extra_instructions, system_prefix=system_prefix),
             model=model,
             tools=list(self._tools),
             mcp_servers=list(self._mcp_servers),
             mcp_config={"failure_error_function": tool_error_message},
+            tool_wrapper=self._interceptor,
         )

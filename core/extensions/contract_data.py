@@ -22,6 +22,7 @@ __all__ = [
     "CompactionPlan",
     "ModelRoute",
     "ShortCircuit",
+    "StateScope",
     "ToolCall",
     "ToolDecision",
     "TurnContext",
@@ -42,6 +43,11 @@ class TurnContext:
     user_id: str | None = None
     session_id: str | None = None
     turn_id: str | None = None
+
+
+# which state a state call addresses: the extension's in the current turn's
+# session, or the extension's own across sessions
+StateScope = Literal["session", "extension"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,8 @@ class SessionStartHook(Protocol):
 
 @runtime_checkable
 class SessionEndHook(Protocol):
-    """Observes a session ending; ``reason`` is ``new`` (the user sent ``/new``)."""
+    """Observes a session ending: ``reason`` is ``new`` (the user sent ``/new``) or
+    ``expired`` (quiet longer than ``turns.session_idle_timeout_s``)."""
 
     async def on_session_end(self, turn: TurnContext, reason: str) -> None: ...
 
@@ -142,7 +143,13 @@ class ModelRoutingHook(Protocol):
 
 @runtime_checkable
 class CompactionHook(Protocol):
-    """Shapes a history compaction: instructions for the summary, or the summary."""
+    """Shapes a history compaction: instructions for the summary, or the summary.
+
+    ``items`` are the oldest history items, about to be replaced by one
+    summary. Hooks run in priority order; the first ``summary`` wins (an
+    empty one drops the items unsummarised) and ends the chain; otherwise
+    every hook's ``instructions`` are added to the model's summary prompt.
+    """
 
     async def on_compaction(
         self, items: list[dict[str, Any]], turn: TurnContext

@@ -1,7 +1,8 @@
 """The agent side of ``ExtensionContext``, backed by the running kernel.
 
 ``KernelAgents`` gets narrow collaborators (a getter for the router, the
-context chain, the model router and two tool lookups), not the ``Kernel``.
+context chain, the model router, two tool lookups and the tool hooks'
+interceptor), not the ``Kernel``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core.agents.declarative import DeclarativeAgentAdapter
+from core.agents.hooked import ToolWrapper
 from core.agents.model_router import ModelRouter
-from core.extensions.context import AgentGateway
+from core.extensions.agent_gateway import AgentGateway
 from core.extensions.contract import TurnContext
 from core.extensions.errors import NotAvailableError
 from core.extensions.manifest import Manifest
@@ -52,12 +54,14 @@ class KernelAgents(AgentGateway):
         model_router: ModelRouter,
         core_tools: Callable[[], list[Any]],
         extension_tools: Callable[[str], list[Any]],
+        interceptor: ToolWrapper | None = None,
     ) -> None:
         self._get_router = router
         self._context = context
         self._model_router = model_router
         self._core_tools = core_tools
         self._extension_tools = extension_tools
+        self._interceptor = interceptor
 
     def _router(self) -> AgentRunner:
         router = self._get_router()
@@ -103,7 +107,9 @@ class KernelAgents(AgentGateway):
         def tools(uses_tools: list[str]) -> list[Any]:
             return [*extra_tools, *self.resolve_tools(uses_tools)]
 
-        return DeclarativeAgentAdapter(manifest, ext_dir, self.model_router, tools)
+        return DeclarativeAgentAdapter(
+            manifest, ext_dir, self.model_router, tools, self._interceptor
+        )
 
     @property
     def model_router(self) -> ModelRouter:

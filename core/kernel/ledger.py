@@ -6,19 +6,22 @@ history items of a model turn are inserted into the SDK's own tables in the
 *same transaction* as that row. So after any crash the history holds the
 exchange either completely and once (row present) or not at all (row
 absent), and a redelivered message finds its reply here instead of calling
-the model again (ADR 0014). A reply may have a follow-up message (answer
-post-processors, ADR 0020), recorded in the same row, and other records of
-the turn (``LedgerWrite``) are written in the same transaction.
+the model again (ADR 0014). A compaction replaces the oldest items with one
+summary item in one transaction too (``replace_oldest``, ADR 0020). A reply
+may have a follow-up message (answer post-processors, ADR 0023), recorded in
+the same row, and other records of the turn (``LedgerWrite``) are written in
+the same transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from agents.items import TResponseInputItem
 from agents.memory import SQLiteSession
@@ -27,7 +30,9 @@ __all__ = [
     "LEDGER_DDL",
     "LedgerSession",
     "LedgerWrite",
+    "StoredItem",
     "StoredReply",
+    "StoredSize",
     "trim_to_user_turn",
     "upgrade_ledger",
 ]
@@ -64,6 +69,24 @@ class StoredReply:
     followup: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class StoredItem:
+    """One stored history item, its row id (its place in the history) and the
+    length of its stored JSON (what the token estimate counts)."""
+
+    row_id: int
+    item: dict[str, Any]
+    chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSize:
+    """How much history a session holds: rows and characters of stored JSON."""
+
+    items: int
+    chars: int
+
+
 class LedgerSession(SQLiteSession):
     """An SDK ``SQLiteSession`` that also records turns atomically with their items.
 
@@ -80,6 +103,7 @@ class LedgerSession(SQLiteSession):
     synchronous = "NORMAL"  # like the journal (events.synchronous): FULL also survives power loss
 
     _tail: list[TResponseInputItem] | None = None
+    _last_at: float | None = None  # cached last_activity (0.0: never)
     _tail_limit: int | None = None
 
     async def history(self, limit: int | None) -> list[TResponseInputItem]:
@@ -88,6 +112,20 @@ class LedgerSession(SQLiteSession):
             self._tail = await self.get_items(limit)
             self._tail_limit = limit
         return trim_to_user_turn(self._tail)
+
+    async def last_activity(self) -> float | None:
+        """When this session last answered a message (epoch seconds), ``None`` if never."""
+        if self._last_at is None:
+            self._last_at = await asyncio.to_thread(self._read_last_activity)
+        return self._last_at or None
+
+    def _read_last_activity(self) -> float:
+        with self._locked_connection() as conn:
+            row = conn.execute(
+                "SELECT MAX(created_at) FROM hearth_turns WHERE session_id = ?",
+                (self.session_id,),
+            ).fetchone()
+        return float(row[0]) if row and row[0] is not None else 0.0
 
     async def recorded(self, message_key: str) -> StoredReply | None:
         """The stored reply to ``message_key``, if that message was answered before."""
@@ -114,6 +152,87 @@ class LedgerSession(SQLiteSession):
                 self._tail = self._tail[-self._tail_limit :]
         return stored
 
+    async def stored_size(self) -> StoredSize:
+        """The whole stored history's size, counted by SQLite (no item is decoded)."""
+        return await asyncio.to_thread(self._read_size)
+
+    async def stored_items(self) -> list[StoredItem]:
+        """Every stored item, oldest first, with its row id (undecodable rows skipped,
+        as ``get_items`` skips them)."""
+        return await asyncio.to_thread(self._read_items)
+
+    async def replace_oldest(
+        self, through_id: int, newest_id: int, summary: dict[str, Any] | None
+    ) -> bool:
+        """Replace the items up to row ``through_id`` with ``summary`` (or nothing).
+
+        One transaction: the summary takes the place of row ``through_id`` (so
+        it sorts before every kept item) and the rows before it are deleted;
+        after a crash the history is the old one or the new one. Nothing is
+        changed (``False``) when the history moved since it was read: its
+        newest row is no longer ``newest_id`` or row ``through_id`` is gone.
+        """
+        self._tail = None  # read back next time, whatever happens below
+        return await asyncio.to_thread(self._replace, through_id, newest_id, summary)
+
+    def _read_size(self) -> StoredSize:
+        with self._locked_connection() as conn:
+            row = conn.execute(
+                f"SELECT COUNT(*), COALESCE(SUM(LENGTH(message_data)), 0)"
+                f" FROM {self.messages_table} WHERE session_id = ?",
+                (self.session_id,),
+            ).fetchone()
+        return StoredSize(int(row[0]), int(row[1]))
+
+    def _read_items(self) -> list[StoredItem]:
+        with self._locked_connection() as conn:
+            rows = conn.execute(
+                f"SELECT id, message_data FROM {self.messages_table}"
+                " WHERE session_id = ? ORDER BY id",
+                (self.session_id,),
+            ).fetchall()
+        items: list[StoredItem] = []
+        for row_id, data in rows:
+            try:
+                item = json.loads(data)
+            except (json.JSONDecodeError, TypeError):
+                continue
+            if isinstance(item, dict):
+                items.append(StoredItem(int(row_id), item, len(data)))
+        return items
+
+    def _replace(self, through_id: int, newest_id: int, summary: dict[str, Any] | None) -> bool:
+        table = self.messages_table
+        with self._write_connection() as conn:
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute("BEGIN IMMEDIATE")
+            newest = conn.execute(
+                f"SELECT MAX(id) FROM {table} WHERE session_id = ?", (self.session_id,)
+            ).fetchone()[0]
+            present = conn.execute(
+                f"SELECT 1 FROM {table} WHERE session_id = ? AND id = ?",
+                (self.session_id, through_id),
+            ).fetchone()
+            if newest != newest_id or present is None:
+                conn.rollback()
+                return False
+            if summary is None:
+                conn.execute(
+                    f"DELETE FROM {table} WHERE session_id = ? AND id <= ?",
+                    (self.session_id, through_id),
+                )
+            else:
+                conn.execute(
+                    f"UPDATE {table} SET message_data = ? WHERE id = ?",
+                    (json.dumps(summary), through_id),
+                )
+                conn.execute(
+                    f"DELETE FROM {table} WHERE session_id = ? AND id < ?",
+                    (self.session_id, through_id),
+                )
+            conn.commit()
+        return True
+
     def _read_reply(self, message_key: str) -> StoredReply | None:
         with self._locked_connection() as conn:
             return _select_reply(conn, message_key)
@@ -130,6 +249,7 @@ class LedgerSession(SQLiteSession):
                 return earlier
             if items:
                 self._insert_items(conn, items)
+            now = time.time()
             conn.execute(
                 "INSERT INTO hearth_turns"
                 "(message_key, session_id, channel_id, user_id, reply, created_at, followup)"
@@ -140,13 +260,14 @@ class LedgerSession(SQLiteSession):
                     reply.channel_id,
                     reply.user_id,
                     reply.text,
-                    time.time(),
+                    now,
                     reply.followup,
                 ),
             )
             for record in extra:
                 record.write(conn)
             conn.commit()
+        self._last_at = now
         return reply
 
 

@@ -13,7 +13,7 @@ the turn is never run again (ADR 0014).
 A streaming channel whose stream for the message is open gets
 ``on_stream_end`` with the stored text; anything else, including a reply
 re-sent after a restart or a retry, goes through ``send_to_user``. A
-recorded follow-up (post-processor output, ADR 0020) is sent right after
+recorded follow-up (post-processor output, ADR 0023) is sent right after
 the answer with ``send_to_user``; when only it failed, only it is retried
 (its own ``system.reply``, key ``reply:<id>:followup``).
 """

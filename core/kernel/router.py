@@ -20,6 +20,7 @@ command's side effects are not repeated either once its reply is recorded.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ from core.events.system_payloads import (
 from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext
 from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
+from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
@@ -65,6 +67,7 @@ class MessageRouter:
         orchestrator: OrchestratorLike,
         hooks: TurnHooks,
         additions: PromptAdditions,
+        compactor: HistoryCompactor,
         default_channel: str,
         max_turns: int = 10,
         user_facing_errors: tuple[type[Exception], ...] = (),
@@ -82,6 +85,7 @@ class MessageRouter:
             context=context,
             hooks=hooks,
             additions=additions,
+            compactor=compactor,
             max_turns=max_turns,
             timeout_s=self.limits.timeout_s,
             history_max_items=self.limits.history_max_items,
@@ -138,7 +142,7 @@ class MessageRouter:
         if not text.strip():
             return
         async with self.conversations.lock(key):
-            session = await self.conversations.session(key)
+            session = await self._live_session(key, channel_id, user_id)
             turn = TurnContext(
                 channel_id=channel_id,
                 user_id=user_id,
@@ -146,6 +150,22 @@ class MessageRouter:
                 turn_id=message_key(event),
             )
             await self._run_turn(event, text, turn, session)
+
+    async def _live_session(self, key: str, channel_id: str, user_id: str) -> LedgerSession:
+        """The conversation's session; a fresh one when the conversation has been
+        quiet longer than ``turns.session_idle_timeout_s`` (the old one expires)."""
+        session = await self.conversations.session(key)
+        idle_limit = self.limits.session_idle_timeout_s
+        if idle_limit is None:
+            return session
+        last = await session.last_activity()
+        if last is None or time.time() - last <= idle_limit:
+            return session
+        await self.conversations.start_new(key)
+        ended = TurnContext(channel_id=channel_id, user_id=user_id, session_id=session.session_id)
+        await self.runner.hooks.session_ended(ended, "expired")
+        log.info("conversation %s was idle over %g s: new session", key, idle_limit)
+        return await self.conversations.session(key)
 
     async def _answer_command(
         self, event: Event, command: ParsedCommand, channel_id: str, user_id: str, key: str

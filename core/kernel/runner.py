@@ -43,31 +43,24 @@ from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
-from core.kernel.conversations import Conversations
+from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
-from core.kernel.hooks import (
-    FrameRecorder,
-    HookCaller,
-    HookRegistry,
-    PromptAdditions,
-    TurnHooks,
-    tool_guidance,
-)
-from core.kernel.postprocess import PostProcessing
 from core.kernel.router import MessageRouter
+from core.kernel.shaping import TurnShaping
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
 from core.scheduling import ManifestScheduler, manifest_schedules
 from core.secrets import load_secrets
 from core.settings import Settings
+from core.state import StateStore
 from core.tools import build_core_tools
 
 log = logging.getLogger("core.kernel.runner")
 
 JOURNAL_FILE = "events.db"
-SESSIONS_FILE = "sessions.db"
 SCHEDULES_FILE = "schedules.db"
+STATE_FILE = "state.db"
 
 
 class Kernel:
@@ -88,7 +81,7 @@ class Kernel:
         refuse_symlinks(
             *(
                 self.data_dir / f"{name}{suffix}"
-                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE)
+                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE, STATE_FILE)
                 for suffix in ("", "-wal", "-shm", "-journal")
             )
         )
@@ -120,26 +113,30 @@ class Kernel:
         self.conversations = Conversations(
             self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
         )
+        self.state = StateStore(
+            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
+        )
+        self.conversations.session_ended.append(self.state.clear_session)
         self.context = ContextChain(
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
         self.orchestrator = LiveOrchestrator(self._build_orchestrator)
-        self.hook_registry = HookRegistry(lambda: self.wiring.wired())
-        self.hooks = TurnHooks(
-            self.hook_registry,
-            HookCaller(settings.hooks.timeout_s),
-            FrameRecorder(self.bus),
-            authoritative_routing=settings.hooks.authoritative_routing,
+        self.shaping = TurnShaping(
+            settings,
+            wired=lambda: self.wiring.wired(),
+            frames=self.bus,
+            state=self.state,
+            model_router=self.model_router,
         )
-        self.prompt_additions = PromptAdditions(lambda: self.wiring.wired())
+        self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
-        self.post = PostProcessing.for_kernel(self)
         self.agents = KernelAgents(
             router=lambda: self.router,
             context=self.context,
             model_router=self.model_router,
             core_tools=self.core_tools,
             extension_tools=self._extension_tools,
+            interceptor=self.shaping.tools,
         )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
@@ -149,9 +146,10 @@ class Kernel:
             request_restart=self.request_restart,
             request_shutdown=self.request_shutdown,
             secrets=self.secrets,
+            state=self.state,
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
-            list_post_processors=self.post.activated_names,
+            list_post_processors=self.shaping.post.activated_names,
             is_wired=self.wiring.is_wired,
         )
         self.supervision = ExtensionSupervisor(
@@ -184,11 +182,14 @@ class Kernel:
     async def start(self) -> None:
         """Everything up to "ready": extensions loaded, started (and so wired), bus running.
 
-        Extensions start before the bus dispatches, so a message left over from the last
-        run finds its channel wired; what they publish meanwhile is journaled and
-        delivered once the bus runs."""
-        await asyncio.gather(self.conversations.open(), self.post.open())  # sessions.db
+        Extensions start before the bus dispatches, so a message left over from
+        the last run finds its channel wired; what they publish meanwhile is
+        journaled and delivered once the bus runs.
+        """
+        await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
+        await self.state.open()
         await self.load()
+        await self._forget_uninstalled_state()
         await self.mcp.connect()
         self.router = MessageRouter(
             bus=self.bus,
@@ -197,13 +198,14 @@ class Kernel:
             context=self.context,
             orchestrator=self.orchestrator,
             hooks=self.hooks,
-            additions=self.prompt_additions,
+            additions=self.shaping.additions,
+            compactor=self.shaping.compactor,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
-            post=self.post,
+            post=self.shaping.post,
         )
-        builtins = self.post.commands() + builtin_commands(
+        builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
             status=self,
@@ -239,11 +241,16 @@ class Kernel:
                     len(forgotten),
                 )
 
+    async def _forget_uninstalled_state(self) -> None:
+        """An extension whose directory is gone is unregistered: its state goes too.
+        (Disabled, skipped or failing ones keep theirs.)"""
+        if self.settings.extensions_dir.is_dir():
+            await self.state.forget_extensions_except(self.loader.records)
+
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
         self.orchestrator.invalidate()
-        self.hook_registry.invalidate()
-        self.prompt_additions.invalidate()
+        self.shaping.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents. A tool name
@@ -261,16 +268,6 @@ class Kernel:
             [("core", self.core_tools()), *extension_tools],
             [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.AGENT)],
         )
-        guidance, unknown = tool_guidance(
-            [
-                (r.ext_id, r.manifest.tool_config)
-                for r in self.wiring.wired()
-                if r.manifest is not None and not r.manifest.tool_config.empty
-            ],
-            [c.name for c in toolset.capabilities],
-        )
-        for warning in unknown:
-            log.warning("%s (tools are checked when the orchestrator is built)", warning)
         return Orchestrator(
             model_router=self.model_router,
             timezone=self.settings.timezone,
@@ -278,7 +275,8 @@ class Kernel:
             agent_tools=toolset.agent_tools,
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
-            tool_guidance=guidance,
+            tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
+            interceptor=self.shaping.tools,
         )
 
     async def run(self) -> None:
@@ -314,6 +312,7 @@ class Kernel:
             ("extensions", self.loader.shutdown),
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
+            ("extension state", self.state.aclose),
             ("model router", self.model_router.aclose),
         ]
         async with contextlib.AsyncExitStack() as stack:
@@ -386,7 +385,7 @@ class Kernel:
 
     def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return DeclarativeAgentAdapter(
-            manifest, ext_dir, self.model_router, self.agents.resolve_tools
+            manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.shaping.tools
         )
 
 

@@ -1,6 +1,7 @@
 """One model turn under a deadline, shaped by the extensions' hooks.
 
-``TurnRunner.run`` reads the history (at most ``turns.history_max_items``),
+``TurnRunner.run`` compacts the history when it is over its budget
+(``core/kernel/compaction``), reads it (at most ``turns.history_max_items``),
 passes the user's text through the input hooks (plain text ``in``, then
 ``on_input_messages``, which may answer instead of the model), adds the
 prompt additions and the context chain to the instructions, asks the routing
@@ -9,7 +10,7 @@ hooks for the model, runs the orchestrator on history + input with no
 ``on_llm_output``, plain text ``out``). ``#name`` tokens of activated
 post-processors are taken out of the text before any hook sees it, and the
 post-processors run on the rendered answer (``core/kernel/postprocess/``,
-ADR 0020). It returns the reply with the turn's
+ADR 0023). It returns the reply with the turn's
 new history items — the input items as the hooks left them and the run's
 ``new_items`` — which the caller stores with the ledger row in one
 transaction (``LedgerSession.commit_turn``), so a crash can never leave half
@@ -38,7 +39,9 @@ from agents.result import RunResultBase
 
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
 from core.extensions.lifecycle import describe_exception
+from core.extensions.state_scope import serving
 from core.kernel.commands import TOO_SLOW
+from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks
 from core.kernel.ledger import LedgerSession, LedgerWrite
@@ -88,6 +91,7 @@ class TurnRunner:
         context: ContextChain,
         hooks: TurnHooks,
         additions: PromptAdditions,
+        compactor: HistoryCompactor,
         max_turns: int,
         timeout_s: float,
         history_max_items: int | None,
@@ -99,6 +103,7 @@ class TurnRunner:
         self.context = context
         self.hooks = hooks
         self.additions = additions
+        self.compactor = compactor
         self.max_turns = max_turns
         self.timeout_s = timeout_s
         self.history_max_items = history_max_items
@@ -116,11 +121,22 @@ class TurnRunner:
         While an output hook may rewrite the answer, only tool statuses are
         streamed: the user never sees raw text the hooks would have changed.
         """
+        with serving(turn):  # extensions' session state is this turn's session
+            return await self._run(text, turn, session, stream)
+
+    async def _run(
+        self,
+        text: str,
+        turn: TurnContext,
+        session: LedgerSession,
+        stream: tuple[Callback, Callback] | None,
+    ) -> TurnResult:
         started = time.monotonic()
         query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
         await self.hooks.turn_started(turn)
 
         async def attempt() -> TurnResult:
+            await self.compactor.compact_if_needed(session, turn)
             history = await session.history(self.history_max_items)
             if not history:
                 await self.hooks.session_started(turn)

@@ -33,6 +33,15 @@ class HostUnavailableError(IsolationError):
         self.reason = reason
 
 
+class HookResultError(IsolationError):
+    """A plugin host answered a hook call with something that hook does not return."""
+
+    def __init__(self, extension_id: str, hook: str, what: str) -> None:
+        super().__init__(f"{hook} of isolated extension {extension_id!r} returned {what}")
+        self.extension_id = extension_id
+        self.hook = hook
+
+
 class ConfinementError(IsolationError):
     """Confinement is required (or needed by the manifest) but not available."""
 

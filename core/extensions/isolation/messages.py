@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from core.extensions.contract_data import StateScope
 from core.extensions.isolation.wire import FrameError, Wire, decode
 
 __all__ = [
@@ -25,14 +26,17 @@ __all__ = [
     "AgentTaskParams",
     "CallToolParams",
     "CancelParams",
+    "ClearStateParams",
     "CommandParams",
     "ContextMethod",
+    "DeleteStateParams",
     "Described",
     "EmitParams",
     "Empty",
     "EnrichPromptParams",
     "EventParams",
     "FrameError",
+    "GetStateParams",
     "HostMethod",
     "InvokeAgentParams",
     "InvokeParams",
@@ -44,6 +48,8 @@ __all__ = [
     "Notice",
     "NotifyUserParams",
     "PingResult",
+    "SetStateParams",
+    "StateValue",
     "StreamKind",
     "StreamParams",
     "SubscribeParams",
@@ -80,6 +86,10 @@ class ContextMethod(StrEnum):
     LIST_COMMANDS = "ctx.list_commands"
     LIST_POST_PROCESSORS = "ctx.list_post_processors"
     ENRICH_PROMPT = "ctx.enrich_prompt"
+    GET_STATE = "ctx.get_state"
+    SET_STATE = "ctx.set_state"
+    DELETE_STATE = "ctx.delete_state"
+    CLEAR_STATE = "ctx.clear_state"
 
 
 class Notice(StrEnum):
@@ -93,6 +103,8 @@ class Notice(StrEnum):
 
 
 StreamKind = Literal["chunk", "tool_call"]
+MAX_TAG_PATTERNS = 64
+MAX_TAG_PATTERN_CHARS = 64
 
 
 # ------------------------------------------------------------ kernel -> host
@@ -180,6 +192,17 @@ class Described(Wire):
     agent: dict[str, Any] | None = None
     context_priority: int = 100
     setup_schema: list[dict[str, Any]] = field(default_factory=list)
+    tag_patterns: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(self.tag_patterns) > MAX_TAG_PATTERNS:
+            raise FrameError(f"tag_patterns: more than {MAX_TAG_PATTERNS} patterns")
+        for pattern in self.tag_patterns:
+            if not 0 < len(pattern) <= MAX_TAG_PATTERN_CHARS or not pattern.isprintable():
+                raise FrameError(
+                    f"tag_patterns: {pattern[:40]!r} is not a printable string of "
+                    f"1 to {MAX_TAG_PATTERN_CHARS} characters"
+                )
 
 
 # ------------------------------------------------------------ host -> kernel
@@ -238,6 +261,46 @@ class EnrichPromptParams(Wire):
     agent_id: str | None = None
 
 
+# State: the extension id is the connection's, never a parameter; ``session_id``
+# is the session of the turn the host is serving when the call is made.
+
+
+@dataclass(frozen=True, slots=True)
+class GetStateParams(Wire):
+    key: str
+    scope: StateScope = "session"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetStateParams(Wire):
+    key: str
+    value: Any
+    scope: StateScope = "session"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteStateParams(Wire):
+    key: str
+    scope: StateScope = "session"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClearStateParams(Wire):
+    scope: StateScope = "session"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateValue(Wire):
+    """The kernel's answer to ``ctx.get_state``: a stored ``null`` is not "absent"."""
+
+    found: bool
+    value: Any = None
+
+
 @dataclass(frozen=True, slots=True)
 class ListPostProcessorsParams(Wire):
     user_id: str
@@ -286,6 +349,10 @@ KERNEL_REQUESTS: dict[str, type[Wire]] = {
     ContextMethod.LIST_COMMANDS: Empty,
     ContextMethod.LIST_POST_PROCESSORS: ListPostProcessorsParams,
     ContextMethod.ENRICH_PROMPT: EnrichPromptParams,
+    ContextMethod.GET_STATE: GetStateParams,
+    ContextMethod.SET_STATE: SetStateParams,
+    ContextMethod.DELETE_STATE: DeleteStateParams,
+    ContextMethod.CLEAR_STATE: ClearStateParams,
 }
 
 KERNEL_NOTIFICATIONS: dict[str, type[Wire]] = {

@@ -4,7 +4,8 @@ The kernel detects capabilities with ``isinstance``, so a proxy must have
 exactly the methods of the protocols its host reported — no more. Each
 mixin forwards its protocol's methods over RPC; data the protocol returns
 synchronously (tool schemas, commands, the agent descriptor, the context
-priority, the setup schema) was reported by the host at initialize.
+priority, the setup schema, the tag patterns) was reported by the host at
+initialize. The hooks' mixins are in ``hook_mixins.py``.
 """
 
 from __future__ import annotations
@@ -24,35 +25,15 @@ from core.extensions.contract import (
     TurnContext,
 )
 from core.extensions.isolation.errors import IsolationError, RemoteError
-from core.extensions.isolation.messages import (
-    CallToolParams,
-    CommandParams,
-    HostMethod,
-    InvokeParams,
-)
+from core.extensions.isolation.hook_mixins import HOOK_MIXINS
+from core.extensions.isolation.messages import CallToolParams, CommandParams, HostMethod
 from core.extensions.isolation.protocol import (
     invocation_to_wire,
     response_from_wire,
     turn_to_wire,
 )
+from core.extensions.isolation.proxy_core import ProxyCore
 from core.tools.failures import describe_tool_error, tool_failure_text
-
-DEFAULT = object()  # "the per-call deadline from settings"
-
-
-class ProxyCore:
-    """What every mixin relies on; implemented by ``IsolatedExtension``."""
-
-    ext_id: str
-    described: dict[str, Any]
-
-    async def remote(self, method: str, params: Any, *, deadline: Any = DEFAULT) -> Any:
-        raise NotImplementedError
-
-    async def call_method(self, name: str, *args: Any, deadline: Any = DEFAULT) -> Any:
-        """Call protocol method ``name`` of the extension in the host."""
-        params = InvokeParams(name, list(args)).to_wire()
-        return await self.remote(HostMethod.INVOKE, params, deadline=deadline)
 
 
 class ToolProxy(ProxyCore):
@@ -178,6 +159,7 @@ MIXINS: dict[str, type[ProxyCore]] = {
     Capability.CONTEXT: ContextProxy,
     Capability.SETUP: SetupProxy,
     Capability.COMMAND: CommandProxy,
+    **HOOK_MIXINS,
 }
 
 

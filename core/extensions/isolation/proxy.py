@@ -41,9 +41,10 @@ from core.extensions.isolation.messages import (
     StreamKind,
     StreamParams,
 )
-from core.extensions.isolation.mixins import DEFAULT, ProxyCore, proxy_class
+from core.extensions.isolation.mixins import proxy_class
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.protocol import event_to_wire
+from core.extensions.isolation.proxy_core import DEFAULT, ProxyCore
 from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.isolation.watchdog import HostGuard
 from core.extensions.lifecycle import describe_exception
@@ -166,15 +167,22 @@ class IsolatedExtension(ProxyCore):
         try:
             return await peer.call(method, params, deadline=limit)
         except CallTimeoutError:
-            self._spawn(self._ping_or_kill(host, peer, what, limit), probe=True)
+            timed_out = f"{what} timed out ({limit:g} s)"
+            self._spawn(self._ping_or_kill(host, peer, timed_out), probe=True)
             raise CallTimeoutError(f"{what} of isolated extension {self.ext_id!r}", limit) from None
         except PeerClosedError:
             raise HostUnavailableError(self.ext_id, await self._exit_reason(host)) from None
+        except asyncio.CancelledError:
+            # The caller's own deadline (a hook's hooks.timeout_s) or a cancelled turn:
+            # the host was told to cancel, and is checked as after a timeout, since
+            # a call blocking its event loop cannot be cancelled.
+            if not (self._closing or self.probing or peer.closed):
+                self._spawn(self._ping_or_kill(host, peer, f"{what} was abandoned"), probe=True)
+            raise
 
-    async def _ping_or_kill(
-        self, host: HostProcess, peer: RpcPeer, what: str, after: float
-    ) -> None:
-        """After a timeout: kill a host that does not answer, or keeps burning CPU.
+    async def _ping_or_kill(self, host: HostProcess, peer: RpcPeer, after: str) -> None:
+        """After a call timed out or was abandoned: kill a host that does not answer,
+        or keeps burning CPU.
 
         A call blocking the host's event loop makes it deaf to pings; a sync tool
         spinning in a worker thread (``agents`` runs sync tools in threads, which
@@ -186,16 +194,16 @@ class IsolatedExtension(ProxyCore):
             await asyncio.sleep(grace)
             second = await peer.call(HostMethod.PING, deadline=grace)
         except IsolationError:
-            host.kill(f"killed: unresponsive after {what} timed out ({after:g} s)")
+            host.kill(f"killed: unresponsive after {after}")
             return
         try:
             a, b = PingResult.from_wire(first), PingResult.from_wire(second)
         except FrameError as exc:
-            host.kill(f"killed: malformed ping answer after {what} timed out ({exc})")
+            host.kill(f"killed: malformed ping answer after {after} ({exc})")
             return
         busy = (b.cpu_s - a.cpu_s) / max(b.at - a.at, 1e-3)
         if busy >= BUSY_CPU_SHARE:
-            host.kill(f"killed: still using {busy:.0%} CPU after {what} timed out ({after:g} s)")
+            host.kill(f"killed: still using {busy:.0%} CPU after {after}")
 
     async def _exit_reason(self, host: HostProcess) -> str:
         with contextlib.suppress(TimeoutError):

@@ -178,11 +178,14 @@ class HostGuard:
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + RELEASE_TIMEOUT_S
-        while not await asyncio.to_thread(self.cgroup.remove):
-            if loop.time() > deadline:
-                log.warning("cgroup %s of a dead host could not be removed", self.cgroup.path)
-                return
-            await asyncio.sleep(0.02)
+        try:
+            while not await asyncio.to_thread(self.cgroup.remove):
+                if loop.time() > deadline:
+                    log.warning("cgroup %s of a dead host could not be removed", self.cgroup.path)
+                    return
+                await asyncio.sleep(0.02)
+        except RuntimeError as exc:  # the loop's executor is shutting down (process exit)
+            log.debug("cgroup %s left for the next start: %s", self.cgroup.path, exc)
 
 
 def tree_usage(pid: int) -> TreeUsage:

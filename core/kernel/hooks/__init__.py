@@ -1,7 +1,9 @@
 """The turn pipeline's hooks (SPEC §9, docs/hooks.md): registry, calls, frames, points."""
 
 from core.kernel.hooks.calls import SKIPPED, HookCaller
-from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder
+from core.kernel.hooks.command_hooks import CommandSpec, CommandTarget, command_hook_entries
+from core.kernel.hooks.command_process import CommandHookError
+from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder, FrameSink
 from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
 from core.kernel.hooks.prompt_additions import (
     AppliedAdditions,
@@ -10,12 +12,17 @@ from core.kernel.hooks.prompt_additions import (
     tool_guidance,
 )
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
+from core.kernel.hooks.tool_calls import ToolInterceptor, is_intercepted
 
 __all__ = [
     "FRAME_PREFIX",
     "SKIPPED",
     "AppliedAdditions",
+    "CommandHookError",
+    "CommandSpec",
+    "CommandTarget",
     "FrameRecorder",
+    "FrameSink",
     "HookCaller",
     "HookEntry",
     "HookRegistry",
@@ -23,6 +30,9 @@ __all__ = [
     "RenderedOutput",
     "StateReader",
     "TagPatterns",
+    "ToolInterceptor",
     "TurnHooks",
+    "command_hook_entries",
+    "is_intercepted",
     "tool_guidance",
 ]

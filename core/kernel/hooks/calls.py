@@ -1,9 +1,10 @@
 """One hook call: under a deadline, contained, logged once.
 
-A hook that raises or outlives ``hooks.timeout_s`` is skipped: the caller
-gets ``SKIPPED`` and goes on with the data unchanged, the user never sees
-the error, and the log gets one line naming the extension, the hook and the
-turn (a hook failing on every tool call of a turn logs once for that turn).
+A hook that raises or outlives ``hooks.timeout_s`` (a command hook: its own
+``timeout_s``) is skipped: the caller gets ``SKIPPED`` and goes on with the
+data unchanged, the user never sees the error, and the log gets one line
+naming the extension, the hook and the turn (a hook failing on every tool
+call of a turn logs once for that turn).
 """
 
 from __future__ import annotations
@@ -11,19 +12,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any, Final
 
-from core.extensions.contract import TurnContext
+from core.extensions.contract import Annotated, TurnContext
 from core.extensions.lifecycle import describe_exception
 from core.kernel.hooks.registry import HookEntry
 
-__all__ = ["SKIPPED", "HookCaller"]
+__all__ = ["SKIPPED", "HookCaller", "kind_of"]
 
 log = logging.getLogger("core.kernel.hooks")
 
 SKIPPED: Final = object()  # the hook failed or was late: use the data unchanged
 _REMEMBERED = 1024  # (owner, hook, turn) failures remembered for "log once"
+
+
+def kind_of(value: object) -> str:
+    """``a dict``, ``an int``: what a hook returned, for the log line refusing it."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 class HookCaller:
@@ -36,14 +43,31 @@ class HookCaller:
     async def call(
         self, entry: HookEntry, hook: str, turn: TurnContext, pending: Awaitable[Any]
     ) -> Any:
-        """The hook's result, or ``SKIPPED`` when it raised or timed out."""
+        """The hook's result, or ``SKIPPED`` when it raised or timed out.
+
+        A coroutine is first run up to its first suspension: a hook that
+        returns without awaiting anything (most do) costs no timer at all, and
+        a deadline could not interrupt that synchronous part anyway. Only a
+        hook that really waits runs on under the deadline.
+        """
+        timeout_s = self.timeout_s if entry.timeout_s is None else entry.timeout_s
+        deadline: asyncio.Timeout | None = None
         try:
-            async with asyncio.timeout(self.timeout_s):
+            if isinstance(pending, Coroutine):
+                try:
+                    first = pending.send(None)
+                except StopIteration as done:
+                    return done.value
+                pending = _Resumed(pending, first)
+            deadline = asyncio.timeout(timeout_s)
+            async with deadline:
                 return await pending
-        except TimeoutError:
-            self._log_once(
-                entry, hook, turn, f"took longer than {self.timeout_s:g} s (hooks.timeout_s)"
-            )
+        except TimeoutError as exc:
+            if deadline is None or not deadline.expired():
+                self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
+            else:
+                setting = "hooks.timeout_s" if entry.timeout_s is None else "its timeout_s"
+                self._log_once(entry, hook, turn, f"took longer than {timeout_s:g} s ({setting})")
         except Exception as exc:
             self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
         return SKIPPED
@@ -52,6 +76,20 @@ class HookCaller:
         """A result of the wrong shape: skipped like a failure, with the reason logged."""
         self._log_once(entry, hook, turn, f"returned {why}; ignored")
         return SKIPPED
+
+    def text_and_notes(
+        self, entry: HookEntry, hook: str, turn: TurnContext, result: Any
+    ) -> tuple[str | None, dict[str, Any]]:
+        """A text hook's result (``str``, ``Annotated`` or nothing) as (new text or
+        ``None`` = unchanged, annotations); any other shape is refused."""
+        if result is SKIPPED or result is None:
+            return None, {}
+        if isinstance(result, str):
+            return result, {}
+        if isinstance(result, Annotated) and (result.text is None or isinstance(result.text, str)):
+            return result.text, dict(result.annotations)
+        self.refuse(entry, hook, turn, kind_of(result))
+        return None, {}
 
     def _log_once(self, entry: HookEntry, hook: str, turn: TurnContext, what: str) -> None:
         key = (entry.owner, hook, turn.turn_id or turn.session_id or "")
@@ -67,3 +105,34 @@ class HookCaller:
             what,
             turn.turn_id or "-",
         )
+
+
+class _Resumed:
+    """The rest of a coroutine already run to its first suspension (where it
+    yielded ``first``): awaiting this passes every later step, value and
+    exception (a cancellation too) straight through to the coroutine."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, step = self._coro, self._first
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    step = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    step = coro.send(sent)
+                except StopIteration as done:
+                    return done.value

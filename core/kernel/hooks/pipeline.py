@@ -17,15 +17,14 @@ from typing import Any, Literal
 
 from core.extensions.capabilities import Capability
 from core.extensions.contract import (
-    Annotated,
     ModelRoute,
     ShortCircuit,
     TurnContext,
     TurnOutcome,
 )
-from core.kernel.hooks.calls import SKIPPED, HookCaller
+from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
-from core.kernel.hooks.registry import HookEntry, HookRegistry
+from core.kernel.hooks.registry import HookRegistry
 from core.kernel.hooks.tags import render_tags
 
 __all__ = ["RenderedOutput", "TurnHooks"]
@@ -98,7 +97,7 @@ class TurnHooks:
             if result is SKIPPED or result is None:
                 continue
             if not isinstance(result, str):
-                self.caller.refuse(entry, "on_plain_text", turn, f"a {type(result).__name__}")
+                self.caller.refuse(entry, "on_plain_text", turn, kind_of(result))
                 continue
             if result != text:
                 await self.frames.record(
@@ -149,7 +148,7 @@ class TurnHooks:
             result = await self.caller.call(
                 entry, "on_llm_output", turn, entry.target.on_llm_output(output, turn)
             )
-            text, notes = self._text_and_notes(entry, "on_llm_output", turn, result)
+            text, notes = self.caller.text_and_notes(entry, "on_llm_output", turn, result)
             if notes:
                 annotations[entry.owner] = notes
             if (text is not None and text != output) or notes:
@@ -181,7 +180,7 @@ class TurnHooks:
                 if result is SKIPPED or result is None:
                     continue
                 if not isinstance(result, str):
-                    self.caller.refuse(entry, "on_tag", turn, f"a {type(result).__name__}")
+                    self.caller.refuse(entry, "on_tag", turn, kind_of(result))
                     continue
                 await self.frames.record(
                     "tag", entry.owner, "on_tag", turn,
@@ -191,18 +190,6 @@ class TurnHooks:
             return replaced
 
         return await render_tags(output, registered, render_one)
-
-    def _text_and_notes(
-        self, entry: HookEntry, hook: str, turn: TurnContext, result: Any
-    ) -> tuple[str | None, dict[str, Any]]:
-        if result is SKIPPED or result is None:
-            return None, {}
-        if isinstance(result, str):
-            return result, {}
-        if isinstance(result, Annotated) and (result.text is None or isinstance(result.text, str)):
-            return result.text, dict(result.annotations)
-        self.caller.refuse(entry, hook, turn, f"a {type(result).__name__}")
-        return None, {}
 
     # ------------------------------------------------------------ routing
 
@@ -216,7 +203,7 @@ class TurnHooks:
             if result is SKIPPED or result is None:
                 continue
             if not isinstance(result, ModelRoute) or not result.model:
-                self.caller.refuse(entry, "route_model", turn, f"a {type(result).__name__}")
+                self.caller.refuse(entry, "route_model", turn, kind_of(result))
                 continue
             decides = chosen is None and entry.owner in self.authoritative_routing
             log.info(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.extensions.capabilities import HOOKS, Capability
@@ -56,6 +56,7 @@ class HookEntry:
     target: Any
     tags: TagPatterns = field(default_factory=TagPatterns)
     matcher: re.Pattern[str] | None = None  # command hooks: tool names they apply to
+    timeout_s: float | None = None  # command hooks: their own deadline (else hooks.timeout_s)
 
     def applies_to_tool(self, name: str) -> bool:
         return self.matcher is None or self.matcher.search(name) is not None
@@ -109,16 +110,7 @@ class HookRegistry:
                 found.setdefault(point, []).append(entry)
             order += 1
         for point, entry in self._extra():
-            found.setdefault(point, []).append(
-                HookEntry(
-                    entry.owner,
-                    entry.priority,
-                    order + entry.order,
-                    entry.target,
-                    entry.tags,
-                    entry.matcher,
-                )
-            )
+            found.setdefault(point, []).append(replace(entry, order=order + entry.order))
         return {
             point: tuple(sorted(entries, key=lambda e: (-e.priority, e.order)))
             for point, entries in found.items()

@@ -1,4 +1,4 @@
-"""Answer post-processors (SPEC §9–10, seed 000, ADR 0020): ``#name:param`` after a
+"""Answer post-processors (SPEC §9–10, seed 000, ADR 0023): ``#name:param`` after a
 message turns the answer into structured output. Parsing, the catalog of
 processors, per-user activations, the serial runner, the records kept with
 each turn, the follow-up rendering, and the ``/ext`` and ``/last`` commands."""

@@ -1,6 +1,6 @@
 """How results look to the user: the follow-up under the answer, and ``/last``.
 
-The follow-up is one message sent right after the answer (ADR 0020): a
+The follow-up is one message sent right after the answer (ADR 0023): a
 ``chat_append`` result as a heading and a fenced JSON block (text content as
 it is), a ``status_panel`` result as one status line; a failed visible
 result as one line with its error. ``silent`` results are never in it. It is

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from agents.result import RunResultBase
 
@@ -41,8 +41,7 @@ from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
 from core.kernel.postprocess.render import followup_text
 from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
-from core.kernel.wiring import Wiring
-from core.settings import PostProcessSettings, Settings
+from core.settings import PostProcessSettings
 
 __all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
 
@@ -58,21 +57,6 @@ class PostOutcome:
 
     followup: str | None
     record: PostTurnRecord
-
-
-class KernelParts(Protocol):
-    """What ``for_kernel`` takes from the kernel."""
-
-    @property
-    def conversations(self) -> Conversations: ...
-    @property
-    def bus(self) -> FrameSink: ...
-    @property
-    def wiring(self) -> Wiring: ...
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def model_router(self) -> ModelRouter: ...
 
 
 class PostProcessing:
@@ -118,17 +102,6 @@ class PostProcessing:
             runner=PostProcessRunner(bus, timeout_s=settings.timeout_s),
             bus=bus,
             model_of=model_of,
-        )
-
-    @classmethod
-    def for_kernel(cls, kernel: KernelParts) -> PostProcessing:
-        """The kernel's: its sessions database, bus, wiring, settings and model."""
-        return cls.build(
-            kernel.conversations.db_path,
-            kernel.bus,
-            kernel.wiring.wired,
-            settings=kernel.settings.postprocess,
-            model_of=orchestrator_model(kernel.model_router),
         )
 
     def commands(self) -> list[Command]:

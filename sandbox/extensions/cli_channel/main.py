@@ -74,19 +74,25 @@ class CliChannel(BaseExtension):
         completer = HearthCompleter()
         session: PromptSession[str] = PromptSession(history=history, completer=completer)
         print("Hearth is listening. /help lists commands; Tab completes; Ctrl-D quits.")
+        await self._refresh(completer)
         with patch_stdout(raw=True):
             while True:
-                await self._refresh(completer)
+                # later refreshes run while the prompt is up: keys typed before a
+                # prompt starts may be lost, so nothing is awaited between prompts
+                refresh = asyncio.create_task(self._refresh(completer))
                 try:
                     text = await session.prompt_async("you> ")
                 except (EOFError, KeyboardInterrupt):
                     break
+                finally:
+                    await refresh
                 if text.strip():
                     await self._ask(text)
         self.context.request_shutdown()
 
     async def _refresh(self, completer: HearthCompleter) -> None:
-        """Commands and this user's ``#names`` as they are now (stale lists if that fails)."""
+        """Commands and this user's ``#names`` as they are now (stale lists if that
+        fails; never raises)."""
         try:
             commands = await self.context.list_commands()
             tags = await self.context.list_post_processors(self._user_id)
