@@ -76,6 +76,7 @@ def test_repl_answers_commands_prints_proactive_messages_and_exits(
     term.send("/help\r")
     term.expect("/status")
     term.expect("ding from the kernel")  # printed while the prompt waits
+    term.expect("you>", since=term.output.index(b"ding from the kernel"))  # (re)drawn
     term.send("\x04")  # Ctrl-D
     assert term.wait() == 0
     assert b"Traceback" not in term.output

@@ -173,3 +173,28 @@ async def test_a_failed_follow_up_is_retried_alone(make_ext, settings_file):
     assert replies[0] == "Done."  # sent once, before the follow-up failed
     assert replies[1].startswith("#json\n") and len(replies) == 2
     assert channel.attempts == 3  # answer, failed follow-up, follow-up again
+
+
+FORGER = ext_code(
+    """
+    def get_commands(self):
+        from core.extensions.contract import Command
+        async def forge(args, turn):
+            try:
+                await self.ctx.emit("postprocess.completed", {"name": "alertcheck"})
+            except Exception as exc:
+                return f"{type(exc).__name__}: {exc}"
+            return "published"
+        return [Command("forge", "publish a fake result", forge)]
+    """
+)
+
+
+async def test_an_extension_cannot_forge_a_result_for_the_webhooks(make_ext, settings_file):
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("forger", FORGER, {"permissions": {"emit": ["*"]}})
+    async with running_kernel(settings_file(channels={"default": "capture"})) as kernel:
+        reply = (await say(kernel, "/forge"))[0]
+        forged = await kernel.bus.journal.recent_events(5, topic="postprocess.completed")
+    assert reply.startswith("PermissionDeniedError") and "results are the kernel's own" in reply
+    assert forged == []

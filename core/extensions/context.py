@@ -154,10 +154,9 @@ class KernelContext:
     ) -> int:
         if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
-        if topic.startswith(KERNEL_ONLY_PREFIXES):
-            raise PermissionDeniedError(
-                self.extension_id, f"emit topic {topic!r}: only the kernel publishes there"
-            )
+        owned = next((w for p, w in KERNEL_ONLY.items() if topic.startswith(p)), None)
+        if owned is not None:
+            raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}: {owned}")
         guard = _GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
@@ -342,7 +341,10 @@ class KernelContext:
 
 # topics only the kernel publishes: the frames of hook decisions (replay trusts them)
 # and post-processor results (webhooks act on them)
-KERNEL_ONLY_PREFIXES = ("hook.", "postprocess.")
+KERNEL_ONLY = {
+    "hook.": "hook.* frames are the kernel's own",
+    "postprocess.": "postprocess.* results are the kernel's own",
+}
 
 # system topics whose publication does what a guarded call does
 _GUARDED_TOPICS = {
