@@ -147,7 +147,7 @@ class ActivationStore:
                 if processor in given:
                     continue
                 if processor not in taken:
-                    _insert(conn, conversation, Activation(processor, processor))
+                    _insert_row(conn, conversation, Activation(processor, processor))
                 conn.execute(
                     "INSERT INTO hearth_post_defaults(conversation, processor) VALUES (?, ?)",
                     (conversation, processor),
@@ -157,7 +157,7 @@ class ActivationStore:
 
     def _insert(self, conversation: str, activation: Activation) -> None:
         with self._connect() as conn:
-            _insert(conn, conversation, activation)
+            _insert_row(conn, conversation, activation)
             conn.commit()
 
     def _update_name(self, conversation: str, old: str, new: str) -> None:
@@ -187,7 +187,7 @@ def _read(conn: sqlite3.Connection, conversation: str) -> tuple[Activation, ...]
     return tuple(Activation(str(n), str(p), None if d is None else str(d)) for n, p, d in rows)
 
 
-def _insert(conn: sqlite3.Connection, conversation: str, activation: Activation) -> None:
+def _insert_row(conn: sqlite3.Connection, conversation: str, activation: Activation) -> None:
     now = time.time()
     conn.execute(
         "INSERT INTO hearth_post_activations"
