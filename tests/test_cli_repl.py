@@ -25,16 +25,25 @@ PINGER = ext_code(
 )
 
 
+CURSOR_POSITION_REQUEST = b"\x1b[6n"
+
+
 class Terminal:
+    """A pseudo-terminal that, like a real one, answers cursor position requests:
+    prompt_toolkit asks before each prompt and, left unanswered, may swallow a
+    key typed while it waits."""
+
     def __init__(self, argv: list[str]) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # child
             os.execv(sys.executable, [sys.executable, *argv])
         self.output = b""
+        self.answered = 0
 
-    def expect(self, text: str, timeout: float = 30.0) -> None:
+    def expect(self, text: str, timeout: float = 30.0, *, after: str | None = None) -> None:
+        """Wait for ``text`` (only where it follows ``after``, when given)."""
         deadline = time.monotonic() + timeout
-        while text.encode() not in self.output:
+        while text.encode() not in self.output[self._start(after) :]:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(f"{text!r} not seen; output so far:\n{self.output!r}")
@@ -44,6 +53,19 @@ class Terminal:
                     self.output += os.read(self.fd, 4096)
                 except OSError:
                     break
+                self._answer_cursor_requests()
+
+    def _start(self, after: str | None) -> int:
+        if after is None:
+            return 0
+        found = self.output.find(after.encode())
+        return len(self.output) if found < 0 else found + len(after)
+
+    def _answer_cursor_requests(self) -> None:
+        asked = self.output.count(CURSOR_POSITION_REQUEST)
+        for _ in range(asked - self.answered):
+            os.write(self.fd, b"\x1b[24;1R")
+        self.answered = asked
 
     def send(self, text: str) -> None:
         os.write(self.fd, text.encode())
@@ -71,6 +93,9 @@ def test_repl_answers_commands_prints_proactive_messages_and_exits(
     term.send("/help\r")
     term.expect("/status")
     term.expect("ding from the kernel")  # printed while the prompt waits
+    # while it prints, prompt_toolkit puts the terminal in cooked mode, where the line
+    # discipline itself eats a Ctrl-D; a person types it at the redrawn prompt
+    term.expect("you>", after="ding from the kernel")
     term.send("\x04")  # Ctrl-D
     assert term.wait() == 0
     assert b"Traceback" not in term.output
