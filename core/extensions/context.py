@@ -128,10 +128,9 @@ class KernelContext:
     ) -> int:
         if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
-        if topic.startswith(KERNEL_ONLY_PREFIXES):
-            raise PermissionDeniedError(
-                self.extension_id, f"emit topic {topic!r}: hook.* frames are the kernel's own"
-            )
+        owned = next((w for p, w in KERNEL_ONLY.items() if topic.startswith(p)), None)
+        if owned is not None:
+            raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}: {owned}")
         guard = _GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
@@ -302,6 +301,11 @@ class KernelContext:
             raise NotAvailableError("this kernel offers no status (it is not running)")
         return self._services.operations
 
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        return await self._services.list_post_processors(channel_id or self.extension_id, user_id)
+
     def request_restart(self) -> None:
         self._require_control("restart Hearth")
         self._services.request_restart(f"requested by extension {self.extension_id}")
@@ -323,7 +327,11 @@ class KernelContext:
 
 
 # topics only the kernel publishes: the frames of hook decisions (replay trusts them)
-KERNEL_ONLY_PREFIXES = ("hook.",)
+# and post-processor results (webhooks act on them)
+KERNEL_ONLY = {
+    "hook.": "hook.* frames are the kernel's own",
+    "postprocess.": "postprocess.* results are the kernel's own",
+}
 
 # system topics whose publication does what a guarded call does
 _GUARDED_TOPICS = {

@@ -4,8 +4,9 @@ Capabilities are small ``@runtime_checkable`` Protocols, detected with
 ``isinstance`` by the loader (seed 002, "Extension Types"). Data crossing the
 boundary is plain frozen dataclasses, so an isolated extension (SPEC §6) can
 ship it over JSON-RPC unchanged. The data lives in ``contract_data`` and the
-turn pipeline's hook protocols (SPEC §9) in ``hook_protocols``; extensions
-import all of them from here.
+turn pipeline's hook protocols (SPEC §9) in ``hook_protocols``, answer
+post-processors in ``postprocess_contract``; extensions import all of them
+from here.
 """
 
 from __future__ import annotations
@@ -48,6 +49,15 @@ from core.extensions.hook_protocols import (
     TurnEndHook,
     TurnStartHook,
 )
+from core.extensions.postprocess_contract import (
+    OUTPUT_TARGETS,
+    OutputTarget,
+    PostProcessContext,
+    PostProcessor,
+    PostProcessorProvider,
+    PostProcessResult,
+    PostProcessTopics,
+)
 from core.extensions.status_data import (
     DeadLetterState,
     DeliveryState,
@@ -58,6 +68,7 @@ from core.extensions.status_data import (
 )
 
 __all__ = [
+    "OUTPUT_TARGETS",
     "REPLY_TAG_MARK",
     "AfterToolCallHook",
     "AgentDescriptor",
@@ -89,7 +100,13 @@ __all__ = [
     "ModelRoute",
     "ModelRoutingHook",
     "NotConfiguredError",
+    "OutputTarget",
     "PlainTextHook",
+    "PostProcessContext",
+    "PostProcessResult",
+    "PostProcessTopics",
+    "PostProcessor",
+    "PostProcessorProvider",
     "SchedulerProvider",
     "ServiceProvider",
     "SessionEndHook",
@@ -281,6 +298,13 @@ class ExtensionContext(Protocol):
     async def requeue_dead_letter(self, event_id: int) -> int:
         """Put the dead deliveries of ``event_id`` back on the bus; how many (needs
         ``permissions.control``)."""
+        ...
+
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        """The ``#names`` ``user_id`` has activated on ``channel_id`` (default: this
+        extension's channel), as (name, description): for autocompletion."""
         ...
 
     def request_restart(self) -> None: ...

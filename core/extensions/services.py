@@ -3,7 +3,7 @@ its status operations (filled in by the runner)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from core.state import StateStore
 
 __all__ = ["KernelOperations", "KernelServices"]
+
+
+async def _none_listed() -> list[tuple[str, str]]:
+    return []
 
 
 class KernelOperations(Protocol):
@@ -38,6 +42,10 @@ class KernelServices:
     state: StateStore
     agents: AgentGateway = field(default_factory=AgentGateway)
     list_commands: Callable[[], list[tuple[str, str]]] = list
+    # (channel id, user id) -> that conversation's activated post-processors
+    list_post_processors: Callable[[str, str], Awaitable[list[tuple[str, str]]]] = (
+        lambda _channel, _user: _none_listed()
+    )
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
     is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)

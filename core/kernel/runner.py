@@ -1,12 +1,11 @@
 """Bootstrap and shutdown of one kernel process (seed 002 "Bootstrap Flow").
 
-``Kernel.start()`` loads and initializes extensions, attaches the wiring
-(which connects each extension's channels, commands, tools, context and
-subscriptions when it is live and takes them away when it is not), starts
-the extensions, then the bus. ``Kernel.run()`` keeps the long-lived tasks
-(extension supervision, the bus) in one TaskGroup: if one of them dies the
-kernel stops with that error — loudly, for the supervisor to restart it.
-``Kernel.stop()`` runs every step even when one raises (``AsyncExitStack``).
+``Kernel.start()`` loads and initializes extensions, attaches the wiring (which connects
+each extension's channels, commands, tools, context and subscriptions when it is live
+and takes them away when it is not), starts the extensions, then the bus.
+``Kernel.run()`` keeps the long-lived tasks (extension supervision, the bus) in one
+TaskGroup: if one of them dies the kernel stops with that error — loudly, for the
+supervisor to restart it. ``Kernel.stop()`` runs every step even when one raises.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
-from core.kernel.conversations import Conversations
+from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
 from core.kernel.router import MessageRouter
 from core.kernel.shaping import TurnShaping
@@ -60,7 +59,6 @@ from core.tools import build_core_tools
 log = logging.getLogger("core.kernel.runner")
 
 JOURNAL_FILE = "events.db"
-SESSIONS_FILE = "sessions.db"
 SCHEDULES_FILE = "schedules.db"
 STATE_FILE = "state.db"
 
@@ -151,6 +149,7 @@ class Kernel:
             state=self.state,
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
+            list_post_processors=self.shaping.post.activated_names,
             is_wired=self.wiring.is_wired,
             operations=KernelOperator(self, self.bus.journal),
         )
@@ -188,7 +187,7 @@ class Kernel:
         the last run finds its channel wired; what they publish meanwhile is
         journaled and delivered once the bus runs.
         """
-        await self.conversations.open()
+        await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
         await self.state.open()
         await self.load()
         await self._forget_uninstalled_state()
@@ -205,8 +204,9 @@ class Kernel:
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
+            post=self.shaping.post,
         )
-        builtins = builtin_commands(
+        builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
             status=self,

@@ -34,6 +34,7 @@ from core.extensions.isolation.messages import (
     GetStateParams,
     InvokeAgentParams,
     InvokeStreamedParams,
+    ListPostProcessorsParams,
     LoadParams,
     LogParams,
     Notice,
@@ -128,6 +129,13 @@ class ClientContext:
     async def requeue_dead_letter(self, event_id: int) -> int:
         params = RequeueParams(event_id)
         return int(await self._peer.call(ContextMethod.REQUEUE_DEAD_LETTER, params.to_wire()))
+
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        params = ListPostProcessorsParams(user_id, channel_id).to_wire()
+        rows = await self._peer.call(ContextMethod.LIST_POST_PROCESSORS, params)
+        return [(str(name), str(description)) for name, description in rows]
 
     async def notify_user(
         self, text: str, channel_id: str | None = None, *, user_id: str | None = None
