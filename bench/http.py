@@ -68,7 +68,7 @@ def write_setup(tmp: Path, model: FakeOpenAIServer, port: int) -> Path:
                 "fake": {
                     "type": "openai_compatible",
                     "base_url": model.base_url,
-                    "api_key": "fake",
+                    "api_key": "key-of-the-fake-model",
                     "max_retries": 0,
                 }
             },

@@ -35,7 +35,7 @@ def api_settings(
                 "fake": {
                     "type": "openai_compatible",
                     "base_url": model.base_url,
-                    "api_key": "fake",
+                    "api_key": "key-of-the-fake-model",
                     "max_retries": 0,
                 }
             },

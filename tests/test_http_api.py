@@ -162,6 +162,19 @@ async def test_reminders_and_unaddressed_messages_wait_at_notifications(settings
     assert [n["text"] for n in for_bob["data"]] == ["Hearth restarts at noon"]
 
 
+async def test_post_processor_results_follow_as_a_notification(settings, model):
+    async with serving(settings) as (_, base):
+        api = client(base)
+        reply = await api.chat.completions.create(
+            model="hearth",
+            messages=[{"role": "user", "content": "how is the disk? #json:minimal"}],
+            user="carol",
+        )
+        found = await _notifications_until(api, "carol", '"query": "how is the disk?"')
+    assert reply.choices[0].message.content == "echo: how is the disk?"
+    assert "#json" in found["data"][-1]["text"]
+
+
 async def _notifications_until(api: openai.AsyncOpenAI, user: str, text: str) -> dict:
     found: dict = {}
 

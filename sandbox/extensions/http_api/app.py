@@ -105,7 +105,7 @@ class _Api:
         chat = parse_chat_request(await read_body(request, backend.config.max_body_bytes))
         conversation = conversation_of(request, chat.user, backend.config.default_conversation)
         text = chat.newest_user_text()
-        key = _header_name(request, "idempotency-key")
+        key = _header_value(request, "idempotency-key")
         if backend.in_flight >= backend.config.max_inflight:
             raise ApiError(
                 429,
@@ -288,7 +288,7 @@ def _optional_conversation(request: Request, user: str | None = None) -> str | N
     return name
 
 
-def _header_name(request: Request, header: str) -> str | None:
+def _header_value(request: Request, header: str) -> str | None:
     value = request.headers.get(header)
     if value is not None and not (0 < len(value) <= MAX_NAME_CHARS and value.isprintable()):
         raise ApiError(400, f"{header} must be 1-{MAX_NAME_CHARS} printable characters")
