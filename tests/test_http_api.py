@@ -162,17 +162,32 @@ async def test_reminders_and_unaddressed_messages_wait_at_notifications(settings
     assert [n["text"] for n in for_bob["data"]] == ["Hearth restarts at noon"]
 
 
-async def test_post_processor_results_follow_as_a_notification(settings, model):
+async def test_post_processor_results_come_in_the_hearth_field(settings, model):
+    ask = "how is the disk? #json:minimal #decision"
     async with serving(settings) as (_, base):
         api = client(base)
         reply = await api.chat.completions.create(
-            model="hearth",
-            messages=[{"role": "user", "content": "how is the disk? #json:minimal"}],
-            user="carol",
+            model="hearth", messages=[{"role": "user", "content": ask}], user="carol"
         )
-        found = await _notifications_until(api, "carol", '"query": "how is the disk?"')
+        stream = await api.chat.completions.create(
+            model="hearth", messages=[{"role": "user", "content": ask}], user="carol", stream=True
+        )
+        last = [chunk async for chunk in stream][-1]
+        plain = await api.chat.completions.create(
+            model="hearth", messages=[{"role": "user", "content": "no tags, C# is fine"}]
+        )
+        followup = await _notifications_until(api, "carol", '"query": "how is the disk?"')
     assert reply.choices[0].message.content == "echo: how is the disk?"
-    assert "#json" in found["data"][-1]["text"]
+    results = reply.model_extra["hearth"]["postprocess"]
+    assert results["json"]["success"] and results["json"]["content"] == {
+        "query": "how is the disk?",
+        "answer": "echo: how is the disk?",
+    }
+    assert results["decision"]["output_target"] == "silent"
+    assert last.choices[0].finish_reason == "stop"
+    assert set(last.model_extra["hearth"]["postprocess"]) == {"json", "decision"}
+    assert "hearth" not in (plain.model_extra or {})
+    assert "#json" in followup["data"][-1]["text"]  # the visible ones also follow, as for chat
 
 
 async def _notifications_until(api: openai.AsyncOpenAI, user: str, text: str) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -37,6 +37,7 @@ CONVERSATION_HEADER = "x-hearth-conversation"
 MAX_NAME_CHARS = 200
 KEEPALIVE_S = 15.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+POST_RESULTS_WAIT_S = 5.0  # journaled before the reply: normally already there
 
 
 class ApiBackend(Protocol):
@@ -121,9 +122,10 @@ class _Api:
             return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
         try:
             reply = await _reply_or_gone(request, pending, backend.config.reply_timeout_s)
+            extra = await _post_results(pending)
         finally:
             backend.release(pending)
-        return JSONResponse(completion(ident, reply))
+        return JSONResponse(completion(ident, reply, extra))
 
     async def models(self, request: Request) -> Response:
         self._admit(request)
@@ -207,10 +209,16 @@ async def _stream_reply(
         tail = _unsent(reply, "".join(streamed))
         if tail:
             yield chunk_event(ident, {"content": tail})
-        yield chunk_event(ident, {}, "stop")
+        yield chunk_event(ident, {}, "stop", await _post_results(pending))
         yield DONE_EVENT
     finally:
         backend.release(pending)
+
+
+async def _post_results(pending: PendingReply) -> dict[str, Any] | None:
+    """``{"postprocess": {name: result}}`` when the message asked for post-processors."""
+    results = await pending.post_results(POST_RESULTS_WAIT_S)
+    return {"postprocess": results} if results is not None else None
 
 
 def _unsent(reply: str, streamed: str) -> str:

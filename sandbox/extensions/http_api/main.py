@@ -15,13 +15,16 @@ The server is bound in ``start()`` and answers 503 until the kernel is ready
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 from core.extensions.contract import (
+    Event,
     ExtensionContext,
     NotConfiguredError,
+    PostProcessTopics,
     reply_address,
     split_reply_address,
 )
@@ -44,6 +47,11 @@ from .store import ApiStore
 from .web import web_routes
 
 STORE_FILE = "http_api.db"
+# a post-processor token as the kernel reads one (docs/postprocessors.md)
+POST_TOKEN = re.compile(
+    r"(?:^|(?<=\s))#([A-Za-z][\w-]{0,31})(?::[\w-]+(?:\.[\w-]+)*)?(?=$|\s|[.,;!?)\]])",
+    re.MULTILINE,
+)
 
 
 class HttpApiSetupError(Exception):
@@ -78,6 +86,7 @@ class HttpApiChannel(BaseExtension):
                 f"{TOKEN_SECRET} is not set; set it to serve the OpenAI-compatible API "
                 f"and the web page on http://{config.listen}/"
             )
+        context.subscribe_event(PostProcessTopics.RESULTS, self._on_post_results)
         self.tokens = TokenCheck(token)
         self.store = ApiStore(context.data_dir / STORE_FILE)
         await self.store.open()
@@ -156,6 +165,7 @@ class HttpApiChannel(BaseExtension):
             if known is not None:
                 pending.finish(known)
                 return pending
+        pending.expects_results = await self._asks_post_processors(conversation, text)
         try:
             await self.context.on_user_message(
                 text,
@@ -169,6 +179,25 @@ class HttpApiChannel(BaseExtension):
 
     def release(self, pending: PendingReply) -> None:
         self.book.release(pending)
+
+    async def _asks_post_processors(self, conversation: str, text: str) -> bool:
+        """Whether ``text`` names a post-processor the conversation has activated
+        (``#json``, ``#decision:binary``): then its results come with the reply."""
+        if "#" not in text:
+            return False
+        names = {name for name, _ in await self.context.list_post_processors(conversation)}
+        asked = {m.group(1).lower() for m in POST_TOKEN.finditer(text)} & names
+        rest = POST_TOKEN.sub(lambda m: "" if m.group(1).lower() in names else m.group(0), text)
+        return bool(asked) and bool(rest.strip())  # tokens alone: nothing is processed
+
+    async def _on_post_results(self, event: Event) -> None:
+        """``postprocess.results`` of a turn of this channel: to the request it answers."""
+        payload = event.payload
+        if payload.get("channel_id") != self.context.extension_id:
+            return
+        results = payload.get("results")
+        if isinstance(results, dict):
+            self.book.results(split_reply_address(str(payload.get("user_id")))[1], results)
 
     # ------------------------------------------------------------ the page (WebBackend)
 

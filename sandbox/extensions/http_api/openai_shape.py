@@ -100,9 +100,10 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
         raise ApiError(400, f"{where}: {first['msg']}", param=where) from None
 
 
-def completion(ident: str, text: str) -> dict[str, Any]:
-    """A whole ``chat.completion`` (no token counts: Hearth's model calls are its own)."""
-    return {
+def completion(ident: str, text: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A whole ``chat.completion`` (no token counts: Hearth's model calls are its own);
+    ``extra`` goes under the field ``hearth`` (post-processor results)."""
+    body = {
         "id": ident,
         "object": "chat.completion",
         "created": int(time.time()),
@@ -115,17 +116,27 @@ def completion(ident: str, text: str) -> dict[str, Any]:
             }
         ],
     }
+    if extra:
+        body["hearth"] = extra
+    return body
 
 
-def chunk_event(ident: str, delta: dict[str, Any], finish: str | None = None) -> str:
-    """One SSE event carrying a ``chat.completion.chunk``."""
-    chunk = {
+def chunk_event(
+    ident: str,
+    delta: dict[str, Any],
+    finish: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """One SSE event carrying a ``chat.completion.chunk`` (``extra`` as in ``completion``)."""
+    chunk: dict[str, Any] = {
         "id": ident,
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": MODEL_ID,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
+    if extra:
+        chunk["hearth"] = extra
     return f"data: {json.dumps(chunk)}\n\n"
 
 

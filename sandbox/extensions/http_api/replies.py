@@ -17,6 +17,7 @@ import hashlib
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+from typing import Any
 
 IDEMPOTENT_PREFIX = "k"
 REMEMBERED = 1024
@@ -48,8 +49,12 @@ class PendingReply:
         self.waiting = 1  # requests holding it (a retry with the same key joins)
         self.streaming = False  # the kernel opened a stream for it
         self._chunks: asyncio.Queue[str | None] = asyncio.Queue()
-        self._done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self._done: asyncio.Future[str] = loop.create_future()
         self._chunks_taken = False
+        # post-processor results (``postprocess.results``) when the message asked for some
+        self.expects_results = False
+        self._results: asyncio.Future[dict[str, Any]] = loop.create_future()
 
     @property
     def done(self) -> bool:
@@ -68,6 +73,22 @@ class PendingReply:
         if not self.done:
             self._done.set_exception(error)
             self._chunks.put_nowait(None)
+
+    def set_results(self, results: dict[str, Any]) -> None:
+        if not self._results.done():
+            self._results.set_result(results)
+
+    async def post_results(self, timeout_s: float) -> dict[str, Any] | None:
+        """The post-processors' results of this message, if it asked for any and they
+        come within ``timeout_s`` (they are journaled before the reply, so they are
+        normally there already)."""
+        if not self.expects_results:
+            return None
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await asyncio.shield(self._results)
+        except TimeoutError:
+            return None
 
     async def result(self) -> str:
         """The whole reply (the recorded text, which may differ from the deltas)."""
@@ -134,6 +155,11 @@ class ReplyBook:
         pending = self._pending.get(tag or "")
         if pending is not None:
             pending.put_chunk(text)
+
+    def results(self, tag: str | None, results: dict[str, Any]) -> None:
+        pending = self._pending.get(tag or "")
+        if pending is not None:
+            pending.set_results(results)
 
     def deliver(self, tag: str | None, text: str, *, stream_end: bool) -> bool:
         """Finish the request ``tag`` names; ``False`` when none waits for this text.
