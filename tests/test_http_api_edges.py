@@ -111,6 +111,19 @@ async def test_a_client_that_hangs_up_leaves_the_reply_as_a_notification(tmp_pat
     assert [n["text"] for n in notes.json()["data"]] == ["you left"]
 
 
+async def test_a_stream_whose_client_hangs_up_frees_its_slot(tmp_path):
+    async with channel(tmp_path) as (ext, ctx, http):
+        ask = {**ASK, "stream": True}
+        async with http.stream("POST", "/v1/chat/completions", json=ask, headers=AUTH) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("data: "):
+                    break  # the role chunk; then the client goes away
+        await wait_for(lambda: ext.in_flight == 0)
+        await reply_to_last(ctx, ext, "streamed to nobody")
+        notes = await http.get("/v1/notifications", headers=AUTH)
+    assert [n["text"] for n in notes.json()["data"]] == ["streamed to nobody"]
+
+
 async def test_notifications_stream_as_server_sent_events(tmp_path):
     async with channel(tmp_path) as (ext, _ctx, http):
         await ext.send_message("before")

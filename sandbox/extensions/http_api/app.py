@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
 from starlette.applications import Starlette
@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from .auth import TokenCheck
 from .config import ApiConfig
@@ -118,8 +119,8 @@ class _Api:
         pending = await backend.submit(conversation, text, key)
         ident = f"chatcmpl-{pending.tag}"
         if chat.stream:
-            stream = _stream_reply(backend, pending, ident)
-            return StreamingResponse(stream, media_type="text/event-stream", headers=SSE_HEADERS)
+            stream = _stream_reply(pending, ident, backend.config.reply_timeout_s)
+            return _HeldStream(stream, lambda: backend.release(pending))
         try:
             reply = await _reply_or_gone(request, pending, backend.config.reply_timeout_s)
             extra = await _post_results(pending)
@@ -185,34 +186,43 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-async def _stream_reply(
-    backend: ApiBackend, pending: PendingReply, ident: str
-) -> AsyncIterator[str]:
-    timeout_s = backend.config.reply_timeout_s
-    try:
-        yield chunk_event(ident, {"role": "assistant", "content": ""})
-        streamed: list[str] = []
+class _HeldStream(StreamingResponse):
+    """The SSE answer to one request: its hold on the pending reply ends with the
+    response — streamed to the end, the client gone, or never started at all."""
+
+    def __init__(self, body: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(body, media_type="text/event-stream", headers=SSE_HEADERS)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            async with asyncio.timeout(timeout_s):
-                async for piece in pending.chunks():
-                    streamed.append(piece)
-                    yield chunk_event(ident, {"content": piece})
-                reply = await pending.result()
-        except TimeoutError:
-            yield error_event(_late(timeout_s))
-            yield DONE_EVENT
-            return
-        except ReplyGoneError as exc:
-            yield error_event(_stopping(exc))
-            yield DONE_EVENT
-            return
-        tail = _unsent(reply, "".join(streamed))
-        if tail:
-            yield chunk_event(ident, {"content": tail})
-        yield chunk_event(ident, {}, "stop", await _post_results(pending))
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
+async def _stream_reply(pending: PendingReply, ident: str, timeout_s: float) -> AsyncIterator[str]:
+    yield chunk_event(ident, {"role": "assistant", "content": ""})
+    streamed: list[str] = []
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for piece in pending.chunks():
+                streamed.append(piece)
+                yield chunk_event(ident, {"content": piece})
+            reply = await pending.result()
+    except TimeoutError:
+        yield error_event(_late(timeout_s))
         yield DONE_EVENT
-    finally:
-        backend.release(pending)
+        return
+    except ReplyGoneError as exc:
+        yield error_event(_stopping(exc))
+        yield DONE_EVENT
+        return
+    tail = _unsent(reply, "".join(streamed))
+    if tail:
+        yield chunk_event(ident, {"content": tail})
+    yield chunk_event(ident, {}, "stop", await _post_results(pending))
+    yield DONE_EVENT
 
 
 async def _post_results(pending: PendingReply) -> dict[str, Any] | None:

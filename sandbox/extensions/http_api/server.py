@@ -16,6 +16,7 @@ from typing import Any
 import uvicorn
 
 GRACE_S = 2.0
+KEEP_ALIVE_S = 65
 
 
 class ApiServerError(Exception):
@@ -51,6 +52,9 @@ class ApiServer:
             http="h11",
             ws="none",
             timeout_graceful_shutdown=GRACE_S,
+            # longer than clients keep idle connections (httpx: 5 s), so the server
+            # never closes one just as a client sends on it
+            timeout_keep_alive=KEEP_ALIVE_S,
         )
         config.load()
         server = self._server = uvicorn.Server(config)
