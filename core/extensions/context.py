@@ -125,7 +125,7 @@ class KernelContext:
         return default if value is None else value
 
     def get_secret(self, name: str) -> str | None:
-        if name not in self._manifest.secrets:
+        if name not in self._manifest.secret_names:
             raise SecretNotDeclaredError(self.extension_id, name)
         return self._services.secrets.get(name) or None
 

@@ -46,6 +46,7 @@ class Loader:
         isolated_factory: InstanceFactory | None = None,
         disabled: Mapping[str, str] | None = None,
         grants: GrantStore | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         self.extensions_dir = extensions_dir
         self.lifecycle_timeout_s = lifecycle_timeout_s
@@ -56,6 +57,8 @@ class Loader:
         # None: the caller vouches for every extension (loader unit tests only);
         # the kernel always passes the user's grants.
         self.grants = grants
+        # None: required secrets are not checked (loader unit tests only)
+        self.secrets = secrets
         self.records: dict[str, ExtensionRecord] = {}
         self.order: list[str] = []
         self.on_discovered: DiscoveredHook | None = None
@@ -150,6 +153,7 @@ class Loader:
                 record.disable(self.disabled[record.ext_id])
             else:
                 self._check_grant(record)
+                self._check_secrets(record)
         deps = {
             r.ext_id: list(r.manifest.depends_on)
             for r in self.records.values()
@@ -181,6 +185,18 @@ class Loader:
             record.skip(f"cannot check its grant: {exc}")
             return
         record.skip(not_granted_reason(request, changed=changed))
+
+    def _check_secrets(self, record: ExtensionRecord) -> None:
+        """Skip an extension whose required secret is not set: it cannot work, and
+        that is the user's configuration, not a failure (logged at INFO)."""
+        if self.secrets is None or record.manifest is None:
+            return
+        if record.status is not ExtensionStatus.ACTIVE:
+            return
+        missing = [n for n in record.manifest.required_secrets if not self.secrets.get(n)]
+        if missing:
+            record.skip(missing_secrets_reason(missing))
+            log.info("extension %s skipped: %s", record.ext_id, record.error)
 
     def _explain_inactive_dependencies(self) -> None:
         """Name the real cause when a dependency is disabled or has a bad manifest."""
@@ -302,3 +318,10 @@ class Loader:
             reason = failure_reason(method, exc)
             record.fail(reason)
             log.error("extension %s: %s", record.ext_id, reason)
+
+
+def missing_secrets_reason(names: list[str]) -> str:
+    """``missing secret TELEGRAM_BOT_TOKEN (set it in the environment or .env)``."""
+    plural = "s" if len(names) > 1 else ""
+    them = "them" if names[1:] else "it"
+    return f"missing secret{plural} {', '.join(names)} (set {them} in the environment or .env)"

@@ -103,6 +103,7 @@ class Kernel:
             agent_factory=self._make_agent,
             disabled=disabled_extensions,
             grants=GrantStore(self.data_dir),
+            secrets=self.secrets,
         )
         self.loader.isolated_factory = isolated_factory(settings, self.loader)
         self.loader.on_discovered = self._before_extension_code
@@ -175,7 +176,7 @@ class Kernel:
         """Values of declared secrets and model API keys never reach a log line
         (filled before ``initialize``, which may already log them)."""
         for manifest in manifests:
-            REDACTOR.add(self.secrets.get(name, "") for name in manifest.secrets)
+            REDACTOR.add(self.secrets.get(name, "") for name in manifest.secret_names)
         for provider in self.settings.models.providers.values():
             REDACTOR.add([provider.api_key or "", self.secrets.get(provider.api_key_env or "", "")])
 
