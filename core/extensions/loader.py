@@ -10,6 +10,7 @@ stops the kernel or the other extensions.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,11 @@ class Loader:
         # None: required secrets are not checked (loader unit tests only)
         self.secrets = secrets
         self.records: dict[str, ExtensionRecord] = {}
+        # (action, ext id) -> times: "register" (taken into the registry at
+        # discovery), "reject" (bad manifest or id), "unregister" (uninstalled)
+        self.registrations: Counter[tuple[str, str]] = Counter()
         self.order: list[str] = []
+        self.directory_found = False  # whether the last discover() found extensions_dir
         self.on_discovered: DiscoveredHook | None = None
 
     # ------------------------------------------------------------ queries
@@ -133,7 +138,8 @@ class Loader:
     def discover(self) -> None:
         """Read and validate every manifest; order the loadable ones."""
         self.records.clear()
-        if not self.extensions_dir.is_dir():
+        self.directory_found = self.extensions_dir.is_dir()
+        if not self.directory_found:
             log.warning("extensions directory %s does not exist", self.extensions_dir)
             self.order = []
             return
@@ -147,6 +153,12 @@ class Loader:
             except ManifestError as exc:
                 record.fail(str(exc))
                 continue
+        self._refuse_clashing_ids()
+        for record in self.records.values():
+            if record.manifest is None or record.status is not ExtensionStatus.ACTIVE:
+                self.registrations["reject", record.ext_id] += 1
+                continue
+            self.registrations["register", record.ext_id] += 1
             if not record.manifest.enabled:
                 record.disable()
             elif record.ext_id in self.disabled:
@@ -185,6 +197,24 @@ class Loader:
             record.skip(f"cannot check its grant: {exc}")
             return
         record.skip(not_granted_reason(request, changed=changed))
+
+    def _refuse_clashing_ids(self) -> None:
+        """Ids are unique ignoring case: they name data directories, and a
+        case-insensitive file system would give two extensions one directory.
+        Every extension of a clash is refused (none of them is "first")."""
+        by_folded: dict[str, list[ExtensionRecord]] = {}
+        for record in self.records.values():
+            by_folded.setdefault(record.ext_id.lower(), []).append(record)
+        for clash in by_folded.values():
+            if len(clash) < 2:
+                continue
+            for record in clash:
+                others = ", ".join(repr(r.ext_id) for r in clash if r is not record)
+                reason = (
+                    f"id {record.ext_id!r} clashes with {others} (ids are unique ignoring case)"
+                )
+                if record.manifest is not None:
+                    record.fail(f"{record.ext_dir / MANIFEST_FILE}: id: {reason}; rename one")
 
     def _check_secrets(self, record: ExtensionRecord) -> None:
         """Skip an extension whose required secret is not set: it cannot work, and

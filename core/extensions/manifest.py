@@ -19,7 +19,9 @@ from core.datadir import RESERVED_IDS
 from core.extensions.sdk import resolve_zone
 
 MANIFEST_FILE = "manifest.yaml"
-_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+# letters, digits, - and _, a letter first, at most 64 (seed 001; ADR 0025)
+_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+MAX_ID_LENGTH = 64
 _ENTRYPOINT_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _SECRET_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -244,8 +246,11 @@ class Manifest(_Strict):
     @classmethod
     def _valid_id(cls, value: str) -> str:
         if not _ID_RE.match(value):
-            raise ValueError(f"{value!r} must be lower_snake_case (letters, digits, _)")
-        if value in RESERVED_IDS:
+            raise ValueError(
+                f"{value!r} must start with a letter and hold only letters, digits, - and _ "
+                f"(at most {MAX_ID_LENGTH} characters)"
+            )
+        if value.lower() in RESERVED_IDS:
             raise ValueError(
                 f"{value!r} is reserved for the kernel's own files in paths.data; "
                 "choose another id (and directory name)"

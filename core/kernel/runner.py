@@ -45,6 +45,7 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
+from core.kernel.registrations import reconcile_registrations
 from core.kernel.router import MessageRouter
 from core.kernel.shaping import TurnShaping
 from core.kernel.wiring import LiveOrchestrator, Wiring
@@ -190,7 +191,7 @@ class Kernel:
         await self.conversations.open()
         await self.state.open()
         await self.load()
-        await self._forget_uninstalled_state()
+        await reconcile_registrations(self.loader, self.state, self.bus)
         await self.mcp.connect()
         self.router = MessageRouter(
             bus=self.bus,
@@ -240,12 +241,6 @@ class Kernel:
                     record.ext_id,
                     len(forgotten),
                 )
-
-    async def _forget_uninstalled_state(self) -> None:
-        """An extension whose directory is gone is unregistered: its state goes too.
-        (Disabled, skipped or failing ones keep theirs.)"""
-        if self.settings.extensions_dir.is_dir():
-            await self.state.forget_extensions_except(self.loader.records)
 
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
