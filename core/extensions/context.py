@@ -35,6 +35,7 @@ from core.extensions.contract import (
 from core.extensions.errors import PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
+from core.extensions.shared_services import ExtensionServices, ServiceRegistry
 from core.extensions.state_scope import state_session
 from core.logging_setup import guard_extension_logger
 
@@ -60,6 +61,8 @@ class KernelServices:
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
     is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
+    # context.services: one registry for the kernel's lifetime (closed by Kernel.stop)
+    shared: ServiceRegistry = field(default_factory=ServiceRegistry)
 
 
 class KernelContext:
@@ -79,6 +82,7 @@ class KernelContext:
             # a manifest declaring `timezone: null` means "the kernel's timezone setting"
             self._config["timezone"] = services.settings.timezone
         self.subscriptions: list[str] = []
+        self._shared = ExtensionServices(services.shared, manifest.id)
         self._control_refusals = 0
         limits = services.settings.rate_limits
         self._notify_limit = RateLimit(
@@ -109,6 +113,10 @@ class KernelContext:
     @property
     def config(self) -> dict[str, Any]:
         return dict(self._config)
+
+    @property
+    def services(self) -> ExtensionServices:
+        return self._shared
 
     @property
     def data_dir(self) -> Path:

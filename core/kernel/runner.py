@@ -38,6 +38,7 @@ from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
 from core.extensions.names import NamePolicy, settle
 from core.extensions.records import ExtensionRecord
+from core.extensions.shared_services import ServiceRegistry
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
@@ -153,6 +154,7 @@ class Kernel:
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
             is_wired=self.wiring.is_wired,
+            shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
         )
         self.supervision = ExtensionSupervisor(
             self.loader,
@@ -305,6 +307,7 @@ class Kernel:
             ("event bus", self.bus.stop),
             ("MCP servers", self.mcp.cleanup),
             ("extensions", self.loader.shutdown),
+            ("shared services", self.services.shared.aclose),
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
             ("extension state", self.state.aclose),
