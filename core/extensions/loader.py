@@ -99,6 +99,11 @@ class Loader:
             out.append(entry)
         return out
 
+    def priority_of(self, ext_id: str) -> int:
+        """The manifest ``priority`` (0-100; 50 when it has no readable manifest)."""
+        record = self.records.get(ext_id)
+        return record.manifest.priority if record is not None and record.manifest else 50
+
     def rank_of(self, ext_id: str) -> float | None:
         """How established a provider is (``GrantStore.rank``); None: no grant."""
         record = self.records.get(ext_id)

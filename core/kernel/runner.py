@@ -21,13 +21,11 @@ from typing import Any
 
 from agents.models.interface import Model
 
-from core.agents import tool_name_of
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.mcp_servers import McpServers, McpServerStatus
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
-from core.agents.toolset import build_toolset
 from core.datadir import migrate_extension_data, refuse_symlinks
 from core.events import EventBus
 from core.extensions.capabilities import Capability
@@ -36,7 +34,7 @@ from core.extensions.grant_store import GrantStore
 from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
-from core.extensions.names import NamePolicy, settle
+from core.extensions.names import NamePolicy
 from core.extensions.records import ExtensionRecord
 from core.extensions.shared_services import ServiceRegistry
 from core.extensions.supervision import ExtensionSupervisor
@@ -49,6 +47,7 @@ from core.kernel.grant_command import grant_command
 from core.kernel.registrations import reconcile_registrations
 from core.kernel.router import MessageRouter
 from core.kernel.shaping import TurnShaping
+from core.kernel.tool_stacking import StackedTools, ToolStacking
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
@@ -114,6 +113,12 @@ class Kernel:
         )
         self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
         self.commands = CommandRegistry(self.names)
+        self.tool_stacking = ToolStacking(
+            self.names,
+            priority_of=self.loader.priority_of,
+            overrides=settings.tools.overrides,
+            core_tools=self.core_tools,
+        )
         self.conversations = Conversations(
             self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
         )
@@ -250,21 +255,12 @@ class Kernel:
         self.shaping.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
-        """Core tools first, then wired extensions' tools and agents. A tool name
-        two extensions provide stays with the established one (``NamePolicy``).
+        """Core tools first, then wired extensions' tools and agents, one active
+        provider per name (``ToolStacking``, ADR 0027).
 
         Called by ``LiveOrchestrator`` on the first turn after the wiring changed.
         """
-        extension_tools = settle(
-            [(r.ext_id, r.tools) for r in self.wiring.wired(Capability.TOOL)],
-            tool_name_of,
-            self.names,
-            log.warning,
-        )
-        toolset = build_toolset(
-            [("core", self.core_tools()), *extension_tools],
-            [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.AGENT)],
-        )
+        toolset = self.tool_stacking.toolset(self.wiring.wired())
         return Orchestrator(
             model_router=self.model_router,
             timezone=self.settings.timezone,
@@ -356,6 +352,10 @@ class Kernel:
                 request_restart=self.request_restart,
             )
         )
+
+    def tool_stacks(self) -> StackedTools:
+        """The wired extensions' tool stacks (what the orchestrator gets), for ``/status``."""
+        return self.tool_stacking.stacked(self.wiring.wired())
 
     def _context_providers(self) -> list[tuple[str, Any]]:
         return [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.CONTEXT)]
