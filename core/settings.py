@@ -26,6 +26,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from core.settings_sections import MetricsSettings, ToolsSettings
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
 
@@ -291,40 +293,6 @@ class StateSettings(_Section):
     max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
 
 
-class ToolOverride(_Section):
-    """One ``tools.overrides`` entry (ADR 0027): take a tool away, take one
-    provider's version away, or give one provider another priority for it.
-
-    ``{disabled: true}``: nobody provides the tool. ``{provider: ID, disabled:
-    true}``: that extension's version leaves the stack (the next one takes
-    over). ``{provider: ID, priority: N}``: that extension's priority for this
-    tool is N (0-100) instead of its manifest's, and — the user having said so —
-    it may go above the established provider.
-    """
-
-    disabled: bool = False
-    provider: str | None = Field(default=None, min_length=1)
-    priority: int | None = Field(default=None, ge=0, le=100)
-
-    @model_validator(mode="after")
-    def _one_meaning(self) -> ToolOverride:
-        if self.priority is not None and self.provider is None:
-            raise ValueError("priority needs provider: the extension whose priority changes")
-        if self.priority is not None and self.disabled:
-            raise ValueError("give either disabled: true or a priority, not both")
-        if self.provider is not None and self.priority is None and not self.disabled:
-            raise ValueError(f"provider {self.provider!r} needs a priority or disabled: true")
-        if self.provider is None and not self.disabled:
-            raise ValueError("needs disabled: true, or provider with priority or disabled")
-        return self
-
-
-class ToolsSettings(_Section):
-    """Who provides a tool that several extensions offer (ADR 0027)."""
-
-    overrides: dict[str, ToolOverride] = Field(default_factory=dict)
-
-
 class Settings(BaseSettings):
     """The whole of ``settings.yaml``."""
 
@@ -351,6 +319,7 @@ class Settings(BaseSettings):
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
     state: StateSettings = Field(default_factory=StateSettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

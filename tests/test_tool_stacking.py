@@ -23,7 +23,8 @@ from core.cli.report import collect_report
 from core.extensions.names import NamePolicy
 from core.extensions.stacking import stack_names
 from core.kernel.builtin_commands import status_text
-from core.settings import SettingsError, ToolOverride, load_settings
+from core.settings import SettingsError, load_settings
+from core.settings_sections import ToolOverride
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 # ------------------------------------------------------------ the rule, in isolation

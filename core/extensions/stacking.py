@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from core.extensions.names import KERNEL_OWNERS, NamePolicy
-from core.settings import ToolOverride
+from core.settings_sections import ToolOverride
 
 __all__ = ["NameStack", "StackResult", "stack_names"]
 

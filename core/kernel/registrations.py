@@ -1,4 +1,5 @@
-"""Registering and unregistering extensions across kernel starts (seed 001; ADR 0025).
+"""What the kernel does with the extensions it discovers (seed 001; ADR 0025):
+before their code runs, and registering and unregistering them across starts.
 
 An extension is registered in a data dir the first time a kernel finds its
 directory, and unregistered when a later start no longer does (the user
@@ -11,14 +12,32 @@ directory with a bad manifest is still installed: a typo never wipes state.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
+from core.datadir import migrate_extension_data
 from core.events import EventBus
 from core.extensions.loader import Loader
+from core.extensions.manifest import Manifest
+from core.logging_setup import REDACTOR
+from core.settings import Settings
 from core.state import StateStore
 
-__all__ = ["reconcile_registrations"]
+__all__ = ["before_extension_code", "reconcile_registrations"]
 
 log = logging.getLogger("core.kernel.registrations")
+
+
+def before_extension_code(
+    manifests: list[Manifest], settings: Settings, secrets: Mapping[str, str]
+) -> None:
+    """After manifests are validated, before any extension is imported: values of
+    declared secrets and model API keys never reach a log line (filled before
+    ``initialize``, which may already log them), and old data dirs are moved."""
+    for manifest in manifests:
+        REDACTOR.add(secrets.get(name, "") for name in manifest.secret_names)
+    for provider in settings.models.providers.values():
+        REDACTOR.add([provider.api_key or "", secrets.get(provider.api_key_env or "", "")])
+    migrate_extension_data(settings.data_dir, [m.id for m in manifests])
 
 
 async def reconcile_registrations(loader: Loader, state: StateStore, bus: EventBus) -> list[str]:

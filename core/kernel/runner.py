@@ -26,7 +26,7 @@ from core.agents.errors import ModelNotConfiguredError
 from core.agents.mcp_servers import McpServers, McpServerStatus
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
-from core.datadir import migrate_extension_data, refuse_symlinks
+from core.datadir import refuse_symlinks
 from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.context import KernelServices
@@ -44,13 +44,13 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
-from core.kernel.registrations import reconcile_registrations
+from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.router import MessageRouter
 from core.kernel.shaping import TurnShaping
 from core.kernel.tool_stacking import StackedTools, ToolStacking
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
-from core.logging_setup import REDACTOR
+from core.metrics import KernelMetrics, MetricsExport, kernel_sources
 from core.scheduling import ManifestScheduler, manifest_schedules
 from core.secrets import load_secrets
 from core.settings import Settings
@@ -107,7 +107,9 @@ class Kernel:
             secrets=self.secrets,
         )
         self.loader.isolated_factory = isolated_factory(settings, self.loader)
-        self.loader.on_discovered = self._before_extension_code
+        self.loader.on_discovered = lambda manifests: before_extension_code(
+            manifests, settings, self.secrets
+        )
         self.scheduler = ManifestScheduler(
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )
@@ -125,6 +127,10 @@ class Kernel:
         self.state = StateStore(
             self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
         )
+        self.metrics = KernelMetrics()
+        self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
+        self.state.size_observer = self.metrics.state_written
+        self.metrics_export = MetricsExport(self.metrics, settings.metrics, self.data_dir)
         self.conversations.session_ended.append(self.state.clear_session)
         self.context = ContextChain(
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
@@ -136,6 +142,7 @@ class Kernel:
             frames=self.bus,
             state=self.state,
             model_router=self.model_router,
+            observer=self.metrics,
         )
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
@@ -174,19 +181,6 @@ class Kernel:
     async def load(self) -> None:
         """Discover, load and initialize extensions (no start): ``main.py extensions``."""
         await self.loader.load_all(self.services)
-
-    def _before_extension_code(self, manifests: list[Manifest]) -> None:
-        """After manifests are validated, before any extension is imported."""
-        self._redact_secrets(manifests)
-        migrate_extension_data(self.data_dir, [m.id for m in manifests])
-
-    def _redact_secrets(self, manifests: list[Manifest]) -> None:
-        """Values of declared secrets and model API keys never reach a log line
-        (filled before ``initialize``, which may already log them)."""
-        for manifest in manifests:
-            REDACTOR.add(self.secrets.get(name, "") for name in manifest.secret_names)
-        for provider in self.settings.models.providers.values():
-            REDACTOR.add([provider.api_key or "", self.secrets.get(provider.api_key_env or "", "")])
 
     async def start(self) -> None:
         """Everything up to "ready": extensions loaded, started (and so wired), bus running.
@@ -228,6 +222,7 @@ class Kernel:
         await self.loader.start_all()
         await self._forget_released_subscriptions()
         await self.bus.start()
+        await self.metrics_export.start()
         await self.scheduler.start(
             manifest_schedules(self.wiring.wired(Capability.SCHEDULER), self.settings.timezone)
         )
@@ -270,6 +265,7 @@ class Kernel:
             mcp_servers=self.mcp.active,
             tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
             interceptor=self.shaping.tools,
+            agent_hooks=self.metrics.token_hooks,
         )
 
     async def run(self) -> None:
@@ -286,6 +282,7 @@ class Kernel:
                 tasks = [
                     group.create_task(self.supervision.run(), name="extension-supervision"),
                     group.create_task(self.bus.watch(), name="event-bus-watch"),
+                    group.create_task(self.metrics_export.run(), name="metrics-snapshots"),
                 ]
                 await self._stop_requested.wait()
                 for task in tasks:
@@ -308,6 +305,7 @@ class Kernel:
             ("conversations", self.conversations.aclose),
             ("extension state", self.state.aclose),
             ("model router", self.model_router.aclose),
+            ("metrics", self.metrics_export.aclose),  # the last snapshot, after everything
         ]
         async with contextlib.AsyncExitStack() as stack:
             for name, step in reversed(steps):

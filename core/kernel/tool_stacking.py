@@ -22,7 +22,7 @@ from core.extensions.contract import AgentProvider
 from core.extensions.names import NamePolicy
 from core.extensions.records import ExtensionRecord
 from core.extensions.stacking import NameStack, stack_names
-from core.settings import ToolOverride
+from core.settings_sections import ToolOverride
 
 __all__ = ["StackedTools", "ToolStacking", "stacks_by_extension"]
 

@@ -6,7 +6,8 @@ worker thread (in call order, off the event loop, on one connection that
 started call to finish before the cancellation goes on. It logs what a user or an extension author
 needs to see — each eviction (extension id and key), the 80 % warnings
 (once per upward crossing), clears — and counts operations per
-(operation, extension id) and evictions per extension, for metrics.
+(operation, extension id) and evictions per extension, for metrics; after
+each write it tells ``size_observer`` the extension's size.
 
 ``session_id=None`` addresses an extension's extension-wide state.
 """
@@ -73,6 +74,8 @@ class StateStore:
         )
         self.operations: Counter[tuple[str, str]] = Counter()  # (operation, ext id) -> calls
         self.evictions: Counter[str] = Counter()  # ext id -> keys evicted
+        # told (ext id, its state's bytes) after each write (the size metric)
+        self.size_observer: Callable[[str, int], None] | None = None
         self._table = StateTable(db_path, synchronous=synchronous)
         self._clock = clock
         self._worker: ThreadPoolExecutor | None = None
@@ -176,6 +179,8 @@ class StateStore:
 
     def _report(self, ext_id: str, session_id: str, written: Written) -> None:
         limits = self.limits
+        if self.size_observer is not None:
+            self.size_observer(ext_id, written.extension_after)
         for gone in written.evicted:
             log.warning(
                 "extension %s: evicted state key %r (%s, %d bytes, least recently used) to stay "
