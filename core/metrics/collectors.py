@@ -9,7 +9,7 @@ or a snapshot is written (both on the event loop).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -27,7 +27,7 @@ from core.extensions.isolation.proxy import IsolatedExtension
 from core.extensions.loader import Loader
 from core.state import StateStore
 
-__all__ = ["MetricSources", "SourcesCollector", "kernel_sources"]
+__all__ = ["CallCounts", "CallsCollector", "MetricSources", "SourcesCollector", "kernel_sources"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +96,50 @@ class SourcesCollector(Collector):
             buckets=list(zip(bounds, cumulative, strict=True)),
             sum_value=bus.latency_sum_ms,
         )
+
+
+class CallCounts:
+    """One (hook, extension)'s calls: per-bucket counts (not cumulative), the sum
+    of the durations, and the calls per outcome."""
+
+    __slots__ = ("buckets", "outcomes", "sum_ms")
+
+    def __init__(self, bounds: int) -> None:
+        self.buckets = [0] * (bounds + 1)
+        self.sum_ms = 0.0
+        self.outcomes: dict[str, int] = {}
+
+
+class CallsCollector(Collector):
+    """``extension_callback_duration_ms`` and ``extension_callback_total``."""
+
+    def __init__(
+        self, calls: Mapping[tuple[str, str], CallCounts], bounds: Sequence[float]
+    ) -> None:
+        self._calls = calls
+        self._bounds = [*(f"{b:g}" for b in bounds), "+Inf"]
+
+    def collect(self) -> Iterator[Metric]:
+        durations = HistogramMetricFamily(
+            "extension_callback_duration_ms",
+            "Duration of extension hook calls (callbacks), in milliseconds.",
+            labels=["callback_type", "extension_id"],
+        )
+        totals = CounterMetricFamily(
+            "extension_callback",
+            "Extension hook calls by outcome: ok, error, timeout, cancelled.",
+            labels=["callback_type", "extension_id", "outcome"],
+        )
+        bounds = self._bounds
+        for (hook, owner), counts in sorted(list(self._calls.items())):
+            cumulative = list(accumulate(counts.buckets))
+            durations.add_metric(
+                [hook, owner], list(zip(bounds, cumulative, strict=True)), counts.sum_ms
+            )
+            for outcome, n in sorted(counts.outcomes.items()):
+                totals.add_metric([hook, owner, outcome], n)
+        yield durations
+        yield totals
 
 
 def _counter(

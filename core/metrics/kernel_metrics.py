@@ -1,22 +1,25 @@
 """The kernel's metric families (ADR 0028), in one registry per kernel.
 
-Families updated where things happen — hook calls, tool calls, turns, model
-tokens, state sizes — are ``prometheus_client`` metrics owned here; the
-kernel's hot paths (the bus) and its existing counters (registrations, state
-operations, evictions, plugin host restarts) are read at scrape time by
-``SourcesCollector``. A registry per kernel, not the library's global one, so
-two kernels in one process (tests, ``main.py extensions``) never mix counts.
+Families updated where things happen — tool calls, turns, model tokens,
+state sizes — are ``prometheus_client`` metrics owned here. The hot paths —
+the bus and the hook calls — keep plain counts (an increment and a
+``bisect``, no lock), and the kernel's existing counters (registrations,
+state operations, evictions, plugin host restarts) are used as they are: the
+collectors of ``collectors.py`` read them at scrape time. A registry per
+kernel, not the library's global one, so two kernels in one process (tests,
+``main.py extensions``) never mix counts.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
 from agents import Agent, AgentHooks, RunContextWrapper
 from agents.items import ModelResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from core.metrics.collectors import MetricSources, SourcesCollector
+from core.metrics.collectors import CallCounts, CallsCollector, MetricSources, SourcesCollector
 
 if TYPE_CHECKING:  # not at run time: core.kernel imports this module
     from core.kernel.hooks.observer import CallOutcome, ToolOutcome
@@ -38,19 +41,6 @@ class KernelMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self.callback_duration = Histogram(
-            "extension_callback_duration_ms",
-            "Duration of extension hook calls (callbacks), in milliseconds.",
-            ["callback_type", "extension_id"],
-            buckets=MS_BUCKETS,
-            registry=r,
-        )
-        self.callbacks = Counter(
-            "extension_callback_total",
-            "Extension hook calls by outcome: ok, error, timeout, cancelled.",
-            ["callback_type", "extension_id", "outcome"],
-            registry=r,
-        )
         self.state_size = Histogram(
             "extension_state_size_bytes",
             "An extension's total state size after each of its writes, in bytes.",
@@ -97,7 +87,9 @@ class KernelMetrics:
         for status in ERROR_STATUSES:
             self.turn_errors.labels(status)
         self.token_hooks = TokenCounter(self)
-        self._callback_series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        # hook calls are the hot path here (dozens per turn): plain counts, read at scrape
+        self.calls: dict[tuple[str, str], CallCounts] = {}
+        self.registry.register(CallsCollector(self.calls, MS_BUCKETS))
 
     def watch(self, sources: MetricSources) -> None:
         """Export the counters the kernel's parts keep themselves (read at scrape time)."""
@@ -110,16 +102,12 @@ class KernelMetrics:
     # ------------------------------------------------------------ PipelineObserver
 
     def callback(self, hook: str, owner: str, duration_ms: float, outcome: CallOutcome) -> None:
-        key = (hook, owner, outcome)
-        series = self._callback_series.get(key)
-        if series is None:
-            series = (
-                self.callback_duration.labels(hook, owner),
-                self.callbacks.labels(hook, owner, outcome),
-            )
-            self._callback_series[key] = series
-        series[0].observe(duration_ms)
-        series[1].inc()
+        counts = self.calls.get((hook, owner))
+        if counts is None:
+            counts = self.calls[hook, owner] = CallCounts(len(MS_BUCKETS))
+        counts.buckets[bisect_left(MS_BUCKETS, duration_ms)] += 1
+        counts.sum_ms += duration_ms
+        counts.outcomes[outcome] = counts.outcomes.get(outcome, 0) + 1
 
     def tool_call(self, tool: str, duration_ms: float, outcome: ToolOutcome) -> None:
         self.tool_calls.labels(tool, outcome).inc()
