@@ -25,6 +25,8 @@ from core.extensions.contract import (
     LlmOutputHook,
     ModelRoutingHook,
     PlainTextHook,
+    PostProcessor,
+    PostProcessorProvider,
     SchedulerProvider,
     ServiceProvider,
     SessionEndHook,
@@ -65,6 +67,9 @@ class Capability(StrEnum):
     AFTER_TOOL_CALL = "AfterToolCallHook"
     MODEL_ROUTING = "ModelRoutingHook"
     COMPACTION = "CompactionHook"
+    # answer post-processors (SPEC §9, seed 000)
+    POST_PROCESSOR = "PostProcessor"
+    POST_PROCESSOR_PROVIDER = "PostProcessorProvider"
 
 
 # protocol -> the methods the kernel awaits
@@ -95,6 +100,8 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     AfterToolCallHook: ("after_tool_call",),
     ModelRoutingHook: ("route_model",),
     CompactionHook: ("on_compaction",),
+    PostProcessor: ("execute",),
+    PostProcessorProvider: (),
 }
 HOOKS: frozenset[Capability] = frozenset(
     {

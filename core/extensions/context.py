@@ -45,6 +45,10 @@ if TYPE_CHECKING:
     from core.state import StateStore
 
 
+async def _none_listed() -> list[tuple[str, str]]:
+    return []
+
+
 @dataclass
 class KernelServices:
     """Kernel objects shared by every context (filled in by the runner)."""
@@ -58,6 +62,10 @@ class KernelServices:
     state: StateStore
     agents: AgentGateway = field(default_factory=AgentGateway)
     list_commands: Callable[[], list[tuple[str, str]]] = list
+    # (channel id, user id) -> that conversation's activated post-processors
+    list_post_processors: Callable[[str, str], Awaitable[list[tuple[str, str]]]] = (
+        lambda _channel, _user: _none_listed()
+    )
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
     is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
@@ -154,10 +162,9 @@ class KernelContext:
     ) -> int:
         if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
-        if topic.startswith(KERNEL_ONLY_PREFIXES):
-            raise PermissionDeniedError(
-                self.extension_id, f"emit topic {topic!r}: hook.* frames are the kernel's own"
-            )
+        owned = next((w for p, w in KERNEL_ONLY.items() if topic.startswith(p)), None)
+        if owned is not None:
+            raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}: {owned}")
         guard = _GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
@@ -315,6 +322,11 @@ class KernelContext:
     async def list_commands(self) -> list[tuple[str, str]]:
         return self._services.list_commands()
 
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        return await self._services.list_post_processors(channel_id or self.extension_id, user_id)
+
     def request_restart(self) -> None:
         self._require_control("restart Hearth")
         self._services.request_restart(f"requested by extension {self.extension_id}")
@@ -336,7 +348,11 @@ class KernelContext:
 
 
 # topics only the kernel publishes: the frames of hook decisions (replay trusts them)
-KERNEL_ONLY_PREFIXES = ("hook.",)
+# and post-processor results (webhooks act on them)
+KERNEL_ONLY = {
+    "hook.": "hook.* frames are the kernel's own",
+    "postprocess.": "postprocess.* results are the kernel's own",
+}
 
 # system topics whose publication does what a guarded call does
 _GUARDED_TOPICS = {

@@ -42,6 +42,7 @@ from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import LedgerSession, StoredReply
 from core.kernel.outbox import OpenStream, ReplyOutbox
+from core.kernel.postprocess import PostProcessing
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnRunner
 from core.settings import TurnsSettings
@@ -71,6 +72,7 @@ class MessageRouter:
         max_turns: int = 10,
         user_facing_errors: tuple[type[Exception], ...] = (),
         turns: TurnsSettings | None = None,
+        post: PostProcessing | None = None,
     ) -> None:
         self.bus = bus
         self.conversations = conversations
@@ -88,6 +90,7 @@ class MessageRouter:
             timeout_s=self.limits.timeout_s,
             history_max_items=self.limits.history_max_items,
             user_facing_errors=user_facing_errors,
+            post=post,
         )
         self.channels: dict[str, Any] = {}
         self.outbox = ReplyOutbox(bus, self.channels.get, send_timeout_s=self.limits.send_timeout_s)
@@ -196,10 +199,10 @@ class MessageRouter:
                 if stream is not None:
                     callbacks = channel_callbacks(channel, turn.user_id)
             result = await self.runner.run(text, turn, session, callbacks)
-            stored = await session.commit_turn(
-                StoredReply(message_key(event), turn.channel_id, turn.user_id, result.reply),
-                result.items,
+            reply = StoredReply(
+                message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
+            stored = await session.commit_turn(reply, result.items, result.records)
         await self.outbox.deliver(event.id, stored, stream)
 
     # ------------------------------------------------------------ proactive

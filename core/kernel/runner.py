@@ -42,7 +42,7 @@ from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
 from core.kernel.context_chain import ContextChain
-from core.kernel.conversations import Conversations
+from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.router import MessageRouter
@@ -60,7 +60,6 @@ from core.tools import build_core_tools
 log = logging.getLogger("core.kernel.runner")
 
 JOURNAL_FILE = "events.db"
-SESSIONS_FILE = "sessions.db"
 SCHEDULES_FILE = "schedules.db"
 STATE_FILE = "state.db"
 
@@ -165,6 +164,7 @@ class Kernel:
             state=self.state,
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
+            list_post_processors=self.shaping.post.activated_names,
             is_wired=self.wiring.is_wired,
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
         )
@@ -189,7 +189,7 @@ class Kernel:
         the last run finds its channel wired; what they publish meanwhile is
         journaled and delivered once the bus runs.
         """
-        await self.conversations.open()
+        await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
         await self.state.open()
         await self.load()
         await reconcile_registrations(self.loader, self.state, self.bus)
@@ -206,8 +206,9 @@ class Kernel:
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
+            post=self.shaping.post,
         )
-        builtins = builtin_commands(
+        builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
             status=self,

@@ -7,7 +7,10 @@ passes the user's text through the input hooks (plain text ``in``, then
 prompt additions and the context chain to the instructions, asks the routing
 hooks for the model, runs the orchestrator on history + input with no
 ``session``, and passes the answer through the output hooks (tags,
-``on_llm_output``, plain text ``out``). It returns the reply with the turn's
+``on_llm_output``, plain text ``out``). ``#name`` tokens of activated
+post-processors are taken out of the text before any hook sees it, and the
+post-processors run on the rendered answer (``core/kernel/postprocess/``,
+ADR 0023). It returns the reply with the turn's
 new history items — the input items as the hooks left them and the run's
 ``new_items`` — which the caller stores with the ledger row in one
 transaction (``LedgerSession.commit_turn``), so a crash can never leave half
@@ -27,7 +30,7 @@ import time
 import uuid
 from asyncio import timeout
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from agents import Agent, Runner
@@ -41,7 +44,8 @@ from core.kernel.commands import TOO_SLOW
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks
-from core.kernel.ledger import LedgerSession
+from core.kernel.ledger import LedgerSession, LedgerWrite
+from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.streaming import Callback, stream_run, stream_text
 
 __all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "TurnResult", "TurnRunner"]
@@ -66,11 +70,15 @@ class OrchestratorLike(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    """The reply, and the items to append to the history (empty when the turn failed)."""
+    """The reply, and the items to append to the history (empty when the turn failed);
+    post-processor output to send after it and records to commit with it."""
 
     reply: str
     items: list[TResponseInputItem] = field(default_factory=list)
     status: Status = "answered"
+    followup: str | None = None
+    records: tuple[LedgerWrite, ...] = ()
+    run: RunResultBase | None = field(default=None, repr=False)
 
 
 class TurnRunner:
@@ -88,8 +96,10 @@ class TurnRunner:
         timeout_s: float,
         history_max_items: int | None,
         user_facing_errors: tuple[type[Exception], ...] = (),
+        post: PostProcessing | None = None,
     ) -> None:
         self.orchestrator = orchestrator
+        self.post = post
         self.context = context
         self.hooks = hooks
         self.additions = additions
@@ -122,6 +132,7 @@ class TurnRunner:
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()
+        query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
         await self.hooks.turn_started(turn)
 
         async def attempt() -> TurnResult:
@@ -129,7 +140,7 @@ class TurnRunner:
             history = await session.history(self.history_max_items)
             if not history:
                 await self.hooks.session_started(turn)
-            said = await self.hooks.plain_text(text, "in", turn)
+            said = await self.hooks.plain_text(query.clean, "in", turn)
             shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
             if isinstance(shaped, ShortCircuit):
                 answer: TResponseInputItem = {"role": "assistant", "content": shaped.reply}
@@ -145,9 +156,17 @@ class TurnRunner:
                 live_text = None if self.hooks.shapes_output() else on_chunk
                 result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
             rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
-            return TurnResult(rendered.text, [*_as_items(shaped), *new_history_items(result)])
+            items = [*_as_items(shaped), *new_history_items(result)]
+            return TurnResult(rendered.text, items, run=result)
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
+        if self.post is not None:
+            status_of = stream[1] if stream else None
+            post = await self.post.finish(
+                query, outcome.reply, outcome.status, outcome.run, turn, status_of
+            )
+            if post is not None:
+                outcome = replace(outcome, followup=post.followup, records=(post.record,))
         await self.hooks.turn_ended(
             turn,
             TurnOutcome(outcome.status, outcome.reply, (time.monotonic() - started) * 1000),
