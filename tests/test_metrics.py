@@ -10,6 +10,8 @@ family with the numbers that turn produced; the snapshot file and
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -220,3 +222,16 @@ def hearth_metrics(settings: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
     )
+
+
+async def test_a_plugin_host_restart_is_counted(make_ext, settings_file):
+    make_ext("walled", ext_code(), {"isolation": "process"})
+    async with running_kernel(settings_file(isolation={"call_timeout_s": 10})) as kernel:
+        record = kernel.loader.records["walled"]
+        pid = record.instance.host_pid
+        os.kill(pid, signal.SIGKILL)
+        await wait_for(lambda: record.instance.host_pid not in (None, pid), 30)
+        await wait_for(lambda: record.status.value == "active", 30)
+        families = parse(kernel.metrics.exposition().decode())
+    assert value(families, "isolated_host_restarts", "isolated_host_restarts_total",
+                 extension_id="walled") == 1  # fmt: skip

@@ -45,7 +45,6 @@ class NameStack:
     active: str | None
     shadowed: tuple[str, ...] = ()
     disabled: tuple[str, ...] = ()
-    priorities: tuple[tuple[str, int], ...] = ()
 
     @property
     def contested(self) -> bool:
@@ -170,13 +169,7 @@ class _Resolver:
 
     def stack(self) -> NameStack:
         active = self.order[0] if self.order else None
-        return NameStack(
-            self.name,
-            active,
-            tuple(self.order[1:]),
-            tuple(self.disabled),
-            tuple((o, self.priority[o]) for o in self.order),
-        )
+        return NameStack(self.name, active, tuple(self.order[1:]), tuple(self.disabled))
 
     def warnings(self) -> list[str]:
         """One line per provider held below the active one for want of trust."""
