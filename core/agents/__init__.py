@@ -11,16 +11,19 @@ from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelChoice, ModelRouter, ProviderCheck, configure_tracing
 from core.agents.orchestrator import ORCHESTRATOR_ID, Orchestrator
 from core.agents.toolset import (
+    CORE_SOURCE,
     Capability,
     Toolset,
     agent_as_tool,
     build_toolset,
     capabilities_summary,
     merge_tools,
+    sanitize_tool_name,
     tool_name_of,
 )
 
 __all__ = [
+    "CORE_SOURCE",
     "ORCHESTRATOR_ID",
     "AgentLayerError",
     "Capability",
@@ -41,5 +44,6 @@ __all__ = [
     "capabilities_summary",
     "configure_tracing",
     "merge_tools",
+    "sanitize_tool_name",
     "tool_name_of",
 ]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents import Agent, Tool
+from agents import Agent, AgentHooks, Tool
 
 from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelRouter
@@ -48,9 +48,11 @@ class Orchestrator:
         tool_guidance: str = "",
         template_path: Path = ORCHESTRATOR_TEMPLATE,
         interceptor: ToolWrapper | None = None,
+        agent_hooks: AgentHooks[Any] | None = None,
     ) -> None:
         resolve_timezone(timezone)  # a bad name fails here, not in the middle of a turn
         self._router = model_router
+        self._agent_hooks = agent_hooks  # e.g. the kernel's token counter (metrics)
         self._timezone = timezone
         self._interceptor = interceptor
         self._tools: list[Tool] = [*tools, *agent_tools]
@@ -105,4 +107,5 @@ class Orchestrator:
             mcp_servers=list(self._mcp_servers),
             mcp_config={"failure_error_function": tool_error_message},
             tool_wrapper=self._interceptor,
+            hooks=self._agent_hooks,
         )

@@ -39,6 +39,7 @@ from core.extensions.errors import (
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
 from core.extensions.services import KernelOperations, KernelServices
+from core.extensions.shared_services import ExtensionServices
 from core.extensions.state_scope import state_session
 from core.extensions.status_data import KernelStatus
 from core.logging_setup import guard_extension_logger
@@ -61,6 +62,7 @@ class KernelContext:
             # a manifest declaring `timezone: null` means "the kernel's timezone setting"
             self._config["timezone"] = services.settings.timezone
         self.subscriptions: list[str] = []
+        self._shared = ExtensionServices(services.shared, manifest.id)
         self._control_refusals = 0
         limits = services.settings.rate_limits
         self._notify_limit = RateLimit(
@@ -93,6 +95,10 @@ class KernelContext:
         return dict(self._config)
 
     @property
+    def services(self) -> ExtensionServices:
+        return self._shared
+
+    @property
     def data_dir(self) -> Path:
         path = extension_data_dir(self._services.settings.data_dir, self.extension_id)
         path.mkdir(parents=True, exist_ok=True)
@@ -107,7 +113,7 @@ class KernelContext:
         return default if value is None else value
 
     def get_secret(self, name: str) -> str | None:
-        if name not in self._manifest.secrets:
+        if name not in self._manifest.secret_names:
             raise SecretNotDeclaredError(self.extension_id, name)
         return self._services.secrets.get(name) or None
 

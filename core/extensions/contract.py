@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from core.events.models import Event
 from core.extensions.addresses import REPLY_TAG_MARK, reply_address, split_reply_address
@@ -34,7 +34,6 @@ from core.extensions.contract_data import (
     TurnContext,
     TurnOutcome,
 )
-from core.extensions.errors import NotConfiguredError
 from core.extensions.hook_protocols import (
     AfterToolCallHook,
     BeforeToolCallHook,
@@ -99,7 +98,6 @@ __all__ = [
     "McpServerState",
     "ModelRoute",
     "ModelRoutingHook",
-    "NotConfiguredError",
     "OutputTarget",
     "PlainTextHook",
     "PostProcessContext",
@@ -112,6 +110,7 @@ __all__ = [
     "SessionEndHook",
     "SessionStartHook",
     "SetupProvider",
+    "SharedServices",
     "ShortCircuit",
     "StateScope",
     "StreamingChannelProvider",
@@ -128,6 +127,7 @@ __all__ = [
 ]
 
 EventHandler = Callable[[Event], Awaitable[None]]
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------- protocols
@@ -221,6 +221,25 @@ class CommandProvider(Protocol):
 # --------------------------------------------------------------- the context API
 
 
+class SharedServices(Protocol):
+    """``context.services`` (SPEC §9, seed 004): heavy objects created once and
+    shared — an embedding model, a connection pool — instead of one per user.
+
+    One instance per key for the kernel's lifetime (an isolated extension: its
+    plugin host's, as objects cannot cross the process boundary), created on
+    the first call; concurrent first callers wait for one creation; a factory
+    that raises is not remembered (the next call tries again). A sync factory
+    runs in a worker thread, an async one on the loop. At teardown every
+    service's ``shutdown()``, ``aclose()`` or ``close()`` (the first it has) is
+    called, newest first. Keys are shared by every extension: namespace them
+    (``"memory:embeddings:…"``).
+    """
+
+    async def get_or_create(
+        self, key: str, factory: Callable[[], Awaitable[T]] | Callable[[], T]
+    ) -> T: ...
+
+
 class ExtensionContext(Protocol):
     """What the kernel offers an extension (seed 002, "ExtensionContext API").
 
@@ -233,6 +252,11 @@ class ExtensionContext(Protocol):
 
     @property
     def config(self) -> dict[str, Any]: ...
+    @property
+    def services(self) -> SharedServices:
+        """The shared service registry (``SharedServices``)."""
+        ...
+
     @property
     def data_dir(self) -> Path: ...
     @property

@@ -48,12 +48,6 @@ class SecretNotDeclaredError(PermissionDeniedError):
         self.name = name
 
 
-class NotConfiguredError(ExtensionError):
-    """Raised by an extension's ``initialize`` when it is not set up to run (a
-    secret it needs is unset): the loader marks it ``skipped`` with this message
-    and logs it at INFO — a choice of the user, not a failure."""
-
-
 class NotAvailableError(ExtensionError):
     """A context member whose kernel service is not running (e.g. no agent yet)."""
 

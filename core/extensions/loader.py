@@ -10,6 +10,7 @@ stops the kernel or the other extensions.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ from typing import Any
 from core.extensions.capabilities import Capability, detect_capabilities
 from core.extensions.context import KernelContext
 from core.extensions.dependencies import dependents_of, order_by_dependencies
-from core.extensions.errors import NotConfiguredError
 from core.extensions.grant_store import GrantStore, GrantStoreError
 from core.extensions.grants import GrantRequest, not_granted_reason
 from core.extensions.importer import import_entrypoint
@@ -48,6 +48,7 @@ class Loader:
         isolated_factory: InstanceFactory | None = None,
         disabled: Mapping[str, str] | None = None,
         grants: GrantStore | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         self.extensions_dir = extensions_dir
         self.lifecycle_timeout_s = lifecycle_timeout_s
@@ -58,8 +59,14 @@ class Loader:
         # None: the caller vouches for every extension (loader unit tests only);
         # the kernel always passes the user's grants.
         self.grants = grants
+        # None: required secrets are not checked (loader unit tests only)
+        self.secrets = secrets
         self.records: dict[str, ExtensionRecord] = {}
+        # (action, ext id) -> times: "register" (taken into the registry at
+        # discovery), "reject" (bad manifest or id), "unregister" (uninstalled)
+        self.registrations: Counter[tuple[str, str]] = Counter()
         self.order: list[str] = []
+        self.directory_found = False  # whether the last discover() found extensions_dir
         self.on_discovered: DiscoveredHook | None = None
 
     # ------------------------------------------------------------ queries
@@ -92,6 +99,11 @@ class Loader:
             entry["granted"] = request is not None and self._granted(request)
             out.append(entry)
         return out
+
+    def priority_of(self, ext_id: str) -> int:
+        """The manifest ``priority`` (0-100; 50 when it has no readable manifest)."""
+        record = self.records.get(ext_id)
+        return record.manifest.priority if record is not None and record.manifest else 50
 
     def rank_of(self, ext_id: str) -> float | None:
         """How established a provider is (``GrantStore.rank``); None: no grant."""
@@ -132,7 +144,8 @@ class Loader:
     def discover(self) -> None:
         """Read and validate every manifest; order the loadable ones."""
         self.records.clear()
-        if not self.extensions_dir.is_dir():
+        self.directory_found = self.extensions_dir.is_dir()
+        if not self.directory_found:
             log.warning("extensions directory %s does not exist", self.extensions_dir)
             self.order = []
             return
@@ -146,12 +159,19 @@ class Loader:
             except ManifestError as exc:
                 record.fail(str(exc))
                 continue
+        self._refuse_clashing_ids()
+        for record in self.records.values():
+            if record.manifest is None or record.status is not ExtensionStatus.ACTIVE:
+                self.registrations["reject", record.ext_id] += 1
+                continue
+            self.registrations["register", record.ext_id] += 1
             if not record.manifest.enabled:
                 record.disable()
             elif record.ext_id in self.disabled:
                 record.disable(self.disabled[record.ext_id])
             else:
                 self._check_grant(record)
+                self._check_secrets(record)
         deps = {
             r.ext_id: list(r.manifest.depends_on)
             for r in self.records.values()
@@ -183,6 +203,36 @@ class Loader:
             record.skip(f"cannot check its grant: {exc}")
             return
         record.skip(not_granted_reason(request, changed=changed))
+
+    def _refuse_clashing_ids(self) -> None:
+        """Ids are unique ignoring case: they name data directories, and a
+        case-insensitive file system would give two extensions one directory.
+        Every extension of a clash is refused (none of them is "first")."""
+        by_folded: dict[str, list[ExtensionRecord]] = {}
+        for record in self.records.values():
+            by_folded.setdefault(record.ext_id.lower(), []).append(record)
+        for clash in by_folded.values():
+            if len(clash) < 2:
+                continue
+            for record in clash:
+                others = ", ".join(repr(r.ext_id) for r in clash if r is not record)
+                reason = (
+                    f"id {record.ext_id!r} clashes with {others} (ids are unique ignoring case)"
+                )
+                if record.manifest is not None:
+                    record.fail(f"{record.ext_dir / MANIFEST_FILE}: id: {reason}; rename one")
+
+    def _check_secrets(self, record: ExtensionRecord) -> None:
+        """Skip an extension whose required secret is not set: it cannot work, and
+        that is the user's configuration, not a failure (logged at INFO)."""
+        if self.secrets is None or record.manifest is None:
+            return
+        if record.status is not ExtensionStatus.ACTIVE:
+            return
+        missing = [n for n in record.manifest.required_secrets if not self.secrets.get(n)]
+        if missing:
+            record.skip(missing_secrets_reason(missing))
+            log.info("extension %s skipped: %s", record.ext_id, record.error)
 
     def _explain_inactive_dependencies(self) -> None:
         """Name the real cause when a dependency is disabled or has a bad manifest."""
@@ -225,9 +275,6 @@ class Loader:
             if Capability.TOOL in record.capabilities:
                 stage = "get_tools"
                 record.tools = list(record.instance.get_tools())
-        except NotConfiguredError as exc:  # the user's choice, not a failure
-            self._mark_failed(record, f"not configured: {exc}", skipped=True)
-            log.info("extension %s skipped: %s", record.ext_id, exc)
         except Exception as exc:
             self._mark_failed(record, failure_reason(stage, exc))
             log.error("extension %s: %s", record.ext_id, record.error, exc_info=stage == "import")
@@ -254,13 +301,8 @@ class Loader:
             raise RuntimeError("declarative agents are not available in this kernel")
         return self.agent_factory(manifest, ext_dir, services)
 
-    def _mark_failed(self, record: ExtensionRecord, reason: str, *, skipped: bool = False) -> None:
-        """``error`` (or ``skipped``) with ``reason``; its dependents not yet started
-        are skipped."""
-        if skipped:
-            record.skip(reason)
-        else:
-            record.fail(reason)
+    def _mark_failed(self, record: ExtensionRecord, reason: str) -> None:
+        record.fail(reason)
         for dep_id in dependents_of(record.ext_id, self.dependency_map()):
             dependent = self.records[dep_id]
             if dependent.status is ExtensionStatus.ACTIVE and not dependent.started:
@@ -312,3 +354,10 @@ class Loader:
             reason = failure_reason(method, exc)
             record.fail(reason)
             log.error("extension %s: %s", record.ext_id, reason)
+
+
+def missing_secrets_reason(names: list[str]) -> str:
+    """``missing secret TELEGRAM_BOT_TOKEN (set it in the environment or .env)``."""
+    plural = "s" if len(names) > 1 else ""
+    them = "them" if names[1:] else "it"
+    return f"missing secret{plural} {', '.join(names)} (set {them} in the environment or .env)"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.extensions.agent_gateway import AgentGateway
+from core.extensions.shared_services import ServiceRegistry
 from core.extensions.status_data import KernelStatus
 
 if TYPE_CHECKING:
@@ -49,4 +50,6 @@ class KernelServices:
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
     is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
+    # context.services: one registry for the kernel's lifetime (closed by Kernel.stop)
+    shared: ServiceRegistry = field(default_factory=ServiceRegistry)
     operations: KernelOperations | None = None

@@ -23,7 +23,6 @@ from typing import Any
 from core.extensions.contract import (
     Event,
     ExtensionContext,
-    NotConfiguredError,
     PostProcessTopics,
     reply_address,
     split_reply_address,
@@ -32,7 +31,7 @@ from core.extensions.sdk import BaseExtension
 
 from .app import build_app
 from .auth import TOKEN_SECRET, TokenCheck
-from .config import PREFIX, ApiConfig, parse_config
+from .config import ApiConfig, parse_config
 from .notifications import Notifications
 from .replies import (
     PendingReply,
@@ -55,7 +54,7 @@ POST_TOKEN = re.compile(
 
 
 class HttpApiSetupError(Exception):
-    """The channel must not run as configured (a public address without a token)."""
+    """The channel must not run as configured (no token)."""
 
 
 class HttpApiChannel(BaseExtension):
@@ -76,15 +75,9 @@ class HttpApiChannel(BaseExtension):
         await super().initialize(context)
         config = self.config = parse_config(context.get_config)
         token = context.get_secret(TOKEN_SECRET)
-        if not token:
-            if not config.loopback:
-                raise HttpApiSetupError(
-                    f"refusing to listen on {config.listen} ({PREFIX}.listen) without "
-                    f"{TOKEN_SECRET}: set the token, or listen on 127.0.0.1"
-                )
-            raise NotConfiguredError(
-                f"{TOKEN_SECRET} is not set; set it to serve the OpenAI-compatible API "
-                f"and the web page on http://{config.listen}/"
+        if not token:  # a required secret: the loader skips the extension without it
+            raise HttpApiSetupError(
+                f"{TOKEN_SECRET} is not set: refusing to listen on {config.listen}"
             )
         context.subscribe_event(PostProcessTopics.RESULTS, self._on_post_results)
         self.tokens = TokenCheck(token)
