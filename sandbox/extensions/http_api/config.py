@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,14 +25,8 @@ class ApiConfig:
     notifications_keep: int
 
     @property
-    def loopback(self) -> bool:
-        """Only this machine can connect (``127.0.0.0/8``, ``::1``, ``localhost``)."""
-        return is_loopback(self.host)
-
-    @property
     def listen(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return host_port(self.host, self.port)
 
 
 def parse_config(get: Callable[[str, Any], Any]) -> ApiConfig:
@@ -59,13 +52,9 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def host_port(host: str, port: int) -> str:
+    """``127.0.0.1:8765``, ``[::1]:8765``: an address as a URL names it."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _positive(get: Callable[[str, Any], Any], key: str, default: float) -> Any:

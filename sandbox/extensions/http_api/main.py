@@ -31,7 +31,7 @@ from core.extensions.sdk import BaseExtension
 
 from .app import build_app
 from .auth import TOKEN_SECRET, TokenCheck
-from .config import ApiConfig, parse_config
+from .config import ApiConfig, host_port, parse_config
 from .notifications import Notifications
 from .replies import (
     PendingReply,
@@ -136,9 +136,7 @@ class HttpApiChannel(BaseExtension):
     @property
     def listening(self) -> str:
         """``HOST:PORT`` as bound (the port is known after ``start``)."""
-        config, server = self._config(), self._server()
-        host = f"[{config.host}]" if ":" in config.host else config.host
-        return f"{host}:{server.port}"
+        return host_port(self._config().host, self._server().port)
 
     @property
     def base_url(self) -> str:

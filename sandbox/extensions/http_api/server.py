@@ -15,6 +15,8 @@ from typing import Any
 
 import uvicorn
 
+from .config import host_port
+
 GRACE_S = 2.0
 KEEP_ALIVE_S = 65
 
@@ -61,7 +63,7 @@ class ApiServer:
         server.lifespan = config.lifespan_class(config)
         await server.startup(sockets=[sock])  # not serve(): that would take the signals
         self._task = asyncio.create_task(_serve(server, sock), name="http_api-server")
-        self._log.info("serving on http://%s:%d/", _shown(self._host), self.port)
+        self._log.info("serving on http://%s/", host_port(self._host, self.port))
 
     async def wait(self) -> None:
         """Until the server ends (it should only when ``stop`` is called)."""
@@ -93,7 +95,7 @@ class ApiServer:
             sock.listen(1024)
         except OSError as exc:
             sock.close()
-            where = f"{_shown(self._host)}:{self._port}"
+            where = host_port(self._host, self._port)
             raise ApiServerError(
                 f"cannot listen on {where}: {exc.strerror or exc} "
                 "(change extensions.http_api.listen)"
@@ -105,7 +107,3 @@ class ApiServer:
 async def _serve(server: uvicorn.Server, sock: socket.socket) -> None:
     await server.main_loop()
     await server.shutdown(sockets=[sock])
-
-
-def _shown(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
