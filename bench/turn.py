@@ -37,12 +37,16 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
     import yaml
     from agents.testing import ModelStep, ScriptedModel, assistant_message
 
+    from conftest import grant_all
     from harness import CAPTURE_CHANNEL, running_kernel
 
     ext_dir = tmp / "ext" / "capture"
     ext_dir.mkdir(parents=True)
-    (ext_dir / "manifest.yaml").write_text("id: capture\nname: Capture\nentrypoint: main:Ext\n")
+    (ext_dir / "manifest.yaml").write_text(
+        "id: capture\nname: Capture\nentrypoint: main:Ext\npermissions: {user_messages: true}\n"
+    )
     (ext_dir / "main.py").write_text(CAPTURE_CHANNEL)
+    grant_all(tmp / "ext", tmp / "data")  # an in-process extension needs the user's grant
     settings = tmp / "settings.yaml"
     settings.write_text(
         yaml.safe_dump(

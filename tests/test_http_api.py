@@ -220,10 +220,10 @@ async def test_without_a_token_nothing_listens_and_no_error_is_logged(
 
 
 def test_the_http_benchmark_runs_and_reports_its_numbers():
-    """``bench/http.py`` scaled down: it runs against a real kernel process and
+    """``bench/http_api.py`` scaled down: it runs against a real kernel process and
     prints one JSON object with the numbers the issue asks for."""
     done = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "bench" / "http.py"), "--conversations", "3",
+        [sys.executable, str(PROJECT_ROOT / "bench" / "http_api.py"), "--conversations", "3",
          "--messages", "2"],
         capture_output=True, text=True, timeout=180, cwd=PROJECT_ROOT,
     )  # fmt: skip

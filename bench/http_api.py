@@ -20,29 +20,23 @@ scale it down for a quick look.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
-# This file is bench/http.py, and Python puts bench/ first on the path: the standard
-# library's `http` (which httpx imports) must not resolve to this file.
-HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+import httpx
+import yaml
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import shutil  # noqa: E402
-import socket  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-
-import httpx  # noqa: E402
-import yaml  # noqa: E402
-
-ROOT = HERE.parent
+ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_openai import FakeOpenAIServer  # noqa: E402
