@@ -17,6 +17,7 @@ from core.agents.toolset import (
     build_toolset,
     capabilities_summary,
     merge_tools,
+    sanitize_tool_name,
     tool_name_of,
 )
 
@@ -41,5 +42,6 @@ __all__ = [
     "capabilities_summary",
     "configure_tracing",
     "merge_tools",
+    "sanitize_tool_name",
     "tool_name_of",
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "build_toolset",
     "capabilities_summary",
     "merge_tools",
+    "sanitize_tool_name",
     "tool_name_of",
 ]
 

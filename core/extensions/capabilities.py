@@ -22,6 +22,7 @@ from core.extensions.contract import (
     ContextProvider,
     Extension,
     InputMessagesHook,
+    InteractiveChannel,
     LlmOutputHook,
     ModelRoutingHook,
     PlainTextHook,
@@ -46,6 +47,7 @@ class Capability(StrEnum):
     TOOL = "ToolProvider"
     CHANNEL = "ChannelProvider"
     STREAMING_CHANNEL = "StreamingChannelProvider"
+    INTERACTIVE_CHANNEL = "InteractiveChannel"
     AGENT = "AgentProvider"
     SCHEDULER = "SchedulerProvider"
     SERVICE = "ServiceProvider"
@@ -77,6 +79,7 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
         "on_stream_status",
         "on_stream_end",
     ),
+    InteractiveChannel: ("ask_user", "close_request"),
     AgentProvider: ("invoke",),
     SchedulerProvider: ("execute_task",),
     ServiceProvider: ("run_background",),

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from core.datadir import extension_data_dir
 from core.events.models import Event
-from core.events.system_payloads import AgentBackground, AgentTask, UserMessage, UserNotify
+from core.events.system_payloads import (
+    AgentBackground,
+    AgentTask,
+    UiAnswer,
+    UserMessage,
+    UserNotify,
+)
 from core.events.topics import SystemTopics, pattern_within, topic_matches
 from core.extensions.contract import (
     AgentDescriptor,
@@ -173,8 +179,9 @@ class KernelContext:
         if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
         if topic.startswith(KERNEL_ONLY_PREFIXES):
+            whose = "hook.* frames are" if topic.startswith("hook.") else "it is"
             raise PermissionDeniedError(
-                self.extension_id, f"emit topic {topic!r}: hook.* frames are the kernel's own"
+                self.extension_id, f"emit topic {topic!r}: {whose} the kernel's own"
             )
         guard = _GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
@@ -226,6 +233,7 @@ class KernelContext:
         message_id: str | None = None,
         *,
         idempotency_key: str | None = None,
+        sender_id: str | None = None,
     ) -> int:
         self._require(self.permissions.user_messages, "user_messages", "speak as the user")
         payload = UserMessage(
@@ -233,8 +241,24 @@ class KernelContext:
             user_id=user_id,
             channel_id=channel_id or self.extension_id,
             message_id=message_id,
+            sender_id=sender_id,
         ).to_payload()
         return await self._publish(SystemTopics.USER_MESSAGE, payload, None, idempotency_key)
+
+    async def answer_request(
+        self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
+    ) -> None:
+        """The user's answer to a question this channel showed: journaled, so it
+        survives a crash; the kernel checks conversation and sender (ADR 0021)."""
+        self._require(self.permissions.user_messages, "user_messages", "answer for the user")
+        payload = UiAnswer(
+            request_id=request_id,
+            answer=answer,
+            channel_id=self.extension_id,
+            user_id=user_id,
+            sender_id=sender_id,
+        ).to_payload()
+        await self._publish(SystemTopics.UI_ANSWER, payload)
 
     async def _publish(
         self,
@@ -337,12 +361,14 @@ class KernelContext:
             raise
 
 
-# topics only the kernel publishes: the frames of hook decisions (replay trusts them)
-KERNEL_ONLY_PREFIXES = ("hook.",)
+# topics only the kernel publishes: the frames of hook decisions (replay trusts them),
+# and the resumption of a turn paused for the user's approval
+KERNEL_ONLY_PREFIXES = ("hook.", SystemTopics.TURN_RESUME)
 
 # system topics whose publication does what a guarded call does
 _GUARDED_TOPICS = {
     SystemTopics.USER_MESSAGE: "user_messages",
+    SystemTopics.UI_ANSWER: "user_messages",
     SystemTopics.USER_NOTIFY: "notify",
     SystemTopics.AGENT_TASK: "agent",
     SystemTopics.AGENT_BACKGROUND: "agent",

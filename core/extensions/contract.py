@@ -25,11 +25,13 @@ from core.extensions.contract_data import (
     CommandHandler,
     CompactionPlan,
     ModelRoute,
+    RequestOption,
     ShortCircuit,
     ToolCall,
     ToolDecision,
     TurnContext,
     TurnOutcome,
+    UserRequest,
 )
 from core.extensions.hook_protocols import (
     AfterToolCallHook,
@@ -67,10 +69,12 @@ __all__ = [
     "Extension",
     "ExtensionContext",
     "InputMessagesHook",
+    "InteractiveChannel",
     "LlmOutputHook",
     "ModelRoute",
     "ModelRoutingHook",
     "PlainTextHook",
+    "RequestOption",
     "SchedulerProvider",
     "ServiceProvider",
     "SessionEndHook",
@@ -86,6 +90,7 @@ __all__ = [
     "TurnEndHook",
     "TurnOutcome",
     "TurnStartHook",
+    "UserRequest",
 ]
 
 EventHandler = Callable[[Event], Awaitable[None]]
@@ -128,6 +133,21 @@ class StreamingChannelProvider(Protocol):
     async def on_stream_chunk(self, user_id: str, chunk: str) -> None: ...
     async def on_stream_status(self, user_id: str, status: str) -> None: ...
     async def on_stream_end(self, user_id: str, full_text: str) -> None: ...
+
+
+@runtime_checkable
+class InteractiveChannel(Protocol):
+    """A channel that can put a question to the user (an approval, a confirm, a
+    choice, a line of text) and show how it ended (ADR 0021).
+
+    ``ask_user`` renders ``request`` to ``user_id`` (buttons, an inline prompt);
+    the user's answer goes back through ``ExtensionContext.answer_request``.
+    ``close_request`` says the question is over — answered, timed out or
+    dropped — with ``outcome`` in plain words (edit the message, print a line).
+    """
+
+    async def ask_user(self, user_id: str, request: UserRequest) -> None: ...
+    async def close_request(self, user_id: str, request_id: str, outcome: str) -> None: ...
 
 
 @runtime_checkable
@@ -243,8 +263,20 @@ class ExtensionContext(Protocol):
         message_id: str | None = None,
         *,
         idempotency_key: str | None = None,
+        sender_id: str | None = None,
     ) -> int:
-        """Journal a ``user.message`` (channel defaults to this extension)."""
+        """Journal a ``user.message`` (channel defaults to this extension).
+
+        ``sender_id``: who typed it when ``user_id`` addresses a group (a
+        Telegram group chat): only they may answer the questions it leads to."""
+        ...
+
+    async def answer_request(
+        self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
+    ) -> None:
+        """Journal the user's answer to a ``UserRequest`` this channel showed them
+        (``InteractiveChannel``): ``answer`` is an option's value or the text typed.
+        The kernel checks that it comes from the conversation and sender asked."""
         ...
 
     async def list_commands(self) -> list[tuple[str, str]]:

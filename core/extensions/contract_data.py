@@ -21,11 +21,13 @@ __all__ = [
     "CommandHandler",
     "CompactionPlan",
     "ModelRoute",
+    "RequestOption",
     "ShortCircuit",
     "ToolCall",
     "ToolDecision",
     "TurnContext",
     "TurnOutcome",
+    "UserRequest",
 ]
 
 
@@ -35,6 +37,8 @@ class TurnContext:
 
     ``turn_id`` names one turn (the frames of its hook decisions carry it):
     the ledger key of the message it answers, or a fresh id for an agent run.
+    ``sender_id`` is who typed the message when ``user_id`` addresses a group
+    (a Telegram group chat); ``None`` when the address is the person.
     """
 
     agent_id: str = "orchestrator"
@@ -42,6 +46,7 @@ class TurnContext:
     user_id: str | None = None
     session_id: str | None = None
     turn_id: str | None = None
+    sender_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,3 +182,35 @@ class CompactionPlan:
 
     instructions: str | None = None
     summary: str | None = None
+
+
+# ------------------------------------------------------------------ questions to the user
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOption:
+    """One answer a ``UserRequest`` offers: the ``value`` sent back, the ``label`` shown."""
+
+    value: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserRequest:
+    """A question for the user (seed 003 "UI requests"), rendered by the channel.
+
+    ``kind``: ``approval`` (a tool call waits: options ``once``, ``always``,
+    ``deny``), ``confirm`` (``yes`` / ``no``), ``select`` (one of ``options``)
+    or ``input`` (free text). ``id`` is short, so typing ``/approve ID`` on a
+    phone is bearable. ``owner_id``, when set, is the only sender whose answer
+    counts (in a group chat, the member who asked); otherwise whoever the
+    channel's address is. The answer comes back through
+    ``ExtensionContext.answer_request(id, value, user_id, sender_id=...)``.
+    """
+
+    id: str
+    kind: Literal["approval", "confirm", "select", "input"]
+    prompt: str
+    options: tuple[RequestOption, ...] = ()
+    owner_id: str | None = None
+    timeout_s: float | None = None

@@ -38,6 +38,8 @@ class StatusSource(Protocol):
 
     async def event_counts(self) -> dict[str, int]: ...
 
+    def consent_summary(self) -> str: ...
+
 
 SessionEnded = Callable[[TurnContext, str], Awaitable[None]]
 
@@ -88,6 +90,7 @@ async def status_text(source: StatusSource) -> str:
         if record.status in (ExtensionStatus.ERROR, ExtensionStatus.SKIPPED):
             lines.append(f"  {record.ext_id}: {record.status.value} — {record.error}")
     lines.extend(_mcp_lines(source.mcp_statuses()))
+    lines.append(source.consent_summary())
     counts = await source.event_counts()
     lines.append("Events: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return "\n".join(lines)

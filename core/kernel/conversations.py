@@ -65,7 +65,11 @@ class Conversations:
 
     async def session(self, key: str) -> LedgerSession:
         """The conversation's current session (built off the loop on first use)."""
-        session_id = self.session_id(key)
+        return await self.session_by_id(self.session_id(key))
+
+    async def session_by_id(self, session_id: str) -> LedgerSession:
+        """A session by its id — also one ``/new`` has left (a paused turn finishes
+        in the session it started in)."""
         session = self._sessions.get(session_id)
         if session is not None:
             self._sessions.move_to_end(session_id)

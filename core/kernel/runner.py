@@ -43,6 +43,7 @@ from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
 from core.kernel.compaction import HistoryCompactor
+from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
@@ -141,6 +142,16 @@ class Kernel:
         self.prompt_additions = PromptAdditions(lambda: self.wiring.wired())
         # every tool call of every agent the kernel runs goes through the tool hooks
         self.tool_hooks = ToolInterceptor(self.hook_registry, self.hooks.caller, self.hooks.frames)
+        # consent (ADR 0021): every call passes the gate; the orchestrator's may pause
+        self.consent = KernelConsent(
+            settings,
+            db_path=self.data_dir / SESSIONS_FILE,
+            bus=self.bus,
+            frames=self.hooks.frames,
+            interceptor=self.tool_hooks,
+            declared=lambda: declared_tools(self.wiring.wired(), self.core_tools()),
+            channel_for=lambda channel_id: self.router and self.router.channels.get(channel_id),
+        )
         self.compactor = HistoryCompactor(
             settings.turns,
             self.model_router,
@@ -213,6 +224,7 @@ class Kernel:
         journaled and delivered once the bus runs.
         """
         await self.conversations.open()
+        await self.consent.desk.open()
         await self.load()
         await self.mcp.connect()
         self.router = MessageRouter(
@@ -227,6 +239,7 @@ class Kernel:
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
+            consent=(self.consent.desk, self.consent.gate),
         )
         builtins = builtin_commands(
             help_text=self.commands.help_text,
@@ -235,7 +248,8 @@ class Kernel:
             on_session_end=self.hooks.session_ended,
         )
         assert self.loader.grants is not None
-        for command in [*builtins, grant_command(self.loader, self.loader.grants)]:
+        consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
+        for command in [*builtins, grant_command(self.loader, self.loader.grants), *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
@@ -243,6 +257,7 @@ class Kernel:
         await self.loader.start_all()
         await self._forget_released_subscriptions()
         await self.bus.start()
+        await self.consent.desk.start()
         await self.scheduler.start(
             manifest_schedules(self.wiring.wired(Capability.SCHEDULER), self.settings.timezone)
         )
@@ -269,6 +284,7 @@ class Kernel:
         self.orchestrator.invalidate()
         self.hook_registry.invalidate()
         self.prompt_additions.invalidate()
+        self.consent.catalog.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents. A tool name
@@ -304,7 +320,7 @@ class Kernel:
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
             tool_guidance=guidance,
-            interceptor=self.tool_hooks,
+            interceptor=self.consent.wrapper,
         )
 
     async def run(self) -> None:
@@ -335,6 +351,7 @@ class Kernel:
         steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
             ("restart request", self._restart_request_written),
             ("scheduler", self.scheduler.stop),
+            ("approval timers", self.consent.desk.stop),
             ("event bus", self.bus.stop),
             ("MCP servers", self.mcp.cleanup),
             ("extensions", self.loader.shutdown),
@@ -409,6 +426,9 @@ class Kernel:
 
     async def event_counts(self) -> dict[str, int]:
         return await self.bus.journal.counts()
+
+    def consent_summary(self) -> str:
+        return self.consent.summary()
 
     def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return DeclarativeAgentAdapter(

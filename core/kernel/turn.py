@@ -18,6 +18,12 @@ circuit, a user-facing error line, an apology naming the failure, or —
 after ``turns.timeout_s`` — a line saying the turn took too long; a failed
 turn adds nothing to the history. Turn start and end are told to the
 lifecycle hooks, the end with how it went.
+
+A run the SDK interrupts for the user's approval (``needs_approval``, ADR
+0021) comes back ``paused``: its ``RunState`` as JSON and the input items,
+for the approval flow to store. ``resume`` rebuilds the orchestrator for the
+same input, restores the state, applies the user's decisions and runs on;
+the turn then ends (or pauses again) like any other.
 """
 
 from __future__ import annotations
@@ -26,13 +32,13 @@ import logging
 import time
 import uuid
 from asyncio import timeout
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol, TypeVar
 
-from agents import Agent, Runner
-from agents.items import TResponseInputItem
-from agents.result import RunResultBase
+from agents import Agent, Runner, RunState
+from agents.items import ToolApprovalItem, TResponseInputItem
+from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
 from core.extensions.lifecycle import describe_exception
@@ -43,13 +49,15 @@ from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks
 from core.kernel.ledger import LedgerSession
 from core.kernel.streaming import Callback, stream_run, stream_text
 
-__all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "TurnResult", "TurnRunner"]
+__all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult", "TurnRunner"]
 
 log = logging.getLogger("core.kernel.turn")
 
 T = TypeVar("T")
-Status = Literal["answered", "short_circuit", "failed", "timeout"]
+Status = Literal["answered", "short_circuit", "failed", "timeout", "paused"]
+Decide = Callable[[RunState[Any, Any]], None]
 
+NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
 
 
@@ -64,12 +72,25 @@ class OrchestratorLike(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class PausedRun:
+    """A run stopped for the user's approval: the SDK's ``RunState`` as JSON, the
+    turn's input items (stored in the history once it finishes) and the calls
+    waiting (``ToolApprovalItem``, not stored: read them at once)."""
+
+    state: dict[str, Any]
+    input_items: list[dict[str, Any]]
+    interruptions: list[ToolApprovalItem]
+
+
+@dataclass(frozen=True, slots=True)
 class TurnResult:
-    """The reply, and the items to append to the history (empty when the turn failed)."""
+    """The reply, and the items to append to the history (empty when the turn failed);
+    ``paused`` (status ``paused``, no reply yet) when the run waits for approvals."""
 
     reply: str
     items: list[TResponseInputItem] = field(default_factory=list)
     status: Status = "answered"
+    paused: PausedRun | None = None
 
 
 class TurnRunner:
@@ -133,15 +154,59 @@ class TurnRunner:
                 on_chunk, on_tool = stream
                 live_text = None if self.hooks.shapes_output() else on_chunk
                 result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
-            rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
-            return TurnResult(rendered.text, [*_as_items(shaped), *new_history_items(result)])
+            return await self._finished(result, shaped, turn)
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
-        await self.hooks.turn_ended(
-            turn,
-            TurnOutcome(outcome.status, outcome.reply, (time.monotonic() - started) * 1000),
-        )
+        await self._ended(turn, outcome, started)
         return outcome
+
+    async def resume(
+        self,
+        state: Mapping[str, Any],
+        input_items: list[dict[str, Any]],
+        turn: TurnContext,
+        decide: Decide,
+    ) -> TurnResult:
+        """Go on with a paused turn: the orchestrator as it was built for this input
+        (context, additions, routing), the ``RunState`` restored, ``decide`` applying
+        the user's answers (``approve`` / ``reject``), then the run to its end."""
+        started = time.monotonic()
+
+        async def attempt() -> TurnResult:
+            text = input_text(input_items)
+            additions = await self.additions.for_turn(turn, text)
+            agent = await self._agent(text, turn, additions, input_items)
+            restored = await RunState.from_json(
+                agent, dict(state), context_deserializer=turn_from_json
+            )
+            decide(restored)
+            result = await Runner.run(agent, restored)
+            return await self._finished(result, input_items, turn)
+
+        outcome = await self._guarded(attempt, f"resumed turn for {turn.session_id}", TurnResult)
+        await self._ended(turn, outcome, started)
+        return outcome
+
+    async def _finished(
+        self,
+        result: RunResult | RunResultStreaming,
+        input_items: list[dict[str, Any]],
+        turn: TurnContext,
+    ) -> TurnResult:
+        if result.interruptions:
+            state = result.to_state().to_json(context_serializer=turn_to_json)
+            paused = PausedRun(state, input_items, list(result.interruptions))
+            return TurnResult("", [], "paused", paused)
+        rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
+        return TurnResult(rendered.text, [*_as_items(input_items), *new_history_items(result)])
+
+    async def _ended(self, turn: TurnContext, outcome: TurnResult, started: float) -> None:
+        """Turn end for the lifecycle hooks; a paused turn has not ended yet."""
+        if outcome.status != "paused":
+            elapsed_ms = (time.monotonic() - started) * 1000
+            await self.hooks.turn_ended(
+                turn, TurnOutcome(outcome.status, outcome.reply, elapsed_ms)
+            )
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
         """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``).
@@ -153,6 +218,11 @@ class TurnRunner:
         async def attempt() -> TurnResult:
             agent = await self._agent(prompt, turn, AppliedAdditions())
             result = await Runner.run(agent, prompt, max_turns=self.max_turns, context=turn)
+            while result.interruptions:  # nobody to ask in a stateless run (ADR 0021)
+                state = result.to_state()
+                for item in result.interruptions:
+                    state.reject(item, rejection_message=f"not run: {item.tool_name} {NO_ONE}")
+                result = await Runner.run(agent, state)
             rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
             return TurnResult(rendered.text)
 
@@ -228,6 +298,17 @@ def input_text(messages: list[dict[str, Any]]) -> str:
 def _as_items(messages: list[dict[str, Any]]) -> list[TResponseInputItem]:
     """Input messages as the SDK's input items (they are ``{"role", "content"}`` dicts)."""
     return [message for message in messages]  # type: ignore[misc]
+
+
+def turn_to_json(context: Any) -> Mapping[str, Any]:
+    """A run's ``TurnContext`` as the ``RunState`` JSON stores it."""
+    return asdict(context) if isinstance(context, TurnContext) else {}
+
+
+def turn_from_json(data: Mapping[str, Any]) -> TurnContext:
+    """The ``TurnContext`` back from a stored ``RunState`` (unknown keys dropped)."""
+    known = {f.name for f in fields(TurnContext)}
+    return TurnContext(**{k: v for k, v in data.items() if k in known})
 
 
 def _agent_turn(source: str) -> TurnContext:

@@ -22,6 +22,7 @@ from core.extensions.errors import NotAvailableError, PermissionDeniedError, Sec
 from core.extensions.isolation.messages import (
     AgentBackgroundParams,
     AgentTaskParams,
+    AnswerRequestParams,
     ContextMethod,
     EmitParams,
     Empty,
@@ -135,9 +136,18 @@ class ClientContext:
         message_id: str | None = None,
         *,
         idempotency_key: str | None = None,
+        sender_id: str | None = None,
     ) -> int:
-        params = UserMessageParams(text, user_id, channel_id, message_id, idempotency_key)
+        params = UserMessageParams(
+            text, user_id, channel_id, message_id, idempotency_key, sender_id
+        )
         return int(await self._peer.call(ContextMethod.ON_USER_MESSAGE, params.to_wire()))
+
+    async def answer_request(
+        self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
+    ) -> None:
+        params = AnswerRequestParams(request_id, answer, user_id, sender_id)
+        await self._peer.call(ContextMethod.ANSWER_REQUEST, params.to_wire())
 
     # ------------------------------------------------------------ agents
 

@@ -21,6 +21,7 @@ from core.extensions.isolation.messages import (
     KERNEL_REQUESTS,
     AgentBackgroundParams,
     AgentTaskParams,
+    AnswerRequestParams,
     ContextMethod,
     EmitParams,
     EnrichPromptParams,
@@ -79,6 +80,11 @@ class ContextServer:
                 p.channel_id,
                 p.message_id,
                 idempotency_key=p.idempotency_key,
+                sender_id=p.sender_id,
+            )
+        if isinstance(p, AnswerRequestParams):
+            return await ctx.answer_request(
+                p.request_id, p.answer, p.user_id, sender_id=p.sender_id
             )
         if isinstance(p, InvokeAgentParams):
             return await ctx.invoke_agent(p.prompt)

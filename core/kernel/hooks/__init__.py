@@ -12,11 +12,13 @@ from core.kernel.hooks.prompt_additions import (
     tool_guidance,
 )
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
-from core.kernel.hooks.tool_calls import ToolInterceptor, is_intercepted
+from core.kernel.hooks.tool_calls import Admission, Admitted, ToolInterceptor, is_intercepted
 
 __all__ = [
     "FRAME_PREFIX",
     "SKIPPED",
+    "Admission",
+    "Admitted",
     "AppliedAdditions",
     "CommandHookError",
     "CommandSpec",
