@@ -40,6 +40,7 @@ KERNEL_DATA_NAMES: frozenset[str] = frozenset(
         "events.db",  # core/kernel/runner.py JOURNAL_FILE (+ -wal, -shm)
         "sessions.db",  # SESSIONS_FILE
         "schedules.db",  # SCHEDULES_FILE
+        "state.db",  # STATE_FILE (extension state, core/state/)
         "outbox.db",
         "grants.json",
         "grants",

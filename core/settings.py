@@ -26,6 +26,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from core.consent_settings import PolicySettings
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
 
@@ -174,6 +176,9 @@ class TurnsSettings(_Section):
     # share of each budget, so a compaction is needed again only after a while
     compaction_keep_fraction: float = Field(default=0.5, gt=0, lt=1)
     compaction_timeout_s: float = Field(default=30.0, gt=0)  # the summary's model call
+    # a conversation quiet for longer starts a fresh session at its next message
+    # (on_session_end "expired", then on_session_start); null: sessions end only with /new
+    session_idle_timeout_s: float | None = Field(default=None, gt=0)
 
 
 HookPoint = Literal[
@@ -280,48 +285,12 @@ class HooksSettings(_Section):
         return self
 
 
-PolicyAction = Literal["allow", "ask", "deny"]
+class StateSettings(_Section):
+    """Extension state through the context (SPEC §9, ADR 0022): one kernel store."""
 
-
-class PolicyRule(_Section):
-    """One consent rule (``policy.rules``, docs/consent.md): what to do when the
-    model calls a matching tool, optionally only on one channel.
-
-    ``tool`` is a tool's name (``kv_set``), every tool of one source
-    (``kv:*`` an extension's, ``core:*`` the kernel's, ``mcp:github:*`` one
-    MCP server's), or ``*`` (every tool).
-    """
-
-    tool: str = Field(min_length=1)
-    action: PolicyAction
-    channel: str | None = Field(default=None, min_length=1)
-
-    @field_validator("tool")
-    @classmethod
-    def _pattern_fits(cls, value: str) -> str:
-        check_tool_pattern(value)
-        return value
-
-
-def check_tool_pattern(pattern: str) -> None:
-    """``ValueError`` unless ``pattern`` is ``*``, a tool name, or ``SOURCE:*``."""
-    if pattern == "*":
-        return
-    body = pattern[:-2] if pattern.endswith(":*") else pattern
-    if not body or "*" in body or any(ch.isspace() for ch in body):
-        raise ValueError(
-            f"{pattern!r} must be a tool name (kv_set), a source's tools (kv:*, core:*, "
-            "mcp:SERVER:*) or * (every tool)"
-        )
-
-
-class PolicySettings(_Section):
-    """Consent (SPEC §9, docs/consent.md): which tool calls need the user's yes."""
-
-    # safe: tools with side effects ask first, the rest run; full_auto: everything runs
-    profile: Literal["safe", "full_auto"] = "safe"
-    rules: list[PolicyRule] = Field(default_factory=list)
-    approval_timeout_s: float = Field(default=600.0, gt=0)  # unanswered → denied
+    ttl_s: float = Field(default=3600.0, gt=0)  # per key, refreshed when the extension reads it
+    max_bytes_per_extension: int = Field(default=10 * 1024 * 1024, ge=1024)  # then LRU eviction
+    max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
 
 
 class Settings(BaseSettings):
@@ -349,6 +318,8 @@ class Settings(BaseSettings):
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
+
+    state: StateSettings = Field(default_factory=StateSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

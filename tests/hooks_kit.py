@@ -21,6 +21,29 @@ Extensions = dict[str, tuple[str, dict[str, Any]]]  # ext id -> (main.py, manife
 KernelFor = Callable[..., AbstractAsyncContextManager[Kernel]]
 
 
+class FrameLog:
+    """Stands in for the bus as a frame sink: keeps what was published, in order."""
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, dict[str, Any], str | None]] = []
+
+    @property
+    def frames(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(topic, payload) for topic, payload, _ in self.published]
+
+    async def publish(
+        self,
+        topic: str,
+        source: str,
+        payload: dict[str, Any],
+        *,
+        correlation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
+        self.published.append((topic, payload, correlation_id))
+        return len(self.published)
+
+
 def turn(n: int = 1) -> TurnContext:
     """Turn ``t<n>`` of one conversation."""
     return TurnContext(channel_id="cli_channel", user_id="u1", session_id="s1", turn_id=f"t{n}")

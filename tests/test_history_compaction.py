@@ -37,6 +37,7 @@ from core.kernel.hooks import FrameRecorder, HookCaller, HookEntry, HookRegistry
 from core.kernel.ledger import LedgerSession, StoredItem, StoredReply
 from core.settings import ModelsSettings, TurnsSettings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
+from hooks_kit import FrameLog
 
 MESSAGE_KEYS = itertools.count()
 TURN = TurnContext(channel_id="cli", user_id="u1", session_id="cli:u1", turn_id="m-42")
@@ -73,25 +74,6 @@ def exchange(n: int, tools: int = 0) -> list[Item]:
     return [user(f"question {n}"), *steps, answer(f"answer {n}")]
 
 
-class Frames:
-    """A frame sink that keeps what was published."""
-
-    def __init__(self) -> None:
-        self.published: list[tuple[str, dict[str, Any], str | None]] = []
-
-    async def publish(
-        self,
-        topic: str,
-        source: str,
-        payload: dict[str, Any],
-        *,
-        correlation_id: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> int:
-        self.published.append((topic, payload, correlation_id))
-        return len(self.published)
-
-
 class Plan:
     """An ``on_compaction`` hook returning ``plan`` (or raising, or hanging)."""
 
@@ -123,7 +105,7 @@ def summary_model(*texts: str) -> ScriptedModel:
 def compactor(
     summarise: Summarise | ScriptedModel | None,
     *hooks: tuple[str, int, Plan],
-    frames: Frames | None = None,
+    frames: FrameLog | None = None,
     hook_timeout_s: float = 5.0,
     **turns: Any,
 ) -> HistoryCompactor:
@@ -139,7 +121,7 @@ def compactor(
         source,
         registry(*hooks),
         HookCaller(hook_timeout_s),
-        FrameRecorder(frames or Frames()),
+        FrameRecorder(frames or FrameLog()),
     )
 
 
@@ -310,7 +292,7 @@ async def test_hook_instructions_are_added_to_what_the_model_is_asked(
     await store(session, *(exchange(n) for n in range(6)))
     model = summary_model("Dates: none.")
     dates = Plan(CompactionPlan(instructions="Keep every date the user mentioned."))
-    frames = Frames()
+    frames = FrameLog()
 
     assert await compactor(model, ("dates", 50, dates), frames=frames).compact_if_needed(
         session, TURN
@@ -332,7 +314,7 @@ async def test_a_hook_summary_replaces_the_model_and_the_first_one_wins(
     shaper = Plan(CompactionPlan(instructions="ignored once a summary exists"))
     first = Plan(CompactionPlan(summary="Questions 0-3 were answered."))
     later = Plan(CompactionPlan(summary="not this one"))
-    frames = Frames()
+    frames = FrameLog()
     hooks = [("later", 10, later), ("shaper", 90, shaper), ("first", 50, first)]
 
     assert await compactor(model, *hooks, frames=frames).compact_if_needed(session, TURN)
@@ -364,7 +346,7 @@ async def test_without_a_model_the_old_items_are_dropped_with_one_log_line(
     session: LedgerSession, caplog: pytest.LogCaptureFixture
 ) -> None:
     await store(session, *(exchange(n) for n in range(6)))
-    frames = Frames()
+    frames = FrameLog()
 
     with caplog.at_level(logging.INFO, logger="core.kernel.compaction"):
         assert await compactor(None, frames=frames).compact_if_needed(session, TURN)
@@ -512,7 +494,7 @@ async def test_an_extension_writes_the_summary_in_a_running_kernel_and_the_frame
         key = k.conversations.key("capture", "u1")
         turn = TurnContext(channel_id="capture", user_id="u1", session_id=key, turn_id="t-1")
         async with k.conversations.lock(key):
-            compacted = await k.compactor.compact_if_needed(
+            compacted = await k.shaping.compactor.compact_if_needed(
                 await k.conversations.session(key), turn
             )
         frames = await k.bus.journal.recent_events(topic="hook.compaction")

@@ -53,6 +53,7 @@ from core.kernel.runner import Kernel
 from core.logging_setup import REDACTOR
 from core.settings import HooksSettings, SettingsError, load_settings
 from harness import wait_for
+from hooks_kit import FrameLog
 
 TURN = TurnContext(channel_id="cli", user_id="alice", session_id="s-1", turn_id="t-1")
 MESSAGES = [{"role": "user", "content": "hello there"}]
@@ -80,30 +81,11 @@ def target(settings: HooksSettings, tmp_path: Path) -> Any:
     return entry.target
 
 
-class Journal:
-    """Stands in for the bus: keeps the frames the pipeline publishes."""
-
-    def __init__(self) -> None:
-        self.frames: list[tuple[str, dict[str, Any]]] = []
-
-    async def publish(
-        self,
-        topic: str,
-        source: str,
-        payload: dict[str, Any],
-        *,
-        correlation_id: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> int:
-        self.frames.append((topic, payload))
-        return len(self.frames)
-
-
-def pipeline(settings: HooksSettings, tmp_path: Path) -> tuple[TurnHooks, Journal]:
+def pipeline(settings: HooksSettings, tmp_path: Path) -> tuple[TurnHooks, FrameLog]:
     """TurnHooks with no extensions at all: only the configured commands."""
     made = entries(settings, tmp_path)
     registry = HookRegistry(lambda: [], extra=lambda: made)
-    journal = Journal()
+    journal = FrameLog()
     return TurnHooks(registry, HookCaller(settings.timeout_s), FrameRecorder(journal)), journal
 
 

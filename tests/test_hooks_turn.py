@@ -15,8 +15,9 @@ from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
+from test_reply_outbox import STREAM_CHANNEL
 
-HEADER = "from core.extensions.contract import ShortCircuit, Annotated, TurnOutcome"
+HEADER = "from core.extensions.contract import Annotated, Command, ShortCircuit, TurnOutcome"
 
 
 def replies(kernel: Any) -> list[str]:
@@ -310,31 +311,6 @@ async def test_an_extension_without_hooks_adds_no_hook_entries(make_ext, setting
         assert not kernel.hooks.shapes_output()
 
 
-STREAM_CHANNEL = ext_code(
-    """
-    events = None
-    def _log(self):
-        if self.events is None:
-            self.events = []
-        return self.events
-    async def send_to_user(self, user_id, message):
-        self._log().append(("send", message))
-    async def send_message(self, message):
-        self._log().append(("notify", message))
-    async def on_stream_start(self, user_id):
-        self._log().append(("start",))
-    async def on_stream_chunk(self, user_id, chunk):
-        self._log().append(("chunk", chunk))
-    async def on_stream_status(self, user_id, status):
-        self._log().append(("status", status))
-    async def on_stream_end(self, user_id, full_text):
-        self._log().append(("end", full_text))
-    async def say(self, text, user_id="u1"):
-        return await self.ctx.on_user_message(text, user_id)
-    """
-)
-
-
 async def test_a_streaming_channel_never_sees_text_an_output_hook_would_change(
     make_ext, settings_file
 ):
@@ -463,3 +439,79 @@ async def test_a_command_hook_in_settings_denies_a_tool_in_a_real_turn(
         assert kernel.restart_requested is None
     outputs = [i for i in model.calls[1].input if i.get("type") == "function_call_output"]
     assert outputs[-1]["output"] == "denied by command:guard: not from chat"
+
+
+async def test_a_state_value_condition_follows_the_extensions_session_state(
+    make_ext, settings_file
+):
+    driving = {
+        "position": "user_prefix",
+        "content": "(The user is driving; keep it short.)",
+        "condition": {"state_value": {"key": "driving", "equals": True}},
+    }
+    path = setup(
+        make_ext,
+        settings_file,
+        (
+            "car",
+            """
+            def get_commands(self):
+                async def drive(args, turn):
+                    await self.ctx.set_state("driving", args == "on")
+                    return f"driving {args}"
+                return [Command("drive", "driving mode on/off", drive)]
+            async def on_turn_end(self, turn, outcome):
+                self.seen = await self.ctx.get_state("driving")
+            """,
+            {"prompt_additions": [driving]},
+        ),
+    )
+    model = ScriptedModel([[assistant_message("ok")] for _ in range(3)])
+    async with running_kernel(path, model=model) as kernel:
+        await say(kernel, "hello")
+        await say(kernel, "/drive on")
+        await say(kernel, "where to?")
+        assert kernel.loader.instance("car").seen is True  # hooks see the turn's session state
+        await say(kernel, "/drive off")
+        await say(kernel, "thanks")
+    assert [user_texts(model, n)[-1] for n in range(3)] == [
+        "hello",
+        "(The user is driving; keep it short.)\n\nwhere to?",
+        "thanks",
+    ]
+
+
+async def test_a_quiet_conversation_expires_into_a_new_session(
+    make_ext, settings_file, monkeypatch
+):
+    import time as clock
+
+    path = setup(
+        make_ext,
+        settings_file,
+        (
+            "watcher",
+            """
+            seen = []
+            async def on_session_start(self, turn):
+                self.seen.append(("start", turn.session_id))
+            async def on_session_end(self, turn, reason):
+                self.seen.append(("end", turn.session_id, reason))
+            """,
+            {},
+        ),
+        turns={"session_idle_timeout_s": 3600},
+    )
+    model = ScriptedModel([[assistant_message("One.")], [assistant_message("Two.")]])
+    async with running_kernel(path, model=model) as kernel:
+        await say(kernel, "first")
+        later = clock.time() + 3601
+        monkeypatch.setattr("core.kernel.router.time.time", lambda: later)
+        await say(kernel, "second, a day later")
+        seen = kernel.loader.instance("watcher").seen
+    assert seen == [
+        ("start", "capture:u1"),
+        ("end", "capture:u1", "expired"),
+        ("start", "capture:u1#1"),
+    ]
+    assert user_texts(model, 1) == ["second, a day later"]  # the old exchange is gone

@@ -40,12 +40,15 @@ def test_every_kernel_file_name_is_reserved() -> None:
         runner.JOURNAL_FILE,
         runner.SESSIONS_FILE,
         runner.SCHEDULES_FILE,
+        runner.STATE_FILE,
         RESTART_REQUEST_FILE,
         pidfile.PID_FILE,
         logs.LOG_FILE.parts[0],
     }
     assert names <= KERNEL_DATA_NAMES
-    assert {"logs", "extensions", "events", "sessions", "schedules", "grants"} <= RESERVED_IDS
+    assert {"logs", "extensions", "events", "sessions", "schedules", "state", "grants"} <= (
+        RESERVED_IDS
+    )
     assert "restart_requested" in RESERVED_IDS and "supervisor" in RESERVED_IDS
 
 

@@ -7,6 +7,8 @@ user, speak as the user, drive the agent or stop the kernel need
 ``notify``, ``user_messages``, ``agent`` or ``control`` (SPEC §2, §6).
 Isolated extensions are served by this same class over RPC, so one check
 covers both. Notifications and agent requests are rate-limited per extension.
+State calls reach the kernel's one store always under this extension's own id,
+in the session of the turn being served (``state_scope``).
 """
 
 from __future__ import annotations
@@ -28,53 +30,24 @@ from core.events.system_payloads import (
     UserNotify,
 )
 from core.events.topics import SystemTopics, pattern_within, topic_matches
+from core.extensions.agent_gateway import AgentGateway
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
     AgentResponse,
     EventHandler,
+    StateScope,
 )
-from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
+from core.extensions.errors import PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
+from core.extensions.state_scope import state_session
 from core.logging_setup import guard_extension_logger
 
 if TYPE_CHECKING:
     from core.events import EventBus
     from core.settings import Settings
-
-
-class AgentGateway:
-    """What the context needs from the agent side; implemented by the router."""
-
-    async def invoke_agent(self, prompt: str, *, source: str) -> str:
-        raise NotAvailableError("the orchestrator is not available yet")
-
-    async def invoke_agent_streamed(
-        self,
-        prompt: str,
-        *,
-        source: str,
-        on_chunk: Callable[[str], Awaitable[None]] | None,
-        on_tool_call: Callable[[str], Awaitable[None]] | None,
-    ) -> str:
-        raise NotAvailableError("the orchestrator is not available yet")
-
-    async def enrich_prompt(self, prompt: str, agent_id: str | None) -> str:
-        raise NotAvailableError("the orchestrator is not available yet")
-
-    def resolve_tools(self, uses_tools: list[str]) -> list[Any]:
-        raise NotAvailableError("tools are not available yet")
-
-    def resolve_instructions(self, manifest: Manifest, ext_dir: Path) -> str:
-        raise NotAvailableError("agent instructions are not available yet")
-
-    def declared_agent(self, manifest: Manifest, ext_dir: Path, extra_tools: list[Any]) -> Any:
-        raise NotAvailableError("agents are not available yet")
-
-    @property
-    def model_router(self) -> Any:
-        raise NotAvailableError("the model router is not available yet")
+    from core.state import StateStore
 
 
 @dataclass
@@ -87,6 +60,7 @@ class KernelServices:
     request_restart: Callable[[str], None]
     request_shutdown: Callable[[], None]
     secrets: Mapping[str, str]
+    state: StateStore
     agents: AgentGateway = field(default_factory=AgentGateway)
     list_commands: Callable[[], list[tuple[str, str]]] = list
     # whether an extension gets traffic now (the kernel's wiring); events for
@@ -335,6 +309,22 @@ class KernelContext:
         )
         response: AgentResponse = await agent.invoke(task, context)
         return response
+
+    # ------------------------------------------------------------ state (SPEC §9)
+
+    async def get_state(
+        self, key: str, default: Any = None, *, scope: StateScope = "session"
+    ) -> Any:
+        return await self._services.state.get(self.extension_id, state_session(scope), key, default)
+
+    async def set_state(self, key: str, value: Any, *, scope: StateScope = "session") -> None:
+        await self._services.state.set(self.extension_id, state_session(scope), key, value)
+
+    async def delete_state(self, key: str, *, scope: StateScope = "session") -> None:
+        await self._services.state.delete(self.extension_id, state_session(scope), key)
+
+    async def clear_state(self, *, scope: StateScope = "session") -> None:
+        await self._services.state.clear(self.extension_id, state_session(scope))
 
     # ------------------------------------------------------------ system
 

@@ -27,6 +27,7 @@ from core.extensions.contract_data import (
     ModelRoute,
     RequestOption,
     ShortCircuit,
+    StateScope,
     ToolCall,
     ToolDecision,
     TurnContext,
@@ -81,6 +82,7 @@ __all__ = [
     "SessionStartHook",
     "SetupProvider",
     "ShortCircuit",
+    "StateScope",
     "StreamingChannelProvider",
     "TagHook",
     "ToolCall",
@@ -285,6 +287,35 @@ class ExtensionContext(Protocol):
 
     def request_restart(self) -> None: ...
     def request_shutdown(self) -> None: ...
+
+    # State (SPEC §9): JSON values in the kernel's store, so an extension keeps
+    # what it needs across turns (and restarts) without files of its own. Scope
+    # "session" (the default) is this extension's state in the session of the
+    # turn being served — outside a turn it raises ``StateScopeError``; scope
+    # "extension" is this extension's own across sessions. Keys expire after
+    # ``state.ttl_s`` without a read or write; the least recently used keys are
+    # evicted beyond ``state.max_bytes_per_extension``.
+
+    async def get_state(
+        self, key: str, default: Any = None, *, scope: StateScope = "session"
+    ) -> Any:
+        """The value stored under ``key`` (as JSON gives it back), else ``default``;
+        reading refreshes the key's expiry."""
+        ...
+
+    async def set_state(self, key: str, value: Any, *, scope: StateScope = "session") -> None:
+        """Store ``value`` (JSON only: anything else is a ``TypeError`` naming the key).
+        Refused with ``StateLimitError`` when the session's share would pass
+        ``state.max_bytes_per_session``."""
+        ...
+
+    async def delete_state(self, key: str, *, scope: StateScope = "session") -> None:
+        """Forget ``key`` (nothing happens when it is not there)."""
+        ...
+
+    async def clear_state(self, *, scope: StateScope = "session") -> None:
+        """Forget every key of the scope: the current session's, or the extension-wide ones."""
+        ...
 
 
 class AgentExtensionContext(ExtensionContext, Protocol):

@@ -23,6 +23,7 @@ __all__ = [
     "ModelRoute",
     "RequestOption",
     "ShortCircuit",
+    "StateScope",
     "ToolCall",
     "ToolDecision",
     "TurnContext",
@@ -47,6 +48,11 @@ class TurnContext:
     session_id: str | None = None
     turn_id: str | None = None
     sender_id: str | None = None
+
+
+# which state a state call addresses: the extension's in the current turn's
+# session, or the extension's own across sessions
+StateScope = Literal["session", "extension"]
 
 
 @dataclass(frozen=True, slots=True)

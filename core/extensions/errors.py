@@ -50,3 +50,31 @@ class SecretNotDeclaredError(PermissionDeniedError):
 
 class NotAvailableError(ExtensionError):
     """A context member whose kernel service is not running (e.g. no agent yet)."""
+
+
+class StateError(ExtensionError):
+    """Base of the errors of extension state (``get_state`` and friends)."""
+
+
+class StateScopeError(StateError):
+    """Session-scoped state asked for where no turn is being served."""
+
+    def __init__(self) -> None:
+        super().__init__("no current session: call with scope='extension' outside a turn")
+
+
+class StateLimitError(StateError):
+    """A ``set_state`` refused because it would pass a size limit (a setting)."""
+
+    def __init__(
+        self, extension_id: str, key: str, what: str, size: int, limit: int, setting: str
+    ) -> None:
+        super().__init__(
+            f"extension {extension_id!r}: set_state({key!r}) refused: {what} would hold "
+            f"{size} bytes, over the limit of {limit} (settings `{setting}`)"
+        )
+        self.extension_id = extension_id
+        self.key = key
+        self.size = size
+        self.limit = limit
+        self.setting = setting

@@ -64,7 +64,8 @@ class SessionStartHook(Protocol):
 
 @runtime_checkable
 class SessionEndHook(Protocol):
-    """Observes a session ending; ``reason`` is ``new`` (the user sent ``/new``)."""
+    """Observes a session ending: ``reason`` is ``new`` (the user sent ``/new``) or
+    ``expired`` (quiet longer than ``turns.session_idle_timeout_s``)."""
 
     async def on_session_end(self, turn: TurnContext, reason: str) -> None: ...
 

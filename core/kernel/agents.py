@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.hooked import ToolWrapper
 from core.agents.model_router import ModelRouter
-from core.extensions.context import AgentGateway
+from core.extensions.agent_gateway import AgentGateway
 from core.extensions.contract import TurnContext
 from core.extensions.errors import NotAvailableError
 from core.extensions.manifest import Manifest

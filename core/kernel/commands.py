@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from core.extensions.contract import Command, TurnContext
 from core.extensions.lifecycle import describe_exception
 from core.extensions.names import NamePolicy
+from core.extensions.state_scope import serving
 
 log = logging.getLogger("core.kernel.commands")
 
@@ -99,7 +100,8 @@ class CommandRegistry:
         deadline = asyncio.timeout(timeout_s)
         try:
             async with deadline:
-                reply = await command.handler(parsed.args, turn)
+                with serving(turn):  # a handler's session-scoped state is this turn's
+                    reply = await command.handler(parsed.args, turn)
             return "Done." if reply is None else reply
         except TimeoutError as exc:
             if not deadline.expired():

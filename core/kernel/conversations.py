@@ -1,23 +1,29 @@
 """Which ``agents`` session a conversation currently uses.
 
 A conversation is (channel, user). ``/new`` moves it to a fresh session id;
-old histories stay in the sessions database. Sessions are cached so a turn
-does not open a new SQLite connection; building one (a connect and DDL) runs
-in a worker thread, never on the event loop, and every connection opened here
-is closed.
+old histories stay in the sessions database, and the ``session_ended``
+callbacks (the kernel's: forget extension state of that session) get the old
+id. Sessions are cached so a turn does not open a new SQLite connection;
+building one (a connect and DDL) runs in a worker thread, never on the event
+loop, and every connection opened here is closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from contextlib import closing
 from pathlib import Path
 
 from core.kernel.ledger import LEDGER_DDL, LedgerSession
 
+log = logging.getLogger("core.kernel.conversations")
+
+SessionEnded = Callable[[str], Awaitable[object]]
 _CACHE_SIZE = 64
 LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
 
@@ -31,6 +37,7 @@ class Conversations:
         self._generations: dict[str, int] = {}
         self._sessions: OrderedDict[str, LedgerSession] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
+        self.session_ended: list[SessionEnded] = []
 
     async def open(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,10 +94,17 @@ class Conversations:
         return session
 
     async def start_new(self, key: str) -> str:
-        """Begin a fresh session for this conversation; returns its id."""
+        """Begin a fresh session for this conversation; returns its id. The old
+        session's ``session_ended`` callbacks run after (a failing one is logged)."""
+        ended = self.session_id(key)
         generation = self._generations.get(key, 0) + 1
         await asyncio.to_thread(self._write_generation, key, generation)
         self._generations[key] = generation
+        for callback in self.session_ended:
+            try:
+                await callback(ended)
+            except Exception:
+                log.exception("after /new: cleaning up session %s failed", ended)
         return self.session_id(key)
 
     # ------------------------------------------------------------ storage

@@ -82,6 +82,7 @@ class LedgerSession(SQLiteSession):
     synchronous = "NORMAL"  # like the journal (events.synchronous): FULL also survives power loss
 
     _tail: list[TResponseInputItem] | None = None
+    _last_at: float | None = None  # cached last_activity (0.0: never)
     _tail_limit: int | None = None
 
     async def history(self, limit: int | None) -> list[TResponseInputItem]:
@@ -90,6 +91,20 @@ class LedgerSession(SQLiteSession):
             self._tail = await self.get_items(limit)
             self._tail_limit = limit
         return trim_to_user_turn(self._tail)
+
+    async def last_activity(self) -> float | None:
+        """When this session last answered a message (epoch seconds), ``None`` if never."""
+        if self._last_at is None:
+            self._last_at = await asyncio.to_thread(self._read_last_activity)
+        return self._last_at or None
+
+    def _read_last_activity(self) -> float:
+        with self._locked_connection() as conn:
+            row = conn.execute(
+                "SELECT MAX(created_at) FROM hearth_turns WHERE session_id = ?",
+                (self.session_id,),
+            ).fetchone()
+        return float(row[0]) if row and row[0] is not None else 0.0
 
     async def recorded(self, message_key: str) -> StoredReply | None:
         """The stored reply to ``message_key``, if that message was answered before."""
@@ -205,6 +220,7 @@ class LedgerSession(SQLiteSession):
                 return earlier
             if items:
                 self._insert_items(conn, items)
+            now = time.time()
             conn.execute(
                 "INSERT INTO hearth_turns"
                 "(message_key, session_id, channel_id, user_id, reply, created_at)"
@@ -215,10 +231,11 @@ class LedgerSession(SQLiteSession):
                     reply.channel_id,
                     reply.user_id,
                     reply.text,
-                    time.time(),
+                    now,
                 ),
             )
             conn.commit()
+        self._last_at = now
         return reply
 
 

@@ -27,6 +27,7 @@ is first offered to the flow: the answer, or a new subject that denies them.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -162,7 +163,7 @@ class MessageRouter:
         if not text.strip():
             return
         async with self.conversations.lock(key):
-            session = await self.conversations.session(key)
+            session = await self._live_session(key, channel_id, user_id)
             turn = TurnContext(
                 channel_id=channel_id,
                 user_id=user_id,
@@ -189,6 +190,22 @@ class MessageRouter:
             StoredReply(message_key(event), turn.channel_id, turn.user_id, ""), []
         )
         return True
+
+    async def _live_session(self, key: str, channel_id: str, user_id: str) -> LedgerSession:
+        """The conversation's session; a fresh one when the conversation has been
+        quiet longer than ``turns.session_idle_timeout_s`` (the old one expires)."""
+        session = await self.conversations.session(key)
+        idle_limit = self.limits.session_idle_timeout_s
+        if idle_limit is None:
+            return session
+        last = await session.last_activity()
+        if last is None or time.time() - last <= idle_limit:
+            return session
+        await self.conversations.start_new(key)
+        ended = TurnContext(channel_id=channel_id, user_id=user_id, session_id=session.session_id)
+        await self.runner.hooks.session_ended(ended, "expired")
+        log.info("conversation %s was idle over %g s: new session", key, idle_limit)
+        return await self.conversations.session(key)
 
     async def _answer_command(
         self, event: Event, command: ParsedCommand, message: UserMessage, key: str

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from agents.models.interface import Model
 from core.agents import tool_name_of
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
-from core.agents.mcp_servers import McpServers, McpServerStatus
+from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
 from core.agents.toolset import build_toolset
@@ -37,33 +37,24 @@ from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
 from core.extensions.names import NamePolicy, settle
-from core.extensions.records import ExtensionRecord
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
-from core.kernel.compaction import HistoryCompactor
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.grant_command import grant_command
-from core.kernel.hooks import (
-    FrameRecorder,
-    HookCaller,
-    HookRegistry,
-    PromptAdditions,
-    ToolInterceptor,
-    TurnHooks,
-    command_hook_entries,
-    tool_guidance,
-)
 from core.kernel.router import MessageRouter
+from core.kernel.shaping import TurnShaping
+from core.kernel.status import KernelStatus
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
 from core.logging_setup import REDACTOR
 from core.scheduling import ManifestScheduler, manifest_schedules
-from core.secrets import load_secrets, secret_file_names
+from core.secrets import load_secrets
 from core.settings import Settings
+from core.state import StateStore
 from core.tools import build_core_tools
 
 log = logging.getLogger("core.kernel.runner")
@@ -71,6 +62,7 @@ log = logging.getLogger("core.kernel.runner")
 JOURNAL_FILE = "events.db"
 SESSIONS_FILE = "sessions.db"
 SCHEDULES_FILE = "schedules.db"
+STATE_FILE = "state.db"
 
 
 class Kernel:
@@ -91,7 +83,7 @@ class Kernel:
         refuse_symlinks(
             *(
                 self.data_dir / f"{name}{suffix}"
-                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE)
+                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE, STATE_FILE)
                 for suffix in ("", "-wal", "-shm", "-journal")
             )
         )
@@ -123,42 +115,27 @@ class Kernel:
         self.conversations = Conversations(
             self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
         )
+        self.state = StateStore(
+            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
+        )
+        self.conversations.session_ended.append(self.state.clear_session)
         self.context = ContextChain(
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
         self.orchestrator = LiveOrchestrator(self._build_orchestrator)
-        command_hooks = command_hook_entries(
-            settings.hooks,
-            cwd=settings.settings_file.parent if settings.settings_file else None,
-            withheld=self._withheld_from_commands(),
-        )
-        self.hook_registry = HookRegistry(lambda: self.wiring.wired(), extra=lambda: command_hooks)
-        self.hooks = TurnHooks(
-            self.hook_registry,
-            HookCaller(settings.hooks.timeout_s),
-            FrameRecorder(self.bus),
-            authoritative_routing=settings.hooks.authoritative_routing,
-        )
-        self.prompt_additions = PromptAdditions(lambda: self.wiring.wired())
-        # every tool call of every agent the kernel runs goes through the tool hooks
-        self.tool_hooks = ToolInterceptor(self.hook_registry, self.hooks.caller, self.hooks.frames)
-        # consent (ADR 0021): every call passes the gate; the orchestrator's may pause
-        self.consent = KernelConsent(
+        self.shaping = TurnShaping(
             settings,
-            db_path=self.data_dir / SESSIONS_FILE,
-            bus=self.bus,
-            frames=self.hooks.frames,
-            interceptor=self.tool_hooks,
+            wired=lambda: self.wiring.wired(),
+            frames=self.bus,
+            state=self.state,
+            model_router=self.model_router,
+        )
+        self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
+        self.consent = KernelConsent(  # ADR 0021: every tool call passes its gate
+            settings, self.data_dir / SESSIONS_FILE, self.bus, self.shaping,
             declared=lambda: declared_tools(self.wiring.wired(), self.core_tools()),
             channel_for=lambda channel_id: self.router and self.router.channels.get(channel_id),
-        )
-        self.compactor = HistoryCompactor(
-            settings.turns,
-            self.model_router,
-            self.hook_registry,
-            self.hooks.caller,
-            self.hooks.frames,
-        )
+        )  # fmt: skip
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.agents = KernelAgents(
             router=lambda: self.router,
@@ -166,7 +143,7 @@ class Kernel:
             model_router=self.model_router,
             core_tools=self.core_tools,
             extension_tools=self._extension_tools,
-            interceptor=self.tool_hooks,
+            interceptor=self.shaping.tools,
         )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
@@ -176,6 +153,7 @@ class Kernel:
             request_restart=self.request_restart,
             request_shutdown=self.request_shutdown,
             secrets=self.secrets,
+            state=self.state,
             agents=self.agents,
             list_commands=self.commands.names_and_descriptions,
             is_wired=self.wiring.is_wired,
@@ -199,15 +177,6 @@ class Kernel:
         self._redact_secrets(manifests)
         migrate_extension_data(self.data_dir, [m.id for m in manifests])
 
-    def _withheld_from_commands(self) -> set[str]:
-        """Environment names a hook command never gets: the ``.env`` file's and the
-        model API keys' (values of declared secrets are withheld as redacted)."""
-        names = set(secret_file_names())
-        names.update(
-            p.api_key_env for p in self.settings.models.providers.values() if p.api_key_env
-        )
-        return names
-
     def _redact_secrets(self, manifests: list[Manifest]) -> None:
         """Values of declared secrets and model API keys never reach a log line
         (filled before ``initialize``, which may already log them)."""
@@ -224,8 +193,9 @@ class Kernel:
         journaled and delivered once the bus runs.
         """
         await self.conversations.open()
-        await self.consent.desk.open()
+        await self.state.open()
         await self.load()
+        await self._forget_uninstalled_state()
         await self.mcp.connect()
         self.router = MessageRouter(
             bus=self.bus,
@@ -234,17 +204,21 @@ class Kernel:
             context=self.context,
             orchestrator=self.orchestrator,
             hooks=self.hooks,
-            additions=self.prompt_additions,
-            compactor=self.compactor,
+            additions=self.shaping.additions,
+            compactor=self.shaping.compactor,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
             consent=(self.consent.desk, self.consent.gate),
         )
+        status = KernelStatus(
+            self.started_at, self.model_router, self.loader, self.wiring.is_wired,
+            self.mcp, self.bus, self.consent.summary,
+        )  # fmt: skip
         builtins = builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
-            status=self,
+            status=status,
             on_session_end=self.hooks.session_ended,
         )
         assert self.loader.grants is not None
@@ -256,8 +230,8 @@ class Kernel:
         self.scheduler.subscribe()
         await self.loader.start_all()
         await self._forget_released_subscriptions()
+        await self.consent.start()  # questions left open by the last run: asked again
         await self.bus.start()
-        await self.consent.desk.start()
         await self.scheduler.start(
             manifest_schedules(self.wiring.wired(Capability.SCHEDULER), self.settings.timezone)
         )
@@ -279,11 +253,16 @@ class Kernel:
                     len(forgotten),
                 )
 
+    async def _forget_uninstalled_state(self) -> None:
+        """An extension whose directory is gone is unregistered: its state goes too.
+        (Disabled, skipped or failing ones keep theirs.)"""
+        if self.settings.extensions_dir.is_dir():
+            await self.state.forget_extensions_except(self.loader.records)
+
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
         self.orchestrator.invalidate()
-        self.hook_registry.invalidate()
-        self.prompt_additions.invalidate()
+        self.shaping.invalidate()
         self.consent.catalog.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
@@ -302,16 +281,6 @@ class Kernel:
             [("core", self.core_tools()), *extension_tools],
             [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.AGENT)],
         )
-        guidance, unknown = tool_guidance(
-            [
-                (r.ext_id, r.manifest.tool_config)
-                for r in self.wiring.wired()
-                if r.manifest is not None and not r.manifest.tool_config.empty
-            ],
-            [c.name for c in toolset.capabilities],
-        )
-        for warning in unknown:
-            log.warning("%s (tools are checked when the orchestrator is built)", warning)
         return Orchestrator(
             model_router=self.model_router,
             timezone=self.settings.timezone,
@@ -319,7 +288,7 @@ class Kernel:
             agent_tools=toolset.agent_tools,
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
-            tool_guidance=guidance,
+            tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
             interceptor=self.consent.wrapper,
         )
 
@@ -351,12 +320,13 @@ class Kernel:
         steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
             ("restart request", self._restart_request_written),
             ("scheduler", self.scheduler.stop),
-            ("approval timers", self.consent.desk.stop),
+            ("approval timers", self.consent.stop),
             ("event bus", self.bus.stop),
             ("MCP servers", self.mcp.cleanup),
             ("extensions", self.loader.shutdown),
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
+            ("extension state", self.state.aclose),
             ("model router", self.model_router.aclose),
         ]
         async with contextlib.AsyncExitStack() as stack:
@@ -387,10 +357,6 @@ class Kernel:
         if self._restart_written is not None:
             await self._restart_written
 
-    @property
-    def uptime_s(self) -> float:
-        return time.monotonic() - self.started_at
-
     # ------------------------------------------------------------ helpers
 
     def core_tools(self) -> list[Any]:
@@ -410,29 +376,9 @@ class Kernel:
         record = self.loader.records.get(ext_id)
         return list(record.tools) if record is not None and record.has(Capability.TOOL) else []
 
-    # ------------------------------------------------------------ StatusSource (/status)
-
-    def model_description(self) -> str:
-        return self.model_router.describe("orchestrator")
-
-    def extension_records(self) -> Sequence[ExtensionRecord]:
-        return list(self.loader.records.values())
-
-    def is_wired(self, ext_id: str) -> bool:
-        return self.wiring.is_wired(ext_id)
-
-    def mcp_statuses(self) -> Sequence[McpServerStatus]:
-        return self.mcp.statuses()
-
-    async def event_counts(self) -> dict[str, int]:
-        return await self.bus.journal.counts()
-
-    def consent_summary(self) -> str:
-        return self.consent.summary()
-
     def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return DeclarativeAgentAdapter(
-            manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.tool_hooks
+            manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.shaping.tools
         )
 
 

@@ -42,6 +42,7 @@ from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
 from core.extensions.lifecycle import describe_exception
+from core.extensions.state_scope import serving
 from core.kernel.commands import TOO_SLOW
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
@@ -131,6 +132,16 @@ class TurnRunner:
         While an output hook may rewrite the answer, only tool statuses are
         streamed: the user never sees raw text the hooks would have changed.
         """
+        with serving(turn):  # extensions' session state is this turn's session
+            return await self._run(text, turn, session, stream)
+
+    async def _run(
+        self,
+        text: str,
+        turn: TurnContext,
+        session: LedgerSession,
+        stream: tuple[Callback, Callback] | None,
+    ) -> TurnResult:
         started = time.monotonic()
         await self.hooks.turn_started(turn)
 

@@ -6,6 +6,9 @@ extension sees as ``PermissionDeniedError``. Synchronous members are served
 locally from what the kernel sent at load (config, declared secrets, data
 dir); ``subscribe_event`` is checked here too, so a refused subscription
 raises at the call like in-process, and again in the kernel, which decides.
+State calls carry the session of the turn this host is serving (the host sets
+``CURRENT_TURN`` around each call that carries a turn); a bad key, a value
+that is not JSON or session scope outside a turn fail here, at the call.
 """
 
 from __future__ import annotations
@@ -17,26 +20,32 @@ from pathlib import Path
 from typing import Any
 
 from core.events.topics import pattern_within
-from core.extensions.contract import EventHandler
+from core.extensions.contract import EventHandler, StateScope
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.isolation.messages import (
     AgentBackgroundParams,
     AgentTaskParams,
     AnswerRequestParams,
+    ClearStateParams,
     ContextMethod,
+    DeleteStateParams,
     EmitParams,
     Empty,
     EnrichPromptParams,
+    GetStateParams,
     InvokeAgentParams,
     InvokeStreamedParams,
     LoadParams,
     LogParams,
     Notice,
     NotifyUserParams,
+    SetStateParams,
+    StateValue,
     SubscribeParams,
     UserMessageParams,
 )
 from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.state_scope import check_key, encode_value, state_session
 
 StreamCallback = Callable[[str], Awaitable[None]]
 
@@ -173,6 +182,29 @@ class ClientContext:
     async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str:
         params = EnrichPromptParams(prompt, agent_id)
         return str(await self._peer.call(ContextMethod.ENRICH_PROMPT, params.to_wire()))
+
+    # ------------------------------------------------------------ state
+
+    async def get_state(
+        self, key: str, default: Any = None, *, scope: StateScope = "session"
+    ) -> Any:
+        params = GetStateParams(check_key(key), scope, state_session(scope))
+        answer = await self._peer.call(ContextMethod.GET_STATE, params.to_wire())
+        found = StateValue.from_wire(answer, ContextMethod.GET_STATE)
+        return found.value if found.found else default
+
+    async def set_state(self, key: str, value: Any, *, scope: StateScope = "session") -> None:
+        encode_value(check_key(key), value)  # a TypeError here, not a frame the kernel refuses
+        params = SetStateParams(key, value, scope, state_session(scope))
+        await self._peer.call(ContextMethod.SET_STATE, params.to_wire())
+
+    async def delete_state(self, key: str, *, scope: StateScope = "session") -> None:
+        params = DeleteStateParams(check_key(key), scope, state_session(scope))
+        await self._peer.call(ContextMethod.DELETE_STATE, params.to_wire())
+
+    async def clear_state(self, *, scope: StateScope = "session") -> None:
+        params = ClearStateParams(scope, state_session(scope))
+        await self._peer.call(ContextMethod.CLEAR_STATE, params.to_wire())
 
     # ------------------------------------------------------------ system
 

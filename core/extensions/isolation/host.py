@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.extensions.capabilities import PROTOCOLS, Capability, detect_capabilities
-from core.extensions.contract import Command
+from core.extensions.contract import Command, TurnContext
 from core.extensions.importer import import_entrypoint
 from core.extensions.isolation.client_context import ClientContext, ForwardingLogHandler
 from core.extensions.isolation.hook_wire import (
@@ -55,6 +55,7 @@ from core.extensions.isolation.protocol import (
     turn_from_wire,
 )
 from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.state_scope import serving
 
 _PR_SET_PDEATHSIG = 1
 STREAM_LIMIT = 1024 * 1024
@@ -146,15 +147,21 @@ class HostServer:
         if name not in self.allowed:
             raise LookupError(f"{name!r} is not a method of a protocol this extension implements")
         if name in HOOK_METHODS:
-            result = await getattr(self.ext, name)(*hook_args_from_wire(name, args))
+            hook_args = hook_args_from_wire(name, args)
+            current = next((a for a in hook_args if isinstance(a, TurnContext)), None)
+            with serving(current):  # a hook's state calls see the turn it serves
+                result = await getattr(self.ext, name)(*hook_args)
             return encode_hook_result(name, result)
+        turn = None
         if name == "get_context":
-            args[1] = turn_from_wire(args[1])
+            args[1] = turn = turn_from_wire(args[1])
         elif name == "invoke":
-            args = [args[0], invocation_from_wire(args[1] if len(args) > 1 else None)]
+            invocation = invocation_from_wire(args[1] if len(args) > 1 else None)
+            args, turn = [args[0], invocation], invocation.turn if invocation else None
         elif name == "ask_user" and len(args) == 2:
             args[1] = request_from_wire(args[1])
-        result = await getattr(self.ext, name)(*args)
+        with serving(turn):  # session-scoped state belongs to the turn the call serves
+            result = await getattr(self.ext, name)(*args)
         if name == "invoke":
             return asdict(result)
         if name == "on_setup_complete":
@@ -167,19 +174,23 @@ class HostServer:
         tool = self.tools.get(params.name)
         if tool is None:
             raise LookupError(f"unknown tool {params.name!r}")
+        turn = turn_from_wire(params.turn)
         context = ToolContext(
-            context=turn_from_wire(params.turn),
+            context=turn,
             tool_name=tool.name,
             tool_call_id=params.call_id or "isolated",
             tool_arguments=params.args or "{}",
         )
-        return _jsonable(await tool.on_invoke_tool(context, params.args or "{}"))
+        with serving(turn):
+            return _jsonable(await tool.on_invoke_tool(context, params.args or "{}"))
 
     async def rpc_command(self, params: CommandParams) -> str | None:
         command = self.commands.get(params.name)
         if command is None:
             raise LookupError(f"unknown command {params.name!r}")
-        reply = await command.handler(params.args, turn_from_wire(params.turn))
+        turn = turn_from_wire(params.turn)
+        with serving(turn):
+            reply = await command.handler(params.args, turn)
         return None if reply is None else str(reply)
 
     async def rpc_event(self, params: EventParams) -> None:

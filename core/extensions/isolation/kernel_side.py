@@ -6,6 +6,9 @@ emits and subscriptions, system topics). Parameters come from untrusted code
 and are decoded into their typed payload (``messages.py``) before use. Log
 lines are rate-limited (one ``LogLimiter``) and their control characters
 escaped, so a plugin can neither flood the kernel's log nor forge lines in it.
+State requests reach the store under this connection's extension id only (no
+request names an extension), in the session the request says the host is
+serving: a host can address only its own extension's state.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.extensions.context import KernelContext
+from core.extensions.contract import TurnContext
 from core.extensions.errors import PermissionDeniedError
 from core.extensions.isolation.messages import (
     KERNEL_NOTIFICATIONS,
@@ -22,24 +26,33 @@ from core.extensions.isolation.messages import (
     AgentBackgroundParams,
     AgentTaskParams,
     AnswerRequestParams,
+    ClearStateParams,
     ContextMethod,
+    DeleteStateParams,
     EmitParams,
     EnrichPromptParams,
+    GetStateParams,
     InvokeAgentParams,
     InvokeStreamedParams,
     LogParams,
     Notice,
     NotifyUserParams,
+    SetStateParams,
+    StateValue,
     StreamKind,
     SubscribeParams,
     UserMessageParams,
     decode,
 )
 from core.extensions.isolation.ratelimit import LogLimiter
+from core.extensions.state_scope import serving
 from core.logging_setup import escape_control
 
 SubscribeCallback = Callable[[str, int, str], None]
 StreamCall = Callable[[int, StreamKind, str], Awaitable[None]]
+StateParams = GetStateParams | SetStateParams | DeleteStateParams | ClearStateParams
+MAX_SESSION_ID_CHARS = 512
+_ABSENT = object()
 
 
 class ContextServer:
@@ -92,9 +105,29 @@ class ContextServer:
             return await self._invoke_streamed(p.prompt, p.stream)
         if isinstance(p, EnrichPromptParams):
             return await ctx.enrich_prompt(p.prompt, p.agent_id)
+        if isinstance(p, StateParams):
+            return await self._state(p)
         if method == ContextMethod.LIST_COMMANDS:
             return [list(row) for row in await ctx.list_commands()]
         raise LookupError(f"unknown context method {method!r}")
+
+    async def _state(self, p: StateParams) -> Any:
+        """One state call, made by this extension's context in the request's session
+        (and in no turn at all when it names none: never the kernel task's own)."""
+        session = p.session_id
+        if session is not None and not 0 < len(session) <= MAX_SESSION_ID_CHARS:
+            raise ValueError(f"session_id must have 1 to {MAX_SESSION_ID_CHARS} characters")
+        ctx = self._ctx
+        with serving(TurnContext(session_id=session) if session else None):
+            if isinstance(p, GetStateParams):
+                value = await ctx.get_state(p.key, _ABSENT, scope=p.scope)
+                found = value is not _ABSENT
+                return StateValue(found, value if found else None).to_wire()
+            if isinstance(p, SetStateParams):
+                return await ctx.set_state(p.key, p.value, scope=p.scope)
+            if isinstance(p, DeleteStateParams):
+                return await ctx.delete_state(p.key, scope=p.scope)
+            return await ctx.clear_state(scope=p.scope)
 
     async def _invoke_streamed(self, prompt: str, stream: int) -> str:
         async def on_chunk(text: str) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from core.extensions.contract_data import StateScope
 from core.extensions.isolation.wire import FrameError, Wire, decode
 
 __all__ = [
@@ -25,14 +26,17 @@ __all__ = [
     "AgentTaskParams",
     "CallToolParams",
     "CancelParams",
+    "ClearStateParams",
     "CommandParams",
     "ContextMethod",
+    "DeleteStateParams",
     "Described",
     "EmitParams",
     "Empty",
     "EnrichPromptParams",
     "EventParams",
     "FrameError",
+    "GetStateParams",
     "HostMethod",
     "InvokeAgentParams",
     "InvokeParams",
@@ -43,6 +47,8 @@ __all__ = [
     "Notice",
     "NotifyUserParams",
     "PingResult",
+    "SetStateParams",
+    "StateValue",
     "StreamKind",
     "StreamParams",
     "SubscribeParams",
@@ -79,6 +85,10 @@ class ContextMethod(StrEnum):
     INVOKE_AGENT_STREAMED = "ctx.invoke_agent_streamed"
     LIST_COMMANDS = "ctx.list_commands"
     ENRICH_PROMPT = "ctx.enrich_prompt"
+    GET_STATE = "ctx.get_state"
+    SET_STATE = "ctx.set_state"
+    DELETE_STATE = "ctx.delete_state"
+    CLEAR_STATE = "ctx.clear_state"
 
 
 class Notice(StrEnum):
@@ -259,6 +269,46 @@ class EnrichPromptParams(Wire):
     agent_id: str | None = None
 
 
+# State: the extension id is the connection's, never a parameter; ``session_id``
+# is the session of the turn the host is serving when the call is made.
+
+
+@dataclass(frozen=True, slots=True)
+class GetStateParams(Wire):
+    key: str
+    scope: StateScope = "session"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetStateParams(Wire):
+    key: str
+    value: Any
+    scope: StateScope = "session"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteStateParams(Wire):
+    key: str
+    scope: StateScope = "session"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClearStateParams(Wire):
+    scope: StateScope = "session"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateValue(Wire):
+    """The kernel's answer to ``ctx.get_state``: a stored ``null`` is not "absent"."""
+
+    found: bool
+    value: Any = None
+
+
 @dataclass(frozen=True, slots=True)
 class SubscribeParams(Wire):
     topic: str
@@ -301,6 +351,10 @@ KERNEL_REQUESTS: dict[str, type[Wire]] = {
     ContextMethod.INVOKE_AGENT_STREAMED: InvokeStreamedParams,
     ContextMethod.LIST_COMMANDS: Empty,
     ContextMethod.ENRICH_PROMPT: EnrichPromptParams,
+    ContextMethod.GET_STATE: GetStateParams,
+    ContextMethod.SET_STATE: SetStateParams,
+    ContextMethod.DELETE_STATE: DeleteStateParams,
+    ContextMethod.CLEAR_STATE: ClearStateParams,
 }
 
 KERNEL_NOTIFICATIONS: dict[str, type[Wire]] = {

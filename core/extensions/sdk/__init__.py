@@ -14,7 +14,14 @@ from core.extensions.sdk.base import BaseExtension, NotInitializedError
 from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
 from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
-from core.extensions.sdk.testing import Emitted, FakeContext, call_tool, run_command, running
+from core.extensions.sdk.testing import (
+    Emitted,
+    FakeContext,
+    call_tool,
+    run_command,
+    running,
+    serving,
+)
 from core.extensions.sdk.timemath import (
     CronError,
     check_cron,
@@ -48,6 +55,7 @@ __all__ = [
     "resolve_zone",
     "run_command",
     "running",
+    "serving",
     "side_effects",
     "to_instant",
     "utc_now",

@@ -2,10 +2,13 @@
 
 ``FakeContext`` implements ``ExtensionContext`` in memory and records what
 the extension asks for (emits, notifications, user messages, agent tasks,
-restarts); ``deliver`` hands an event to the handlers it subscribed.
+restarts); ``deliver`` hands an event to the handlers it subscribed. Its
+state is a dict (no expiry, no limits) with the kernel's rules for keys,
+JSON values and scope: session scope needs a turn being served (``serving``).
 ``running`` initializes and starts the extension (checking its protocols as
 the loader does) and always stops and destroys it. ``run_command`` and
-``call_tool`` call one command or tool the way the kernel would.
+``call_tool`` call one command or tool the way the kernel would, serving
+their turn.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from core.extensions.contract import (
     EventHandler,
     Extension,
     ServiceProvider,
+    StateScope,
     ToolProvider,
     TurnContext,
 )
+from core.extensions.state_scope import check_key, encode_value, serving, state_session
 
-__all__ = ["Emitted", "FakeContext", "call_tool", "run_command", "running"]
+__all__ = ["Emitted", "FakeContext", "call_tool", "run_command", "running", "serving"]
 
 E = TypeVar("E", bound=Extension)
 
@@ -69,6 +74,8 @@ class FakeContext:
     commands: list[tuple[str, str]] = field(default_factory=list)
     restarts_requested: int = 0
     shutdowns_requested: int = 0
+    # (session id, or None for extension scope; key) -> the stored value
+    state: dict[tuple[str | None, str], Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.logger = logging.getLogger(f"ext.{self.extension_id}")
@@ -193,6 +200,26 @@ class FakeContext:
     async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str:
         return prompt
 
+    # ------------------------------------------------------------ state
+
+    async def get_state(
+        self, key: str, default: Any = None, *, scope: StateScope = "session"
+    ) -> Any:
+        slot = (state_session(scope), check_key(key))
+        return json.loads(json.dumps(self.state[slot])) if slot in self.state else default
+
+    async def set_state(self, key: str, value: Any, *, scope: StateScope = "session") -> None:
+        encoded = encode_value(check_key(key), value)
+        self.state[state_session(scope), key] = json.loads(encoded)
+
+    async def delete_state(self, key: str, *, scope: StateScope = "session") -> None:
+        self.state.pop((state_session(scope), check_key(key)), None)
+
+    async def clear_state(self, *, scope: StateScope = "session") -> None:
+        session = state_session(scope)
+        for slot in [slot for slot in self.state if slot[0] == session]:
+            del self.state[slot]
+
     def request_restart(self) -> None:
         self.restarts_requested += 1
 
@@ -233,7 +260,9 @@ async def run_command(
     commands = {c.name: c for c in ext.get_commands()}
     if name not in commands:
         raise LookupError(f"no command /{name}; the extension offers {sorted(commands)}")
-    return await commands[name].handler(args.strip(), turn or TurnContext())
+    turn = turn or TurnContext()
+    with serving(turn):
+        return await commands[name].handler(args.strip(), turn)
 
 
 async def call_tool(
@@ -251,7 +280,9 @@ async def call_tool(
     if name not in tools:
         raise LookupError(f"no tool {name!r}; the extension offers {sorted(tools)}")
     raw = json.dumps(arguments or {})
+    turn = turn or TurnContext()
     tool_context = ToolContext(
-        context=turn or TurnContext(), tool_name=name, tool_call_id="test", tool_arguments=raw
+        context=turn, tool_name=name, tool_call_id="test", tool_arguments=raw
     )
-    return await tools[name].on_invoke_tool(tool_context, raw)
+    with serving(turn):
+        return await tools[name].on_invoke_tool(tool_context, raw)

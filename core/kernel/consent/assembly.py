@@ -30,8 +30,8 @@ from core.kernel.consent.desk import ApprovalDesk
 from core.kernel.consent.gate import ConsentGate, ConsentWrapper
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.consent.store import ApprovalStore
-from core.kernel.hooks import FrameRecorder, ToolInterceptor
 from core.kernel.hooks.frames import FrameSink
+from core.kernel.shaping import TurnShaping
 from core.settings import Settings
 
 __all__ = ["KernelConsent", "declared_tools"]
@@ -47,14 +47,14 @@ class KernelConsent:
     def __init__(
         self,
         settings: Settings,
-        *,
         db_path: Path,
         bus: FrameSink,
-        frames: FrameRecorder,
-        interceptor: ToolInterceptor,
+        shaping: TurnShaping,
+        *,
         declared: Callable[[], Iterable[DeclaredTools]],
         channel_for: Callable[[str], Any | None],
     ) -> None:
+        frames, interceptor = shaping.hooks.frames, shaping.tools
         store = ApprovalStore(db_path, synchronous=settings.events.synchronous)
         self.desk = ApprovalDesk(
             store, bus, frames, channel_for, timeout_s=settings.policy.approval_timeout_s
@@ -64,6 +64,15 @@ class KernelConsent:
         self.gate = ConsentGate(self.policy, self.catalog, interceptor, frames)
         interceptor.admission = self.gate
         self.wrapper = ConsentWrapper(interceptor, self.gate)
+
+    async def start(self) -> None:
+        """Read the open paused turns, then time out, resume or ask again (before the
+        bus dispatches: channels are started; what is published waits for it)."""
+        await self.desk.open()
+        await self.desk.start()
+
+    async def stop(self) -> None:
+        await self.desk.stop()
 
     def commands(
         self, tools: Callable[[], Sequence[Tool]], mcp_servers: Callable[[], Sequence[MCPServer]]

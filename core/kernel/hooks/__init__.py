@@ -3,7 +3,7 @@
 from core.kernel.hooks.calls import SKIPPED, HookCaller
 from core.kernel.hooks.command_hooks import CommandSpec, CommandTarget, command_hook_entries
 from core.kernel.hooks.command_process import CommandHookError
-from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder
+from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder, FrameSink
 from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
 from core.kernel.hooks.prompt_additions import (
     AppliedAdditions,
@@ -24,6 +24,7 @@ __all__ = [
     "CommandSpec",
     "CommandTarget",
     "FrameRecorder",
+    "FrameSink",
     "HookCaller",
     "HookEntry",
     "HookRegistry",

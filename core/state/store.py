@@ -1,0 +1,234 @@
+"""``StateStore``: extension state in one kernel database (SPEC §9, ADR 0022).
+
+The async front of ``StateTable``: every call runs in the store's one
+worker thread (in call order, off the event loop, on one connection that
+``aclose`` closes), and a caller cancelled mid-call still waits for the
+started call to finish before the cancellation goes on. It logs what a user or an extension author
+needs to see — each eviction (extension id and key), the 80 % warnings
+(once per upward crossing), clears — and counts operations per
+(operation, extension id) and evictions per extension, for metrics.
+
+``session_id=None`` addresses an extension's extension-wide state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from core.extensions.state_scope import check_key, encode_value
+from core.settings import StateSettings
+from core.state.table import (
+    EXTENSION_SCOPE,
+    PER_EXTENSION,
+    PER_SESSION,
+    Limits,
+    StateTable,
+    Written,
+)
+
+__all__ = ["WARN_FRACTION", "StateStore"]
+
+log = logging.getLogger("core.state")
+
+WARN_FRACTION = 0.8  # of a limit: crossing it upwards logs a warning
+PRUNE_INTERVAL_S = 600.0  # expired rows of every extension are deleted this often (on a write)
+T = TypeVar("T")
+
+
+class StateStore:
+    """Every extension's state, in ``<data>/state.db`` (table ``hearth_extension_state``)."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        settings: StateSettings,
+        *,
+        synchronous: str = "normal",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db_path = db_path
+        self.limits = Limits(
+            settings.ttl_s, settings.max_bytes_per_extension, settings.max_bytes_per_session
+        )
+        self.operations: Counter[tuple[str, str]] = Counter()  # (operation, ext id) -> calls
+        self.evictions: Counter[str] = Counter()  # ext id -> keys evicted
+        self._table = StateTable(db_path, synchronous=synchronous)
+        self._clock = clock
+        self._worker: ThreadPoolExecutor | None = None
+        self._pruned_at = -math.inf
+
+    async def open(self) -> None:
+        """Create the table and prune what expired while the kernel was down."""
+        now = self._clock()
+        pruned = await self._thread(self._table.prune, now)
+        self._pruned_at = now
+        if pruned:
+            log.info("extension state: pruned %d expired keys", pruned)
+
+    async def aclose(self) -> None:
+        """Close the connection (kernel stop); a later call opens it again."""
+        if self._worker is not None:
+            await self._thread(self._table.close)
+            self._worker.shutdown()
+            self._worker = None
+
+    # ------------------------------------------------------------ extension calls
+
+    async def get(self, ext_id: str, session_id: str | None, key: str, default: Any = None) -> Any:
+        """What an extension reads: the value, or ``default``; renews the key's expiry
+        and its place in the LRU order."""
+        check_key(key)
+        self.operations["get", ext_id] += 1
+        raw = await self._thread(
+            self._table.get, ext_id, _scope(session_id), key, self._clock(), self.limits.ttl_s
+        )
+        return default if raw is None else json.loads(raw)
+
+    async def set(self, ext_id: str, session_id: str | None, key: str, value: Any) -> None:
+        """Store a JSON value; ``StateLimitError`` over a limit; evicts beyond the cap."""
+        check_key(key)
+        encoded = encode_value(key, value)
+        session = _scope(session_id)
+        self.operations["set", ext_id] += 1
+        now = self._clock()
+        written = await self._thread(
+            self._table.write, ext_id, session, key, encoded, now, self.limits
+        )
+        self._report(ext_id, session, written)
+        if now - self._pruned_at > PRUNE_INTERVAL_S:
+            self._pruned_at = now
+            await self._thread(self._table.prune, now)
+
+    async def delete(self, ext_id: str, session_id: str | None, key: str) -> bool:
+        """Forget one key; whether it was there."""
+        check_key(key)
+        self.operations["delete", ext_id] += 1
+        return await self._thread(self._table.delete, ext_id, _scope(session_id), key)
+
+    async def clear(self, ext_id: str, session_id: str | None) -> int:
+        """Forget the extension's keys of one scope (logged); how many there were."""
+        session = _scope(session_id)
+        self.operations["clear", ext_id] += 1
+        count = await self._thread(self._table.clear, ext_id, session)
+        log.info("extension %s cleared its state (%s): %d keys", ext_id, _where(session), count)
+        return count
+
+    # ------------------------------------------------------------ kernel calls
+
+    async def read(self, ext_id: str, session_id: str | None, key: str, default: Any = None) -> Any:
+        """What the kernel reads (e.g. a prompt addition's ``state_value`` condition):
+        the value, or ``default``; unlike ``get`` it renews nothing."""
+        raw = await self._thread(
+            self._table.get, ext_id, _scope(session_id), key, self._clock(), None
+        )
+        return default if raw is None else json.loads(raw)
+
+    async def clear_session(self, session_id: str) -> int:
+        """Forget every extension's state of a session that ended (``/new``)."""
+        counts = await self._thread(self._table.clear_session, session_id)
+        if counts:
+            described = ", ".join(f"{ext} ({n} keys)" for ext, n in sorted(counts.items()))
+            log.info("session %s ended: forgot the state of %s", session_id, described)
+        return sum(counts.values())
+
+    async def forget_extensions_except(self, installed: Collection[str]) -> dict[str, int]:
+        """Forget the state of extensions that are no longer installed (kernel start)."""
+        forget = self._table.forget_extensions_except
+        gone = await self._thread(forget, frozenset(installed))
+        for ext_id, count in sorted(gone.items()):
+            log.info(
+                "extension %s is no longer installed: forgot its state (%d keys)", ext_id, count
+            )
+        return gone
+
+    async def size_bytes(self, ext_id: str, session_id: str | None = None) -> int:
+        """Bytes the extension's state holds (in one session's scope, when given)."""
+        scope = None if session_id is None else _scope(session_id)
+        return await self._thread(self._table.usage, ext_id, scope)
+
+    # ------------------------------------------------------------ helpers
+
+    async def _thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the store's worker thread, after the calls made before it."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="hearth-state")
+        call = functools.partial(fn, *args)
+        return await _finish(asyncio.get_running_loop().run_in_executor(self._worker, call))
+
+    def _report(self, ext_id: str, session_id: str, written: Written) -> None:
+        limits = self.limits
+        for gone in written.evicted:
+            log.warning(
+                "extension %s: evicted state key %r (%s, %d bytes, least recently used) to stay "
+                "within %s (%d bytes)",
+                ext_id,
+                gone.key,
+                _where(gone.session_id),
+                gone.size,
+                PER_EXTENSION,
+                limits.max_bytes_per_extension,
+            )
+        self.evictions[ext_id] += len(written.evicted)
+        if _crossed(
+            written.extension_before, written.extension_after, limits.max_bytes_per_extension
+        ):
+            log.warning(
+                "extension %s: its state holds %d bytes, over 80%% of %s (%d); the least "
+                "recently used keys are evicted beyond it",
+                ext_id,
+                written.extension_after,
+                PER_EXTENSION,
+                limits.max_bytes_per_extension,
+            )
+        if session_id != EXTENSION_SCOPE and _crossed(
+            written.session_before, written.session_after, limits.max_bytes_per_session
+        ):
+            log.warning(
+                "extension %s: its state of session %s holds %d bytes, over 80%% of %s (%d); "
+                "writes beyond it are refused",
+                ext_id,
+                session_id,
+                written.session_after,
+                PER_SESSION,
+                limits.max_bytes_per_session,
+            )
+
+
+def _scope(session_id: str | None) -> str:
+    if session_id is None:
+        return EXTENSION_SCOPE
+    if not session_id:
+        raise ValueError("a session id must not be empty (None addresses extension scope)")
+    return session_id
+
+
+def _where(session_id: str) -> str:
+    return "extension scope" if session_id == EXTENSION_SCOPE else f"session {session_id}"
+
+
+def _crossed(before: int, after: int, limit: int) -> bool:
+    threshold = WARN_FRACTION * limit
+    return before < threshold <= after
+
+
+async def _finish(call: Awaitable[T]) -> T:
+    """Await a worker-thread call; when the caller is cancelled, let the started
+    call finish first (its write lands or not, never half), then re-raise."""
+    task = asyncio.ensure_future(call)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await task
+        raise
