@@ -118,10 +118,24 @@ def mcp_side_effects(annotations: Any) -> tuple[bool, str]:
     ``readOnlyHint`` false, ``destructiveHint`` true): only a read-only tool has none."""
     if annotations is None:
         return True, "MCP tool without annotations"
-    read_only = getattr(annotations, "readOnlyHint", None)
-    destructive = getattr(annotations, "destructiveHint", None)
+    read_only = _hint(annotations, "readOnlyHint", "read_only_hint")
+    destructive = _hint(annotations, "destructiveHint", "destructive_hint")
     if read_only is True and destructive is not True:
         return False, "MCP readOnlyHint"
     if destructive is False:
         return True, "MCP: writes (destructiveHint false, not readOnlyHint)"
     return True, "MCP: not readOnlyHint"
+
+
+def _hint(annotations: Any, *names: str) -> Any:
+    """One annotation by its wire name or the ``mcp`` package's attribute name
+    (they differ between versions), from an object or a dict."""
+    for name in names:
+        value = (
+            annotations.get(name)
+            if isinstance(annotations, dict)
+            else getattr(annotations, name, None)
+        )
+        if value is not None:
+            return value
+    return None
