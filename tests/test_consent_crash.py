@@ -6,10 +6,14 @@ user still gets one reply. Real kernel subprocesses, the fake model server."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+from conftest import PROJECT_ROOT
 from fake_openai import FakeOpenAIServer, ToolCall
 from harness import CAPTURE_MANIFEST, count_mentions, session_history
 from test_kernel_crash import kill, model_settings, start_kernel
@@ -175,3 +179,11 @@ def test_sigkill_while_an_approved_call_runs_never_runs_it_twice(make_ext, setti
     assert lines(files["log"]) == ["moon"]  # started once, never again
     assert lines(files["out"]).count("It may not have launched.") == 1
     assert "not run again" in srv.requests[-1]["messages"][-1]["content"]
+    frames = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings),
+         "events", "--topic", "hook.approval", "--json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    decisions = [(e["payload"]["decision"], e["payload"]["by"]) for e in json.loads(frames.stdout)]
+    assert sorted(d for d, _ in decisions) == ["approved", "asked", "interrupted"]
+    assert ("approved", "inbox:u1") in decisions

@@ -174,7 +174,7 @@ class ApprovalDesk:
         self._turns[stored.message_key] = stored
         reasons = {a.call.call_id or "": a.verdict.reason for a in asked}
         for approval in stored.approvals:
-            await self._frame(stored, approval, "asked", "policy", reasons.get(approval.call_id))
+            await self.record(stored, approval, "asked", "policy", reasons.get(approval.call_id))
             self._arm(approval)
             await self._show(stored, approval)
         return stored
@@ -272,7 +272,7 @@ class ApprovalDesk:
             await asyncio.to_thread(self._store.grant, grant)
             self._grants[grant.tool] = grant
         kind = "always" if always and status == "approved" else status
-        await self._frame(turn, decided, kind, by)
+        await self.record(turn, decided, kind, by)
         await self._close(turn, decided, status, always)
         if not _pending(turn):
             await self._resume_due(turn)
@@ -348,7 +348,7 @@ class ApprovalDesk:
         if error is not None:
             log.error("timing out question %s failed: %s", approval_id, describe_exception(error))
 
-    async def _frame(
+    async def record(
         self,
         turn: PausedTurn,
         approval: Approval,
@@ -356,6 +356,7 @@ class ApprovalDesk:
         by: str,
         reason: str | None = None,
     ) -> None:
+        """Journal one decision about ``approval`` as a ``hook.approval`` frame."""
         context = TurnContext(
             channel_id=turn.channel_id, user_id=turn.user_id,
             session_id=turn.session_id, turn_id=turn.message_key,

@@ -109,6 +109,10 @@ class ApprovalFlow:
         stored = await session.recorded(message_key)
         if stored is None:
             interrupted = paused.status == "resuming"
+            if interrupted:  # a crash in the middle of the last attempt
+                for approval in paused.approvals:
+                    if approval.status == "approved":
+                        await self.desk.record(paused, approval, "interrupted", "kernel")
             await self.desk.mark_resuming(message_key)
             turn = _turn_of(paused)
 
