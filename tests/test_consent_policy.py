@@ -200,9 +200,7 @@ ISOLATED_TOOLS = ext_code(
 )
 
 
-async def test_an_isolated_extensions_tools_carry_their_declaration_across(
-    make_ext, settings_file
-):
+async def test_an_isolated_extensions_tools_carry_their_declaration_across(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("probe", ISOLATED_TOOLS, {"isolation": "process"})
     async with running_kernel(settings_file(policy={"profile": "safe"})) as kernel:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.datadir import extension_data_dir
-from core.events.models import Event
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
@@ -39,9 +38,11 @@ from core.extensions.contract import (
     StateScope,
 )
 from core.extensions.errors import PermissionDeniedError, SecretNotDeclaredError
+from core.extensions.handlers import logged_handler, when_wired
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
-from core.extensions.state_scope import state_session
+from core.extensions.state_scope import current_turn, state_session
+from core.extensions.ui_gateway import UiGateway
 from core.logging_setup import guard_extension_logger
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ class KernelServices:
     secrets: Mapping[str, str]
     state: StateStore
     agents: AgentGateway = field(default_factory=AgentGateway)
+    ui: UiGateway = field(default_factory=UiGateway)  # questions to the user (ADR 0021)
     list_commands: Callable[[], list[tuple[str, str]]] = list
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
@@ -175,8 +177,10 @@ class KernelContext:
             )
         name = getattr(handler, "__qualname__", type(handler).__name__)
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
-        gate = _when_wired(self.extension_id, self._services.is_wired, self.logger)
-        self._services.bus.subscribe(topic, gate(_logged(handler, self.logger)), subscriber_id)
+        gate = when_wired(self.extension_id, self._services.is_wired, self.logger)
+        self._services.bus.subscribe(
+            topic, gate(logged_handler(handler, self.logger)), subscriber_id
+        )
         self.subscriptions.append(subscriber_id)
 
     async def notify_user(
@@ -233,6 +237,19 @@ class KernelContext:
             sender_id=sender_id,
         ).to_payload()
         await self._publish(SystemTopics.UI_ANSWER, payload)
+
+    async def ui_request(
+        self,
+        kind: str,
+        prompt: str,
+        options: Sequence[str] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> str | None:
+        """Ask the user of the turn being served (seed 003 UI requests)."""
+        self._require(self.permissions.notify, "notify", "ask the user")
+        turn, chosen = current_turn(), list(options)
+        return await self._services.ui.ask(self.extension_id, turn, kind, prompt, chosen, timeout_s)
 
     async def _publish(
         self,
@@ -363,36 +380,3 @@ _GUARDED_TOPICS = {
     SystemTopics.AGENT_TASK: "agent",
     SystemTopics.AGENT_BACKGROUND: "agent",
 }
-
-
-def _logged(handler: EventHandler, logger: logging.Logger) -> EventHandler:
-    """Log a failing handler's error under the extension's logger, then re-raise
-    so the bus retries it."""
-
-    async def run(event: Event) -> None:
-        try:
-            await handler(event)
-        except Exception:
-            logger.exception("handler for %s (event %s) failed", event.topic, event.id)
-            raise
-
-    run.__qualname__ = getattr(handler, "__qualname__", "handler")
-    return run
-
-
-def _when_wired(
-    ext_id: str, is_wired: Callable[[str], bool], logger: logging.Logger
-) -> Callable[[EventHandler], EventHandler]:
-    """Deliver to the handler only while the extension is wired (active and started)."""
-
-    def wrap(handler: EventHandler) -> EventHandler:
-        async def run(event: Event) -> None:
-            if not is_wired(ext_id):
-                logger.warning("not active: event %s (%s) not delivered", event.id, event.topic)
-                return
-            await handler(event)
-
-        run.__qualname__ = getattr(handler, "__qualname__", "handler")
-        return run
-
-    return wrap

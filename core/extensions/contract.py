@@ -281,6 +281,24 @@ class ExtensionContext(Protocol):
         The kernel checks that it comes from the conversation and sender asked."""
         ...
 
+    async def ui_request(
+        self,
+        kind: str,
+        prompt: str,
+        options: Sequence[str] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> str | None:
+        """Ask the user of the turn being served (a tool call, a command) on their
+        channel, and wait for the answer (seed 003 UI requests).
+
+        ``kind``: ``confirm`` (answers ``"yes"`` / ``"no"``), ``select`` (one of
+        ``options``) or ``input`` (the text typed). ``None`` when no answer came
+        within ``timeout_s`` (default 120 s; the turn's own deadline still
+        applies). Outside a conversation's turn it raises ``NotAvailableError``.
+        Needs ``permissions.notify`` (default true)."""
+        ...
+
     async def list_commands(self) -> list[tuple[str, str]]:
         """Every slash command the kernel answers, as (name, description), by name."""
         ...

@@ -45,7 +45,7 @@ from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext
 from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
 from core.kernel.compaction import HistoryCompactor
-from core.kernel.consent import ApprovalDesk, ApprovalFlow, ConsentGate, Responder
+from core.kernel.consent import ApprovalDesk, ApprovalFlow, ConsentGate, Responder, UiRequests
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
@@ -80,7 +80,7 @@ class MessageRouter:
         max_turns: int = 10,
         user_facing_errors: tuple[type[Exception], ...] = (),
         turns: TurnsSettings | None = None,
-        consent: tuple[ApprovalDesk, ConsentGate] | None = None,
+        consent: tuple[ApprovalDesk, ConsentGate, UiRequests] | None = None,
     ) -> None:
         self.bus = bus
         self.conversations = conversations
@@ -103,8 +103,8 @@ class MessageRouter:
         self.outbox = ReplyOutbox(bus, self.channels.get, send_timeout_s=self.limits.send_timeout_s)
         self.approvals: ApprovalFlow | None = None
         if consent is not None:
-            desk, gate = consent
-            self.approvals = ApprovalFlow(desk, gate, self.runner, conversations, self.outbox)
+            desk, gate, ui = consent
+            self.approvals = ApprovalFlow(desk, gate, ui, self.runner, conversations, self.outbox)
 
     # ------------------------------------------------------------ wiring
 

@@ -155,6 +155,7 @@ class Kernel:
             secrets=self.secrets,
             state=self.state,
             agents=self.agents,
+            ui=self.consent.ui,
             list_commands=self.commands.names_and_descriptions,
             is_wired=self.wiring.is_wired,
         )
@@ -209,7 +210,7 @@ class Kernel:
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
-            consent=(self.consent.desk, self.consent.gate),
+            consent=(self.consent.desk, self.consent.gate, self.consent.ui),
         )
         status = KernelStatus(
             self.started_at, self.model_router, self.loader, self.wiring.is_wired,

@@ -194,7 +194,10 @@ class TurnRunner:
             result = await Runner.run(agent, restored)
             return await self._finished(result, input_items, turn)
 
-        outcome = await self._guarded(attempt, f"resumed turn for {turn.session_id}", TurnResult)
+        with serving(turn):  # as in ``run``: tools see this turn (state, questions)
+            outcome = await self._guarded(
+                attempt, f"resumed turn for {turn.session_id}", TurnResult
+            )
         await self._ended(turn, outcome, started)
         return outcome
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +42,12 @@ from core.extensions.isolation.messages import (
     SetStateParams,
     StateValue,
     SubscribeParams,
+    UiRequestParams,
     UserMessageParams,
 )
+from core.extensions.isolation.protocol import turn_to_wire
 from core.extensions.isolation.rpc import RpcPeer
-from core.extensions.state_scope import check_key, encode_value, state_session
+from core.extensions.state_scope import check_key, current_turn, encode_value, state_session
 
 StreamCallback = Callable[[str], Awaitable[None]]
 
@@ -157,6 +159,19 @@ class ClientContext:
     ) -> None:
         params = AnswerRequestParams(request_id, answer, user_id, sender_id)
         await self._peer.call(ContextMethod.ANSWER_REQUEST, params.to_wire())
+
+    async def ui_request(
+        self,
+        kind: str,
+        prompt: str,
+        options: Sequence[str] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> str | None:
+        turn = turn_to_wire(current_turn())
+        params = UiRequestParams(kind, prompt, [str(o) for o in options], timeout_s, turn)
+        answer = await self._peer.call(ContextMethod.UI_REQUEST, params.to_wire())
+        return None if answer is None else str(answer)
 
     # ------------------------------------------------------------ agents
 

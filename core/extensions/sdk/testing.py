@@ -19,7 +19,7 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,6 +69,9 @@ class FakeContext:
     notifications: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     user_messages: list[dict[str, Any]] = field(default_factory=list)
     answers: list[dict[str, Any]] = field(default_factory=list)
+    # ui_request: what the user "answers", in order (None: no answer), and what was asked
+    ui_answers: list[str | None] = field(default_factory=list)
+    ui_requests: list[tuple[str, str, list[str]]] = field(default_factory=list)
     agent_tasks: list[str] = field(default_factory=list)
     subscriptions: list[tuple[str, EventHandler]] = field(default_factory=list)
     commands: list[tuple[str, str]] = field(default_factory=list)
@@ -177,6 +180,18 @@ class FakeContext:
             answer_payload["sender_id"] = sender_id
         self.answers.append(answer_payload)
         await self.emit("system.ui.answer", {**answer_payload, "channel_id": self.extension_id})
+
+    async def ui_request(
+        self,
+        kind: str,
+        prompt: str,
+        options: Sequence[str] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> str | None:
+        """Recorded in ``ui_requests``; answered with the next of ``ui_answers``."""
+        self.ui_requests.append((kind, prompt, list(options)))
+        return self.ui_answers.pop(0) if self.ui_answers else None
 
     async def list_commands(self) -> list[tuple[str, str]]:
         return sorted(self.commands)

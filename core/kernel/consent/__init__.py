@@ -7,6 +7,7 @@ from core.kernel.consent.flow import ApprovalFlow
 from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall, ConsentGate, ConsentWrapper
 from core.kernel.consent.policy import ConsentPolicy, Grant, ToolInfo, Verdict
 from core.kernel.consent.store import Approval, ApprovalStore, PausedTurn
+from core.kernel.consent.ui import UiRequests
 from core.kernel.consent.wording import describe_call, parse_answer, question_text
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Responder",
     "ToolCatalog",
     "ToolInfo",
+    "UiRequests",
     "Verdict",
     "consent_commands",
     "describe_call",

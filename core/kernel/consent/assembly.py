@@ -30,6 +30,7 @@ from core.kernel.consent.desk import ApprovalDesk
 from core.kernel.consent.gate import ConsentGate, ConsentWrapper
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.consent.store import ApprovalStore
+from core.kernel.consent.ui import UiRequests
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.shaping import TurnShaping
 from core.settings import Settings
@@ -64,6 +65,7 @@ class KernelConsent:
         self.gate = ConsentGate(self.policy, self.catalog, interceptor, frames)
         interceptor.admission = self.gate
         self.wrapper = ConsentWrapper(interceptor, self.gate)
+        self.ui = UiRequests(channel_for, frames, self.desk.holds)
 
     async def start(self) -> None:
         """Read the open paused turns, then time out, resume or ask again (before the
@@ -86,7 +88,7 @@ class KernelConsent:
                 infos.extend(await _mcp_infos(server))
             return infos
 
-        return consent_commands(self.desk, self.policy, list_tools)
+        return consent_commands(self.desk, self.policy, list_tools, self.ui)
 
     def summary(self) -> str:
         return policy_summary(self.policy, self.desk)

@@ -4,7 +4,8 @@
 buttons; without an id they answer the conversation's only open question.
 ``/policy`` shows the profile, the rules, the "always allow" answers and the
 effective action of every tool on the channel it is asked from;
-``/policy revoke TOOL`` forgets an "always allow".
+``/policy revoke TOOL`` forgets an "always allow". ``/answer ID TEXT`` answers
+an extension's question (``confirm``, ``select``, ``input``) in words.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from core.extensions.contract import Command, TurnContext
 from core.kernel.consent.desk import ApprovalDesk, Responder
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
+from core.kernel.consent.ui import UiRequests
 from core.kernel.consent.wording import Choice
 from core.kernel.conversations import Conversations
 
@@ -28,9 +30,10 @@ _PROFILES = {
 
 
 def consent_commands(
-    desk: ApprovalDesk, policy: ConsentPolicy, list_tools: ListTools
+    desk: ApprovalDesk, policy: ConsentPolicy, list_tools: ListTools, ui: UiRequests
 ) -> list[Command]:
-    """The consent commands, bound to the kernel's desk, policy and tool list."""
+    """The consent commands, bound to the kernel's desk, policy, tool list and the
+    extensions' open questions (``/answer``)."""
 
     async def answer(args: str, turn: TurnContext, choice: Choice) -> str:
         parts = args.split()
@@ -63,7 +66,15 @@ def consent_commands(
             return f"{parts[1]} was not always allowed."
         return _policy_text(policy, desk, await list_tools(), turn.channel_id)
 
+    async def answer_(args: str, turn: TurnContext) -> str:
+        request_id, _, text = args.strip().partition(" ")
+        if not request_id:
+            return "Usage: /answer ID YOUR ANSWER"
+        responder = Responder(turn.channel_id or "", turn.user_id or "", turn.sender_id)
+        return await ui.answer(request_id, text, responder)
+
     return [
+        Command("answer", "answer a question an extension asked: /answer ID TEXT", answer_),
         Command("approve", "allow a tool call that waits: /approve ID [always]", approve),
         Command("deny", "refuse a tool call that waits: /deny ID", deny),
         Command("policy", "which tools run, ask or are denied here; /policy revoke TOOL", policy_),

@@ -155,6 +155,10 @@ class ApprovalDesk:
             for approval in _pending(turn)
         ]
 
+    def holds(self, approval_id: str) -> bool:
+        """Whether ``approval_id`` is an open question (ids are never shared)."""
+        return self._find(approval_id) is not None
+
     def open_count(self) -> int:
         return sum(len(_pending(turn)) for turn in self._turns.values())
 

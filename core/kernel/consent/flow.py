@@ -35,6 +35,7 @@ from core.extensions.contract import ToolCall, TurnContext
 from core.kernel.consent.desk import ApprovalDesk, Responder
 from core.kernel.consent.gate import ConsentGate
 from core.kernel.consent.store import PausedTurn
+from core.kernel.consent.ui import UiRequests
 from core.kernel.consent.wording import denial_for_model, parse_answer
 from core.kernel.conversations import Conversations
 from core.kernel.ledger import StoredReply
@@ -65,12 +66,14 @@ class ApprovalFlow:
         self,
         desk: ApprovalDesk,
         gate: ConsentGate,
+        ui: UiRequests,
         runner: Resumer,
         conversations: Conversations,
         outbox: ReplyOutbox,
     ) -> None:
         self.desk = desk
         self.gate = gate
+        self.ui = ui
         self._runner = runner
         self._conversations = conversations
         self._outbox = outbox
@@ -182,13 +185,17 @@ class ApprovalFlow:
         return False
 
     async def on_answer_event(self, event: Event) -> None:
-        """``system.ui.answer`` for an approval: a button, or the CLI's prompt line."""
+        """``system.ui.answer``: a button or the CLI's prompt line, for an approval or
+        an extension's question."""
         answer = read_system_payload(UiAnswer, event, subscriber="kernel.consent")
         if answer is None:
             return
         responder = Responder(answer.channel_id, answer.user_id, answer.sender_id)
-        choice = parse_answer(answer.answer) or "deny"
-        outcome = await self.desk.answer(answer.request_id, choice, responder)
+        if self.ui.owns(answer.request_id):
+            outcome = await self.ui.answer(answer.request_id, answer.answer, responder)
+        else:
+            choice = parse_answer(answer.answer) or "deny"
+            outcome = await self.desk.answer(answer.request_id, choice, responder)
         log.info("answer to %s from %s: %s", answer.request_id, answer.channel_id, outcome)
 
 
