@@ -21,10 +21,12 @@ from core.extensions.contract import (
     CompactionHook,
     ContextProvider,
     Extension,
+    InputGuardrailHook,
     InputMessagesHook,
     InteractiveChannel,
     LlmOutputHook,
     ModelRoutingHook,
+    OutputGuardrailHook,
     PlainTextHook,
     SchedulerProvider,
     ServiceProvider,
@@ -67,6 +69,9 @@ class Capability(StrEnum):
     AFTER_TOOL_CALL = "AfterToolCallHook"
     MODEL_ROUTING = "ModelRoutingHook"
     COMPACTION = "CompactionHook"
+    # guardrails for the orchestrator (seed 004, ADR 0021)
+    INPUT_GUARDRAIL = "InputGuardrailHook"
+    OUTPUT_GUARDRAIL = "OutputGuardrailHook"
 
 
 # protocol -> the methods the kernel awaits
@@ -98,6 +103,8 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     AfterToolCallHook: ("after_tool_call",),
     ModelRoutingHook: ("route_model",),
     CompactionHook: ("on_compaction",),
+    InputGuardrailHook: ("check_input",),
+    OutputGuardrailHook: ("check_output",),
 }
 HOOKS: frozenset[Capability] = frozenset(
     {
@@ -113,6 +120,8 @@ HOOKS: frozenset[Capability] = frozenset(
         Capability.AFTER_TOOL_CALL,
         Capability.MODEL_ROUTING,
         Capability.COMPACTION,
+        Capability.INPUT_GUARDRAIL,
+        Capability.OUTPUT_GUARDRAIL,
     }
 )
 LIFECYCLE_ASYNC = ("initialize", "start", "stop", "destroy")

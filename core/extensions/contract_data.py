@@ -20,6 +20,7 @@ __all__ = [
     "Command",
     "CommandHandler",
     "CompactionPlan",
+    "GuardrailTrip",
     "ModelRoute",
     "RequestOption",
     "ShortCircuit",
@@ -164,10 +165,11 @@ class TurnOutcome:
     """How a turn ended, for ``on_turn_end``.
 
     ``status``: ``answered`` (the model replied), ``short_circuit`` (a hook
-    replied), ``failed`` (an apology or error line was sent) or ``timeout``.
+    replied), ``failed`` (an apology or error line was sent), ``timeout``, or
+    ``blocked`` (a guardrail tripped; the user got its message).
     """
 
-    status: Literal["answered", "short_circuit", "failed", "timeout"]
+    status: Literal["answered", "short_circuit", "failed", "timeout", "blocked"]
     reply: str
     duration_ms: float
 
@@ -188,6 +190,16 @@ class CompactionPlan:
 
     instructions: str | None = None
     summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailTrip:
+    """A guardrail's verdict that the turn must stop (seed 004): ``reason`` is
+    journaled for the operator; ``message`` is what the user reads instead of
+    an answer (plain words; empty: a generic one)."""
+
+    reason: str
+    message: str = ""
 
 
 # ------------------------------------------------------------------ questions to the user

@@ -291,6 +291,7 @@ class Kernel:
             mcp_servers=self.mcp.active,
             tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
             interceptor=self.consent.wrapper,
+            guardrails=self.shaping.guardrails,
         )
 
     async def run(self) -> None:

@@ -36,7 +36,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol, TypeVar
 
-from agents import Agent, Runner, RunState
+from agents import (
+    Agent,
+    InputGuardrailTripwireTriggered,
+    OutputGuardrailTripwireTriggered,
+    Runner,
+    RunState,
+)
 from agents.items import ToolApprovalItem, TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
@@ -46,7 +52,7 @@ from core.extensions.state_scope import serving
 from core.kernel.commands import TOO_SLOW
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
-from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks
+from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
 from core.kernel.ledger import LedgerSession
 from core.kernel.streaming import Callback, stream_run, stream_text
 
@@ -55,7 +61,7 @@ __all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult",
 log = logging.getLogger("core.kernel.turn")
 
 T = TypeVar("T")
-Status = Literal["answered", "short_circuit", "failed", "timeout", "paused"]
+Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused"]
 Decide = Callable[[RunState[Any, Any]], None]
 
 NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
@@ -296,6 +302,9 @@ class TurnRunner:
                 return await attempt()
         except self.user_facing_errors as exc:
             return wrap(str(exc), status="failed")
+        except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
+            log.info("%s stopped by a guardrail", what)  # journaled as hook.guardrail
+            return wrap(guardrail_reply(exc), status="blocked")
         except Exception as exc:
             if isinstance(exc, TimeoutError) and deadline.expired():
                 log.error("%s stopped after %s s (turns.timeout_s)", what, self.timeout_s)
