@@ -181,6 +181,12 @@ class TurnsSettings(_Section):
     session_idle_timeout_s: float | None = Field(default=None, gt=0)
 
 
+class PostProcessSettings(_Section):
+    """Answer post-processors (``#json``, SPEC §9, docs/postprocessors.md)."""
+
+    timeout_s: float = Field(default=30.0, gt=0)  # one post-processor, param check included
+
+
 HookPoint = Literal[
     "on_turn_start",
     "on_turn_end",
@@ -320,6 +326,7 @@ class Settings(BaseSettings):
     policy: PolicySettings = Field(default_factory=PolicySettings)
 
     state: StateSettings = Field(default_factory=StateSettings)
+    postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

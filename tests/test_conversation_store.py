@@ -121,3 +121,26 @@ async def test_restart_request_does_not_block_the_loop_on_a_slow_disk(
         monkeypatch.setattr(os, "fsync", real_fsync)
     assert restart_request_path(k.data_dir).read_text().strip() == "a new extension was installed"
     assert max(gaps) < BLOCK_S / 2, max(gaps)
+
+
+async def test_a_ledger_from_before_follow_ups_is_upgraded_and_kept(tmp_path: Path):
+    db = tmp_path / "sessions.db"
+    with sqlite3.connect(db) as conn:  # the ledger as ADR 0014 first wrote it
+        conn.execute(
+            "CREATE TABLE hearth_turns (message_key TEXT PRIMARY KEY, session_id TEXT NOT NULL,"
+            " channel_id TEXT NOT NULL, user_id TEXT NOT NULL, reply TEXT NOT NULL,"
+            " created_at REAL NOT NULL)"
+        )
+        conn.execute(
+            "INSERT INTO hearth_turns VALUES ('1@1.0', 'cli:ana', 'cli', 'ana', 'Old.', ?)",
+            (time.time(),),
+        )
+    conn.close()
+    store = Conversations(db)
+    await store.open()
+    session = await store.session("cli:ana")
+    assert await session.recorded("1@1.0") == StoredReply("1@1.0", "cli", "ana", "Old.", None)
+    new = StoredReply("2@1.0", "cli", "ana", "New.", "#json\n{}")
+    assert await session.commit_turn(new, []) == new
+    assert await session.recorded("2@1.0") == new
+    await store.aclose()

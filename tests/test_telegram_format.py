@@ -80,3 +80,15 @@ def test_rendering_keeps_the_visible_text_within_the_source_length():
     source = "**Note** — see `cfg.yaml` & [the docs](https://example.org) <now>\n" * 40
     html = markup.to_html(source)
     assert len(visible_text(html, "HTML")) <= len(source)
+
+
+def test_a_post_processor_follow_up_is_a_code_block_under_its_name():
+    """The follow-up message under an answer (docs/postprocessors.md): `#json` stays a
+    plain line (not a heading), the JSON becomes a code block, escaped."""
+    followup = '#json\n```json\n{\n  "answer": "a <b> & c"\n}\n```\n\n▸ #classify: "alert"'
+    html = markup.to_html(followup)
+    assert html == (
+        '#json\n<pre><code class="language-json">{\n  "answer": "a &lt;b&gt; &amp; c"\n}'
+        '</code></pre>\n\n▸ #classify: "alert"'
+    )
+    assert _check_text(html, "HTML", False) is None  # Telegram would accept it

@@ -28,6 +28,8 @@ from core.extensions.contract import (
     ModelRoutingHook,
     OutputGuardrailHook,
     PlainTextHook,
+    PostProcessor,
+    PostProcessorProvider,
     SchedulerProvider,
     ServiceProvider,
     SessionEndHook,
@@ -72,6 +74,9 @@ class Capability(StrEnum):
     # guardrails for the orchestrator (seed 004, ADR 0021)
     INPUT_GUARDRAIL = "InputGuardrailHook"
     OUTPUT_GUARDRAIL = "OutputGuardrailHook"
+    # answer post-processors (SPEC §9, seed 000)
+    POST_PROCESSOR = "PostProcessor"
+    POST_PROCESSOR_PROVIDER = "PostProcessorProvider"
 
 
 # protocol -> the methods the kernel awaits
@@ -105,6 +110,8 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     CompactionHook: ("on_compaction",),
     InputGuardrailHook: ("check_input",),
     OutputGuardrailHook: ("check_output",),
+    PostProcessor: ("execute",),
+    PostProcessorProvider: (),
 }
 HOOKS: frozenset[Capability] = frozenset(
     {

@@ -51,6 +51,10 @@ if TYPE_CHECKING:
     from core.state import StateStore
 
 
+async def _none_listed() -> list[tuple[str, str]]:
+    return []
+
+
 @dataclass
 class KernelServices:
     """Kernel objects shared by every context (filled in by the runner)."""
@@ -65,6 +69,10 @@ class KernelServices:
     agents: AgentGateway = field(default_factory=AgentGateway)
     ui: UiGateway = field(default_factory=UiGateway)  # questions to the user (ADR 0021)
     list_commands: Callable[[], list[tuple[str, str]]] = list
+    # (channel id, user id) -> that conversation's activated post-processors
+    list_post_processors: Callable[[str, str], Awaitable[list[tuple[str, str]]]] = (
+        lambda _channel, _user: _none_listed()
+    )
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
     is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
@@ -154,11 +162,9 @@ class KernelContext:
     ) -> int:
         if not any(topic_matches(p, topic) for p in self.permissions.emit):
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}")
-        if topic.startswith(KERNEL_ONLY_PREFIXES):
-            whose = "hook.* frames are" if topic.startswith("hook.") else "it is"
-            raise PermissionDeniedError(
-                self.extension_id, f"emit topic {topic!r}: {whose} the kernel's own"
-            )
+        owned = next((w for p, w in KERNEL_ONLY.items() if topic.startswith(p)), None)
+        if owned is not None:
+            raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}: {owned}")
         guard = _GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
@@ -348,6 +354,11 @@ class KernelContext:
     async def list_commands(self) -> list[tuple[str, str]]:
         return self._services.list_commands()
 
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        return await self._services.list_post_processors(channel_id or self.extension_id, user_id)
+
     def request_restart(self) -> None:
         self._require_control("restart Hearth")
         self._services.request_restart(f"requested by extension {self.extension_id}")
@@ -368,9 +379,14 @@ class KernelContext:
             raise
 
 
-# topics only the kernel publishes: the frames of hook decisions (replay trusts them),
-# and the resumption of a turn paused for the user's approval
-KERNEL_ONLY_PREFIXES = ("hook.", SystemTopics.TURN_RESUME)
+# topics only the kernel publishes: the frames of hook decisions (replay trusts them)
+# and post-processor results (webhooks act on them)
+KERNEL_ONLY = {
+    "hook.": "hook.* frames are the kernel's own",
+    "postprocess.": "postprocess.* results are the kernel's own",
+    # resuming a turn paused for the user's approval (ADR 0021)
+    SystemTopics.TURN_RESUME: "the resumption of paused turns is the kernel's own",
+}
 
 # system topics whose publication does what a guarded call does
 _GUARDED_TOPICS = {

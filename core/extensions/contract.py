@@ -4,8 +4,9 @@ Capabilities are small ``@runtime_checkable`` Protocols, detected with
 ``isinstance`` by the loader (seed 002, "Extension Types"). Data crossing the
 boundary is plain frozen dataclasses, so an isolated extension (SPEC §6) can
 ship it over JSON-RPC unchanged. The data lives in ``contract_data`` and the
-turn pipeline's hook protocols (SPEC §9) in ``hook_protocols``; extensions
-import all of them from here.
+turn pipeline's hook protocols (SPEC §9) in ``hook_protocols``, answer
+post-processors in ``postprocess_contract``; extensions import all of them
+from here.
 """
 
 from __future__ import annotations
@@ -51,8 +52,18 @@ from core.extensions.hook_protocols import (
     TurnEndHook,
     TurnStartHook,
 )
+from core.extensions.postprocess_contract import (
+    OUTPUT_TARGETS,
+    OutputTarget,
+    PostProcessContext,
+    PostProcessor,
+    PostProcessorProvider,
+    PostProcessResult,
+    PostProcessTopics,
+)
 
 __all__ = [
+    "OUTPUT_TARGETS",
     "AfterToolCallHook",
     "AgentDescriptor",
     "AgentExtensionContext",
@@ -80,7 +91,13 @@ __all__ = [
     "ModelRoute",
     "ModelRoutingHook",
     "OutputGuardrailHook",
+    "OutputTarget",
     "PlainTextHook",
+    "PostProcessContext",
+    "PostProcessResult",
+    "PostProcessTopics",
+    "PostProcessor",
+    "PostProcessorProvider",
     "RequestOption",
     "SchedulerProvider",
     "ServiceProvider",
@@ -307,6 +324,13 @@ class ExtensionContext(Protocol):
 
     async def list_commands(self) -> list[tuple[str, str]]:
         """Every slash command the kernel answers, as (name, description), by name."""
+        ...
+
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        """The ``#names`` ``user_id`` has activated on ``channel_id`` (default: this
+        extension's channel), as (name, description): for autocompletion."""
         ...
 
     def request_restart(self) -> None: ...

@@ -19,11 +19,12 @@ from collections.abc import Awaitable, Callable
 from contextlib import closing
 from pathlib import Path
 
-from core.kernel.ledger import LEDGER_DDL, LedgerSession
+from core.kernel.ledger import LEDGER_DDL, LedgerSession, upgrade_ledger
 
 log = logging.getLogger("core.kernel.conversations")
 
 SessionEnded = Callable[[str], Awaitable[object]]
+SESSIONS_FILE = "sessions.db"  # in paths.data: histories, the ledger, post-processing
 _CACHE_SIZE = 64
 LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
 
@@ -122,6 +123,7 @@ class Conversations:
     def _open_store(self) -> dict[str, int]:
         """Create the tables, prune old ledger rows, and read every conversation's generation."""
         with self._connect() as conn:
+            upgrade_ledger(conn)
             conn.execute(
                 "DELETE FROM hearth_turns WHERE created_at < ?", (time.time() - LEDGER_RETENTION_S,)
             )

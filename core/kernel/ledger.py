@@ -7,7 +7,10 @@ history items of a model turn are inserted into the SDK's own tables in the
 exchange either completely and once (row present) or not at all (row
 absent), and a redelivered message finds its reply here instead of calling
 the model again (ADR 0014). A compaction replaces the oldest items with one
-summary item in one transaction too (``replace_oldest``, ADR 0020).
+summary item in one transaction too (``replace_oldest``, ADR 0020). A reply
+may have a follow-up message (answer post-processors, ADR 0023), recorded in
+the same row, and other records of the turn (``LedgerWrite``) are written in
+the same transaction.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import asyncio
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agents.items import TResponseInputItem
 from agents.memory import SQLiteSession
@@ -25,27 +29,44 @@ from agents.memory import SQLiteSession
 __all__ = [
     "LEDGER_DDL",
     "LedgerSession",
+    "LedgerWrite",
     "StoredItem",
     "StoredReply",
     "StoredSize",
     "trim_to_user_turn",
+    "upgrade_ledger",
 ]
 
 LEDGER_DDL = (
     "CREATE TABLE IF NOT EXISTS hearth_turns ("
     " message_key TEXT PRIMARY KEY, session_id TEXT NOT NULL, channel_id TEXT NOT NULL,"
-    " user_id TEXT NOT NULL, reply TEXT NOT NULL, created_at REAL NOT NULL)"
+    " user_id TEXT NOT NULL, reply TEXT NOT NULL, created_at REAL NOT NULL, followup TEXT)"
 )
+
+
+def upgrade_ledger(conn: sqlite3.Connection) -> None:
+    """Add the ``followup`` column to a ledger written before it existed."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(hearth_turns)")}
+    if "followup" not in columns:
+        conn.execute("ALTER TABLE hearth_turns ADD COLUMN followup TEXT")
+
+
+class LedgerWrite(Protocol):
+    """Another record of the turn, written inside the ledger's transaction."""
+
+    def write(self, conn: sqlite3.Connection) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class StoredReply:
-    """The answer to one message, as recorded: what delivery sends (and re-sends)."""
+    """The answer to one message, as recorded: what delivery sends (and re-sends),
+    the answer then, when there is one, the follow-up message."""
 
     message_key: str
     channel_id: str
     user_id: str
     text: str
+    followup: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,13 +131,19 @@ class LedgerSession(SQLiteSession):
         """The stored reply to ``message_key``, if that message was answered before."""
         return await asyncio.to_thread(self._read_reply, message_key)
 
-    async def commit_turn(self, reply: StoredReply, items: list[TResponseInputItem]) -> StoredReply:
-        """Store ``items`` and the ledger row in one transaction; return what is stored.
+    async def commit_turn(
+        self,
+        reply: StoredReply,
+        items: list[TResponseInputItem],
+        extra: Sequence[LedgerWrite] = (),
+    ) -> StoredReply:
+        """Store ``items``, the ledger row and ``extra`` in one transaction; return
+        what is stored.
 
         When the row already exists (the message was answered before a crash
         or a redelivery), nothing is written and the earlier reply is returned.
         """
-        stored = await asyncio.to_thread(self._commit, reply, items)
+        stored = await asyncio.to_thread(self._commit, reply, items, extra)
         if stored is not reply:
             self._tail = None  # written by an earlier attempt: read it back next time
         elif self._tail is not None and items:
@@ -210,7 +237,9 @@ class LedgerSession(SQLiteSession):
         with self._locked_connection() as conn:
             return _select_reply(conn, message_key)
 
-    def _commit(self, reply: StoredReply, items: list[TResponseInputItem]) -> StoredReply:
+    def _commit(
+        self, reply: StoredReply, items: list[TResponseInputItem], extra: Sequence[LedgerWrite]
+    ) -> StoredReply:
         with self._write_connection() as conn:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("BEGIN IMMEDIATE")
@@ -223,8 +252,8 @@ class LedgerSession(SQLiteSession):
             now = time.time()
             conn.execute(
                 "INSERT INTO hearth_turns"
-                "(message_key, session_id, channel_id, user_id, reply, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "(message_key, session_id, channel_id, user_id, reply, created_at, followup)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     reply.message_key,
                     self.session_id,
@@ -232,8 +261,11 @@ class LedgerSession(SQLiteSession):
                     reply.user_id,
                     reply.text,
                     now,
+                    reply.followup,
                 ),
             )
+            for record in extra:
+                record.write(conn)
             conn.commit()
         self._last_at = now
         return reply
@@ -241,10 +273,10 @@ class LedgerSession(SQLiteSession):
 
 def _select_reply(conn: sqlite3.Connection, message_key: str) -> StoredReply | None:
     row = conn.execute(
-        "SELECT channel_id, user_id, reply FROM hearth_turns WHERE message_key = ?",
+        "SELECT channel_id, user_id, reply, followup FROM hearth_turns WHERE message_key = ?",
         (message_key,),
     ).fetchone()
-    return None if row is None else StoredReply(message_key, row[0], row[1], row[2])
+    return None if row is None else StoredReply(message_key, *row)
 
 
 def trim_to_user_turn(items: list[TResponseInputItem]) -> list[TResponseInputItem]:

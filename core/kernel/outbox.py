@@ -12,7 +12,10 @@ the turn is never run again (ADR 0014).
 
 A streaming channel whose stream for the message is open gets
 ``on_stream_end`` with the stored text; anything else, including a reply
-re-sent after a restart or a retry, goes through ``send_to_user``.
+re-sent after a restart or a retry, goes through ``send_to_user``. A
+recorded follow-up (post-processor output, ADR 0023) is sent right after
+the answer with ``send_to_user``; when only it failed, only it is retried
+(its own ``system.reply``, key ``reply:<id>:followup``).
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ REPLY_SUBSCRIBER = "kernel.reply"
 RETRY_CONCURRENCY = 8
 
 
-def reply_key(message_id: int) -> str:
-    """Idempotency key of the retried reply to the ``user.message`` event ``message_id``."""
-    return f"reply:{message_id}"
+def reply_key(message_id: int, part: str = "") -> str:
+    """Idempotency key of the retried reply to the ``user.message`` event ``message_id``
+    (``part`` ``followup``: of its follow-up alone)."""
+    return f"reply:{message_id}:{part}" if part else f"reply:{message_id}"
 
 
 class OpenStream:
@@ -94,16 +98,20 @@ class ReplyOutbox:
     async def deliver(
         self, message_id: int, reply: StoredReply, stream: OpenStream | None = None
     ) -> None:
-        """First attempt now; on failure journal the reply for the retrying subscriber.
-        An empty reply (a message that answered a question) is not sent."""
-        if not reply.text and stream is None:
+        """First attempt now; on failure journal what was not sent for the retrying
+        subscriber. An empty reply (a message that answered a question) is not sent."""
+        if not reply.text and not reply.followup and stream is None:
             return
+        answered = False
         try:
             async with asyncio.timeout(self._send_timeout_s):
                 if stream is not None:
                     await stream.channel.on_stream_end(stream.user_id, reply.text)
                 else:
                     await self._send(reply.channel_id, reply.user_id, reply.text)
+                answered = True
+                if reply.followup:
+                    await self._send(reply.channel_id, reply.user_id, reply.followup)
             return
         except Exception as exc:
             log.warning(
@@ -112,21 +120,43 @@ class ReplyOutbox:
                 reply.channel_id,
                 describe_exception(exc),
             )
+        where = (message_id, reply.channel_id, reply.user_id)
+        if answered:
+            await self._journal(*where, reply.followup or "", part="followup")
+        else:
+            await self._journal(*where, reply.text, reply.followup)
+
+    async def _journal(
+        self,
+        message_id: int,
+        channel_id: str,
+        user_id: str,
+        text: str,
+        followup: str | None = None,
+        *,
+        part: str = "",
+    ) -> None:
+        """Journal a ``system.reply`` for the retrying subscriber (once per part)."""
+        payload: dict[str, Any] = {
+            "message_id": message_id,
+            "channel_id": channel_id,
+            "user_id": user_id,
+            "text": text,
+        }
+        if followup:
+            payload["followup"] = followup
         await self._bus.publish(
-            SystemTopics.REPLY,
-            "kernel",
-            {
-                "message_id": message_id,
-                "channel_id": reply.channel_id,
-                "user_id": reply.user_id,
-                "text": reply.text,
-            },
-            idempotency_key=reply_key(message_id),
+            SystemTopics.REPLY, "kernel", payload, idempotency_key=reply_key(message_id, part)
         )
 
     async def _resend(self, event: Event) -> None:
         payload = event.payload
-        await self._send(str(payload["channel_id"]), str(payload["user_id"]), str(payload["text"]))
+        channel_id, user_id = str(payload["channel_id"]), str(payload["user_id"])
+        await self._send(channel_id, user_id, str(payload["text"]))
+        followup = payload.get("followup")
+        if followup:  # once the answer is sent, a failure retries the follow-up alone
+            message_id = int(payload["message_id"])
+            await self._journal(message_id, channel_id, user_id, str(followup), part="followup")
 
     async def _send(self, channel_id: str, user_id: str, text: str) -> None:
         channel = self._channel_for(channel_id)

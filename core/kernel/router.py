@@ -51,6 +51,7 @@ from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import LedgerSession, StoredReply
 from core.kernel.outbox import OpenStream, ReplyOutbox
+from core.kernel.postprocess import PostProcessing
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnRunner
 from core.settings import TurnsSettings
@@ -80,6 +81,7 @@ class MessageRouter:
         max_turns: int = 10,
         user_facing_errors: tuple[type[Exception], ...] = (),
         turns: TurnsSettings | None = None,
+        post: PostProcessing | None = None,
         consent: tuple[ApprovalDesk, ConsentGate, UiRequests] | None = None,
     ) -> None:
         self.bus = bus
@@ -98,6 +100,7 @@ class MessageRouter:
             timeout_s=self.limits.timeout_s,
             history_max_items=self.limits.history_max_items,
             user_facing_errors=user_facing_errors,
+            post=post,
         )
         self.channels: dict[str, Any] = {}
         self.outbox = ReplyOutbox(bus, self.channels.get, send_timeout_s=self.limits.send_timeout_s)
@@ -248,10 +251,10 @@ class MessageRouter:
                     await self.outbox.end_stream(stream)
                 await self.approvals.pause(event.id, turn, result)
                 return
-            stored = await session.commit_turn(
-                StoredReply(message_key(event), turn.channel_id, turn.user_id, result.reply),
-                result.items,
+            reply = StoredReply(
+                message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
+            stored = await session.commit_turn(reply, result.items, result.records)
         await self.outbox.deliver(event.id, stored, stream)
 
     async def _on_resume(self, event: Event) -> None:

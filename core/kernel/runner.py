@@ -43,7 +43,7 @@ from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
-from core.kernel.conversations import Conversations
+from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
 from core.kernel.router import MessageRouter
 from core.kernel.shaping import TurnShaping
@@ -60,7 +60,6 @@ from core.tools import build_core_tools
 log = logging.getLogger("core.kernel.runner")
 
 JOURNAL_FILE = "events.db"
-SESSIONS_FILE = "sessions.db"
 SCHEDULES_FILE = "schedules.db"
 STATE_FILE = "state.db"
 
@@ -157,6 +156,7 @@ class Kernel:
             agents=self.agents,
             ui=self.consent.ui,
             list_commands=self.commands.names_and_descriptions,
+            list_post_processors=self.shaping.post.activated_names,
             is_wired=self.wiring.is_wired,
         )
         self.supervision = ExtensionSupervisor(
@@ -193,7 +193,7 @@ class Kernel:
         the last run finds its channel wired; what they publish meanwhile is
         journaled and delivered once the bus runs.
         """
-        await self.conversations.open()
+        await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
         await self.state.open()
         await self.load()
         await self._forget_uninstalled_state()
@@ -210,13 +210,14 @@ class Kernel:
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
+            post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
         )
         status = KernelStatus(
             self.started_at, self.model_router, self.loader, self.wiring.is_wired,
             self.mcp, self.bus, self.consent.summary,
         )  # fmt: skip
-        builtins = builtin_commands(
+        builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
             status=status,

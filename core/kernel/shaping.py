@@ -1,8 +1,9 @@
 """What shapes a turn, assembled once per kernel: hooks, tool interception,
-prompt additions, tool guidance and history compaction (ADR 0019, 0020).
+prompt additions, tool guidance, history compaction and answer
+post-processors (ADR 0019, 0020, 0023).
 
 Everything here is built from the wired extensions (through ``wired``) and the
-``hooks.*`` / ``turns.*`` settings, and rebuilt lazily when the wiring
+``hooks.*`` / ``turns.*`` / ``postprocess.*`` settings, and rebuilt lazily when the wiring
 changes (``invalidate``), like the orchestrator.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from core.agents.model_router import ModelRouter
 from core.extensions.records import ExtensionRecord
 from core.kernel.compaction import HistoryCompactor
+from core.kernel.conversations import SESSIONS_FILE
 from core.kernel.hooks import (
     FrameRecorder,
     FrameSink,
@@ -27,6 +29,7 @@ from core.kernel.hooks import (
     command_hook_entries,
     tool_guidance,
 )
+from core.kernel.postprocess import PostProcessing, orchestrator_model
 from core.secrets import secret_file_names
 from core.settings import Settings
 
@@ -67,6 +70,14 @@ class TurnShaping:
         self.guardrails = TurnGuardrails(self.registry, self.hooks.caller, self.hooks.frames)
         self.compactor = HistoryCompactor(
             settings.turns, model_router, self.registry, self.hooks.caller, self.hooks.frames
+        )
+        # `#json` after a message: kept with the turn in sessions.db (ADR 0023)
+        self.post = PostProcessing.build(
+            settings.data_dir / SESSIONS_FILE,
+            frames,
+            wired,
+            settings=settings.postprocess,
+            model_of=orchestrator_model(model_router),
         )
 
     def invalidate(self) -> None:

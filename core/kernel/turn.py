@@ -7,7 +7,10 @@ passes the user's text through the input hooks (plain text ``in``, then
 prompt additions and the context chain to the instructions, asks the routing
 hooks for the model, runs the orchestrator on history + input with no
 ``session``, and passes the answer through the output hooks (tags,
-``on_llm_output``, plain text ``out``). It returns the reply with the turn's
+``on_llm_output``, plain text ``out``). ``#name`` tokens of activated
+post-processors are taken out of the text before any hook sees it, and the
+post-processors run on the rendered answer (``core/kernel/postprocess/``,
+ADR 0023). It returns the reply with the turn's
 new history items — the input items as the hooks left them and the run's
 ``new_items`` — which the caller stores with the ledger row in one
 transaction (``LedgerSession.commit_turn``), so a crash can never leave half
@@ -33,7 +36,7 @@ import time
 import uuid
 from asyncio import timeout
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, TypeVar
 
 from agents import (
@@ -53,7 +56,8 @@ from core.kernel.commands import TOO_SLOW
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
-from core.kernel.ledger import LedgerSession
+from core.kernel.ledger import LedgerSession, LedgerWrite
+from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.streaming import Callback, stream_run, stream_text
 
 __all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult", "TurnRunner"]
@@ -87,16 +91,21 @@ class PausedRun:
     state: dict[str, Any]
     input_items: list[dict[str, Any]]
     interruptions: list[ToolApprovalItem]
+    query: PostQuery | None = None  # the post-processors the message asked for
 
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
     """The reply, and the items to append to the history (empty when the turn failed);
+    post-processor output to send after it and records to commit with it;
     ``paused`` (status ``paused``, no reply yet) when the run waits for approvals."""
 
     reply: str
     items: list[TResponseInputItem] = field(default_factory=list)
     status: Status = "answered"
+    followup: str | None = None
+    records: tuple[LedgerWrite, ...] = ()
+    run: RunResultBase | None = field(default=None, repr=False)
     paused: PausedRun | None = None
 
 
@@ -115,8 +124,10 @@ class TurnRunner:
         timeout_s: float,
         history_max_items: int | None,
         user_facing_errors: tuple[type[Exception], ...] = (),
+        post: PostProcessing | None = None,
     ) -> None:
         self.orchestrator = orchestrator
+        self.post = post
         self.context = context
         self.hooks = hooks
         self.additions = additions
@@ -149,6 +160,7 @@ class TurnRunner:
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()
+        query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
         await self.hooks.turn_started(turn)
 
         async def attempt() -> TurnResult:
@@ -156,7 +168,7 @@ class TurnRunner:
             history = await session.history(self.history_max_items)
             if not history:
                 await self.hooks.session_started(turn)
-            said = await self.hooks.plain_text(text, "in", turn)
+            said = await self.hooks.plain_text(query.clean, "in", turn)
             shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
             if isinstance(shaped, ShortCircuit):
                 answer: TResponseInputItem = {"role": "assistant", "content": shaped.reply}
@@ -174,8 +186,7 @@ class TurnRunner:
             return await self._finished(result, shaped, turn)
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
-        await self._ended(turn, outcome, started)
-        return outcome
+        return await self._concluded(turn, outcome, query, started, stream[1] if stream else None)
 
     async def resume(
         self,
@@ -183,14 +194,17 @@ class TurnRunner:
         input_items: list[dict[str, Any]],
         turn: TurnContext,
         decide: Decide,
+        query: PostQuery | None = None,
     ) -> TurnResult:
         """Go on with a paused turn: the orchestrator as it was built for this input
         (context, additions, routing), the ``RunState`` restored, ``decide`` applying
-        the user's answers (``approve`` / ``reject``), then the run to its end."""
+        the user's answers (``approve`` / ``reject``), then the run to its end and the
+        post-processors the message asked for (``query``)."""
         started = time.monotonic()
+        text = input_text(input_items)
+        query = query or PostQuery(text, text)
 
         async def attempt() -> TurnResult:
-            text = input_text(input_items)
             additions = await self.additions.for_turn(turn, text)
             agent = await self._agent(text, turn, additions, input_items)
             restored = await RunState.from_json(
@@ -204,8 +218,7 @@ class TurnRunner:
             outcome = await self._guarded(
                 attempt, f"resumed turn for {turn.session_id}", TurnResult
             )
-        await self._ended(turn, outcome, started)
-        return outcome
+            return await self._concluded(turn, outcome, query, started)
 
     async def _finished(
         self,
@@ -216,17 +229,34 @@ class TurnRunner:
         if result.interruptions:
             state = result.to_state().to_json(context_serializer=turn_to_json)
             paused = PausedRun(state, input_items, list(result.interruptions))
-            return TurnResult("", [], "paused", paused)
+            return TurnResult("", [], "paused", paused=paused)
         rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
-        return TurnResult(rendered.text, [*_as_items(input_items), *new_history_items(result)])
+        items = [*_as_items(input_items), *new_history_items(result)]
+        return TurnResult(rendered.text, items, run=result)
 
-    async def _ended(self, turn: TurnContext, outcome: TurnResult, started: float) -> None:
-        """Turn end for the lifecycle hooks; a paused turn has not ended yet."""
-        if outcome.status != "paused":
-            elapsed_ms = (time.monotonic() - started) * 1000
-            await self.hooks.turn_ended(
-                turn, TurnOutcome(outcome.status, outcome.reply, elapsed_ms)
+    async def _concluded(
+        self,
+        turn: TurnContext,
+        outcome: TurnResult,
+        query: PostQuery,
+        started: float,
+        on_status: Callback | None = None,
+    ) -> TurnResult:
+        """The post-processors the message asked for, then turn end for the lifecycle
+        hooks. A paused turn has not ended: it keeps ``query`` for its resumption."""
+        status = outcome.status
+        if outcome.paused is not None or status == "paused":
+            paused = outcome.paused and replace(outcome.paused, query=query)
+            return replace(outcome, paused=paused)
+        if self.post is not None:
+            post = await self.post.finish(
+                query, outcome.reply, outcome.status, outcome.run, turn, on_status
             )
+            if post is not None:
+                outcome = replace(outcome, followup=post.followup, records=(post.record,))
+        elapsed_ms = (time.monotonic() - started) * 1000
+        await self.hooks.turn_ended(turn, TurnOutcome(status, outcome.reply, elapsed_ms))
+        return outcome
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
         """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``).

@@ -35,6 +35,7 @@ from core.extensions.isolation.messages import (
     GetStateParams,
     InvokeAgentParams,
     InvokeStreamedParams,
+    ListPostProcessorsParams,
     LoadParams,
     LogParams,
     Notice,
@@ -121,6 +122,13 @@ class ClientContext:
 
     async def list_commands(self) -> list[tuple[str, str]]:
         rows = await self._peer.call(ContextMethod.LIST_COMMANDS, Empty().to_wire())
+        return [(str(name), str(description)) for name, description in rows]
+
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        params = ListPostProcessorsParams(user_id, channel_id).to_wire()
+        rows = await self._peer.call(ContextMethod.LIST_POST_PROCESSORS, params)
         return [(str(name), str(description)) for name, description in rows]
 
     async def notify_user(

@@ -34,6 +34,7 @@ from core.extensions.isolation.messages import (
     GetStateParams,
     InvokeAgentParams,
     InvokeStreamedParams,
+    ListPostProcessorsParams,
     LogParams,
     Notice,
     NotifyUserParams,
@@ -110,6 +111,8 @@ class ContextServer:
             return await self._invoke_streamed(p.prompt, p.stream)
         if isinstance(p, EnrichPromptParams):
             return await ctx.enrich_prompt(p.prompt, p.agent_id)
+        if isinstance(p, ListPostProcessorsParams):
+            return [list(row) for row in await ctx.list_post_processors(p.user_id, p.channel_id)]
         if isinstance(p, StateParams):
             return await self._state(p)
         if method == ContextMethod.LIST_COMMANDS:

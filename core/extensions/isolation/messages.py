@@ -42,6 +42,7 @@ __all__ = [
     "InvokeParams",
     "InvokeStreamedParams",
     "LifecycleParams",
+    "ListPostProcessorsParams",
     "LoadParams",
     "LogParams",
     "Notice",
@@ -85,6 +86,7 @@ class ContextMethod(StrEnum):
     INVOKE_AGENT = "ctx.invoke_agent"
     INVOKE_AGENT_STREAMED = "ctx.invoke_agent_streamed"
     LIST_COMMANDS = "ctx.list_commands"
+    LIST_POST_PROCESSORS = "ctx.list_post_processors"
     ENRICH_PROMPT = "ctx.enrich_prompt"
     GET_STATE = "ctx.get_state"
     SET_STATE = "ctx.set_state"
@@ -320,6 +322,12 @@ class StateValue(Wire):
 
 
 @dataclass(frozen=True, slots=True)
+class ListPostProcessorsParams(Wire):
+    user_id: str
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SubscribeParams(Wire):
     topic: str
     handler: int
@@ -361,6 +369,7 @@ KERNEL_REQUESTS: dict[str, type[Wire]] = {
     ContextMethod.INVOKE_AGENT: InvokeAgentParams,
     ContextMethod.INVOKE_AGENT_STREAMED: InvokeStreamedParams,
     ContextMethod.LIST_COMMANDS: Empty,
+    ContextMethod.LIST_POST_PROCESSORS: ListPostProcessorsParams,
     ContextMethod.ENRICH_PROMPT: EnrichPromptParams,
     ContextMethod.GET_STATE: GetStateParams,
     ContextMethod.SET_STATE: SetStateParams,

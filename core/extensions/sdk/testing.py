@@ -75,6 +75,7 @@ class FakeContext:
     agent_tasks: list[str] = field(default_factory=list)
     subscriptions: list[tuple[str, EventHandler]] = field(default_factory=list)
     commands: list[tuple[str, str]] = field(default_factory=list)
+    post_processors: list[tuple[str, str]] = field(default_factory=list)
     restarts_requested: int = 0
     shutdowns_requested: int = 0
     # (session id, or None for extension scope; key) -> the stored value
@@ -195,6 +196,11 @@ class FakeContext:
 
     async def list_commands(self) -> list[tuple[str, str]]:
         return sorted(self.commands)
+
+    async def list_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> list[tuple[str, str]]:
+        return list(self.post_processors)
 
     # ------------------------------------------------------------ agents
 

@@ -40,6 +40,7 @@ from core.kernel.consent.wording import denial_for_model, parse_answer
 from core.kernel.conversations import Conversations
 from core.kernel.ledger import StoredReply
 from core.kernel.outbox import ReplyOutbox
+from core.kernel.postprocess import PostQuery, PostSpec
 from core.kernel.turn import Decide, TurnResult
 
 __all__ = ["ApprovalFlow", "Resumer"]
@@ -56,6 +57,7 @@ class Resumer(Protocol):
         input_items: list[dict[str, Any]],
         turn: TurnContext,
         decide: Decide,
+        query: PostQuery | None = None,
     ) -> TurnResult: ...
 
 
@@ -94,7 +96,8 @@ class ApprovalFlow:
         row = PausedTurn(
             turn.turn_id, message_id, Conversations.key(turn.channel_id, turn.user_id),
             turn.session_id, turn.channel_id, turn.user_id, turn.sender_id or turn.user_id,
-            paused.input_items, paused.state, earlier.round + 1 if earlier else 1,
+            paused.input_items, _query_json(paused.query), paused.state,
+            earlier.round + 1 if earlier else 1,
         )  # fmt: skip
         await self.desk.ask(row, waiting)
         if not waiting:
@@ -122,13 +125,18 @@ class ApprovalFlow:
             def decide(state: RunState[Any, Any]) -> None:
                 self._apply(state, paused, interrupted)
 
-            result = await self._runner.resume(paused.state, paused.input_items, turn, decide)
+            query = _query_of(paused.query)
+            result = await self._runner.resume(
+                paused.state, paused.input_items, turn, decide, query
+            )
             if result.paused is not None:
                 await self.pause(paused.message_id, turn, result)
                 return
             self.gate.forget(message_key)
-            reply = StoredReply(message_key, paused.channel_id, paused.user_id, result.reply)
-            stored = await session.commit_turn(reply, result.items)
+            reply = StoredReply(
+                message_key, paused.channel_id, paused.user_id, result.reply, result.followup
+            )
+            stored = await session.commit_turn(reply, result.items, result.records)
         await self.desk.finish(message_key)
         await self._outbox.deliver(paused.message_id, stored)
 
@@ -197,6 +205,20 @@ class ApprovalFlow:
             choice = parse_answer(answer.answer) or "deny"
             outcome = await self.desk.answer(answer.request_id, choice, responder)
         log.info("answer to %s from %s: %s", answer.request_id, answer.channel_id, outcome)
+
+
+def _query_json(query: PostQuery | None) -> dict[str, Any]:
+    if query is None:
+        return {}
+    specs = [spec.to_dict() for spec in query.specs]
+    return {"original": query.original, "clean": query.clean, "specs": specs}
+
+
+def _query_of(data: dict[str, Any]) -> PostQuery | None:
+    if not data:
+        return None
+    specs = tuple(PostSpec(str(s["name"]), s.get("param")) for s in data.get("specs", ()))
+    return PostQuery(str(data["original"]), str(data["clean"]), specs)
 
 
 def _turn_of(paused: PausedTurn) -> TurnContext:

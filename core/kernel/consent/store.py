@@ -33,8 +33,9 @@ _DDL = (
     "CREATE TABLE IF NOT EXISTS hearth_paused_turns ("
     " message_key TEXT PRIMARY KEY, message_id INTEGER NOT NULL, conversation TEXT NOT NULL,"
     " session_id TEXT NOT NULL, channel_id TEXT NOT NULL, user_id TEXT NOT NULL,"
-    " owner_id TEXT NOT NULL, input_items TEXT NOT NULL, state TEXT NOT NULL,"
-    " round INTEGER NOT NULL, status TEXT NOT NULL, updated_at REAL NOT NULL)",
+    " owner_id TEXT NOT NULL, input_items TEXT NOT NULL, query TEXT NOT NULL,"
+    " state TEXT NOT NULL, round INTEGER NOT NULL, status TEXT NOT NULL,"
+    " updated_at REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS hearth_approvals ("
     " id TEXT PRIMARY KEY, message_key TEXT NOT NULL, round INTEGER NOT NULL,"
     " call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL,"
@@ -74,6 +75,7 @@ class PausedTurn:
     user_id: str
     owner_id: str  # who may answer: the message's sender (a group member) or the user
     input_items: list[dict[str, Any]]
+    query: dict[str, Any]  # the post-processors the message asked for (PostQuery)
     state: dict[str, Any]  # the SDK's RunState.to_json()
     round: int = 1
     status: TurnStatus = "paused"
@@ -162,14 +164,14 @@ class ApprovalStore:
                 approvals.append(replace(approval, id=new_id))
             conn.execute(
                 "INSERT INTO hearth_paused_turns(message_key, message_id, conversation,"
-                " session_id, channel_id, user_id, owner_id, input_items, state, round, status,"
-                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'paused', ?)"
+                " session_id, channel_id, user_id, owner_id, input_items, query, state, round,"
+                " status, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'paused', ?)"
                 " ON CONFLICT(message_key) DO UPDATE SET state = excluded.state,"
                 " round = excluded.round, status = 'paused', updated_at = excluded.updated_at",
                 (
                     turn.message_key, turn.message_id, turn.conversation, turn.session_id,
                     turn.channel_id, turn.user_id, turn.owner_id, json.dumps(turn.input_items),
-                    json.dumps(turn.state), turn.round, time.time(),
+                    json.dumps(turn.query), json.dumps(turn.state), turn.round, time.time(),
                 ),
             )  # fmt: skip
             now = time.time()
@@ -218,10 +220,11 @@ class ApprovalStore:
 
 def _turn(row: tuple[Any, ...]) -> PausedTurn:
     (key, message_id, conversation, session_id, channel_id, user_id, owner_id,
-     items, state, round_, status, _updated) = row  # fmt: skip
+     items, query, state, round_, status, _updated) = row  # fmt: skip
     return PausedTurn(
         str(key), int(message_id), str(conversation), str(session_id), str(channel_id),
-        str(user_id), str(owner_id), json.loads(items), json.loads(state), int(round_), status,
+        str(user_id), str(owner_id), json.loads(items), json.loads(query), json.loads(state),
+        int(round_), status,
     )  # fmt: skip
 
 

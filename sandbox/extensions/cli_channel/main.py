@@ -1,7 +1,8 @@
 """CLI channel: an interactive REPL, or a line-by-line pipe.
 
-Interactive (stdin is a terminal): prompt_toolkit with history and line
-editing; replies stream in; proactive messages print above the prompt.
+Interactive (stdin is a terminal): prompt_toolkit with history, line
+editing and Tab completion of ``/commands`` and ``#post-processors``;
+replies stream in; proactive messages print above the prompt.
 Piped: each line is journaled as a ``user.message`` and answered before the
 next is read; replies and proactive messages go to stdout verbatim; at end
 of input pending work finishes and the kernel is asked to shut down.
@@ -20,9 +21,13 @@ import sys
 import threading
 from collections import deque
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.extensions.contract import ExtensionContext, UserRequest
 from core.extensions.sdk import BaseExtension
+
+if TYPE_CHECKING:
+    from .completion import HearthCompleter
 
 HISTORY_FILE = "history.txt"
 
@@ -70,18 +75,38 @@ class CliChannel(BaseExtension):
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        from .completion import HearthCompleter
+
         history = FileHistory(str(Path(self.context.data_dir) / HISTORY_FILE))
-        session: PromptSession[str] = PromptSession(history=history)
-        print("Hearth is listening. /help lists commands; Ctrl-D quits.")
+        completer = HearthCompleter()
+        session: PromptSession[str] = PromptSession(history=history, completer=completer)
+        print("Hearth is listening. /help lists commands; Tab completes; Ctrl-D quits.")
+        await self._refresh(completer)
         with patch_stdout(raw=True):
             while True:
+                # later refreshes run while the prompt is up: keys typed before a
+                # prompt starts may be lost, so nothing is awaited between prompts
+                refresh = asyncio.create_task(self._refresh(completer))
                 try:
                     text = await session.prompt_async("you> ")
                 except (EOFError, KeyboardInterrupt):
                     break
+                finally:
+                    await refresh
                 if self._questions or text.strip():
                     await self._ask(text)
         self.context.request_shutdown()
+
+    async def _refresh(self, completer: HearthCompleter) -> None:
+        """Commands and this user's ``#names`` as they are now (stale lists if that
+        fails; never raises)."""
+        try:
+            commands = await self.context.list_commands()
+            tags = await self.context.list_post_processors(self._user_id)
+        except Exception as exc:
+            self.context.logger.debug("completion lists not refreshed: %s", exc)
+            return
+        completer.update(commands, tags)
 
     async def _ask(self, text: str) -> None:
         """Send a line — the answer to the oldest open question, else a message —

@@ -1,0 +1,271 @@
+"""``PostProcessing``: what the turn runner calls, before and after the model.
+
+``parse`` takes the ``#name`` tokens of the user's activations out of the
+message (the model gets the clean text); ``finish`` runs the requested
+post-processors on the answer the user gets (after the output hooks),
+publishes the combined results, and returns the follow-up text and the
+record the router commits with the turn. Neither ever raises: a failure
+here costs the post-processing, never the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.result import RunResultBase
+
+from core.agents.errors import ModelNotConfiguredError
+from core.agents.model_router import ModelRouter
+from core.extensions.contract import (
+    Command,
+    PostProcessContext,
+    PostProcessor,
+    PostProcessResult,
+    PostProcessTopics,
+    TurnContext,
+)
+from core.extensions.records import ExtensionRecord
+from core.kernel.conversations import LEDGER_RETENTION_S, Conversations
+from core.kernel.hooks.frames import FrameSink
+from core.kernel.postprocess.activations import ActivationStore
+from core.kernel.postprocess.builtin import builtin_processors
+from core.kernel.postprocess.catalog import PostProcessorCatalog
+from core.kernel.postprocess.commands import postprocess_commands
+from core.kernel.postprocess.facts import RunFacts, run_facts
+from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
+from core.kernel.postprocess.records import PostRecords, PostTurnRecord
+from core.kernel.postprocess.render import followup_text
+from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
+from core.settings import PostProcessSettings
+
+__all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
+
+log = logging.getLogger("core.kernel.postprocess")
+
+ModelOf = Callable[[], tuple[str | None, str | None]]  # (provider, model) of the orchestrator
+ANSWERED = ("answered", "short_circuit")
+
+
+@dataclass(frozen=True, slots=True)
+class PostOutcome:
+    """The follow-up to send under the answer, and the record to commit with the turn."""
+
+    followup: str | None
+    record: PostTurnRecord
+
+
+class PostProcessing:
+    """Parsing, running and recording post-processors for the kernel's turns."""
+
+    def __init__(
+        self,
+        *,
+        catalog: PostProcessorCatalog,
+        activations: ActivationStore,
+        records: PostRecords,
+        runner: PostProcessRunner,
+        bus: FrameSink,
+        model_of: ModelOf = lambda: (None, None),
+    ) -> None:
+        self.catalog = catalog
+        self.activations = activations
+        self.records = records
+        self.runner = runner
+        self._bus = bus
+        self._model_of = model_of
+
+    @classmethod
+    def build(
+        cls,
+        db_path: Path,
+        bus: FrameSink,
+        wired: Callable[[], Sequence[ExtensionRecord]] = lambda: (),
+        *,
+        settings: PostProcessSettings | None = None,
+        model_of: ModelOf = lambda: (None, None),
+        builtins: Sequence[PostProcessor] | None = None,
+    ) -> PostProcessing:
+        """Post-processing over ``db_path`` (``sessions.db``) and the ``wired`` extensions."""
+        settings = settings or PostProcessSettings()
+        catalog = PostProcessorCatalog(
+            builtin_processors() if builtins is None else builtins, wired
+        )
+        return cls(
+            catalog=catalog,
+            activations=ActivationStore(db_path, catalog.builtin_names),
+            records=PostRecords(db_path, retention_s=LEDGER_RETENTION_S),
+            runner=PostProcessRunner(bus, timeout_s=settings.timeout_s),
+            bus=bus,
+            model_of=model_of,
+        )
+
+    def commands(self) -> list[Command]:
+        """``/ext`` and ``/last`` (``commands.py``)."""
+        return postprocess_commands(self)
+
+    async def open(self) -> None:
+        await self.activations.open()
+        await self.records.open()
+
+    async def activated_names(self, channel_id: str, user_id: str) -> list[tuple[str, str]]:
+        """``(name, description)`` of every activation of a conversation (autocomplete)."""
+        found = []
+        for activation in await self.activations.of(Conversations.key(channel_id, user_id)):
+            entry = self.catalog.get(activation.processor)
+            found.append((activation.name, entry.description if entry else ""))
+        return found
+
+    # ------------------------------------------------------------ the turn
+
+    async def parse(self, text: str, turn: TurnContext) -> PostQuery:
+        """The message without the tokens of activated names, and the specs."""
+        if "#" not in text:
+            return PostQuery(text, text)
+        try:
+            names = {a.name for a in await self.activations.of(_conversation(turn))}
+        except Exception:
+            log.exception("activations of %s unreadable; #names left in the text", turn.user_id)
+            return PostQuery(text, text)
+        return parse_query(text, names.__contains__)
+
+    async def finish(
+        self,
+        query: PostQuery,
+        reply: str,
+        status: str,
+        run: RunResultBase | None,
+        turn: TurnContext,
+        on_status: Status | None = None,
+    ) -> PostOutcome | None:
+        """Run the specs on ``reply`` (only when the turn has an answer)."""
+        if not query.specs:
+            return None
+        try:
+            facts = run_facts(run)
+            results: tuple[PostProcessResult, ...] = ()
+            events: tuple[dict[str, Any], ...] = ()
+            if status in ANSWERED:
+                requested = await self._resolve(_conversation(turn), query.specs)
+                base = self._context(query, reply, facts, turn)
+                outcome = await self.runner.run(requested, base, on_status)
+                results, events = outcome.results, outcome.events
+            usage = _usage(facts, results)
+            if results:
+                await self._publish_results(turn, query, results, usage)
+            record = PostTurnRecord(
+                message_key=turn.turn_id or "",
+                conversation=_conversation(turn),
+                session_id=turn.session_id,
+                original=query.original,
+                clean=query.clean,
+                specs=query.specs,
+                results=results,
+                events=events,
+                usage=usage,
+            )
+            return PostOutcome(followup_text(results), record)
+        except Exception:
+            log.exception("post-processing of turn %s failed; the answer stands", turn.turn_id)
+            return None
+
+    async def _resolve(self, conversation: str, specs: Sequence[PostSpec]) -> list[Requested]:
+        """Each spec with its activation's processor and the param in effect."""
+        activations = {a.name: a for a in await self.activations.of(conversation)}
+        requested = []
+        for spec in specs:
+            activation = activations.get(spec.name)
+            processor = activation.processor if activation else spec.name
+            param = spec.param
+            if param is None and activation is not None:
+                param = activation.default_param
+            requested.append(Requested(spec, self.catalog.get(processor), processor, param))
+        return requested
+
+    def _context(
+        self, query: PostQuery, reply: str, facts: RunFacts, turn: TurnContext
+    ) -> PostProcessContext:
+        provider, model = self._model_of()
+        return PostProcessContext(
+            answer_text=reply,
+            original_query=query.original,
+            clean_query=query.clean,
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            channel_id=turn.channel_id,
+            user_id=turn.user_id,
+            provider=provider,
+            model=model,
+            answered_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            turn_input_tokens=facts.input_tokens,
+            turn_output_tokens=facts.output_tokens,
+            total_input_tokens=facts.input_tokens,
+            total_output_tokens=facts.output_tokens,
+            tools_used=facts.tools_used,
+            collected_data=facts.collected_data,
+            execution_trace=facts.execution_trace,
+        )
+
+    async def _publish_results(
+        self,
+        turn: TurnContext,
+        query: PostQuery,
+        results: Sequence[PostProcessResult],
+        usage: dict[str, Any],
+    ) -> None:
+        payload = {
+            "turn_id": turn.turn_id,
+            "session_id": turn.session_id,
+            "channel_id": turn.channel_id,
+            "user_id": turn.user_id,
+            "query": query.clean,
+            "results": {r.name: r.to_dict() for r in results},
+            "usage": usage,
+        }
+        try:
+            await self._bus.publish(
+                PostProcessTopics.RESULTS,
+                "kernel",
+                payload,
+                correlation_id=turn.turn_id,
+                idempotency_key=f"{PostProcessTopics.RESULTS}:{turn.turn_id}",
+            )
+        except Exception as exc:
+            log.error("results of turn %s not journaled: %s", turn.turn_id, exc)
+
+
+def orchestrator_model(router: ModelRouter) -> ModelOf:
+    """(provider, model) the orchestrator resolves to, for the context; ``None``s
+    when no model is configured."""
+
+    def of() -> tuple[str | None, str | None]:
+        try:
+            choice = router.resolve("orchestrator")
+        except ModelNotConfiguredError:
+            return None, None
+        return choice.provider_name, choice.model
+
+    return of
+
+
+def _conversation(turn: TurnContext) -> str:
+    return Conversations.key(turn.channel_id or "", turn.user_id or "")
+
+
+def _usage(facts: RunFacts, results: Sequence[PostProcessResult]) -> dict[str, Any]:
+    """The turn's token totals with what post-processors used (and cost)."""
+    post_in = sum(r.input_tokens for r in results)
+    post_out = sum(r.output_tokens for r in results)
+    return {
+        "turn_input": facts.input_tokens,
+        "turn_output": facts.output_tokens,
+        "postprocess_input": post_in,
+        "postprocess_output": post_out,
+        "postprocess_cost_usd": round(sum(r.cost_usd for r in results), 6),
+        "total_input": facts.input_tokens + post_in,
+        "total_output": facts.output_tokens + post_out,
+    }
