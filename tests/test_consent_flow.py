@@ -274,3 +274,58 @@ async def test_only_the_conversation_that_was_asked_can_answer(consent_kernel):
         assert launched(kernel) == ["moon"]
         history = json.dumps(kernel.loader.instance("capture")._log())
     assert history.count("launched") == 0  # the tool's output stays with the model
+
+
+async def test_a_run_without_a_conversation_cannot_ask_so_it_is_denied(consent_kernel):
+    model = ScriptedModel(
+        [
+            [function_call("launch", {"target": "moon"}, call_id="c1")],
+            [assistant_message("I could not launch without asking.")],
+        ]
+    )
+    async with consent_kernel(model) as kernel:
+        assert kernel.router is not None
+        reply = await kernel.router.invoke_agent("launch at the moon", source="scheduler")
+        assert reply == "I could not launch without asking."
+        assert launched(kernel) == []
+        assert sent(kernel) == []  # nobody was asked
+    assert last_tool_output(model).startswith("denied: launch needs the user's approval")
+
+
+@pytest.mark.parametrize("agent_side_effects", [True, False])
+async def test_an_agents_own_asking_tools_run_only_inside_an_approved_call(
+    consent_kernel, make_ext, agent_side_effects
+):
+    make_ext(
+        "pilot",
+        manifest={
+            "description": "Flies rockets.",
+            "agent": {"uses_tools": ["rockets"], "instructions": "Fly."},
+            "side_effects": agent_side_effects,
+        },
+    )
+    model = ScriptedModel(
+        [
+            [function_call("pilot", {"task": "launch at the moon"}, call_id="a1")],
+            [function_call("launch", {"target": "moon"}, call_id="n1")],  # the agent's run
+            [assistant_message("pilot done")],
+            [assistant_message("All done.")],
+        ]
+    )
+    async with consent_kernel(model) as kernel:
+        await say(kernel, "fly")
+        if agent_side_effects:  # the agent call itself asks; approved, its launch runs
+            qid = await question(kernel)
+            assert 'Allow pilot(task="launch at the moon")?' in sent(kernel)[0]
+            await say(kernel, f"/approve {qid}")
+        await wait_for(lambda: "All done." in sent(kernel))
+        ran = launched(kernel)
+    inner = [
+        i["output"]
+        for i in model.calls[2].input
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
+    if agent_side_effects:
+        assert ran == ["moon"] and inner == ["launched at moon"]
+    else:  # allowed without asking: nobody approved the launch inside it
+        assert ran == [] and inner[0].startswith("denied: launch needs the user's approval")

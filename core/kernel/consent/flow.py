@@ -183,8 +183,8 @@ class ApprovalFlow:
         if not pending:
             return False
         choice = parse_answer(text)
-        owner = self.desk.paused(pending[0].message_key)
-        if choice is not None and owner is not None and responder.who == owner.owner_id:
+        asked_in = self.desk.paused(pending[0].message_key)
+        if choice is not None and asked_in is not None and responder.who == asked_in.owner_id:
             await self.desk.answer(pending[0].id, choice, responder)
             return True
         await self.desk.supersede(conversation, responder)

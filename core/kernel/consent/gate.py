@@ -126,12 +126,12 @@ class ConsentGate:
         if verdict.action == "deny":
             self._remember(key, _Refused(await self._denied(call, turn, verdict)))
             return False
+        if not askable(turn):
+            self._remember(key, _Refused(await self._cannot_ask(call, turn, verdict)))
+            return False
         decided = await self._hooks.run_before(tool, call, turn)
         if isinstance(decided, str):  # a hook denied it: nothing to ask
             self._remember(key, _Refused(decided))
-            return False
-        if not askable(turn):
-            self._remember(key, _Refused(await self._cannot_ask(decided, turn, verdict)))
             return False
         self._remember(key, AskedCall(decided, info, verdict))
         return True

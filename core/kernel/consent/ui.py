@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 from core.extensions.contract import InteractiveChannel, RequestOption, TurnContext, UserRequest
 from core.extensions.errors import NotAvailableError
@@ -31,6 +31,7 @@ __all__ = ["DEFAULT_TIMEOUT_S", "UiRequests"]
 
 log = logging.getLogger("core.kernel.consent")
 
+Kind = Literal["confirm", "select", "input"]
 DEFAULT_TIMEOUT_S = 120.0
 MAX_OPTIONS = 10
 UI_FRAME = "ui"
@@ -116,7 +117,8 @@ class UiRequests(UiGateway):
         choices = tuple(RequestOption(str(o), str(o)) for o in options) if kind == "select" else ()
         limit = DEFAULT_TIMEOUT_S if timeout_s is None else max(float(timeout_s), 0.0)
         owner = turn.sender_id or turn.user_id
-        return UserRequest(request_id, kind, prompt, choices, owner, limit), turn  # type: ignore[arg-type]
+        checked = cast(Kind, kind)  # one of UI_KINDS, checked above
+        return UserRequest(request_id, checked, prompt, choices, owner, limit), turn
 
     async def answer(self, request_id: str, text: str, responder: Responder) -> str:
         """An answer from ``responder``; the returned line says what happened."""
