@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-SUBCOMMANDS = ("run", "daemon", "extensions", "events", "doctor")
+SUBCOMMANDS = ("run", "daemon", "extensions", "events", "doctor", "metrics")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     events = sub.add_parser("events", parents=[common], help="inspect the event journal")
     add_events_arguments(events)
     sub.add_parser("doctor", parents=[common], help="check settings, models, secrets")
+    sub.add_parser(
+        "metrics", parents=[common], help="print the metrics (running kernel or last snapshot)"
+    )
     return parser
 
 
@@ -78,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         from core.kernel.runner import JOURNAL_FILE
 
         return asyncio.run(run_events_command(settings.data_dir / JOURNAL_FILE, args))
+    if command == "metrics":
+        from core.cli.metrics import run_metrics
+
+        return run_metrics(settings)
     from core.cli.doctor import run_doctor
 
     return run_doctor(settings)

@@ -41,6 +41,7 @@ KERNEL_DATA_NAMES: frozenset[str] = frozenset(
         "sessions.db",  # SESSIONS_FILE
         "schedules.db",  # SCHEDULES_FILE
         "state.db",  # STATE_FILE (extension state, core/state/)
+        "metrics.prom",  # core/metrics/export.py SNAPSHOT_FILE
         "outbox.db",
         "grants.json",
         "grants",

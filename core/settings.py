@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
+from core.settings_sections import MetricsSettings, ToolsSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
@@ -324,8 +325,9 @@ class Settings(BaseSettings):
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
-
     state: StateSettings = Field(default_factory=StateSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)

@@ -254,12 +254,15 @@ async def test_uninstalled_extensions_lose_their_state_at_start(
             with serving(S1):
                 await ctx.set_state("k", ext_id)
     shutil.rmtree(ext_root / "beta")  # beta is uninstalled
-    caplog.set_level(logging.INFO, logger="core.state")
+    caplog.set_level(logging.INFO, logger="core.kernel.registrations")
     async with running_kernel(path) as kernel:
         assert await kernel.state.read("alpha", None, "k") == "alpha"
         assert await kernel.state.read("beta", None, "k") is None
         assert await kernel.state.read("beta", "capture:u1", "k") is None
-    assert "extension beta is no longer installed: forgot its state (2 keys)" in caplog.text
+    assert (
+        "extension beta is no longer installed: unregistered; forgot its state (2 keys)"
+        in caplog.text
+    )
 
 
 async def test_a_disabled_extension_keeps_its_state(make_ext, settings_file):

@@ -214,8 +214,9 @@ def hearth(
 
 
 def test_grant_command_line_refuses_without_a_terminal_and_grants_with_yes(
-    make_ext, settings_file, tmp_path
+    make_ext, settings_file, tmp_path, monkeypatch
 ):
+    monkeypatch.setenv("WEATHER_KEY", "k")  # a required secret that is set
     make_ext("weather", ext_code(), manifest={"secrets": ["WEATHER_KEY"]})
     revoke_all(tmp_path)
     settings = settings_file()

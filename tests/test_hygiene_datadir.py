@@ -20,6 +20,7 @@ from core.datadir import (
 from core.extensions.loader import Loader
 from core.kernel import runner
 from core.lifecycle import RESTART_REQUEST_FILE, take_restart_request, write_restart_request
+from core.metrics import SNAPSHOT_FILE
 from core.settings import load_settings
 from core.supervisor import logs, pidfile
 from core.supervisor.logs import LOG_FILE, configure_logging
@@ -41,6 +42,7 @@ def test_every_kernel_file_name_is_reserved() -> None:
         runner.SESSIONS_FILE,
         runner.SCHEDULES_FILE,
         runner.STATE_FILE,
+        SNAPSHOT_FILE,
         RESTART_REQUEST_FILE,
         pidfile.PID_FILE,
         logs.LOG_FILE.parts[0],

@@ -250,6 +250,7 @@ def test_extensions_json_command(make_ext, settings_file):
         "error",
         "requested",
         "granted",
+        "tool_stacks",
     }
     assert report["good"]["granted"] is True
 

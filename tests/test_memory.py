@@ -198,6 +198,22 @@ async def test_a_fact_longer_than_the_budget_is_shortened(memory_settings):
     assert block is not None and len(block) == 80 and block.endswith("…")
 
 
+async def test_the_embedding_client_is_a_shared_service(memory_settings):
+    """One client per endpoint, model and credential, closed by the kernel at stop;
+    the credential appears in the key (which is logged) only as a fingerprint."""
+    with FakeEmbeddingServer() as srv:
+        path = memory_settings(
+            embeddings={"base_url": srv.base_url, "model": "fake-embed", "api_key": "sk-test"}
+        )
+        async with running_kernel(path) as kernel:
+            (key,) = kernel.services.shared.keys()
+            client = await kernel.services.shared.get_or_create(key, object)
+            assert client is kernel.loader.instance("memory")._embedder
+            assert key.startswith(f"memory:embeddings:{srv.base_url}|fake-embed|")
+            assert "sk-test" not in key
+        assert client._http.is_closed
+
+
 async def test_hybrid_ranking_with_embeddings_finds_synonyms(memory_settings):
     with FakeEmbeddingServer() as srv:
         path = memory_settings(

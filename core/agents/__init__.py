@@ -11,6 +11,7 @@ from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelChoice, ModelRouter, ProviderCheck, configure_tracing
 from core.agents.orchestrator import ORCHESTRATOR_ID, Orchestrator
 from core.agents.toolset import (
+    CORE_SOURCE,
     Capability,
     Toolset,
     agent_as_tool,
@@ -22,6 +23,7 @@ from core.agents.toolset import (
 )
 
 __all__ = [
+    "CORE_SOURCE",
     "ORCHESTRATOR_ID",
     "AgentLayerError",
     "Capability",

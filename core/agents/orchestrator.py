@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agents import Agent, InputGuardrail, OutputGuardrail, Tool
+from agents import Agent, AgentHooks, InputGuardrail, OutputGuardrail, Tool
 
 from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelRouter
@@ -56,10 +56,12 @@ class Orchestrator:
         tool_guidance: str = "",
         template_path: Path = ORCHESTRATOR_TEMPLATE,
         interceptor: ToolWrapper | None = None,
+        agent_hooks: AgentHooks[Any] | None = None,
         guardrails: GuardrailSource | None = None,
     ) -> None:
         resolve_timezone(timezone)  # a bad name fails here, not in the middle of a turn
         self._router = model_router
+        self._agent_hooks = agent_hooks  # e.g. the kernel's token counter (metrics)
         self._timezone = timezone
         self._interceptor = interceptor
         self._guardrails = guardrails
@@ -116,6 +118,7 @@ class Orchestrator:
             mcp_servers=list(self._mcp_servers),
             mcp_config={"failure_error_function": tool_error_message},
             tool_wrapper=self._interceptor,
+            hooks=self._agent_hooks,
             input_guardrails=guardrails.input_guardrails() if guardrails else [],
             output_guardrails=guardrails.output_guardrails() if guardrails else [],
         )

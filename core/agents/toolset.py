@@ -1,8 +1,10 @@
 """Assemble the orchestrator's tools: merge by name, wrap agents as tools, describe them.
 
 One namespace for every tool the model sees: core tools, ``ToolProvider`` tools
-and agents in ``integration_mode: tool``. The first tool of a name wins; later
-ones are dropped with a warning naming both extensions, never a crash.
+and agents in ``integration_mode: tool``. The kernel settles contested names
+before it gets here (``core/kernel/tool_stacking.py``, ADR 0027); what is
+left is first-wins: a later tool of a name is dropped with a warning naming
+both extensions, never a crash.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from core.extensions.contract import AgentInvocationContext, AgentProvider, Turn
 from core.tools.failures import describe_tool_error, reporting_failures, tool_error_message
 
 __all__ = [
+    "CORE_SOURCE",
     "Capability",
     "Toolset",
     "agent_as_tool",

@@ -58,17 +58,19 @@ async def _doctor(settings: Settings) -> int:
         detail = f" — {entry['error']}" if entry["error"] else ""
         print(f"{mark} extension {entry['id']}: {status}{detail}")
         problems += mark == BAD
-        if status != "active":
+        if status not in ("active", "skipped"):
             continue
         try:
             manifest = load_manifest(settings.extensions_dir / entry["id"])
         except ManifestError:
             continue
-        for name in manifest.secrets:
-            present = bool(secrets.get(name))
+        for spec in manifest.secrets:
+            present = bool(secrets.get(spec.name))
             state = "set" if present else "not set"
-            print(f"{OK if present else BAD} secret {name} ({entry['id']}): {state}")
-            problems += not present
+            fine = present or spec.optional
+            optional = " (optional)" if spec.optional else ""
+            print(f"{OK if fine else BAD} secret {spec.name} ({entry['id']}): {state}{optional}")
+            problems += not fine
     print("doctor: no problems found" if not problems else f"doctor: {problems} problem(s)")
     return 0 if problems == 0 else 1
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core.kernel.runner import Kernel
+from core.kernel.tool_stacking import stacks_by_extension
 from core.settings import Settings
 
 
@@ -30,7 +31,11 @@ async def collect_report(settings: Settings) -> list[dict[str, Any]]:
         kernel = Kernel(settings, journal_path=Path(tmp) / "events.db")
         try:
             await kernel.load()
-            return kernel.loader.report()
+            stacks = stacks_by_extension(kernel.tool_stacking.stacked(kernel.loader.active()))
+            report = kernel.loader.report()
+            for entry in report:
+                entry["tool_stacks"] = stacks.get(entry["id"], {})
+            return report
         finally:
             await kernel.loader.shutdown()
             await kernel.bus.stop()
@@ -46,6 +51,10 @@ def format_report(report: list[dict[str, Any]]) -> str:
         lines.append(f"{r['id']:<{width}}  {r['status']:<8}  {caps}")
         if r["tools"]:
             lines.append(f"{'':<{width}}  tools: {', '.join(r['tools'])}")
+        for name, stack in r.get("tool_stacks", {}).items():
+            if stack["active"] != r["id"]:
+                by = f"by {stack['active']}" if stack["active"] else "(disabled)"
+                lines.append(f"{'':<{width}}  tool {name}: shadowed {by}")
         if r["error"]:
             lines.append(f"{'':<{width}}  error: {r['error']}")
     return "\n".join(lines)

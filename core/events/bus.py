@@ -18,6 +18,7 @@ from core.events.errors import BusStateError
 from core.events.journal import Journal, NewEvent, Outcome
 from core.events.payloads import encode_payload
 from core.events.sqlite_journal import SQLiteJournal
+from core.events.stats import BusStats
 from core.events.subscriptions import EventHandler, Subscription
 from core.events.system_payloads import check_system_payload
 from core.events.topics import topic_matches, validate_pattern, validate_topic
@@ -64,6 +65,7 @@ class EventBus:
         self._subs: dict[str, Subscription] = {}
         self._routes: dict[str, tuple[Subscription, ...]] = {}  # valid topic -> its subscribers
         self._writer = GroupCommitWriter(journal, self._subs, max_attempts)
+        self.counters = BusStats()  # what happened since start, read by the metrics exporter
         self._direct_lock = asyncio.Lock()
         self._main: asyncio.Task[None] | None = None
         self._tg: asyncio.TaskGroup | None = None
@@ -167,11 +169,14 @@ class EventBus:
         payload_json = encode_payload(topic, payload, self.max_payload_bytes)
         event = NewEvent(topic, source, payload_json, correlation_id, idempotency_key, time.time())
         if self._writer.running:
-            return await self._writer.add_publish(event, subscribers)
-        if self._state == "running":
+            event_id = await self._writer.add_publish(event, subscribers)
+        elif self._state == "running":
             # never journal-only while running: that would store events nobody delivers
             raise BusStateError(f"EventBus.publish({topic!r}): the bus is down ({self._failure})")
-        return await self._publish_direct(event, subscribers)
+        else:
+            event_id = await self._publish_direct(event, subscribers)
+        self.counters.published += 1
+        return event_id
 
     def _route(self, topic: str) -> tuple[Subscription, ...]:
         """Validate ``topic`` and remember which subscribers it goes to (until a subscribe)."""
@@ -198,6 +203,10 @@ class EventBus:
     async def stats(self) -> dict[str, int]:
         """Deliveries by status and the number of stored events (``Journal.counts``)."""
         return await self.journal.counts()
+
+    def queue_depth(self) -> int:
+        """Deliveries claimed from the journal and waiting in memory for a handler."""
+        return sum(len(sub.queue) for sub in self._subs.values())
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -261,11 +270,13 @@ class EventBus:
     def _spawn_workers(self, tg: asyncio.TaskGroup, sub: Subscription) -> None:
         for n in range(sub.concurrency):
             task = tg.create_task(
-                worker_loop(sub, self._policy, self._report), name=f"event-bus-{sub.id}-{n}"
+                worker_loop(sub, self._policy, self._report, self.counters),
+                name=f"event-bus-{sub.id}-{n}",
             )
             sub.workers.append(task)
 
     def _report(self, sub: Subscription, outcome: Outcome) -> None:
+        self.counters.count_outcome(outcome.status)
         if sub.solo and not sub.running and not sub.queue:
             sub.solo = False
         self._writer.add_outcome(outcome)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from core.events.journal import Outcome
 from core.events.models import Event
+from core.events.stats import BusStats
 from core.events.subscriptions import Subscription
 
 __all__ = ["RetryPolicy", "run_handler", "worker_loop"]
@@ -74,17 +75,23 @@ async def run_handler(sub: Subscription, event: Event, policy: RetryPolicy) -> O
 
 
 async def worker_loop(
-    sub: Subscription, policy: RetryPolicy, report: Callable[[Subscription, Outcome], None]
+    sub: Subscription,
+    policy: RetryPolicy,
+    report: Callable[[Subscription, Outcome], None],
+    stats: BusStats | None = None,
 ) -> None:
     """Take deliveries from the subscriber's queue in order until a ``None`` sentinel.
 
     A delivery interrupted by cancellation stays in ``sub.running`` so the bus
-    can release it (it is redelivered later, not counted as a failure).
+    can release it (it is redelivered later, not counted as a failure). The
+    first attempt of each delivery adds its publish -> handler latency to ``stats``.
     """
     while True:
         event = await sub.queue.get()
         if event is None:
             return
+        if stats is not None and event.attempt == 1:
+            stats.observe_latency(time.time() - event.created_at)
         sub.running[event.id] = event
         try:
             outcome = await run_handler(sub, event, policy)

@@ -41,7 +41,9 @@ from core.extensions.errors import PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.handlers import logged_handler, when_wired
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
+from core.extensions.shared_services import ExtensionServices, ServiceRegistry
 from core.extensions.state_scope import current_turn, state_session
+from core.extensions.topic_rules import GUARDED_TOPICS, KERNEL_ONLY
 from core.extensions.ui_gateway import UiGateway
 from core.logging_setup import guard_extension_logger
 
@@ -76,6 +78,8 @@ class KernelServices:
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
     is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)
+    # context.services: one registry for the kernel's lifetime (closed by Kernel.stop)
+    shared: ServiceRegistry = field(default_factory=ServiceRegistry)
 
 
 class KernelContext:
@@ -95,6 +99,7 @@ class KernelContext:
             # a manifest declaring `timezone: null` means "the kernel's timezone setting"
             self._config["timezone"] = services.settings.timezone
         self.subscriptions: list[str] = []
+        self._shared = ExtensionServices(services.shared, manifest.id)
         self._control_refusals = 0
         limits = services.settings.rate_limits
         self._notify_limit = RateLimit(
@@ -127,6 +132,10 @@ class KernelContext:
         return dict(self._config)
 
     @property
+    def services(self) -> ExtensionServices:
+        return self._shared
+
+    @property
     def data_dir(self) -> Path:
         path = extension_data_dir(self._services.settings.data_dir, self.extension_id)
         path.mkdir(parents=True, exist_ok=True)
@@ -141,7 +150,7 @@ class KernelContext:
         return default if value is None else value
 
     def get_secret(self, name: str) -> str | None:
-        if name not in self._manifest.secrets:
+        if name not in self._manifest.secret_names:
             raise SecretNotDeclaredError(self.extension_id, name)
         return self._services.secrets.get(name) or None
 
@@ -165,7 +174,7 @@ class KernelContext:
         owned = next((w for p, w in KERNEL_ONLY.items() if topic.startswith(p)), None)
         if owned is not None:
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}: {owned}")
-        guard = _GUARDED_TOPICS.get(topic)
+        guard = GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
         return await self._publish(topic, payload, correlation_id, idempotency_key)
@@ -377,22 +386,3 @@ class KernelContext:
             if math.log10(self._control_refusals).is_integer():  # 1st, 10th, 100th, ...
                 self.logger.warning("refused (%d so far): %s", self._control_refusals, exc)
             raise
-
-
-# topics only the kernel publishes: the frames of hook decisions (replay trusts them)
-# and post-processor results (webhooks act on them)
-KERNEL_ONLY = {
-    "hook.": "hook.* frames are the kernel's own",
-    "postprocess.": "postprocess.* results are the kernel's own",
-    # resuming a turn paused for the user's approval (ADR 0021)
-    SystemTopics.TURN_RESUME: "the resumption of paused turns is the kernel's own",
-}
-
-# system topics whose publication does what a guarded call does
-_GUARDED_TOPICS = {
-    SystemTopics.USER_MESSAGE: "user_messages",
-    SystemTopics.UI_ANSWER: "user_messages",
-    SystemTopics.USER_NOTIFY: "notify",
-    SystemTopics.AGENT_TASK: "agent",
-    SystemTopics.AGENT_BACKGROUND: "agent",
-}

@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from core.events.models import Event
+from core.extensions.channel_protocols import InteractiveChannel
 from core.extensions.contract_data import (
     AgentDescriptor,
     AgentInvocationContext,
@@ -104,6 +105,7 @@ __all__ = [
     "SessionEndHook",
     "SessionStartHook",
     "SetupProvider",
+    "SharedServices",
     "ShortCircuit",
     "StateScope",
     "StreamingChannelProvider",
@@ -119,6 +121,7 @@ __all__ = [
 ]
 
 EventHandler = Callable[[Event], Awaitable[None]]
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------- protocols
@@ -158,21 +161,6 @@ class StreamingChannelProvider(Protocol):
     async def on_stream_chunk(self, user_id: str, chunk: str) -> None: ...
     async def on_stream_status(self, user_id: str, status: str) -> None: ...
     async def on_stream_end(self, user_id: str, full_text: str) -> None: ...
-
-
-@runtime_checkable
-class InteractiveChannel(Protocol):
-    """A channel that can put a question to the user (an approval, a confirm, a
-    choice, a line of text) and show how it ended (ADR 0021).
-
-    ``ask_user`` renders ``request`` to ``user_id`` (buttons, an inline prompt);
-    the user's answer goes back through ``ExtensionContext.answer_request``.
-    ``close_request`` says the question is over — answered, timed out or
-    dropped — with ``outcome`` in plain words (edit the message, print a line).
-    """
-
-    async def ask_user(self, user_id: str, request: UserRequest) -> None: ...
-    async def close_request(self, user_id: str, request_id: str, outcome: str) -> None: ...
 
 
 @runtime_checkable
@@ -227,6 +215,25 @@ class CommandProvider(Protocol):
 # --------------------------------------------------------------- the context API
 
 
+class SharedServices(Protocol):
+    """``context.services`` (SPEC §9, seed 004): heavy objects created once and
+    shared — an embedding model, a connection pool — instead of one per user.
+
+    One instance per key for the kernel's lifetime (an isolated extension: its
+    plugin host's, as objects cannot cross the process boundary), created on
+    the first call; concurrent first callers wait for one creation; a factory
+    that raises is not remembered (the next call tries again). A sync factory
+    runs in a worker thread, an async one on the loop. At teardown every
+    service's ``shutdown()``, ``aclose()`` or ``close()`` (the first it has) is
+    called, newest first. Keys are shared by every extension: namespace them
+    (``"memory:embeddings:…"``).
+    """
+
+    async def get_or_create(
+        self, key: str, factory: Callable[[], Awaitable[T]] | Callable[[], T]
+    ) -> T: ...
+
+
 class ExtensionContext(Protocol):
     """What the kernel offers an extension (seed 002, "ExtensionContext API").
 
@@ -239,6 +246,11 @@ class ExtensionContext(Protocol):
 
     @property
     def config(self) -> dict[str, Any]: ...
+    @property
+    def services(self) -> SharedServices:
+        """The shared service registry (``SharedServices``)."""
+        ...
+
     @property
     def data_dir(self) -> Path: ...
     @property
@@ -290,36 +302,23 @@ class ExtensionContext(Protocol):
         idempotency_key: str | None = None,
         sender_id: str | None = None,
     ) -> int:
-        """Journal a ``user.message`` (channel defaults to this extension).
-
-        ``sender_id``: who typed it when ``user_id`` addresses a group (a
-        Telegram group chat): only they may answer the questions it leads to."""
+        """Journal a ``user.message`` (channel defaults to this extension); ``sender_id``:
+        who typed it when ``user_id`` is a group chat (only they answer its questions)."""
         ...
 
     async def answer_request(
         self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
     ) -> None:
-        """Journal the user's answer to a ``UserRequest`` this channel showed them
-        (``InteractiveChannel``): ``answer`` is an option's value or the text typed.
-        The kernel checks that it comes from the conversation and sender asked."""
+        """Journal the answer (an option's value, or the text typed) to a ``UserRequest``
+        this channel showed; the kernel checks conversation and sender."""
         ...
 
     async def ui_request(
-        self,
-        kind: str,
-        prompt: str,
-        options: Sequence[str] = (),
-        *,
-        timeout_s: float | None = None,
+        self, kind: str, prompt: str, options: Sequence[str] = (), *, timeout_s: float | None = None
     ) -> str | None:
-        """Ask the user of the turn being served (a tool call, a command) on their
-        channel, and wait for the answer (seed 003 UI requests).
-
-        ``kind``: ``confirm`` (answers ``"yes"`` / ``"no"``), ``select`` (one of
-        ``options``) or ``input`` (the text typed). ``None`` when no answer came
-        within ``timeout_s`` (default 120 s; the turn's own deadline still
-        applies). Outside a conversation's turn it raises ``NotAvailableError``.
-        Needs ``permissions.notify`` (default true)."""
+        """Ask the user of the turn being served and wait (seed 003): ``confirm`` gives
+        ``"yes"``/``"no"``, ``select`` one of ``options``, ``input`` the text; ``None``
+        after ``timeout_s`` (120 s). Outside a turn: ``NotAvailableError``."""
         ...
 
     async def list_commands(self) -> list[tuple[str, str]]:

@@ -37,7 +37,7 @@ class GrantRequest:
     def from_manifest(cls, manifest: Manifest, *, default_isolation: str) -> GrantRequest:
         isolation = manifest.isolation or default_isolation
         isolated = isolation != IN_PROCESS
-        secrets = tuple(sorted(set(manifest.secrets)))
+        secrets = tuple(sorted(set(manifest.secret_names)))
         in_process = manifest.permissions.resolved(manifest.id, isolated=False)
         return cls(
             ext_id=manifest.id,

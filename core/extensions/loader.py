@@ -10,6 +10,7 @@ stops the kernel or the other extensions.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ class Loader:
         isolated_factory: InstanceFactory | None = None,
         disabled: Mapping[str, str] | None = None,
         grants: GrantStore | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
         self.extensions_dir = extensions_dir
         self.lifecycle_timeout_s = lifecycle_timeout_s
@@ -56,8 +58,14 @@ class Loader:
         # None: the caller vouches for every extension (loader unit tests only);
         # the kernel always passes the user's grants.
         self.grants = grants
+        # None: required secrets are not checked (loader unit tests only)
+        self.secrets = secrets
         self.records: dict[str, ExtensionRecord] = {}
+        # (action, ext id) -> times: "register" (taken into the registry at
+        # discovery), "reject" (bad manifest or id), "unregister" (uninstalled)
+        self.registrations: Counter[tuple[str, str]] = Counter()
         self.order: list[str] = []
+        self.directory_found = False  # whether the last discover() found extensions_dir
         self.on_discovered: DiscoveredHook | None = None
 
     # ------------------------------------------------------------ queries
@@ -90,6 +98,11 @@ class Loader:
             entry["granted"] = request is not None and self._granted(request)
             out.append(entry)
         return out
+
+    def priority_of(self, ext_id: str) -> int:
+        """The manifest ``priority`` (0-100; 50 when it has no readable manifest)."""
+        record = self.records.get(ext_id)
+        return record.manifest.priority if record is not None and record.manifest else 50
 
     def rank_of(self, ext_id: str) -> float | None:
         """How established a provider is (``GrantStore.rank``); None: no grant."""
@@ -130,7 +143,8 @@ class Loader:
     def discover(self) -> None:
         """Read and validate every manifest; order the loadable ones."""
         self.records.clear()
-        if not self.extensions_dir.is_dir():
+        self.directory_found = self.extensions_dir.is_dir()
+        if not self.directory_found:
             log.warning("extensions directory %s does not exist", self.extensions_dir)
             self.order = []
             return
@@ -144,12 +158,19 @@ class Loader:
             except ManifestError as exc:
                 record.fail(str(exc))
                 continue
+        self._refuse_clashing_ids()
+        for record in self.records.values():
+            if record.manifest is None or record.status is not ExtensionStatus.ACTIVE:
+                self.registrations["reject", record.ext_id] += 1
+                continue
+            self.registrations["register", record.ext_id] += 1
             if not record.manifest.enabled:
                 record.disable()
             elif record.ext_id in self.disabled:
                 record.disable(self.disabled[record.ext_id])
             else:
                 self._check_grant(record)
+                self._check_secrets(record)
         deps = {
             r.ext_id: list(r.manifest.depends_on)
             for r in self.records.values()
@@ -181,6 +202,36 @@ class Loader:
             record.skip(f"cannot check its grant: {exc}")
             return
         record.skip(not_granted_reason(request, changed=changed))
+
+    def _refuse_clashing_ids(self) -> None:
+        """Ids are unique ignoring case: they name data directories, and a
+        case-insensitive file system would give two extensions one directory.
+        Every extension of a clash is refused (none of them is "first")."""
+        by_folded: dict[str, list[ExtensionRecord]] = {}
+        for record in self.records.values():
+            by_folded.setdefault(record.ext_id.lower(), []).append(record)
+        for clash in by_folded.values():
+            if len(clash) < 2:
+                continue
+            for record in clash:
+                others = ", ".join(repr(r.ext_id) for r in clash if r is not record)
+                reason = (
+                    f"id {record.ext_id!r} clashes with {others} (ids are unique ignoring case)"
+                )
+                if record.manifest is not None:
+                    record.fail(f"{record.ext_dir / MANIFEST_FILE}: id: {reason}; rename one")
+
+    def _check_secrets(self, record: ExtensionRecord) -> None:
+        """Skip an extension whose required secret is not set: it cannot work, and
+        that is the user's configuration, not a failure (logged at INFO)."""
+        if self.secrets is None or record.manifest is None:
+            return
+        if record.status is not ExtensionStatus.ACTIVE:
+            return
+        missing = [n for n in record.manifest.required_secrets if not self.secrets.get(n)]
+        if missing:
+            record.skip(missing_secrets_reason(missing))
+            log.info("extension %s skipped: %s", record.ext_id, record.error)
 
     def _explain_inactive_dependencies(self) -> None:
         """Name the real cause when a dependency is disabled or has a bad manifest."""
@@ -302,3 +353,10 @@ class Loader:
             reason = failure_reason(method, exc)
             record.fail(reason)
             log.error("extension %s: %s", record.ext_id, reason)
+
+
+def missing_secrets_reason(names: list[str]) -> str:
+    """``missing secret TELEGRAM_BOT_TOKEN (set it in the environment or .env)``."""
+    plural = "s" if len(names) > 1 else ""
+    them = "them" if names[1:] else "it"
+    return f"missing secret{plural} {', '.join(names)} (set {them} in the environment or .env)"

@@ -19,9 +19,12 @@ from core.datadir import RESERVED_IDS
 from core.extensions.sdk import resolve_zone
 
 MANIFEST_FILE = "manifest.yaml"
-_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+# letters, digits, - and _, a letter first, at most 64 (seed 001; ADR 0025)
+_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+MAX_ID_LENGTH = 64
 _TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENTRYPOINT_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_SECRET_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class ManifestError(Exception):
@@ -135,6 +138,26 @@ class ResolvedPermissions:
     control: bool
 
 
+class SecretSpec(_Strict):
+    """One secret the extension reads (``secrets:`` entry).
+
+    Written as a bare name (required) or ``{name: X, optional: true}``. A
+    missing required secret leaves the extension ``skipped`` ("missing secret
+    X") before any of its code runs; a missing optional one is ``None`` from
+    ``get_secret`` and the extension decides what to do without it.
+    """
+
+    name: str
+    optional: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _SECRET_RE.match(value):
+            raise ValueError(f"{value!r} is not an environment variable name (letters, digits, _)")
+        return value
+
+
 class StateEquals(_Strict):
     key: str = Field(min_length=1)
     equals: Any
@@ -218,7 +241,7 @@ class Manifest(_Strict):
     description: str = ""
     setup_instructions: str = ""
     depends_on: list[str] = Field(default_factory=list)
-    secrets: list[str] = Field(default_factory=list)
+    secrets: list[SecretSpec] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
     enabled: bool = True
     agent_id: str | None = None
@@ -239,8 +262,11 @@ class Manifest(_Strict):
     @classmethod
     def _valid_id(cls, value: str) -> str:
         if not _ID_RE.match(value):
-            raise ValueError(f"{value!r} must be lower_snake_case (letters, digits, _)")
-        if value in RESERVED_IDS:
+            raise ValueError(
+                f"{value!r} must start with a letter and hold only letters, digits, - and _ "
+                f"(at most {MAX_ID_LENGTH} characters)"
+            )
+        if value.lower() in RESERVED_IDS:
             raise ValueError(
                 f"{value!r} is reserved for the kernel's own files in paths.data; "
                 "choose another id (and directory name)"
@@ -253,6 +279,23 @@ class Manifest(_Strict):
         for name in value:
             if not _TOOL_NAME_RE.match(name):
                 raise ValueError(f"{name!r} is not a tool name (letters, digits, _ and -)")
+        return value
+
+    @field_validator("secrets", mode="before")
+    @classmethod
+    def _secret_names_as_specs(cls, value: Any) -> Any:
+        """A bare name is a required secret: ``TOKEN`` means ``{name: TOKEN}``."""
+        if isinstance(value, list):
+            return [{"name": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("secrets")
+    @classmethod
+    def _unique_secrets(cls, value: list[SecretSpec]) -> list[SecretSpec]:
+        names = [spec.name for spec in value]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} listed more than once")
         return value
 
     @field_validator("entrypoint")
@@ -273,6 +316,16 @@ class Manifest(_Strict):
     @property
     def resolved_agent_id(self) -> str:
         return self.agent_id or self.id
+
+    @property
+    def secret_names(self) -> tuple[str, ...]:
+        """Every secret it may read, required or optional (what ``get_secret`` allows)."""
+        return tuple(spec.name for spec in self.secrets)
+
+    @property
+    def required_secrets(self) -> tuple[str, ...]:
+        """The secrets it cannot run without."""
+        return tuple(spec.name for spec in self.secrets if not spec.optional)
 
 
 def check_timezone(name: str) -> None:

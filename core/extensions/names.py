@@ -1,4 +1,5 @@
-"""Who keeps a tool or command name two extensions both provide (issue 11 item 6).
+"""Who keeps a command name two extensions both provide (issue 11 item 6), and
+the trust facts tool stacking builds on (``stacking.py``, ADR 0027).
 
 Load order no longer decides: the established provider keeps the name —
 the kernel's own names always, then bundled (project-granted) extensions,
@@ -10,11 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 KERNEL_OWNERS = frozenset({"kernel", "core"})
-
-T = TypeVar("T")
 
 # ext id -> rank (smaller = more established; None = holds no grant)
 RankOf = Callable[[str], float | None]
@@ -41,6 +39,22 @@ class NamePolicy:
             return holder
         return newcomer if self._order(newcomer) < self._order(holder) else holder
 
+    def may_replace(self, owner: str, name: str) -> bool:
+        """Whether the user's grant lets ``owner`` take ``name`` from another provider."""
+        return name in self._replaces(owner)
+
+    def established(self, owners: Sequence[str]) -> str:
+        """The most established of ``owners`` (the kernel, then bundled, then the
+        earliest grant; ties: the first in ``owners``, i.e. load order)."""
+        return min(owners, key=lambda owner: (self.order(owner), owners.index(owner)))
+
+    def order(self, owner: str) -> float:
+        """When ``owner`` became a provider: the kernel first (-inf), bundled (0),
+        then grant time; an extension holding no grant last (inf)."""
+        if owner in KERNEL_OWNERS:
+            return -math.inf
+        return self._order(owner)
+
     def _order(self, owner: str) -> float:
         rank = self._rank(owner)
         return math.inf if rank is None else rank
@@ -53,27 +67,3 @@ class NamePolicy:
             f"extension {loser}: {name} is already provided by {keeper}; "
             "not replacing it without a grant that says so"
         )
-
-
-def settle(
-    sources: Sequence[tuple[str, Sequence[T]]],
-    name_of: Callable[[T], str],
-    policy: NamePolicy,
-    warn: Callable[[str], None],
-) -> list[tuple[str, list[T]]]:
-    """``(owner, items)`` with every contested name left only to its keeper."""
-    keepers: dict[str, str] = {}
-    for owner, items in sources:
-        for item in items:
-            name = name_of(item)
-            holder = keepers.get(name)
-            if holder is None or holder == owner:
-                keepers[name] = owner
-                continue
-            keeper = policy.keeper(name, holder, owner)
-            warn(policy.warning(name, keeper, owner if keeper == holder else holder))
-            keepers[name] = keeper
-    return [
-        (owner, [item for item in items if keepers[name_of(item)] == owner])
-        for owner, items in sources
-    ]

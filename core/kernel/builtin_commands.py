@@ -12,6 +12,7 @@ from typing import Protocol
 from core.agents.mcp_servers import McpServerStatus
 from core.extensions.contract import Command, TurnContext
 from core.extensions.records import ExtensionRecord, ExtensionStatus
+from core.kernel.tool_stacking import StackedTools
 
 
 class ConversationStore(Protocol):
@@ -23,7 +24,7 @@ class ConversationStore(Protocol):
 
 
 class StatusSource(Protocol):
-    """What ``/status`` reports: uptime, model, wired extensions, MCP, events."""
+    """What ``/status`` reports: uptime, model, wired extensions, tool stacks, MCP, events."""
 
     @property
     def uptime_s(self) -> float: ...
@@ -37,6 +38,8 @@ class StatusSource(Protocol):
     def mcp_statuses(self) -> Sequence[McpServerStatus]: ...
 
     async def event_counts(self) -> dict[str, int]: ...
+
+    def tool_stacks(self) -> StackedTools: ...
 
     def consent_summary(self) -> str: ...
 
@@ -89,6 +92,10 @@ async def status_text(source: StatusSource) -> str:
     for record in records:
         if record.status in (ExtensionStatus.ERROR, ExtensionStatus.SKIPPED):
             lines.append(f"  {record.ext_id}: {record.status.value} — {record.error}")
+    contested = source.tool_stacks().contested()
+    if contested:
+        lines.append("Tools with several providers (active first):")
+        lines.extend(f"  {stack.describe()}" for stack in contested)
     lines.extend(_mcp_lines(source.mcp_statuses()))
     lines.append(source.consent_summary())
     counts = await source.event_counts()

@@ -21,14 +21,12 @@ from typing import Any
 
 from agents.models.interface import Model
 
-from core.agents import tool_name_of
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
-from core.agents.toolset import build_toolset
-from core.datadir import migrate_extension_data, refuse_symlinks
+from core.datadir import refuse_symlinks
 from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.context import KernelServices
@@ -36,7 +34,8 @@ from core.extensions.grant_store import GrantStore
 from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
-from core.extensions.names import NamePolicy, settle
+from core.extensions.names import NamePolicy
+from core.extensions.shared_services import ServiceRegistry
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
@@ -45,12 +44,14 @@ from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
+from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.router import MessageRouter
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelStatus
+from core.kernel.tool_stacking import StackedTools, ToolStacking
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
-from core.logging_setup import REDACTOR
+from core.metrics import KernelMetrics, MetricsExport, kernel_sources
 from core.scheduling import ManifestScheduler, manifest_schedules
 from core.secrets import load_secrets
 from core.settings import Settings
@@ -103,20 +104,33 @@ class Kernel:
             agent_factory=self._make_agent,
             disabled=disabled_extensions,
             grants=GrantStore(self.data_dir),
+            secrets=self.secrets,
         )
         self.loader.isolated_factory = isolated_factory(settings, self.loader)
-        self.loader.on_discovered = self._before_extension_code
+        self.loader.on_discovered = lambda manifests: before_extension_code(
+            manifests, settings, self.secrets
+        )
         self.scheduler = ManifestScheduler(
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
         )
         self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
         self.commands = CommandRegistry(self.names)
+        self.tool_stacking = ToolStacking(
+            self.names,
+            priority_of=self.loader.priority_of,
+            overrides=settings.tools.overrides,
+            core_tools=self.core_tools,
+        )
         self.conversations = Conversations(
             self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
         )
         self.state = StateStore(
             self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
         )
+        self.metrics = KernelMetrics()
+        self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
+        self.state.size_observer = self.metrics.state_written
+        self.metrics_export = MetricsExport(self.metrics, settings.metrics, self.data_dir)
         self.conversations.session_ended.append(self.state.clear_session)
         self.context = ContextChain(
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
@@ -128,6 +142,7 @@ class Kernel:
             frames=self.bus,
             state=self.state,
             model_router=self.model_router,
+            observer=self.metrics,
         )
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
         self.consent = KernelConsent(  # ADR 0021: every tool call passes its gate
@@ -158,6 +173,7 @@ class Kernel:
             list_commands=self.commands.names_and_descriptions,
             list_post_processors=self.shaping.post.activated_names,
             is_wired=self.wiring.is_wired,
+            shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
         )
         self.supervision = ExtensionSupervisor(
             self.loader,
@@ -173,19 +189,6 @@ class Kernel:
         """Discover, load and initialize extensions (no start): ``main.py extensions``."""
         await self.loader.load_all(self.services)
 
-    def _before_extension_code(self, manifests: list[Manifest]) -> None:
-        """After manifests are validated, before any extension is imported."""
-        self._redact_secrets(manifests)
-        migrate_extension_data(self.data_dir, [m.id for m in manifests])
-
-    def _redact_secrets(self, manifests: list[Manifest]) -> None:
-        """Values of declared secrets and model API keys never reach a log line
-        (filled before ``initialize``, which may already log them)."""
-        for manifest in manifests:
-            REDACTOR.add(self.secrets.get(name, "") for name in manifest.secrets)
-        for provider in self.settings.models.providers.values():
-            REDACTOR.add([provider.api_key or "", self.secrets.get(provider.api_key_env or "", "")])
-
     async def start(self) -> None:
         """Everything up to "ready": extensions loaded, started (and so wired), bus running.
 
@@ -196,7 +199,7 @@ class Kernel:
         await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
         await self.state.open()
         await self.load()
-        await self._forget_uninstalled_state()
+        await reconcile_registrations(self.loader, self.state, self.bus)
         await self.mcp.connect()
         self.router = MessageRouter(
             bus=self.bus,
@@ -215,7 +218,7 @@ class Kernel:
         )
         status = KernelStatus(
             self.started_at, self.model_router, self.loader, self.wiring.is_wired,
-            self.mcp, self.bus, self.consent.summary,
+            self.mcp, self.bus, self.consent.summary, self.tool_stacks,
         )  # fmt: skip
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
@@ -234,6 +237,7 @@ class Kernel:
         await self._forget_released_subscriptions()
         await self.consent.start()  # questions left open by the last run: asked again
         await self.bus.start()
+        await self.metrics_export.start()
         await self.scheduler.start(
             manifest_schedules(self.wiring.wired(Capability.SCHEDULER), self.settings.timezone)
         )
@@ -255,12 +259,6 @@ class Kernel:
                     len(forgotten),
                 )
 
-    async def _forget_uninstalled_state(self) -> None:
-        """An extension whose directory is gone is unregistered: its state goes too.
-        (Disabled, skipped or failing ones keep theirs.)"""
-        if self.settings.extensions_dir.is_dir():
-            await self.state.forget_extensions_except(self.loader.records)
-
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
         self.orchestrator.invalidate()
@@ -268,21 +266,12 @@ class Kernel:
         self.consent.catalog.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
-        """Core tools first, then wired extensions' tools and agents. A tool name
-        two extensions provide stays with the established one (``NamePolicy``).
+        """Core tools first, then wired extensions' tools and agents, one active
+        provider per name (``ToolStacking``, ADR 0027).
 
         Called by ``LiveOrchestrator`` on the first turn after the wiring changed.
         """
-        extension_tools = settle(
-            [(r.ext_id, r.tools) for r in self.wiring.wired(Capability.TOOL)],
-            tool_name_of,
-            self.names,
-            log.warning,
-        )
-        toolset = build_toolset(
-            [("core", self.core_tools()), *extension_tools],
-            [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.AGENT)],
-        )
+        toolset = self.tool_stacking.toolset(self.wiring.wired())
         return Orchestrator(
             model_router=self.model_router,
             timezone=self.settings.timezone,
@@ -292,6 +281,7 @@ class Kernel:
             mcp_servers=self.mcp.active,
             tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
             interceptor=self.consent.wrapper,
+            agent_hooks=self.metrics.token_hooks,
             guardrails=self.shaping.guardrails,
         )
 
@@ -309,6 +299,7 @@ class Kernel:
                 tasks = [
                     group.create_task(self.supervision.run(), name="extension-supervision"),
                     group.create_task(self.bus.watch(), name="event-bus-watch"),
+                    group.create_task(self.metrics_export.run(), name="metrics-snapshots"),
                 ]
                 await self._stop_requested.wait()
                 for task in tasks:
@@ -327,10 +318,12 @@ class Kernel:
             ("event bus", self.bus.stop),
             ("MCP servers", self.mcp.cleanup),
             ("extensions", self.loader.shutdown),
+            ("shared services", self.services.shared.aclose),
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
             ("extension state", self.state.aclose),
             ("model router", self.model_router.aclose),
+            ("metrics", self.metrics_export.aclose),  # the last snapshot, after everything
         ]
         async with contextlib.AsyncExitStack() as stack:
             for name, step in reversed(steps):
@@ -371,6 +364,10 @@ class Kernel:
                 request_restart=self.request_restart,
             )
         )
+
+    def tool_stacks(self) -> StackedTools:
+        """The wired extensions' tool stacks (what the orchestrator gets), for ``/status``."""
+        return self.tool_stacking.stacked(self.wiring.wired())
 
     def _context_providers(self) -> list[tuple[str, Any]]:
         return [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.CONTEXT)]

@@ -29,6 +29,7 @@ from core.kernel.hooks import (
     command_hook_entries,
     tool_guidance,
 )
+from core.kernel.hooks.observer import NO_OBSERVER, PipelineObserver
 from core.kernel.postprocess import PostProcessing, orchestrator_model
 from core.secrets import secret_file_names
 from core.settings import Settings
@@ -49,6 +50,7 @@ class TurnShaping:
         frames: FrameSink,
         state: StateReader,
         model_router: ModelRouter,
+        observer: PipelineObserver = NO_OBSERVER,
     ) -> None:
         self._wired = wired
         command_hooks = command_hook_entries(
@@ -59,7 +61,7 @@ class TurnShaping:
         self.registry = HookRegistry(wired, extra=lambda: command_hooks)
         self.hooks = TurnHooks(
             self.registry,
-            HookCaller(settings.hooks.timeout_s),
+            HookCaller(settings.hooks.timeout_s, observer),
             FrameRecorder(frames),
             authoritative_routing=settings.hooks.authoritative_routing,
         )

@@ -15,13 +15,15 @@ from core.agents.model_router import ModelRouter
 from core.events import EventBus
 from core.extensions.loader import Loader
 from core.extensions.records import ExtensionRecord
+from core.kernel.tool_stacking import StackedTools
 
 __all__ = ["KernelStatus"]
 
 
 @dataclass(frozen=True, slots=True)
 class KernelStatus:
-    """``StatusSource`` for ``/status``: uptime, model, extensions, MCP, events, consent."""
+    """``StatusSource`` for ``/status``: uptime, model, extensions, tool stacks, MCP,
+    events, consent."""
 
     started_at: float  # time.monotonic() at kernel start
     model_router: ModelRouter
@@ -30,6 +32,7 @@ class KernelStatus:
     mcp: McpServers
     bus: EventBus
     consent: Callable[[], str]
+    stacks: Callable[[], StackedTools]
 
     @property
     def uptime_s(self) -> float:
@@ -52,3 +55,6 @@ class KernelStatus:
 
     def consent_summary(self) -> str:
         return self.consent()
+
+    def tool_stacks(self) -> StackedTools:
+        return self.stacks()

@@ -6,7 +6,8 @@ worker thread (in call order, off the event loop, on one connection that
 started call to finish before the cancellation goes on. It logs what a user or an extension author
 needs to see — each eviction (extension id and key), the 80 % warnings
 (once per upward crossing), clears — and counts operations per
-(operation, extension id) and evictions per extension, for metrics.
+(operation, extension id) and evictions per extension, for metrics; after
+each write it tells ``size_observer`` the extension's size.
 
 ``session_id=None`` addresses an extension's extension-wide state.
 """
@@ -23,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,13 +39,22 @@ from core.state.table import (
     Written,
 )
 
-__all__ = ["WARN_FRACTION", "StateStore"]
+__all__ = ["WARN_FRACTION", "Reconciled", "StateStore"]
 
 log = logging.getLogger("core.state")
 
 WARN_FRACTION = 0.8  # of a limit: crossing it upwards logs a warning
 PRUNE_INTERVAL_S = 600.0  # expired rows of every extension are deleted this often (on a write)
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    """Extensions installed since the last start, and those gone (with the
+    number of state keys forgotten for each)."""
+
+    registered: tuple[str, ...]
+    unregistered: dict[str, int]
 
 
 class StateStore:
@@ -63,6 +74,8 @@ class StateStore:
         )
         self.operations: Counter[tuple[str, str]] = Counter()  # (operation, ext id) -> calls
         self.evictions: Counter[str] = Counter()  # ext id -> keys evicted
+        # told (ext id, its state's bytes) after each write (the size metric)
+        self.size_observer: Callable[[str, int], None] | None = None
         self._table = StateTable(db_path, synchronous=synchronous)
         self._clock = clock
         self._worker: ThreadPoolExecutor | None = None
@@ -142,15 +155,13 @@ class StateStore:
             log.info("session %s ended: forgot the state of %s", session_id, described)
         return sum(counts.values())
 
-    async def forget_extensions_except(self, installed: Collection[str]) -> dict[str, int]:
-        """Forget the state of extensions that are no longer installed (kernel start)."""
-        forget = self._table.forget_extensions_except
-        gone = await self._thread(forget, frozenset(installed))
-        for ext_id, count in sorted(gone.items()):
-            log.info(
-                "extension %s is no longer installed: forgot its state (%d keys)", ext_id, count
-            )
-        return gone
+    async def reconcile_extensions(self, installed: Collection[str]) -> Reconciled:
+        """Kernel start: record which extensions are installed; an extension gone
+        since (its directory removed) is unregistered and its state forgotten."""
+        new, gone = await self._thread(
+            self._table.reconcile_extensions, frozenset(installed), self._clock()
+        )
+        return Reconciled(tuple(new), gone)
 
     async def size_bytes(self, ext_id: str, session_id: str | None = None) -> int:
         """Bytes the extension's state holds (in one session's scope, when given)."""
@@ -168,6 +179,8 @@ class StateStore:
 
     def _report(self, ext_id: str, session_id: str, written: Written) -> None:
         limits = self.limits
+        if self.size_observer is not None:
+            self.size_observer(ext_id, written.extension_after)
         for gone in written.evicted:
             log.warning(
                 "extension %s: evicted state key %r (%s, %d bytes, least recently used) to stay "

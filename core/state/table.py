@@ -22,6 +22,7 @@ from core.extensions.errors import StateLimitError
 __all__ = ["EXTENSION_SCOPE", "Evicted", "Limits", "StateTable", "Written"]
 
 TABLE = "hearth_extension_state"
+REGISTERED = "hearth_registered_extensions"  # extensions installed in this data dir
 SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} ("
     " ext_id TEXT NOT NULL, session_id TEXT NOT NULL, key TEXT NOT NULL,"
@@ -32,6 +33,8 @@ SCHEMA = (
     # the sums of a write read this index only, never the values
     f"CREATE INDEX IF NOT EXISTS {TABLE}_sizes ON {TABLE} (ext_id, session_id, size)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_expiry ON {TABLE} (ext_id, expires_at)",
+    f"CREATE TABLE IF NOT EXISTS {REGISTERED}"
+    " (ext_id TEXT PRIMARY KEY, registered_at REAL NOT NULL)",
 )
 EXTENSION_SCOPE = ""  # the session_id of an extension's extension-wide rows
 BUSY_TIMEOUT_S = 10.0
@@ -232,13 +235,25 @@ class StateTable:
             ).fetchall()
         return _count(rows)
 
-    def forget_extensions_except(self, keep: Collection[str]) -> dict[str, int]:
-        """Forget the state of every extension not in ``keep``; keys per extension."""
+    def reconcile_extensions(
+        self, installed: Collection[str], now: float
+    ) -> tuple[list[str], dict[str, int]]:
+        """Record ``installed`` as the registered extensions: returns those new since
+        the last call, and those gone (registered before, or holding state, and not
+        installed now) with the state keys forgotten for each."""
         with self._transaction() as conn:
+            known = {str(e) for (e,) in conn.execute(f"SELECT ext_id FROM {REGISTERED}")}
             rows = conn.execute(f"SELECT ext_id, COUNT(*) FROM {TABLE} GROUP BY ext_id")
-            gone = {str(ext_id): int(n) for ext_id, n in rows if ext_id not in keep}
+            keys = {str(ext_id): int(n) for ext_id, n in rows}
+            gone = {e: keys.get(e, 0) for e in sorted((known | set(keys)) - set(installed))}
+            new = sorted(set(installed) - known)
             conn.executemany(f"DELETE FROM {TABLE} WHERE ext_id = ?", [(e,) for e in gone])
-        return gone
+            conn.executemany(f"DELETE FROM {REGISTERED} WHERE ext_id = ?", [(e,) for e in gone])
+            conn.executemany(
+                f"INSERT INTO {REGISTERED} (ext_id, registered_at) VALUES (?, ?)",
+                [(e, now) for e in new],
+            )
+        return new, gone
 
 
 def _one(conn: sqlite3.Connection, sql: str, args: tuple[str, ...]) -> int:

@@ -6,9 +6,11 @@ extension sees as ``PermissionDeniedError``. Synchronous members are served
 locally from what the kernel sent at load (config, declared secrets, data
 dir); ``subscribe_event`` is checked here too, so a refused subscription
 raises at the call like in-process, and again in the kernel, which decides.
-State calls carry the session of the turn this host is serving (the host sets
-``CURRENT_TURN`` around each call that carries a turn); a bad key, a value
-that is not JSON or session scope outside a turn fail here, at the call.
+``services`` is a registry of this host's own (objects cannot cross the
+process boundary), with the kernel's rules. State calls carry the session
+of the turn this host is serving (the host sets ``CURRENT_TURN`` around
+each call that carries a turn); a bad key, a value that is not JSON or
+session scope outside a turn fail here, at the call.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from core.extensions.isolation.messages import (
 )
 from core.extensions.isolation.protocol import turn_to_wire
 from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.shared_services import ExtensionServices, ServiceRegistry
 from core.extensions.state_scope import check_key, current_turn, encode_value, state_session
 
 StreamCallback = Callable[[str], Awaitable[None]]
@@ -64,6 +67,10 @@ class ClientContext:
         self.handlers: dict[int, EventHandler] = {}
         self.streams: dict[int, tuple[StreamCallback | None, StreamCallback | None]] = {}
         self._ids = itertools.count(1)
+        # objects cannot cross the process boundary: this host has its own registry
+        # (same rules), closed when the extension is destroyed
+        self.shared_services = ServiceRegistry()
+        self._services = ExtensionServices(self.shared_services, params.ext_id)
 
     # ------------------------------------------------------------ local members
 
@@ -74,6 +81,10 @@ class ClientContext:
     @property
     def extension_dir(self) -> Path:
         return Path(self._params.ext_dir)
+
+    @property
+    def services(self) -> ExtensionServices:
+        return self._services
 
     @property
     def data_dir(self) -> Path:

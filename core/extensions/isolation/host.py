@@ -137,9 +137,13 @@ class HostServer:
 
     async def rpc_lifecycle(self, params: LifecycleParams) -> Any:
         name = params.name
-        result = getattr(self.ext, name)()
-        if asyncio.iscoroutine(result):
-            result = await result
+        try:
+            result = getattr(self.ext, name)()
+            if asyncio.iscoroutine(result):
+                result = await result
+        finally:
+            if name == "destroy" and self.ctx is not None:  # its life in this host ends
+                await self.ctx.shared_services.aclose()
         return bool(result) if name == "health_check" else None
 
     async def rpc_invoke(self, params: InvokeParams) -> Any:

@@ -102,7 +102,7 @@ async def plan_launch(
             )
         warn_unconfined(status.detail)
         prefix = []
-    secrets = {name: context.get_secret(name) for name in manifest.secrets}
+    secrets = {name: context.get_secret(name) for name in manifest.secret_names}
     load_params = {
         "ext_id": manifest.id,
         "ext_dir": str(ext_dir),

@@ -78,6 +78,7 @@ class IsolatedExtension(ProxyCore):
         self.ext_dir = ext_dir
         self.options = options
         self.described: dict[str, Any] = {}
+        self.host_restarts = 0  # hosts launched after the first (metrics)
         self._services = services
         self._on_status = on_status
         self._logger = guard_extension_logger(logging.getLogger(f"ext.{manifest.id}"))
@@ -127,8 +128,9 @@ class IsolatedExtension(ProxyCore):
             raise
 
     async def start(self) -> None:
-        if not self._live.is_set():
+        if not self._live.is_set():  # its host died or was killed: a fresh one
             await self._launch()
+            self.host_restarts += 1
         await self._lifecycle("start")
         self._started = True
 

@@ -5,6 +5,7 @@ the extension asks for (emits, notifications, user messages, agent tasks,
 restarts); ``deliver`` hands an event to the handlers it subscribed. Its
 state is a dict (no expiry, no limits) with the kernel's rules for keys,
 JSON values and scope: session scope needs a turn being served (``serving``).
+Its ``services`` is a real registry (one instance per key, closed by ``running``).
 ``running`` initializes and starts the extension (checking its protocols as
 the loader does) and always stops and destroys it. ``run_command`` and
 ``call_tool`` call one command or tool the way the kernel would, serving
@@ -36,6 +37,7 @@ from core.extensions.contract import (
     ToolProvider,
     TurnContext,
 )
+from core.extensions.shared_services import ExtensionServices, ServiceRegistry
 from core.extensions.state_scope import check_key, encode_value, serving, state_session
 
 __all__ = ["Emitted", "FakeContext", "call_tool", "run_command", "running", "serving"]
@@ -80,15 +82,23 @@ class FakeContext:
     shutdowns_requested: int = 0
     # (session id, or None for extension scope; key) -> the stored value
     state: dict[tuple[str | None, str], Any] = field(default_factory=dict)
+    # context.services, with the kernel's rules; ``running`` closes it at the end.
+    # Give two contexts one registry to test sharing between extensions.
+    shared_services: ServiceRegistry = field(default_factory=ServiceRegistry)
 
     def __post_init__(self) -> None:
         self.logger = logging.getLogger(f"ext.{self.extension_id}")
+        self._services = ExtensionServices(self.shared_services, self.extension_id)
         self._ids = itertools.count(1)
         self._keys: dict[str, int] = {}
 
     @property
     def config(self) -> dict[str, Any]:
         return dict(self.config_values)
+
+    @property
+    def services(self) -> ExtensionServices:
+        return self._services
 
     @property
     def data_dir(self) -> Path:
@@ -269,7 +279,10 @@ async def running(ext: E, context: FakeContext, *, background: bool = True) -> A
         try:
             await ext.stop()
         finally:
-            await ext.destroy()
+            try:
+                await ext.destroy()
+            finally:
+                await context.shared_services.aclose()
 
 
 async def run_command(

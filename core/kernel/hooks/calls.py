@@ -4,7 +4,8 @@ A hook that raises or outlives ``hooks.timeout_s`` (a command hook: its own
 ``timeout_s``) is skipped: the caller gets ``SKIPPED`` and goes on with the
 data unchanged, the user never sees the error, and the log gets one line
 naming the extension, the hook and the turn (a hook failing on every tool
-call of a turn logs once for that turn).
+call of a turn logs once for that turn). Every call's duration and outcome
+go to the caller's ``observer`` (metrics).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Coroutine, Generator
+from time import perf_counter
 from typing import Any, Final
 
 from core.extensions.contract import Annotated, TurnContext
 from core.extensions.lifecycle import describe_exception
+from core.kernel.hooks.observer import NO_OBSERVER, CallOutcome, PipelineObserver
 from core.kernel.hooks.registry import HookEntry
 
 __all__ = ["SKIPPED", "HookCaller", "kind_of"]
@@ -36,8 +39,9 @@ def kind_of(value: object) -> str:
 class HookCaller:
     """Awaits hook coroutines with the deadline and the containment rules."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, observer: PipelineObserver = NO_OBSERVER) -> None:
         self.timeout_s = timeout_s
+        self.observer = observer  # told the duration and outcome of every call (metrics)
         self._logged: OrderedDict[tuple[str, str, str], None] = OrderedDict()
 
     async def call(
@@ -52,24 +56,34 @@ class HookCaller:
         """
         timeout_s = self.timeout_s if entry.timeout_s is None else entry.timeout_s
         deadline: asyncio.Timeout | None = None
+        started = perf_counter()
+        outcome: CallOutcome = "cancelled"
         try:
             if isinstance(pending, Coroutine):
                 try:
                     first = pending.send(None)
                 except StopIteration as done:
+                    outcome = "ok"
                     return done.value
                 pending = _Resumed(pending, first)
             deadline = asyncio.timeout(timeout_s)
             async with deadline:
-                return await pending
+                result = await pending
+            outcome = "ok"
+            return result
         except TimeoutError as exc:
+            outcome = "error"
             if deadline is None or not deadline.expired():
                 self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
             else:
+                outcome = "timeout"
                 setting = "hooks.timeout_s" if entry.timeout_s is None else "its timeout_s"
                 self._log_once(entry, hook, turn, f"took longer than {timeout_s:g} s ({setting})")
         except Exception as exc:
+            outcome = "error"
             self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
+        finally:
+            self.observer.callback(hook, entry.owner, (perf_counter() - started) * 1000, outcome)
         return SKIPPED
 
     def refuse(self, entry: HookEntry, hook: str, turn: TurnContext, why: str) -> object:

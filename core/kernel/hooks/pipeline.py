@@ -76,6 +76,7 @@ class TurnHooks:
             await self.caller.call(entry, "on_turn_start", turn, entry.target.on_turn_start(turn))
 
     async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        self.caller.observer.turn(outcome.status, outcome.duration_ms)
         for entry in self.registry.at(Capability.TURN_END):
             pending = entry.target.on_turn_end(turn, outcome)
             await self.caller.call(entry, "on_turn_end", turn, pending)

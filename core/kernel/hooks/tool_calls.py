@@ -51,6 +51,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any, Final, Protocol
 
 from agents import FunctionTool, Tool
@@ -62,6 +63,7 @@ from core.extensions.capabilities import Capability
 from core.extensions.contract import ToolCall, ToolDecision, TurnContext
 from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
+from core.kernel.hooks.observer import ToolOutcome
 from core.kernel.hooks.registry import HookEntry, HookRegistry
 
 __all__ = ["Admission", "Admitted", "ToolInterceptor", "is_intercepted", "result_text"]
@@ -151,19 +153,32 @@ class ToolInterceptor:
         at = self._registry.at
         intercept = self._intercept
 
+        observer = self._caller.observer
+
         async def on_invoke(ctx: ToolContext[Any], raw: str) -> Any:
-            gate = self.admission
-            if gate is not None:
-                admitted = await gate.admit(tool, ctx, raw)
+            started = perf_counter()
+            outcome: ToolOutcome = "failed"
+            try:
+                gate = self.admission
+                admitted = None if gate is None else await gate.admit(tool, ctx, raw)
                 if admitted is not None and admitted.denial is not None:
+                    outcome = "denied"
                     return admitted.denial
+                before, after = at(BEFORE), at(AFTER)
                 if admitted is not None and admitted.call is not None:
                     with admitted.scope():
-                        return await self._decided(invoke, ctx, raw, admitted.call)
-            before, after = at(BEFORE), at(AFTER)
-            if not before and not after:
-                return await invoke(ctx, raw)
-            return await intercept(tool, invoke, ctx, raw, before, after)
+                        result = await self._decided(invoke, ctx, raw, admitted.call)
+                elif not before and not after:
+                    result = await invoke(ctx, raw)
+                else:
+                    result = await intercept(tool, invoke, ctx, raw, before, after)
+                if isinstance(result, _Denied):
+                    outcome = "denied"
+                    return result.text
+                outcome = "failed" if _failed(result) else "completed"
+                return result
+            finally:
+                observer.tool_call(tool.name, (perf_counter() - started) * 1000, outcome)
 
         setattr(on_invoke, _MARK, True)
         hooked.on_invoke_tool = on_invoke
@@ -186,7 +201,7 @@ class ToolInterceptor:
         if before:
             decided = await self._before(tool, call, turn, before)
             if isinstance(decided, _Denied):
-                return decided.text
+                return decided
             if decided is not call:
                 call, raw = decided, json.dumps(decided.arguments)
         result = await invoke(ctx, raw)
@@ -319,6 +334,11 @@ class ToolInterceptor:
             if changed and new is not None:
                 text, replaced = new, True
         return text if replaced else result
+
+
+def _failed(result: Any) -> bool:
+    """A tool's failure as the kernel reports it to the model (``error: …``, ADR 0016)."""
+    return isinstance(result, str) and result.startswith("error:")
 
 
 def _parsed(raw: str) -> dict[str, Any] | None:

@@ -3,9 +3,11 @@
 Facts live in SQLite with an FTS5 index (``store.py``). ``recall`` and the
 context provider rank by BM25 at a bounded cost (``ranking.py``; newer first
 on equal scores) or, when ``embeddings`` is configured, by reciprocal rank
-fusion of BM25 and cosine similarity (``embeddings.py``). Writes are de-duplicated: a fact whose
-normalised text equals, or whose words almost all match (token Jaccard ≥
-``dedupe_jaccard``), a stored one refreshes that fact instead of adding one.
+fusion of BM25 and cosine similarity (``embeddings.py``; the HTTP client is a
+shared service, ``context.services``, one per endpoint and model). Writes are
+de-duplicated: a fact whose normalised text equals, or whose words almost all
+match (token Jaccard ≥ ``dedupe_jaccard``), a stored one refreshes that fact
+instead of adding one.
 
 Tools: ``remember``, ``recall``, ``forget``, ``list_memories``. Other
 extensions that declare ``depends_on: [memory]`` may call ``await
@@ -15,6 +17,7 @@ memory.remember_fact(text, source)`` and ``await memory.recall(query, limit)``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from array import array
 from dataclasses import replace
@@ -65,14 +68,16 @@ class MemoryExtension(BaseExtension):
             api_key = emb.api_key
             if emb.api_key_secret:
                 api_key = _declared_secret(context, emb.api_key_secret)
-            self._embedder = EmbeddingClient(emb.base_url, emb.model, api_key, emb.timeout_s)
+            self._embedder = await context.services.get_or_create(
+                embedding_service_key(emb.base_url, emb.model, api_key),
+                lambda: EmbeddingClient(emb.base_url, emb.model, api_key, emb.timeout_s),
+            )
             self._index = VectorIndex(emb.scan_limit)
             for memory_id, blob in reversed(await self._store.embeddings(emb.scan_limit)):
                 self._index.add(memory_id, from_blob(blob))
 
     async def destroy(self) -> None:
-        if self._embedder is not None:
-            await self._embedder.aclose()
+        # the embedding client is a shared service: the kernel closes it (aclose) at teardown
         if self._store is not None:
             await self._store.close()
 
@@ -191,6 +196,14 @@ def _source_of(ctx: RunContextWrapper[Any]) -> str:
     if isinstance(turn, TurnContext) and turn.channel_id:
         return f"{turn.channel_id}:{turn.user_id}" if turn.user_id else turn.channel_id
     return "tool"
+
+
+def embedding_service_key(base_url: str, model: str, api_key: str | None) -> str:
+    """The shared-service key of one embeddings endpoint, model and credential:
+    extensions asking for the same one share a client (the key is logged, so
+    the credential appears only as a short fingerprint)."""
+    credential = hashlib.sha256((api_key or "").encode()).hexdigest()[:12] if api_key else "none"
+    return f"memory:embeddings:{base_url.rstrip('/')}|{model}|{credential}"
 
 
 def _declared_secret(context: ExtensionContext, name: str) -> str:

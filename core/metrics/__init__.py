@@ -1,0 +1,60 @@
+"""Prometheus metrics of one kernel (issue 16, ADR 0028): families, sources, export.
+
+The door is lazy (PEP 562), as ``core.events``: ``main.py metrics`` reads a
+snapshot or asks a running kernel without loading the kernel, the agents SDK
+or the metrics library; the ``TYPE_CHECKING`` imports give checkers the names.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.metrics.collectors import MetricSources, SourcesCollector, kernel_sources
+    from core.metrics.export import MetricsExport
+    from core.metrics.kernel_metrics import KernelMetrics, TokenCounter
+    from core.metrics.server import CONTENT_TYPE, MetricsServer
+    from core.metrics.snapshot import SNAPSHOT_FILE, fetch_live, read_snapshot
+
+__all__ = [
+    "CONTENT_TYPE",
+    "SNAPSHOT_FILE",
+    "KernelMetrics",
+    "MetricSources",
+    "MetricsExport",
+    "MetricsServer",
+    "SourcesCollector",
+    "TokenCounter",
+    "fetch_live",
+    "kernel_sources",
+    "read_snapshot",
+]
+
+_HOMES = {
+    "MetricSources": "collectors",
+    "SourcesCollector": "collectors",
+    "kernel_sources": "collectors",
+    "MetricsExport": "export",
+    "KernelMetrics": "kernel_metrics",
+    "TokenCounter": "kernel_metrics",
+    "CONTENT_TYPE": "server",
+    "MetricsServer": "server",
+    "SNAPSHOT_FILE": "snapshot",
+    "fetch_live": "snapshot",
+    "read_snapshot": "snapshot",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the submodule that defines ``name`` on first use, then cache the name."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

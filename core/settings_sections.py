@@ -1,0 +1,72 @@
+"""Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
+``tools`` (tool stacking, ADR 0027) and ``metrics`` (ADR 0028).
+
+``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["MetricsSettings", "ToolOverride", "ToolsSettings", "listen_address"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolOverride(_Section):
+    """One ``tools.overrides`` entry (ADR 0027): take a tool away, take one
+    provider's version away, or give one provider another priority for it.
+
+    ``{disabled: true}``: nobody provides the tool. ``{provider: ID, disabled:
+    true}``: that extension's version leaves the stack (the next one takes
+    over). ``{provider: ID, priority: N}``: that extension's priority for this
+    tool is N (0-100) instead of its manifest's, and — the user having said so —
+    it may go above the established provider.
+    """
+
+    disabled: bool = False
+    provider: str | None = Field(default=None, min_length=1)
+    priority: int | None = Field(default=None, ge=0, le=100)
+
+    @model_validator(mode="after")
+    def _one_meaning(self) -> ToolOverride:
+        if self.priority is not None and self.provider is None:
+            raise ValueError("priority needs provider: the extension whose priority changes")
+        if self.priority is not None and self.disabled:
+            raise ValueError("give either disabled: true or a priority, not both")
+        if self.provider is not None and self.priority is None and not self.disabled:
+            raise ValueError(f"provider {self.provider!r} needs a priority or disabled: true")
+        if self.provider is None and not self.disabled:
+            raise ValueError("needs disabled: true, or provider with priority or disabled")
+        return self
+
+
+class ToolsSettings(_Section):
+    """Who provides a tool that several extensions offer (ADR 0027)."""
+
+    overrides: dict[str, ToolOverride] = Field(default_factory=dict)
+
+
+class MetricsSettings(_Section):
+    """Prometheus metrics (ADR 0028): ``/metrics`` over HTTP and a snapshot file."""
+
+    listen: str | None = None  # "127.0.0.1:9464" serves /metrics there; null: no server
+    snapshot_interval_s: float = Field(default=15.0, gt=0)  # <data>/metrics.prom, and at stop
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            listen_address(value)
+        return value
+
+
+def listen_address(value: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:9464`` for IPv6) as ``(host, port)``; ``ValueError`` if not."""
+    host, sep, port = value.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{value!r} is not host:port (e.g. 127.0.0.1:9464)")
+    return host, int(port)
