@@ -151,6 +151,10 @@ class Kernel:
             channel_for=lambda channel_id: self.router and self.router.channels.get(channel_id),
         )  # fmt: skip
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
+        self.status = KernelStatus(  # what /status reports
+            self.started_at, self.model_router, self.loader, self.wiring.is_wired,
+            self.mcp, self.bus, self.consent.summary, self.tool_stacks,
+        )  # fmt: skip
         self.agents = KernelAgents(
             router=lambda: self.router,
             context=self.context,
@@ -216,14 +220,10 @@ class Kernel:
             post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
         )
-        status = KernelStatus(
-            self.started_at, self.model_router, self.loader, self.wiring.is_wired,
-            self.mcp, self.bus, self.consent.summary, self.tool_stacks,
-        )  # fmt: skip
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
-            status=status,
+            status=self.status,
             on_session_end=self.hooks.session_ended,
         )
         assert self.loader.grants is not None
