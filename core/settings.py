@@ -26,7 +26,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from core.settings_sections import MetricsSettings, ToolsSettings
+from core.consent_settings import PolicySettings
+from core.settings_sections import MetricsSettings, StateSettings, ToolsSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
@@ -293,14 +294,6 @@ class HooksSettings(_Section):
         return self
 
 
-class StateSettings(_Section):
-    """Extension state through the context (SPEC §9, ADR 0022): one kernel store."""
-
-    ttl_s: float = Field(default=3600.0, gt=0)  # per key, refreshed when the extension reads it
-    max_bytes_per_extension: int = Field(default=10 * 1024 * 1024, ge=1024)  # then LRU eviction
-    max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
-
-
 class Settings(BaseSettings):
     """The whole of ``settings.yaml``."""
 
@@ -325,6 +318,7 @@ class Settings(BaseSettings):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     turns: TurnsSettings = Field(default_factory=TurnsSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
     state: StateSettings = Field(default_factory=StateSettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)

@@ -1,5 +1,6 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
-``tools`` (tool stacking, ADR 0027) and ``metrics`` (ADR 0028).
+``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028) and ``state``
+(extension state, ADR 0022).
 
 ``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["MetricsSettings", "ToolOverride", "ToolsSettings", "listen_address"]
+__all__ = ["MetricsSettings", "StateSettings", "ToolOverride", "ToolsSettings", "listen_address"]
 
 
 class _Section(BaseModel):
@@ -70,3 +71,11 @@ def listen_address(value: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"{value!r} is not host:port (e.g. 127.0.0.1:9464)")
     return host, int(port)
+
+
+class StateSettings(_Section):
+    """Extension state through the context (SPEC §9, ADR 0022): one kernel store."""
+
+    ttl_s: float = Field(default=3600.0, gt=0)  # per key, refreshed when the extension reads it
+    max_bytes_per_extension: int = Field(default=10 * 1024 * 1024, ge=1024)  # then LRU eviction
+    max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused

@@ -74,6 +74,9 @@ def settings_file(tmp_path: Path, ext_root: Path) -> Callable[..., Path]:
             "paths": {"extensions": str(ext_root), "data": str(tmp_path / "data")},
             "models": {"default": None},
             "logging": {"level": "INFO"},
+            # fixture extensions declare no side effects, so under `safe` every tool
+            # call of theirs would ask; consent tests ask for `safe` themselves
+            "policy": {"profile": "full_auto"},
         }
         for key, value in sections.items():
             if isinstance(value, dict) and isinstance(data.get(key), dict):

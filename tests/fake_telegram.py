@@ -9,8 +9,10 @@ and kernels started as subprocesses alike (``api_base_url = srv.base_url``)::
         assert tg.chat_texts(42) == ["echo: hi"]   # messages as they look now
 
 Implemented methods: getMe, getUpdates (long poll honouring ``offset`` and
-``timeout``), sendMessage, editMessageText, setMyCommands, sendChatAction,
-deleteMyCommands. Every call is recorded (``calls``) with its time. Like
+``timeout``), sendMessage (with an inline keyboard), editMessageText (which,
+like Telegram, drops a keyboard it is not given again), answerCallbackQuery,
+setMyCommands, sendChatAction, deleteMyCommands; ``press`` makes a user press
+an inline button (a ``callback_query`` update). Every call is recorded (``calls``) with its time. Like
 Telegram it rejects bad HTML (unknown or unbalanced tags), texts over 4096
 characters, empty texts and edits that change nothing; ``fail_next`` scripts
 errors such as ``429 retry_after``; ``reject_markup`` makes every formatted
@@ -42,6 +44,7 @@ _JSON_FIELDS = {
     "timeout",
     "allowed_updates",
     "commands",
+    "reply_markup",
 }
 _HTML_TAGS = {
     "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "code", "pre", "a",
@@ -70,6 +73,13 @@ class _Message:
     text: str
     parse_mode: str | None
     edits: list[str] = field(default_factory=list)
+    reply_markup: dict[str, Any] | None = None
+
+    @property
+    def buttons(self) -> list[tuple[str, str]]:
+        """(label, callback data) of the inline keyboard, row by row."""
+        rows = (self.reply_markup or {}).get("inline_keyboard", [])
+        return [(b["text"], b.get("callback_data", "")) for row in rows for b in row]
 
 
 class FakeTelegram:
@@ -150,6 +160,54 @@ class FakeTelegram:
                             "username": username,
                         },
                         "text": text,
+                    },
+                }
+            )
+            self._cond.notify_all()
+            return update_id
+
+    def press(
+        self,
+        chat_id: int,
+        message_id: int,
+        data: str,
+        *,
+        user_id: int,
+        username: str = "someone",
+        chat_type: str | None = None,
+    ) -> int:
+        """``user_id`` presses the inline button with callback ``data`` under message
+        ``message_id`` in ``chat_id``; returns the update id."""
+        if chat_type is None:
+            chat_type = "private" if chat_id == user_id else "group"
+        chat: dict[str, Any] = {"id": chat_id, "type": chat_type}
+        if chat_type != "private":
+            chat["title"] = f"Group {chat_id}"
+        with self._cond:
+            shown = [
+                m for m in self._messages if (m.chat_id, m.message_id) == (chat_id, message_id)
+            ]
+            update_id = self._next_update
+            self._next_update += 1
+            self._updates.append(
+                {
+                    "update_id": update_id,
+                    "callback_query": {
+                        "id": f"cq{update_id}",
+                        "from": {
+                            "id": user_id,
+                            "is_bot": False,
+                            "first_name": username.title(),
+                            "username": username,
+                        },
+                        "chat_instance": str(chat_id),
+                        "data": data,
+                        "message": {
+                            "message_id": message_id,
+                            "date": int(time.time()),
+                            "chat": chat,
+                            "text": shown[0].text if shown else "",
+                        },
                     },
                 }
             )
@@ -241,7 +299,9 @@ class FakeTelegram:
         problem = _check_text(text, mode, self.reject_markup)
         if problem:
             return 400, _error(400, problem)
-        message = _Message(int(params["chat_id"]), self._next_message, text, mode)
+        message = _Message(
+            int(params["chat_id"]), self._next_message, text, mode, [], params.get("reply_markup")
+        )
         self._next_message += 1
         self._messages.append(message)
         return 200, _ok(_message_json(message))
@@ -256,10 +316,11 @@ class FakeTelegram:
         if problem:
             return 400, _error(400, problem)
         message = found[0]
-        if (text, mode) == (message.text, message.parse_mode):
+        markup = params.get("reply_markup")
+        if (text, mode, markup) == (message.text, message.parse_mode, message.reply_markup):
             return 400, _error(400, "Bad Request: message is not modified")
         message.edits.append(text)
-        message.text, message.parse_mode = text, mode
+        message.text, message.parse_mode, message.reply_markup = text, mode, markup
         return 200, _ok(_message_json(message))
 
     def _true(self, params: dict[str, Any]) -> tuple[int, Any]:
@@ -273,6 +334,7 @@ _METHODS: dict[str, Callable[[FakeTelegram, dict[str, Any]], tuple[int, Any]]] =
     "setMyCommands": FakeTelegram._true,
     "deleteMyCommands": FakeTelegram._true,
     "sendChatAction": FakeTelegram._true,
+    "answerCallbackQuery": FakeTelegram._true,
 }
 
 

@@ -23,7 +23,7 @@ from core.extensions.contract import TurnContext
 from core.extensions.errors import StateLimitError, StateScopeError
 from core.extensions.sdk import FakeContext, serving
 from core.kernel.commands import parse_command
-from core.settings import StateSettings
+from core.settings_sections import StateSettings
 from core.state import StateStore
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 

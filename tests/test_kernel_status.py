@@ -72,7 +72,7 @@ async def test_status_shows_dead_letters_and_requeue_retries_them(mode, make_ext
         (
             "active",
             True,
-            kernel.model_description(),
+            kernel.status.model_description(),
             [(event_id, "test/flaky", "demo.fail", "RuntimeError: disk full")],
             True,
         )

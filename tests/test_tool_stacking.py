@@ -228,7 +228,7 @@ async def test_the_established_provider_answers_and_the_others_are_shown_shadowe
     caplog.set_level(logging.INFO, logger="core.kernel.tools")
     async with running_kernel(path, model=model) as kernel:
         assert await ask_lookup(kernel, model) == "zeta: k"  # granted first: established
-        status = await status_text(kernel)
+        status = await status_text(kernel.status)
     assert (
         "Tools with several providers (active first):\n  lookup: zeta (shadowed: alpha, mid)"
         in (status)
@@ -265,7 +265,7 @@ async def test_overrides_in_settings_pick_and_remove_providers(three_lookups, se
     )
     async with running_kernel(path) as kernel:
         assert "lookup" not in {t.name for t in kernel.orchestrator.current.tools}
-        assert "  lookup: disabled (tools.overrides)" in await status_text(kernel)
+        assert "  lookup: disabled (tools.overrides)" in await status_text(kernel.status)
 
 
 async def test_grants_that_replace_the_name_let_priority_and_recency_decide(

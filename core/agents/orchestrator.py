@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agents import Agent, AgentHooks, Tool
+from agents import Agent, AgentHooks, InputGuardrail, OutputGuardrail, Tool
 
 from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelRouter
@@ -27,10 +27,18 @@ from core.tools.failures import tool_error_message
 if TYPE_CHECKING:
     from agents.mcp import MCPServer
 
-__all__ = ["ORCHESTRATOR_ID", "ORCHESTRATOR_TEMPLATE", "Orchestrator"]
+__all__ = ["ORCHESTRATOR_ID", "ORCHESTRATOR_TEMPLATE", "GuardrailSource", "Orchestrator"]
 
 ORCHESTRATOR_ID = "orchestrator"
 ORCHESTRATOR_TEMPLATE = PROJECT_ROOT / "prompts" / "orchestrator.jinja2"
+
+
+class GuardrailSource(Protocol):
+    """The extensions' guardrails for one turn's orchestrator (``TurnGuardrails``)."""
+
+    def input_guardrails(self) -> list[InputGuardrail[Any]]: ...
+
+    def output_guardrails(self) -> list[OutputGuardrail[Any]]: ...
 
 
 class Orchestrator:
@@ -49,12 +57,14 @@ class Orchestrator:
         template_path: Path = ORCHESTRATOR_TEMPLATE,
         interceptor: ToolWrapper | None = None,
         agent_hooks: AgentHooks[Any] | None = None,
+        guardrails: GuardrailSource | None = None,
     ) -> None:
         resolve_timezone(timezone)  # a bad name fails here, not in the middle of a turn
         self._router = model_router
         self._agent_hooks = agent_hooks  # e.g. the kernel's token counter (metrics)
         self._timezone = timezone
         self._interceptor = interceptor
+        self._guardrails = guardrails
         self._tools: list[Tool] = [*tools, *agent_tools]
         if interceptor is not None:
             self._tools = [interceptor.wrap(tool) for tool in self._tools]
@@ -99,6 +109,7 @@ class Orchestrator:
         ``model_name`` (a routing hook's decision) replaces the configured model.
         """
         model = self._router.get_model(ORCHESTRATOR_ID, model_name)
+        guardrails = self._guardrails
         return HookedAgent(
             name="Hearth",
             instructions=self.instructions(extra_instructions, system_prefix=system_prefix),
@@ -108,4 +119,6 @@ class Orchestrator:
             mcp_config={"failure_error_function": tool_error_message},
             tool_wrapper=self._interceptor,
             hooks=self._agent_hooks,
+            input_guardrails=guardrails.input_guardrails() if guardrails else [],
+            output_guardrails=guardrails.output_guardrails() if guardrails else [],
         )

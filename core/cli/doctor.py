@@ -42,6 +42,11 @@ async def _doctor(settings: Settings) -> int:
     finally:
         await router.aclose()
 
+    policy = settings.policy
+    print(
+        f"{OK} consent: profile {policy.profile}, {len(policy.rules)} rule(s), "
+        f"questions time out after {policy.approval_timeout_s:g} s"
+    )
     problems += await _check_mcp(settings)
     report = await collect_report(settings)
     secrets = load_secrets()

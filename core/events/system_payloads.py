@@ -27,6 +27,8 @@ __all__ = [
     "AgentBackground",
     "AgentTask",
     "SystemPayload",
+    "TurnResume",
+    "UiAnswer",
     "UserMessage",
     "UserNotify",
     "check_system_payload",
@@ -126,6 +128,8 @@ class UserMessage(SystemPayload):
     user_id: str
     channel_id: str
     message_id: str | None = None
+    # who typed it when ``user_id`` addresses a group (left out of the JSON while unset)
+    sender_id: str | None = field(default=None, metadata={_OMIT_IF_NONE: True})
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +169,32 @@ class AgentBackground(SystemPayload):
     correlation_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class UiAnswer(SystemPayload):
+    """``system.ui.answer``: the user answered question ``request_id`` on a channel
+    (``ExtensionContext.answer_request``); ``sender_id`` as for ``UserMessage``."""
+
+    TOPIC: ClassVar[str] = SystemTopics.UI_ANSWER
+    request_id: str
+    answer: str
+    channel_id: str
+    user_id: str
+    sender_id: str | None = field(default=None, metadata={_OMIT_IF_NONE: True})
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResume(SystemPayload):
+    """``system.turn.resume``: every question of the turn paused for ``message_key``
+    is answered; the kernel resumes it (published by the kernel only)."""
+
+    TOPIC: ClassVar[str] = SystemTopics.TURN_RESUME
+    message_key: str
+    conversation: str
+
+
 SYSTEM_PAYLOADS: dict[str, type[SystemPayload]] = {
-    model.TOPIC: model for model in (UserMessage, UserNotify, AgentTask, AgentBackground)
+    model.TOPIC: model
+    for model in (UserMessage, UserNotify, AgentTask, AgentBackground, UiAnswer, TurnResume)
 }
 
 

@@ -31,6 +31,8 @@ class SystemTopics:
     AGENT_TASK = "system.agent.task"
     AGENT_BACKGROUND = "system.agent.background"
     REPLY = "system.reply"  # the kernel's reply outbox (ADR 0014)
+    UI_ANSWER = "system.ui.answer"  # the user answered a question a channel showed (ADR 0021)
+    TURN_RESUME = "system.turn.resume"  # a paused turn's questions are all answered (ADR 0021)
 
 
 def topic_matches(pattern: str, topic: str) -> bool:

@@ -21,9 +21,12 @@ from core.extensions.contract import (
     CompactionHook,
     ContextProvider,
     Extension,
+    InputGuardrailHook,
     InputMessagesHook,
+    InteractiveChannel,
     LlmOutputHook,
     ModelRoutingHook,
+    OutputGuardrailHook,
     PlainTextHook,
     PostProcessor,
     PostProcessorProvider,
@@ -48,6 +51,7 @@ class Capability(StrEnum):
     TOOL = "ToolProvider"
     CHANNEL = "ChannelProvider"
     STREAMING_CHANNEL = "StreamingChannelProvider"
+    INTERACTIVE_CHANNEL = "InteractiveChannel"
     AGENT = "AgentProvider"
     SCHEDULER = "SchedulerProvider"
     SERVICE = "ServiceProvider"
@@ -67,6 +71,9 @@ class Capability(StrEnum):
     AFTER_TOOL_CALL = "AfterToolCallHook"
     MODEL_ROUTING = "ModelRoutingHook"
     COMPACTION = "CompactionHook"
+    # guardrails for the orchestrator (seed 004, ADR 0021)
+    INPUT_GUARDRAIL = "InputGuardrailHook"
+    OUTPUT_GUARDRAIL = "OutputGuardrailHook"
     # answer post-processors (SPEC §9, seed 000)
     POST_PROCESSOR = "PostProcessor"
     POST_PROCESSOR_PROVIDER = "PostProcessorProvider"
@@ -82,6 +89,7 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
         "on_stream_status",
         "on_stream_end",
     ),
+    InteractiveChannel: ("ask_user", "close_request"),
     AgentProvider: ("invoke",),
     SchedulerProvider: ("execute_task",),
     ServiceProvider: ("run_background",),
@@ -100,6 +108,8 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     AfterToolCallHook: ("after_tool_call",),
     ModelRoutingHook: ("route_model",),
     CompactionHook: ("on_compaction",),
+    InputGuardrailHook: ("check_input",),
+    OutputGuardrailHook: ("check_output",),
     PostProcessor: ("execute",),
     PostProcessorProvider: (),
 }
@@ -117,6 +127,8 @@ HOOKS: frozenset[Capability] = frozenset(
         Capability.AFTER_TOOL_CALL,
         Capability.MODEL_ROUTING,
         Capability.COMPACTION,
+        Capability.INPUT_GUARDRAIL,
+        Capability.OUTPUT_GUARDRAIL,
     }
 )
 LIFECYCLE_ASYNC = ("initialize", "start", "stop", "destroy")

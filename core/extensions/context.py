@@ -21,8 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from core.datadir import extension_data_dir
-from core.events.models import Event
-from core.events.system_payloads import AgentBackground, AgentTask, UserMessage, UserNotify
+from core.events.system_payloads import (
+    AgentBackground,
+    AgentTask,
+    UiAnswer,
+    UserMessage,
+    UserNotify,
+)
 from core.events.topics import SystemTopics, pattern_within, topic_matches
 from core.extensions.contract import (
     AgentDescriptor,
@@ -36,12 +41,14 @@ from core.extensions.errors import (
     PermissionDeniedError,
     SecretNotDeclaredError,
 )
+from core.extensions.handlers import logged_handler, when_wired
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
 from core.extensions.services import KernelOperations, KernelServices
 from core.extensions.shared_services import ExtensionServices
-from core.extensions.state_scope import state_session
+from core.extensions.state_scope import current_turn, state_session
 from core.extensions.status_data import KernelStatus
+from core.extensions.topic_rules import GUARDED_TOPICS, KERNEL_ONLY
 from core.logging_setup import guard_extension_logger
 
 
@@ -137,7 +144,7 @@ class KernelContext:
         owned = next((w for p, w in KERNEL_ONLY.items() if topic.startswith(p)), None)
         if owned is not None:
             raise PermissionDeniedError(self.extension_id, f"emit topic {topic!r}: {owned}")
-        guard = _GUARDED_TOPICS.get(topic)
+        guard = GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
         return await self._publish(topic, payload, correlation_id, idempotency_key)
@@ -155,8 +162,10 @@ class KernelContext:
             )
         name = getattr(handler, "__qualname__", type(handler).__name__)
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
-        gate = _when_wired(self.extension_id, self._services.is_wired, self.logger)
-        self._services.bus.subscribe(topic, gate(_logged(handler, self.logger)), subscriber_id)
+        gate = when_wired(self.extension_id, self._services.is_wired, self.logger)
+        self._services.bus.subscribe(
+            topic, gate(logged_handler(handler, self.logger)), subscriber_id
+        )
         self.subscriptions.append(subscriber_id)
 
     async def notify_user(
@@ -187,6 +196,7 @@ class KernelContext:
         message_id: str | None = None,
         *,
         idempotency_key: str | None = None,
+        sender_id: str | None = None,
     ) -> int:
         self._require(self.permissions.user_messages, "user_messages", "speak as the user")
         payload = UserMessage(
@@ -194,8 +204,37 @@ class KernelContext:
             user_id=user_id,
             channel_id=channel_id or self.extension_id,
             message_id=message_id,
+            sender_id=sender_id,
         ).to_payload()
         return await self._publish(SystemTopics.USER_MESSAGE, payload, None, idempotency_key)
+
+    async def answer_request(
+        self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
+    ) -> None:
+        """The user's answer to a question this channel showed: journaled, so it
+        survives a crash; the kernel checks conversation and sender (ADR 0021)."""
+        self._require(self.permissions.user_messages, "user_messages", "answer for the user")
+        payload = UiAnswer(
+            request_id=request_id,
+            answer=answer,
+            channel_id=self.extension_id,
+            user_id=user_id,
+            sender_id=sender_id,
+        ).to_payload()
+        await self._publish(SystemTopics.UI_ANSWER, payload)
+
+    async def ui_request(
+        self,
+        kind: str,
+        prompt: str,
+        options: Sequence[str] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> str | None:
+        """Ask the user of the turn being served (seed 003 UI requests)."""
+        self._require(self.permissions.notify, "notify", "ask the user")
+        turn, chosen = current_turn(), list(options)
+        return await self._services.ui.ask(self.extension_id, turn, kind, prompt, chosen, timeout_s)
 
     async def _publish(
         self,
@@ -330,52 +369,3 @@ class KernelContext:
             if math.log10(self._control_refusals).is_integer():  # 1st, 10th, 100th, ...
                 self.logger.warning("refused (%d so far): %s", self._control_refusals, exc)
             raise
-
-
-# topics only the kernel publishes: the frames of hook decisions (replay trusts them)
-# and post-processor results (webhooks act on them)
-KERNEL_ONLY = {
-    "hook.": "hook.* frames are the kernel's own",
-    "postprocess.": "postprocess.* results are the kernel's own",
-}
-
-# system topics whose publication does what a guarded call does
-_GUARDED_TOPICS = {
-    SystemTopics.USER_MESSAGE: "user_messages",
-    SystemTopics.USER_NOTIFY: "notify",
-    SystemTopics.AGENT_TASK: "agent",
-    SystemTopics.AGENT_BACKGROUND: "agent",
-}
-
-
-def _logged(handler: EventHandler, logger: logging.Logger) -> EventHandler:
-    """Log a failing handler's error under the extension's logger, then re-raise
-    so the bus retries it."""
-
-    async def run(event: Event) -> None:
-        try:
-            await handler(event)
-        except Exception:
-            logger.exception("handler for %s (event %s) failed", event.topic, event.id)
-            raise
-
-    run.__qualname__ = getattr(handler, "__qualname__", "handler")
-    return run
-
-
-def _when_wired(
-    ext_id: str, is_wired: Callable[[str], bool], logger: logging.Logger
-) -> Callable[[EventHandler], EventHandler]:
-    """Deliver to the handler only while the extension is wired (active and started)."""
-
-    def wrap(handler: EventHandler) -> EventHandler:
-        async def run(event: Event) -> None:
-            if not is_wired(ext_id):
-                logger.warning("not active: event %s (%s) not delivered", event.id, event.topic)
-                return
-            await handler(event)
-
-        run.__qualname__ = getattr(handler, "__qualname__", "handler")
-        return run
-
-    return wrap

@@ -20,13 +20,16 @@ __all__ = [
     "Command",
     "CommandHandler",
     "CompactionPlan",
+    "GuardrailTrip",
     "ModelRoute",
+    "RequestOption",
     "ShortCircuit",
     "StateScope",
     "ToolCall",
     "ToolDecision",
     "TurnContext",
     "TurnOutcome",
+    "UserRequest",
 ]
 
 
@@ -36,6 +39,8 @@ class TurnContext:
 
     ``turn_id`` names one turn (the frames of its hook decisions carry it):
     the ledger key of the message it answers, or a fresh id for an agent run.
+    ``sender_id`` is who typed the message when ``user_id`` addresses a group
+    (a Telegram group chat); ``None`` when the address is the person.
     """
 
     agent_id: str = "orchestrator"
@@ -43,6 +48,7 @@ class TurnContext:
     user_id: str | None = None
     session_id: str | None = None
     turn_id: str | None = None
+    sender_id: str | None = None
 
 
 # which state a state call addresses: the extension's in the current turn's
@@ -159,10 +165,11 @@ class TurnOutcome:
     """How a turn ended, for ``on_turn_end``.
 
     ``status``: ``answered`` (the model replied), ``short_circuit`` (a hook
-    replied), ``failed`` (an apology or error line was sent) or ``timeout``.
+    replied), ``failed`` (an apology or error line was sent), ``timeout``, or
+    ``blocked`` (a guardrail tripped; the user got its message).
     """
 
-    status: Literal["answered", "short_circuit", "failed", "timeout"]
+    status: Literal["answered", "short_circuit", "failed", "timeout", "blocked"]
     reply: str
     duration_ms: float
 
@@ -183,3 +190,45 @@ class CompactionPlan:
 
     instructions: str | None = None
     summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailTrip:
+    """A guardrail's verdict that the turn must stop (seed 004): ``reason`` is
+    journaled for the operator; ``message`` is what the user reads instead of
+    an answer (plain words; empty: a generic one)."""
+
+    reason: str
+    message: str = ""
+
+
+# ------------------------------------------------------------------ questions to the user
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOption:
+    """One answer a ``UserRequest`` offers: the ``value`` sent back, the ``label`` shown."""
+
+    value: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserRequest:
+    """A question for the user (seed 003 "UI requests"), rendered by the channel.
+
+    ``kind``: ``approval`` (a tool call waits: options ``once``, ``always``,
+    ``deny``), ``confirm`` (``yes`` / ``no``), ``select`` (one of ``options``)
+    or ``input`` (free text). ``id`` is short, so typing ``/approve ID`` on a
+    phone is bearable. ``owner_id``, when set, is the only sender whose answer
+    counts (in a group chat, the member who asked); otherwise whoever the
+    channel's address is. The answer comes back through
+    ``ExtensionContext.answer_request(id, value, user_id, sender_id=...)``.
+    """
+
+    id: str
+    kind: Literal["approval", "confirm", "select", "input"]
+    prompt: str
+    options: tuple[RequestOption, ...] = ()
+    owner_id: str | None = None
+    timeout_s: float | None = None

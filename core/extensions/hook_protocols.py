@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from core.extensions.contract_data import (
     Annotated,
     CompactionPlan,
+    GuardrailTrip,
     ModelRoute,
     ShortCircuit,
     ToolCall,
@@ -29,9 +30,11 @@ __all__ = [
     "AfterToolCallHook",
     "BeforeToolCallHook",
     "CompactionHook",
+    "InputGuardrailHook",
     "InputMessagesHook",
     "LlmOutputHook",
     "ModelRoutingHook",
+    "OutputGuardrailHook",
     "PlainTextHook",
     "SessionEndHook",
     "SessionStartHook",
@@ -154,3 +157,19 @@ class CompactionHook(Protocol):
     async def on_compaction(
         self, items: list[dict[str, Any]], turn: TurnContext
     ) -> CompactionPlan | None: ...
+
+
+@runtime_checkable
+class InputGuardrailHook(Protocol):
+    """Checks the user's message before the orchestrator's model answers it (seed 004):
+    a ``GuardrailTrip`` ends the turn with its message; ``None`` lets it through."""
+
+    async def check_input(self, text: str, turn: TurnContext) -> GuardrailTrip | None: ...
+
+
+@runtime_checkable
+class OutputGuardrailHook(Protocol):
+    """Checks the orchestrator's final answer before the user sees it (seed 004):
+    a ``GuardrailTrip`` replaces it with the trip's message; ``None`` lets it through."""
+
+    async def check_output(self, text: str, turn: TurnContext) -> GuardrailTrip | None: ...

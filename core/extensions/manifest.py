@@ -22,6 +22,7 @@ MANIFEST_FILE = "manifest.yaml"
 # letters, digits, - and _, a letter first, at most 64 (seed 001; ADR 0025)
 _ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 MAX_ID_LENGTH = 64
+_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENTRYPOINT_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _SECRET_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -223,6 +224,17 @@ class ToolConfig(_Strict):
         return not self.names
 
 
+class ToolDeclaration(_Strict):
+    """What the manifest says about one of the extension's tools (``tools.<name>``).
+
+    ``side_effects``: whether a call acts outside Hearth's own data or cannot
+    be undone (consent, docs/consent.md); it beats the tool's own attribute
+    and the manifest's ``side_effects`` default.
+    """
+
+    side_effects: bool
+
+
 class Manifest(_Strict):
     id: str
     name: str
@@ -244,6 +256,10 @@ class Manifest(_Strict):
     priority: int = Field(default=50, ge=0, le=100)
     prompt_additions: list[PromptAddition] = Field(default_factory=list)
     tool_config: ToolConfig = Field(default_factory=ToolConfig)
+    # consent: the default for this extension's tools and agent (None: side-effecting
+    # unless a tool says otherwise), and per-tool declarations
+    side_effects: bool | None = None
+    tools: dict[str, ToolDeclaration] = Field(default_factory=dict)
 
     @field_validator("id")
     @classmethod
@@ -258,6 +274,14 @@ class Manifest(_Strict):
                 f"{value!r} is reserved for the kernel's own files in paths.data; "
                 "choose another id (and directory name)"
             )
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, value: dict[str, ToolDeclaration]) -> dict[str, ToolDeclaration]:
+        for name in value:
+            if not _TOOL_NAME_RE.match(name):
+                raise ValueError(f"{name!r} is not a tool name (letters, digits, _ and -)")
         return value
 
     @field_validator("secrets", mode="before")

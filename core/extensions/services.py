@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from core.extensions.agent_gateway import AgentGateway
 from core.extensions.shared_services import ServiceRegistry
 from core.extensions.status_data import KernelStatus
+from core.extensions.ui_gateway import UiGateway
 
 if TYPE_CHECKING:
     from core.events import EventBus
@@ -42,6 +43,7 @@ class KernelServices:
     secrets: Mapping[str, str]
     state: StateStore
     agents: AgentGateway = field(default_factory=AgentGateway)
+    ui: UiGateway = field(default_factory=UiGateway)  # questions to the user (ADR 0021)
     list_commands: Callable[[], list[tuple[str, str]]] = list
     # (channel id, user id) -> that conversation's activated post-processors
     list_post_processors: Callable[[str, str], Awaitable[list[tuple[str, str]]]] = (

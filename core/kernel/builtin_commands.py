@@ -41,6 +41,8 @@ class StatusSource(Protocol):
 
     def tool_stacks(self) -> StackedTools: ...
 
+    def consent_summary(self) -> str: ...
+
 
 SessionEnded = Callable[[TurnContext, str], Awaitable[None]]
 
@@ -95,6 +97,7 @@ async def status_text(source: StatusSource) -> str:
         lines.append("Tools with several providers (active first):")
         lines.extend(f"  {stack.describe()}" for stack in contested)
     lines.extend(_mcp_lines(source.mcp_statuses()))
+    lines.append(source.consent_summary())
     counts = await source.event_counts()
     lines.append("Events: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return "\n".join(lines)

@@ -93,7 +93,11 @@ class Conversations:
 
     async def session(self, key: str) -> LedgerSession:
         """The conversation's current session (built off the loop on first use)."""
-        session_id = self.session_id(key)
+        return await self.session_by_id(self.session_id(key))
+
+    async def session_by_id(self, session_id: str) -> LedgerSession:
+        """A session by its id — also one ``/new`` has left (a paused turn finishes
+        in the session it started in)."""
         cached = self._sessions.get(session_id)
         if cached is not None:
             self._sessions.move_to_end(session_id)
@@ -104,7 +108,7 @@ class Conversations:
         if raced is not None:  # another task built it while this one waited
             await asyncio.to_thread(session.close)
             return raced[1]
-        self._sessions[session_id] = (key, session)
+        self._sessions[session_id] = (conversation_of(session_id), session)
         for evicted in self._evictable():
             await asyncio.to_thread(evicted.close)
         return session
@@ -162,3 +166,9 @@ class Conversations:
                 (key, generation, time.time()),
             )
             conn.commit()
+
+
+def conversation_of(session_id: str) -> str:
+    """The conversation key of a session id: ``key`` or ``key#<generation>``."""
+    key, mark, generation = session_id.rpartition("#")
+    return key if mark and generation.isdigit() else session_id

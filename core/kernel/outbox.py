@@ -86,11 +86,22 @@ class ReplyOutbox:
             return None
         return OpenStream(channel, user_id)
 
+    async def end_stream(self, stream: OpenStream) -> None:
+        """End a live stream without a reply (the turn paused for an approval; its
+        reply comes later through ``deliver``). Best effort: a failure is logged."""
+        try:
+            async with asyncio.timeout(self._send_timeout_s):
+                await stream.channel.on_stream_end(stream.user_id, "")
+        except Exception as exc:
+            log.warning("stream for %s did not end (%s)", stream.user_id, describe_exception(exc))
+
     async def deliver(
         self, message_id: int, reply: StoredReply, stream: OpenStream | None = None
     ) -> None:
         """First attempt now; on failure journal what was not sent for the retrying
-        subscriber."""
+        subscriber. An empty reply (a message that answered a question) is not sent."""
+        if not reply.text and not reply.followup and stream is None:
+            return
         answered = False
         try:
             async with asyncio.timeout(self._send_timeout_s):

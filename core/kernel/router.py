@@ -15,6 +15,13 @@ delivered again (a crash, a failed step) whose reply is already recorded is
 answered from the record: the model is never called twice for it and the
 history never holds the exchange twice. Slash commands go the same way, so a
 command's side effects are not repeated either once its reply is recorded.
+
+A turn that waits for the user's approval (ADR 0021) is handed to the
+``ApprovalFlow`` instead of being recorded: it is stored and asked, and the
+``user.message`` is done. It is resumed, under the conversation's lock, when
+its questions are answered (``system.turn.resume``), and recorded and
+delivered then. While questions are open, the conversation's next message
+is first offered to the flow: the answer, or a new subject that denies them.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from core.events.models import Event
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
+    TurnResume,
     UserMessage,
     UserNotify,
     read_system_payload,
@@ -37,6 +45,7 @@ from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext
 from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
 from core.kernel.compaction import HistoryCompactor
+from core.kernel.consent import ApprovalDesk, ApprovalFlow, ConsentGate, Responder, UiRequests
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
@@ -71,6 +80,7 @@ class MessageRouter:
         user_facing_errors: tuple[type[Exception], ...] = (),
         turns: TurnsSettings | None = None,
         post: PostProcessing | None = None,
+        consent: tuple[ApprovalDesk, ConsentGate, UiRequests] | None = None,
     ) -> None:
         self.bus = bus
         self.conversations = conversations
@@ -92,6 +102,10 @@ class MessageRouter:
         )
         self.channels: dict[str, Any] = {}
         self.outbox = ReplyOutbox(bus, self.channels.get, send_timeout_s=self.limits.send_timeout_s)
+        self.approvals: ApprovalFlow | None = None
+        if consent is not None:
+            desk, gate, ui = consent
+            self.approvals = ApprovalFlow(desk, gate, ui, self.runner, conversations, self.outbox)
 
     # ------------------------------------------------------------ wiring
 
@@ -123,6 +137,16 @@ class MessageRouter:
             "kernel.agent_background",
             concurrency=4,
         )
+        if self.approvals is not None:
+            self.bus.subscribe(
+                SystemTopics.TURN_RESUME, self._on_resume, "kernel.resume", concurrency=8
+            )
+            self.bus.subscribe(
+                SystemTopics.UI_ANSWER,
+                self.approvals.on_answer_event,
+                "kernel.ui_answer",
+                concurrency=8,
+            )
 
     # ------------------------------------------------------------ user messages
 
@@ -136,7 +160,7 @@ class MessageRouter:
         with self.conversations.held(key):
             command = parse_command(text)
             if command is not None:
-                await self._answer_command(event, command, channel_id, user_id, key)
+                await self._answer_command(event, command, message, key)
                 return
             if not text.strip():
                 return
@@ -147,8 +171,27 @@ class MessageRouter:
                     user_id=user_id,
                     session_id=session.session_id,
                     turn_id=message_key(event),
+                    sender_id=message.sender_id,
                 )
+                if await self._was_an_answer(event, text, turn, session):
+                    return
                 await self._run_turn(event, text, turn, session)
+
+    async def _was_an_answer(
+        self, event: Event, text: str, turn: TurnContext, session: LedgerSession
+    ) -> bool:
+        """Open questions in this conversation get the message first: an answer is
+        recorded with no reply (the resumed turn replies); anything else denies them."""
+        if self.approvals is None or event.attempt > 1:
+            return False
+        assert turn.channel_id is not None and turn.user_id is not None
+        responder = Responder(turn.channel_id, turn.user_id, turn.sender_id)
+        if not await self.approvals.on_message(message_key(event), text, responder):
+            return False
+        await session.commit_turn(
+            StoredReply(message_key(event), turn.channel_id, turn.user_id, ""), []
+        )
+        return True
 
     async def _live_session(self, key: str, channel_id: str, user_id: str) -> LedgerSession:
         """The conversation's session; a fresh one when the conversation has been
@@ -167,8 +210,9 @@ class MessageRouter:
         return await self.conversations.session(key)
 
     async def _answer_command(
-        self, event: Event, command: ParsedCommand, channel_id: str, user_id: str, key: str
+        self, event: Event, command: ParsedCommand, message: UserMessage, key: str
     ) -> None:
+        channel_id, user_id = message.channel_id, message.user_id
         session = await self.conversations.session(key)
         stored = await _recorded(session, event)
         if stored is None:
@@ -177,6 +221,7 @@ class MessageRouter:
                 user_id=user_id,
                 session_id=session.session_id,
                 turn_id=message_key(event),
+                sender_id=message.sender_id,
             )
             reply = await self.commands.run(command, turn, timeout_s=self.limits.command_timeout_s)
             stored = await session.commit_turn(
@@ -191,6 +236,8 @@ class MessageRouter:
         stored = await _recorded(session, event)
         stream: OpenStream | None = None
         if stored is None:
+            if self.approvals is not None and self.approvals.desk.paused(message_key(event)):
+                return  # delivered again while its questions are open: they stand
             channel = self.channels.get(turn.channel_id)
             callbacks = None
             if channel is not None and isinstance(channel, StreamingChannelProvider):
@@ -198,11 +245,24 @@ class MessageRouter:
                 if stream is not None:
                     callbacks = channel_callbacks(channel, turn.user_id)
             result = await self.runner.run(text, turn, session, callbacks)
+            if result.paused is not None and self.approvals is not None:
+                if stream is not None:
+                    await self.outbox.end_stream(stream)
+                await self.approvals.pause(event.id, turn, result)
+                return
             reply = StoredReply(
                 message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
             stored = await session.commit_turn(reply, result.items, result.records)
         await self.outbox.deliver(event.id, stored, stream)
+
+    async def _on_resume(self, event: Event) -> None:
+        """Every question of a paused turn is answered: finish it, in order."""
+        resume = read_system_payload(TurnResume, event, subscriber="kernel.resume")
+        if resume is None or self.approvals is None:
+            return
+        async with self.conversations.lock(resume.conversation):
+            await self.approvals.resume(resume.message_key)
 
     # ------------------------------------------------------------ proactive
 

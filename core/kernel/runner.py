@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from agents.models.interface import Model
 
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
-from core.agents.mcp_servers import McpServers, McpServerStatus
+from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
 from core.datadir import refuse_symlinks
@@ -33,13 +33,13 @@ from core.extensions.isolation.factory import isolated_factory
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
 from core.extensions.names import NamePolicy
-from core.extensions.records import ExtensionRecord
 from core.extensions.services import KernelServices
 from core.extensions.shared_services import ServiceRegistry
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
 from core.kernel.commands import CommandRegistry
+from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
@@ -47,6 +47,7 @@ from core.kernel.registrations import before_extension_code, reconcile_registrat
 from core.kernel.router import MessageRouter
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
+from core.kernel.status_source import KernelStatusSource
 from core.kernel.tool_stacking import StackedTools, ToolStacking
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
@@ -144,7 +145,16 @@ class Kernel:
             observer=self.metrics,
         )
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
+        self.consent = KernelConsent(  # ADR 0021: every tool call passes its gate
+            settings, self.data_dir / SESSIONS_FILE, self.bus, self.shaping,
+            declared=lambda: declared_tools(self.wiring.wired(), self.core_tools()),
+            channel_for=lambda channel_id: self.router and self.router.channels.get(channel_id),
+        )  # fmt: skip
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
+        self.status = KernelStatusSource(  # what /status reports
+            self.started_at, self.model_router, self.loader, self.wiring.is_wired,
+            self.mcp, self.bus, self.consent.summary, self.tool_stacks,
+        )  # fmt: skip
         self.agents = KernelAgents(
             router=lambda: self.router,
             context=self.context,
@@ -163,10 +173,11 @@ class Kernel:
             secrets=self.secrets,
             state=self.state,
             agents=self.agents,
+            ui=self.consent.ui,
             list_commands=self.commands.names_and_descriptions,
             list_post_processors=self.shaping.post.activated_names,
             is_wired=self.wiring.is_wired,
-            operations=KernelOperator(self, self.bus.journal),
+            operations=KernelOperator(self.status, self.bus.journal),
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
         )
         self.supervision = ExtensionSupervisor(
@@ -208,21 +219,24 @@ class Kernel:
             user_facing_errors=(ModelNotConfiguredError,),
             turns=self.settings.turns,
             post=self.shaping.post,
+            consent=(self.consent.desk, self.consent.gate, self.consent.ui),
         )
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
-            status=self,
+            status=self.status,
             on_session_end=self.hooks.session_ended,
         )
         assert self.loader.grants is not None
-        for command in [*builtins, grant_command(self.loader, self.loader.grants)]:
+        consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
+        for command in [*builtins, grant_command(self.loader, self.loader.grants), *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
         self.scheduler.subscribe()
         await self.loader.start_all()
         await self._forget_released_subscriptions()
+        await self.consent.start()  # questions left open by the last run: asked again
         await self.bus.start()
         await self.metrics_export.start()
         await self.scheduler.start(
@@ -250,6 +264,7 @@ class Kernel:
         """What was built from the wired extensions is rebuilt on next use."""
         self.orchestrator.invalidate()
         self.shaping.invalidate()
+        self.consent.catalog.invalidate()
 
     def _build_orchestrator(self) -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents, one active
@@ -266,8 +281,9 @@ class Kernel:
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
             tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
-            interceptor=self.shaping.tools,
+            interceptor=self.consent.wrapper,
             agent_hooks=self.metrics.token_hooks,
+            guardrails=self.shaping.guardrails,
         )
 
     async def run(self) -> None:
@@ -299,6 +315,7 @@ class Kernel:
         steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
             ("restart request", self._restart_request_written),
             ("scheduler", self.scheduler.stop),
+            ("approval timers", self.consent.stop),
             ("event bus", self.bus.stop),
             ("MCP servers", self.mcp.cleanup),
             ("extensions", self.loader.shutdown),
@@ -337,10 +354,6 @@ class Kernel:
         if self._restart_written is not None:
             await self._restart_written
 
-    @property
-    def uptime_s(self) -> float:
-        return time.monotonic() - self.started_at
-
     # ------------------------------------------------------------ helpers
 
     def core_tools(self) -> list[Any]:
@@ -363,23 +376,6 @@ class Kernel:
     def _extension_tools(self, ext_id: str) -> list[Any]:
         record = self.loader.records.get(ext_id)
         return list(record.tools) if record is not None and record.has(Capability.TOOL) else []
-
-    # ------------------------------------------------------------ StatusSource (/status)
-
-    def model_description(self) -> str:
-        return self.model_router.describe("orchestrator")
-
-    def extension_records(self) -> Sequence[ExtensionRecord]:
-        return list(self.loader.records.values())
-
-    def is_wired(self, ext_id: str) -> bool:
-        return self.wiring.is_wired(ext_id)
-
-    def mcp_statuses(self) -> Sequence[McpServerStatus]:
-        return self.mcp.statuses()
-
-    async def event_counts(self) -> dict[str, int]:
-        return await self.bus.journal.counts()
 
     def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         return DeclarativeAgentAdapter(

@@ -24,6 +24,7 @@ from core.kernel.hooks import (
     PromptAdditions,
     StateReader,
     ToolInterceptor,
+    TurnGuardrails,
     TurnHooks,
     command_hook_entries,
     tool_guidance,
@@ -67,6 +68,8 @@ class TurnShaping:
         self.additions = PromptAdditions(wired, state=state)
         # every tool call of every agent the kernel runs goes through the tool hooks
         self.tools = ToolInterceptor(self.registry, self.hooks.caller, self.hooks.frames)
+        # the extensions' guardrails, as the orchestrator's SDK guardrails (ADR 0021)
+        self.guardrails = TurnGuardrails(self.registry, self.hooks.caller, self.hooks.frames)
         self.compactor = HistoryCompactor(
             settings.turns, model_router, self.registry, self.hooks.caller, self.hooks.frames
         )

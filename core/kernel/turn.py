@@ -21,6 +21,12 @@ circuit, a user-facing error line, an apology naming the failure, or —
 after ``turns.timeout_s`` — a line saying the turn took too long; a failed
 turn adds nothing to the history. Turn start and end are told to the
 lifecycle hooks, the end with how it went.
+
+A run the SDK interrupts for the user's approval (``needs_approval``, ADR
+0021) comes back ``paused``: its ``RunState`` as JSON and the input items,
+for the approval flow to store. ``resume`` rebuilds the orchestrator for the
+same input, restores the state, applies the user's decisions and runs on;
+the turn then ends (or pauses again) like any other.
 """
 
 from __future__ import annotations
@@ -29,13 +35,19 @@ import logging
 import time
 import uuid
 from asyncio import timeout
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, Protocol, TypeVar
 
-from agents import Agent, Runner
-from agents.items import TResponseInputItem
-from agents.result import RunResultBase
+from agents import (
+    Agent,
+    InputGuardrailTripwireTriggered,
+    OutputGuardrailTripwireTriggered,
+    Runner,
+    RunState,
+)
+from agents.items import ToolApprovalItem, TResponseInputItem
+from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
 from core.extensions.lifecycle import describe_exception
@@ -43,18 +55,20 @@ from core.extensions.state_scope import serving
 from core.kernel.commands import TOO_SLOW
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
-from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks
+from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
 from core.kernel.ledger import LedgerSession, LedgerWrite
 from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.streaming import Callback, stream_run, stream_text
 
-__all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "TurnResult", "TurnRunner"]
+__all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult", "TurnRunner"]
 
 log = logging.getLogger("core.kernel.turn")
 
 T = TypeVar("T")
-Status = Literal["answered", "short_circuit", "failed", "timeout"]
+Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused"]
+Decide = Callable[[RunState[Any, Any]], None]
 
+NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
 
 
@@ -69,9 +83,22 @@ class OrchestratorLike(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class PausedRun:
+    """A run stopped for the user's approval: the SDK's ``RunState`` as JSON, the
+    turn's input items (stored in the history once it finishes) and the calls
+    waiting (``ToolApprovalItem``, not stored: read them at once)."""
+
+    state: dict[str, Any]
+    input_items: list[dict[str, Any]]
+    interruptions: list[ToolApprovalItem]
+    query: PostQuery | None = None  # the post-processors the message asked for
+
+
+@dataclass(frozen=True, slots=True)
 class TurnResult:
     """The reply, and the items to append to the history (empty when the turn failed);
-    post-processor output to send after it and records to commit with it."""
+    post-processor output to send after it and records to commit with it;
+    ``paused`` (status ``paused``, no reply yet) when the run waits for approvals."""
 
     reply: str
     items: list[TResponseInputItem] = field(default_factory=list)
@@ -79,6 +106,7 @@ class TurnResult:
     followup: str | None = None
     records: tuple[LedgerWrite, ...] = ()
     run: RunResultBase | None = field(default=None, repr=False)
+    paused: PausedRun | None = None
 
 
 class TurnRunner:
@@ -155,22 +183,79 @@ class TurnRunner:
                 on_chunk, on_tool = stream
                 live_text = None if self.hooks.shapes_output() else on_chunk
                 result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
-            rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
-            items = [*_as_items(shaped), *new_history_items(result)]
-            return TurnResult(rendered.text, items, run=result)
+            return await self._finished(result, shaped, turn)
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
+        return await self._concluded(turn, outcome, query, started, stream[1] if stream else None)
+
+    async def resume(
+        self,
+        state: Mapping[str, Any],
+        input_items: list[dict[str, Any]],
+        turn: TurnContext,
+        decide: Decide,
+        query: PostQuery | None = None,
+    ) -> TurnResult:
+        """Go on with a paused turn: the orchestrator as it was built for this input
+        (context, additions, routing), the ``RunState`` restored, ``decide`` applying
+        the user's answers (``approve`` / ``reject``), then the run to its end and the
+        post-processors the message asked for (``query``)."""
+        started = time.monotonic()
+        text = input_text(input_items)
+        query = query or PostQuery(text, text)
+
+        async def attempt() -> TurnResult:
+            additions = await self.additions.for_turn(turn, text)
+            agent = await self._agent(text, turn, additions, input_items)
+            restored = await RunState.from_json(
+                agent, dict(state), context_deserializer=turn_from_json
+            )
+            decide(restored)
+            result = await Runner.run(agent, restored)
+            return await self._finished(result, input_items, turn)
+
+        with serving(turn):  # as in ``run``: tools see this turn (state, questions)
+            outcome = await self._guarded(
+                attempt, f"resumed turn for {turn.session_id}", TurnResult
+            )
+            return await self._concluded(turn, outcome, query, started)
+
+    async def _finished(
+        self,
+        result: RunResult | RunResultStreaming,
+        input_items: list[dict[str, Any]],
+        turn: TurnContext,
+    ) -> TurnResult:
+        if result.interruptions:
+            state = result.to_state().to_json(context_serializer=turn_to_json)
+            paused = PausedRun(state, input_items, list(result.interruptions))
+            return TurnResult("", [], "paused", paused=paused)
+        rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
+        items = [*_as_items(input_items), *new_history_items(result)]
+        return TurnResult(rendered.text, items, run=result)
+
+    async def _concluded(
+        self,
+        turn: TurnContext,
+        outcome: TurnResult,
+        query: PostQuery,
+        started: float,
+        on_status: Callback | None = None,
+    ) -> TurnResult:
+        """The post-processors the message asked for, then turn end for the lifecycle
+        hooks. A paused turn has not ended: it keeps ``query`` for its resumption."""
+        status = outcome.status
+        if outcome.paused is not None or status == "paused":
+            paused = outcome.paused and replace(outcome.paused, query=query)
+            return replace(outcome, paused=paused)
         if self.post is not None:
-            status_of = stream[1] if stream else None
             post = await self.post.finish(
-                query, outcome.reply, outcome.status, outcome.run, turn, status_of
+                query, outcome.reply, outcome.status, outcome.run, turn, on_status
             )
             if post is not None:
                 outcome = replace(outcome, followup=post.followup, records=(post.record,))
-        await self.hooks.turn_ended(
-            turn,
-            TurnOutcome(outcome.status, outcome.reply, (time.monotonic() - started) * 1000),
-        )
+        elapsed_ms = (time.monotonic() - started) * 1000
+        await self.hooks.turn_ended(turn, TurnOutcome(status, outcome.reply, elapsed_ms))
         return outcome
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
@@ -183,6 +268,11 @@ class TurnRunner:
         async def attempt() -> TurnResult:
             agent = await self._agent(prompt, turn, AppliedAdditions())
             result = await Runner.run(agent, prompt, max_turns=self.max_turns, context=turn)
+            while result.interruptions:  # nobody to ask in a stateless run (ADR 0021)
+                state = result.to_state()
+                for item in result.interruptions:
+                    state.reject(item, rejection_message=f"not run: {item.tool_name} {NO_ONE}")
+                result = await Runner.run(agent, state)
             rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
             return TurnResult(rendered.text)
 
@@ -242,6 +332,9 @@ class TurnRunner:
                 return await attempt()
         except self.user_facing_errors as exc:
             return wrap(str(exc), status="failed")
+        except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
+            log.info("%s stopped by a guardrail", what)  # journaled as hook.guardrail
+            return wrap(guardrail_reply(exc), status="blocked")
         except Exception as exc:
             if isinstance(exc, TimeoutError) and deadline.expired():
                 log.error("%s stopped after %s s (turns.timeout_s)", what, self.timeout_s)
@@ -258,6 +351,17 @@ def input_text(messages: list[dict[str, Any]]) -> str:
 def _as_items(messages: list[dict[str, Any]]) -> list[TResponseInputItem]:
     """Input messages as the SDK's input items (they are ``{"role", "content"}`` dicts)."""
     return [message for message in messages]  # type: ignore[misc]
+
+
+def turn_to_json(context: Any) -> Mapping[str, Any]:
+    """A run's ``TurnContext`` as the ``RunState`` JSON stores it."""
+    return asdict(context) if isinstance(context, TurnContext) else {}
+
+
+def turn_from_json(data: Mapping[str, Any]) -> TurnContext:
+    """The ``TurnContext`` back from a stored ``RunState`` (unknown keys dropped)."""
+    known = {f.name for f in fields(TurnContext)}
+    return TurnContext(**{k: v for k, v in data.items() if k in known})
 
 
 def _agent_turn(source: str) -> TurnContext:

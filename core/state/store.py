@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core.extensions.state_scope import check_key, encode_value
-from core.settings import StateSettings
+from core.settings_sections import StateSettings
 from core.state.table import (
     EXTENSION_SCOPE,
     PER_EXTENSION,

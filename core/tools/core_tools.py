@@ -8,6 +8,7 @@ from typing import Any
 
 from agents import FunctionTool, function_tool
 
+from core.extensions.sdk import side_effects
 from core.tools.clock import now_in, resolve_timezone, timezone_label
 from core.tools.failures import tool_error_message
 
@@ -61,16 +62,24 @@ def build_core_tools(
         request_restart(reason)
         return "restart requested; the assistant will be back in a few seconds"
 
+    # consent (docs/consent.md): reading the clock or the extension list changes
+    # nothing; a restart interrupts the assistant, so it has side effects
     return [
-        function_tool(current_time, failure_error_function=tool_error_message),
-        function_tool(
-            list_extensions_tool,
-            name_override="list_extensions",
-            failure_error_function=tool_error_message,
+        side_effects(function_tool(current_time, failure_error_function=tool_error_message), False),
+        side_effects(
+            function_tool(
+                list_extensions_tool,
+                name_override="list_extensions",
+                failure_error_function=tool_error_message,
+            ),
+            False,
         ),
-        function_tool(
-            request_restart_tool,
-            name_override="request_restart",
-            failure_error_function=tool_error_message,
+        side_effects(
+            function_tool(
+                request_restart_tool,
+                name_override="request_restart",
+                failure_error_function=tool_error_message,
+            ),
+            True,
         ),
     ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from core.extensions.errors import NotAvailableError, PermissionDeniedError, Sec
 from core.extensions.isolation.messages import (
     AgentBackgroundParams,
     AgentTaskParams,
+    AnswerRequestParams,
     ClearStateParams,
     ContextMethod,
     DeleteStateParams,
@@ -45,11 +46,13 @@ from core.extensions.isolation.messages import (
     SetStateParams,
     StateValue,
     SubscribeParams,
+    UiRequestParams,
     UserMessageParams,
 )
+from core.extensions.isolation.protocol import turn_to_wire
 from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.shared_services import ExtensionServices, ServiceRegistry
-from core.extensions.state_scope import check_key, encode_value, state_session
+from core.extensions.state_scope import check_key, current_turn, encode_value, state_session
 
 StreamCallback = Callable[[str], Awaitable[None]]
 
@@ -172,9 +175,31 @@ class ClientContext:
         message_id: str | None = None,
         *,
         idempotency_key: str | None = None,
+        sender_id: str | None = None,
     ) -> int:
-        params = UserMessageParams(text, user_id, channel_id, message_id, idempotency_key)
+        params = UserMessageParams(
+            text, user_id, channel_id, message_id, idempotency_key, sender_id
+        )
         return int(await self._peer.call(ContextMethod.ON_USER_MESSAGE, params.to_wire()))
+
+    async def answer_request(
+        self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
+    ) -> None:
+        params = AnswerRequestParams(request_id, answer, user_id, sender_id)
+        await self._peer.call(ContextMethod.ANSWER_REQUEST, params.to_wire())
+
+    async def ui_request(
+        self,
+        kind: str,
+        prompt: str,
+        options: Sequence[str] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> str | None:
+        turn = turn_to_wire(current_turn())
+        params = UiRequestParams(kind, prompt, [str(o) for o in options], timeout_s, turn)
+        answer = await self._peer.call(ContextMethod.UI_REQUEST, params.to_wire())
+        return None if answer is None else str(answer)
 
     # ------------------------------------------------------------ agents
 

@@ -18,6 +18,7 @@ from core.extensions.capabilities import Capability
 from core.extensions.contract import (
     Annotated,
     CompactionPlan,
+    GuardrailTrip,
     ModelRoute,
     ShortCircuit,
     ToolCall,
@@ -113,6 +114,16 @@ class CompactionProxy(ProxyCore):
         return cast(CompactionPlan | None, await forward(self, "on_compaction", items, turn))
 
 
+class InputGuardrailProxy(ProxyCore):
+    async def check_input(self, text: str, turn: TurnContext) -> GuardrailTrip | None:
+        return cast(GuardrailTrip | None, await forward(self, "check_input", text, turn))
+
+
+class OutputGuardrailProxy(ProxyCore):
+    async def check_output(self, text: str, turn: TurnContext) -> GuardrailTrip | None:
+        return cast(GuardrailTrip | None, await forward(self, "check_output", text, turn))
+
+
 HOOK_MIXINS: dict[str, type[ProxyCore]] = {
     Capability.TURN_START: TurnStartProxy,
     Capability.TURN_END: TurnEndProxy,
@@ -126,4 +137,6 @@ HOOK_MIXINS: dict[str, type[ProxyCore]] = {
     Capability.AFTER_TOOL_CALL: AfterToolCallProxy,
     Capability.MODEL_ROUTING: ModelRoutingProxy,
     Capability.COMPACTION: CompactionProxy,
+    Capability.INPUT_GUARDRAIL: InputGuardrailProxy,
+    Capability.OUTPUT_GUARDRAIL: OutputGuardrailProxy,
 }

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from core.extensions.contract_data import (
     Annotated,
     CompactionPlan,
+    GuardrailTrip,
     ModelRoute,
     ShortCircuit,
     ToolCall,
@@ -119,6 +120,18 @@ class ModelRouteResult(Wire):
 
 
 @dataclass(frozen=True, slots=True)
+class GuardrailTripResult(Wire):
+    """A guardrail stopping the turn."""
+
+    type: Literal["guardrail_trip"]
+    reason: str
+    message: str = ""
+
+    def value(self) -> GuardrailTrip:
+        return GuardrailTrip(self.reason, self.message)
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionPlanResult(Wire):
     """``on_compaction``'s instructions or summary."""
 
@@ -138,6 +151,7 @@ ResultWire = (
     | AnnotatedResult
     | ModelRouteResult
     | CompactionPlanResult
+    | GuardrailTripResult
 )
 RESULT_TYPES: dict[str, type[ResultWire]] = {
     "text": TextResult,
@@ -147,6 +161,7 @@ RESULT_TYPES: dict[str, type[ResultWire]] = {
     "annotated": AnnotatedResult,
     "model_route": ModelRouteResult,
     "compaction_plan": CompactionPlanResult,
+    "guardrail_trip": GuardrailTripResult,
 }
 # the contract values sent as their fields
 _VALUE_TYPES: dict[type, str] = {
@@ -155,6 +170,7 @@ _VALUE_TYPES: dict[type, str] = {
     Annotated: "annotated",
     ModelRoute: "model_route",
     CompactionPlan: "compaction_plan",
+    GuardrailTrip: "guardrail_trip",
 }
 
 # --------------------------------------------------------------------- per hook
@@ -183,6 +199,8 @@ HOOK_METHODS: dict[str, HookSpec] = {
     "after_tool_call": HookSpec(("call", "text", "turn"), ("text", "annotated")),
     "route_model": HookSpec(("messages", "turn"), ("model_route",)),
     "on_compaction": HookSpec(("messages", "turn"), ("compaction_plan",)),
+    "check_input": HookSpec(("text", "turn"), ("guardrail_trip",)),
+    "check_output": HookSpec(("text", "turn"), ("guardrail_trip",)),
 }
 
 

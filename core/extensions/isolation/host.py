@@ -51,6 +51,7 @@ from core.extensions.isolation.messages import (
 from core.extensions.isolation.protocol import (
     event_from_wire,
     invocation_from_wire,
+    request_from_wire,
     turn_from_wire,
 )
 from core.extensions.isolation.rpc import RpcPeer
@@ -113,6 +114,7 @@ class HostServer:
                     "description": t.description,
                     "params_json_schema": t.params_json_schema,
                     "strict_json_schema": bool(getattr(t, "strict_json_schema", True)),
+                    "side_effects": _side_effects_of(t),
                 }
                 for t in self.tools.values()
             ]
@@ -160,6 +162,8 @@ class HostServer:
         elif name == "invoke":
             invocation = invocation_from_wire(args[1] if len(args) > 1 else None)
             args, turn = [args[0], invocation], invocation.turn if invocation else None
+        elif name == "ask_user" and len(args) == 2:
+            args[1] = request_from_wire(args[1])
         with serving(turn):  # session-scoped state belongs to the turn the call serves
             result = await getattr(self.ext, name)(*args)
         if name == "invoke":
@@ -206,6 +210,12 @@ class HostServer:
         callback = on_chunk if params.kind == "chunk" else on_tool_call
         if callback is not None:
             await callback(params.text)
+
+
+def _side_effects_of(tool: Any) -> bool | None:
+    """What the tool declares (``core.extensions.sdk.side_effects``); ``None``: nothing."""
+    value = getattr(tool, "side_effects", None)
+    return value if isinstance(value, bool) else None
 
 
 def _check_tool(tool: Any) -> Any:

@@ -25,6 +25,7 @@ from core.extensions.isolation.messages import (
     KERNEL_REQUESTS,
     AgentBackgroundParams,
     AgentTaskParams,
+    AnswerRequestParams,
     ClearStateParams,
     ContextMethod,
     DeleteStateParams,
@@ -42,9 +43,11 @@ from core.extensions.isolation.messages import (
     StateValue,
     StreamKind,
     SubscribeParams,
+    UiRequestParams,
     UserMessageParams,
     decode,
 )
+from core.extensions.isolation.protocol import turn_from_wire
 from core.extensions.isolation.ratelimit import LogLimiter
 from core.extensions.state_scope import serving
 from core.logging_setup import escape_control
@@ -94,6 +97,14 @@ class ContextServer:
                 p.channel_id,
                 p.message_id,
                 idempotency_key=p.idempotency_key,
+                sender_id=p.sender_id,
+            )
+        if isinstance(p, UiRequestParams):
+            with serving(turn_from_wire(p.turn) if p.turn else None):
+                return await ctx.ui_request(p.kind, p.prompt, p.options, timeout_s=p.timeout_s)
+        if isinstance(p, AnswerRequestParams):
+            return await ctx.answer_request(
+                p.request_id, p.answer, p.user_id, sender_id=p.sender_id
             )
         if isinstance(p, InvokeAgentParams):
             return await ctx.invoke_agent(p.prompt)

@@ -82,6 +82,8 @@ class ContextMethod(StrEnum):
     REQUEST_AGENT_TASK = "ctx.request_agent_task"
     REQUEST_AGENT_BACKGROUND = "ctx.request_agent_background"
     ON_USER_MESSAGE = "ctx.on_user_message"
+    ANSWER_REQUEST = "ctx.answer_request"
+    UI_REQUEST = "ctx.ui_request"
     INVOKE_AGENT = "ctx.invoke_agent"
     INVOKE_AGENT_STREAMED = "ctx.invoke_agent_streamed"
     LIST_COMMANDS = "ctx.list_commands"
@@ -245,6 +247,24 @@ class UserMessageParams(Wire):
     channel_id: str | None = None
     message_id: str | None = None
     idempotency_key: str | None = None
+    sender_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UiRequestParams(Wire):
+    kind: str
+    prompt: str
+    options: list[str] = field(default_factory=list)
+    timeout_s: float | None = None
+    turn: dict[str, Any] | None = None  # the turn the host serves (``state_scope``)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRequestParams(Wire):
+    request_id: str
+    answer: str
+    user_id: str
+    sender_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +372,8 @@ KERNEL_REQUESTS: dict[str, type[Wire]] = {
     ContextMethod.REQUEST_AGENT_TASK: AgentTaskParams,
     ContextMethod.REQUEST_AGENT_BACKGROUND: AgentBackgroundParams,
     ContextMethod.ON_USER_MESSAGE: UserMessageParams,
+    ContextMethod.ANSWER_REQUEST: AnswerRequestParams,
+    ContextMethod.UI_REQUEST: UiRequestParams,
     ContextMethod.INVOKE_AGENT: InvokeAgentParams,
     ContextMethod.INVOKE_AGENT_STREAMED: InvokeStreamedParams,
     ContextMethod.LIST_COMMANDS: Empty,

@@ -11,6 +11,7 @@ initialize. The hooks' mixins are in ``hook_mixins.py``.
 from __future__ import annotations
 
 import functools
+from dataclasses import asdict
 from typing import Any
 
 from agents import FunctionTool
@@ -23,6 +24,7 @@ from core.extensions.contract import (
     AgentResponse,
     Command,
     TurnContext,
+    UserRequest,
 )
 from core.extensions.isolation.errors import IsolationError, RemoteError
 from core.extensions.isolation.hook_mixins import HOOK_MIXINS
@@ -33,6 +35,7 @@ from core.extensions.isolation.protocol import (
     turn_to_wire,
 )
 from core.extensions.isolation.proxy_core import ProxyCore
+from core.extensions.sdk import side_effects
 from core.tools.failures import describe_tool_error, tool_failure_text
 
 
@@ -58,13 +61,17 @@ class ToolProxy(ProxyCore):
             except IsolationError as exc:  # the boundary failed: timeout, host gone
                 return tool_failure_text(name, str(exc))
 
-        return FunctionTool(
+        tool = FunctionTool(
             name=name,
             description=str(spec.get("description") or ""),
             params_json_schema=dict(spec["params_json_schema"]),
             on_invoke_tool=on_invoke,
             strict_json_schema=bool(spec.get("strict_json_schema", True)),
         )
+        declared = spec.get("side_effects")
+        if isinstance(declared, bool):  # consent: what the tool says of itself
+            side_effects(tool, declared)
+        return tool
 
 
 class ChannelProxy(ProxyCore):
@@ -87,6 +94,14 @@ class StreamingChannelProxy(ProxyCore):
 
     async def on_stream_end(self, user_id: str, full_text: str) -> None:
         await self.call_method("on_stream_end", user_id, full_text)
+
+
+class InteractiveChannelProxy(ProxyCore):
+    async def ask_user(self, user_id: str, request: UserRequest) -> None:
+        await self.call_method("ask_user", user_id, asdict(request))
+
+    async def close_request(self, user_id: str, request_id: str, outcome: str) -> None:
+        await self.call_method("close_request", user_id, request_id, outcome)
 
 
 class AgentProxy(ProxyCore):
@@ -153,6 +168,7 @@ MIXINS: dict[str, type[ProxyCore]] = {
     Capability.TOOL: ToolProxy,
     Capability.CHANNEL: ChannelProxy,
     Capability.STREAMING_CHANNEL: StreamingChannelProxy,
+    Capability.INTERACTIVE_CHANNEL: InteractiveChannelProxy,
     Capability.AGENT: AgentProxy,
     Capability.SCHEDULER: SchedulerProxy,
     Capability.SERVICE: ServiceProxy,

@@ -22,7 +22,13 @@ from dataclasses import asdict
 from typing import Any
 
 from core.events.models import Event
-from core.extensions.contract import AgentInvocationContext, AgentResponse, TurnContext
+from core.extensions.contract import (
+    AgentInvocationContext,
+    AgentResponse,
+    RequestOption,
+    TurnContext,
+    UserRequest,
+)
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_ID_CHARS = 128
@@ -126,6 +132,14 @@ def turn_to_wire(turn: TurnContext | None) -> dict[str, Any] | None:
 
 def turn_from_wire(data: Any) -> TurnContext:
     return TurnContext(**data) if isinstance(data, dict) else TurnContext()
+
+
+def request_from_wire(data: Any) -> UserRequest:
+    """A ``UserRequest`` sent by the kernel (``asdict``: options as lists of dicts)."""
+    if not isinstance(data, dict):
+        raise ValueError("a user request must be a JSON object")
+    options = tuple(RequestOption(**option) for option in data.get("options") or ())
+    return UserRequest(**{**data, "options": options})
 
 
 def invocation_to_wire(context: AgentInvocationContext | None) -> dict[str, Any] | None:

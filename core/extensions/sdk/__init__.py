@@ -11,6 +11,7 @@ plugin host stays small.
 """
 
 from core.extensions.sdk.base import BaseExtension, NotInitializedError
+from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
 from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
 from core.extensions.sdk.testing import (
@@ -34,6 +35,7 @@ from core.extensions.sdk.timemath import (
 from core.extensions.sdk.timezones import UnknownTimezoneError, local_zone, resolve_zone
 
 __all__ = [
+    "SIDE_EFFECTS_ATTR",
     "BaseExtension",
     "Clock",
     "CronError",
@@ -54,6 +56,7 @@ __all__ = [
     "run_command",
     "running",
     "serving",
+    "side_effects",
     "to_instant",
     "utc_now",
     "wall",

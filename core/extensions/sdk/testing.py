@@ -20,7 +20,7 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -71,6 +71,10 @@ class FakeContext:
     # (text, channel_id, user_id) of every notify_user call
     notifications: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     user_messages: list[dict[str, Any]] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    # ui_request: what the user "answers", in order (None: no answer), and what was asked
+    ui_answers: list[str | None] = field(default_factory=list)
+    ui_requests: list[tuple[str, str, list[str]]] = field(default_factory=list)
     agent_tasks: list[str] = field(default_factory=list)
     subscriptions: list[tuple[str, EventHandler]] = field(default_factory=list)
     commands: list[tuple[str, str]] = field(default_factory=list)
@@ -176,10 +180,35 @@ class FakeContext:
         message_id: str | None = None,
         *,
         idempotency_key: str | None = None,
+        sender_id: str | None = None,
     ) -> int:
         message = {"text": text, "user_id": user_id, "channel_id": channel_id or self.extension_id}
+        if sender_id is not None:
+            message["sender_id"] = sender_id
         self.user_messages.append({**message, "message_id": message_id})
         return await self.emit("user.message", message, idempotency_key=idempotency_key)
+
+    async def answer_request(
+        self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
+    ) -> None:
+        """Recorded in ``answers`` (and emitted on ``system.ui.answer``)."""
+        answer_payload = {"request_id": request_id, "answer": answer, "user_id": user_id}
+        if sender_id is not None:
+            answer_payload["sender_id"] = sender_id
+        self.answers.append(answer_payload)
+        await self.emit("system.ui.answer", {**answer_payload, "channel_id": self.extension_id})
+
+    async def ui_request(
+        self,
+        kind: str,
+        prompt: str,
+        options: Sequence[str] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> str | None:
+        """Recorded in ``ui_requests``; answered with the next of ``ui_answers``."""
+        self.ui_requests.append((kind, prompt, list(options)))
+        return self.ui_answers.pop(0) if self.ui_answers else None
 
     async def list_commands(self) -> list[tuple[str, str]]:
         return sorted(self.commands)

@@ -4,6 +4,7 @@ from core.kernel.hooks.calls import SKIPPED, HookCaller
 from core.kernel.hooks.command_hooks import CommandSpec, CommandTarget, command_hook_entries
 from core.kernel.hooks.command_process import CommandHookError
 from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder, FrameSink
+from core.kernel.hooks.guardrails import TurnGuardrails, guardrail_reply
 from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
 from core.kernel.hooks.prompt_additions import (
     AppliedAdditions,
@@ -12,11 +13,13 @@ from core.kernel.hooks.prompt_additions import (
     tool_guidance,
 )
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
-from core.kernel.hooks.tool_calls import ToolInterceptor, is_intercepted
+from core.kernel.hooks.tool_calls import Admission, Admitted, ToolInterceptor, is_intercepted
 
 __all__ = [
     "FRAME_PREFIX",
     "SKIPPED",
+    "Admission",
+    "Admitted",
     "AppliedAdditions",
     "CommandHookError",
     "CommandSpec",
@@ -31,8 +34,10 @@ __all__ = [
     "StateReader",
     "TagPatterns",
     "ToolInterceptor",
+    "TurnGuardrails",
     "TurnHooks",
     "command_hook_entries",
+    "guardrail_reply",
     "is_intercepted",
     "tool_guidance",
 ]

@@ -3,12 +3,12 @@
 A frame is an event on ``hook.<kind>`` (``hook.input``, ``hook.short_circuit``,
 ``hook.tag``, ``hook.output``, ``hook.plain_text``, ``hook.tool_call``,
 ``hook.tool_result``, ``hook.routing``, ``hook.compaction``,
-``hook.prompt``) published by the kernel (source ``kernel``) with the
-turn id as correlation id. The payload names the extension (``owner``), the
-hook, the turn and session, and holds ``before`` and ``after`` inline —
-or, for a value whose JSON is longer than ``INLINE_LIMIT``, a digest
-(``{"sha256", "chars", "head"}``) — so a later replay can check each hook
-against what it decided. Extensions cannot publish on ``hook.*``.
+``hook.prompt``; consent's ``hook.approval``, ``hook.ui``, ``hook.guardrail``)
+published by the kernel (source ``kernel``) with the turn id as correlation id.
+The payload names the extension (``owner``), the hook, the turn and session,
+and holds ``before`` and ``after`` inline — or, for a value whose JSON is
+longer than ``INLINE_LIMIT``, a digest (``{"sha256", "chars", "head"}``) — so
+a later replay can check each hook against what it decided. Extensions cannot publish on ``hook.*``.
 """
 
 from __future__ import annotations

@@ -59,9 +59,15 @@ class TurnHooks:
         self.authoritative_routing = frozenset(authoritative_routing)
 
     def shapes_output(self) -> bool:
-        """Whether an output hook may rewrite the answer (then raw text is not streamed)."""
+        """Whether an output hook may rewrite the answer, or an output guardrail refuse
+        it (then raw text is not streamed)."""
         at = self.registry.at
-        return bool(at(Capability.TAG) or at(Capability.LLM_OUTPUT) or at(Capability.PLAIN_TEXT))
+        return bool(
+            at(Capability.TAG)
+            or at(Capability.LLM_OUTPUT)
+            or at(Capability.PLAIN_TEXT)
+            or at(Capability.OUTPUT_GUARDRAIL)
+        )
 
     # ------------------------------------------------------------ lifecycle
 

@@ -28,26 +28,31 @@ may replace it (``str``) or annotate it (``Annotated``), chained. Deny,
 modify and changed or annotated results are journaled as ``hook.tool_call``
 / ``hook.tool_result`` frames; allow and no-ops are not.
 
-Ordering with the SDK's consent step (``needs_approval``, issue 14): the SDK
-evaluates ``needs_approval`` — and pauses the run for an approval — on the
-model's raw arguments, then runs the tool input guardrails and
-``on_tool_start``, and only then calls ``on_invoke_tool``, inside the tool's
-``timeout_seconds``. So these hooks run after approval: a user approves the
-model's arguments, which a ``modify`` may still change, and a hook may deny
-a call the user already approved. The SDK only pre-parses arguments for
-approval with its own invoker type, which the wrapped invoker is not, so a
-modified argument string never clashes with a prepared one.
+Ordering with consent (``needs_approval``, ADR 0021): the SDK evaluates
+``needs_approval`` — and pauses the run for an approval — on the model's raw
+arguments, before ``on_invoke_tool``. So for a call that must be asked, the
+consent gate runs the ``before_tool_call`` chain itself, inside its
+``needs_approval`` (``run_before``), and keeps the outcome by call id: a call
+a hook denies is never asked, and the user approves the final arguments.
+At invoke time the wrapped invoker first asks the gate (``admission``): a
+call it already decided runs with those arguments and only the
+``after_tool_call`` hooks, or returns its denial; anything else goes through
+the hooks as below. The SDK only pre-parses arguments for approval with its
+own invoker type, which the wrapped invoker is not, so a modified argument
+string never clashes with a prepared one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from agents import FunctionTool, Tool
 from agents.tool_context import ToolContext
@@ -61,7 +66,7 @@ from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.observer import ToolOutcome
 from core.kernel.hooks.registry import HookEntry, HookRegistry
 
-__all__ = ["ToolInterceptor", "is_intercepted", "result_text"]
+__all__ = ["Admission", "Admitted", "ToolInterceptor", "is_intercepted", "result_text"]
 
 log = logging.getLogger("core.kernel.hooks")
 
@@ -70,6 +75,26 @@ AFTER: Final = Capability.AFTER_TOOL_CALL
 _MARK: Final = "__hearth_tool_hooks__"  # set on the invoker of a wrapped tool
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """What a gate decided before the hooks could: ``denial`` (the model reads it,
+    the tool does not run) or ``call`` (the ``before_tool_call`` chain already ran:
+    the tool runs with these arguments, inside ``scope``)."""
+
+    denial: str | None = None
+    call: ToolCall | None = None
+    scope: Callable[[], AbstractContextManager[Any]] = field(default=contextlib.nullcontext)
+
+
+class Admission(Protocol):
+    """Asked first on every intercepted call (the consent gate, ADR 0021):
+    ``None`` lets the call go through the hooks as usual."""
+
+    async def admit(
+        self, tool: FunctionTool, ctx: ToolContext[Any], raw: str
+    ) -> Admitted | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +142,7 @@ class ToolInterceptor:
         self._registry = registry
         self._caller = caller
         self._frames = frames
+        self.admission: Admission | None = None  # the consent gate, once the kernel has one
 
     def wrap(self, tool: Tool) -> Tool:
         """A copy of ``tool`` whose calls run the hooks; other and wrapped tools as they are."""
@@ -133,8 +159,16 @@ class ToolInterceptor:
             started = perf_counter()
             outcome: ToolOutcome = "failed"
             try:
+                gate = self.admission
+                admitted = None if gate is None else await gate.admit(tool, ctx, raw)
+                if admitted is not None and admitted.denial is not None:
+                    outcome = "denied"
+                    return admitted.denial
                 before, after = at(BEFORE), at(AFTER)
-                if not before and not after:
+                if admitted is not None and admitted.call is not None:
+                    with admitted.scope():
+                        result = await self._decided(invoke, ctx, raw, admitted.call)
+                elif not before and not after:
                     result = await invoke(ctx, raw)
                 else:
                     result = await intercept(tool, invoke, ctx, raw, before, after)
@@ -175,7 +209,31 @@ class ToolInterceptor:
             result = await self._after(call, result, turn, after)
         return result
 
+    async def _decided(
+        self, invoke: Invoker, ctx: ToolContext[Any], raw: str, call: ToolCall
+    ) -> Any:
+        """A call whose ``before_tool_call`` chain already ran (``run_before``): the
+        tool with those arguments, then the ``after_tool_call`` hooks."""
+        if _parsed(raw) != call.arguments:
+            raw = json.dumps(call.arguments)
+        result = await invoke(ctx, raw)
+        after = self._registry.at(AFTER)
+        if after:
+            result = await self._after(call, result, _turn_of(ctx), after)
+        return result
+
     # ------------------------------------------------------------ before
+
+    async def run_before(
+        self, tool: FunctionTool, call: ToolCall, turn: TurnContext
+    ) -> ToolCall | str:
+        """The ``before_tool_call`` chain alone: the call as the hooks left it, or the
+        text the model reads when one denied it (journaled as usual)."""
+        before = self._registry.at(BEFORE)
+        if not before:
+            return call
+        decided = await self._before(tool, call, turn, before)
+        return decided.text if isinstance(decided, _Denied) else decided
 
     async def _before(
         self,

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from agents import FunctionTool, function_tool
 
+from core.extensions.sdk import side_effects
+
 from .validation import ValidationResult, dry_run
 from .workspace import RefusedError, Workspace
 
@@ -133,12 +135,14 @@ def build_tools(state: BuilderState) -> list[FunctionTool]:
         state.request_restart()
         return f"restart requested: Hearth restarts now and loads {extension_id}"
 
+    # consent (docs/consent.md): reading changes nothing; writing code, running it
+    # (the dry run imports and initializes it) and restarting Hearth do
     tools: list[FunctionTool] = [
-        list_files,
-        read_file,
-        write_file,
-        validate_extension,
-        request_restart,
+        side_effects(list_files, False),
+        side_effects(read_file, False),
+        side_effects(write_file, True),
+        side_effects(validate_extension, True),
+        side_effects(request_restart, True),
     ]
     return tools
 

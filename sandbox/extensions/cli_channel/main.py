@@ -6,6 +6,11 @@ replies stream in; proactive messages print above the prompt.
 Piped: each line is journaled as a ``user.message`` and answered before the
 next is read; replies and proactive messages go to stdout verbatim; at end
 of input pending work finishes and the kernel is asked to shut down.
+
+Questions (``InteractiveChannel``, ADR 0021) are asked inline — an approval
+as ``Allow kv_set(key="x")? [y]es once / [a]lways / [N]o`` — and the next
+line typed is the answer (an empty line is the default, no), journaled with
+``answer_request``; then the reply of the turn it belongs to is awaited.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ import asyncio
 import getpass
 import sys
 import threading
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.extensions.contract import ExtensionContext
+from core.extensions.contract import ExtensionContext, UserRequest
 from core.extensions.sdk import BaseExtension
 
 if TYPE_CHECKING:
@@ -34,6 +40,7 @@ class CliChannel(BaseExtension):
         self._replied = asyncio.Event()
         self._interactive = sys.stdin.isatty() and sys.stdout.isatty()
         self._streamed = False
+        self._questions: deque[UserRequest] = deque()  # asked, not yet answered here
 
     # ------------------------------------------------------------ lifecycle
 
@@ -58,7 +65,7 @@ class CliChannel(BaseExtension):
             if line is None:
                 break
             text = line.rstrip("\r\n")
-            if text.strip():
+            if self._questions or text.strip():
                 await self._ask(text)
         self.context.logger.info("end of input; shutting down")
         self.context.request_shutdown()
@@ -86,7 +93,7 @@ class CliChannel(BaseExtension):
                     break
                 finally:
                     await refresh
-                if text.strip():
+                if self._questions or text.strip():
                     await self._ask(text)
         self.context.request_shutdown()
 
@@ -102,8 +109,15 @@ class CliChannel(BaseExtension):
         completer.update(commands, tags)
 
     async def _ask(self, text: str) -> None:
+        """Send a line — the answer to the oldest open question, else a message —
+        and wait for what comes back: a reply, or the next question."""
         self._replied.clear()
-        await self.context.on_user_message(text, self._user_id)
+        if self._questions:
+            request = self._questions.popleft()
+            answer = _answer_value(request, text)
+            await self.context.answer_request(request.id, answer, self._user_id)
+        else:
+            await self.context.on_user_message(text, self._user_id)
         try:
             async with asyncio.timeout(self._reply_timeout_s):
                 await self._replied.wait()
@@ -138,14 +152,55 @@ class CliChannel(BaseExtension):
         if self._streamed:
             sys.stdout.write("\n")
             sys.stdout.flush()
-        else:
+        elif full_text:
             self._write(full_text)
         self._streamed = False
-        self._replied.set()
+        if full_text:  # an empty end: the turn paused for a question, asked next
+            self._replied.set()
+
+    # ------------------------------------------------------------ questions
+
+    async def ask_user(self, user_id: str, request: UserRequest) -> None:
+        self._questions.append(request)
+        self._write(_prompt(request))
+        self._replied.set()  # the next line typed is the answer
+
+    async def close_request(self, user_id: str, request_id: str, outcome: str) -> None:
+        """Say how a question ended unless it was answered here (timed out, answered
+        elsewhere): it is no longer waiting for a line."""
+        waiting = [r for r in self._questions if r.id == request_id]
+        if waiting:
+            self._questions.remove(waiting[0])
+            self._write(f"({outcome})")
 
     def _write(self, text: str) -> None:
         sys.stdout.write(f"{self._prefix}{text}\n")
         sys.stdout.flush()
+
+
+def _prompt(request: UserRequest) -> str:
+    """The question as one line (a select lists its options, numbered)."""
+    if request.kind == "approval":
+        return f"{request.prompt} [y]es once / [a]lways / [N]o"
+    if request.kind == "confirm":
+        return f"{request.prompt} [y/N]"
+    if request.kind == "select":
+        options = " / ".join(f"[{i}] {o.label}" for i, o in enumerate(request.options, 1))
+        return f"{request.prompt} {options}"
+    return f"{request.prompt} (type your answer)"
+
+
+def _answer_value(request: UserRequest, line: str) -> str:
+    """What a typed line answers: an option's number or label picks it; otherwise
+    the text as typed (the kernel reads y / a / n for approvals)."""
+    text = line.strip()
+    if request.kind == "select":
+        if text.isdigit() and 1 <= int(text) <= len(request.options):
+            return request.options[int(text) - 1].value
+        for option in request.options:
+            if text.lower() in (option.value.lower(), option.label.lower()):
+                return option.value
+    return text
 
 
 def _login_name() -> str:

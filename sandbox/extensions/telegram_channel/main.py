@@ -7,7 +7,10 @@ the reply grows (``streaming``). Only allow-listed users are served, in
 private chats and in opted-in groups (``allowlist``); an update is
 acknowledged only after its ``user.message`` is journaled. The kernel's user
 id is the chat's id, so conversations are keyed by chat and replies go back
-to the chat a message came from (``chats``, ADR 0017).
+to the chat a message came from (``chats``, ADR 0017). Each message carries
+its sender, so only the member who asked can answer the questions it leads
+to. An ``InteractiveChannel``: questions get an inline keyboard answered by a
+button press (``questions``, ADR 0021).
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ import re
 from telegram import Bot, BotCommand, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from core.extensions.contract import ExtensionContext
+from core.extensions.contract import ExtensionContext, UserRequest
 from core.extensions.sdk import BaseExtension
 
 from .allowlist import AllowList
 from .chats import ChatTargets
 from .config import TelegramConfig, parse_config
 from .polling import Poller
+from .questions import QuestionBoard
 from .sender import Sender
 from .streaming import StreamPresenter
 
@@ -52,6 +56,7 @@ class TelegramChannel(BaseExtension):
         self._chats: ChatTargets | None = None
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
+        self._board: QuestionBoard | None = None
         self._auth_error: str | None = None
         self._commands_registered = False
 
@@ -73,6 +78,7 @@ class TelegramChannel(BaseExtension):
         self._stream = StreamPresenter(
             self._sender, self._chats, log, interval_s=config.edit_interval_s
         )
+        self._board = QuestionBoard(bot, self._sender, self._chats, self._allow, log)
         await self._verify_token()
 
     async def start(self) -> None:
@@ -129,6 +135,9 @@ class TelegramChannel(BaseExtension):
         """Journal an allowed user's text, addressed to the chat it came from;
         everything else is acknowledged and dropped."""
         bot, allow, chats = self._parts()
+        if update.callback_query is not None:
+            await self._questions().on_press(update.callback_query, self._answer)
+            return
         message = update.message
         if message is None or message.from_user is None:
             return
@@ -143,13 +152,21 @@ class TelegramChannel(BaseExtension):
             return
         if group and _for_another_bot(message.text, _username(bot)):
             return
+        typed_for = self._questions().take_typed_answer(chat.id, user.id)
+        if typed_for is not None:  # the owner's next message answers a free-text question
+            await self._answer(typed_for.id, message.text, chats.address(chat.id), str(user.id))
+            return
         text = "/help" if _START_RE.match(message.text) else message.text
         await self._context().on_user_message(
             text,
             chats.address(chat.id),
             message_id=str(message.message_id),
             idempotency_key=f"telegram:{update.update_id}",
+            sender_id=str(user.id),
         )
+
+    async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
+        await self._context().answer_request(request_id, value, address, sender_id=sender)
 
     async def _register_commands(self) -> None:
         """``setMyCommands`` with the kernel's commands, once per process; retried
@@ -193,6 +210,12 @@ class TelegramChannel(BaseExtension):
     async def on_stream_end(self, user_id: str, full_text: str) -> None:
         await self._presenter().end(user_id, full_text)
 
+    async def ask_user(self, user_id: str, request: UserRequest) -> None:
+        await self._questions().ask(user_id, request)
+
+    async def close_request(self, user_id: str, request_id: str, outcome: str) -> None:
+        await self._questions().close(user_id, request_id, outcome)
+
     # ------------------------------------------------------------ accessors
 
     def _context(self) -> ExtensionContext:
@@ -214,6 +237,10 @@ class TelegramChannel(BaseExtension):
     def _presenter(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
+
+    def _questions(self) -> QuestionBoard:
+        assert self._board is not None, "initialize() was not called"
+        return self._board
 
 
 def _username(bot: Bot) -> str | None:

@@ -18,7 +18,7 @@ from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
 
 from .sender import BACKOFF_MAX_S, retry_after_seconds
 
-ALLOWED_UPDATES = ("message",)
+ALLOWED_UPDATES = ("message", "callback_query")  # callback queries: button presses
 BACKOFF_INITIAL_S = 1.0
 
 

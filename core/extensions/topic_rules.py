@@ -1,0 +1,31 @@
+"""Which topics an extension may not publish, or only with a permission.
+
+``KERNEL_ONLY``: prefixes only the kernel publishes, with the refusal's words.
+``GUARDED_TOPICS``: system topics whose publication does what a guarded call
+of the context does, so ``emit`` needs the same permission (another door to
+the same act).
+"""
+
+from __future__ import annotations
+
+from core.events.topics import SystemTopics
+
+__all__ = ["GUARDED_TOPICS", "KERNEL_ONLY"]
+
+# topics only the kernel publishes: the frames of hook decisions (replay trusts them)
+# and post-processor results (webhooks act on them)
+KERNEL_ONLY = {
+    "hook.": "hook.* frames are the kernel's own",
+    "postprocess.": "postprocess.* results are the kernel's own",
+    # resuming a turn paused for the user's approval (ADR 0021)
+    SystemTopics.TURN_RESUME: "the resumption of paused turns is the kernel's own",
+}
+
+# system topics whose publication does what a guarded call does
+GUARDED_TOPICS = {
+    SystemTopics.USER_MESSAGE: "user_messages",
+    SystemTopics.UI_ANSWER: "user_messages",
+    SystemTopics.USER_NOTIFY: "notify",
+    SystemTopics.AGENT_TASK: "agent",
+    SystemTopics.AGENT_BACKGROUND: "agent",
+}

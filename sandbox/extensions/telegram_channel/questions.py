@@ -1,0 +1,165 @@
+"""Questions as messages with an inline keyboard, answered by pressing a button.
+
+``ask`` sends the question (plain text: tool names such as ``kv_set`` must
+not turn into Markdown) with one button per option; the button's callback
+data is ``<question id>:<option index>`` (well under Telegram's 64 bytes).
+A press counts only when it comes from an allowed user, in a chat this bot
+serves, who is the question's owner — in a group, the member who asked — so
+another member's press changes nothing. The press is acknowledged at once
+(``answerCallbackQuery``, the spinner stops) and the answer journaled with
+``answer_request``; the kernel checks the owner again and closes the
+question, and ``close`` edits every message showing it to say the outcome,
+keyboard removed. After a restart the kernel asks open questions again; a
+press on an older message still works and that message is edited too.
+A question without options (``input``) is answered by the owner's next
+message in the chat (``take_typed_answer``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
+from telegram.error import TelegramError
+
+from core.extensions.contract import RequestOption, UserRequest
+
+from .allowlist import AllowList
+from .chats import ChatTargets
+from .sender import Sender
+
+PRIVATE = "private"
+_CONFIRM = (RequestOption("yes", "Yes"), RequestOption("no", "No"))
+
+Answer = Callable[[str, str, str, str], Awaitable[None]]  # request id, value, address, sender
+
+
+@dataclass
+class _Question:
+    request: UserRequest
+    chat_id: int
+    shown: set[int] = field(default_factory=set)  # message ids showing it
+
+
+class QuestionBoard:
+    def __init__(
+        self, bot: Bot, sender: Sender, chats: ChatTargets, allow: AllowList, log: logging.Logger
+    ) -> None:
+        self._bot = bot
+        self._sender = sender
+        self._chats = chats
+        self._allow = allow
+        self._log = log
+        self._questions: dict[str, _Question] = {}
+        self._pressed: dict[str, set[tuple[int, int]]] = {}  # questions known only by a press
+
+    async def ask(self, user_id: str, request: UserRequest) -> None:
+        """Show ``request`` in the chat ``user_id`` addresses (raises when it cannot)."""
+        chat_id = self._chats.chat_for(user_id)
+        options = _options(request)
+        keyboard = InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton(option.label, callback_data=f"{request.id}:{index}")
+                    for index, option in enumerate(options)
+                ]
+            ]
+        )
+        text = request.prompt if options else f"{request.prompt}\n(Reply with your answer.)"
+        message = await self._sender.call(
+            f"question {request.id} to {chat_id}",
+            lambda: self._bot.send_message(
+                chat_id, text, reply_markup=keyboard if options else None
+            ),
+        )
+        question = self._questions.setdefault(request.id, _Question(request, chat_id))
+        question.request = request
+        question.shown.add(message.message_id)
+
+    async def close(self, user_id: str, request_id: str, outcome: str) -> None:
+        """Edit the messages showing the question: its text, then the outcome."""
+        question = self._questions.pop(request_id, None)
+        shown = {(question.chat_id, m) for m in question.shown} if question else set()
+        shown |= self._pressed.pop(request_id, set())
+        prompt = question.request.prompt if question else ""
+        for chat_id, message_id in sorted(shown):
+            text = f"{prompt}\n{outcome}" if prompt else outcome
+            try:
+                await self._sender.call(
+                    f"closing question {request_id}",
+                    lambda c=chat_id, m=message_id, t=text: self._bot.edit_message_text(
+                        t, chat_id=c, message_id=m
+                    ),
+                )
+            except TelegramError as exc:
+                self._log.warning("question %s: message %d not edited: %s",
+                                  request_id, message_id, exc)  # fmt: skip
+
+    async def on_press(self, query: CallbackQuery, answer: Answer) -> None:
+        """A button press: acknowledged always, journaled only from the question's owner."""
+        presser, message = query.from_user, query.message
+        request_id, _, index = (query.data or "").partition(":")
+        note = await self._judge(query, request_id, index)
+        try:
+            await self._bot.answer_callback_query(query.id, text=note)
+        except TelegramError as exc:
+            self._log.debug("answerCallbackQuery failed: %s", exc)
+        if note is not None or message is None:
+            return
+        question = self._questions.get(request_id)
+        options = _options(question.request) if question else ()
+        value = options[int(index)].value if question else _APPROVAL_VALUES.get(index, "")
+        if not value:
+            return
+        if question is not None and question.chat_id == message.chat.id:
+            question.shown.add(message.message_id)  # an older copy is edited too
+        else:
+            self._pressed.setdefault(request_id, set()).add((message.chat.id, message.message_id))
+        address = self._chats.address(message.chat.id)
+        await answer(request_id, value, address, str(presser.id))
+
+    async def _judge(self, query: CallbackQuery, request_id: str, index: str) -> str | None:
+        """``None`` when the press may answer; else the note shown to the presser."""
+        presser, message = query.from_user, query.message
+        if message is None or not request_id or not index.isdigit():
+            return "This button no longer works."
+        chat = message.chat
+        if chat.type != PRIVATE and not self._allow.admits_group(chat.id, chat.title or "group"):
+            return "This chat is not served."
+        if not self._allow.admits(presser.id, presser.full_name):
+            return "You are not allowed to use this bot."
+        question = self._questions.get(request_id)
+        if question is not None:
+            if not int(index) < len(_options(question.request)):
+                return "This button no longer works."
+            owner = question.request.owner_id or str(question.chat_id)
+            if str(presser.id) != owner:
+                return "Only the person who asked can answer this."
+        elif chat.type == PRIVATE and presser.id != chat.id:
+            return "Only the person who asked can answer this."
+        return None
+
+    def take_typed_answer(self, chat_id: int, sender_id: int) -> UserRequest | None:
+        """The oldest open question without options in this chat that this sender owns:
+        their next message answers it."""
+        for question in self._questions.values():
+            request = question.request
+            owner = request.owner_id or str(question.chat_id)
+            if question.chat_id == chat_id and not _options(request) and owner == str(sender_id):
+                return request
+        return None
+
+
+# a press on a question this process has not shown (asked before a restart): only
+# approvals outlive a restart, and their options are always these, in this order
+_APPROVAL_VALUES = {"0": "once", "1": "always", "2": "deny"}
+
+
+def _options(request: UserRequest) -> tuple[RequestOption, ...]:
+    if request.kind == "confirm" and not request.options:
+        return _CONFIRM
+    if request.kind == "input":
+        return ()
+    return request.options
