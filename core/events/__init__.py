@@ -9,8 +9,9 @@ aiosqlite. The plugin host and the extension contract rely on that
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from core.lazy_door import lazy_door
 
 if TYPE_CHECKING:
     from core.events.bus import EventBus
@@ -87,15 +88,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import the submodule that defines ``name`` on first use, then cache the name."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)

@@ -7,8 +7,9 @@ or the metrics library; the ``TYPE_CHECKING`` imports give checkers the names.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from core.lazy_door import lazy_door
 
 if TYPE_CHECKING:
     from core.metrics.collectors import MetricSources, SourcesCollector, kernel_sources
@@ -46,15 +47,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import the submodule that defines ``name`` on first use, then cache the name."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)
