@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, ext_code
 from fake_openai import FakeOpenAIServer, ToolCall
 from harness import CAPTURE_MANIFEST, count_mentions, session_history
 from test_kernel_crash import kill, model_settings, start_kernel
@@ -57,22 +57,8 @@ class Ext:
 
 # `launch` (side-effecting: it says nothing) logs each run; with `hang_marker` its
 # first run ever creates that file after logging and never returns.
-ROCKETS = """
-import asyncio
-import os
-from agents import function_tool
-
-class Ext:
-    async def initialize(self, context):
-        self.ctx = context
-    async def start(self):
-        pass
-    async def stop(self):
-        pass
-    async def destroy(self):
-        pass
-    def health_check(self):
-        return True
+ROCKETS = ext_code(
+    """
     def get_tools(self):
         log, marker = self.ctx.get_config("log"), self.ctx.get_config("hang_marker")
 
@@ -89,7 +75,9 @@ class Ext:
             return f"launched at {target}"
 
         return [launch]
-"""
+    """,
+    header="import asyncio\nimport os\nfrom agents import function_tool\n",
+)
 
 
 def wait_until(condition, timeout: float = 30.0) -> None:
