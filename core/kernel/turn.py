@@ -174,8 +174,9 @@ class TurnRunner:
                 answer: TResponseInputItem = {"role": "assistant", "content": shaped.reply}
                 asked = _as_items([{"role": "user", "content": said}])
                 return TurnResult(shaped.reply, [*asked, answer], "short_circuit")
-            additions = await self.additions.for_turn(turn, input_text(shaped))
-            agent = await self._agent(input_text(shaped), turn, additions, shaped)
+            prompt_text = input_text(shaped)
+            additions = await self.additions.for_turn(turn, prompt_text)
+            agent = await self._agent(prompt_text, turn, additions, shaped)
             given: list[TResponseInputItem] = [*history, *_as_items(additions.wrap_user(shaped))]
             if stream is None:
                 result: Any = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
