@@ -121,6 +121,10 @@ async def _apply(conn: Any, state: FanoutState, batch: WriteBatch, owner: str) -
     result = BatchResult(event_ids=[], claims={}, queued=set(), next_retry_at={})
     if batch.events or batch.registrations:
         await conn.execute("SELECT pg_advisory_xact_lock($1)", EVENTS_LOCK)
+    if not batch.events:
+        # Claims and acks need no flush to disk before we go on: one lost to a server
+        # crash is delivered again (at least once). Publishes always wait for it.
+        await conn.execute("SET LOCAL synchronous_commit = off")
     await _fan_out_foreign(conn, state, batch, result)
     for reg in batch.registrations:
         await _register(conn, state, reg, batch.now, result)
