@@ -369,8 +369,8 @@ class KernelContext:
         self._require_control("restart Hearth")
         self._services.request_restart(f"requested by extension {self.extension_id}")
 
-    async def request_reload(self, ext_id: str) -> str:
-        """Reload another extension from its files (ADR 0032); the answer says how it went."""
+    async def request_reload(self, ext_id: str) -> tuple[bool, str]:
+        """Reload another extension from its files (ADR 0032): (reloaded, sentence)."""
         self._require_control(f"reload extension {ext_id!r}")
         reload = self._services.reload_extension
         if reload is None or ext_id == self.extension_id:  # its own calls would never drain

@@ -193,7 +193,7 @@ class Kernel:
                               self.bus, drain_s=settings.dev.reload_drain_s),
             self.bus, self.loader, settings.dev,
         )  # fmt: skip
-        self.services.reload_extension = self.reloads.reload
+        self.services.reload_extension = self.reloads.attempt
         self.ready = asyncio.Event()
 
     # ------------------------------------------------------------ bootstrap
