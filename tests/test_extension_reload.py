@@ -224,8 +224,61 @@ async def test_reload_refuses_an_unknown_extension_and_bad_usage(make_ext, setti
         assert (await say(k, "/reload")).startswith("Usage: /reload ID")
 
 
+async def test_an_extension_granted_after_start_is_loaded_by_reload(
+    ext_root, make_ext, settings_file
+):
+    """Skipped at start for want of a grant: `/grant ID yes`, then `/reload ID`, no restart."""
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)  # grants the capture channel only
+    ext_dir = ext_root / "greeter"
+    ext_dir.mkdir()
+    (ext_dir / "manifest.yaml").write_text("id: greeter\nname: Greeter\nentrypoint: main:Ext\n")
+    (ext_dir / "main.py").write_text(greeter("v1"))
+    async with running_kernel(settings_file()) as k:
+        assert k.loader.records["greeter"].status == "skipped"
+        refused = await say(k, "/reload greeter")
+        assert refused.startswith("Reload of greeter failed: not granted: it asks to")
+        assert "previous version" not in refused  # there was none running
+        granted = await say(k, "/grant greeter yes")
+        assert "Send `/reload greeter` to load it now" in granted
+        assert (await say(k, "/reload greeter")).startswith("Reloaded greeter")
+        record = k.loader.records["greeter"]
+        assert record.live and k.wiring.is_wired("greeter") and record.instance.version == "v1"
+
+
 def test_settings_dev_defaults_are_off(tmp_path: Path) -> None:
     from core.settings import Settings
 
     dev = Settings().dev
     assert dev.watch is False and dev.reload_drain_s > 0
+
+
+LISTENER = ext_code(
+    body="""
+    async def initialize(self, context):
+        self.ctx = context
+        self.ticks = []
+
+        async def on_tick(event):
+            self.ticks.append(event.payload["n"])
+
+        context.subscribe_event("probe.tick", on_tick)
+    """
+)
+
+
+async def test_events_published_during_a_reload_reach_the_new_instance(make_ext, settings_file):
+    """The subscription's journal cursor is kept: nothing is lost, nothing reaches
+    an unwired instance."""
+    make_ext("listener", LISTENER, {"permissions": {"subscribe": ["probe.*"]}})
+    async with running_kernel(settings_file(events={"poll_interval_s": 0.05})) as k:
+        record = k.loader.records["listener"]
+        old = record.instance
+        await k.bus.publish("probe.tick", "test", {"n": 1})
+        await wait_for(lambda: old.ticks == [1])
+        old.ctx.release_subscriptions()  # as the reload does first: the next event waits
+        await k.bus.publish("probe.tick", "test", {"n": 2})
+        assert (await k.reloads.reload("listener")).startswith("Reloaded listener")
+        new = record.instance
+        await k.bus.publish("probe.tick", "test", {"n": 3})
+        await wait_for(lambda: new.ticks == [2, 3])
+        assert old.ticks == [1]

@@ -70,6 +70,7 @@ class KernelContext:
             self._config["timezone"] = services.settings.timezone
         self.subscriptions: list[str] = []
         self._handlers: dict[str, tuple[str, EventHandler]] = {}  # id -> (topic, as subscribed)
+        self._held = False  # subscriptions kept off the bus during a reload
         self._shared = ExtensionServices(services.shared, manifest.id)
         self._control_refusals = 0
         limits = services.settings.rate_limits
@@ -165,22 +166,27 @@ class KernelContext:
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
         gate = when_wired(self.extension_id, self._services.is_wired, self.logger)
         wrapped = gate(logged_handler(handler, self.logger))
-        self._services.bus.subscribe(topic, wrapped, subscriber_id)
+        if not self._held:
+            self._services.bus.subscribe(topic, wrapped, subscriber_id)
         self.subscriptions.append(subscriber_id)
         self._handlers[subscriber_id] = (topic, wrapped)
 
     def release_subscriptions(self) -> None:
-        """Unsubscribe every handler of this context (a reload, ADR 0032); the
-        journal cursors stay, so ``restore_subscriptions`` or the new instance's
-        subscriptions catch up with what was published meanwhile."""
-        for subscriber_id in self.subscriptions:
-            self._services.bus.unsubscribe(subscriber_id)
+        """Unsubscribe every handler, and hold new ones until ``resume_subscriptions``
+        (a reload, ADR 0032: events wait in the journal, cursors kept, instead of
+        reaching an extension that is not wired)."""
+        if not self._held:
+            for subscriber_id in self.subscriptions:
+                self._services.bus.unsubscribe(subscriber_id)
+        self._held = True
 
-    def restore_subscriptions(self) -> None:
-        """Subscribe the released handlers again (a reload that was rolled back)."""
-        for subscriber_id in self.subscriptions:
-            topic, handler = self._handlers[subscriber_id]
-            self._services.bus.subscribe(topic, handler, subscriber_id)
+    def resume_subscriptions(self) -> None:
+        """Subscribe what was released or held; they catch up from their cursors."""
+        if self._held:
+            for subscriber_id in self.subscriptions:
+                topic, handler = self._handlers[subscriber_id]
+                self._services.bus.subscribe(topic, handler, subscriber_id)
+        self._held = False
 
     async def notify_user(
         self, text: str, channel_id: str | None = None, *, user_id: str | None = None

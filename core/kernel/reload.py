@@ -177,12 +177,13 @@ class ExtensionReloader:
         if old.calls is not None:
             old.calls.close()
             still = await old.calls.drain(self._drain_s)
-        if record.started:
-            record.mark_started(False)  # the wiring unwires it, its service is cancelled
-            await self._quietly(record.ext_id, old.instance, "stop")
+        # events wait in the journal (cursors kept) rather than reach an unwired extension
         if old.context is not None:
             old.context.release_subscriptions()
         self._wiring.release_subscriptions(record.ext_id)
+        if record.started:
+            record.mark_started(False)  # the wiring unwires it, its service is cancelled
+            await self._quietly(record.ext_id, old.instance, "stop")
         try:
             await self._bring_up(record.ext_id, new)
         except _BringUpError as exc:
@@ -193,10 +194,12 @@ class ExtensionReloader:
             raise ReloadError(record.ext_id, reason, kept=kept) from None
         new.put_on(record)
         record.initialized = True
-        if self._loader.order.count(record.ext_id) == 0:
+        if record.ext_id not in self._loader.order:
             self._loader.order.append(record.ext_id)  # it was skipped at kernel start
         record.activate()
         record.mark_started(True)  # the wiring wires the new instance
+        assert new.context is not None
+        new.context.resume_subscriptions()
         if was_initialized:
             await self._quietly(record.ext_id, old.instance, "destroy")
         await self._bus.forget_subscribers(f"{record.ext_id}/")
@@ -209,6 +212,7 @@ class ExtensionReloader:
         timeout = self._loader.lifecycle_timeout_s
         record_dir = self._loader.records[ext_id].ext_dir
         new.context = KernelContext(new.manifest, record_dir, self._services)
+        new.context.release_subscriptions()  # held until it is wired
         new.calls = CallGate(ext_id)
         stage, initialized = "initialize", False
         try:
@@ -226,7 +230,6 @@ class ExtensionReloader:
                 await self._quietly(ext_id, new.instance, "stop")
             if initialized:
                 await self._quietly(ext_id, new.instance, "destroy")
-            new.context.release_subscriptions()
             raise _BringUpError(failure_reason(stage, exc)) from exc
 
     async def _put_back(
@@ -235,22 +238,26 @@ class ExtensionReloader:
         """The old instance serves again (it was stopped, not destroyed); False if it
         was not serving before or cannot start now (then it is marked ``error``)."""
         old.put_on(record)
-        if old.context is not None:
-            old.context.restore_subscriptions()
         if not (was_started and was_initialized):
+            if old.context is not None:
+                old.context.resume_subscriptions()
             return False
-        record.calls = CallGate(record.ext_id)  # the old gate stays closed
-        if Capability.TOOL in record.capabilities:
-            record.tools = record.calls.tools(record.instance.get_tools())
+        record.calls = gate = CallGate(record.ext_id)  # the old gate stays closed
         try:
+            if Capability.TOOL in record.capabilities:
+                record.tools = gate.tools(record.instance.get_tools())
             await call_with_timeout(
                 record.ext_id, record.instance, "start", self._loader.lifecycle_timeout_s
             )
         except Exception as exc:
             record.fail(f"restarting the previous version failed: {describe_exception(exc)}")
-            return False
-        record.mark_started(True)
-        return True
+            started = False
+        else:
+            record.mark_started(True)  # wired again
+            started = True
+        if old.context is not None:
+            old.context.resume_subscriptions()
+        return started
 
     async def _quietly(self, ext_id: str, instance: Any, method: str) -> None:
         try:
