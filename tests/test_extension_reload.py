@@ -282,3 +282,37 @@ async def test_events_published_during_a_reload_reach_the_new_instance(make_ext,
         await k.bus.publish("probe.tick", "test", {"n": 3})
         await wait_for(lambda: new.ticks == [2, 3])
         assert old.ticks == [1]
+
+
+def unhealthy_then(version: str, healthy: bool) -> str:
+    check = f"    def health_check(self):\n        return {healthy}\n\n    def get_tools(self):"
+    return greeter(version).replace("    def get_tools(self):", check, 1)
+
+
+async def test_reload_fixes_an_extension_the_supervisor_keeps_restarting(make_ext, settings_file):
+    """The supervisor's recovery of the broken version stops; the fixed one runs."""
+    ext_dir = make_ext("greeter", unhealthy_then("v1", healthy=False))
+    path = settings_file(loader={"health_check_interval_s": 3600})
+    async with running_kernel(path) as k:
+        record = k.loader.records["greeter"]
+        await k.supervision.check_all()  # unhealthy: stopped, and restarted with backoff
+        assert record.status == "error" and "health check returned False" in (record.error or "")
+        (ext_dir / "main.py").write_text(unhealthy_then("v2", healthy=True))
+        assert (await k.reloads.reload("greeter")).startswith("Reloaded greeter")
+        assert record.live and record.instance.version == "v2"
+        await k.supervision.check_all()
+        assert record.live and k.wiring.is_wired("greeter")
+
+
+async def test_a_call_gate_drain_stops_waiting_at_its_deadline():
+    from core.extensions.call_gate import CallGate
+
+    gate = CallGate("slowpoke")
+    release = asyncio.Event()
+    call = asyncio.create_task(gate.run(release.wait))
+    await wait_for(lambda: gate.in_flight == 1)
+    gate.close()
+    assert await gate.drain(0.05) == 1  # still running at the deadline
+    release.set()
+    assert await call is True
+    assert await gate.drain(1) == 0
