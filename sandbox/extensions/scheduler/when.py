@@ -100,9 +100,19 @@ def parse_when(text: str, now: datetime, zone: tzinfo) -> datetime:
 def parse_recurring(text: str, now: datetime, zone: tzinfo) -> Timing:
     """``2h``, ``every 2h``, ``day 9:00``, ``every weekday 8:30`` → cron or interval timing."""
     phrase = text.strip()
-    lowered = phrase.lower()
-    if not lowered.startswith(("every ", "daily ")) and not lowered.startswith(("'", '"')):
-        phrase = f"every {phrase}"
+    if not phrase.lower().startswith(("every ", "daily ", "'", '"')):
+        try:
+            return parse_phrase(f"every {phrase}", now, zone)
+        except ScheduleError as exc:
+            try:
+                once = parse_phrase(phrase, now, zone)
+            except ScheduleError:
+                raise exc from None
+            if once.kind == "once":
+                raise ScheduleError(
+                    f'"{text}" happens once; a recurring time is e.g. "every day 9:00"'
+                ) from None
+            return once
     timing = parse_phrase(phrase, now, zone)
     if timing.kind == "once":
         raise ScheduleError(f'"{text}" happens once; a recurring time is e.g. "every day 9:00"')
