@@ -27,6 +27,7 @@ __all__ = [
     "AgentBackground",
     "AgentTask",
     "SystemPayload",
+    "TurnCancel",
     "TurnResume",
     "UiAnswer",
     "UserMessage",
@@ -192,9 +193,27 @@ class TurnResume(SystemPayload):
     conversation: str
 
 
+@dataclass(frozen=True, slots=True)
+class TurnCancel(SystemPayload):
+    """``system.turn.cancel``: stop the turn being answered for ``user_id`` on the
+    channel ``channel_id`` (published by that channel, e.g. on Ctrl-C)."""
+
+    TOPIC: ClassVar[str] = SystemTopics.TURN_CANCEL
+    channel_id: str
+    user_id: str
+
+
 SYSTEM_PAYLOADS: dict[str, type[SystemPayload]] = {
     model.TOPIC: model
-    for model in (UserMessage, UserNotify, AgentTask, AgentBackground, UiAnswer, TurnResume)
+    for model in (
+        UserMessage,
+        UserNotify,
+        AgentTask,
+        AgentBackground,
+        UiAnswer,
+        TurnResume,
+        TurnCancel,
+    )
 }
 
 

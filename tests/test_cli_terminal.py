@@ -1,0 +1,133 @@
+"""The interactive terminal stays a conversation (issue 18): no log lines between a
+question and its answer, tool progress as one replaced status line, Ctrl-C stops
+a turn and keeps the session, and quitting takes Ctrl-C twice or Ctrl-D. Driven
+through ``main.py`` in a pseudo-terminal against the fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PROJECT_ROOT
+from fake_openai import FakeOpenAIServer, ToolCall
+from test_cli_repl import CLI_EXT, Terminal
+
+LOG_LINE = re.compile(rb"\d{2}:\d{2}:\d{2},\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+CLEAR_LINE = b"\r\x1b[2K"
+
+
+def model_settings(settings_file, ext_root: Path, base_url: str) -> Path:
+    shutil.copytree(CLI_EXT, ext_root / "cli_channel")
+    return settings_file(
+        models={
+            "default": {"provider": "local", "model": "fake-model"},
+            "providers": {
+                "local": {"type": "openai_compatible", "base_url": base_url, "api_key": "x"}
+            },
+        }
+    )
+
+
+def between(output: bytes, start: str, end: str) -> bytes:
+    first = output.index(start.encode()) + len(start)
+    return output[first : output.index(end.encode(), first)]
+
+
+def test_no_log_line_between_a_question_and_its_answer(settings_file, ext_root, tmp_path):
+    with FakeOpenAIServer() as model:
+        model.script(ToolCall("current_time", {}), ToolCall("current_time", {}), "It is noon.")
+        path = model_settings(settings_file, ext_root, model.base_url)
+        term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(path)])
+        term.expect("you>")
+        term.send("what time is it?\r")
+        term.expect("It is noon.")
+        term.expect("you>", after="It is noon.")
+        term.send("\x04")
+        assert term.wait() == 0
+    exchange = between(term.output, "what time is it?", "It is noon.")
+    assert LOG_LINE.search(exchange) is None, exchange
+    assert b"HTTP Request" not in term.output and LOG_LINE.search(term.output) is None
+    # two tool calls: one status line, replaced in place, then cleared for the answer
+    assert exchange.count(b"[using current_time") == 2
+    status = exchange[exchange.index(b"[using current_time") :]
+    assert b"\n" not in status and status.endswith(CLEAR_LINE)
+    log = (tmp_path / "data" / "hearth.log").read_text()
+    assert "core.kernel.runner" in log  # the logs are in the file instead
+    assert b"hearth.log (--verbose shows them here)" in term.output
+
+
+def test_verbose_brings_the_logs_back_to_the_terminal(settings_file, ext_root, tmp_path):
+    shutil.copytree(CLI_EXT, ext_root / "cli_channel")
+    argv = [str(PROJECT_ROOT / "main.py"), "--settings", str(settings_file()), "--verbose"]
+    term = Terminal(argv)
+    term.expect("you>")
+    term.expect("INFO core.kernel.runner")
+    term.send("\x04")
+    assert term.wait() == 0
+    assert not (tmp_path / "data" / "hearth.log").exists()
+
+
+def test_ctrl_c_cancels_the_turn_and_keeps_the_session(settings_file, ext_root, tmp_path):
+    with FakeOpenAIServer(delay_s=4) as model:
+        model.script("Hi Anna.", "Once upon a time…")
+        path = model_settings(settings_file, ext_root, model.base_url)
+        term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(path)])
+        term.expect("you>")
+        term.send("I am Anna\r")
+        term.expect("Hi Anna.")
+        term.expect("you>", after="Hi Anna.")
+        term.send("tell me a long story\r")
+        model.wait_for_requests(2, timeout_s=30)
+        term.send("\x03")  # Ctrl-C while the slow model is still answering
+        term.expect("(cancelled)")
+        term.expect("you>", after="(cancelled)")
+        term.send("what is my name?\r")
+        term.expect("echo: what is my name?", timeout=60)
+        term.expect("you>", after="echo: what is my name?")
+        term.send("\x03")  # at an empty prompt: asks once
+        term.expect("press Ctrl-C again or Ctrl-D to quit")
+        term.expect("you>", after="Ctrl-D to quit")
+        term.send("\x03")
+        assert term.wait(timeout=60) == 0
+        requests = model.requests
+    assert b"Once upon a time" not in term.output and b"Traceback" not in term.output
+    history = [m["content"] for m in requests[2]["messages"] if m["role"] != "system"]
+    assert history[0] == "I am Anna" and "Hi Anna." in json.dumps(history[1])
+    assert history[-1] == "what is my name?"
+    assert "tell me a long story" not in json.dumps(history)  # the cancelled turn left none
+    cancelled = events(path, "turn.cancelled")
+    assert len(cancelled) == 1 and cancelled[0]["payload"]["channel_id"] == "cli_channel"
+    assert len(events(path, "system.turn.cancel")) == 1
+
+
+def test_ctrl_c_clears_a_typed_line_and_ctrl_d_quits(settings_file, ext_root):
+    shutil.copytree(CLI_EXT, ext_root / "cli_channel")
+    term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(settings_file())])
+    term.expect("you>")
+    term.send("half a thought")
+    term.expect("half a thought")
+    term.send("\x03")  # clears the line, does not quit
+    term.send("/status\r")
+    term.expect("Uptime:", timeout=30)
+    term.expect("you>", after="Uptime:")
+    term.send("\x04")
+    assert term.wait() == 0
+    assert b"Ctrl-D to quit" not in term.output
+
+
+def events(settings: Path, topic: str) -> list[dict]:
+    shown = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings),
+         "events", "--topic", topic, "--json"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return json.loads(shown.stdout)
+
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="pty")
