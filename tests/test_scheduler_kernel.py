@@ -41,7 +41,11 @@ async def test_remind_command_is_delivered_as_a_proactive_message(
         await asyncio.sleep(0.3)
     assert 0.8 <= took < 3
     # once, to the user and on the channel it was set from (ADR 0017)
-    assert k.loader.instance("capture")._log()[-1] == ("reply", "u1", "⏰ Reminder: stretch your legs")
+    assert k.loader.instance("capture")._log()[-1] == (
+        "reply",
+        "u1",
+        "⏰ Reminder: stretch your legs",
+    )
     assert replied(k)[1:] == ["⏰ Reminder: stretch your legs"]
     assert notified(k) == [] and notified(k, "other") == []
     assert not model.calls
