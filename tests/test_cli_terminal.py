@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, ext_code
 from fake_openai import FakeOpenAIServer, ToolCall
 from test_cli_repl import CLI_EXT, Terminal
 
@@ -32,6 +32,19 @@ def model_settings(settings_file, ext_root: Path, base_url: str) -> Path:
             },
         }
     )
+
+
+GRUMBLER = ext_code(
+    """
+    async def run_background(self):
+        import asyncio
+        while not (self.ctx.data_dir / "go").exists():
+            await asyncio.sleep(0.05)
+        self.ctx.logger.info("a detail for the log file only")
+        self.ctx.logger.warning("the disk is nearly full")
+        await asyncio.Event().wait()
+    """
+)
 
 
 def between(output: bytes, start: str, end: str) -> bytes:
@@ -60,6 +73,28 @@ def test_no_log_line_between_a_question_and_its_answer(settings_file, ext_root, 
     log = (tmp_path / "data" / "hearth.log").read_text()
     assert "core.kernel.runner" in log  # the logs are in the file instead
     assert b"hearth.log (--verbose shows them here)" in term.output
+
+
+def test_a_warning_prints_above_the_prompt_and_keeps_the_typed_line(
+    make_ext, settings_file, ext_root, tmp_path
+):
+    shutil.copytree(CLI_EXT, ext_root / "cli_channel")
+    make_ext("grumbler", GRUMBLER)
+    term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(settings_file())])
+    term.expect("you>")
+    term.send("/sta")
+    term.expect("/sta")
+    (tmp_path / "data" / "extensions" / "grumbler" / "go").touch()
+    term.expect("WARNING ext.grumbler: the disk is nearly full")
+    term.expect("/sta", after="the disk is nearly full")  # the prompt is redrawn, line intact
+    term.send("tus\r")
+    term.expect("Uptime:")
+    term.expect("you>", after="Uptime:")
+    term.send("\x04")
+    assert term.wait() == 0
+    assert b"a detail for the log file only" not in term.output
+    log = (tmp_path / "data" / "hearth.log").read_text()
+    assert "a detail for the log file only" in log and "the disk is nearly full" in log
 
 
 def test_verbose_brings_the_logs_back_to_the_terminal(settings_file, ext_root, tmp_path):

@@ -100,6 +100,21 @@ def test_phrase_table(phrase, expected):
         assert (timing.kind, timing.every_s) == expected
 
 
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        ("18:30 2 eggs and milk", "2 eggs and milk"),
+        ("in 2h 3 eggs", "3 eggs"),
+        ("10m a day off", "a day off"),
+        ("tomorrow 9:00 at the office", "at the office"),
+        ("every day 9:00 take 2 pills", "take 2 pills"),
+        ('"0 9 * * 1-5"   plan  the day', "plan  the day"),
+    ],
+)
+def test_the_text_after_the_time_is_kept_as_typed(args, text):
+    assert parse_remind(args, NOW, BERLIN)[1] == text
+
+
 def test_the_table_is_at_least_forty_phrases():
     assert len(PHRASES) >= 40
 

@@ -112,6 +112,8 @@ def read_delay(words: Sequence[str], start: int) -> tuple[timedelta, int] | None
     (the delay, words used), or ``None``. A zero delay is an error."""
     total, i = 0, start
     while i < len(words):
+        if i > start and words[i] in ("a", "an"):  # "10m a day off": the text begins
+            break
         seconds, used = _delay_part(words, i)
         if not used and words[i] == "and" and total and _delay_part(words, i + 1)[1]:
             i += 1
