@@ -158,7 +158,8 @@ def configure_logging(
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
-        handler.close()
+        if isinstance(handler, LogFileHandler):
+            handler.close()
     formatter = JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT)
     handlers: list[logging.Handler] = []
     if log_file is None:

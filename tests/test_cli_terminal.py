@@ -5,7 +5,9 @@ through ``main.py`` in a pseudo-terminal against the fake OpenAI server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -15,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_ROOT, ext_code
+from core.kernel.cancelling import RunningTurns
+from core.logging_setup import configure_logging
 from fake_openai import FakeOpenAIServer, ToolCall
 from test_cli_repl import CLI_EXT, Terminal
 
@@ -166,3 +170,43 @@ def events(settings: Path, topic: str) -> list[dict]:
 
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="pty")
+
+
+def test_quiet_logging_keeps_info_in_the_file_and_shows_warnings(tmp_path, capsys):
+    log_file = tmp_path / "hearth.log"
+    configure_logging("INFO", "text", log_file=log_file)
+    try:
+        logging.getLogger("core.kernel.test").info("a detail")
+        logging.getLogger("core.kernel.test").warning("something to see")
+        logging.getLogger("httpx").info("HTTP Request: POST http://x")
+        logging.getLogger("openai.agents").info("tracing noise")
+        shown = capsys.readouterr().err
+    finally:
+        configure_logging("INFO", "text")
+    assert "something to see" in shown
+    assert "a detail" not in shown and "HTTP Request" not in shown and "noise" not in shown
+    kept = log_file.read_text()
+    assert "a detail" in kept and "something to see" in kept and "HTTP Request" not in kept
+
+
+async def test_a_cancelled_turn_ends_but_a_stopping_kernel_is_passed_on():
+    running = RunningTurns()
+    started = asyncio.Event()
+
+    async def slow() -> str:
+        started.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    turn = asyncio.create_task(running.run("cli:u1", slow()))
+    await started.wait()
+    assert running.cancel("cli:u1") and await turn is None
+    assert not running.cancel("cli:u1")  # nothing running any more
+
+    started.clear()
+    outer = asyncio.create_task(running.run("cli:u1", slow()))
+    await started.wait()
+    outer.cancel()  # the kernel stopping: not a user's cancel
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert await running.run("cli:u1", asyncio.sleep(0, "fine")) == "fine"
