@@ -145,6 +145,30 @@ def test_ctrl_c_cancels_the_turn_and_keeps_the_session(settings_file, ext_root, 
     assert len(events(path, "system.turn.cancel")) == 1
 
 
+def test_a_reminder_during_a_turn_reads_as_a_reminder_and_the_answer_still_comes(
+    settings_file, ext_root
+):
+    from scheduler_helpers import install_scheduler
+
+    install_scheduler(ext_root)
+    with FakeOpenAIServer(delay_s=4) as model:
+        path = model_settings(settings_file, ext_root, model.base_url)
+        term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(path)])
+        term.expect("you>")
+        term.send("/remind 2s tea\r")
+        term.expect("Reminder #1 set for ")
+        term.expect("you>", after="Reminder #1 set for ")
+        term.send("a slow question\r")
+        term.expect("echo: a slow question", timeout=60)
+        term.expect("you>", after="echo: a slow question")
+        term.send("\x04")
+        assert term.wait() == 0
+    answered = term.output.index(b"echo: a slow question")
+    during = term.output[term.output.rindex(b"a slow question", 0, answered) : answered]
+    assert b"\xe2\x8f\xb0 Reminder: tea\r\n" in during  # on a line of its own
+    assert b"you>" not in during  # the prompt waited for the answer
+
+
 def test_ctrl_c_clears_a_typed_line_and_ctrl_d_quits(settings_file, ext_root):
     shutil.copytree(CLI_EXT, ext_root / "cli_channel")
     term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(settings_file())])

@@ -49,6 +49,7 @@ class CliChannel(BaseExtension):
         self._streamed = False
         self._questions: deque[UserRequest] = deque()  # asked, not yet answered here
         self._status_shown = False  # a status line is on screen, to be replaced
+        self._stream_open = False  # a turn's reply is streaming: it ends in on_stream_end
         self._cancelling = False  # Ctrl-C was pressed during this turn
         self._keys: Any = None  # the terminal's input (prompt_toolkit), read during turns
 
@@ -182,6 +183,14 @@ class CliChannel(BaseExtension):
     # ------------------------------------------------------------ output
 
     async def send_to_user(self, user_id: str, message: str) -> None:
+        """A reply (a command's answer) or a proactive message (a reminder). While a
+        turn's reply streams, it can only be the latter: shown on its own line, and
+        the wait for the reply goes on."""
+        if self._stream_open:
+            if self._streamed:
+                sys.stdout.write("\n")
+            self._write(message)
+            return
         self._write(message)
         self._replied.set()
 
@@ -190,6 +199,7 @@ class CliChannel(BaseExtension):
 
     async def on_stream_start(self, user_id: str) -> None:
         self._streamed = False
+        self._stream_open = True
 
     async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
         if self._interactive:
@@ -205,6 +215,7 @@ class CliChannel(BaseExtension):
             self._show_status(f"  [{status}]")
 
     async def on_stream_end(self, user_id: str, full_text: str) -> None:
+        self._stream_open = False
         if self._streamed:
             sys.stdout.write("\n")
             sys.stdout.flush()
