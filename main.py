@@ -19,6 +19,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="settings file (default: settings.yaml in the project root)",
     )
+    common.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="interactive run: show the logs in the terminal (default: <data>/hearth.log)",
+    )
     parser = argparse.ArgumentParser(
         prog="main.py", description="Hearth personal-assistant kernel", parents=[common]
     )
@@ -63,12 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"hearth: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.logging.level, settings.logging.format)
-
     if command == "run":
-        from core.cli.run import run_kernel
+        from core.cli.run import LOG_FILE, quiet_terminal, run_kernel
 
+        quiet = quiet_terminal() and not getattr(args, "verbose", False)
+        log_file = settings.data_dir / LOG_FILE if quiet else None
+        configure_logging(settings.logging.level, settings.logging.format, log_file=log_file)
+        if log_file is not None:
+            print(f"Logs go to {log_file} (--verbose shows them here).")
         return run_kernel(settings, sys.argv)
+    configure_logging(settings.logging.level, settings.logging.format)
     if command == "daemon":
         from core.supervisor import run_supervisor
 

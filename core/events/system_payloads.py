@@ -29,6 +29,7 @@ __all__ = [
     "KernelReload",
     "KernelReloadResult",
     "SystemPayload",
+    "TurnCancel",
     "TurnResume",
     "UiAnswer",
     "UserMessage",
@@ -217,6 +218,13 @@ class KernelReloadResult(SystemPayload):
     ext_id: str
     outcome: str
     text: str
+class TurnCancel(SystemPayload):
+    """``system.turn.cancel``: stop the turn being answered for ``user_id`` on the
+    channel ``channel_id`` (published by that channel, e.g. on Ctrl-C)."""
+
+    TOPIC: ClassVar[str] = SystemTopics.TURN_CANCEL
+    channel_id: str
+    user_id: str
 
 
 SYSTEM_PAYLOADS: dict[str, type[SystemPayload]] = {
@@ -230,6 +238,7 @@ SYSTEM_PAYLOADS: dict[str, type[SystemPayload]] = {
         TurnResume,
         KernelReload,
         KernelReloadResult,
+        TurnCancel,
     )
 }
 
