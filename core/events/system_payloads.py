@@ -218,6 +218,8 @@ class KernelReloadResult(SystemPayload):
     ext_id: str
     outcome: str
     text: str
+
+
 class TurnCancel(SystemPayload):
     """``system.turn.cancel``: stop the turn being answered for ``user_id`` on the
     channel ``channel_id`` (published by that channel, e.g. on Ctrl-C)."""
