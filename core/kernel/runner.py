@@ -95,7 +95,9 @@ class Kernel:
             journal_path or self.data_dir / JOURNAL_FILE, settings.events
         )
         configure_tracing(settings.models.tracing)
-        self.model_router = ModelRouter(settings.models, overrides=model_overrides)
+        self.model_router = ModelRouter(
+            settings.models, env=self.secrets, overrides=model_overrides
+        )
         self.mcp = McpServers(settings.mcp)
         self.loader = Loader(
             settings.extensions_dir,
