@@ -60,10 +60,10 @@ def save_secrets(values: Mapping[str, str], env_file: Path | None = None) -> Pat
     pending = dict(values)
     kept: list[str] = []
     for line in lines:
-        name = _assigned_name(line)
-        if name in values:
-            if name in pending:
-                kept.append(_line(name, pending.pop(name)))
+        assigned = _assigned_name(line)
+        if assigned is not None and assigned in values:
+            if assigned in pending:
+                kept.append(_line(assigned, pending.pop(assigned)))
             continue  # a repeated assignment of a replaced name goes
         kept.append(line)
     kept.extend(_line(name, value) for name, value in pending.items())

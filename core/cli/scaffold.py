@@ -70,9 +70,7 @@ def run_new_extension(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def write_skeleton(
-    root: Path, ext_id: str, *, tool: bool, channel: bool, isolated: bool
-) -> Path:
+def write_skeleton(root: Path, ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> Path:
     """Write the skeleton into ``root/ext_id``; ``ScaffoldError`` before anything
     is written when the id or the place is wrong."""
     if not EXTENSION_ID_RE.match(ext_id):
@@ -110,7 +108,7 @@ def _files(ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> dict[st
     if isolated:
         extra.append("isolation: process    # its own plugin host (docs/isolation.md)")
     if channel:
-        extra.append("permissions:\n  user_messages: true   # what users send becomes their message")
+        extra.append("permissions:\n  user_messages: true   # what users send is their message")
     imports = []
     if tool:
         imports.append("from agents import FunctionTool, function_tool\n")

@@ -96,16 +96,16 @@ from core.extensions.sdk import $helpers
 EXT_DIR = Path(__file__).resolve().parent.parent
 ''')
 
-TOOL_TEST = Template('''
+TOOL_TEST = Template("""
 
 async def test_the_tool_greets(tmp_path):
     ext = load_extension(EXT_DIR)
     context = FakeContext(tmp_path, "$ext_id", config_values={"greeting": "Hi"})
     async with running(ext, context):
         assert await call_tool(ext, "$tool_name", {"name": "Ada"}) == "Hi, Ada!"
-''')
+""")
 
-CHANNEL_TEST = Template('''
+CHANNEL_TEST = Template("""
 
 async def test_the_channel_delivers_and_receives(tmp_path):
     ext = load_extension(EXT_DIR)
@@ -115,4 +115,4 @@ async def test_the_channel_delivers_and_receives(tmp_path):
         await ext.receive("hello")
     assert (context.data_dir / "outbox.txt").read_text() == "ada: tea is ready\\n"
     assert [m["text"] for m in context.user_messages] == ["hello"]
-''')
+""")

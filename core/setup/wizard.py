@@ -15,7 +15,7 @@ from core.extensions.sdk import UnknownTimezoneError, local_zone, resolve_zone
 from core.secrets import load_secrets
 from core.settings import Settings
 from core.setup.plan import LOCAL_KEY_ENV, LOCAL_PROVIDER, OPENAI_KEY_ENV, TELEGRAM_TOKEN, SetupPlan
-from core.setup.probes import ProbeError, TelegramProbe, list_models
+from core.setup.probes import ProbeError, TelegramProbe, TelegramSender, list_models
 from core.setup.terminal import TerminalAsker
 
 __all__ = ["run_wizard"]
@@ -140,7 +140,7 @@ async def _discover(
         return []
     ask.say(f"Send /start to @{bot} now from the account to allow (waiting {DISCOVERY_S:g} s)…")
     deadline = time.monotonic() + DISCOVERY_S
-    senders = []
+    senders: list[TelegramSender] = []
     try:
         while not senders and time.monotonic() < deadline:
             wait = min(10.0, max(deadline - time.monotonic(), 0.0))
@@ -169,7 +169,7 @@ async def _timezone_step(settings: Settings, ask: TerminalAsker, plan: SetupPlan
     default = settings.timezone if settings.timezone != "local" else detected
     ask.say(f"\n3. Timezone (now: {settings.timezone}; this machine: {detected})")
     while True:
-        zone = await ask.line("Timezone for reminders (an IANA name such as Europe/Berlin)", default)
+        zone = await ask.line("Timezone for reminders (IANA name, e.g. Europe/Berlin)", default)
         try:
             resolve_zone(zone)
         except UnknownTimezoneError as exc:
