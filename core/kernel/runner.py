@@ -45,6 +45,7 @@ from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.router import MessageRouter
+from core.kernel.setup_command import setup_command
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
@@ -231,7 +232,8 @@ class Kernel:
         )
         assert self.loader.grants is not None
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
-        for command in [*builtins, grant_command(self.loader, self.loader.grants), *consent]:
+        builtins += [grant_command(self.loader, self.loader.grants), *consent]
+        for command in [*builtins, setup_command(self.loader, self.consent.ui)]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
