@@ -168,5 +168,5 @@ def test_run_with_no_model_says_in_one_line_how_to_set_one_up(settings_file, ext
         [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings_file())],
         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-    hints = [line for line in result.stderr.splitlines() if "main.py setup" in line]
+    hints = [line for line in result.stderr.splitlines() if "make setup" in line]
     assert len(hints) == 1 and "no model configured" in hints[0]

@@ -17,8 +17,8 @@ from core.settings import Settings
 log = logging.getLogger("core.kernel.runner")
 
 SETUP_HINT = (
-    "hearth: no model configured yet; run `.venv/bin/python main.py setup` to choose "
-    "OpenAI or a local server (slash commands work meanwhile)"
+    "hearth: no model configured yet; run `make setup` (or .venv/bin/python main.py setup) "
+    "to choose OpenAI or a local server; slash commands work meanwhile"
 )
 
 
