@@ -37,6 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grant.add_argument("ids", nargs="+", metavar="ID", help="extension ids")
     grant.add_argument("--yes", action="store_true", help="grant without asking (scripts)")
+    reload = ext_sub.add_parser(
+        "reload", parents=[common], help="reload one extension in the running kernel"
+    )
+    reload.add_argument("id", metavar="ID", help="extension id")
+    reload.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="wait this long (default 120)"
+    )
     events = sub.add_parser("events", parents=[common], help="inspect the event journal")
     add_events_arguments(events)
     sub.add_parser("doctor", parents=[common], help="check settings, models, secrets")
@@ -82,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         from core.cli.grant import run_grant
 
         return run_grant(settings, args.ids, yes=args.yes)
+    if command == "extensions" and getattr(args, "ext_command", None) == "reload":
+        from core.cli.reload import run_reload
+
+        return run_reload(settings, args.id, timeout_s=args.timeout)
     if command == "extensions":
         from core.cli.report import run_extensions_report
 

@@ -32,7 +32,7 @@ async def _doctor(settings: Settings) -> int:
         print(f"{mark} isolation: {detail}")
         problems += level == "fail"
 
-    router = ModelRouter(settings.models, env=load_secrets())
+    router = ModelRouter(settings.models)
     try:
         print(f"{OK if router.is_configured() else BAD} model: {router.describe('orchestrator')}")
         problems += 0 if router.is_configured() else 1

@@ -11,7 +11,6 @@ import sys
 from core.agents.model_router import ModelRouter
 from core.kernel.runner import Kernel
 from core.lifecycle import is_supervised, take_restart_request
-from core.secrets import load_secrets
 from core.settings import Settings
 
 log = logging.getLogger("core.kernel.runner")
@@ -26,7 +25,7 @@ def run_kernel(settings: Settings, argv: list[str]) -> int:
     """Run until stopped. A restart request re-executes the process when no
     supervisor is watching (under one, the supervisor restarts us)."""
     supervised = is_supervised()
-    if not ModelRouter(settings.models, env=load_secrets()).is_configured("orchestrator"):
+    if not ModelRouter(settings.models).is_configured("orchestrator"):
         print(SETUP_HINT, file=sys.stderr, flush=True)
     disabled = {"cli_channel": "not started under the supervisor"} if supervised else {}
     kernel = Kernel(settings, disabled_extensions=disabled)

@@ -19,6 +19,8 @@ KERNEL_ONLY = {
     "postprocess.": "postprocess.* results are the kernel's own",
     # resuming a turn paused for the user's approval (ADR 0021)
     SystemTopics.TURN_RESUME: "the resumption of paused turns is the kernel's own",
+    # reloading extensions is the user's, from the command line (ADR 0032)
+    "system.kernel.": "kernel control is the user's (main.py extensions reload)",
 }
 
 # system topics whose publication does what a guarded call does

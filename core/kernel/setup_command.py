@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 
 from core.extensions.capabilities import Capability
-from core.extensions.contract import TurnContext
+from core.extensions.contract import Command, TurnContext
 from core.extensions.lifecycle import describe_exception
 from core.extensions.loader import Loader
 from core.extensions.setup_schema import SetupField, SetupSchemaError, run_setup
 from core.extensions.ui_gateway import UiGateway
 from core.kernel.commands import AskingCommand
+from core.kernel.grant_command import grant_command
 from core.secrets import save_secrets
 
-__all__ = ["setup_command"]
+__all__ = ["extension_commands", "setup_command"]
 
 STEP_TIMEOUT_S = 30.0  # apply_config / on_setup_complete, each
 QUESTION_TIMEOUT_S = 300.0  # time to find a key and paste it
@@ -95,3 +96,10 @@ def setup_command(loader: Loader, ui: UiGateway) -> AskingCommand:
         return ("Set up. " if ok else "Not set up: ") + message
 
     return AskingCommand("setup", "answer an extension's setup questions: /setup ID", setup)
+
+
+def extension_commands(loader: Loader, ui: UiGateway) -> list[Command]:
+    """The kernel's commands that act on one extension: ``/grant`` and ``/setup``."""
+    if loader.grants is None:
+        raise RuntimeError("extension commands need the loader's grants file (load first)")
+    return [grant_command(loader, loader.grants), setup_command(loader, ui)]
