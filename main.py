@@ -6,11 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-SUBCOMMANDS = ("run", "daemon", "extensions", "events", "doctor", "metrics")
+SUBCOMMANDS = (
+    "run", "daemon", "extensions", "events", "doctor", "metrics", "setup", "new-extension"
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from core.cli.scaffold import add_scaffold_arguments
     from core.events.cli import add_events_arguments
+    from core.setup import add_setup_arguments
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -52,6 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "metrics", parents=[common], help="print the metrics (running kernel or last snapshot)"
     )
+    setup = sub.add_parser(
+        "setup", parents=[common], help="choose the model, Telegram, timezone (asks; re-runnable)"
+    )
+    add_setup_arguments(setup)
+    scaffold = sub.add_parser(
+        "new-extension", parents=[common], help="write a working extension skeleton"
+    )
+    add_scaffold_arguments(scaffold)
     return parser
 
 
@@ -102,6 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         from core.kernel.runner import JOURNAL_FILE
 
         return asyncio.run(run_events_command(settings.data_dir / JOURNAL_FILE, args))
+    if command == "setup":
+        from core.setup import run_setup_command
+
+        return run_setup_command(settings, args)
+    if command == "new-extension":
+        from core.cli.scaffold import run_new_extension
+
+        return run_new_extension(settings, args)
     if command == "metrics":
         from core.cli.metrics import run_metrics
 

@@ -8,7 +8,6 @@ when an agent actually asks for its model, so the kernel always starts.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from agents.models.openai_responses import OpenAIResponsesModel
 from openai import AsyncOpenAI
 
 from core.agents.errors import ModelNotConfiguredError
+from core.secrets import load_secrets
 from core.settings import ModelsSettings, ProviderSettings
 
 __all__ = ["ModelChoice", "ModelRouter", "ProviderCheck", "configure_tracing"]
@@ -57,7 +57,8 @@ class ProviderCheck:
 class ModelRouter:
     """Maps agent ids to ``agents`` Model objects (``models.agents`` > ``models.default``).
 
-    ``overrides`` (tests): agent id -> Model, ``"*"`` for every agent.
+    ``overrides`` (tests): agent id -> Model, ``"*"`` for every agent. Keys come
+    from ``env``, by default the environment and ``.env`` (``load_secrets``).
     """
 
     def __init__(
@@ -68,7 +69,7 @@ class ModelRouter:
         overrides: Mapping[str, Model] | None = None,
     ) -> None:
         self._settings = settings
-        self._env: Mapping[str, str] = os.environ if env is None else env
+        self._env: Mapping[str, str] = load_secrets() if env is None else env
         self._overrides = dict(overrides or {})
         self._clients: dict[str, AsyncOpenAI] = {}
 
