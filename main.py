@@ -6,11 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-SUBCOMMANDS = ("run", "daemon", "extensions", "events", "doctor", "metrics")
+SUBCOMMANDS = ("run", "daemon", "extensions", "events", "doctor", "metrics", "replay")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from core.events.cli import add_events_arguments
+    from core.replay.cli import add_replay_arguments
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -39,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "metrics", parents=[common], help="print the metrics (running kernel or last snapshot)"
     )
+    replay = sub.add_parser(
+        "replay", parents=[common], help="re-run a recorded conversation, report divergence"
+    )
+    add_replay_arguments(replay)
     return parser
 
 
@@ -85,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         from core.cli.metrics import run_metrics
 
         return run_metrics(settings)
+    if command == "replay":
+        from core.replay.cli import run_replay_command
+
+        return run_replay_command(settings, args)
     from core.cli.doctor import run_doctor
 
     return run_doctor(settings)

@@ -1,6 +1,6 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028) and ``state``
-(extension state, ADR 0022).
+(extension state, ADR 0022) and ``replay`` (ADR 0033).
 
 ``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
 """
@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["MetricsSettings", "StateSettings", "ToolOverride", "ToolsSettings", "listen_address"]
+__all__ = [
+    "MetricsSettings",
+    "ReplaySettings",
+    "StateSettings",
+    "ToolOverride",
+    "ToolsSettings",
+    "listen_address",
+]
 
 
 class _Section(BaseModel):
@@ -48,6 +55,12 @@ class ToolsSettings(_Section):
     """Who provides a tool that several extensions offer (ADR 0027)."""
 
     overrides: dict[str, ToolOverride] = Field(default_factory=dict)
+
+
+class ReplaySettings(_Section):
+    """Recording turns for ``main.py replay`` (ADR 0033, docs/replay.md)."""
+
+    record: bool = True  # journal model exchanges and tool calls of every turn
 
 
 class MetricsSettings(_Section):

@@ -52,6 +52,7 @@ from core.kernel.tool_stacking import StackedTools, ToolStacking
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.lifecycle import write_restart_request
 from core.metrics import KernelMetrics, MetricsExport, kernel_sources
+from core.replay.recording import ReplayRecorder
 from core.scheduling import ManifestScheduler, manifest_schedules
 from core.secrets import load_secrets
 from core.settings import Settings
@@ -96,6 +97,8 @@ class Kernel:
         )
         configure_tracing(settings.models.tracing)
         self.model_router = ModelRouter(settings.models, overrides=model_overrides)
+        self.recorder = ReplayRecorder(self.bus, enabled=settings.replay.record)  # ADR 0033
+        self.model_router.model_wrapper = self.recorder.wrap_model
         self.mcp = McpServers(settings.mcp)
         self.loader = Loader(
             settings.extensions_dir,
@@ -145,6 +148,7 @@ class Kernel:
             observer=self.metrics,
         )
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
+        self.shaping.tools.tap = self.recorder
         self.consent = KernelConsent(  # ADR 0021: every tool call passes its gate
             settings, self.data_dir / SESSIONS_FILE, self.bus, self.shaping,
             declared=lambda: declared_tools(self.wiring.wired(), self.core_tools()),
@@ -221,6 +225,7 @@ class Kernel:
             post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
         )
+        self.router.runner.recorder = self.recorder
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,

@@ -72,6 +72,12 @@ NO_ONE = "needs the user's approval, which cannot be asked in a run without a co
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
 
 
+class TurnRecorder(Protocol):
+    """Told when a turn starts, with the user's text as sent (replay, ADR 0033)."""
+
+    async def turn_started(self, turn: TurnContext, text: str) -> None: ...
+
+
 class OrchestratorLike(Protocol):
     def agent(
         self,
@@ -136,6 +142,7 @@ class TurnRunner:
         self.timeout_s = timeout_s
         self.history_max_items = history_max_items
         self.user_facing_errors = user_facing_errors
+        self.recorder: TurnRecorder | None = None
 
     async def run(
         self,
@@ -160,6 +167,8 @@ class TurnRunner:
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()
+        if self.recorder is not None:
+            await self.recorder.turn_started(turn, text)
         query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
         await self.hooks.turn_started(turn)
 

@@ -1,0 +1,248 @@
+"""One replay: a fresh kernel fed a recorded conversation, frame streams compared.
+
+``replay_trace`` builds a ``Kernel`` from the current settings, code and
+extensions on a temporary data directory (the grants copied, so the same
+extensions load), with ``ReplayedModel`` standing in for every model and
+``RecordedTools`` for side-effecting and kernel tools. Channel extensions
+(``permissions.user_messages``) are not started — they would talk to the
+outside world; a silent channel takes the conversation's channel id. Then,
+turn by turn, it publishes the recorded user message, answers the questions
+the turn asks with the recorded decisions (``hook.approval``), waits until
+the turn's reply is recorded, and compares the turn's frames with the
+recorded ones. It stops at the first divergence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.events.topics import SystemTopics
+from core.extensions.grant_store import GRANTS_FILE
+from core.extensions.manifest import ManifestError, load_manifest
+from core.kernel.consent import Responder
+from core.kernel.runner import JOURNAL_FILE, Kernel
+from core.replay.compare import Divergence, first_divergence
+from core.replay.errors import ReplayError
+from core.replay.standins import RecordedTools, ReplayedModel, ReplayState
+from core.replay.trace import Frame, RecordedTurn, Trace, build_trace, frames_of
+from core.settings import Settings
+from core.settings_sections import ReplaySettings
+
+__all__ = ["CORE_TOOLS", "ReplayReport", "replay_trace"]
+
+log = logging.getLogger("core.replay")
+
+CORE_TOOLS = {"current_time", "list_extensions", "request_restart"}  # they read the live system
+SOURCE = "replay"
+_CHOICES = {"approved": "once", "always": "always", "denied": "deny"}
+
+
+@dataclass(slots=True)
+class ReplayReport:
+    """``identical`` or the first ``divergence``; how much was compared."""
+
+    session_id: str
+    turns: int = 0
+    frames: int = 0
+    divergence: Divergence | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return self.divergence is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session_id,
+            "status": "identical" if self.identical else "diverged",
+            "turns": self.turns,
+            "frames": self.frames,
+            "divergence": self.divergence.as_dict() if self.divergence else None,
+        }
+
+
+class _SilentChannel:
+    """Takes the replies of the replayed conversation (nobody reads them)."""
+
+    async def send_to_user(self, user_id: str, message: str) -> None:
+        return None
+
+    async def send_message(self, message: str) -> None:
+        return None
+
+
+async def replay_trace(
+    trace: Trace, settings: Settings, *, upto: int | None = None, turn_timeout_s: float = 120.0
+) -> ReplayReport:
+    """Replay ``trace`` (up to turn ``upto``, 1-based) and report the first divergence."""
+    turns = trace.turns[:upto] if upto else trace.turns
+    if upto is not None and not 1 <= upto <= len(trace.turns):
+        raise ReplayError(f"--turn {upto}: the conversation has turns 1 to {len(trace.turns)}")
+    with tempfile.TemporaryDirectory(prefix="hearth-replay-") as tmp:
+        data_dir = Path(tmp) / "data"
+        data_dir.mkdir()
+        grants = settings.data_dir / GRANTS_FILE
+        if grants.exists():
+            shutil.copy2(grants, data_dir / GRANTS_FILE)
+        state = ReplayState()
+        kernel = Kernel(
+            _replay_settings(settings, data_dir),
+            model_overrides={"*": ReplayedModel(state)},
+            disabled_extensions=_channels(settings, trace),
+        )
+        kernel.recorder.stand_in = RecordedTools(
+            state, lambda tool: kernel.consent.catalog.info(tool).side_effects, CORE_TOOLS
+        )
+        async with _running(kernel):
+            silent = _SilentChannel()
+            assert kernel.router is not None
+            for channel_id in {t.channel_id for t in turns}:
+                kernel.router.register_channel(channel_id, silent)
+            return await _replay_turns(kernel, state, trace.session_id, turns, turn_timeout_s)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _replay_turns(
+    kernel: Kernel,
+    state: ReplayState,
+    session_id: str,
+    turns: list[RecordedTurn],
+    turn_timeout_s: float,
+) -> ReplayReport:
+    report = ReplayReport(session_id)
+    journal = kernel.data_dir / JOURNAL_FILE
+    for number, turn in enumerate(turns, 1):
+        state.begin(turn)
+        got = await _one_turn(kernel, turn, number, journal, turn_timeout_s)
+        report.turns, report.frames = number, report.frames + len(turn.frames)
+        report.divergence = first_divergence(number, turn.frames, got)
+        if report.divergence is not None:
+            break
+    return report
+
+
+async def _one_turn(
+    kernel: Kernel, turn: RecordedTurn, number: int, journal: Path, timeout_s: float
+) -> list[Frame]:
+    payload: dict[str, Any] = {
+        "text": turn.text,
+        "user_id": turn.user_id,
+        "channel_id": turn.channel_id,
+    }
+    if turn.sender_id:
+        payload["sender_id"] = turn.sender_id
+    await kernel.bus.publish(SystemTopics.USER_MESSAGE, SOURCE, payload)
+    replay_id = await _poll(lambda: _nth_turn_id(kernel, number), timeout_s, number)
+    decisions = [
+        f.payload
+        for f in turn.frames
+        if f.topic == "hook.approval" and f.payload.get("decision") != "asked"
+    ]
+    answered: set[str] = set()
+
+    async def done() -> bool:
+        await _answer_questions(kernel, replay_id, decisions, answered)
+        sessions = kernel.conversations
+        session_id = kernel.conversations.session_id(sessions.key(turn.channel_id, turn.user_id))
+        session = await sessions.session_by_id(session_id)
+        return await session.recorded(replay_id) is not None
+
+    await _poll(done, timeout_s, number)
+    raw = await asyncio.to_thread(frames_of, journal, [replay_id])
+    return build_trace("replay", raw).turns[0].frames
+
+
+async def _nth_turn_id(kernel: Kernel, number: int) -> str | None:
+    events = await kernel.bus.journal.recent_events(number + 1, topic="replay.turn")
+    return events[0].correlation_id if len(events) >= number else None
+
+
+async def _answer_questions(
+    kernel: Kernel, turn_id: str, decisions: list[dict[str, Any]], answered: set[str]
+) -> None:
+    """Each question the replayed turn asks gets the recorded decision on that call."""
+    asked = await kernel.bus.journal.recent_events(200, topic="hook.approval")
+    desk = kernel.consent.desk
+    for event in reversed(asked):
+        p = event.payload
+        qid = str(p.get("approval_id"))
+        if event.correlation_id != turn_id or p.get("decision") != "asked" or qid in answered:
+            continue
+        answered.add(qid)
+        recorded = next((d for d in decisions if d.get("call_id") == p.get("call_id")), None)
+        if recorded is None:
+            recorded = next((d for d in decisions if d.get("tool") == p.get("tool")), None)
+        if recorded is not None:
+            decisions.remove(recorded)
+        decision = recorded.get("decision") if recorded else "timeout"
+        choice = _CHOICES.get(str(decision))
+        if choice is None:  # timeout, superseded or unknown: nobody answered in time
+            await desk.expire(qid)
+            continue
+        paused = desk.paused(turn_id)
+        if paused is None:
+            continue
+        responder = Responder(paused.channel_id, paused.user_id, paused.owner_id)
+        await desk.answer(qid, choice, responder)  # type: ignore[arg-type]
+
+
+async def _poll(probe: Callable[[], Awaitable[Any]], timeout_s: float, number: int) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise ReplayError(f"turn {number} did not finish within {timeout_s:g} s")
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def _running(kernel: Kernel) -> Any:
+    task = asyncio.create_task(kernel.run(), name="replay-kernel")
+    ready = asyncio.create_task(kernel.ready.wait())
+    await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        ready.cancel()
+        task.result()
+        raise ReplayError("the replay kernel stopped while starting")
+    try:
+        yield kernel
+    finally:
+        kernel.request_shutdown()
+        await asyncio.wait_for(task, 60)
+
+
+def _replay_settings(settings: Settings, data_dir: Path) -> Settings:
+    """The current settings on ``data_dir``, recording on, no metrics server."""
+    return settings.model_copy(
+        update={
+            "paths": settings.paths.model_copy(update={"data": data_dir}),
+            "replay": ReplaySettings(record=True),
+            "metrics": settings.metrics.model_copy(update={"listen": None}),
+        }
+    )
+
+
+def _channels(settings: Settings, trace: Trace) -> dict[str, str]:
+    """Extensions not started in a replay: channels (they speak as the user) and the
+    conversation's own channel."""
+    off = {t.channel_id: "replay: the conversation's channel" for t in trace.turns}
+    root = settings.extensions_dir
+    for ext_dir in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+        try:
+            manifest = load_manifest(ext_dir)
+        except ManifestError:
+            continue
+        if manifest.permissions.user_messages:
+            off[manifest.id] = "replay: channels do not run in a replay"
+    return off
