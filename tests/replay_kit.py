@@ -60,11 +60,14 @@ def guard(destination: str) -> str:
     )
 
 
-def model_settings(srv: FakeOpenAIServer) -> dict[str, Any]:
+def model_settings(srv: FakeOpenAIServer | None) -> dict[str, Any]:
+    """The fake server as the default model (``None``: a replay, which never asks it,
+    still names the same provider and model)."""
+    base_url = srv.base_url if srv is not None else "http://127.0.0.1:9/v1"
     return {
         "default": {"provider": "fake", "model": "fake-model"},
         "providers": {
-            "fake": {"type": "openai_compatible", "base_url": srv.base_url, "max_retries": 0}
+            "fake": {"type": "openai_compatible", "base_url": base_url, "max_retries": 0}
         },
     }
 
@@ -116,3 +119,47 @@ async def recorded(settings: Settings, session: str = SESSION) -> Trace:
     return await load_session(
         settings.data_dir / "events.db", settings.data_dir / "sessions.db", session, 7.0
     )
+
+
+# ---------------------------------------------------------------- golden traces
+
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+GOLDEN_SETTINGS: dict[str, Any] = {"timezone": "UTC"}  # the instructions name the zone
+REPLAY_MODELS = model_settings(None)
+
+# shapes every turn: a note before the user's words, the answer's first line in capitals
+SHAPER = ext_code(
+    body="""
+    async def on_input_messages(self, messages, turn):
+        return [{"role": "user", "content": "(asked on the pad) " + messages[-1]["content"]}]
+    async def on_llm_output(self, output, turn):
+        first, _, rest = output.partition("\\n")
+        return first.upper() + ("\\n" + rest if rest else "")
+    """,
+)
+
+
+def write_streaming_extensions(make_ext: Callable[..., Path]) -> None:
+    """A streaming channel and the shaper hook (golden trace ``streamed_shaping``)."""
+    from test_reply_outbox import STREAM_CHANNEL
+
+    make_ext("stream", STREAM_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("shaper", SHAPER)
+
+
+async def record_streamed_conversation(srv: FakeOpenAIServer, settings_path: Path) -> Settings:
+    """Two streamed turns: the clock tool (non-deterministic: stood in on replay),
+    then a plain answer; both shaped by the hooks."""
+    srv.script(ToolCall("current_time", {}, call_id="t1"), "It is launch time.\nGo.")
+    srv.script("All systems nominal.")
+    async with running_kernel(settings_path) as kernel:
+        channel = kernel.loader.instance("stream")
+
+        def ends() -> int:
+            return len([e for e in channel._log() if e[0] == "end"])
+
+        await channel.say("what time is it?")
+        await wait_for(lambda: ends() == 1)
+        await channel.say("status?")
+        await wait_for(lambda: ends() == 2)
+    return load_settings(settings_path)

@@ -4,7 +4,8 @@ Volatile fields are normalised before comparing: ids that name this run
 (``turn_id``, ``session_id``, ``approval_id``), times and durations
 (``*_at``, ``*_ms``), and clock readings inside text (the orchestrator's
 instructions hold the date and time). Whether a tool ran or was stood in for
-(``stood_in``) is not compared either; records made inside a tool call the
+(``stood_in``) and whether a response was streamed (``streamed``, the
+stream's ``events``: the channel's way of showing it) are not compared either; records made inside a tool call the
 replay stood in for (an agent as a tool calling its model) have no
 counterpart in the replay and are left out of the expected stream.
 """
@@ -22,7 +23,9 @@ from core.replay.trace import Frame
 
 __all__ = ["Divergence", "first_divergence", "normalised"]
 
-VOLATILE_KEYS = frozenset({"turn_id", "session_id", "approval_id", "stood_in", "response_id"})
+VOLATILE_KEYS = frozenset(
+    {"turn_id", "session_id", "approval_id", "stood_in", "response_id", "streamed", "events"}
+)
 _CLOCK = re.compile(
     r"\d{4}-\d{2}-\d{2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?|\b\d{1,2}:\d{2}(:\d{2})?\b"
     r"|\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"

@@ -80,6 +80,23 @@ class _SilentChannel:
         return None
 
 
+class _SilentStreamingChannel(_SilentChannel):
+    """The same for a conversation whose answers were streamed: the model is asked
+    to stream again, and the recorded stream is played back."""
+
+    async def on_stream_start(self, user_id: str) -> None:
+        return None
+
+    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
+        return None
+
+    async def on_stream_status(self, user_id: str, status: str) -> None:
+        return None
+
+    async def on_stream_end(self, user_id: str, full_text: str) -> None:
+        return None
+
+
 async def replay_trace(
     trace: Trace, settings: Settings, *, upto: int | None = None, turn_timeout_s: float = 120.0
 ) -> ReplayReport:
@@ -103,10 +120,9 @@ async def replay_trace(
             state, lambda tool: kernel.consent.catalog.info(tool).side_effects, CORE_TOOLS
         )
         async with _running(kernel):
-            silent = _SilentChannel()
             assert kernel.router is not None
             for channel_id in {t.channel_id for t in turns}:
-                kernel.router.register_channel(channel_id, silent)
+                kernel.router.register_channel(channel_id, _silent(turns, channel_id))
             return await _replay_turns(kernel, state, trace.session_id, turns, turn_timeout_s)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -220,6 +236,13 @@ async def _running(kernel: Kernel) -> Any:
     finally:
         kernel.request_shutdown()
         await asyncio.wait_for(task, 60)
+
+
+def _silent(turns: list[RecordedTurn], channel_id: str) -> _SilentChannel:
+    streamed = any(
+        f.payload.get("streamed") for t in turns if t.channel_id == channel_id for f in t.frames
+    )
+    return _SilentStreamingChannel() if streamed else _SilentChannel()
 
 
 def _replay_settings(settings: Settings, data_dir: Path) -> Settings:
