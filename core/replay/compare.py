@@ -5,9 +5,10 @@ Volatile fields are normalised before comparing: ids that name this run
 (``*_at``, ``*_ms``), and clock readings inside text (the orchestrator's
 instructions hold the date and time). Whether a tool ran or was stood in for
 (``stood_in``) and whether a response was streamed (``streamed``, the
-stream's ``events``: the channel's way of showing it) are not compared either; records made inside a tool call the
-replay stood in for (an agent as a tool calling its model) have no
-counterpart in the replay and are left out of the expected stream.
+stream's ``events``: the channel's way of showing it) are not compared
+either; records made inside a tool call the replay stood in for (an agent as
+a tool calling its model) have no counterpart in the replay and are left out
+of the expected stream.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ secret never reaches the journal.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import json
@@ -46,6 +47,10 @@ class PayloadStore:
         self._sink = sink
         self._inline_chars = inline_chars
         self._stored: OrderedDict[str, None] = OrderedDict()
+
+    async def refs(self, *values: Any) -> list[Any]:
+        """``ref`` of each value, their blobs published together (one group commit)."""
+        return list(await asyncio.gather(*(self.ref(v) for v in values)))
 
     async def ref(self, value: Any) -> Any:
         """The value inline when short, else ``{"$blob": sha256}`` (published once a day)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agents import FunctionTool, Tool
@@ -153,13 +154,14 @@ class ReplayRecorder:
         result: Any,
         stood_in: bool,
     ) -> None:
+        arguments, stored = await self.payloads.refs(raw, _jsonable(result))
         payload = {
             **_ids(turn),
             "inside": INSIDE_TOOL.get(),
             "tool": name,
             "call_id": call_id,
-            "arguments": await self.payloads.ref(raw),
-            "result": await self.payloads.ref(_jsonable(result)),
+            "arguments": arguments,
+            "result": stored,
             "stood_in": stood_in,
         }
         await self._publish(TOOL_TOPIC, turn, payload)
@@ -193,6 +195,7 @@ class RecordingModel(Model):
         prompt: ResponsePromptParam | None,
     ) -> ModelResponse:
         recording = _recorded_turn() is not None
+        call = _Call(system_instructions, input, tools, handoffs)
         try:
             response = await self.inner.get_response(
                 system_instructions,
@@ -208,13 +211,16 @@ class RecordingModel(Model):
             )
         except Exception as exc:
             if recording:
-                request = await self._request(system_instructions, input, tools, handoffs)
-                await self._recorder.model_call(request, _error(exc), streamed=False)
+                await self._record(call, streamed=False, error=exc)
             raise
         if recording:
-            request = await self._request(system_instructions, input, tools, handoffs)
-            answer = await self._response(response.output, response.usage, response.response_id)
-            await self._recorder.model_call(request, {"response": answer}, streamed=False)
+            await self._record(
+                call,
+                streamed=False,
+                output=response.output,
+                usage=response.usage,
+                response_id=response.response_id,
+            )
         return response
 
     async def stream_response(
@@ -247,56 +253,74 @@ class RecordingModel(Model):
             async for event in stream:
                 yield event
             return
+        call = _Call(system_instructions, input, tools, handoffs)
         events: list[Any] = []
         try:
             async for event in stream:
                 events.append(event)
                 yield event
         except Exception as exc:
-            request = await self._request(system_instructions, input, tools, handoffs)
-            await self._recorder.model_call(request, _error(exc), streamed=True)
+            await self._record(call, streamed=True, error=exc)
             raise
-        request = await self._request(system_instructions, input, tools, handoffs)
-        answer = await self._streamed(events)
-        await self._recorder.model_call(request, {"response": answer}, streamed=True)
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def _request(
-        self,
-        instructions: str | None,
-        input: str | list[TResponseInputItem],
-        tools: list[Tool],
-        handoffs: list[Handoff],
-    ) -> dict[str, Any]:
-        ref = self._recorder.payloads.ref
-        given = await ref(input) if isinstance(input, str) else [await ref(i) for i in input]
-        return {
-            "instructions": await ref(instructions),
-            "input": given,
-            "tools": [str(getattr(t, "name", type(t).__name__)) for t in tools],
-            "handoffs": [str(getattr(h, "tool_name", "")) for h in handoffs],
-        }
-
-    async def _response(self, output: list[Any], usage: Any, response_id: str | None) -> Any:
-        ref = self._recorder.payloads.ref
-        return {
-            "output": [await ref(item.model_dump(mode="json", exclude_unset=True)) for item in output],
-            "usage": _usage(usage),
-            "response_id": response_id,
-        }
-
-    async def _streamed(self, events: list[Any]) -> dict[str, Any]:
         completed = next(
             (e for e in reversed(events) if getattr(e, "type", "") == "response.completed"), None
         )
         response = getattr(completed, "response", None)
-        output = list(getattr(response, "output", None) or [])
-        answer = await self._response(output, getattr(response, "usage", None), None)
-        dumped = [e.model_dump(mode="json", exclude_unset=True) for e in events]
-        answer["events"] = await self._recorder.payloads.ref(dumped)
-        return answer
+        await self._record(
+            call,
+            streamed=True,
+            output=list(getattr(response, "output", None) or []),
+            usage=getattr(response, "usage", None),
+            events=events,
+        )
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def _record(
+        self,
+        call: _Call,
+        *,
+        streamed: bool,
+        output: list[Any] | None = None,
+        usage: Any = None,
+        response_id: str | None = None,
+        events: list[Any] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """One ``replay.model`` record; its payloads are stored at once (one commit)."""
+        items = [call.input] if isinstance(call.input, str) else list(call.input)
+        dumps = [item.model_dump(mode="json", exclude_unset=True) for item in output or []]
+        stream = [[e.model_dump(mode="json", exclude_unset=True) for e in events or []]]
+        refs = await self._recorder.payloads.refs(call.instructions, *items, *dumps, *stream)
+        n = len(items)
+        request = {
+            "instructions": refs[0],
+            "input": refs[1] if isinstance(call.input, str) else refs[1 : 1 + n],
+            "tools": [str(getattr(t, "name", type(t).__name__)) for t in call.tools],
+            "handoffs": [str(getattr(h, "tool_name", "")) for h in call.handoffs],
+        }
+        if error is not None:
+            await self._recorder.model_call(request, _error(error), streamed=streamed)
+            return
+        response: dict[str, Any] = {
+            "output": refs[1 + n : 1 + n + len(dumps)],
+            "usage": _usage(usage),
+            "response_id": response_id,
+        }
+        if events is not None:
+            response["events"] = refs[-1]
+        await self._recorder.model_call(request, {"response": response}, streamed=streamed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What one model request was given (what a record shows of it)."""
+
+    instructions: str | None
+    input: str | list[TResponseInputItem]
+    tools: list[Tool]
+    handoffs: list[Handoff]
 
 
 def _recorded_turn() -> TurnContext | None:
