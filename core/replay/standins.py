@@ -120,7 +120,12 @@ class ReplayedModel(Model):
         usage = response.get("usage") or {}
         return ModelResponse(
             output=output,
-            usage=Usage(requests=1, **{k: int(v) for k, v in usage.items()}),
+            usage=Usage(
+                requests=1,
+                input_tokens=int(usage.get("input_tokens", 0)),
+                output_tokens=int(usage.get("output_tokens", 0)),
+                total_tokens=int(usage.get("total_tokens", 0)),
+            ),
             response_id=response.get("response_id"),
         )
 
