@@ -25,10 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents import FunctionTool
+
 from core.events.topics import SystemTopics
 from core.extensions.grant_store import GRANTS_FILE
 from core.extensions.manifest import ManifestError, load_manifest
-from core.kernel.consent import Responder
+from core.kernel.consent import CORE_SOURCE, Responder
+from core.kernel.consent.wording import Choice
+from core.kernel.conversations import Conversations
 from core.kernel.runner import JOURNAL_FILE, Kernel
 from core.replay.compare import Divergence, first_divergence
 from core.replay.errors import ReplayError
@@ -37,13 +41,12 @@ from core.replay.trace import Frame, RecordedTurn, Trace, build_trace, frames_of
 from core.settings import Settings
 from core.settings_sections import ReplaySettings
 
-__all__ = ["CORE_TOOLS", "ReplayReport", "replay_trace"]
+__all__ = ["ReplayReport", "replay_trace"]
 
 log = logging.getLogger("core.replay")
 
-CORE_TOOLS = {"current_time", "list_extensions", "request_restart"}  # they read the live system
 SOURCE = "replay"
-_CHOICES = {"approved": "once", "always": "always", "denied": "deny"}
+_CHOICES: dict[str, Choice] = {"approved": "once", "always": "always", "denied": "deny"}
 
 
 @dataclass(slots=True)
@@ -116,9 +119,14 @@ async def replay_trace(
             model_overrides={"*": ReplayedModel(state)},
             disabled_extensions=_channels(settings, trace),
         )
-        kernel.recorder.stand_in = RecordedTools(
-            state, lambda tool: kernel.consent.catalog.info(tool).side_effects, CORE_TOOLS
-        )
+
+        def must_not_run(tool: FunctionTool) -> bool:
+            """Side-effecting (consent's word), or the kernel's own: they read the
+            live system (clock, extension list, restart)."""
+            info = kernel.consent.catalog.info(tool)
+            return info.side_effects or info.source == CORE_SOURCE
+
+        kernel.recorder.stand_in = RecordedTools(state, must_not_run)
         async with _running(kernel):
             assert kernel.router is not None
             for channel_id in {t.channel_id for t in turns}:
@@ -199,16 +207,17 @@ async def _answer_questions(
             recorded = next((d for d in decisions if d.get("tool") == p.get("tool")), None)
         if recorded is not None:
             decisions.remove(recorded)
-        decision = recorded.get("decision") if recorded else "timeout"
-        choice = _CHOICES.get(str(decision))
-        if choice is None:  # timeout, superseded or unknown: nobody answered in time
-            await desk.expire(qid)
-            continue
+        decision = str(recorded.get("decision")) if recorded else "timeout"
         paused = desk.paused(turn_id)
-        if paused is None:
+        choice = _CHOICES.get(decision)
+        if paused is None or decision not in (*_CHOICES, "superseded"):
+            await desk.expire(qid)  # recorded as timed out (or not recorded at all)
             continue
         responder = Responder(paused.channel_id, paused.user_id, paused.owner_id)
-        await desk.answer(qid, choice, responder)  # type: ignore[arg-type]
+        if choice is None:  # a new message came instead of an answer
+            await desk.supersede(Conversations.key(paused.channel_id, paused.user_id), responder)
+        else:
+            await desk.answer(qid, choice, responder)
 
 
 async def _poll(probe: Callable[[], Awaitable[Any]], timeout_s: float, number: int) -> Any:

@@ -82,15 +82,12 @@ class ReplayState:
 class RecordedTools:
     """``ToolStandIn`` of a replay: recorded results for tools that must not run."""
 
-    def __init__(
-        self, state: ReplayState, side_effects: Callable[[FunctionTool], bool], core: set[str]
-    ) -> None:
+    def __init__(self, state: ReplayState, must_not_run: Callable[[FunctionTool], bool]) -> None:
         self._state = state
-        self._side_effects = side_effects
-        self._core = core
+        self._must_not_run = must_not_run
 
     async def result_for(self, tool: FunctionTool, call_id: str | None, raw: str) -> Any:
-        if tool.name not in self._core and not self._side_effects(tool):
+        if not self._must_not_run(tool):
             return NOT_STOOD_IN
         return self._state.tool_result(tool.name, call_id)
 
