@@ -22,7 +22,6 @@ from replay_kit import (
     GOLDEN_DIR,
     GOLDEN_SETTINGS,
     REPLAY_MODELS,
-    SESSION,
     model_settings,
     record_conversation,
     record_streamed_conversation,
