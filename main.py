@@ -11,7 +11,7 @@ SUBCOMMANDS = ("run", "daemon", "extensions", "events", "doctor", "metrics", "re
 
 def build_parser() -> argparse.ArgumentParser:
     from core.events.cli import add_events_arguments
-    from core.replay.cli import add_replay_arguments
+    from core.replay.arguments import add_replay_arguments
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(

@@ -21,19 +21,7 @@ from core.replay.errors import ReplayError
 from core.replay.trace import Trace, list_sessions, load_session, read_trace, write_trace
 from core.settings import Settings
 
-__all__ = ["add_replay_arguments", "run_replay_command"]
-
-
-def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
-    what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--list", action="store_true", help="one recorded conversation per line")
-    what.add_argument("session", nargs="?", metavar="SESSION", help="conversation id to replay")
-    what.add_argument(
-        "--export", nargs=2, metavar=("SESSION", "FILE"), help="write a self-contained trace"
-    )
-    what.add_argument("--trace", metavar="FILE", help="replay a trace file (no journal needed)")
-    parser.add_argument("--turn", type=int, metavar="N", help="replay turns 1 to N only")
-    parser.add_argument("--json", action="store_true", help="the report as one JSON object")
+__all__ = ["describe", "run_replay_command"]
 
 
 def run_replay_command(settings: Settings, args: argparse.Namespace) -> int:
