@@ -97,7 +97,7 @@ class Kernel:
         )
         configure_tracing(settings.models.tracing)
         self.model_router = ModelRouter(settings.models, overrides=model_overrides)
-        self.recorder = ReplayRecorder(self.bus, enabled=settings.replay.record)  # ADR 0033
+        self.recorder = ReplayRecorder.from_settings(self.bus, settings)  # ADR 0033
         self.model_router.model_wrapper = self.recorder.wrap_model
         self.mcp = McpServers(settings.mcp)
         self.loader = Loader(

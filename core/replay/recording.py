@@ -43,7 +43,8 @@ from core.extensions.state_scope import current_turn
 
 if TYPE_CHECKING:
     from core.kernel.hooks.frames import FrameSink
-from core.replay.payloads import PayloadStore
+    from core.settings import Settings
+from core.replay.payloads import DEFAULT_MAX_BYTES, Blob, PayloadStore
 
 __all__ = [
     "MODEL_TOPIC",
@@ -77,24 +78,36 @@ NOT_STOOD_IN = object()  # what ``ToolStandIn.result_for`` returns to let the to
 class ReplayRecorder:
     """Publishes the records of every turn; a record that fails is logged, never fatal."""
 
-    def __init__(self, sink: FrameSink, *, enabled: bool = True) -> None:
+    def __init__(
+        self, sink: FrameSink, *, enabled: bool = True, max_payload_bytes: int = DEFAULT_MAX_BYTES
+    ) -> None:
         self._sink = sink
         self.enabled = enabled
-        self.payloads = PayloadStore(sink)
+        self.payloads = PayloadStore(sink, max_bytes=max_payload_bytes)
         self.stand_in: ToolStandIn | None = None  # a replay answers some tools from the record
+
+    @classmethod
+    def from_settings(cls, sink: FrameSink, settings: Settings) -> ReplayRecorder:
+        """``replay.record`` says whether to record; ``events.max_payload_bytes`` bounds blobs."""
+        return cls(
+            sink,
+            enabled=settings.replay.record,
+            max_payload_bytes=settings.events.max_payload_bytes,
+        )
 
     # ------------------------------------------------------------ turns
 
     async def turn_started(self, turn: TurnContext, text: str) -> None:
         if self.enabled and turn.turn_id:
+            (said,), pending = self.payloads.stage(text)
             payload = {
                 **_ids(turn),
                 "channel_id": turn.channel_id,
                 "user_id": turn.user_id,
                 "sender_id": turn.sender_id,
-                "text": await self.payloads.ref(text),
+                "text": said,
             }
-            await self._publish(TURN_TOPIC, turn, payload)
+            await self._publish(TURN_TOPIC, turn, payload, pending)
 
     # ------------------------------------------------------------ models
 
@@ -105,7 +118,12 @@ class ReplayRecorder:
         return RecordingModel(model, self)
 
     async def model_call(
-        self, request: dict[str, Any], answer: dict[str, Any], *, streamed: bool
+        self,
+        request: dict[str, Any],
+        answer: dict[str, Any],
+        pending: list[Blob],
+        *,
+        streamed: bool,
     ) -> None:
         turn = _recorded_turn()
         if turn is None:
@@ -117,7 +135,7 @@ class ReplayRecorder:
             "request": request,
             **answer,
         }
-        await self._publish(MODEL_TOPIC, turn, payload)
+        await self._publish(MODEL_TOPIC, turn, payload, pending)
 
     # ------------------------------------------------------------ tools
 
@@ -154,7 +172,7 @@ class ReplayRecorder:
         result: Any,
         stood_in: bool,
     ) -> None:
-        arguments, stored = await self.payloads.refs(raw, _jsonable(result))
+        (arguments, stored), pending = self.payloads.stage(raw, _jsonable(result))
         payload = {
             **_ids(turn),
             "inside": INSIDE_TOOL.get(),
@@ -164,9 +182,15 @@ class ReplayRecorder:
             "result": stored,
             "stood_in": stood_in,
         }
-        await self._publish(TOOL_TOPIC, turn, payload)
+        await self._publish(TOOL_TOPIC, turn, payload, pending)
 
-    async def _publish(self, topic: str, turn: TurnContext, payload: dict[str, Any]) -> None:
+    async def _publish(
+        self, topic: str, turn: TurnContext, payload: dict[str, Any], pending: list[Blob]
+    ) -> None:
+        """The record and the new blobs it references, in one group commit."""
+        await self.payloads.publish_with(pending, self._publish_record(topic, turn, payload))
+
+    async def _publish_record(self, topic: str, turn: TurnContext, payload: dict[str, Any]) -> None:
         try:
             await self._sink.publish(topic, SOURCE, payload, correlation_id=turn.turn_id)
         except Exception as exc:  # the turn goes on; only its record is missing
@@ -292,7 +316,7 @@ class RecordingModel(Model):
         items = [call.input] if isinstance(call.input, str) else list(call.input)
         dumps = [item.model_dump(mode="json", exclude_unset=True) for item in output or []]
         stream = [[e.model_dump(mode="json", exclude_unset=True) for e in events or []]]
-        refs = await self._recorder.payloads.refs(call.instructions, *items, *dumps, *stream)
+        refs, pending = self._recorder.payloads.stage(call.instructions, *items, *dumps, *stream)
         n = len(items)
         request = {
             "instructions": refs[0],
@@ -301,7 +325,7 @@ class RecordingModel(Model):
             "handoffs": [str(getattr(h, "tool_name", "")) for h in call.handoffs],
         }
         if error is not None:
-            await self._recorder.model_call(request, _error(error), streamed=streamed)
+            await self._recorder.model_call(request, _error(error), pending, streamed=streamed)
             return
         response: dict[str, Any] = {
             "output": refs[1 + n : 1 + n + len(dumps)],
@@ -310,7 +334,8 @@ class RecordingModel(Model):
         }
         if events is not None:
             response["events"] = refs[-1]
-        await self._recorder.model_call(request, {"response": response}, streamed=streamed)
+        answer = {"response": response}
+        await self._recorder.model_call(request, answer, pending, streamed=streamed)
 
 
 @dataclass(frozen=True, slots=True)
