@@ -2,13 +2,14 @@
 
 Volatile fields are normalised before comparing: ids that name this run
 (``turn_id``, ``session_id``, ``approval_id``), times and durations
-(``*_at``, ``*_ms``), and clock readings inside text (the orchestrator's
-instructions hold the date and time). Whether a tool ran or was stood in for
-(``stood_in``) and whether a response was streamed (``streamed``, the
-stream's ``events``: the channel's way of showing it) are not compared
-either; records made inside a tool call the replay stood in for (an agent as
-a tool calling its model) have no counterpart in the replay and are left out
-of the expected stream.
+(``timestamp``, ``created``, ``*_at``, ``*_ms``), and clock readings in a
+model request's instructions (the orchestrator's prompt holds the date and
+time; a time anywhere else, say in a tool's arguments, is compared). Whether
+a tool ran or was stood in for (``stood_in``) and whether a response was
+streamed (``streamed``, the stream's ``events``: the channel's way of showing
+it) are not compared either; records made inside a tool call the replay
+stood in for (an agent as a tool calling its model) have no counterpart in
+the replay and are left out of the expected stream.
 """
 
 from __future__ import annotations
@@ -25,12 +26,17 @@ from core.replay.trace import Frame
 __all__ = ["Divergence", "first_divergence", "normalised"]
 
 VOLATILE_KEYS = frozenset(
-    {"turn_id", "session_id", "approval_id", "stood_in", "response_id", "streamed", "events"}
+    {
+        *("turn_id", "session_id", "approval_id", "response_id"),  # ids of one run
+        *("timestamp", "created"),  # when (as do keys ending in _at; _ms: how long)
+        *("stood_in", "streamed", "events"),  # how the replay answered, not what
+    }
 )
 _CLOCK = re.compile(
     r"\d{4}-\d{2}-\d{2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?|\b\d{1,2}:\d{2}(:\d{2})?\b"
     r"|\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
 )
+CLOCK_KEYS = frozenset({"instructions"})  # the orchestrator's prompt says what time it is
 DIFF_LINES = 24
 
 
@@ -60,16 +66,18 @@ def normalised(frame: Frame) -> dict[str, Any]:
     return {"topic": frame.topic, "payload": _clean(frame.payload)}
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: Any, clock: bool = False) -> Any:
+    """``value`` without volatile keys; with ``clock``, date and time readings in
+    its text replaced (only the instructions hold the time the turn ran at)."""
     if isinstance(value, dict):
         return {
-            k: _clean(v)
+            k: _clean(v, clock or k in CLOCK_KEYS)
             for k, v in value.items()
             if k not in VOLATILE_KEYS and not k.endswith(("_at", "_ms"))
         }
     if isinstance(value, list):
-        return [_clean(v) for v in value]
-    if isinstance(value, str):
+        return [_clean(v, clock) for v in value]
+    if isinstance(value, str) and clock:
         return _CLOCK.sub("<clock>", value)
     return value
 
