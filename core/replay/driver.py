@@ -107,17 +107,15 @@ async def replay_trace(
     turns = trace.turns[:upto] if upto else trace.turns
     if upto is not None and not 1 <= upto <= len(trace.turns):
         raise ReplayError(f"--turn {upto}: the conversation has turns 1 to {len(trace.turns)}")
-    with tempfile.TemporaryDirectory(prefix="hearth-replay-") as tmp:
-        data_dir = Path(tmp) / "data"
-        data_dir.mkdir()
-        grants = settings.data_dir / GRANTS_FILE
-        if grants.exists():
-            shutil.copy2(grants, data_dir / GRANTS_FILE)
+    tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="hearth-replay-"))
+    try:
+        data_dir = tmp / "data"
+        disabled = await asyncio.to_thread(_prepare, settings, trace, data_dir)
         state = ReplayState()
         kernel = Kernel(
             _replay_settings(settings, data_dir),
             model_overrides={"*": ReplayedModel(state)},
-            disabled_extensions=_channels(settings, trace),
+            disabled_extensions=disabled,
         )
 
         def must_not_run(tool: FunctionTool) -> bool:
@@ -131,8 +129,19 @@ async def replay_trace(
             assert kernel.router is not None
             for channel_id in {t.channel_id for t in turns}:
                 kernel.router.register_channel(channel_id, _silent(turns, channel_id))
-            return await _replay_turns(kernel, state, trace.session_id, turns, turn_timeout_s)
-    raise AssertionError("unreachable")  # pragma: no cover
+            report = await _replay_turns(kernel, state, trace.session_id, turns, turn_timeout_s)
+    finally:
+        await asyncio.to_thread(shutil.rmtree, tmp, True)
+    return report
+
+
+def _prepare(settings: Settings, trace: Trace, data_dir: Path) -> dict[str, str]:
+    """The replay's data dir with the user's grants; the extensions not to start."""
+    data_dir.mkdir()
+    grants = settings.data_dir / GRANTS_FILE
+    if grants.exists():
+        shutil.copy2(grants, data_dir / GRANTS_FILE)
+    return _channels(settings, trace)
 
 
 async def _replay_turns(

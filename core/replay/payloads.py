@@ -21,9 +21,10 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.logging_setup import REDACTOR
+
 if TYPE_CHECKING:
     from core.kernel.hooks.frames import FrameSink
-from core.logging_setup import REDACTOR
 
 __all__ = [
     "BLOB_KEY",

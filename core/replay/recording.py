@@ -40,14 +40,16 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from core.extensions.contract import TurnContext
 from core.extensions.state_scope import current_turn
+from core.replay.payloads import DEFAULT_MAX_BYTES, Blob, PayloadStore
 
 if TYPE_CHECKING:
     from core.kernel.hooks.frames import FrameSink
     from core.settings import Settings
-from core.replay.payloads import DEFAULT_MAX_BYTES, Blob, PayloadStore
 
 __all__ = [
+    "INSIDE_TOOL",
     "MODEL_TOPIC",
+    "NOT_STOOD_IN",
     "TOOL_TOPIC",
     "TURN_TOPIC",
     "RecordingModel",
