@@ -46,6 +46,7 @@ __all__ = ["ReplayReport", "replay_trace"]
 log = logging.getLogger("core.replay")
 
 SOURCE = "replay"
+KERNEL_RESULTS = ("hook.", "postprocess.", "replay.")
 _CHOICES: dict[str, Choice] = {"approved": "once", "always": "always", "denied": "deny"}
 
 
@@ -275,8 +276,10 @@ def _replay_settings(settings: Settings, data_dir: Path) -> Settings:
 
 
 def _channels(settings: Settings, trace: Trace) -> dict[str, str]:
-    """Extensions not started in a replay: channels (they speak as the user) and the
-    conversation's own channel."""
+    """Extensions not started in a replay: channels (they speak as the user), the
+    conversation's own channel, and extensions that act on the kernel's results
+    (they subscribe to ``hook.*``, ``postprocess.*`` or ``replay.*``: a webhook
+    would POST the replayed results again; what they do is not compared)."""
     off = {t.channel_id: "replay: the conversation's channel" for t in trace.turns}
     root = settings.extensions_dir
     for ext_dir in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
@@ -286,4 +289,6 @@ def _channels(settings: Settings, trace: Trace) -> dict[str, str]:
             continue
         if manifest.permissions.user_messages:
             off[manifest.id] = "replay: channels do not run in a replay"
+        elif any(p.startswith(KERNEL_RESULTS) for p in manifest.permissions.subscribe or ()):
+            off[manifest.id] = "replay: it acts on the kernel's results, outside the turn"
     return off
