@@ -65,17 +65,11 @@ __all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult",
 log = logging.getLogger("core.kernel.turn")
 
 T = TypeVar("T")
-Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused"]
+Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused", "cancelled"]
 Decide = Callable[[RunState[Any, Any]], None]
 
 NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
-
-
-class TurnRecorder(Protocol):
-    """Told when a turn starts, with the user's text as sent (replay, ADR 0033)."""
-
-    async def turn_started(self, turn: TurnContext, text: str) -> None: ...
 
 
 class OrchestratorLike(Protocol):
@@ -142,7 +136,6 @@ class TurnRunner:
         self.timeout_s = timeout_s
         self.history_max_items = history_max_items
         self.user_facing_errors = user_facing_errors
-        self.recorder: TurnRecorder | None = None
 
     async def run(
         self,
@@ -167,8 +160,8 @@ class TurnRunner:
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()
-        if self.recorder is not None:
-            await self.recorder.turn_started(turn, text)
+        if self.hooks.recorder is not None:  # replay (ADR 0033): the text as the user sent it
+            await self.hooks.recorder.turn_started(turn, text)
         query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
         await self.hooks.turn_started(turn)
 

@@ -38,8 +38,8 @@ from core.replay.compare import Divergence, first_divergence
 from core.replay.errors import ReplayError
 from core.replay.standins import RecordedTools, ReplayedModel, ReplayState
 from core.replay.trace import Frame, RecordedTurn, Trace, build_trace, frames_of
+from core.replay_settings import ReplaySettings
 from core.settings import Settings
-from core.settings_sections import ReplaySettings
 
 __all__ = ["ReplayReport", "replay_trace"]
 
@@ -125,7 +125,7 @@ async def replay_trace(
             info = kernel.consent.catalog.info(tool)
             return info.side_effects or info.source == CORE_SOURCE
 
-        kernel.recorder.stand_in = RecordedTools(state, must_not_run)
+        kernel.shaping.recorder.stand_in = RecordedTools(state, must_not_run)
         async with _running(kernel):
             assert kernel.router is not None
             for channel_id in {t.channel_id for t in turns}:
