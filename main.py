@@ -7,13 +7,15 @@ import sys
 from pathlib import Path
 
 SUBCOMMANDS = (
-    "run", "daemon", "extensions", "events", "doctor", "metrics", "setup", "new-extension"
+    "run", "daemon", "extensions", "events", "doctor", "metrics", "setup", "new-extension",
+    "replay",
 )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
     from core.cli.scaffold import add_scaffold_arguments
     from core.events.cli import add_events_arguments
+    from core.replay.arguments import add_replay_arguments
     from core.setup import add_setup_arguments
 
     common = argparse.ArgumentParser(add_help=False)
@@ -64,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
         "new-extension", parents=[common], help="write a working extension skeleton"
     )
     add_scaffold_arguments(scaffold)
+    replay = sub.add_parser(
+        "replay", parents=[common], help="re-run a recorded conversation, report divergence"
+    )
+    add_replay_arguments(replay)
     return parser
 
 
@@ -126,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         from core.cli.metrics import run_metrics
 
         return run_metrics(settings)
+    if command == "replay":
+        from core.replay.cli import run_replay_command
+
+        return run_replay_command(settings, args)
     from core.cli.doctor import run_doctor
 
     return run_doctor(settings)

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
+from core.replay_settings import ReplaySettings
 from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -323,6 +324,7 @@ class Settings(BaseSettings):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
+    replay: ReplaySettings = Field(default_factory=ReplaySettings)
     dev: DevSettings = Field(default_factory=DevSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
