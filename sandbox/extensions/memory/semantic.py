@@ -56,6 +56,7 @@ class SemanticRecall:
         self._embedder: Embedder | None = None
         self._broken: str | None = None  # the local model could not load: stay on BM25
         self._warned = False
+        self._last_error = ""
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending = asyncio.Event()  # a write stored no vector: the backfill has work
         self.backfilled = 0
@@ -138,6 +139,7 @@ class SemanticRecall:
         return lambda: EndpointEmbedder(base_url, model, key, cfg.timeout_s)
 
     def _degrade(self, reason: str) -> None:
+        self._last_error = reason
         self._pending.set()  # facts stored meanwhile get their vectors once it works
         if self._warned:
             return
@@ -224,11 +226,10 @@ class SemanticRecall:
             return ["embeddings: off (backend none): recall ranks by words (BM25)"]
         total = await self.store.count()
         embedded = await self.store.count_embedded(self.model)
-        state = "ready" if self._embedder is not None else "loads on first use"
-        if self._broken is not None:
-            state = f"unavailable ({self._broken}); recall ranks by words (BM25)"
-        elif self._warned:
-            state = "failing; recall ranks by words (BM25) meanwhile"
+        working = await self._embed(["status check"], "query") is not None  # loads it if need be
+        state = "working" if working else f"unavailable ({self._last_error})"
+        if not working:
+            state += "; recall ranks by words (BM25) meanwhile"
         return [
             f"embeddings: backend {self.config.backend}, model {self.model}, {state}",
             f"embedded: {embedded} of {total} memories",
