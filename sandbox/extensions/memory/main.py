@@ -141,8 +141,9 @@ class MemoryExtension(BaseExtension):
             return words[:limit]
         meaning = await semantic.nearest(vector, FUSION_POOL)
         if semantic.config.fusion == "convex":
+            cosines = dict(meaning) | semantic.index.similarities([m.id for m in words], vector)
             lexical = [(m.id, m.score) for m in words]
-            fused = convex_fusion(lexical, meaning, semantic.config.similarity_floor)
+            fused = convex_fusion(lexical, cosines, semantic.config.similarity_floor)
         else:
             fused = reciprocal_rank_fusion([[m.id for m in words], [i for i, _ in meaning]])
         best = sorted(fused, key=lambda i: -fused[i])[: limit * 2]

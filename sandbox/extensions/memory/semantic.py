@@ -27,6 +27,7 @@ from core.extensions.contract import SharedServices
 from .config import EmbeddingsConfig
 from .embeddings import LOCAL_MODEL, Embedder, EmbeddingError, EndpointEmbedder, LocalEmbedder
 from .store import MemoryStore
+from .text import first_person
 from .vectors import VectorIndex, to_blob
 
 LOAD_PAGE = 5000
@@ -58,6 +59,7 @@ class SemanticRecall:
         self._warned = False
         self._last_error = ""
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.query_cache_size = QUERY_CACHE  # recent query vectors kept (0: none)
         self._pending = asyncio.Event()  # a write stored no vector: the backfill has work
         self.backfilled = 0
 
@@ -94,7 +96,7 @@ class SemanticRecall:
         if rows is None:
             return None
         self._queries[text] = rows[0]
-        while len(self._queries) > QUERY_CACHE:
+        while len(self._queries) > self.query_cache_size:
             self._queries.popitem(last=False)
         return rows[0]
 
@@ -107,6 +109,8 @@ class SemanticRecall:
         embedder = await self._backend()
         if embedder is None:
             return None
+        if self.config.backend == "local":  # measured for e5: see text.first_person
+            texts = [first_person(text) for text in texts]
         try:
             rows = await embedder.embed(texts, role)
         except (EmbeddingError, ValueError, OSError) as exc:
@@ -134,7 +138,7 @@ class SemanticRecall:
     def _factory(self) -> Callable[[], Embedder]:
         cfg = self.config
         if cfg.backend == "local":
-            return LocalEmbedder
+            return lambda: LocalEmbedder(cfg.threads)
         base_url, model, key = str(cfg.base_url), self.model, self._api_key
         return lambda: EndpointEmbedder(base_url, model, key, cfg.timeout_s)
 

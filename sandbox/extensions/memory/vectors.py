@@ -102,6 +102,15 @@ class VectorIndex:
         ids[: len(self._ids)] = self._ids
         self._rows, self._scales, self._ids = rows, scales, ids
 
+    def similarities(self, ids: list[int], query: np.ndarray) -> dict[int, float]:
+        """Cosine of ``query`` with each of ``ids`` that has a row (a handful: on the loop)."""
+        rows = [self._row_of[i] for i in ids if i in self._row_of]
+        if not rows:
+            return {}
+        picked = np.asarray(rows)
+        scores = (self._rows[picked].astype(np.float32) @ query) * self._scales[picked]
+        return {int(self._ids[r]): float(v) for r, v in zip(picked, scores, strict=True)}
+
     async def nearest(self, query: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
         """``(id, cosine)`` of the ``k`` most similar rows at or above ``floor``, best first."""
         count = len(self._row_of)
