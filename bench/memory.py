@@ -50,7 +50,7 @@ from core.kernel.runner import Kernel  # noqa: E402
 from core.settings import load_settings  # noqa: E402
 
 FACTS = int(os.environ.get("BENCH_MEMORY_FACTS", "100000"))
-QUERIES = int(os.environ.get("BENCH_MEMORY_QUERIES", "500"))
+QUERIES = int(os.environ.get("BENCH_MEMORY_QUERIES", "200"))
 DISTRACTORS = 160
 SEED = 7
 VECTOR_PAGE = 5000
@@ -304,7 +304,7 @@ async def latency(tmp: Path) -> dict[str, Any]:
 
 
 async def main() -> dict[str, Any]:
-    t0 = time.perf_counter()
+    t0, load_before = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         result = {
             "quality": await quality(Path(tmp)),
@@ -314,6 +314,7 @@ async def main() -> dict[str, Any]:
     return {
         **result,
         "runtime_s": round(time.perf_counter() - t0, 1),
+        "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # before, after
         "cores": os.cpu_count(),
         "python": sys.version.split()[0],
     }

@@ -78,6 +78,7 @@ class SemanticRecall:
         """Read the stored vectors of the current model into the index, a page at a time."""
         if not self.enabled:
             return
+        self.index.reserve(await self.store.count_embedded(self.model) + LOAD_PAGE)
         after = 0
         while page := await self.store.vectors(self.model, after, LOAD_PAGE):
             for memory_id, blob in page:

@@ -92,8 +92,13 @@ class VectorIndex:
             self._ids[row] = moved
             self._row_of[moved] = row
 
-    def _grow(self) -> None:
-        size = len(self._ids) * 2
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` vectors at once (loading a store: no doubling, no waste)."""
+        if rows > len(self._ids):
+            self._grow(rows)
+
+    def _grow(self, size: int = 0) -> None:
+        size = max(size, len(self._ids) * 2)
         rows = np.zeros((size, self._rows.shape[1]), dtype=np.int8)
         rows[: len(self._rows)] = self._rows
         scales = np.zeros(size, dtype=np.float32)
