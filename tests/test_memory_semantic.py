@@ -163,7 +163,9 @@ async def test_a_failing_endpoint_warns_once_and_recovers(memory_settings, caplo
 
 
 def facts(n: int) -> list[str]:
-    return [f"Note {i}: the user's parcel number {1000 + i} is at the post office." for i in range(n)]
+    return [
+        f"Note {i}: the user's parcel number {1000 + i} is at the post office." for i in range(n)
+    ]
 
 
 async def test_backfill_after_an_upgrade_resumes_after_a_restart(memory_settings, caplog):
