@@ -46,7 +46,7 @@ class LocalEmbedder:
 
     model = LOCAL_MODEL
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 2) -> None:
         # OpenMP threads that spin while waiting fight the kernel's own threads on a
         # small machine (p99 of a query went from 60 ms to 2 s on 2 loaded cores)
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
