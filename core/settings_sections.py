@@ -1,15 +1,22 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
-``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028) and ``state``
-(extension state, ADR 0022).
+``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
+(extension state, ADR 0022) and ``dev`` (hot reload, ADR 0032).
 
-``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
+``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state`` and ``dev``.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["MetricsSettings", "StateSettings", "ToolOverride", "ToolsSettings", "listen_address"]
+__all__ = [
+    "DevSettings",
+    "MetricsSettings",
+    "StateSettings",
+    "ToolOverride",
+    "ToolsSettings",
+    "listen_address",
+]
 
 
 class _Section(BaseModel):
@@ -79,3 +86,11 @@ class StateSettings(_Section):
     ttl_s: float = Field(default=3600.0, gt=0)  # per key, refreshed when the extension reads it
     max_bytes_per_extension: int = Field(default=10 * 1024 * 1024, ge=1024)  # then LRU eviction
     max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
+
+
+class DevSettings(_Section):
+    """For extension authors (ADR 0032): reload an extension when its files change."""
+
+    watch: bool = False  # watch every extension directory; off by default
+    watch_debounce_ms: int = Field(default=400, ge=10)  # quiet time before a reload
+    reload_drain_s: float = Field(default=30.0, gt=0)  # in-flight calls get this long
