@@ -24,7 +24,7 @@ from bus_helpers import Recorder, eventually, wait_for
 from core.events import EventBus, JournalError
 from core.events.pg_journal import PostgresJournal
 from core.settings import EventsSettings
-from core.settings_sections import StorageSettings
+from core.storage_settings import StorageSettings
 
 CHILD = Path(__file__).with_name("bus_crash_child.py")
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
