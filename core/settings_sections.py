@@ -1,18 +1,23 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
-(extension state, ADR 0022) and ``dev`` (hot reload, ADR 0032).
+(extension state, ADR 0022) and ``dev`` (hot reload, ADR 0032); ``storage``
+(ADR 0034) lives in ``core.storage_settings`` and is re-exported here.
 
-``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state`` and ``dev``.
+``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``, ``dev``
+and ``storage``.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from core.storage_settings import StorageSettings  # its home; here for older imports
+
 __all__ = [
     "DevSettings",
     "MetricsSettings",
     "StateSettings",
+    "StorageSettings",
     "ToolOverride",
     "ToolsSettings",
     "listen_address",

@@ -1,10 +1,15 @@
 """Child process for the bus crash tests (run by tests/test_bus_crash.py; SIGKILLed there).
 
-Modes:
+JOURNAL is a SQLite file or a PostgreSQL DSN. Modes:
   burst JOURNAL HANDLED PUBLISHED TAG COUNT  publish COUNT events, handle them, then idle
   drain JOURNAL HANDLED                      handle whatever is left, then stop cleanly
   poison JOURNAL HANDLED MAX_ATTEMPTS        publish one event that kills this process
                                              (plus innocent ones) and handle them
+  serve JOURNAL HANDLED READY                handle ``share.*`` as subscriber ``shared-sub``
+                                             (one of several processes sharing it), writing
+                                             "PID ID" lines; an event whose payload names this
+                                             PID in ``hang_in`` hangs; READY is written once
+                                             subscribed
 
 Handled and published event ids are appended to files with ``os.write`` (one
 line each), so they survive the process being killed right after.
@@ -21,9 +26,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.events import Event, EventBus, SQLiteJournal
+from core.events import Event, EventBus, Journal, SQLiteJournal
 
 SUBSCRIBER = "crash-sub"
+
+
+def _journal(location: str) -> Journal:
+    """JOURNAL is a SQLite file, or a PostgreSQL DSN (``postgresql://...``)."""
+    if location.startswith(("postgresql://", "postgres://")):
+        from core.events.pg_journal import PostgresJournal
+
+        return PostgresJournal(location)
+    return SQLiteJournal(location)
 
 
 def _appender(path: str) -> int:
@@ -51,7 +65,7 @@ async def burst(journal: str, handled: str, published: str, tag: str, count: int
     async def handle(event: Event) -> None:
         _record(handled_fd, event.id)
 
-    bus = EventBus(SQLiteJournal(journal), poll_interval_s=0.2)
+    bus = EventBus(_journal(journal), poll_interval_s=0.2)
     bus.subscribe("crash.*", handle, SUBSCRIBER, concurrency=2)
     await bus.start()
     for n in range(count):
@@ -66,7 +80,7 @@ async def drain(journal: str, handled: str) -> None:
     async def handle(event: Event) -> None:
         _record(handled_fd, event.id)
 
-    bus = EventBus(SQLiteJournal(journal), poll_interval_s=0.2)
+    bus = EventBus(_journal(journal), poll_interval_s=0.2)
     bus.subscribe("crash.*", handle, SUBSCRIBER, concurrency=2)
     await bus.start()
     await _wait_idle(bus, 20.0)
@@ -81,7 +95,7 @@ async def poison(journal: str, handled: str, max_attempts: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         _record(handled_fd, event.id)
 
-    bus = EventBus(SQLiteJournal(journal), max_attempts=max_attempts, poll_interval_s=0.2)
+    bus = EventBus(_journal(journal), max_attempts=max_attempts, poll_interval_s=0.2)
     bus.subscribe("crash.*", handle, SUBSCRIBER)
     await bus.start()
     await bus.publish("crash.poison", "child", {"poison": True}, idempotency_key="poison")
@@ -89,6 +103,24 @@ async def poison(journal: str, handled: str, max_attempts: int) -> None:
         await bus.publish("crash.innocent", "child", {"n": n}, idempotency_key=f"innocent-{n}")
     await _wait_idle(bus, 10.0)
     await bus.stop()
+
+
+async def serve(journal: str, handled: str, ready: str) -> None:
+    handled_fd = _appender(handled)
+
+    async def handle(event: Event) -> None:
+        if event.payload.get("hang_in") == os.getpid():
+            os.write(handled_fd, f"{os.getpid()} hang {event.id}\n".encode())
+            await asyncio.Event().wait()
+        os.write(handled_fd, f"{os.getpid()} {event.id}\n".encode())
+
+    bus = EventBus(_journal(journal), poll_interval_s=5)
+    bus.subscribe("share.*", handle, "shared-sub", concurrency=2)
+    await bus.start()
+    ready_fd = _appender(ready)
+    os.write(ready_fd, str(os.getpid()).encode())
+    os.close(ready_fd)
+    await asyncio.Event().wait()  # until killed
 
 
 def main(argv: list[str]) -> None:
@@ -99,6 +131,8 @@ def main(argv: list[str]) -> None:
         asyncio.run(drain(args[0], args[1]))
     elif mode == "poison":
         asyncio.run(poison(args[0], args[1], int(args[2])))
+    elif mode == "serve":
+        asyncio.run(serve(args[0], args[1], args[2]))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

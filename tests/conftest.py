@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
+from bus_helpers import make_journal  # noqa: F401  (fixture: a bus test on both journals)
+from pg_helpers import postgres_dsn, storage_backend  # noqa: F401  (fixtures: PostgreSQL)
+
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

@@ -97,11 +97,15 @@ def asked(srv: FakeOpenAIServer, text: str) -> int:
     return len([r for r in srv.requests if r["messages"][-1]["content"] == text])
 
 
-def test_sigkill_mid_turn_answers_exactly_once_after_restart(make_ext, settings_file, tmp_path):
+def test_sigkill_mid_turn_answers_exactly_once_after_restart(
+    make_ext, settings_file, tmp_path, storage_backend
+):
     out = tmp_path / "replies.txt"
     make_ext("filechan", FILE_CHANNEL, {"config": {"out": str(out)}, **CAPTURE_MANIFEST})
     with FakeOpenAIServer(delay_s=30) as srv:
-        settings = settings_file(channels={"default": "filechan"}, models=model_settings(srv))
+        settings = settings_file(
+            channels={"default": "filechan"}, models=model_settings(srv), storage=storage_backend
+        )
         first = start_kernel(settings)
         try:
             srv.wait_for_requests(1, timeout_s=30)  # the turn is in the model call
@@ -115,12 +119,14 @@ def test_sigkill_mid_turn_answers_exactly_once_after_restart(make_ext, settings_
     assert out.read_text() == "All good.\n"
     # the message was journaled once (idempotent) and asked of the model twice
     assert asked(srv, "what is up?") == 2
-    items = session_history(tmp_path / "data", "filechan:u1")
-    assert count_mentions(items, "what is up?") == 1 and count_mentions(items, "All good.") == 1
+    if storage_backend["backend"] == "sqlite":  # the session file; PostgreSQL sessions: issue 21
+        items = session_history(tmp_path / "data", "filechan:u1")
+        assert count_mentions(items, "what is up?") == 1
+        assert count_mentions(items, "All good.") == 1
 
 
 def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
-    make_ext, settings_file, tmp_path
+    make_ext, settings_file, tmp_path, storage_backend
 ):
     out = tmp_path / "replies.txt"
     marker = tmp_path / "sending"
@@ -131,7 +137,9 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
     )
     with FakeOpenAIServer() as srv:
         srv.script("Recorded before the crash.")
-        settings = settings_file(channels={"default": "filechan"}, models=model_settings(srv))
+        settings = settings_file(
+            channels={"default": "filechan"}, models=model_settings(srv), storage=storage_backend
+        )
         first = start_kernel(settings)
         try:
             deadline = time.monotonic() + 30
@@ -146,7 +154,8 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
         restart_until_answered(settings, out)
     assert out.read_text() == "Recorded before the crash.\n"  # delivered exactly once
     assert asked(srv, "what is up?") == 1  # the model was called once
-    items = session_history(tmp_path / "data", "filechan:u1")
-    assert count_mentions(items, "what is up?") == 1
-    assert count_mentions(items, "Recorded before the crash.") == 1
-    assert count_mentions(items, "second answer") == 0
+    if storage_backend["backend"] == "sqlite":  # the session file; PostgreSQL sessions: issue 21
+        items = session_history(tmp_path / "data", "filechan:u1")
+        assert count_mentions(items, "what is up?") == 1
+        assert count_mentions(items, "Recorded before the crash.") == 1
+        assert count_mentions(items, "second answer") == 0

@@ -45,9 +45,12 @@ def received(path: Path) -> list[tuple[str, str]]:
     return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def write_settings(tmp_path: Path, ext_root: Path, out: Path, commands: list[str]) -> Path:
+def write_settings(
+    tmp_path: Path, ext_root: Path, out: Path, commands: list[str], storage: dict[str, str]
+) -> Path:
     path = tmp_path / "settings.yaml"
     settings = {
+        "storage": storage,
         "paths": {"extensions": str(ext_root), "data": str(tmp_path / "data")},
         "models": {"default": None},
         "channels": {"default": "filecap"},
@@ -81,7 +84,9 @@ def wait_until(condition, proc: subprocess.Popen[bytes], timeout: float, what: s
         time.sleep(0.02)
 
 
-def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path, ext_root):
+def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(
+    tmp_path, ext_root, storage_backend
+):
     install_scheduler(ext_root)
     (ext_root / "filecap").mkdir()
     (ext_root / "filecap" / "main.py").write_text(FILE_CHANNEL)
@@ -94,7 +99,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
     commands.append('/remind "* * * * * */2" pulse')  # every 2 seconds
 
     grant_all(ext_root, tmp_path / "data")
-    first = start_kernel(write_settings(tmp_path, ext_root, out, commands))
+    first = start_kernel(write_settings(tmp_path, ext_root, out, commands, storage_backend))
     try:
         wait_until(lambda: len(received(out)) >= len(commands), first, 30, "the replies")
     finally:
@@ -107,7 +112,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
     assert not any(text.removeprefix(SHOWN) in ONE_SHOTS for _, text in before)
 
     time.sleep(max(0.0, killed_at + 5.5 - time.monotonic()))  # every one-shot is now overdue
-    second = start_kernel(write_settings(tmp_path, ext_root, out, []))
+    second = start_kernel(write_settings(tmp_path, ext_root, out, [], storage_backend))
     try:
 
         def all_delivered():
