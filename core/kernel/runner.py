@@ -42,6 +42,7 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
+from core.kernel.session_storage import session_storage_for
 from core.kernel.grant_command import grant_command
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.router import MessageRouter
@@ -122,8 +123,9 @@ class Kernel:
             core_tools=self.core_tools,
         )
         self.conversations = Conversations(
-            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
-        )
+            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous,
+            storage=session_storage_for(settings, self.data_dir / SESSIONS_FILE),
+        )  # fmt: skip
         self.state = StateStore(
             self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
         )
@@ -322,6 +324,8 @@ class Kernel:
             ("shared services", self.services.shared.aclose),
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
+            ("post-processing records", self.shaping.post.aclose),
+            ("approvals", self.consent.aclose),
             ("extension state", self.state.aclose),
             ("model router", self.model_router.aclose),
             ("metrics", self.metrics_export.aclose),  # the last snapshot, after everything
