@@ -1,15 +1,24 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
-``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028) and ``state``
-(extension state, ADR 0022).
+``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
+(extension state, ADR 0022) and ``storage`` (SQLite or PostgreSQL, ADR 0034).
 
 ``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["MetricsSettings", "StateSettings", "ToolOverride", "ToolsSettings", "listen_address"]
+__all__ = [
+    "MetricsSettings",
+    "StateSettings",
+    "StorageSettings",
+    "ToolOverride",
+    "ToolsSettings",
+    "listen_address",
+]
 
 
 class _Section(BaseModel):
@@ -79,3 +88,27 @@ class StateSettings(_Section):
     ttl_s: float = Field(default=3600.0, gt=0)  # per key, refreshed when the extension reads it
     max_bytes_per_extension: int = Field(default=10 * 1024 * 1024, ge=1024)  # then LRU eviction
     max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
+
+
+class StorageSettings(_Section):
+    """Where durable state lives (ADR 0034): embedded SQLite files under the data
+    directory, or one PostgreSQL database that several kernel processes share."""
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    # libpq URI or key=value string; env HEARTH__STORAGE__POSTGRES_DSN
+    postgres_dsn: str | None = None
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=10, ge=1)
+
+    @model_validator(mode="after")
+    def _dsn_for_postgres(self) -> StorageSettings:
+        if self.backend == "postgres" and not self.postgres_dsn:
+            raise ValueError(
+                "postgres_dsn: backend is postgres but no DSN is set "
+                "(e.g. postgresql://hearth@127.0.0.1:5432/hearth, or HEARTH__STORAGE__POSTGRES_DSN)"
+            )
+        if self.pool_min_size > self.pool_max_size:
+            raise ValueError(
+                f"pool_min_size {self.pool_min_size} is above pool_max_size {self.pool_max_size}"
+            )
+        return self
