@@ -42,10 +42,10 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
-from core.kernel.session_storage import session_storage_for
 from core.kernel.grant_command import grant_command
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.router import MessageRouter
+from core.kernel.session_storage import session_storage_for
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
@@ -127,8 +127,9 @@ class Kernel:
             storage=session_storage_for(settings, self.data_dir / SESSIONS_FILE),
         )  # fmt: skip
         self.state = StateStore(
-            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
-        )
+            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous,
+            storage=settings.storage,
+        )  # fmt: skip
         self.metrics = KernelMetrics()
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
         self.state.size_observer = self.metrics.state_written

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEDGER_RETENTION_S",
-    "session_storage_for",
     "PostgresSessionStorage",
     "SQLiteSessionStorage",
     "SessionStorage",
+    "session_storage_for",
 ]
 
 LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)

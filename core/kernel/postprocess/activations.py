@@ -160,7 +160,6 @@ class ActivationStore:
         raise ActivationError(f"you have no #{name}; /ext lists your activations")
 
 
-
 class SQLiteActivationRows:
     """The rows in ``sessions.db``: one connection per call, in a worker thread."""
 
