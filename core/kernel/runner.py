@@ -112,8 +112,9 @@ class Kernel:
             manifests, settings, self.secrets
         )
         self.scheduler = ManifestScheduler(
-            self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
-        )
+            self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance,
+            storage=settings.storage,
+        )  # fmt: skip
         self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
         self.commands = CommandRegistry(self.names)
         self.tool_stacking = ToolStacking(
