@@ -19,6 +19,7 @@ import pytest
 from agents import Agent, Runner
 from agents.testing import ScriptedModel, assistant_message
 
+from bundled import copy_bundled
 from core.extensions.contract import StoreLocation
 from core.extensions.sdk import PostgresTarget, Store
 from core.kernel.consent.policy import Grant
@@ -33,6 +34,10 @@ from core.kernel.session_storage import PostgresSessionStorage
 from core.scheduling.state import FireState
 from core.settings_sections import StorageSettings
 from core.storage import pool_for, release_pool
+from fake_openai import FakeOpenAIServer
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from scheduler_helpers import install_scheduler, replied
+from test_kernel_crash import model_settings
 
 Item = dict[str, object]
 
@@ -231,3 +236,37 @@ async def test_an_extension_store_on_postgres_is_reached_only_in_its_own_schema(
     finally:
         await mine.close()
         await theirs.close()
+
+
+async def test_a_kernel_on_postgres_end_to_end(
+    storage, ext_root, make_ext, settings_file, tmp_path
+):
+    """A turn through the fake model server, a reminder firing, kv set and get, and
+    the history still there after a restart — with nothing in SQLite files."""
+    copy_bundled(ext_root, "kv")
+    install_scheduler(ext_root)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    with FakeOpenAIServer() as srv:
+        path = settings_file(
+            channels={"default": "capture"},
+            models=model_settings(srv),
+            storage=storage.model_dump(),
+        )
+        srv.script("Nice to meet you, Bo.")
+        async with running_kernel(path) as kernel:
+            channel = kernel.loader.instance("capture")
+            await channel.say("I am Bo")
+            await wait_for(lambda: replied(kernel) == ["Nice to meet you, Bo."])
+            await channel.say("/remind 1s stretch")
+            await wait_for(lambda: "stretch" in replied(kernel), timeout=10)
+            kv = kernel.loader.instance("kv")
+            await kv.set("trip", {"to": "Porto"})
+        srv.script("You are Bo.")
+        async with running_kernel(path) as kernel:
+            assert await kernel.loader.instance("kv").get("trip") == {"to": "Porto"}
+            await kernel.loader.instance("capture").say("who am I?")
+            await wait_for(lambda: replied(kernel) == ["You are Bo."])
+    asked = [m["content"] for m in srv.requests[-1]["messages"] if m["role"] == "user"]
+    assert asked[-2:] == ["I am Bo", "who am I?"]  # the history came back from PostgreSQL
+    files = {p.name for p in (tmp_path / "data").rglob("*") if p.is_file()}
+    assert not files & {"sessions.db", "state.db", "schedules.db", "kv.sqlite3", "events.db"}
