@@ -20,8 +20,10 @@ from agents import Agent, Runner
 from agents.testing import ScriptedModel, assistant_message
 
 from bundled import copy_bundled
-from core.extensions.contract import StoreLocation
+from conftest import ext_code
+from core.extensions.contract import StoreLocation, TurnContext
 from core.extensions.sdk import PostgresTarget, Store
+from core.kernel.commands import parse_command
 from core.kernel.consent.policy import Grant
 from core.kernel.consent.store import Approval, PausedTurn
 from core.kernel.consent.store_pg import PostgresApprovals
@@ -270,3 +272,50 @@ async def test_a_kernel_on_postgres_end_to_end(
     assert asked[-2:] == ["I am Bo", "who am I?"]  # the history came back from PostgreSQL
     files = {p.name for p in (tmp_path / "data").rglob("*") if p.is_file()}
     assert not files & {"sessions.db", "state.db", "schedules.db", "kv.sqlite3", "events.db"}
+
+
+NOTE_TAKER = ext_code(
+    header="""
+    from core.extensions.sdk import Store
+
+    class Notes(Store):
+        SCHEMA = "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"
+        POSTGRES_SCHEMA = ("CREATE TABLE notes (id bigserial PRIMARY KEY, text text NOT NULL)",)
+    """,
+    body="""
+    notes = None
+
+    async def start(self):
+        self.notes = Notes.at(self.ctx.storage, "notes.db")
+        await self.notes.open()
+
+    async def stop(self):
+        await self.notes.close()
+
+    def get_commands(self):
+        from core.extensions.contract import Command
+
+        async def note(args, turn):
+            await self.notes.execute("INSERT INTO notes (text) VALUES (?)", (args,))
+            [(n,)] = await self.notes.fetch_all("SELECT count(*) FROM notes")
+            return f"{self.notes.dialect}: {n} notes"
+
+        return [Command("note", "Keep a note.", note)]
+    """,
+)
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "process"])
+async def test_an_isolated_extension_keeps_sqlite_in_its_data_dir(
+    storage, mode, make_ext, settings_file, tmp_path
+):
+    make_ext("notes", NOTE_TAKER, {"isolation": mode})
+    path = settings_file(storage=storage.model_dump(), isolation={"call_timeout_s": 10})
+    async with running_kernel(path) as kernel:
+        turn = TurnContext(channel_id="cli", user_id="u1")
+        said = await kernel.commands.run(parse_command("/note milk"), turn)
+    expected = "sqlite" if mode == "process" else "postgres"
+    assert said == f"{expected}: 1 notes"
+    assert (tmp_path / "data" / "extensions" / "notes" / "notes.db").is_file() == (
+        mode == "process"
+    )
