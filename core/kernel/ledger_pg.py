@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.items import TResponseInputItem
 from agents.memory import SessionABC
+from agents.memory.session_settings import resolve_session_limit
 
 from core.kernel.ledger import (
     LedgerWrite,
@@ -48,22 +49,30 @@ class PostgresLedgerSession(SessionABC):
     # ------------------------------------------------------------ the SDK's Session
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The latest ``limit`` items (all with ``None``), oldest first; rows that are not
-        JSON are skipped, as ``SQLiteSession`` skips them."""
-        if limit is None:
+        """The latest ``limit`` items (all with ``None``; else ``session_settings.limit``),
+        oldest first. Rows that are not JSON are skipped and do not count, as in
+        ``SQLiteSession``; a negative limit means all of them, as there."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit is None or limit < 0:
             rows = await self.pool.fetch(
                 f"SELECT message_data FROM {ITEMS} WHERE session_id = $1 ORDER BY id",
                 self.session_id,
             )
             return _decoded(rows)
-        if limit <= 0:
+        if limit == 0:
             return []
-        rows = await self.pool.fetch(
-            f"SELECT message_data FROM {ITEMS} WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
-            self.session_id,
-            limit,
-        )
-        return _decoded(list(reversed(rows)))
+        window = limit
+        while True:  # widen the window while undecodable rows hide wanted ones
+            rows = await self.pool.fetch(
+                f"SELECT message_data FROM {ITEMS} WHERE session_id = $1"
+                " ORDER BY id DESC LIMIT $2",
+                self.session_id,
+                window,
+            )
+            items = _decoded(list(reversed(rows)))
+            if len(items) >= limit or len(rows) < window:
+                return items[-limit:]
+            window *= 2
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         if not items:
