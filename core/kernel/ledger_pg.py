@@ -10,6 +10,13 @@ writes nothing). Several kernel processes may serve one conversation over
 time, so nothing is cached between calls: history is read back every turn.
 Tables are created by the ``sessions`` component's migrations
 (``core.kernel.session_schema``); the pool belongs to the caller.
+
+Durability follows ``events.synchronous`` as on SQLite: with ``normal`` a
+turn's transaction commits without waiting for the server's disk flush
+(``synchronous_commit = off``): it survives any crash of a kernel process
+(the server has it) and may lose its last fraction of a second to a crash of
+the database server itself, as SQLite's ``NORMAL`` may to a power loss;
+``full`` waits for the flush.
 """
 
 from __future__ import annotations
@@ -42,9 +49,10 @@ ITEMS = "hearth_session_items"
 class PostgresLedgerSession(SessionABC):
     """One session's history and ledger rows in PostgreSQL, through a shared pool."""
 
-    def __init__(self, session_id: str, pool: asyncpg.Pool) -> None:
+    def __init__(self, session_id: str, pool: asyncpg.Pool, *, synchronous: str = "normal") -> None:
         self.session_id = session_id
         self.pool = pool
+        self.flush = synchronous.lower() == "full"  # wait for the server's disk at commit
 
     # ------------------------------------------------------------ the SDK's Session
 
@@ -64,8 +72,7 @@ class PostgresLedgerSession(SessionABC):
         window = limit
         while True:  # widen the window while undecodable rows hide wanted ones
             rows = await self.pool.fetch(
-                f"SELECT message_data FROM {ITEMS} WHERE session_id = $1"
-                " ORDER BY id DESC LIMIT $2",
+                f"SELECT message_data FROM {ITEMS} WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
                 self.session_id,
                 window,
             )
@@ -129,6 +136,7 @@ class PostgresLedgerSession(SessionABC):
         is stored (the earlier reply when the message was answered already)."""
         async with self.pool.acquire() as conn:
             async with conn.transaction():
+                await self._durability(conn)
                 inserted = await conn.fetchval(
                     "INSERT INTO hearth_turns"
                     "(message_key, session_id, channel_id, user_id, reply, created_at, followup)"
@@ -186,6 +194,7 @@ class PostgresLedgerSession(SessionABC):
         one transaction; ``False`` (nothing changed) when the history moved since read.
         The session's rows are locked first, so a turn committing meanwhile waits."""
         async with self.pool.acquire() as conn, conn.transaction():
+            await self._durability(conn)
             ids = await conn.fetch(
                 f"SELECT id FROM {ITEMS} WHERE session_id = $1 ORDER BY id FOR UPDATE",
                 self.session_id,
@@ -211,6 +220,11 @@ class PostgresLedgerSession(SessionABC):
                     through_id,
                 )
         return True
+
+    async def _durability(self, conn: asyncpg.Connection) -> None:
+        """``events.synchronous: normal``: this transaction commits without the flush."""
+        if not self.flush:
+            await conn.execute("SET LOCAL synchronous_commit = off")
 
     async def _insert_items(
         self, conn: asyncpg.Connection, items: list[TResponseInputItem]
