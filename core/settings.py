@@ -27,7 +27,13 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
-from core.settings_sections import MetricsSettings, StateSettings, StorageSettings, ToolsSettings
+from core.settings_sections import (
+    DevSettings,
+    MetricsSettings,
+    StateSettings,
+    StorageSettings,
+    ToolsSettings,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
@@ -324,6 +330,7 @@ class Settings(BaseSettings):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    dev: DevSettings = Field(default_factory=DevSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

@@ -1,8 +1,10 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
-(extension state, ADR 0022) and ``storage`` (SQLite or PostgreSQL, ADR 0034).
+(extension state, ADR 0022), ``storage`` (SQLite or PostgreSQL, ADR 0034) and
+``dev`` (hot reload, ADR 0032).
 
-``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
+``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``,
+``storage`` and ``dev``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "DevSettings",
     "MetricsSettings",
     "StateSettings",
     "StorageSettings",
@@ -114,3 +117,11 @@ class StorageSettings(_Section):
                 f"pool_min_size {self.pool_min_size} is above pool_max_size {self.pool_max_size}"
             )
         return self
+
+
+class DevSettings(_Section):
+    """For extension authors (ADR 0032): reload an extension when its files change."""
+
+    watch: bool = False  # watch every extension directory; off by default
+    watch_debounce_ms: int = Field(default=400, ge=10)  # quiet time before a reload
+    reload_drain_s: float = Field(default=30.0, gt=0)  # in-flight calls get this long

@@ -55,3 +55,5 @@ class KernelServices:
     # context.services: one registry for the kernel's lifetime (closed by Kernel.stop)
     shared: ServiceRegistry = field(default_factory=ServiceRegistry)
     operations: KernelOperations | None = None
+    # reload one extension from its files (ADR 0032): (reloaded, sentence for the user)
+    reload_extension: Callable[[str], Awaitable[tuple[bool, str]]] | None = None

@@ -44,6 +44,8 @@ from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
 from core.kernel.registrations import before_extension_code, reconcile_registrations
+from core.kernel.reload import ExtensionReloader
+from core.kernel.reload_control import ReloadControl
 from core.kernel.router import MessageRouter
 from core.kernel.session_storage import session_storage_for
 from core.kernel.shaping import TurnShaping
@@ -190,6 +192,12 @@ class Kernel:
             backoff_max_s=settings.loader.restart_backoff_max_s,
             isolated_backoff_max_s=settings.isolation.restart_backoff_max_s,
         )
+        self.reloads = ReloadControl(  # ADR 0032: /reload, the command line, dev.watch
+            ExtensionReloader(self.loader, self.services, self.supervision, self.wiring,
+                              self.bus, drain_s=settings.dev.reload_drain_s),
+            self.bus, self.loader, settings.dev,
+        )  # fmt: skip
+        self.services.reload_extension = self.reloads.attempt
         self.ready = asyncio.Event()
 
     # ------------------------------------------------------------ bootstrap
@@ -233,11 +241,13 @@ class Kernel:
         )
         assert self.loader.grants is not None
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
-        for command in [*builtins, grant_command(self.loader, self.loader.grants), *consent]:
+        grant = grant_command(self.loader, self.loader.grants)
+        for command in [*builtins, grant, self.reloads.command(), *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
         self.scheduler.subscribe()
+        self.reloads.subscribe()
         await self.loader.start_all()
         await self._forget_released_subscriptions()
         await self.consent.start()  # questions left open by the last run: asked again
@@ -256,13 +266,8 @@ class Kernel:
     async def _forget_released_subscriptions(self) -> None:
         """Journal rows of subscriptions a started extension no longer makes are dropped."""
         for record in self.loader.active():
-            forgotten = await self.bus.forget_subscribers(f"{record.ext_id}/")
-            if forgotten:
-                log.info(
-                    "extension %s: forgot %d subscriptions it no longer holds",
-                    record.ext_id,
-                    len(forgotten),
-                )
+            if forgotten := await self.bus.forget_subscribers(f"{record.ext_id}/"):
+                log.info("extension %s: forgot %d old subscriptions", record.ext_id, len(forgotten))
 
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
@@ -305,6 +310,7 @@ class Kernel:
                     group.create_task(self.supervision.run(), name="extension-supervision"),
                     group.create_task(self.bus.watch(), name="event-bus-watch"),
                     group.create_task(self.metrics_export.run(), name="metrics-snapshots"),
+                    group.create_task(self.reloads.watch(), name="dev-watch"),
                 ]
                 await self._stop_requested.wait()
                 for task in tasks:
@@ -320,6 +326,7 @@ class Kernel:
             ("restart request", self._restart_request_written),
             ("scheduler", self.scheduler.stop),
             ("approval timers", self.consent.stop),
+            ("reloads under way", self.reloads.aclose),
             ("event bus", self.bus.stop),
             ("MCP servers", self.mcp.cleanup),
             ("extensions", self.loader.shutdown),
