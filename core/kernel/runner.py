@@ -47,7 +47,6 @@ from core.kernel.registrations import before_extension_code, reconcile_registrat
 from core.kernel.reload import ExtensionReloader
 from core.kernel.reload_control import ReloadControl
 from core.kernel.router import MessageRouter
-from core.kernel.session_storage import session_storage_for
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
@@ -125,14 +124,8 @@ class Kernel:
             overrides=settings.tools.overrides,
             core_tools=self.core_tools,
         )
-        self.conversations = Conversations(
-            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous,
-            storage=session_storage_for(settings, self.data_dir / SESSIONS_FILE),
-        )  # fmt: skip
-        self.state = StateStore(
-            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous,
-            storage=settings.storage,
-        )  # fmt: skip
+        self.conversations = Conversations.of(settings, self.data_dir / SESSIONS_FILE)
+        self.state = StateStore.of(settings, self.data_dir / STATE_FILE)
         self.metrics = KernelMetrics()
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
         self.state.size_observer = self.metrics.state_written
