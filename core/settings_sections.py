@@ -1,10 +1,10 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
-(extension state, ADR 0022), ``storage`` (SQLite or PostgreSQL, ADR 0034) and
-``dev`` (hot reload, ADR 0032).
+(extension state, ADR 0022), ``dev`` (hot reload, ADR 0032) and ``storage``
+(SQLite or PostgreSQL, ADR 0034).
 
-``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``,
-``storage`` and ``dev``.
+``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``, ``dev``
+and ``storage``.
 """
 
 from __future__ import annotations
@@ -93,6 +93,14 @@ class StateSettings(_Section):
     max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
 
 
+class DevSettings(_Section):
+    """For extension authors (ADR 0032): reload an extension when its files change."""
+
+    watch: bool = False  # watch every extension directory; off by default
+    watch_debounce_ms: int = Field(default=400, ge=10)  # quiet time before a reload
+    reload_drain_s: float = Field(default=30.0, gt=0)  # in-flight calls get this long
+
+
 class StorageSettings(_Section):
     """Where durable state lives (ADR 0034): embedded SQLite files under the data
     directory, or one PostgreSQL database that several kernel processes share."""
@@ -117,11 +125,3 @@ class StorageSettings(_Section):
                 f"pool_min_size {self.pool_min_size} is above pool_max_size {self.pool_max_size}"
             )
         return self
-
-
-class DevSettings(_Section):
-    """For extension authors (ADR 0032): reload an extension when its files change."""
-
-    watch: bool = False  # watch every extension directory; off by default
-    watch_debounce_ms: int = Field(default=400, ge=10)  # quiet time before a reload
-    reload_drain_s: float = Field(default=30.0, gt=0)  # in-flight calls get this long
