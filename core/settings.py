@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
+from core.replay_settings import ReplaySettings
 from core.settings_sections import (
     DevSettings,
     MetricsSettings,
@@ -327,6 +328,7 @@ class Settings(BaseSettings):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
+    replay: ReplaySettings = Field(default_factory=ReplaySettings)
     dev: DevSettings = Field(default_factory=DevSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
 

@@ -59,6 +59,8 @@ async def _doctor(settings: Settings) -> int:
         mark = OK if status in ("active", "disabled") else BAD
         detail = f" — {entry['error']}" if entry["error"] else ""
         print(f"{mark} extension {entry['id']}: {status}{detail}")
+        for line in entry.get("status_lines", []):
+            print(f"{OK} {entry['id']}: {line}")
         problems += mark == BAD
         if status not in ("active", "skipped"):
             continue

@@ -42,11 +42,11 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
-from core.kernel.grant_command import grant_command
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.reload import ExtensionReloader
 from core.kernel.reload_control import ReloadControl
 from core.kernel.router import MessageRouter
+from core.kernel.setup_command import extension_commands
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
@@ -232,10 +232,9 @@ class Kernel:
             status=self.status,
             on_session_end=self.hooks.session_ended,
         )
-        assert self.loader.grants is not None
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
-        grant = grant_command(self.loader, self.loader.grants)
-        for command in [*builtins, grant, self.reloads.command(), *consent]:
+        managing = extension_commands(self.loader, self.consent.ui)  # /grant, /setup
+        for command in [*builtins, *managing, self.reloads.command(), *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
