@@ -303,10 +303,7 @@ class Settings(BaseSettings):
     """The whole of ``settings.yaml``."""
 
     model_config = SettingsConfigDict(
-        extra="forbid",
-        env_prefix="HEARTH__",
-        env_nested_delimiter="__",
-        env_file=None,
+        extra="forbid", env_prefix="HEARTH__", env_nested_delimiter="__", env_file=None
     )
 
     paths: PathsSettings = Field(default_factory=PathsSettings)
