@@ -28,13 +28,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from core.consent_settings import PolicySettings
 from core.replay_settings import ReplaySettings
-from core.settings_sections import (
-    DevSettings,
-    MetricsSettings,
-    StateSettings,
-    StorageSettings,
-    ToolsSettings,
-)
+from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
+from core.storage_settings import StorageSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
@@ -176,12 +171,14 @@ class TurnsSettings(_Section):
     send_timeout_s: float = Field(default=30.0, gt=0)
     # turns (of different conversations) run at once; more messages wait in the journal
     concurrency: int = Field(default=32, ge=1, le=1024)
-    # The stored history's budget (ADR 0020): over either limit, the oldest whole turns
-    # are summarised into one item before the next turn reads them. Tokens: characters
-    # of the items' JSON / 4 (no tokenizer: cheap, and the same for every model).
+    # The stored history's budget (ADR 0020): when a conversation's stored items
+    # exceed either limit, the oldest whole turns are summarised into one item
+    # before the next turn reads them. Tokens are estimated as the characters of
+    # the items' JSON divided by 4 (no tokenizer: cheap, and the same for every model).
     history_max_items: int | None = Field(default=200, gt=0)
     history_max_tokens: int | None = Field(default=None, gt=0)
-    # after a compaction the kept (newest) items use at most this share of each budget
+    # after a compaction the kept (newest, unsummarised) items use at most this
+    # share of each budget, so a compaction is needed again only after a while
     compaction_keep_fraction: float = Field(default=0.5, gt=0, lt=1)
     compaction_timeout_s: float = Field(default=30.0, gt=0)  # the summary's model call
     # a conversation quiet for longer starts a fresh session at its next message
@@ -303,7 +300,10 @@ class Settings(BaseSettings):
     """The whole of ``settings.yaml``."""
 
     model_config = SettingsConfigDict(
-        extra="forbid", env_prefix="HEARTH__", env_nested_delimiter="__", env_file=None
+        extra="forbid",
+        env_prefix="HEARTH__",
+        env_nested_delimiter="__",
+        env_file=None,
     )
 
     paths: PathsSettings = Field(default_factory=PathsSettings)
