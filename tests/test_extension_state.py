@@ -25,6 +25,7 @@ from core.extensions.sdk import FakeContext, serving
 from core.kernel.commands import parse_command
 from core.settings_sections import StateSettings
 from core.state import StateStore
+from core.storage_settings import StorageSettings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 S1 = TurnContext(channel_id="capture", user_id="u1", session_id="capture:u1")
@@ -42,12 +43,18 @@ class Clock:
 
 
 @pytest.fixture
-async def make_store(tmp_path: Path) -> AsyncIterator[Callable[..., StateStore]]:
-    """``make_store(clock, **state_settings)``: stores on one ``state.db``, closed after."""
+async def make_store(
+    tmp_path: Path, storage_backend: dict[str, str]
+) -> AsyncIterator[Callable[..., StateStore]]:
+    """``make_store(clock, **state_settings)``: stores on one ``state.db`` (or one
+    PostgreSQL database), closed after."""
     stores: list[StateStore] = []
+    storage = StorageSettings.model_validate(storage_backend)
 
     def make(clock: Clock, **limits: int | float) -> StateStore:
-        stores.append(StateStore(tmp_path / "state.db", StateSettings(**limits), clock=clock))
+        stores.append(
+            StateStore(tmp_path / "state.db", StateSettings(**limits), clock=clock, storage=storage)
+        )
         return stores[-1]
 
     yield make

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from conftest import PROJECT_ROOT
 from fake_openai import FakeOpenAIServer
-from harness import CAPTURE_MANIFEST, count_mentions, session_history
+from harness import CAPTURE_MANIFEST, count_mentions
+from storage_backends import stored_history
 
 # A channel that journals one user message (idempotently: every start tries)
 # and appends each reply to a file. With `hang_marker`, its first send ever
@@ -119,10 +120,8 @@ def test_sigkill_mid_turn_answers_exactly_once_after_restart(
     assert out.read_text() == "All good.\n"
     # the message was journaled once (idempotent) and asked of the model twice
     assert asked(srv, "what is up?") == 2
-    if storage_backend["backend"] == "sqlite":  # the session file; PostgreSQL sessions: issue 21
-        items = session_history(tmp_path / "data", "filechan:u1")
-        assert count_mentions(items, "what is up?") == 1
-        assert count_mentions(items, "All good.") == 1
+    items = stored_history(storage_backend, tmp_path / "data", "filechan:u1")
+    assert count_mentions(items, "what is up?") == 1 and count_mentions(items, "All good.") == 1
 
 
 def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
@@ -154,8 +153,7 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
         restart_until_answered(settings, out)
     assert out.read_text() == "Recorded before the crash.\n"  # delivered exactly once
     assert asked(srv, "what is up?") == 1  # the model was called once
-    if storage_backend["backend"] == "sqlite":  # the session file; PostgreSQL sessions: issue 21
-        items = session_history(tmp_path / "data", "filechan:u1")
-        assert count_mentions(items, "what is up?") == 1
-        assert count_mentions(items, "Recorded before the crash.") == 1
-        assert count_mentions(items, "second answer") == 0
+    items = stored_history(storage_backend, tmp_path / "data", "filechan:u1")
+    assert count_mentions(items, "what is up?") == 1
+    assert count_mentions(items, "Recorded before the crash.") == 1
+    assert count_mentions(items, "second answer") == 0

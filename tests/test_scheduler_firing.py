@@ -13,6 +13,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from core.events import EventBus, SQLiteJournal
+from core.extensions.sdk import PostgresTarget
+from core.storage_settings import StorageSettings
 from harness import wait_for
 from sandbox.extensions.scheduler.firing import FireLoop, plan_fire
 from sandbox.extensions.scheduler.model import ScheduleError, Timing
@@ -28,10 +30,11 @@ def berlin(*args: int) -> datetime:
 
 
 class Env:
-    def __init__(self, tmp_path, clock):
+    def __init__(self, tmp_path, clock, postgres: PostgresTarget | None = None):
         self.bus = EventBus(SQLiteJournal(tmp_path / "events.db"))
         self.delivered: list[tuple[str, dict]] = []
-        self.store = ScheduleStore(tmp_path / "scheduler" / "schedules.db")
+        self.postgres = postgres
+        self.store = ScheduleStore(tmp_path / "scheduler" / "schedules.db", postgres=postgres)
         self.clock = clock
         self.loop = FireLoop(self.store, self.emit, clock, grace_s=60)
         self.scheduler = Scheduler(self.store, "Europe/Berlin", clock, self.loop.wake)
@@ -47,8 +50,12 @@ class Env:
 
 
 @pytest.fixture
-async def env(tmp_path):
-    env = Env(tmp_path, FakeClock(berlin(2024, 5, 10, 8, 0)))
+async def env(tmp_path, storage_backend):
+    storage = StorageSettings.model_validate(storage_backend)
+    target = (
+        None if storage.postgres_dsn is None else PostgresTarget(storage.postgres_dsn, "scheduler")
+    )
+    env = Env(tmp_path, FakeClock(berlin(2024, 5, 10, 8, 0)), target)
     env.bus.subscribe("reminder.due", env.on_event, "test.reminders")
     env.bus.subscribe("system.agent.task", env.on_event, "test.agent")
     await env.bus.start()
@@ -220,7 +227,7 @@ async def test_loop_sleeps_until_due_and_wakes_when_schedules_change(tmp_path):
 async def test_store_survives_reopen(tmp_path, env):
     s = await env.scheduler.add(Timing.on_cron("0 9 * * 1-5"), "plan", channel_id="cli_channel")
     await env.store.close()
-    reopened = ScheduleStore(env.store.path)
+    reopened = ScheduleStore(env.store.path, postgres=env.postgres)
     await reopened.open()
     try:
         [again] = await reopened.active()

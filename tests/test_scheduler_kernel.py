@@ -23,13 +23,13 @@ TICKER = ext_code(
 
 
 async def test_remind_command_is_delivered_as_a_proactive_message(
-    ext_root, make_ext, settings_file
+    ext_root, make_ext, settings_file, storage_backend
 ):
     install_scheduler(ext_root)
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("other", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([])  # a reminder must never become a turn for the model
-    path = settings_file(channels={"default": "other"})
+    path = settings_file(channels={"default": "other"}, storage=storage_backend)
     async with running_kernel(path, model=model) as k:
         channel = k.loader.instance("capture")
         started = time.monotonic()
@@ -105,17 +105,22 @@ async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext,
     model.assert_complete()
 
 
-async def test_manifest_schedule_calls_execute_task_and_notifies(make_ext, settings_file):
+async def test_manifest_schedule_calls_execute_task_and_notifies(
+    make_ext, settings_file, storage_backend
+):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "ticker",
         TICKER,
         {"schedules": [{"name": "tick", "cron": "* * * * * *", "task": "digest"}]},
     )
-    async with running_kernel(settings_file(channels={"default": "capture"})) as k:
+    path = settings_file(channels={"default": "capture"}, storage=storage_backend)
+    async with running_kernel(path) as k:
         await wait_for(lambda: notified(k), timeout=5)
+        fired = await k.scheduler.state.last_due("ticker:tick")
     assert notified(k)[0] == "digest ran"
-    assert (k.data_dir / "schedules.db").is_file()
+    assert fired is not None  # the fire was recorded (schedules.db, or PostgreSQL)
+    assert (k.data_dir / "schedules.db").is_file() == (storage_backend["backend"] == "sqlite")
 
 
 PINGER = ext_code(

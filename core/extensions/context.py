@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.datadir import extension_data_dir
+from core.datadir import extension_data_dir, extension_storage
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
@@ -35,12 +35,9 @@ from core.extensions.contract import (
     AgentResponse,
     EventHandler,
     StateScope,
+    StoreLocation,
 )
-from core.extensions.errors import (
-    NotAvailableError,
-    PermissionDeniedError,
-    SecretNotDeclaredError,
-)
+from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.handlers import logged_handler, when_wired
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
@@ -112,6 +109,10 @@ class KernelContext:
         path = extension_data_dir(self._services.settings.data_dir, self.extension_id)
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @property
+    def storage(self) -> StoreLocation:
+        return extension_storage(self._services.settings, self.extension_id)
 
     @property
     def extension_dir(self) -> Path:

@@ -113,8 +113,9 @@ class Kernel:
             manifests, settings, self.secrets
         )
         self.scheduler = ManifestScheduler(
-            self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
-        )
+            self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance,
+            storage=settings.storage,
+        )  # fmt: skip
         self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
         self.commands = CommandRegistry(self.names)
         self.tool_stacking = ToolStacking(
@@ -123,12 +124,8 @@ class Kernel:
             overrides=settings.tools.overrides,
             core_tools=self.core_tools,
         )
-        self.conversations = Conversations(
-            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
-        )
-        self.state = StateStore(
-            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
-        )
+        self.conversations = Conversations.of(settings, self.data_dir / SESSIONS_FILE)
+        self.state = StateStore.of(settings, self.data_dir / STATE_FILE)
         self.metrics = KernelMetrics()
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
         self.state.size_observer = self.metrics.state_written
@@ -328,6 +325,8 @@ class Kernel:
             ("shared services", self.services.shared.aclose),
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
+            ("post-processing records", self.shaping.post.aclose),
+            ("approvals", self.consent.aclose),
             ("extension state", self.state.aclose),
             ("model router", self.model_router.aclose),
             ("metrics", self.metrics_export.aclose),  # the last snapshot, after everything

@@ -35,6 +35,7 @@ from core.extensions.sdk import (
     utc_now,
 )
 from core.scheduling.state import FireState
+from core.storage_settings import StorageSettings
 
 __all__ = [
     "SCHEDULE_FIRE_TOPIC",
@@ -103,9 +104,10 @@ class ManifestScheduler:
         late_grace_s: float = 60.0,
         task_timeout_s: float = 300.0,
         max_sleep_s: float = 300.0,
+        storage: StorageSettings | None = None,
     ) -> None:
         self.bus = bus
-        self.state = FireState(state_path)
+        self.state = FireState(state_path, storage=storage)  # PostgreSQL: ADR 0035
         self.lookup = lookup
         self.clock = clock
         self.late_grace_s = late_grace_s

@@ -35,6 +35,7 @@ from core.extensions.contract import (
     KernelStatus,
     ServiceProvider,
     StateScope,
+    StoreLocation,
     ToolProvider,
     TurnContext,
 )
@@ -119,6 +120,11 @@ class FakeContext:
         path = self.data_root / self.extension_id
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @property
+    def storage(self) -> StoreLocation:
+        """SQLite files in ``data_dir`` (a test may give a store PostgreSQL itself)."""
+        return StoreLocation(self.data_dir, extension_id=self.extension_id)
 
     @property
     def extension_dir(self) -> Path:

@@ -41,7 +41,7 @@ class SchedulerExtension(BaseExtension):
         grace_s = float(context.get_config("late_grace_s", 60))
         max_sleep_s = float(context.get_config("max_sleep_s", 300))
         reminder_format = check_format(str(context.get_config("reminder_format", DEFAULT_FORMAT)))
-        self.store = ScheduleStore(context.data_dir / STORE_FILE)
+        self.store = ScheduleStore.at(context.storage, STORE_FILE)
         try:
             self.scheduler = Scheduler(self.store, timezone, self.now, self._wake)
         except ScheduleError as exc:
