@@ -122,7 +122,7 @@ async def test_a_reminder_set_by_the_assistant_goes_to_the_user_who_asked(
     async with running_kernel(settings, model=model):
         tg.send_update("remind me in 2 seconds to water the plants", user_id=BOB)
         await wait_for(lambda: len(tg.chat_texts(BOB)) == 2, timeout=20)
-    assert tg.chat_texts(BOB) == ["I will remind you.", "water the plants"]
+    assert tg.chat_texts(BOB) == ["I will remind you.", "⏰ Reminder: water the plants"]
     assert tg.messages(ALICE) == []
     model.assert_complete()
 
