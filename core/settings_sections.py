@@ -1,15 +1,26 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
-``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028) and ``state``
-(extension state, ADR 0022).
+``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
+(extension state, ADR 0022), ``kernel`` and ``scheduling`` (ADR 0036).
 
 ``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["MetricsSettings", "StateSettings", "ToolOverride", "ToolsSettings", "listen_address"]
+__all__ = [
+    "KernelRole",
+    "KernelSettings",
+    "MetricsSettings",
+    "SchedulingSettings",
+    "StateSettings",
+    "ToolOverride",
+    "ToolsSettings",
+    "listen_address",
+]
 
 
 class _Section(BaseModel):
@@ -79,3 +90,21 @@ class StateSettings(_Section):
     ttl_s: float = Field(default=3600.0, gt=0)  # per key, refreshed when the extension reads it
     max_bytes_per_extension: int = Field(default=10 * 1024 * 1024, ge=1024)  # then LRU eviction
     max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
+
+
+KernelRole = Literal["all", "channels", "workers"]
+
+
+class KernelSettings(_Section):
+    """What this kernel process runs when several share a PostgreSQL journal (ADR 0036):
+    ``channels`` (channel extensions only), ``workers`` (turns, tools, schedules) or
+    ``all``. With ``storage.backend: sqlite`` only ``all`` is possible."""
+
+    role: KernelRole = "all"
+
+
+class SchedulingSettings(_Section):
+    """One process fires schedules (ADR 0036): the leader holds a lease this long; a
+    dead leader is replaced within it."""
+
+    leader_lease_s: float = Field(default=15.0, ge=1.0, le=3600.0)

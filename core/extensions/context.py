@@ -34,6 +34,7 @@ from core.extensions.contract import (
     AgentInvocationContext,
     AgentResponse,
     EventHandler,
+    Leadership,
     StateScope,
 )
 from core.extensions.errors import (
@@ -340,6 +341,9 @@ class KernelContext:
     async def requeue_dead_letter(self, event_id: int) -> int:
         self._require(self.permissions.control, "control", "requeue a dead letter")
         return await self._operations().requeue(event_id)
+
+    async def leadership(self) -> Leadership:
+        return self._services.leadership()
 
     def _operations(self) -> KernelOperations:
         if self._services.operations is None:

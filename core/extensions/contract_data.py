@@ -21,6 +21,7 @@ __all__ = [
     "CommandHandler",
     "CompactionPlan",
     "GuardrailTrip",
+    "Leadership",
     "ModelRoute",
     "RequestOption",
     "ShortCircuit",
@@ -232,3 +233,16 @@ class UserRequest:
     options: tuple[RequestOption, ...] = ()
     owner_id: str | None = None
     timeout_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Leadership:
+    """Whether this kernel process fires schedules now (``context.leadership()``, ADR 0036).
+
+    With one process (SQLite) it always leads and ``recheck_s`` is ``None``. With
+    several on PostgreSQL one holds the lease; every scheduler looks again at
+    least every ``recheck_s`` seconds, to take over from a dead leader and to see
+    schedules another process added."""
+
+    leader: bool
+    recheck_s: float | None = None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.extensions.agent_gateway import AgentGateway
+from core.extensions.contract_data import Leadership
 from core.extensions.shared_services import ServiceRegistry
 from core.extensions.status_data import KernelStatus
 from core.extensions.ui_gateway import UiGateway
@@ -55,3 +56,5 @@ class KernelServices:
     # context.services: one registry for the kernel's lifetime (closed by Kernel.stop)
     shared: ServiceRegistry = field(default_factory=ServiceRegistry)
     operations: KernelOperations | None = None
+    # whether this process fires schedules now (ADR 0036); one process always does
+    leadership: Callable[[], Leadership] = field(default=lambda: Leadership(True))

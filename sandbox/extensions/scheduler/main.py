@@ -45,7 +45,12 @@ class SchedulerExtension(BaseExtension):
         except ScheduleError as exc:
             raise ScheduleError(f"config timezone: {exc}") from None
         self.loop = FireLoop(
-            self.store, self._emit, self.now, grace_s=grace_s, max_sleep_s=max_sleep_s
+            self.store,
+            self._emit,
+            self.now,
+            grace_s=grace_s,
+            max_sleep_s=max_sleep_s,
+            leadership=context.leadership,
         )
         await self.store.open()
 
