@@ -27,13 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
-from core.settings_sections import (
-    KernelSettings,
-    MetricsSettings,
-    SchedulingSettings,
-    StateSettings,
-    ToolsSettings,
-)
+from core.settings_sections import MetricsSettings, ScaleOutSections, StateSettings, ToolsSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
@@ -300,8 +294,8 @@ class HooksSettings(_Section):
         return self
 
 
-class Settings(BaseSettings):
-    """The whole of ``settings.yaml``."""
+class Settings(ScaleOutSections, BaseSettings):
+    """The whole of ``settings.yaml`` (``storage``, ``kernel``, ``scheduling``: the base)."""
 
     model_config = SettingsConfigDict(
         extra="forbid",
@@ -329,8 +323,6 @@ class Settings(BaseSettings):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
-    kernel: KernelSettings = Field(default_factory=KernelSettings)
-    scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

@@ -1,6 +1,7 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
-(extension state, ADR 0022), ``kernel`` and ``scheduling`` (ADR 0036).
+(extension state, ADR 0022), ``storage`` (SQLite or PostgreSQL, ADR 0034),
+``kernel`` and ``scheduling`` (several processes, ADR 0036).
 
 ``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
 """
@@ -15,8 +16,10 @@ __all__ = [
     "KernelRole",
     "KernelSettings",
     "MetricsSettings",
+    "ScaleOutSections",
     "SchedulingSettings",
     "StateSettings",
+    "StorageSettings",
     "ToolOverride",
     "ToolsSettings",
     "listen_address",
@@ -92,6 +95,30 @@ class StateSettings(_Section):
     max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
 
 
+class StorageSettings(_Section):
+    """Where durable state lives (ADR 0034): embedded SQLite files under the data
+    directory, or one PostgreSQL database that several kernel processes share."""
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    # libpq URI or key=value string; env HEARTH__STORAGE__POSTGRES_DSN
+    postgres_dsn: str | None = None
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=10, ge=1)
+
+    @model_validator(mode="after")
+    def _dsn_for_postgres(self) -> StorageSettings:
+        if self.backend == "postgres" and not self.postgres_dsn:
+            raise ValueError(
+                "postgres_dsn: backend is postgres but no DSN is set "
+                "(e.g. postgresql://hearth@127.0.0.1:5432/hearth, or HEARTH__STORAGE__POSTGRES_DSN)"
+            )
+        if self.pool_min_size > self.pool_max_size:
+            raise ValueError(
+                f"pool_min_size {self.pool_min_size} is above pool_max_size {self.pool_max_size}"
+            )
+        return self
+
+
 KernelRole = Literal["all", "channels", "workers"]
 
 
@@ -108,3 +135,21 @@ class SchedulingSettings(_Section):
     dead leader is replaced within it."""
 
     leader_lease_s: float = Field(default=15.0, ge=1.0, le=3600.0)
+
+
+class ScaleOutSections(_Section):
+    """The sections about where state lives and what this process runs, with the
+    rule that ties them: a role other than ``all`` needs PostgreSQL (ADR 0036)."""
+
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    kernel: KernelSettings = Field(default_factory=KernelSettings)
+    scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
+
+    @model_validator(mode="after")
+    def _role_fits_backend(self) -> ScaleOutSections:
+        if self.kernel.role != "all" and self.storage.backend != "postgres":
+            raise ValueError(
+                f"kernel.role: {self.kernel.role!r} needs storage.backend: postgres (it is "
+                f"{self.storage.backend!r}); with SQLite one process runs everything (role: all)"
+            )
+        return self

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from pg_helpers import postgres_dsn  # noqa: F401  (fixture: a fresh PostgreSQL database)
+
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent

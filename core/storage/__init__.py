@@ -1,0 +1,42 @@
+"""Durable storage shared by the kernel's stores (ADR 0034).
+
+SQLite files under the data directory stay the embedded default; with
+``storage.backend: postgres`` the journal, sessions, state and schedules live
+in one PostgreSQL database that several kernel processes share. This package
+is what they have in common: a pool per process (``pool_for``), and versioned
+migrations per component applied at start under an advisory lock
+(``register_migrations``, ``apply_migrations``), so processes starting at
+once never race on the schema.
+"""
+
+from core.storage.migrations import (
+    SCHEMA_TABLE,
+    SchemaStatus,
+    apply_migrations,
+    known_components,
+    register_migrations,
+    schema_status,
+)
+from core.storage.postgres import (
+    StorageError,
+    connect,
+    open_pool,
+    pool_for,
+    redact_dsn,
+    release_pool,
+)
+
+__all__ = [
+    "SCHEMA_TABLE",
+    "SchemaStatus",
+    "StorageError",
+    "apply_migrations",
+    "connect",
+    "known_components",
+    "open_pool",
+    "pool_for",
+    "redact_dsn",
+    "register_migrations",
+    "release_pool",
+    "schema_status",
+]

@@ -1,0 +1,110 @@
+"""PostgreSQL connections: pools shared within a process, and single connections.
+
+Every store of a process (journal, sessions, state, schedules) asks
+``pool_for`` for the pool of its DSN and gets the same one, so a process holds
+``storage.pool_max_size`` connections at most rather than one pool per store;
+the last ``release_pool`` closes it. ``connect`` opens a dedicated connection
+for what a pool cannot do (``LISTEN``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+__all__ = ["StorageError", "connect", "open_pool", "pool_for", "redact_dsn", "release_pool"]
+
+CONNECT_TIMEOUT_S = 10.0
+
+
+class StorageError(Exception):
+    """PostgreSQL is unreachable or its schema does not fit; the message names the DSN
+    (password hidden) and what to do."""
+
+
+def _unreachable(dsn: str, exc: BaseException) -> StorageError:
+    return StorageError(f"storage.postgres_dsn {redact_dsn(dsn)}: cannot connect: {exc}")
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN with its password replaced by ``***``, for messages and logs."""
+    if "://" not in dsn:
+        return " ".join(
+            "password=***" if part.startswith("password=") else part for part in dsn.split()
+        )
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+async def open_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Any:
+    """An ``asyncpg.Pool`` for ``dsn``; ``StorageError`` naming the DSN when the server
+    cannot be reached or refuses the login."""
+    try:
+        return await asyncpg.create_pool(
+            dsn, min_size=min_size, max_size=max_size, timeout=CONNECT_TIMEOUT_S
+        )
+    except (TimeoutError, OSError, asyncpg.PostgresError, ValueError) as exc:
+        raise _unreachable(dsn, exc) from exc
+
+
+async def connect(dsn: str) -> Any:
+    """One dedicated ``asyncpg.Connection`` (e.g. for ``LISTEN``), same errors as ``open_pool``."""
+    try:
+        return await asyncpg.connect(dsn, timeout=CONNECT_TIMEOUT_S)
+    except (TimeoutError, OSError, asyncpg.PostgresError, ValueError) as exc:
+        raise _unreachable(dsn, exc) from exc
+
+
+@dataclass
+class _SharedPool:
+    pool: Any
+    users: int
+
+
+@dataclass
+class _LoopPools:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    by_dsn: dict[str, _SharedPool] = field(default_factory=dict)
+
+
+_loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPools] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def pool_for(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Any:
+    """The process's pool for ``dsn`` on the running event loop, opened on first use.
+
+    Each call must be matched by one ``release_pool``; sizes are those of the first
+    caller (every store reads them from the same ``storage`` settings).
+    """
+    pools = _loops.setdefault(asyncio.get_running_loop(), _LoopPools())
+    async with pools.lock:
+        shared = pools.by_dsn.get(dsn)
+        if shared is None or shared.pool.is_closing():
+            pool = await open_pool(dsn, min_size=min_size, max_size=max_size)
+            shared = pools.by_dsn[dsn] = _SharedPool(pool, 0)
+        shared.users += 1
+        return shared.pool
+
+
+async def release_pool(pool: Any) -> None:
+    """Give back a pool from ``pool_for``; the last user closes it."""
+    pools = _loops.get(asyncio.get_running_loop())
+    for dsn, shared in list(pools.by_dsn.items()) if pools else ():
+        if shared.pool is pool:
+            shared.users -= 1
+            if shared.users <= 0:
+                del pools.by_dsn[dsn]  # type: ignore[union-attr]
+                await pool.close()
+            return
+    await pool.close()  # not shared: opened with open_pool
