@@ -5,7 +5,7 @@ extension library ``core.extensions.sdk``, shared with the scheduler extension.
 With several kernel processes one of them leads and fires (``LeaseLeader``).
 """
 
-from core.scheduling.leadership import LEASE_DDL, SOLE_LEADER, LeaseLeader
+from core.scheduling.leadership import LEASES_COMPONENT, SOLE_LEADER, LeaseLeader
 from core.scheduling.manifest_scheduler import (
     SCHEDULE_FIRE_TOPIC,
     ManifestSchedule,
@@ -16,7 +16,7 @@ from core.scheduling.manifest_scheduler import (
 from core.scheduling.state import FireState
 
 __all__ = [
-    "LEASE_DDL",
+    "LEASES_COMPONENT",
     "SCHEDULE_FIRE_TOPIC",
     "SOLE_LEADER",
     "FireState",

@@ -21,8 +21,10 @@ import time
 from typing import Protocol
 
 from core.extensions.contract import Leadership
+from core.storage import register_migrations
 
 __all__ = [
+    "LEASES_COMPONENT",
     "LEASE_DDL",
     "SCHEDULES_LEASE",
     "SOLE_LEADER",
@@ -42,6 +44,9 @@ CREATE TABLE IF NOT EXISTS hearth_leases (
     expires_at TIMESTAMPTZ NOT NULL
 );
 """
+
+LEASES_COMPONENT = "leases"
+register_migrations(LEASES_COMPONENT, [LEASE_DDL])
 
 _TAKE = """
 INSERT INTO hearth_leases (name, holder, expires_at)

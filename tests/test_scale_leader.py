@@ -1,0 +1,110 @@
+"""One schedule leader among processes sharing PostgreSQL (ADR 0036): the lease, the
+role rule in settings, and schedulers that fire only while leading."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from core.extensions.contract import Leadership
+from core.scheduling import LEASES_COMPONENT, LeaseLeader
+from core.settings import SettingsError, load_settings
+from core.storage import apply_migrations, open_pool
+
+LEASE_S = 1.5
+
+
+async def _leaders(dsn: str, count: int) -> tuple[object, list[LeaseLeader]]:
+    pool = await open_pool(dsn, min_size=1, max_size=4)
+    await apply_migrations(pool, [LEASES_COMPONENT])
+    return pool, [LeaseLeader(pool, f"node{i}", LEASE_S) for i in range(count)]
+
+
+async def _until(condition, deadline_s: float, step: float = 0.05) -> float:
+    """Seconds until ``condition()`` held; fails after ``deadline_s``."""
+    start = time.monotonic()
+    while not await condition():
+        if time.monotonic() - start > deadline_s:
+            raise AssertionError(f"not within {deadline_s} s")
+        await asyncio.sleep(step)
+    return time.monotonic() - start
+
+
+def test_a_role_other_than_all_needs_postgres(tmp_path):
+    path = tmp_path / "settings.yaml"
+    path.write_text("kernel: {role: workers}\n")
+    with pytest.raises(SettingsError, match=r"kernel.role: 'workers' needs storage.backend"):
+        load_settings(path)
+    path.write_text(
+        "kernel: {role: channels}\n"
+        "storage: {backend: postgres, postgres_dsn: 'postgresql://h@db/hearth'}\n"
+    )
+    assert load_settings(path).kernel.role == "channels"
+    assert load_settings(path).scheduling.leader_lease_s == 15
+
+
+async def test_exactly_one_leader_and_takeover_within_the_lease(postgres_dsn):
+    pool, (first, second, third) = await _leaders(postgres_dsn, 3)
+    try:
+        assert await first.try_take()
+        assert not await second.try_take() and not await third.try_take()
+        tasks = [asyncio.create_task(leader.run()) for leader in (second, third)]
+        # the leader dies: it stops renewing without giving the lease up
+        died = time.monotonic()
+        overlap = []
+
+        async def taken() -> bool:
+            leading = [x for x in (first, second, third) if x.leading]
+            if len(leading) > 1:
+                overlap.append([x.holder for x in leading])
+            return any(x.leading for x in (second, third))
+
+        await _until(taken, LEASE_S * 4)
+        took = time.monotonic() - died
+        assert took <= LEASE_S + second.renew_s + 1.0, took
+        assert not first.leading and overlap == []
+        assert sum(x.leading for x in (second, third)) == 1
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await pool.close()
+
+
+async def test_a_clean_stop_hands_the_lease_over_at_once(postgres_dsn):
+    pool, (first, second) = await _leaders(postgres_dsn, 2)
+    try:
+        assert await first.try_take()
+        assert not await second.try_take()
+        await first.give_up()
+        assert not first.leading
+        assert await second.try_take()
+        assert second.leadership() == Leadership(True, LEASE_S / 3)
+    finally:
+        await pool.close()
+
+
+async def test_the_scheduler_extension_fires_only_while_leading(tmp_path):
+    from core.extensions.sdk import FakeContext, running
+    from sandbox.extensions.scheduler.main import SchedulerExtension
+
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    now = [start]
+    ctx = FakeContext(tmp_path, extension_id="scheduler", leading=Leadership(False, 0.5))
+    ext = SchedulerExtension()
+    ext.clock = lambda: now[0]
+    async with running(ext, ctx, background=False):
+        await ext.schedule("10s", "stretch", channel_id="cli_channel", user_id="u")
+        now[0] = start + timedelta(seconds=30)
+        assert ext.loop is not None
+        assert await ext.loop.fire_due() == []
+        assert ctx.emitted == []
+        # a follower looks again within recheck_s even with nothing due for hours
+        assert await ext.loop.next_due() <= now[0] + timedelta(seconds=0.5)
+        ctx.leading = Leadership(True, 0.5)
+        fired = await ext.loop.fire_due()
+        assert [f.payload["text"] for f in fired] == ["stretch"]
+        assert [e.topic for e in ctx.emitted] == ["reminder.due"]
