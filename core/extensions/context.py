@@ -206,6 +206,7 @@ class KernelContext:
             channel_id=channel_id or self.extension_id,
             message_id=message_id,
             sender_id=sender_id,
+            origin=self._services.node,
         ).to_payload()
         return await self._publish(SystemTopics.USER_MESSAGE, payload, None, idempotency_key)
 

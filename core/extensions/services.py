@@ -56,5 +56,7 @@ class KernelServices:
     # context.services: one registry for the kernel's lifetime (closed by Kernel.stop)
     shared: ServiceRegistry = field(default_factory=ServiceRegistry)
     operations: KernelOperations | None = None
+    # this process's name among several on one PostgreSQL (None: the only one, ADR 0036)
+    node: str | None = None
     # whether this process fires schedules now (ADR 0036); one process always does
     leadership: Callable[[], Leadership] = field(default=lambda: Leadership(True))

@@ -43,8 +43,13 @@ from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
 from core.kernel.grant_command import grant_command
-from core.kernel.registrations import before_extension_code, reconcile_registrations
+from core.kernel.registrations import (
+    before_extension_code,
+    forget_released_subscriptions,
+    reconcile_registrations,
+)
 from core.kernel.router import MessageRouter
+from core.kernel.scale_out import ScaleOut
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
@@ -110,8 +115,15 @@ class Kernel:
         self.loader.on_discovered = lambda manifests: before_extension_code(
             manifests, settings, self.secrets
         )
+        self.conversations = Conversations(
+            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
+        )
+        self.scale = ScaleOut(settings, self.conversations.lock)  # ADR 0036: role, leader
         self.scheduler = ManifestScheduler(
-            self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance
+            self.bus,
+            self.data_dir / SCHEDULES_FILE,
+            lookup=self.loader.instance,
+            leadership=self.scale.leadership,
         )
         self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
         self.commands = CommandRegistry(self.names)
@@ -120,9 +132,6 @@ class Kernel:
             priority_of=self.loader.priority_of,
             overrides=settings.tools.overrides,
             core_tools=self.core_tools,
-        )
-        self.conversations = Conversations(
-            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
         )
         self.state = StateStore(
             self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
@@ -179,6 +188,8 @@ class Kernel:
             is_wired=self.wiring.is_wired,
             operations=KernelOperator(self.status, self.bus.journal),
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
+            node=self.scale.placement.node,
+            leadership=self.scale.leadership,
         )
         self.supervision = ExtensionSupervisor(
             self.loader,
@@ -203,7 +214,9 @@ class Kernel:
         """
         await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
         await self.state.open()
+        await self.scale.open()
         await self.load()
+        self.scale.apply_role(self.loader.records.values())
         await reconcile_registrations(self.loader, self.state, self.bus)
         await self.mcp.connect()
         self.router = MessageRouter(
@@ -220,6 +233,8 @@ class Kernel:
             turns=self.settings.turns,
             post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
+            placement=self.scale.placement,
+            turn_lock=self.scale.turn_lock,
         )
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
@@ -233,9 +248,10 @@ class Kernel:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
-        self.scheduler.subscribe()
+        if self.scale.placement.runs_workers:
+            self.scheduler.subscribe()
         await self.loader.start_all()
-        await self._forget_released_subscriptions()
+        await forget_released_subscriptions(self.loader, self.bus)
         await self.consent.start()  # questions left open by the last run: asked again
         await self.bus.start()
         await self.metrics_export.start()
@@ -248,17 +264,6 @@ class Kernel:
             len(self.wiring.wired()),
             self.model_router.describe("orchestrator"),
         )
-
-    async def _forget_released_subscriptions(self) -> None:
-        """Journal rows of subscriptions a started extension no longer makes are dropped."""
-        for record in self.loader.active():
-            forgotten = await self.bus.forget_subscribers(f"{record.ext_id}/")
-            if forgotten:
-                log.info(
-                    "extension %s: forgot %d subscriptions it no longer holds",
-                    record.ext_id,
-                    len(forgotten),
-                )
 
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
@@ -301,6 +306,7 @@ class Kernel:
                     group.create_task(self.supervision.run(), name="extension-supervision"),
                     group.create_task(self.bus.watch(), name="event-bus-watch"),
                     group.create_task(self.metrics_export.run(), name="metrics-snapshots"),
+                    group.create_task(self.scale.run(), name="schedule-lease"),
                 ]
                 await self._stop_requested.wait()
                 for task in tasks:
@@ -323,6 +329,7 @@ class Kernel:
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
             ("extension state", self.state.aclose),
+            ("schedule lease", self.scale.aclose),
             ("model router", self.model_router.aclose),
             ("metrics", self.metrics_export.aclose),  # the last snapshot, after everything
         ]
