@@ -104,6 +104,8 @@ class StorageSettings(_Section):
     postgres_dsn: str | None = None
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
+    # a process whose heartbeat is older keeps nothing: its in-flight deliveries are taken back
+    process_lease_s: float = Field(default=15.0, gt=0)
 
     @model_validator(mode="after")
     def _dsn_for_postgres(self) -> StorageSettings:

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.events.backend import journal_for
 from core.events.dispatch import RetryPolicy, worker_loop
 from core.events.errors import BusStateError
-from core.events.journal import Journal, NewEvent, Outcome
+from core.events.journal import Journal, NewEvent, Outcome, WakeupSource
 from core.events.payloads import encode_payload
-from core.events.sqlite_journal import SQLiteJournal
 from core.events.stats import BusStats
 from core.events.subscriptions import EventHandler, Subscription
 from core.events.system_payloads import check_system_payload
@@ -26,6 +26,7 @@ from core.events.writer import GroupCommitWriter
 
 if TYPE_CHECKING:
     from core.settings import EventsSettings
+    from core.settings_sections import StorageSettings
 
 __all__ = ["EventBus"]
 
@@ -65,6 +66,8 @@ class EventBus:
         self._subs: dict[str, Subscription] = {}
         self._routes: dict[str, tuple[Subscription, ...]] = {}  # valid topic -> its subscribers
         self._writer = GroupCommitWriter(journal, self._subs, max_attempts)
+        if isinstance(journal, WakeupSource):  # other processes' commits wake us at once
+            journal.set_wakeup(self._writer.poke_topics)
         self.counters = BusStats()  # what happened since start, read by the metrics exporter
         self._direct_lock = asyncio.Lock()
         self._main: asyncio.Task[None] | None = None
@@ -74,10 +77,13 @@ class EventBus:
         self._failure = "its writer stopped"
 
     @classmethod
-    def from_settings(cls, path: str | Path, settings: EventsSettings) -> EventBus:
-        """A bus on ``SQLiteJournal(path)`` configured from the ``events:`` settings section."""
+    def from_settings(
+        cls, path: str | Path, settings: EventsSettings, storage: StorageSettings | None = None
+    ) -> EventBus:
+        """A bus configured from the ``events:`` settings section, on the journal
+        ``storage.backend`` names (default: ``SQLiteJournal(path)``)."""
         return cls(
-            SQLiteJournal(path, synchronous=settings.synchronous),
+            journal_for(path, settings, storage),
             max_attempts=settings.max_attempts,
             retry_base_s=settings.retry_base_s,
             retry_max_s=settings.retry_max_s,

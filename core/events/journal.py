@@ -13,9 +13,9 @@ number of claims so far, persisted at claim time.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from core.events.models import Event
 
@@ -32,6 +32,7 @@ __all__ = [
     "NewEvent",
     "Outcome",
     "Registration",
+    "WakeupSource",
     "WriteBatch",
 ]
 
@@ -178,3 +179,15 @@ class Journal(Protocol):
     async def dead_letters(self, limit: int = 50) -> list[DeadLetter]: ...
     async def requeue(self, event_id: int, subscriber_id: str | None = None) -> int: ...
     async def counts(self) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class WakeupSource(Protocol):
+    """A journal that learns when other processes write (PostgreSQL ``LISTEN``).
+
+    The bus gives it ``wake(topics)``, called with the topics another process
+    just committed (``None``: anything may have changed). Journals without it
+    (SQLite) are polled every ``events.poll_interval_s``.
+    """
+
+    def set_wakeup(self, wake: Callable[[Collection[str] | None], None]) -> None: ...

@@ -13,6 +13,7 @@ import asyncio
 import heapq
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from core.events.errors import BusStateError
@@ -20,6 +21,7 @@ from core.events.journal import ClaimRequest, Journal, NewEvent, Outcome, Regist
 from core.events.models import Event
 from core.events.payloads import decode_payload
 from core.events.subscriptions import Subscription
+from core.events.topics import topic_matches
 
 __all__ = ["GroupCommitWriter"]
 
@@ -88,6 +90,17 @@ class GroupCommitWriter:
         for sub in self._subs.values():
             sub.backlog = True
         self._wake.set()
+
+    def poke_topics(self, topics: Collection[str] | None) -> None:
+        """Another process committed events on ``topics`` (``None``: look everywhere):
+        the subscribers they may concern fetch from the journal at once."""
+        if topics is None:
+            self.poke()
+            return
+        for sub in self._subs.values():
+            if any(topic_matches(sub.pattern, topic) for topic in topics):
+                sub.backlog = True
+                self._wake.set()
 
     def close(self) -> None:
         """Finish what is queued, then let ``run()`` return."""

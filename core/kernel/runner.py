@@ -97,7 +97,7 @@ class Kernel:
         self._restart_written: asyncio.Future[None] | None = None
         self._stop_requested = asyncio.Event()
         self.bus = EventBus.from_settings(
-            journal_path or self.data_dir / JOURNAL_FILE, settings.events
+            journal_path or self.data_dir / JOURNAL_FILE, settings.events, settings.storage
         )
         configure_tracing(settings.models.tracing)
         self.model_router = ModelRouter(settings.models, overrides=model_overrides)
