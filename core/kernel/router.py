@@ -68,6 +68,9 @@ __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
 log = logging.getLogger("core.kernel.router")
 
+# (conversation key, (event id, channel id, user id) of the message or None) -> its lock
+TurnLock = Callable[[str, tuple[int, str, str] | None], AbstractAsyncContextManager[object]]
+
 
 class MessageRouter:
     """Routes messages between channels, commands and the orchestrator."""
@@ -90,7 +93,7 @@ class MessageRouter:
         post: PostProcessing | None = None,
         consent: tuple[ApprovalDesk, ConsentGate, UiRequests] | None = None,
         placement: Placement | None = None,
-        turn_lock: Callable[[str], AbstractAsyncContextManager[object]] | None = None,
+        turn_lock: TurnLock | None = None,
     ) -> None:
         self.bus = bus
         self.conversations = conversations
@@ -112,7 +115,8 @@ class MessageRouter:
         )
         self.channels: dict[str, Any] = {}
         self.placement = placement or Placement()
-        self.turn_lock = turn_lock or conversations.lock  # one turn per conversation at a time
+        # one turn per conversation at a time, in message order
+        self.turn_lock: TurnLock = turn_lock or (lambda key, _message: conversations.lock(key))
         self.outbox = ReplyOutbox(
             bus,
             self.channels.get,
@@ -189,7 +193,7 @@ class MessageRouter:
                 return
             if not text.strip():
                 return
-            async with self.turn_lock(key):
+            async with self.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
                 turn = TurnContext(
                     channel_id=channel_id,
@@ -292,7 +296,7 @@ class MessageRouter:
         resume = read_system_payload(TurnResume, event, subscriber="kernel.resume")
         if resume is None or self.approvals is None:
             return
-        async with self.turn_lock(resume.conversation):
+        async with self.turn_lock(resume.conversation, None):
             await self.approvals.resume(resume.message_key)
 
     # ------------------------------------------------------------ proactive

@@ -68,11 +68,14 @@ class ScaleOut:
             return Leadership(False, None)
         return self.leader.leadership()
 
-    def turn_lock(self, conversation: str) -> AbstractAsyncContextManager[object]:
-        """The lock a turn of ``conversation`` holds (across processes when shared)."""
+    def turn_lock(
+        self, conversation: str, message: tuple[int, str, str] | None = None
+    ) -> AbstractAsyncContextManager[object]:
+        """The lock a turn of ``conversation`` holds (across processes when shared);
+        for a ``message`` (event id, channel id, user id), taken in message order."""
         if self._locks is None:
             return self._local_lock(conversation)
-        return self._locks.hold(conversation)
+        return self._locks.hold(conversation, message)
 
     async def run(self) -> None:
         """Until cancelled: keep or seek the schedule lease (nothing to do otherwise)."""
