@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import asyncpg
+
 from fake_openai import FakeOpenAIServer
+from pg_helpers import run_sync
 from scale_support import (
     CHANNEL,
     CHANNEL_ID,
@@ -57,17 +60,17 @@ def test_two_processes_answer_every_message_once_from_the_channel_owner(
 
 def test_three_processes_and_a_worker_killed_mid_turn(make_ext, ext_root, tmp_path, postgres_dsn):
     make_ext(CHANNEL_ID, CHANNEL, CHANNEL_MANIFEST)
-    with FakeOpenAIServer(delay_s=1.0) as srv:
+    with FakeOpenAIServer(delay_s=60) as srv:
         cluster = Cluster(tmp_path, ext_root, postgres_dsn, srv, conversation_messages(4, 3))
         try:
-            for name in ("w1", "w2"):
-                cluster.start(name, "workers")
-            for name in ("w1", "w2"):
-                cluster.wait_log(name, READY)
+            cluster.start("w1", "workers")
+            cluster.wait_log("w1", READY)
             owner = cluster.start("front", "channels")
-            # both workers are in model calls: kill one of them there
-            srv.wait_for_requests(3, timeout_s=120)
-            cluster.kill("w1")
+            srv.wait_for_requests(4, timeout_s=120)  # w1, the only worker, is in model calls
+            cluster.start("w2", "workers")
+            cluster.wait_log("w2", READY)
+            srv.delay_s = 0.2
+            cluster.kill("w1")  # mid-turn, holding every message it claimed
             wait_until(
                 lambda: _all_answered(cluster),
                 180,
@@ -77,3 +80,19 @@ def test_three_processes_and_a_worker_killed_mid_turn(make_ext, ext_root, tmp_pa
             codes = cluster.stop_all()
     assert set(codes.values()) == {0}, {n: cluster.log(n)[-2000:] for n in codes}
     _check_answers(cluster, owner.pid)  # after the stop: nothing was sent twice meanwhile
+    # w1's turns were taken back and run again by w2 (a second attempt)
+    retried = run_sync(lambda: _router_attempts_over_one(postgres_dsn))
+    assert retried >= 1
+
+
+async def _router_attempts_over_one(dsn: str) -> int:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return int(
+            await conn.fetchval(
+                "SELECT count(*) FROM journal_deliveries"
+                " WHERE subscriber_id = 'kernel.router' AND attempt > 1 AND status = 'done'"
+            )
+        )
+    finally:
+        await conn.close()
