@@ -26,6 +26,7 @@ from core.kernel.commands import parse_command
 from core.settings_sections import StateSettings
 from core.state import StateStore
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from storage_backends import BACKENDS, storage_for
 
 S1 = TurnContext(channel_id="capture", user_id="u1", session_id="capture:u1")
 S2 = TurnContext(channel_id="capture", user_id="u2", session_id="capture:u2")
@@ -41,13 +42,21 @@ class Clock:
         return self.now
 
 
-@pytest.fixture
-async def make_store(tmp_path: Path) -> AsyncIterator[Callable[..., StateStore]]:
-    """``make_store(clock, **state_settings)``: stores on one ``state.db``, closed after."""
+@pytest.fixture(params=BACKENDS)
+async def make_store(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[..., StateStore]]:
+    """``make_store(clock, **state_settings)``: stores on one ``state.db`` (or one
+    PostgreSQL database), closed after."""
     stores: list[StateStore] = []
+    storage = storage_for(request, request.param)
 
     def make(clock: Clock, **limits: int | float) -> StateStore:
-        stores.append(StateStore(tmp_path / "state.db", StateSettings(**limits), clock=clock))
+        stores.append(
+            StateStore(
+                tmp_path / "state.db", StateSettings(**limits), clock=clock, storage=storage
+            )
+        )
         return stores[-1]
 
     yield make

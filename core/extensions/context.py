@@ -36,6 +36,7 @@ from core.extensions.contract import (
     EventHandler,
     Leadership,
     StateScope,
+    StoreLocation,
 )
 from core.extensions.errors import (
     NotAvailableError,
@@ -111,6 +112,15 @@ class KernelContext:
         path = extension_data_dir(self._services.settings.data_dir, self.extension_id)
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @property
+    def storage(self) -> StoreLocation:
+        """The kernel's PostgreSQL database with ``storage.backend: postgres`` (ADR 0035),
+        else SQLite files in ``data_dir``."""
+        storage = self._services.settings.storage
+        if storage.backend == "postgres":
+            return StoreLocation(self.data_dir, "postgres", storage.postgres_dsn, self.extension_id)
+        return StoreLocation(self.data_dir, extension_id=self.extension_id)
 
     @property
     def extension_dir(self) -> Path:

@@ -15,6 +15,7 @@ from core.extensions.contract_data import (
     AgentResponse,
     Leadership,
     StateScope,
+    StoreLocation,
 )
 from core.extensions.status_data import KernelStatus
 
@@ -62,6 +63,11 @@ class ExtensionContext(Protocol):
 
     @property
     def data_dir(self) -> Path: ...
+    @property
+    def storage(self) -> StoreLocation:
+        """Where this extension's databases go (``Store.at``): ``data_dir`` or PostgreSQL."""
+        ...
+
     @property
     def extension_dir(self) -> Path:
         """This extension's own directory: ``<paths.extensions>/<id>/``."""

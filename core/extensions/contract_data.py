@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "RequestOption",
     "ShortCircuit",
     "StateScope",
+    "StoreLocation",
     "ToolCall",
     "ToolDecision",
     "TurnContext",
@@ -233,6 +235,19 @@ class UserRequest:
     options: tuple[RequestOption, ...] = ()
     owner_id: str | None = None
     timeout_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreLocation:
+    """Where an extension's own databases go (``context.storage``, ADR 0035): SQLite
+    files in ``data_dir``, or — with ``storage.backend: postgres``, in-process
+    extensions only — a schema of its own in the kernel's PostgreSQL database.
+    The library's ``Store.at(context.storage, FILE)`` picks the right one."""
+
+    data_dir: Path
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    postgres_dsn: str | None = None
+    extension_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,49 +5,55 @@ old histories stay in the sessions database, and the ``session_ended``
 callbacks (the kernel's: forget extension state of that session) get the old
 id. Sessions are cached so a turn does not open a new SQLite connection;
 building one (a connect and DDL) runs in a worker thread, never on the event
-loop, and every connection opened here is closed.
+loop, and every connection opened here is closed. Storage goes through a
+``SessionStorage`` (``sessions.db``, or PostgreSQL: ADR 0035); when other
+processes share it, a conversation's generation is read back before each use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 from core.extensions.addresses import split_reply_address
-from core.kernel.ledger import LEDGER_DDL, LedgerSession, upgrade_ledger
+from core.kernel.ledger import ConversationSession
+from core.kernel.session_storage import LEDGER_RETENTION_S, SessionStorage, SQLiteSessionStorage
 
 log = logging.getLogger("core.kernel.conversations")
 
 SessionEnded = Callable[[str], Awaitable[object]]
 SESSIONS_FILE = "sessions.db"  # in paths.data: histories, the ledger, post-processing
 CACHE_SIZE = 64  # open sessions kept (more while messages use them)
-LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
+__all__ = ["LEDGER_RETENTION_S", "SESSIONS_FILE", "Conversations", "conversation_of"]
 
 
 class Conversations:
-    """Session ids and ``LedgerSession`` objects for every conversation."""
+    """Session ids and session objects (``ConversationSession``) for every conversation."""
 
     def __init__(
-        self, db_path: Path, *, synchronous: str = "normal", cache_size: int = CACHE_SIZE
+        self,
+        db_path: Path,
+        *,
+        synchronous: str = "normal",
+        cache_size: int = CACHE_SIZE,
+        storage: SessionStorage | None = None,
     ) -> None:
         self.db_path = db_path
         self.cache_size = cache_size
         self.synchronous = synchronous.upper()  # ``events.synchronous``: same durability
+        self.storage = storage or SQLiteSessionStorage(db_path, synchronous=synchronous)
         self._generations: dict[str, int] = {}
-        self._sessions: OrderedDict[str, tuple[str, LedgerSession]] = OrderedDict()
+        self._sessions: OrderedDict[str, tuple[str, ConversationSession]] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._held: Counter[str] = Counter()
         self.session_ended: list[SessionEnded] = []
 
     async def open(self) -> None:
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self._generations = await asyncio.to_thread(self._open_store)
+        self._generations = await self.storage.open()
 
     def close(self) -> None:
         """Close every cached session's connections (``aclose`` from a coroutine)."""
@@ -56,8 +62,10 @@ class Conversations:
         self._sessions.clear()
 
     async def aclose(self) -> None:
-        """``close`` in a worker thread: closing the last connection checkpoints the WAL."""
+        """``close`` in a worker thread (closing the last SQLite connection checkpoints
+        the WAL), then the storage's own resources (a PostgreSQL pool)."""
         await asyncio.to_thread(self.close)
+        await self.storage.aclose()
 
     @staticmethod
     def key(channel_id: str, user_id: str) -> str:
@@ -91,29 +99,30 @@ class Conversations:
         generation = self._generations.get(key, 0)
         return key if generation == 0 else f"{key}#{generation}"
 
-    async def session(self, key: str) -> LedgerSession:
+    async def session(self, key: str) -> ConversationSession:
         """The conversation's current session (built off the loop on first use)."""
+        if self.storage.shared:  # another process may have run /new
+            self._generations[key] = await self.storage.generation(key)
         return await self.session_by_id(self.session_id(key))
 
-    async def session_by_id(self, session_id: str) -> LedgerSession:
+    async def session_by_id(self, session_id: str) -> ConversationSession:
         """A session by its id — also one ``/new`` has left (a paused turn finishes
         in the session it started in)."""
         cached = self._sessions.get(session_id)
         if cached is not None:
             self._sessions.move_to_end(session_id)
             return cached[1]
-        session = await asyncio.to_thread(LedgerSession, session_id, self.db_path)
-        session.synchronous = self.synchronous
+        session = await self.storage.session(session_id)
         raced = self._sessions.get(session_id)
         if raced is not None:  # another task built it while this one waited
-            await asyncio.to_thread(session.close)
+            await self.storage.close_session(session)
             return raced[1]
         self._sessions[session_id] = (conversation_of(session_id), session)
         for evicted in self._evictable():
-            await asyncio.to_thread(evicted.close)
+            await self.storage.close_session(evicted)
         return session
 
-    def _evictable(self) -> list[LedgerSession]:
+    def _evictable(self) -> list[ConversationSession]:
         """The least recently used sessions beyond the cache size that no message is
         using (held ones stay, so the cache may be over its size for a while)."""
         over = len(self._sessions) - self.cache_size
@@ -123,9 +132,11 @@ class Conversations:
     async def start_new(self, key: str) -> str:
         """Begin a fresh session for this conversation; returns its id. The old
         session's ``session_ended`` callbacks run after (a failing one is logged)."""
+        if self.storage.shared:
+            self._generations[key] = await self.storage.generation(key)
         ended = self.session_id(key)
         generation = self._generations.get(key, 0) + 1
-        await asyncio.to_thread(self._write_generation, key, generation)
+        await self.storage.write_generation(key, generation)
         self._generations[key] = generation
         for callback in self.session_ended:
             try:
@@ -133,39 +144,6 @@ class Conversations:
             except Exception:
                 log.exception("after /new: cleaning up session %s failed", ended)
         return self.session_id(key)
-
-    # ------------------------------------------------------------ storage
-
-    def _connect(self) -> closing[sqlite3.Connection]:
-        """A connection that is *closed* (not only committed) when the block ends."""
-        conn = sqlite3.connect(self.db_path)
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS hearth_conversations ("
-            " key TEXT PRIMARY KEY, generation INTEGER NOT NULL, updated_at REAL NOT NULL)"
-        )
-        conn.execute(LEDGER_DDL)
-        return closing(conn)
-
-    def _open_store(self) -> dict[str, int]:
-        """Create the tables, prune old ledger rows, and read every conversation's generation."""
-        with self._connect() as conn:
-            upgrade_ledger(conn)
-            conn.execute(
-                "DELETE FROM hearth_turns WHERE created_at < ?", (time.time() - LEDGER_RETENTION_S,)
-            )
-            rows = conn.execute("SELECT key, generation FROM hearth_conversations").fetchall()
-            conn.commit()
-        return {str(k): int(g) for k, g in rows}
-
-    def _write_generation(self, key: str, generation: int) -> None:
-        with self._connect() as conn:
-            conn.execute(
-                "INSERT INTO hearth_conversations(key, generation, updated_at) VALUES (?, ?, ?)"
-                " ON CONFLICT(key) DO UPDATE SET generation = excluded.generation,"
-                " updated_at = excluded.updated_at",
-                (key, generation, time.time()),
-            )
-            conn.commit()
 
 
 def conversation_of(session_id: str) -> str:

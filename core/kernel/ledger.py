@@ -21,13 +21,17 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agents.items import TResponseInputItem
 from agents.memory import SQLiteSession
 
+if TYPE_CHECKING:
+    import asyncpg
+
 __all__ = [
     "LEDGER_DDL",
+    "ConversationSession",
     "LedgerSession",
     "LedgerWrite",
     "StoredItem",
@@ -52,9 +56,12 @@ def upgrade_ledger(conn: sqlite3.Connection) -> None:
 
 
 class LedgerWrite(Protocol):
-    """Another record of the turn, written inside the ledger's transaction."""
+    """Another record of the turn, written inside the ledger's transaction (SQLite's,
+    or PostgreSQL's with ``storage.backend: postgres``)."""
 
     def write(self, conn: sqlite3.Connection) -> None: ...
+
+    async def write_postgres(self, conn: asyncpg.Connection) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +92,38 @@ class StoredSize:
 
     items: int
     chars: int
+
+
+class ConversationSession(Protocol):
+    """What the kernel asks of a conversation's session, whichever backend holds it:
+    ``LedgerSession`` (SQLite) or ``PostgresLedgerSession`` (ADR 0035)."""
+
+    session_id: str
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]: ...
+
+    async def history(self, limit: int | None) -> list[TResponseInputItem]: ...
+
+    async def last_activity(self) -> float | None: ...
+
+    async def recorded(self, message_key: str) -> StoredReply | None: ...
+
+    async def commit_turn(
+        self,
+        reply: StoredReply,
+        items: list[TResponseInputItem],
+        extra: Sequence[LedgerWrite] = (),
+    ) -> StoredReply: ...
+
+    async def stored_size(self) -> StoredSize: ...
+
+    async def stored_items(self) -> list[StoredItem]: ...
+
+    async def replace_oldest(
+        self, through_id: int, newest_id: int, summary: dict[str, Any] | None
+    ) -> bool: ...
+
+    def close(self) -> None: ...
 
 
 class LedgerSession(SQLiteSession):

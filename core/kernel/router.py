@@ -56,7 +56,7 @@ from core.kernel.consent import ApprovalDesk, ApprovalFlow, ConsentGate, Respond
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
-from core.kernel.ledger import LedgerSession, StoredReply
+from core.kernel.ledger import ConversationSession, StoredReply
 from core.kernel.outbox import OpenStream, ReplyOutbox
 from core.kernel.placement import Placement
 from core.kernel.postprocess import PostProcessing
@@ -207,7 +207,7 @@ class MessageRouter:
                 await self._run_turn(event, text, turn, session, message.origin)
 
     async def _was_an_answer(
-        self, event: Event, text: str, turn: TurnContext, session: LedgerSession
+        self, event: Event, text: str, turn: TurnContext, session: ConversationSession
     ) -> bool:
         """Open questions in this conversation get the message first: an answer is
         recorded with no reply (the resumed turn replies); anything else denies them."""
@@ -222,7 +222,7 @@ class MessageRouter:
         )
         return True
 
-    async def _live_session(self, key: str, channel_id: str, user_id: str) -> LedgerSession:
+    async def _live_session(self, key: str, channel_id: str, user_id: str) -> ConversationSession:
         """The conversation's session; a fresh one when the conversation has been
         quiet longer than ``turns.session_idle_timeout_s`` (the old one expires)."""
         session = await self.conversations.session(key)
@@ -263,7 +263,7 @@ class MessageRouter:
         event: Event,
         text: str,
         turn: TurnContext,
-        session: LedgerSession,
+        session: ConversationSession,
         origin: str | None = None,
     ) -> None:
         assert turn.user_id is not None and turn.channel_id is not None
@@ -381,7 +381,7 @@ class MessageRouter:
         return await self.context.enrich(prompt, TurnContext(agent_id=agent_id or "orchestrator"))
 
 
-async def _recorded(session: LedgerSession, event: Event) -> StoredReply | None:
+async def _recorded(session: ConversationSession, event: Event) -> StoredReply | None:
     """The recorded reply of a message delivered before. A first delivery
     (``attempt == 1``) cannot have one, so it skips the read; should one exist
     all the same, ``commit_turn`` keeps the first and returns it."""

@@ -50,6 +50,7 @@ from core.kernel.registrations import (
 )
 from core.kernel.router import MessageRouter
 from core.kernel.scale_out import ScaleOut
+from core.kernel.session_storage import session_storage_for
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
@@ -116,15 +117,14 @@ class Kernel:
             manifests, settings, self.secrets
         )
         self.conversations = Conversations(
-            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous
-        )
+            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous,
+            storage=session_storage_for(settings, self.data_dir / SESSIONS_FILE),
+        )  # fmt: skip
         self.scale = ScaleOut(settings, self.conversations.lock)  # ADR 0036: role, leader
         self.scheduler = ManifestScheduler(
-            self.bus,
-            self.data_dir / SCHEDULES_FILE,
-            lookup=self.loader.instance,
-            leadership=self.scale.leadership,
-        )
+            self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance,
+            storage=settings.storage, leadership=self.scale.leadership,
+        )  # fmt: skip
         self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
         self.commands = CommandRegistry(self.names)
         self.tool_stacking = ToolStacking(
@@ -134,8 +134,9 @@ class Kernel:
             core_tools=self.core_tools,
         )
         self.state = StateStore(
-            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous
-        )
+            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous,
+            storage=settings.storage,
+        )  # fmt: skip
         self.metrics = KernelMetrics()
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
         self.state.size_observer = self.metrics.state_written
@@ -188,9 +189,8 @@ class Kernel:
             is_wired=self.wiring.is_wired,
             operations=KernelOperator(self.status, self.bus.journal),
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
-            node=self.scale.placement.node,
-            leadership=self.scale.leadership,
-        )
+            node=self.scale.placement.node, leadership=self.scale.leadership,  # ADR 0036
+        )  # fmt: skip
         self.supervision = ExtensionSupervisor(
             self.loader,
             health_interval_s=settings.loader.health_check_interval_s,
@@ -214,9 +214,8 @@ class Kernel:
         """
         await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
         await self.state.open()
-        await self.scale.open()
         await self.load()
-        self.scale.apply_role(self.loader.records.values())
+        await self.scale.open(self.loader.records.values())  # this role's extensions only
         await reconcile_registrations(self.loader, self.state, self.bus)
         await self.mcp.connect()
         self.router = MessageRouter(
@@ -233,9 +232,8 @@ class Kernel:
             turns=self.settings.turns,
             post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
-            placement=self.scale.placement,
-            turn_lock=self.scale.turn_lock,
-        )
+            placement=self.scale.placement, turn_lock=self.scale.turn_lock,
+        )  # fmt: skip
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
@@ -328,6 +326,8 @@ class Kernel:
             ("shared services", self.services.shared.aclose),
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
+            ("post-processing records", self.shaping.post.aclose),
+            ("approvals", self.consent.aclose),
             ("extension state", self.state.aclose),
             ("schedule lease", self.scale.aclose),
             ("model router", self.model_router.aclose),

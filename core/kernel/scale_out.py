@@ -38,8 +38,10 @@ class ScaleOut:
         self.leader: LeaseLeader | None = None
         self._locks: ConversationLocks | None = None
 
-    async def open(self) -> None:
-        """With PostgreSQL: the pool, the lease table, a first try for the lease."""
+    async def open(self, records: Iterable[ExtensionRecord]) -> None:
+        """After the extensions are loaded: disable those another role runs; with
+        PostgreSQL, open the pool and the lease table and try for the lease."""
+        apply_role(self.placement, records)
         if not self.placement.shared:
             return
         storage = self.settings.storage
@@ -55,10 +57,6 @@ class ScaleOut:
             self.leader = LeaseLeader(self._pool, self.placement.node, lease_s)
             await self.leader.try_take()
         log.info("kernel.role %s as node %s", self.placement.role, self.placement.node)
-
-    def apply_role(self, records: Iterable[ExtensionRecord]) -> list[str]:
-        """Disable the loaded extensions another role runs (after load, before start)."""
-        return apply_role(self.placement, records)
 
     def leadership(self) -> Leadership:
         """Whether this process fires schedules now (``context.leadership()``)."""

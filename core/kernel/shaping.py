@@ -80,6 +80,7 @@ class TurnShaping:
             wired,
             settings=settings.postprocess,
             model_of=orchestrator_model(model_router),
+            storage=settings.storage,
         )
 
     def invalidate(self) -> None:

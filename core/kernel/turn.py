@@ -56,7 +56,7 @@ from core.kernel.commands import TOO_SLOW
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
-from core.kernel.ledger import LedgerSession, LedgerWrite
+from core.kernel.ledger import ConversationSession, LedgerWrite
 from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.streaming import Callback, stream_run, stream_text
 
@@ -141,7 +141,7 @@ class TurnRunner:
         self,
         text: str,
         turn: TurnContext,
-        session: LedgerSession,
+        session: ConversationSession,
         stream: tuple[Callback, Callback] | None = None,
     ) -> TurnResult:
         """One conversational turn; ``stream`` = (on_chunk, on_tool_call) for live output.
@@ -156,7 +156,7 @@ class TurnRunner:
         self,
         text: str,
         turn: TurnContext,
-        session: LedgerSession,
+        session: ConversationSession,
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()

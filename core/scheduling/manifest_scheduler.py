@@ -37,6 +37,7 @@ from core.extensions.sdk import (
     utc_now,
 )
 from core.scheduling.state import FireState
+from core.settings_sections import StorageSettings
 
 __all__ = [
     "SCHEDULE_FIRE_TOPIC",
@@ -106,12 +107,13 @@ class ManifestScheduler:
         task_timeout_s: float = 300.0,
         max_sleep_s: float = 300.0,
         leadership: Callable[[], Leadership] = lambda: Leadership(True),
+        storage: StorageSettings | None = None,
     ) -> None:
         self.bus = bus
         self.leadership = leadership
         self._recheck_s: float | None = None
         self._following = False  # not leading at the last look: replan on taking over
-        self.state = FireState(state_path)
+        self.state = FireState(state_path, storage=storage)  # PostgreSQL: ADR 0035
         self.lookup = lookup
         self.clock = clock
         self.late_grace_s = late_grace_s

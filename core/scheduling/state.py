@@ -1,21 +1,38 @@
-"""When each manifest schedule last fired, kept in ``<paths.data>/schedules.db``.
+"""When each manifest schedule last fired, kept in ``<paths.data>/schedules.db``,
+or in PostgreSQL with ``storage.backend: postgres`` (ADR 0035).
 
 The instant is written after the fire was published (with an idempotency key
 derived from it), so a crash in between re-publishes the same key on the next
-start: a no-op for the bus.
+start: a no-op for the bus. On PostgreSQL the row is shared by every kernel
+process; the schedule leader (one at a time) is the one that writes it.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from core.extensions.sdk import SQLiteStore
+from core.storage import register_migrations
 
-__all__ = ["FireState"]
+if TYPE_CHECKING:
+    from core.settings_sections import StorageSettings
+
+__all__ = ["SCHEDULES_COMPONENT", "FireState"]
+
+SCHEDULES_COMPONENT = "schedules"
+register_migrations(
+    SCHEDULES_COMPONENT,
+    [
+        "CREATE TABLE hearth_manifest_fires ("
+        " schedule text PRIMARY KEY, last_due double precision NOT NULL)"
+    ],
+)
 
 
 class FireState(SQLiteStore):
-    """``last_due`` per schedule key; durable across process crashes (WAL)."""
+    """``last_due`` per schedule key; durable across process crashes (WAL, or PostgreSQL)."""
 
     SCHEMA = """
     CREATE TABLE IF NOT EXISTS manifest_fires (
@@ -24,13 +41,67 @@ class FireState(SQLiteStore):
     );
     """
 
+    def __init__(self, path: Path, *, storage: StorageSettings | None = None) -> None:
+        super().__init__(path)
+        self.storage = storage if storage is not None and storage.backend == "postgres" else None
+        self._pool: Any = None
+
+    async def open(self) -> None:
+        if self.storage is None:
+            await super().open()
+        elif self._pool is None:
+            from core.storage import apply_migrations, pool_for
+
+            pool = await pool_for(
+                self.storage.postgres_dsn or "",
+                min_size=self.storage.pool_min_size,
+                max_size=self.storage.pool_max_size,
+            )
+            await apply_migrations(pool, [SCHEDULES_COMPONENT])
+            self._pool = pool
+
+    async def close(self) -> None:
+        if self.storage is None:
+            await super().close()
+            return
+        from core.storage import release_pool
+
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await release_pool(pool)
+
+    @property
+    def is_open(self) -> bool:
+        return super().is_open if self.storage is None else self._pool is not None
+
     async def last_due(self, key: str) -> datetime | None:
-        row = await self.fetch_one("SELECT last_due FROM manifest_fires WHERE schedule = ?", (key,))
-        return None if row is None else datetime.fromtimestamp(float(row[0]), UTC)
+        if self.storage is None:
+            row = await self.fetch_one(
+                "SELECT last_due FROM manifest_fires WHERE schedule = ?", (key,)
+            )
+            value = None if row is None else row[0]
+        else:
+            value = await self._postgres().fetchval(
+                "SELECT last_due FROM hearth_manifest_fires WHERE schedule = $1", key
+            )
+        return None if value is None else datetime.fromtimestamp(float(value), UTC)
 
     async def record(self, key: str, due: datetime) -> None:
-        await self.execute(
-            "INSERT INTO manifest_fires (schedule, last_due) VALUES (?, ?)"
+        if self.storage is None:
+            await self.execute(
+                "INSERT INTO manifest_fires (schedule, last_due) VALUES (?, ?)"
+                " ON CONFLICT (schedule) DO UPDATE SET last_due = excluded.last_due",
+                (key, due.timestamp()),
+            )
+            return
+        await self._postgres().execute(
+            "INSERT INTO hearth_manifest_fires (schedule, last_due) VALUES ($1, $2)"
             " ON CONFLICT (schedule) DO UPDATE SET last_due = excluded.last_due",
-            (key, due.timestamp()),
+            key,
+            due.timestamp(),
         )
+
+    def _postgres(self) -> Any:
+        if self._pool is None:
+            raise RuntimeError("manifest schedules' fire state (PostgreSQL) is not open")
+        return self._pool

@@ -1,11 +1,13 @@
 """``StateStore``: extension state in one kernel database (SPEC §9, ADR 0022).
 
-The async front of ``StateTable``: every call runs in the store's one
-worker thread (in call order, off the event loop, on one connection that
-``aclose`` closes), and a caller cancelled mid-call still waits for the
-started call to finish before the cancellation goes on. It logs what a user or an extension author
-needs to see — each eviction (extension id and key), the 80 % warnings
-(once per upward crossing), clears — and counts operations per
+The async front of the state rows (``StateRows``): ``state.db``'s
+``StateTable`` in the store's one worker thread (in call order, off the
+event loop, on one connection that ``aclose`` closes), or PostgreSQL with
+``storage.backend: postgres`` (ADR 0035); a caller cancelled mid-call still
+waits for the started call to finish before the cancellation goes on. It
+logs what a user or an extension author needs to see — each eviction
+(extension id and key), the 80 % warnings (once per upward crossing),
+clears — and counts operations per
 (operation, extension id) and evictions per extension, for metrics; after
 each write it tells ``size_observer`` the extension's size.
 
@@ -16,28 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from core.extensions.state_scope import check_key, encode_value
-from core.settings_sections import StateSettings
-from core.state.table import (
-    EXTENSION_SCOPE,
-    PER_EXTENSION,
-    PER_SESSION,
-    Limits,
-    StateTable,
-    Written,
-)
+from core.settings_sections import StateSettings, StorageSettings
+from core.state.rows import StateRows, ThreadedStateTable
+from core.state.table import EXTENSION_SCOPE, PER_EXTENSION, PER_SESSION, Limits, Written
+from core.state.table_pg import PostgresStateTable
 
 __all__ = ["WARN_FRACTION", "Reconciled", "StateStore"]
 
@@ -67,6 +62,7 @@ class StateStore:
         *,
         synchronous: str = "normal",
         clock: Callable[[], float] = time.time,
+        storage: StorageSettings | None = None,
     ) -> None:
         self.db_path = db_path
         self.limits = Limits(
@@ -76,25 +72,25 @@ class StateStore:
         self.evictions: Counter[str] = Counter()  # ext id -> keys evicted
         # told (ext id, its state's bytes) after each write (the size metric)
         self.size_observer: Callable[[str, int], None] | None = None
-        self._table = StateTable(db_path, synchronous=synchronous)
+        self._rows: StateRows
+        if storage is not None and storage.backend == "postgres":
+            self._rows = PostgresStateTable(storage)
+        else:
+            self._rows = ThreadedStateTable(db_path, synchronous=synchronous)
         self._clock = clock
-        self._worker: ThreadPoolExecutor | None = None
         self._pruned_at = -math.inf
 
     async def open(self) -> None:
         """Create the table and prune what expired while the kernel was down."""
         now = self._clock()
-        pruned = await self._thread(self._table.prune, now)
+        pruned = await _finish(self._rows.prune(now))
         self._pruned_at = now
         if pruned:
             log.info("extension state: pruned %d expired keys", pruned)
 
     async def aclose(self) -> None:
         """Close the connection (kernel stop); a later call opens it again."""
-        if self._worker is not None:
-            await self._thread(self._table.close)
-            self._worker.shutdown()
-            self._worker = None
+        await _finish(self._rows.close())
 
     # ------------------------------------------------------------ extension calls
 
@@ -103,8 +99,8 @@ class StateStore:
         and its place in the LRU order."""
         check_key(key)
         self.operations["get", ext_id] += 1
-        raw = await self._thread(
-            self._table.get, ext_id, _scope(session_id), key, self._clock(), self.limits.ttl_s
+        raw = await _finish(
+            self._rows.get(ext_id, _scope(session_id), key, self._clock(), self.limits.ttl_s)
         )
         return default if raw is None else json.loads(raw)
 
@@ -115,25 +111,23 @@ class StateStore:
         session = _scope(session_id)
         self.operations["set", ext_id] += 1
         now = self._clock()
-        written = await self._thread(
-            self._table.write, ext_id, session, key, encoded, now, self.limits
-        )
+        written = await _finish(self._rows.write(ext_id, session, key, encoded, now, self.limits))
         self._report(ext_id, session, written)
         if now - self._pruned_at > PRUNE_INTERVAL_S:
             self._pruned_at = now
-            await self._thread(self._table.prune, now)
+            await _finish(self._rows.prune(now))
 
     async def delete(self, ext_id: str, session_id: str | None, key: str) -> bool:
         """Forget one key; whether it was there."""
         check_key(key)
         self.operations["delete", ext_id] += 1
-        return await self._thread(self._table.delete, ext_id, _scope(session_id), key)
+        return await _finish(self._rows.delete(ext_id, _scope(session_id), key))
 
     async def clear(self, ext_id: str, session_id: str | None) -> int:
         """Forget the extension's keys of one scope (logged); how many there were."""
         session = _scope(session_id)
         self.operations["clear", ext_id] += 1
-        count = await self._thread(self._table.clear, ext_id, session)
+        count = await _finish(self._rows.clear(ext_id, session))
         log.info("extension %s cleared its state (%s): %d keys", ext_id, _where(session), count)
         return count
 
@@ -142,14 +136,12 @@ class StateStore:
     async def read(self, ext_id: str, session_id: str | None, key: str, default: Any = None) -> Any:
         """What the kernel reads (e.g. a prompt addition's ``state_value`` condition):
         the value, or ``default``; unlike ``get`` it renews nothing."""
-        raw = await self._thread(
-            self._table.get, ext_id, _scope(session_id), key, self._clock(), None
-        )
+        raw = await _finish(self._rows.get(ext_id, _scope(session_id), key, self._clock(), None))
         return default if raw is None else json.loads(raw)
 
     async def clear_session(self, session_id: str) -> int:
         """Forget every extension's state of a session that ended (``/new``)."""
-        counts = await self._thread(self._table.clear_session, session_id)
+        counts = await _finish(self._rows.clear_session(session_id))
         if counts:
             described = ", ".join(f"{ext} ({n} keys)" for ext, n in sorted(counts.items()))
             log.info("session %s ended: forgot the state of %s", session_id, described)
@@ -158,24 +150,17 @@ class StateStore:
     async def reconcile_extensions(self, installed: Collection[str]) -> Reconciled:
         """Kernel start: record which extensions are installed; an extension gone
         since (its directory removed) is unregistered and its state forgotten."""
-        new, gone = await self._thread(
-            self._table.reconcile_extensions, frozenset(installed), self._clock()
+        new, gone = await _finish(
+            self._rows.reconcile_extensions(frozenset(installed), self._clock())
         )
         return Reconciled(tuple(new), gone)
 
     async def size_bytes(self, ext_id: str, session_id: str | None = None) -> int:
         """Bytes the extension's state holds (in one session's scope, when given)."""
         scope = None if session_id is None else _scope(session_id)
-        return await self._thread(self._table.usage, ext_id, scope)
+        return await _finish(self._rows.usage(ext_id, scope))
 
     # ------------------------------------------------------------ helpers
-
-    async def _thread(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in the store's worker thread, after the calls made before it."""
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="hearth-state")
-        call = functools.partial(fn, *args)
-        return await _finish(asyncio.get_running_loop().run_in_executor(self._worker, call))
 
     def _report(self, ext_id: str, session_id: str, written: Written) -> None:
         limits = self.limits

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from core.events.topics import pattern_within
-from core.extensions.contract import EventHandler, KernelStatus, Leadership, StateScope
+from core.extensions.contract import (
+    EventHandler,
+    KernelStatus,
+    Leadership,
+    StateScope,
+    StoreLocation,
+)
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.isolation.messages import (
     AgentBackgroundParams,
@@ -92,6 +98,12 @@ class ClientContext:
         path = Path(self._params.data_dir)
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @property
+    def storage(self) -> StoreLocation:
+        """SQLite files in the data dir, whatever the kernel's backend: the sandbox
+        gives an isolated extension no database credentials (ADR 0035)."""
+        return StoreLocation(self.data_dir, extension_id=self.extension_id)
 
     def get_config(self, key: str, default: Any = None) -> Any:
         value = self._params.config.get(key)

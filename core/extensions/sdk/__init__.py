@@ -3,7 +3,8 @@
 Besides ``core.extensions.contract``, this package is the only part of
 ``core`` an extension may import (SPEC §1). It holds what both sides of the
 boundary need, so the logic exists once: timezone resolution and time math
-for schedules, the fire loop of a timer, a SQLite store base, a
+for schedules, the fire loop of a timer, a SQLite store base and a store on
+the kernel's backend (SQLite or PostgreSQL, ``Store.at``), a
 ``BaseExtension`` with no-op lifecycle, and test helpers that run one
 extension against a fake kernel. Importing it loads nothing heavy (no bus,
 aiosqlite, pydantic, croniter or agents until a helper needs one), so a
@@ -14,6 +15,7 @@ from core.extensions.sdk.base import BaseExtension, NotInitializedError
 from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
 from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
+from core.extensions.sdk.store import Dialect, PostgresTarget, Store
 from core.extensions.sdk.testing import (
     Emitted,
     FakeContext,
@@ -39,11 +41,14 @@ __all__ = [
     "BaseExtension",
     "Clock",
     "CronError",
+    "Dialect",
     "DueLoop",
     "Emitted",
     "FakeContext",
     "NotInitializedError",
+    "PostgresTarget",
     "SQLiteStore",
+    "Store",
     "StoreNotOpenError",
     "UnknownTimezoneError",
     "call_tool",

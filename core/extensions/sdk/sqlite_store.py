@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 if TYPE_CHECKING:
     import aiosqlite
 
-__all__ = ["SQLiteStore", "StoreNotOpenError"]
+__all__ = ["SQLiteStore", "StoreNotOpenError", "Synchronous"]
 
 Synchronous = Literal["OFF", "NORMAL", "FULL"]
 

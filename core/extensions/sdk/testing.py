@@ -36,6 +36,7 @@ from core.extensions.contract import (
     Leadership,
     ServiceProvider,
     StateScope,
+    StoreLocation,
     ToolProvider,
     TurnContext,
 )
@@ -114,6 +115,11 @@ class FakeContext:
         path = self.data_root / self.extension_id
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    @property
+    def storage(self) -> StoreLocation:
+        """SQLite files in ``data_dir`` (a test may give a store PostgreSQL itself)."""
+        return StoreLocation(self.data_dir, extension_id=self.extension_id)
 
     @property
     def extension_dir(self) -> Path:

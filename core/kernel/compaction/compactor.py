@@ -33,7 +33,7 @@ from core.extensions.lifecycle import describe_exception
 from core.kernel.compaction.budget import HistoryBudget, choose_cut, summary_item
 from core.kernel.compaction.summariser import COMPACTION_INSTRUCTIONS, ModelSummariser, Summarise
 from core.kernel.hooks import SKIPPED, FrameRecorder, HookCaller, HookRegistry
-from core.kernel.ledger import LedgerSession
+from core.kernel.ledger import ConversationSession
 from core.settings import TurnsSettings
 
 __all__ = ["HistoryCompactor"]
@@ -71,7 +71,7 @@ class HistoryCompactor:
         self._caller = caller
         self._frames = frames
 
-    async def compact_if_needed(self, session: LedgerSession, turn: TurnContext) -> bool:
+    async def compact_if_needed(self, session: ConversationSession, turn: TurnContext) -> bool:
         """Compact ``session`` if it is over budget; ``True`` when its history changed."""
         if not self.budget.limited:
             return False

@@ -29,7 +29,8 @@ from core.kernel.consent.commands import consent_commands, policy_summary
 from core.kernel.consent.desk import ApprovalDesk
 from core.kernel.consent.gate import ConsentGate, ConsentWrapper
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
-from core.kernel.consent.store import ApprovalStore
+from core.kernel.consent.store import Approvals, ApprovalStore, SQLiteApprovals
+from core.kernel.consent.store_pg import PostgresApprovals
 from core.kernel.consent.ui import UiRequests
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.shaping import TurnShaping
@@ -56,7 +57,11 @@ class KernelConsent:
         channel_for: Callable[[str], Any | None],
     ) -> None:
         frames, interceptor = shaping.hooks.frames, shaping.tools
-        store = ApprovalStore(db_path, synchronous=settings.events.synchronous)
+        store: Approvals
+        if settings.storage.backend == "postgres":  # ADR 0035
+            store = PostgresApprovals(settings.storage)
+        else:
+            store = SQLiteApprovals(ApprovalStore(db_path, synchronous=settings.events.synchronous))
         self.desk = ApprovalDesk(
             store, bus, frames, channel_for, timeout_s=settings.policy.approval_timeout_s
         )
@@ -75,6 +80,9 @@ class KernelConsent:
 
     async def stop(self) -> None:
         await self.desk.stop()
+
+    async def aclose(self) -> None:
+        await self.desk.aclose()
 
     def commands(
         self, tools: Callable[[], Sequence[Tool]], mcp_servers: Callable[[], Sequence[MCPServer]]

@@ -42,7 +42,7 @@ from core.extensions.contract import (
 from core.extensions.lifecycle import describe_exception
 from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall
 from core.kernel.consent.policy import Grant
-from core.kernel.consent.store import Approval, ApprovalStatus, ApprovalStore, PausedTurn
+from core.kernel.consent.store import Approval, Approvals, ApprovalStatus, PausedTurn
 from core.kernel.consent.wording import (
     APPROVAL_OPTIONS,
     Choice,
@@ -84,7 +84,7 @@ class ApprovalDesk:
 
     def __init__(
         self,
-        store: ApprovalStore,
+        store: Approvals,
         bus: FrameSink,
         frames: FrameRecorder,
         channel_for: Callable[[str], Any | None],
@@ -104,7 +104,7 @@ class ApprovalDesk:
 
     async def open(self) -> None:
         """Read what was open when the kernel last stopped (no side effects yet)."""
-        turns, grants = await asyncio.to_thread(self._store.open)
+        turns, grants = await self._store.open()
         self._turns = {turn.message_key: turn for turn in turns}
         self._grants = {grant.tool: grant for grant in grants}
 
@@ -128,6 +128,10 @@ class ApprovalDesk:
             task.cancel()
         await asyncio.gather(*timers, return_exceptions=True)
 
+    async def aclose(self) -> None:
+        """Give back the store's resources (a PostgreSQL pool), after the bus stopped."""
+        await self._store.aclose()
+
     # ------------------------------------------------------------ grants (GrantBook)
 
     def grant_for(self, tool: str) -> Grant | None:
@@ -139,7 +143,7 @@ class ApprovalDesk:
     async def revoke(self, tool: str) -> bool:
         """Forget an "always allow": the tool asks again."""
         self._grants.pop(tool, None)
-        return await asyncio.to_thread(self._store.revoke, tool)
+        return await self._store.revoke(tool)
 
     # ------------------------------------------------------------ queries
 
@@ -174,7 +178,7 @@ class ApprovalDesk:
             )
             for a in asked
         ]  # fmt: skip
-        stored = await asyncio.to_thread(self._store.save, turn, questions)
+        stored = await self._store.save(turn, questions)
         self._turns[stored.message_key] = stored
         reasons = {a.call.call_id or "": a.verdict.reason for a in asked}
         for approval in stored.approvals:
@@ -261,7 +265,7 @@ class ApprovalDesk:
         *,
         always: bool = False,
     ) -> bool:
-        if not await asyncio.to_thread(self._store.decide, approval.id, status, by, always):
+        if not await self._store.decide(approval.id, status, by, always):
             return False
         decided = replace(approval, status=status, decided_by=by, always=always)
         turn = replace(turn, approvals=tuple(
@@ -273,7 +277,7 @@ class ApprovalDesk:
             timer.cancel()
         if always and status == "approved":
             grant = Grant(approval.tool, by, turn.channel_id, time.time())
-            await asyncio.to_thread(self._store.grant, grant)
+            await self._store.grant(grant)
             self._grants[grant.tool] = grant
         kind = "always" if always and status == "approved" else status
         await self.record(turn, decided, kind, by)
@@ -316,13 +320,13 @@ class ApprovalDesk:
     async def mark_resuming(self, message_key: str) -> None:
         """Durably, before the resumed run: a crash from here on must not run an
         approved call twice (``ApprovalFlow`` then reports it as interrupted)."""
-        await asyncio.to_thread(self._store.mark, message_key, "resuming")
+        await self._store.mark(message_key, "resuming")
         turn = self._turns.get(message_key)
         if turn is not None:
             self._turns[message_key] = replace(turn, status="resuming")
 
     async def finish(self, message_key: str) -> None:
-        await asyncio.to_thread(self._store.mark, message_key, "done")
+        await self._store.mark(message_key, "done")
         self._turns.pop(message_key, None)
 
     # ------------------------------------------------------------ helpers

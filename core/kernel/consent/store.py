@@ -6,11 +6,14 @@ the history, who may answer, and one row per question (short id, tool, final
 arguments, status, expiry). Deciding a question is one conditional update
 (``pending`` → a decision), so two answers racing each other cannot both
 win. Writes use the journal's durability (``events.synchronous``). Rows of
-finished turns are pruned after 30 days.
+finished turns are pruned after 30 days. The desk uses an ``Approvals``:
+``SQLiteApprovals`` (this store in a worker thread) or ``PostgresApprovals``
+(``store_pg``, ADR 0035).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import time
@@ -18,16 +21,27 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from core.kernel.consent.policy import Grant
 from core.kernel.consent.wording import new_request_id
 
-__all__ = ["Approval", "ApprovalStatus", "ApprovalStore", "PausedTurn", "TurnStatus"]
+__all__ = [
+    "RETENTION_S",
+    "Approval",
+    "ApprovalStatus",
+    "ApprovalStore",
+    "Approvals",
+    "PausedTurn",
+    "SQLiteApprovals",
+    "TurnStatus",
+    "approval_of",
+    "paused_turn_of",
+]
 
 ApprovalStatus = Literal["pending", "approved", "denied", "timeout", "superseded"]
 TurnStatus = Literal["paused", "resuming", "done"]
-RETENTION_S = 30 * 86400.0
+RETENTION_S = 30 * 86400.0  # finished turns' rows are kept this long
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS hearth_paused_turns ("
@@ -82,6 +96,56 @@ class PausedTurn:
     approvals: tuple[Approval, ...] = field(default=())
 
 
+class Approvals(Protocol):
+    """What the approval desk stores (every method durable when it returns)."""
+
+    async def open(self) -> tuple[list[PausedTurn], list[Grant]]: ...
+
+    async def save(self, turn: PausedTurn, asked: list[Approval]) -> PausedTurn: ...
+
+    async def decide(
+        self, approval_id: str, status: ApprovalStatus, decided_by: str, always: bool = False
+    ) -> bool: ...
+
+    async def mark(self, message_key: str, status: TurnStatus) -> None: ...
+
+    async def grant(self, grant: Grant) -> None: ...
+
+    async def revoke(self, tool: str) -> bool: ...
+
+    async def aclose(self) -> None: ...
+
+
+class SQLiteApprovals:
+    """``ApprovalStore`` (``sessions.db``) with each call in a worker thread."""
+
+    def __init__(self, store: ApprovalStore) -> None:
+        self.store = store
+
+    async def open(self) -> tuple[list[PausedTurn], list[Grant]]:
+        return await asyncio.to_thread(self.store.open)
+
+    async def save(self, turn: PausedTurn, asked: list[Approval]) -> PausedTurn:
+        return await asyncio.to_thread(self.store.save, turn, asked)
+
+    async def decide(
+        self, approval_id: str, status: ApprovalStatus, decided_by: str, always: bool = False
+    ) -> bool:
+        return await asyncio.to_thread(self.store.decide, approval_id, status, decided_by, always)
+
+    async def mark(self, message_key: str, status: TurnStatus) -> None:
+        await asyncio.to_thread(self.store.mark, message_key, status)
+
+    async def grant(self, grant: Grant) -> None:
+        await asyncio.to_thread(self.store.grant, grant)
+
+    async def revoke(self, tool: str) -> bool:
+        return await asyncio.to_thread(self.store.revoke, tool)
+
+    async def aclose(self) -> None:
+        """Nothing held: each call opens and closes its connection."""
+
+
 class ApprovalStore:
     """Blocking SQLite access; the caller runs each method in a worker thread."""
 
@@ -125,7 +189,7 @@ class ApprovalStore:
                 "DELETE FROM hearth_paused_turns WHERE status = 'done' AND updated_at < ?", (old,)
             )
             turns = [
-                self._with_approvals(conn, _turn(row))
+                self._with_approvals(conn, paused_turn_of(row))
                 for row in conn.execute(
                     "SELECT * FROM hearth_paused_turns WHERE status != 'done' ORDER BY rowid"
                 )
@@ -146,7 +210,7 @@ class ApprovalStore:
             " ORDER BY created_at, id",
             (turn.message_key, turn.round),
         ).fetchall()
-        return replace(turn, approvals=tuple(_approval(row) for row in rows))
+        return replace(turn, approvals=tuple(approval_of(row) for row in rows))
 
     # ------------------------------------------------------------ writing
 
@@ -218,7 +282,8 @@ class ApprovalStore:
             return cursor.rowcount == 1
 
 
-def _turn(row: tuple[Any, ...]) -> PausedTurn:
+def paused_turn_of(row: Any) -> PausedTurn:
+    """A ``hearth_paused_turns`` row (its columns in table order) as a ``PausedTurn``."""
     (key, message_id, conversation, session_id, channel_id, user_id, owner_id,
      items, query, state, round_, status, _updated) = row  # fmt: skip
     return PausedTurn(
@@ -228,7 +293,8 @@ def _turn(row: tuple[Any, ...]) -> PausedTurn:
     )  # fmt: skip
 
 
-def _approval(row: tuple[Any, ...]) -> Approval:
+def approval_of(row: Any) -> Approval:
+    """A ``hearth_approvals`` row (the columns ``open`` selects) as an ``Approval``."""
     (approval_id, key, round_, call_id, tool, arguments, expires_at, status, always,
      decided_by) = row  # fmt: skip
     return Approval(

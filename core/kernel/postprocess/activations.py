@@ -10,9 +10,11 @@ The built-ins are activated for every conversation by default: the first
 time a conversation's activations are read, each built-in it has never been
 given is activated once (and remembered in ``hearth_post_defaults``), so a
 built-in the user deactivated stays deactivated and one added in a later
-version still arrives. Rows live in ``sessions.db``; every query runs in a
-worker thread, and a conversation's list is cached after the first read (the
-kernel is the only writer).
+version still arrives. Rows live in ``sessions.db`` (every query in a worker
+thread) or in PostgreSQL (``PostgresActivationRows``, ADR 0035), behind
+``ActivationRows``. A conversation's list is cached after the first read
+when this kernel is the only writer; with a store other processes share it
+is read back each time.
 """
 
 from __future__ import annotations
@@ -24,8 +26,16 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-__all__ = ["ACTIVATIONS_DDL", "Activation", "ActivationError", "ActivationStore"]
+__all__ = [
+    "ACTIVATIONS_DDL",
+    "Activation",
+    "ActivationError",
+    "ActivationRows",
+    "ActivationStore",
+    "SQLiteActivationRows",
+]
 
 ACTIVATIONS_DDL = (
     "CREATE TABLE IF NOT EXISTS hearth_post_activations ("
@@ -50,30 +60,58 @@ class Activation:
     default_param: str | None = None
 
 
-class ActivationStore:
-    """Activations of every conversation, in ``sessions.db``."""
+class ActivationRows(Protocol):
+    """Where activations are stored."""
 
-    def __init__(self, db_path: Path, defaults: Callable[[], Sequence[str]]) -> None:
+    shared: bool  # other kernel processes write the rows too: no cache
+
+    async def open(self) -> None: ...
+
+    async def seed_and_read(
+        self, conversation: str, defaults: list[str]
+    ) -> tuple[Activation, ...]: ...
+
+    async def insert(self, conversation: str, activation: Activation) -> None: ...
+
+    async def rename(self, conversation: str, old: str, new: str) -> None: ...
+
+    async def delete(self, conversation: str, name: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ActivationStore:
+    """Activations of every conversation, in ``sessions.db`` unless ``rows`` says."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        defaults: Callable[[], Sequence[str]],
+        rows: ActivationRows | None = None,
+    ) -> None:
         self.db_path = db_path
+        self.rows = rows or SQLiteActivationRows(db_path)
         self._defaults = defaults
         self._cache: dict[str, tuple[Activation, ...]] = {}
         self._lock = asyncio.Lock()  # one writer at a time keeps the cache true
 
     async def open(self) -> None:
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(self._create)
+        await self.rows.open()
+
+    async def aclose(self) -> None:
+        await self.rows.aclose()
 
     async def of(self, conversation: str) -> tuple[Activation, ...]:
         """The conversation's activations in the order they were made."""
-        cached = self._cache.get(conversation)
+        cached = None if self.rows.shared else self._cache.get(conversation)
         if cached is not None:
             return cached
         async with self._lock:
-            cached = self._cache.get(conversation)  # filled while this task waited
-            if cached is not None:
+            cached = None if self.rows.shared else self._cache.get(conversation)
+            if cached is not None:  # filled while this task waited
                 return cached
             defaults = list(self._defaults())
-            found = await asyncio.to_thread(self._seed_and_read, conversation, defaults)
+            found = await self.rows.seed_and_read(conversation, defaults)
             self._cache[conversation] = found
             return found
 
@@ -90,7 +128,7 @@ class ActivationStore:
                 if (candidate := processor if n == 1 else f"{processor}{n}") not in taken
             )
             made = Activation(name, processor, default_param)
-            await asyncio.to_thread(self._insert, conversation, made)
+            await self.rows.insert(conversation, made)
             self._cache[conversation] = (*self._cache[conversation], made)
             return made
 
@@ -99,7 +137,7 @@ class ActivationStore:
         async with self._lock:
             if any(a.name == new for a in self._cache[conversation]):
                 raise ActivationError(f"#{new} is already taken")
-            await asyncio.to_thread(self._update_name, conversation, old, new)
+            await self.rows.rename(conversation, old, new)
             renamed = Activation(new, current.processor, current.default_param)
             self._cache[conversation] = tuple(
                 renamed if a.name == old else a for a in self._cache[conversation]
@@ -109,7 +147,7 @@ class ActivationStore:
     async def deactivate(self, conversation: str, name: str) -> Activation:
         current = await self._find(conversation, name)
         async with self._lock:
-            await asyncio.to_thread(self._delete, conversation, name)
+            await self.rows.delete(conversation, name)
             self._cache[conversation] = tuple(
                 a for a in self._cache[conversation] if a.name != name
             )
@@ -121,7 +159,33 @@ class ActivationStore:
                 return activation
         raise ActivationError(f"you have no #{name}; /ext lists your activations")
 
-    # ------------------------------------------------------------ storage (worker thread)
+
+class SQLiteActivationRows:
+    """The rows in ``sessions.db``: one connection per call, in a worker thread."""
+
+    shared = False
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+
+    async def open(self) -> None:
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._create)
+
+    async def seed_and_read(self, conversation: str, defaults: list[str]) -> tuple[Activation, ...]:
+        return await asyncio.to_thread(self._seed_and_read, conversation, defaults)
+
+    async def insert(self, conversation: str, activation: Activation) -> None:
+        await asyncio.to_thread(self._insert, conversation, activation)
+
+    async def rename(self, conversation: str, old: str, new: str) -> None:
+        await asyncio.to_thread(self._update_name, conversation, old, new)
+
+    async def delete(self, conversation: str, name: str) -> None:
+        await asyncio.to_thread(self._delete, conversation, name)
+
+    async def aclose(self) -> None:
+        """Nothing held: each call opens and closes its connection."""
 
     def _connect(self) -> closing[sqlite3.Connection]:
         return closing(sqlite3.connect(self.db_path, timeout=30))

@@ -18,12 +18,22 @@ import time
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.extensions.contract import PostProcessResult
 from core.kernel.postprocess.parsing import PostSpec
 
-__all__ = ["RECORDS_DDL", "PostRecords", "PostTurnRecord", "StoredResult"]
+if TYPE_CHECKING:
+    import asyncpg
+
+__all__ = [
+    "RECORDS_DDL",
+    "PostRecords",
+    "PostTurnRecord",
+    "StoredResult",
+    "latest_query",
+    "stored_results",
+]
 
 RECORDS_DDL = (
     "CREATE TABLE IF NOT EXISTS hearth_post_turns ("
@@ -75,18 +85,50 @@ class PostTurnRecord:
         conn.executemany(
             "INSERT OR REPLACE INTO hearth_post_results"
             "(message_key, seq, conversation, name, result, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    self.message_key,
-                    seq,
-                    self.conversation,
-                    result.name,
-                    json.dumps(result.to_dict(), default=str),
-                    self.created_at,
-                )
-                for seq, result in enumerate(self.results)
-            ],
+            self._result_rows(),
         )
+
+    async def write_postgres(self, conn: asyncpg.Connection) -> None:
+        """The same rows in PostgreSQL (inside the ledger's open transaction there)."""
+        await conn.execute(
+            "INSERT INTO hearth_post_turns"
+            "(message_key, conversation, session_id, original, clean, specs, events, usage,"
+            " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            " ON CONFLICT (message_key) DO UPDATE SET conversation = excluded.conversation,"
+            " session_id = excluded.session_id, original = excluded.original,"
+            " clean = excluded.clean, specs = excluded.specs, events = excluded.events,"
+            " usage = excluded.usage, created_at = excluded.created_at",
+            self.message_key,
+            self.conversation,
+            self.session_id,
+            self.original,
+            self.clean,
+            json.dumps([s.to_dict() for s in self.specs]),
+            json.dumps(list(self.events), default=str),
+            json.dumps(self.usage),
+            self.created_at,
+        )
+        await conn.executemany(
+            "INSERT INTO hearth_post_results"
+            "(message_key, seq, conversation, name, result, created_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_key, seq) DO UPDATE SET"
+            " conversation = excluded.conversation, name = excluded.name,"
+            " result = excluded.result, created_at = excluded.created_at",
+            self._result_rows(),
+        )
+
+    def _result_rows(self) -> list[tuple[Any, ...]]:
+        return [
+            (
+                self.message_key,
+                seq,
+                self.conversation,
+                result.name,
+                json.dumps(result.to_dict(), default=str),
+                self.created_at,
+            )
+            for seq, result in enumerate(self.results)
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +141,15 @@ class StoredResult:
 
 
 class PostRecords:
-    """Creates the tables and reads them back for ``/last`` (in a worker thread)."""
+    """Creates the tables and reads them back for ``/last`` (in a worker thread).
+    ``PostgresPostRecords`` (``records_pg``) does the same in PostgreSQL."""
 
     def __init__(self, db_path: Path, *, retention_s: float) -> None:
         self.db_path = db_path
         self.retention_s = retention_s
+
+    async def aclose(self) -> None:
+        """Nothing held: each call opens and closes its connection."""
 
     async def open(self) -> None:
         """Create the tables and drop records older than the ledger keeps turns."""
@@ -126,22 +172,35 @@ class PostRecords:
             conn.commit()
 
     def _latest(self, conversation: str, name: str | None) -> list[StoredResult]:
-        where, args = "r.conversation = ?", [conversation]
-        if name is not None:
-            where += " AND r.name = ?"
-            args.append(name)
-        query = (
-            "SELECT r.result, t.original, r.created_at FROM hearth_post_results r"
-            " JOIN hearth_post_turns t ON t.message_key = r.message_key"
-            f" WHERE {where} AND r.message_key = ("
-            f"  SELECT r.message_key FROM hearth_post_results r WHERE {where}"
-            "  ORDER BY r.created_at DESC, r.rowid DESC LIMIT 1)"
-            " ORDER BY r.seq"
-        )
+        query, args = latest_query(conversation, name, "?", "rowid")
         with self._connect() as conn:
-            rows = conn.execute(query, [*args, *args]).fetchall()
-        found = [
-            StoredResult(PostProcessResult.from_dict(json.loads(raw)), str(original), float(at))
-            for raw, original, at in rows
-        ]
-        return [s for s in found if name is None or s.result.name == name]
+            rows = conn.execute(query, args).fetchall()
+        return stored_results(rows, name)
+
+
+def latest_query(
+    conversation: str, name: str | None, mark: str, order: str
+) -> tuple[str, list[str]]:
+    """``/last``'s query and arguments; ``mark`` is ``?`` (SQLite) or ``$`` (numbered,
+    PostgreSQL), ``order`` the column that breaks ties of ``created_at``."""
+    args = [conversation] if name is None else [conversation, name]
+    marks = [mark if mark == "?" else f"${n}" for n in range(1, len(args) + 1)]
+    where = "r.conversation = " + marks[0] + ("" if name is None else f" AND r.name = {marks[1]}")
+    query = (
+        "SELECT r.result, t.original, r.created_at FROM hearth_post_results r"
+        " JOIN hearth_post_turns t ON t.message_key = r.message_key"
+        f" WHERE {where} AND r.message_key = ("
+        f"  SELECT r.message_key FROM hearth_post_results r WHERE {where}"
+        f"  ORDER BY r.created_at DESC, r.{order} DESC LIMIT 1)"
+        " ORDER BY r.seq"
+    )
+    return query, args if mark != "?" else [*args, *args]
+
+
+def stored_results(rows: Any, name: str | None) -> list[StoredResult]:
+    """Rows of ``latest_query`` as results (only those named ``name``, when given)."""
+    found = [
+        StoredResult(PostProcessResult.from_dict(json.loads(raw)), str(original), float(at))
+        for raw, original, at in rows
+    ]
+    return [s for s in found if name is None or s.result.name == name]

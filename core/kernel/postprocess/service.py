@@ -33,15 +33,18 @@ from core.extensions.records import ExtensionRecord
 from core.kernel.conversations import LEDGER_RETENTION_S, Conversations
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.postprocess.activations import ActivationStore
+from core.kernel.postprocess.activations_pg import PostgresActivationRows
 from core.kernel.postprocess.builtin import builtin_processors
 from core.kernel.postprocess.catalog import PostProcessorCatalog
 from core.kernel.postprocess.commands import postprocess_commands
 from core.kernel.postprocess.facts import RunFacts, run_facts
 from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
+from core.kernel.postprocess.records_pg import PostgresPostRecords
 from core.kernel.postprocess.render import followup_text
 from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
 from core.settings import PostProcessSettings
+from core.settings_sections import StorageSettings
 
 __all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
 
@@ -67,7 +70,7 @@ class PostProcessing:
         *,
         catalog: PostProcessorCatalog,
         activations: ActivationStore,
-        records: PostRecords,
+        records: PostRecords | PostgresPostRecords,
         runner: PostProcessRunner,
         bus: FrameSink,
         model_of: ModelOf = lambda: (None, None),
@@ -89,16 +92,26 @@ class PostProcessing:
         settings: PostProcessSettings | None = None,
         model_of: ModelOf = lambda: (None, None),
         builtins: Sequence[PostProcessor] | None = None,
+        storage: StorageSettings | None = None,
     ) -> PostProcessing:
-        """Post-processing over ``db_path`` (``sessions.db``) and the ``wired`` extensions."""
+        """Post-processing over ``db_path`` (``sessions.db``) and the ``wired`` extensions;
+        over PostgreSQL instead when ``storage`` says so (ADR 0035)."""
         settings = settings or PostProcessSettings()
         catalog = PostProcessorCatalog(
             builtin_processors() if builtins is None else builtins, wired
         )
+        records: PostRecords | PostgresPostRecords
+        if storage is not None and storage.backend == "postgres":
+            rows = PostgresActivationRows(storage)
+            records = PostgresPostRecords(storage, retention_s=LEDGER_RETENTION_S)
+            activations = ActivationStore(db_path, catalog.builtin_names, rows)
+        else:
+            records = PostRecords(db_path, retention_s=LEDGER_RETENTION_S)
+            activations = ActivationStore(db_path, catalog.builtin_names)
         return cls(
             catalog=catalog,
-            activations=ActivationStore(db_path, catalog.builtin_names),
-            records=PostRecords(db_path, retention_s=LEDGER_RETENTION_S),
+            activations=activations,
+            records=records,
             runner=PostProcessRunner(bus, timeout_s=settings.timeout_s),
             bus=bus,
             model_of=model_of,
@@ -111,6 +124,11 @@ class PostProcessing:
     async def open(self) -> None:
         await self.activations.open()
         await self.records.open()
+
+    async def aclose(self) -> None:
+        """Give back what ``open`` took (a PostgreSQL pool; nothing for SQLite)."""
+        await self.activations.aclose()
+        await self.records.aclose()
 
     async def activated_names(self, channel_id: str, user_id: str) -> list[tuple[str, str]]:
         """``(name, description)`` of every activation of a conversation (autocomplete)."""

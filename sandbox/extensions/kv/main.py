@@ -1,4 +1,4 @@
-"""kv: a small durable key-value store (SQLite in the extension's data dir).
+"""kv: a small durable key-value store (SQLite in its data dir, or the kernel's PostgreSQL).
 
 Tools for the model: ``kv_get``, ``kv_set``, ``kv_delete``, ``kv_list``.
 
@@ -60,8 +60,9 @@ class KvExtension(BaseExtension):
             self._config = KvConfig.model_validate(context.config)
         except ValidationError as exc:
             raise ValueError(f"kv config (settings extensions.kv): {_describe(exc)}") from None
-        self._store = KvStore(
-            context.data_dir / DB_FILE,
+        self._store = KvStore.at(
+            context.storage,
+            DB_FILE,
             max_key_bytes=self._config.max_key_bytes,
             max_value_bytes=self._config.max_value_bytes,
         )

@@ -1,4 +1,5 @@
-"""The SQLite table behind the kv extension (the library's ``SQLiteStore``), JSON values.
+"""The table behind the kv extension (the library's ``Store``: SQLite in the data dir,
+or the kernel's PostgreSQL, ADR 0035), JSON values.
 
 Limits are checked before anything is written, and every error names the
 limit and the config key that sets it, so a model (or a developer) can act
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.extensions.sdk import SQLiteStore
+from core.extensions.sdk import PostgresTarget, Store
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (
@@ -21,6 +22,10 @@ CREATE TABLE IF NOT EXISTS kv (
     updated_at REAL NOT NULL
 ) WITHOUT ROWID;
 """
+POSTGRES_SCHEMA = (
+    "CREATE TABLE kv (key text PRIMARY KEY, value text NOT NULL,"
+    " updated_at double precision NOT NULL)",
+)
 _GLOB_SPECIALS = str.maketrans({"*": "[*]", "?": "[?]", "[": "[[]"})
 
 
@@ -28,13 +33,21 @@ class KvError(ValueError):
     """A key or value the store refuses; the message says why and what to change."""
 
 
-class KvStore(SQLiteStore):
-    """Durable ``key -> JSON value`` map in ``<data_dir>/kv.sqlite3``."""
+class KvStore(Store):
+    """Durable ``key -> JSON value`` map in ``<data_dir>/kv.sqlite3`` (or PostgreSQL)."""
 
     SCHEMA = SCHEMA
+    POSTGRES_SCHEMA = POSTGRES_SCHEMA
 
-    def __init__(self, path: Path, *, max_key_bytes: int, max_value_bytes: int) -> None:
-        super().__init__(path)
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_key_bytes: int,
+        max_value_bytes: int,
+        postgres: PostgresTarget | None = None,
+    ) -> None:
+        super().__init__(path, postgres=postgres)
         self.max_key_bytes = max_key_bytes
         self.max_value_bytes = max_value_bytes
 
@@ -87,9 +100,12 @@ class KvStore(SQLiteStore):
         return await self.execute("DELETE FROM kv WHERE key = ?", (key,)) > 0
 
     async def keys(self, prefix: str = "", limit: int | None = None) -> list[str]:
-        """Keys starting with ``prefix``, sorted; at most ``limit`` when given."""
+        """Keys starting with ``prefix``, sorted (by bytes); at most ``limit`` when given."""
         sql = "SELECT key FROM kv WHERE key GLOB ? ORDER BY key"
         args: tuple[Any, ...] = (prefix.translate(_GLOB_SPECIALS) + "*",)
+        if self.dialect == "postgres":
+            sql = 'SELECT key FROM kv WHERE key LIKE ? ORDER BY key COLLATE "C"'
+            args = (_like_prefix(prefix),)
         if limit is not None:
             sql += " LIMIT ?"
             args += (limit,)
@@ -98,8 +114,16 @@ class KvStore(SQLiteStore):
     async def count(self, prefix: str = "") -> int:
         pattern = prefix.translate(_GLOB_SPECIALS) + "*"
         sql = "SELECT count(*) FROM kv WHERE key GLOB ?"
+        if self.dialect == "postgres":
+            sql, pattern = "SELECT count(*) FROM kv WHERE key LIKE ?", _like_prefix(prefix)
         row = await self.fetch_one(sql, (pattern,))
         return int(row[0]) if row else 0
+
+
+def _like_prefix(prefix: str) -> str:
+    """A ``LIKE`` pattern matching keys that start with ``prefix`` (backslash escapes)."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
 
 
 def parse_json_text(text: str) -> Any:

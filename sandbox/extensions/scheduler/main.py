@@ -39,7 +39,7 @@ class SchedulerExtension(BaseExtension):
         timezone = str(context.get_config("timezone") or "local")
         grace_s = float(context.get_config("late_grace_s", 60))
         max_sleep_s = float(context.get_config("max_sleep_s", 300))
-        self.store = ScheduleStore(context.data_dir / STORE_FILE)
+        self.store = ScheduleStore.at(context.storage, STORE_FILE)
         try:
             self.scheduler = Scheduler(self.store, timezone, self.now, self._wake)
         except ScheduleError as exc:

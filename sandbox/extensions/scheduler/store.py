@@ -1,8 +1,11 @@
-"""Durable schedules in ``<data_dir>/schedules.db`` (the library's ``SQLiteStore``).
+"""Durable schedules in ``<data_dir>/schedules.db``, or in the kernel's PostgreSQL
+(the library's ``Store``, ADR 0035).
 
-One aiosqlite connection, WAL, ``synchronous=NORMAL``: a committed change
-survives a crash of the process. Instants are stored as Unix seconds (REAL); ids come
-from AUTOINCREMENT so a cancelled id is never reused.
+SQLite: one aiosqlite connection, WAL, ``synchronous=NORMAL``: a committed
+change survives a crash of the process. Instants are stored as Unix seconds
+(REAL, ``double precision``); ids come from AUTOINCREMENT (a sequence) so a
+cancelled id is never reused. Recording a fire is one conditional update on
+both backends: of two passes firing the same due time, one advances it.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from core.extensions.sdk import SQLiteStore
+from core.extensions.sdk import Store
 
 from .model import Action, Schedule, Timing
 
@@ -34,22 +37,51 @@ CREATE TABLE IF NOT EXISTS schedules (
 );
 CREATE INDEX IF NOT EXISTS schedules_by_due ON schedules (status, next_due);
 """
+_POSTGRES_V1 = """
+CREATE TABLE schedules (
+    id          bigserial PRIMARY KEY,
+    text        text NOT NULL,
+    kind        text NOT NULL CHECK (kind IN ('once', 'cron', 'interval')),
+    spec        text NOT NULL,
+    timezone    text NOT NULL,
+    next_due    double precision NOT NULL,
+    channel_id  text,
+    action      text NOT NULL CHECK (action IN ('notify', 'agent')),
+    topic       text NOT NULL,
+    created_at  double precision NOT NULL,
+    last_due    double precision,
+    fires       integer NOT NULL DEFAULT 0,
+    status      text NOT NULL DEFAULT 'active'
+                CHECK (status IN ('active', 'done', 'cancelled')),
+    user_id     text
+);
+CREATE INDEX schedules_by_due ON schedules (status, next_due);
+"""
+_ADVANCE = (
+    "UPDATE schedules SET last_due = ?, fires = fires + 1,"
+    " next_due = COALESCE(?, next_due),"
+    " status = CASE WHEN ? IS NULL THEN 'done' ELSE status END"
+    " WHERE id = ? AND status = 'active' AND ABS(next_due - ?) < 0.000001"
+)
 _COLUMNS = (
     "id, text, kind, spec, timezone, next_due, channel_id, action, topic,"
     " created_at, last_due, fires, status, user_id"
 )
 
 
-class ScheduleStore(SQLiteStore):
+class ScheduleStore(Store):
     """CRUD and due-time queries over the ``schedules`` table."""
 
     SCHEMA = _SCHEMA
+    POSTGRES_SCHEMA = (_POSTGRES_V1,)
 
     async def open(self) -> None:
-        """Connect, apply the schema, and migrate a store made before reminders
+        """Connect, apply the schema, and migrate a SQLite store made before reminders
         recorded who set them: it gets a ``user_id`` column; its rows keep NULL
         and fire to the channel's default target."""
         await super().open()
+        if self.dialect == "postgres":
+            return
         columns = {row[1] for row in await self.fetch_all("PRAGMA table_info(schedules)")}
         if "user_id" not in columns:
             await self.execute("ALTER TABLE schedules ADD COLUMN user_id TEXT")
@@ -93,11 +125,11 @@ class ScheduleStore(SQLiteStore):
         self, schedule_id: int, fired_due: datetime, next_due: datetime | None
     ) -> None:
         """Record the fire of ``fired_due``; ``next_due=None`` finishes the schedule."""
+        sql = _ADVANCE
+        if self.dialect == "postgres":  # an untyped NULL test needs its type there
+            sql = sql.replace("WHEN ? IS NULL", "WHEN CAST(? AS integer) IS NULL")
         await self.execute(
-            "UPDATE schedules SET last_due = ?, fires = fires + 1,"
-            " next_due = COALESCE(?, next_due),"
-            " status = CASE WHEN ? IS NULL THEN 'done' ELSE status END"
-            " WHERE id = ? AND status = 'active' AND ABS(next_due - ?) < 0.000001",
+            sql,
             (
                 fired_due.timestamp(),
                 None if next_due is None else next_due.timestamp(),

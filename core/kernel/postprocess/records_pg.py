@@ -1,0 +1,58 @@
+"""``/last``'s records in PostgreSQL (``storage.backend: postgres``, ADR 0035).
+
+The rows are written by ``PostTurnRecord.write_postgres`` inside the
+ledger's transaction; this reads them back and prunes them with the ledger's
+retention, like ``PostRecords`` does in ``sessions.db``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from core.kernel.postprocess.records import StoredResult, latest_query, stored_results
+
+if TYPE_CHECKING:
+    from core.settings_sections import StorageSettings
+
+__all__ = ["PostgresPostRecords"]
+
+
+class PostgresPostRecords:
+    """The ``hearth_post_*`` tables of the ``sessions`` component."""
+
+    def __init__(self, storage: StorageSettings, *, retention_s: float) -> None:
+        self.storage = storage
+        self.retention_s = retention_s
+        self._pool: Any = None
+
+    async def open(self) -> None:
+        """Take the process's pool, migrate, and drop records older than the ledger keeps."""
+        from core.kernel.session_schema import SESSIONS_COMPONENT
+        from core.storage import apply_migrations, pool_for
+
+        if self._pool is None:
+            self._pool = await pool_for(
+                self.storage.postgres_dsn or "",
+                min_size=self.storage.pool_min_size,
+                max_size=self.storage.pool_max_size,
+            )
+            await apply_migrations(self._pool, [SESSIONS_COMPONENT])
+        cutoff = time.time() - self.retention_s
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute("DELETE FROM hearth_post_results WHERE created_at < $1", cutoff)
+            await conn.execute("DELETE FROM hearth_post_turns WHERE created_at < $1", cutoff)
+
+    async def latest(self, conversation: str, name: str | None = None) -> list[StoredResult]:
+        """The newest result named ``name``, or every result of the newest turn."""
+        if self._pool is None:
+            raise RuntimeError("post-processing records are not open (open() at start)")
+        query, args = latest_query(conversation, name, "$", "id")
+        return stored_results(await self._pool.fetch(query, *args), name)
+
+    async def aclose(self) -> None:
+        from core.storage import release_pool
+
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await release_pool(pool)

@@ -1,0 +1,125 @@
+"""The ``sessions`` component's PostgreSQL schema: what ``sessions.db`` holds in SQLite.
+
+Histories (the SDK ``Session`` items), the ledger, conversations' session
+generations, post-processing records and activations, paused turns with
+their approvals and the "always allow" grants (ADR 0035). Registered with
+the storage foundation's migrations runner at import; version N is the N-th
+entry and is never edited once released (a change is a new entry).
+Timestamps stay epoch seconds (``double precision``) as in SQLite, so the
+code that reads them is the same for both backends.
+"""
+
+from __future__ import annotations
+
+from core.storage import register_migrations
+
+__all__ = ["SESSIONS_COMPONENT"]
+
+SESSIONS_COMPONENT = "sessions"
+
+_V1 = """
+CREATE TABLE hearth_session_items (
+    id           bigserial PRIMARY KEY,
+    session_id   text NOT NULL,
+    message_data text NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX hearth_session_items_by_session ON hearth_session_items (session_id, id);
+
+CREATE TABLE hearth_turns (
+    message_key text PRIMARY KEY,
+    session_id  text NOT NULL,
+    channel_id  text NOT NULL,
+    user_id     text NOT NULL,
+    reply       text NOT NULL,
+    created_at  double precision NOT NULL,
+    followup    text
+);
+CREATE INDEX hearth_turns_by_session ON hearth_turns (session_id, created_at);
+CREATE INDEX hearth_turns_by_age ON hearth_turns (created_at);
+
+CREATE TABLE hearth_conversations (
+    key        text PRIMARY KEY,
+    generation integer NOT NULL,
+    updated_at double precision NOT NULL
+);
+
+CREATE TABLE hearth_post_turns (
+    message_key  text PRIMARY KEY,
+    conversation text NOT NULL,
+    session_id   text,
+    original     text NOT NULL,
+    clean        text NOT NULL,
+    specs        text NOT NULL,
+    events       text NOT NULL,
+    usage        text NOT NULL,
+    created_at   double precision NOT NULL
+);
+CREATE TABLE hearth_post_results (
+    id           bigserial UNIQUE,
+    message_key  text NOT NULL,
+    seq          integer NOT NULL,
+    conversation text NOT NULL,
+    name         text NOT NULL,
+    result       text NOT NULL,
+    created_at   double precision NOT NULL,
+    PRIMARY KEY (message_key, seq)
+);
+CREATE INDEX hearth_post_results_by_name ON hearth_post_results (conversation, name, created_at);
+
+CREATE TABLE hearth_post_activations (
+    id            bigserial PRIMARY KEY,
+    conversation  text NOT NULL,
+    name          text NOT NULL,
+    processor     text NOT NULL,
+    default_param text,
+    created_at    double precision NOT NULL,
+    updated_at    double precision NOT NULL,
+    UNIQUE (conversation, name)
+);
+CREATE TABLE hearth_post_defaults (
+    conversation text NOT NULL,
+    processor    text NOT NULL,
+    PRIMARY KEY (conversation, processor)
+);
+
+CREATE TABLE hearth_paused_turns (
+    seq          bigserial UNIQUE,
+    message_key  text PRIMARY KEY,
+    message_id   bigint NOT NULL,
+    conversation text NOT NULL,
+    session_id   text NOT NULL,
+    channel_id   text NOT NULL,
+    user_id      text NOT NULL,
+    owner_id     text NOT NULL,
+    input_items  text NOT NULL,
+    query        text NOT NULL,
+    state        text NOT NULL,
+    round        integer NOT NULL,
+    status       text NOT NULL,
+    updated_at   double precision NOT NULL
+);
+CREATE TABLE hearth_approvals (
+    id          text PRIMARY KEY,
+    message_key text NOT NULL,
+    round       integer NOT NULL,
+    call_id     text NOT NULL,
+    tool        text NOT NULL,
+    arguments   text NOT NULL,
+    status      text NOT NULL,
+    always      boolean NOT NULL,
+    decided_by  text,
+    created_at  double precision NOT NULL,
+    expires_at  double precision NOT NULL,
+    decided_at  double precision
+);
+CREATE INDEX hearth_approvals_by_turn ON hearth_approvals (message_key, round);
+CREATE TABLE hearth_policy_grants (
+    tool       text PRIMARY KEY,
+    granted_by text NOT NULL,
+    channel_id text NOT NULL,
+    created_at double precision NOT NULL
+);
+"""
+
+register_migrations(SESSIONS_COMPONENT, [_V1])
