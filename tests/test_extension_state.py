@@ -53,9 +53,7 @@ async def make_store(
 
     def make(clock: Clock, **limits: int | float) -> StateStore:
         stores.append(
-            StateStore(
-                tmp_path / "state.db", StateSettings(**limits), clock=clock, storage=storage
-            )
+            StateStore(tmp_path / "state.db", StateSettings(**limits), clock=clock, storage=storage)
         )
         return stores[-1]
 

@@ -108,3 +108,50 @@ async def test_the_scheduler_extension_fires_only_while_leading(tmp_path):
         fired = await ext.loop.fire_due()
         assert [f.payload["text"] for f in fired] == ["stretch"]
         assert [e.topic for e in ctx.emitted] == ["reminder.due"]
+
+
+def test_kill_the_schedule_leader_and_reminders_fire_once_from_another(
+    make_ext, ext_root, tmp_path, postgres_dsn
+):
+    from bundled import copy_bundled
+    from fake_openai import FakeOpenAIServer
+    from scale_support import (
+        CHANNEL,
+        CHANNEL_ID,
+        CHANNEL_MANIFEST,
+        SHORT_LEASE_S,
+        Cluster,
+        wait_until,
+    )
+
+    copy_bundled(ext_root, "scheduler")
+    make_ext(CHANNEL_ID, CHANNEL, CHANNEL_MANIFEST)
+    names = ("ping-alpha", "ping-beta", "ping-gamma")
+    commands = [("u1", f"/remind {8 + i}s {name}") for i, name in enumerate(names)]
+    leads = "this process leads"
+    with FakeOpenAIServer() as srv:
+        cluster = Cluster(tmp_path, ext_root, postgres_dsn, srv, commands)
+
+        def fired(name: str) -> int:
+            return sum(1 for r in cluster.replies() if r["text"].startswith(name))
+
+        try:
+            cluster.start("w1", "workers")
+            cluster.wait_log("w1", "kernel ready")
+            assert leads in cluster.log("w1")  # the first worker up takes the lease
+            cluster.start("w2", "workers")
+            cluster.wait_log("w2", "kernel ready")
+            front = cluster.start("front", "channels")
+            wait_until(lambda: len(cluster.replies()) >= len(names), 60, lambda: cluster.log("w1"))
+            assert all(fired(name) == 0 for name in names)
+            cluster.kill("w1")  # the leader dies before any reminder is due
+            killed = time.monotonic()
+            cluster.wait_log("w2", leads, timeout_s=60)
+            took = time.monotonic() - killed
+            wait_until(lambda: all(fired(name) for name in names), 60, lambda: cluster.log("w2"))
+        finally:
+            codes = cluster.stop_all()
+    assert set(codes.values()) == {0}, {n: cluster.log(n)[-2000:] for n in codes}
+    assert took <= SHORT_LEASE_S * 3, took  # the lease, one renew interval, a loaded machine
+    assert [fired(name) for name in names] == [1, 1, 1]
+    assert {r["pid"] for r in cluster.replies()} == {front.pid}
