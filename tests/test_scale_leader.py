@@ -9,10 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.extensions.contract import Leadership
+from conftest import ext_code
+from core.extensions.contract import Leadership, TurnContext
+from core.kernel.commands import parse_command
 from core.scheduling import LEASES_COMPONENT, LeaseLeader
 from core.settings import SettingsError, load_settings
 from core.storage import apply_migrations, open_pool
+from harness import running_kernel
 
 LEASE_S = 1.5
 
@@ -31,6 +34,32 @@ async def _until(condition, deadline_s: float, step: float = 0.05) -> float:
             raise AssertionError(f"not within {deadline_s} s")
         await asyncio.sleep(step)
     return time.monotonic() - start
+
+
+LEADER_PROBE = ext_code(
+    body="""
+    def get_commands(self):
+        from core.extensions.contract import Command
+
+        async def lead(args, turn):
+            led = await self.ctx.leadership()
+            return f"{led.leader} {led.recheck_s}"
+
+        return [Command("lead", "Leadership.", lead)]
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "process"])
+async def test_leadership_reaches_extensions_in_process_and_isolated(mode, make_ext, settings_file):
+    make_ext("prober", LEADER_PROBE, {"isolation": mode})
+    turn = TurnContext(channel_id="cli_channel", user_id="u1")
+    async with running_kernel(settings_file(isolation={"call_timeout_s": 10})) as kernel:
+        alone = await kernel.commands.run(parse_command("/lead"), turn)
+        kernel.services.leadership = lambda: Leadership(False, 2.5)  # a follower's answer
+        follower = await kernel.commands.run(parse_command("/lead"), turn)
+    assert alone == "True None"  # SQLite: the only process always leads
+    assert follower == "False 2.5"
 
 
 def test_a_role_other_than_all_needs_postgres(tmp_path):
