@@ -77,10 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     if command == "events":
         import asyncio
 
+        from core.events.backend import journal_for
         from core.events.cli import run_events_command
         from core.kernel.runner import JOURNAL_FILE
 
-        return asyncio.run(run_events_command(settings.data_dir / JOURNAL_FILE, args))
+        path = settings.data_dir / JOURNAL_FILE
+        postgres = settings.storage.backend == "postgres"
+        journal = journal_for(path, settings.events, settings.storage) if postgres else path
+        return asyncio.run(run_events_command(journal, args))
     if command == "metrics":
         from core.cli.metrics import run_metrics
 

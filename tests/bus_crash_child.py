@@ -1,6 +1,6 @@
 """Child process for the bus crash tests (run by tests/test_bus_crash.py; SIGKILLed there).
 
-Modes:
+JOURNAL is a SQLite file or a PostgreSQL DSN. Modes:
   burst JOURNAL HANDLED PUBLISHED TAG COUNT  publish COUNT events, handle them, then idle
   drain JOURNAL HANDLED                      handle whatever is left, then stop cleanly
   poison JOURNAL HANDLED MAX_ATTEMPTS        publish one event that kills this process
@@ -21,9 +21,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.events import Event, EventBus, SQLiteJournal
+from core.events import Event, EventBus, Journal, SQLiteJournal
 
 SUBSCRIBER = "crash-sub"
+
+
+def _journal(location: str) -> Journal:
+    """JOURNAL is a SQLite file, or a PostgreSQL DSN (``postgresql://...``)."""
+    if location.startswith(("postgresql://", "postgres://")):
+        from core.events.pg_journal import PostgresJournal
+
+        return PostgresJournal(location)
+    return SQLiteJournal(location)
 
 
 def _appender(path: str) -> int:
@@ -51,7 +60,7 @@ async def burst(journal: str, handled: str, published: str, tag: str, count: int
     async def handle(event: Event) -> None:
         _record(handled_fd, event.id)
 
-    bus = EventBus(SQLiteJournal(journal), poll_interval_s=0.2)
+    bus = EventBus(_journal(journal), poll_interval_s=0.2)
     bus.subscribe("crash.*", handle, SUBSCRIBER, concurrency=2)
     await bus.start()
     for n in range(count):
@@ -66,7 +75,7 @@ async def drain(journal: str, handled: str) -> None:
     async def handle(event: Event) -> None:
         _record(handled_fd, event.id)
 
-    bus = EventBus(SQLiteJournal(journal), poll_interval_s=0.2)
+    bus = EventBus(_journal(journal), poll_interval_s=0.2)
     bus.subscribe("crash.*", handle, SUBSCRIBER, concurrency=2)
     await bus.start()
     await _wait_idle(bus, 20.0)
@@ -81,7 +90,7 @@ async def poison(journal: str, handled: str, max_attempts: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         _record(handled_fd, event.id)
 
-    bus = EventBus(SQLiteJournal(journal), max_attempts=max_attempts, poll_interval_s=0.2)
+    bus = EventBus(_journal(journal), max_attempts=max_attempts, poll_interval_s=0.2)
     bus.subscribe("crash.*", handle, SUBSCRIBER)
     await bus.start()
     await bus.publish("crash.poison", "child", {"poison": True}, idempotency_key="poison")

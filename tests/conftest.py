@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bus_helpers import make_journal  # noqa: F401  (fixture: a bus test on both journals)
 from pg_helpers import postgres_dsn  # noqa: F401  (fixture: a fresh PostgreSQL database)
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")

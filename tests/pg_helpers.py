@@ -50,9 +50,16 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
 
 
 def with_database(dsn: str, database: str) -> str:
-    """``dsn`` pointing at ``database`` instead."""
+    """``dsn`` pointing at ``database`` instead. Without an ``sslmode`` of its own it
+    gets ``disable``: asyncpg's default (``prefer``) first tries TLS on every
+    connection, and a connection abandoned in that step logs a stray error."""
     parts = urlsplit(dsn)
-    return urlunsplit(parts._replace(path=f"/{database}"))
+    query = (
+        parts.query
+        if "sslmode=" in parts.query
+        else "&".join(q for q in (parts.query, "sslmode=disable") if q)
+    )
+    return urlunsplit(parts._replace(path=f"/{database}", query=query))
 
 
 async def _reachable(dsn: str) -> str | None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bus_helpers import eventually
-from core.events import Event, EventBus, SQLiteJournal
+from bus_helpers import JournalFactory, eventually
+from core.events import Event, EventBus, Journal, SQLiteJournal
 from core.events.cli import add_events_arguments, run_events_command
 
 
@@ -20,9 +20,12 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 @pytest.fixture
-async def journal_with_dead_letter(tmp_path: Path) -> tuple[Path, int, int]:
-    path = tmp_path / "events.db"
-    bus = EventBus(SQLiteJournal(path), max_attempts=1)
+async def journal_with_dead_letter(
+    make_journal: JournalFactory,
+) -> tuple[Path | Journal, int, int]:
+    """The journal as ``main.py events`` is given it: the SQLite file's path, or the
+    PostgreSQL journal ``storage.postgres_dsn`` names."""
+    bus = EventBus(make_journal(), max_attempts=1)
 
     async def fail(event: Event) -> None:
         raise RuntimeError("mail server down")
@@ -37,11 +40,12 @@ async def journal_with_dead_letter(tmp_path: Path) -> tuple[Path, int, int]:
     bad = await bus.publish("mail.send", "mail", {"to": "me"})
     await eventually(bus.journal.dead_letters)
     await bus.stop()
-    return path, good, bad
+    target = Path(make_journal.location) if make_journal.backend == "sqlite" else make_journal()
+    return target, good, bad
 
 
 async def test_lists_recent_events_as_table_and_json(
-    journal_with_dead_letter: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]
+    journal_with_dead_letter: tuple[Path | Journal, int, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, good, bad = journal_with_dead_letter
     assert await run_events_command(path, _args()) == 0
@@ -62,7 +66,7 @@ async def test_lists_recent_events_as_table_and_json(
 
 
 async def test_dead_letters_and_requeue(
-    journal_with_dead_letter: tuple[Path, int, int], capsys: pytest.CaptureFixture[str]
+    journal_with_dead_letter: tuple[Path | Journal, int, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, _, bad = journal_with_dead_letter
     assert await run_events_command(path, _args("--dead")) == 0
@@ -75,7 +79,8 @@ async def test_dead_letters_and_requeue(
     assert f"re-queued 1 dead delivery of event {bad}" in capsys.readouterr().out
     assert await run_events_command(path, _args("--dead", "--json")) == 0
     assert json.loads(capsys.readouterr().out) == []
-    assert (await SQLiteJournal(path).counts())["pending"] == 1
+    journal = SQLiteJournal(path) if isinstance(path, Path) else path
+    assert (await journal.counts())["pending"] == 1
 
 
 async def test_missing_journal_is_a_clear_error(

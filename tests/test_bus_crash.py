@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.events import SQLiteJournal
+from bus_helpers import JournalFactory
 from core.events.journal import PROCESS_DIED
 
 CHILD = Path(__file__).with_name("bus_crash_child.py")
@@ -50,9 +50,13 @@ def _kill_mid_burst(args: list[str], published: Path, seen_before: int) -> None:
 
 
 def test_sigkill_mid_burst_loses_no_published_event(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    make_journal: JournalFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    journal, handled, published = tmp_path / "e.db", tmp_path / "handled", tmp_path / "published"
+    journal, handled, published = (
+        make_journal.location,
+        tmp_path / "handled",
+        tmp_path / "published",
+    )
     for kill in range(KILLS):
         args = ["burst", str(journal), str(handled), str(published), f"round{kill}", str(BURST)]
         _kill_mid_burst(args, published, len(_lines(published)))
@@ -66,15 +70,17 @@ def test_sigkill_mid_burst_loses_no_published_event(
     duplicates = sum(n - 1 for n in handled_counts.values())
     with capsys.disabled():
         print(
-            f"\n[bus crash test] kills={KILLS} published={len(returned)} "
+            f"\n[bus crash test, {make_journal.backend}] kills={KILLS} published={len(returned)} "
             f"handled={len(handled_counts)} lost={len(lost)} duplicates={duplicates}"
         )
     assert len(returned) >= KILLS * BURST // 4
     assert not lost, f"{len(lost)} events whose publish returned were never handled"
 
 
-async def test_event_that_keeps_killing_the_process_is_dead_lettered(tmp_path: Path) -> None:
-    journal, handled = tmp_path / "e.db", tmp_path / "handled"
+async def test_event_that_keeps_killing_the_process_is_dead_lettered(
+    make_journal: JournalFactory, tmp_path: Path
+) -> None:
+    journal, handled = make_journal.location, tmp_path / "handled"
     max_attempts = 3
     kills = 0
     for _ in range(max_attempts + 2):
@@ -87,11 +93,11 @@ async def test_event_that_keeps_killing_the_process_is_dead_lettered(tmp_path: P
         pytest.fail("the poison event was never dead-lettered")
 
     assert kills == max_attempts
-    dead = await SQLiteJournal(journal).dead_letters()
+    dead = await make_journal().dead_letters()
     assert [(d.topic, d.attempt, d.error) for d in dead] == [
         ("crash.poison", max_attempts, PROCESS_DIED)
     ]
-    records = await SQLiteJournal(journal).recent_events(topic="crash.innocent")
+    records = await make_journal().recent_events(topic="crash.innocent")
     assert len(records) == 3
     assert all(r.deliveries[0].status == "done" for r in records)
     assert len(set(_lines(handled))) == 3

@@ -5,17 +5,22 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from pathlib import Path
 
 import pytest
 
-from bus_helpers import Recorder, eventually, wait_for
-from core.events import Event, EventBus, SQLiteJournal
+from bus_helpers import (
+    JournalFactory,
+    Recorder,
+    eventually,
+    wait_for,
+)
+from core.events import Event, EventBus
 
 
-async def test_known_subscriber_gets_events_published_while_it_was_away(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    bus = EventBus(SQLiteJournal(path))
+async def test_known_subscriber_gets_events_published_while_it_was_away(
+    make_journal: JournalFactory,
+) -> None:
+    bus = EventBus(make_journal())
     first = Recorder()
     bus.subscribe("mail.*", first, "mailer")
     await bus.start()
@@ -24,13 +29,13 @@ async def test_known_subscriber_gets_events_published_while_it_was_away(tmp_path
     await bus.stop()
 
     # "mailer" is down; another process (no subscriber of its own) keeps publishing.
-    other = EventBus(SQLiteJournal(path))
+    other = EventBus(make_journal())
     await other.start()
     missed = [await other.publish("mail.in", "t", {"n": n}) for n in (1, 2)]
     await other.publish("chat.in", "t", {})
     await other.stop()
 
-    bus2 = EventBus(SQLiteJournal(path))
+    bus2 = EventBus(make_journal())
     again, fresh = Recorder(), Recorder()
     bus2.subscribe("mail.*", again, "mailer")
     await bus2.start()
@@ -45,8 +50,10 @@ async def test_known_subscriber_gets_events_published_while_it_was_away(tmp_path
         await bus2.stop()
 
 
-async def test_failing_handler_is_retried_with_backoff_then_succeeds(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"), retry_base_s=0.1, max_attempts=5)
+async def test_failing_handler_is_retried_with_backoff_then_succeeds(
+    make_journal: JournalFactory,
+) -> None:
+    bus = EventBus(make_journal(), retry_base_s=0.1, max_attempts=5)
     calls: list[tuple[int, float]] = []
     ok = Recorder()
 
@@ -75,9 +82,8 @@ async def test_failing_handler_is_retried_with_backoff_then_succeeds(tmp_path: P
         await bus.stop()
 
 
-async def test_dead_letter_keeps_error_and_requeue_revives_it(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    bus = EventBus(SQLiteJournal(path), retry_base_s=0.01, max_attempts=2, poll_interval_s=0.1)
+async def test_dead_letter_keeps_error_and_requeue_revives_it(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal(), retry_base_s=0.01, max_attempts=2, poll_interval_s=0.1)
     broken = True
     done: list[int] = []
 
@@ -90,7 +96,7 @@ async def test_dead_letter_keeps_error_and_requeue_revives_it(tmp_path: Path) ->
     await bus.start()
     try:
         event_id = await bus.publish("job.run", "t", {})
-        inspector = SQLiteJournal(path)  # as `main.py events` would, from outside the bus
+        inspector = make_journal()  # as `main.py events` would, from outside the bus
 
         letters = await eventually(inspector.dead_letters)
         assert [(d.event_id, d.subscriber_id, d.attempt, d.error) for d in letters] == [
@@ -105,8 +111,8 @@ async def test_dead_letter_keeps_error_and_requeue_revives_it(tmp_path: Path) ->
         await bus.stop()
 
 
-async def test_handler_timeout_counts_as_failure(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"), max_attempts=1)
+async def test_handler_timeout_counts_as_failure(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal(), max_attempts=1)
 
     async def hang(event: Event) -> None:
         await asyncio.sleep(10)
@@ -121,8 +127,8 @@ async def test_handler_timeout_counts_as_failure(tmp_path: Path) -> None:
         await bus.stop()
 
 
-async def test_raising_handler_does_not_stop_dispatch(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"), max_attempts=1)
+async def test_raising_handler_does_not_stop_dispatch(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal(), max_attempts=1)
     seen = Recorder()
 
     async def bad(event: Event) -> None:
@@ -138,8 +144,10 @@ async def test_raising_handler_does_not_stop_dispatch(tmp_path: Path) -> None:
         await bus.stop()
 
 
-async def test_events_are_handled_in_publish_order_one_at_a_time(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+async def test_events_are_handled_in_publish_order_one_at_a_time(
+    make_journal: JournalFactory,
+) -> None:
+    bus = EventBus(make_journal())
     order: list[int] = []
     active = 0
     overlap = False
@@ -163,8 +171,8 @@ async def test_events_are_handled_in_publish_order_one_at_a_time(tmp_path: Path)
         await bus.stop()
 
 
-async def test_concurrency_n_runs_n_handlers_at_once(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+async def test_concurrency_n_runs_n_handlers_at_once(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal())
     release = asyncio.Event()
     active = peak = 0
 
@@ -190,8 +198,8 @@ async def test_concurrency_n_runs_n_handlers_at_once(tmp_path: Path) -> None:
     assert (await bus.stats())["done"] == 6
 
 
-async def test_slow_subscriber_does_not_delay_another(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"), stop_timeout_s=0.1)
+async def test_slow_subscriber_does_not_delay_another(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal(), stop_timeout_s=0.1)
     started = asyncio.Event()
     fast = Recorder()
 
@@ -216,8 +224,8 @@ async def test_slow_subscriber_does_not_delay_another(tmp_path: Path) -> None:
         await bus.stop()
 
 
-async def test_local_publish_wakes_dispatch_without_polling(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"), poll_interval_s=60)
+async def test_local_publish_wakes_dispatch_without_polling(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal(), poll_interval_s=60)
     rec = Recorder()
     bus.subscribe("ping.*", rec, "pong")
     await bus.start()
@@ -233,14 +241,15 @@ async def test_local_publish_wakes_dispatch_without_polling(tmp_path: Path) -> N
         await bus.stop()
 
 
-async def test_events_from_another_process_are_picked_up_by_polling(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    bus = EventBus(SQLiteJournal(path), poll_interval_s=0.05)
+async def test_events_from_another_process_are_picked_up_by_polling(
+    make_journal: JournalFactory,
+) -> None:
+    bus = EventBus(make_journal(), poll_interval_s=0.05)
     rec = Recorder()
     bus.subscribe("ext.*", rec, "listener")
     await bus.start()
     try:
-        writer = EventBus(SQLiteJournal(path))  # a second bus on the same file, not started
+        writer = EventBus(make_journal())  # a second bus on the same file, not started
         event_id = await writer.publish("ext.ping", "elsewhere", {"v": 1})
         await writer.stop()
         await wait_for(lambda: rec.ids == [event_id], what="foreign event")
@@ -248,8 +257,8 @@ async def test_events_from_another_process_are_picked_up_by_polling(tmp_path: Pa
         await bus.stop()
 
 
-async def test_subscriber_added_after_start(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+async def test_subscriber_added_after_start(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal())
     await bus.start()
     try:
         before = await bus.publish("late.a", "t", {})

@@ -7,15 +7,19 @@ import sqlite3
 import time
 from pathlib import Path
 
-from bus_helpers import Recorder, eventually, wait_for
+from bus_helpers import (
+    JournalFactory,
+    Recorder,
+    eventually,
+    wait_for,
+)
 from core.events import Event, EventBus, SQLiteJournal
 from core.events.sqlite_batch import _CLAIM_SELECT, SCHEMA
 from core.settings import EventsSettings
 
 
-async def test_stop_waits_for_running_handlers(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    bus = EventBus(SQLiteJournal(path), stop_timeout_s=5)
+async def test_stop_waits_for_running_handlers(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal(), stop_timeout_s=5)
     finished: list[int] = []
     started = asyncio.Event()
 
@@ -30,7 +34,7 @@ async def test_stop_waits_for_running_handlers(tmp_path: Path) -> None:
     await asyncio.wait_for(started.wait(), 5)
     await bus.stop()
     assert finished == [event_id]
-    assert await SQLiteJournal(path).counts() == {
+    assert await make_journal().counts() == {
         "pending": 0,
         "inflight": 0,
         "done": 1,
@@ -39,9 +43,10 @@ async def test_stop_waits_for_running_handlers(tmp_path: Path) -> None:
     }
 
 
-async def test_stop_cancels_late_handlers_without_counting_a_failure(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    bus = EventBus(SQLiteJournal(path), stop_timeout_s=0.1)
+async def test_stop_cancels_late_handlers_without_counting_a_failure(
+    make_journal: JournalFactory,
+) -> None:
+    bus = EventBus(make_journal(), stop_timeout_s=0.1)
     cancelled: list[int] = []
     started = asyncio.Event()
 
@@ -62,10 +67,10 @@ async def test_stop_cancels_late_handlers_without_counting_a_failure(tmp_path: P
     await bus.stop()
     assert time.monotonic() - t0 < 2
     assert cancelled == [running]
-    counts = await SQLiteJournal(path).counts()
+    counts = await make_journal().counts()
     assert (counts["pending"], counts["dead"], counts["done"]) == (3, 0, 0)
 
-    bus2 = EventBus(SQLiteJournal(path))
+    bus2 = EventBus(make_journal())
     rec = Recorder()
     bus2.subscribe("job.*", rec, "worker")
     await bus2.start()
@@ -76,9 +81,8 @@ async def test_stop_cancels_late_handlers_without_counting_a_failure(tmp_path: P
         await bus2.stop()
 
 
-async def test_retention_purges_only_finished_old_events(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    bus = EventBus(SQLiteJournal(path), max_attempts=1, stop_timeout_s=0.05)
+async def test_retention_purges_only_finished_old_events(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal(), max_attempts=1, stop_timeout_s=0.05)
     fail_ids: set[int] = set()
 
     async def handler(event: Event) -> None:
@@ -103,13 +107,17 @@ async def test_retention_purges_only_finished_old_events(tmp_path: Path) -> None
     recent = await bus.publish("keep.ok", "t", {})
     await bus.stop()  # "stuck" is released: its delivery stays pending
 
-    with sqlite3.connect(path) as db:  # age everything but the last event by ten days
-        db.execute("UPDATE events SET created_at = created_at - 864000 WHERE id != ?", (recent,))
+    make_journal.age_events(864000, keep=recent)  # everything but the last is ten days old
 
-    bus2 = EventBus(SQLiteJournal(path), retention_days=7)
+    bus2 = EventBus(make_journal(), retention_days=7)
     await bus2.start()
-    try:
+
+    async def purged() -> set[int]:  # the purge runs beside the start, not before it
         kept = {r.id for r in await bus2.journal.recent_events(limit=10)}
+        return kept if done not in kept else set()
+
+    try:
+        kept = await eventually(purged)
     finally:
         await bus2.stop()
     assert done not in kept and not (fail_ids & kept)

@@ -9,24 +9,26 @@ from pathlib import Path
 
 import pytest
 
-from bus_helpers import Recorder, wait_for
+from bus_helpers import (
+    JournalFactory,
+    Recorder,
+    wait_for,
+)
 from core.events import EventBus, SQLiteJournal, SystemTopics, topic_matches
 
 
-async def test_publish_is_committed_when_it_returns(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+async def test_publish_is_committed_when_it_returns(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal())
     await bus.start()
     try:
         event_id = await bus.publish("note.saved", "test", {"text": "hi"}, correlation_id="c1")
         # Another connection (as another process would) sees the committed row at once.
-        with sqlite3.connect(tmp_path / "e.db") as other:
-            row = other.execute(
-                "SELECT topic, source, payload, correlation_id FROM events WHERE id = ?",
-                (event_id,),
-            ).fetchone()
-            (mode,) = other.execute("PRAGMA journal_mode").fetchone()
+        row = make_journal.stored_event(event_id)
         assert row == ("note.saved", "test", '{"text":"hi"}', "c1")
-        assert mode == "wal"
+        if make_journal.backend == "sqlite":
+            with sqlite3.connect(make_journal.location) as other:
+                (mode,) = other.execute("PRAGMA journal_mode").fetchone()
+            assert mode == "wal"
     finally:
         await bus.stop()
 
@@ -37,9 +39,9 @@ async def test_publish_is_committed_when_it_returns(tmp_path: Path) -> None:
     ids=["list", "str", "none", "unserialisable", "nan"],
 )
 async def test_non_object_payload_raises_value_error_and_stores_nothing(
-    tmp_path: Path, payload: object
+    make_journal: JournalFactory, payload: object
 ) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+    bus = EventBus(make_journal())
     await bus.start()
     try:
         with pytest.raises(ValueError, match=r"note\.saved"):
@@ -71,8 +73,10 @@ def test_topic_patterns() -> None:
     assert SystemTopics.AGENT_BACKGROUND == "system.agent.background"
 
 
-async def test_prefix_subscription_receives_matching_topics_only(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+async def test_prefix_subscription_receives_matching_topics_only(
+    make_journal: JournalFactory,
+) -> None:
+    bus = EventBus(make_journal())
     prefix, everything = Recorder(), Recorder()
     bus.subscribe("reminder.*", prefix, "prefix")
     bus.subscribe("*", everything, "all")
@@ -87,10 +91,11 @@ async def test_prefix_subscription_receives_matching_topics_only(tmp_path: Path)
         await bus.stop()
 
 
-async def test_idempotent_publish_returns_first_id_across_restarts(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
+async def test_idempotent_publish_returns_first_id_across_restarts(
+    make_journal: JournalFactory,
+) -> None:
     rec = Recorder()
-    bus = EventBus(SQLiteJournal(path))
+    bus = EventBus(make_journal())
     bus.subscribe("fire.*", rec, "fires")
     await bus.start()
     first = await bus.publish("fire.due", "sched", {"n": 1}, idempotency_key="sched:1")
@@ -99,7 +104,7 @@ async def test_idempotent_publish_returns_first_id_across_restarts(tmp_path: Pat
     await bus.stop()
     assert again == first
 
-    bus2 = EventBus(SQLiteJournal(path))
+    bus2 = EventBus(make_journal())
     rec2 = Recorder()
     bus2.subscribe("fire.*", rec2, "fires")
     await bus2.start()
@@ -115,11 +120,11 @@ async def test_idempotent_publish_returns_first_id_across_restarts(tmp_path: Pat
 
 
 async def test_one_group_commit_of_mixed_publishes_maps_each_to_its_own_event(
-    tmp_path: Path,
+    make_journal: JournalFactory,
 ) -> None:
     """Keyless, keyed and duplicate-key publishes committed together each get the right id."""
     rec = Recorder()
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+    bus = EventBus(make_journal())
     bus.subscribe("mix.*", rec, "mix")
     await bus.start()
     try:
@@ -145,8 +150,8 @@ async def test_one_group_commit_of_mixed_publishes_maps_each_to_its_own_event(
         await bus.stop()
 
 
-async def test_circular_payload_is_rejected(tmp_path: Path) -> None:
-    bus = EventBus(SQLiteJournal(tmp_path / "e.db"))
+async def test_circular_payload_is_rejected(make_journal: JournalFactory) -> None:
+    bus = EventBus(make_journal())
     payload: dict[str, object] = {}
     payload["self"] = payload
     with pytest.raises(ValueError, match=r"note\.saved.*circular"):
@@ -154,14 +159,14 @@ async def test_circular_payload_is_rejected(tmp_path: Path) -> None:
     assert (await bus.stats())["events"] == 0
 
 
-async def test_publish_before_start_is_durable_and_delivered_after_start(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    bus = EventBus(SQLiteJournal(path))
+async def test_publish_before_start_is_durable_and_delivered_after_start(
+    make_journal: JournalFactory,
+) -> None:
+    bus = EventBus(make_journal())
     rec = Recorder()
     bus.subscribe("init.*", rec, "early")
     event_id = await bus.publish("init.done", "ext", {"ok": True})
-    with sqlite3.connect(path) as other:
-        assert other.execute("SELECT count(*) FROM events").fetchone() == (1,)
+    assert make_journal.stored_event(event_id) is not None
     assert rec.events == []
     await bus.start()
     try:
@@ -172,14 +177,15 @@ async def test_publish_before_start_is_durable_and_delivered_after_start(tmp_pat
         await bus.stop()
 
 
-async def test_publish_after_stop_is_stored_for_the_next_start(tmp_path: Path) -> None:
-    path = tmp_path / "e.db"
-    bus = EventBus(SQLiteJournal(path))
+async def test_publish_after_stop_is_stored_for_the_next_start(
+    make_journal: JournalFactory,
+) -> None:
+    bus = EventBus(make_journal())
     bus.subscribe("late.*", Recorder(), "late")
     await bus.start()
     await bus.stop()
     event_id = await bus.publish("late.event", "ext", {})
-    bus2 = EventBus(SQLiteJournal(path))
+    bus2 = EventBus(make_journal())
     rec = Recorder()
     bus2.subscribe("late.*", rec, "late")
     await bus2.start()

@@ -1,7 +1,9 @@
 """``main.py events``: look into the journal, list dead letters, re-queue one.
 
 Works on the journal file directly (no running kernel needed, and safe while
-one runs: WAL lets readers in while the kernel writes).
+one runs: WAL lets readers in while the kernel writes), or on the PostgreSQL
+database ``storage.postgres_dsn`` names; a re-queue there wakes the running
+kernels at once (NOTIFY).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from core.events.errors import JournalError
-from core.events.journal import DeadLetter, EventRecord
+from core.events.journal import DeadLetter, EventRecord, Journal
 from core.events.sqlite_journal import SQLiteJournal
 
 __all__ = ["add_events_arguments", "run_events_command"]
@@ -35,18 +37,20 @@ def add_events_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON array")
 
 
-async def run_events_command(journal_path: Path, args: argparse.Namespace) -> int:
-    """Run ``main.py events`` against ``journal_path``; returns the exit code."""
-    if not await asyncio.to_thread(journal_path.is_file):
-        print(
-            f"event journal {journal_path} does not exist (has the kernel run yet?)",
-            file=sys.stderr,
-        )
-        return 1
+async def run_events_command(journal: Path | Journal, args: argparse.Namespace) -> int:
+    """Run ``main.py events`` against the SQLite file ``journal`` or the given journal
+    (PostgreSQL: ``storage.backend``); returns the exit code."""
+    if isinstance(journal, Path):
+        if not await asyncio.to_thread(journal.is_file):
+            print(
+                f"event journal {journal} does not exist (has the kernel run yet?)",
+                file=sys.stderr,
+            )
+            return 1
+        journal = SQLiteJournal(journal)
     if args.limit < 1:
         print(f"--limit must be at least 1, got {args.limit}", file=sys.stderr)
         return 1
-    journal = SQLiteJournal(journal_path)
     try:
         if args.requeue is not None:
             return await _requeue(journal, args.requeue, args.subscriber, args.json)
@@ -62,9 +66,7 @@ async def run_events_command(journal_path: Path, args: argparse.Namespace) -> in
     return 0
 
 
-async def _requeue(
-    journal: SQLiteJournal, event_id: int, subscriber: str | None, as_json: bool
-) -> int:
+async def _requeue(journal: Journal, event_id: int, subscriber: str | None, as_json: bool) -> int:
     count = await journal.requeue(event_id, subscriber)
     who = f" for subscriber {subscriber!r}" if subscriber else ""
     if as_json:
