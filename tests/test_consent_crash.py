@@ -13,9 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import PROJECT_ROOT, ext_code
+from core.settings_sections import StorageSettings
 from fake_openai import FakeOpenAIServer, ToolCall
-from harness import CAPTURE_MANIFEST, count_mentions, session_history
+from harness import CAPTURE_MANIFEST, count_mentions
+from storage_backends import BACKENDS, storage_for, stored_history
 from test_kernel_crash import kill, model_settings, start_kernel
 
 # A channel that journals one user message at start (idempotently), appends
@@ -96,13 +100,23 @@ def question_ids(out: Path) -> list[str]:
     return [m.group(1) for line in lines(out) if (m := re.search(r"/approve (\w+) ", line))]
 
 
-def setup(make_ext, settings_file, tmp_path: Path, srv: FakeOpenAIServer, **rockets: str):
+def setup(
+    make_ext,
+    settings_file,
+    tmp_path: Path,
+    srv: FakeOpenAIServer,
+    storage: StorageSettings | None = None,
+    **rockets: str,
+):
     files = {name: tmp_path / name for name in ("out", "inbox", "log")}
     config = {"out": str(files["out"]), "inbox": str(files["inbox"])}
     make_ext("inbox", INBOX_CHANNEL, {"config": config, **CAPTURE_MANIFEST})
     make_ext("rockets", ROCKETS, {"config": {"log": str(files["log"]), **rockets}})
     settings = settings_file(
-        channels={"default": "inbox"}, models=model_settings(srv), policy={"profile": "safe"}
+        channels={"default": "inbox"},
+        models=model_settings(srv),
+        policy={"profile": "safe"},
+        storage=(storage or StorageSettings()).model_dump(),
     )
     return settings, files
 
@@ -113,12 +127,14 @@ def stop(proc) -> None:
     assert proc.returncode == 0, stderr
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_while_a_question_is_pending_then_approve_after_restart(
-    make_ext, settings_file, tmp_path
+    make_ext, settings_file, tmp_path, request, backend
 ):
+    storage = storage_for(request, backend)  # paused turns and RunState: sessions.db or PG
     with FakeOpenAIServer() as srv:
         srv.script(ToolCall("launch", {"target": "moon"}), "Launched at the moon.")
-        settings, files = setup(make_ext, settings_file, tmp_path, srv)
+        settings, files = setup(make_ext, settings_file, tmp_path, srv, storage)
         first = start_kernel(settings)
         try:
             wait_until(lambda: question_ids(files["out"]))
@@ -140,7 +156,7 @@ def test_sigkill_while_a_question_is_pending_then_approve_after_restart(
     assert lines(files["out"]).count("Launched at the moon.") == 1  # one reply
     assert len(srv.requests) == 2  # the first model call was not repeated
     assert srv.requests[1]["messages"][-1]["content"] == "launched at moon"
-    items = session_history(tmp_path / "data", "inbox:u1")
+    items = stored_history(storage, tmp_path / "data", "inbox:u1")
     assert count_mentions(items, "launch at the moon") == 1
     assert count_mentions(items, "Launched at the moon.") == 1
 

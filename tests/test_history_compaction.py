@@ -34,10 +34,12 @@ from core.kernel.compaction import (
 )
 from core.kernel.conversations import Conversations
 from core.kernel.hooks import FrameRecorder, HookCaller, HookEntry, HookRegistry
-from core.kernel.ledger import LedgerSession, StoredItem, StoredReply
-from core.settings import ModelsSettings, TurnsSettings
+from core.kernel.ledger import ConversationSession, LedgerSession, StoredItem, StoredReply
+from core.kernel.session_storage import session_storage_for
+from core.settings import ModelsSettings, Settings, TurnsSettings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
 from hooks_kit import FrameLog
+from storage_backends import BACKENDS, storage_for
 
 MESSAGE_KEYS = itertools.count()
 TURN = TurnContext(channel_id="cli", user_id="u1", session_id="cli:u1", turn_id="m-42")
@@ -126,15 +128,32 @@ def compactor(
 
 
 @pytest.fixture
-async def session(tmp_path: Path) -> AsyncIterator[LedgerSession]:
+async def sqlite_session(tmp_path: Path) -> AsyncIterator[LedgerSession]:
     """The conversation's session in a fresh ``sessions.db``, as the kernel opens it."""
     conversations = Conversations(tmp_path / "sessions.db")
+    await conversations.open()
+    session = await conversations.session("cli:u1")
+    assert isinstance(session, LedgerSession)
+    yield session
+    await conversations.aclose()
+
+
+@pytest.fixture(params=BACKENDS)
+async def session(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[ConversationSession]:
+    """The conversation's session in a fresh ``sessions.db`` or PostgreSQL database."""
+    storage = storage_for(request, request.param)
+    conversations = Conversations(
+        tmp_path / "sessions.db",
+        storage=session_storage_for(Settings(storage=storage), tmp_path / "sessions.db"),
+    )
     await conversations.open()
     yield await conversations.session("cli:u1")
     await conversations.aclose()
 
 
-async def store(session: LedgerSession, *turns: list[Item]) -> None:
+async def store(session: ConversationSession, *turns: list[Item]) -> None:
     """Commit each exchange as the kernel does: items and ledger row together."""
     for items in turns:
         reply = StoredReply(f"m-{next(MESSAGE_KEYS)}", "cli", "u1", "ok")
@@ -163,7 +182,7 @@ def no_orphans(items: list[Item]) -> bool:
 
 
 async def test_over_budget_the_oldest_turns_become_one_summary_and_the_newest_stay_whole(
-    session: LedgerSession,
+    session: ConversationSession,
 ) -> None:
     await store(session, *(exchange(n) for n in range(6)))  # 12 items, budget 8, keep 4
     assert len(await session.history(200)) == 12  # the in-memory tail is warm
@@ -182,8 +201,9 @@ async def test_over_budget_the_oldest_turns_become_one_summary_and_the_newest_st
 
 
 async def test_under_budget_nothing_changes_and_no_model_is_called(
-    session: LedgerSession, tmp_path: Path
+    sqlite_session: LedgerSession, tmp_path: Path
 ) -> None:
+    session = sqlite_session
     await store(session, *(exchange(n) for n in range(4)))  # exactly 8 items: at the budget
     before = rows(tmp_path / "sessions.db")
     model = ScriptedModel([])
@@ -196,8 +216,9 @@ async def test_under_budget_nothing_changes_and_no_model_is_called(
 
 
 async def test_the_token_budget_counts_json_characters_over_four(
-    session: LedgerSession, tmp_path: Path
+    sqlite_session: LedgerSession, tmp_path: Path
 ) -> None:
+    session = sqlite_session
     big = [user("question 0"), call("c0"), output("c0", "x" * 4000), answer("answer 0")]
     await store(session, big, exchange(1), exchange(2))
     chars = sum(len(json.dumps(item)) for _, item in rows(tmp_path / "sessions.db"))
@@ -218,7 +239,9 @@ async def test_the_token_budget_counts_json_characters_over_four(
     assert "x" * 100 in str(model.calls[0].input)  # the summariser saw the tool result
 
 
-async def test_a_second_compaction_folds_the_earlier_summary_in(session: LedgerSession) -> None:
+async def test_a_second_compaction_folds_the_earlier_summary_in(
+    session: ConversationSession,
+) -> None:
     model = summary_model("first summary", "second summary")
     await store(session, *(exchange(n) for n in range(5)))
     assert await compactor(model).compact_if_needed(session, TURN)
@@ -240,7 +263,7 @@ async def test_a_second_compaction_folds_the_earlier_summary_in(session: LedgerS
 
 @pytest.mark.parametrize("tools", [1, 3])
 async def test_a_tool_call_and_its_result_are_never_separated(
-    session: LedgerSession, tools: int
+    session: ConversationSession, tools: int
 ) -> None:
     # turns with tool steps straddle the keep boundary wherever it falls
     await store(session, *(exchange(n, tools=tools) for n in range(6)))
@@ -287,7 +310,7 @@ def test_when_no_turn_fits_the_keep_share_everything_is_summarised() -> None:
 
 
 async def test_hook_instructions_are_added_to_what_the_model_is_asked(
-    session: LedgerSession,
+    session: ConversationSession,
 ) -> None:
     await store(session, *(exchange(n) for n in range(6)))
     model = summary_model("Dates: none.")
@@ -307,7 +330,7 @@ async def test_hook_instructions_are_added_to_what_the_model_is_asked(
 
 
 async def test_a_hook_summary_replaces_the_model_and_the_first_one_wins(
-    session: LedgerSession,
+    session: ConversationSession,
 ) -> None:
     await store(session, *(exchange(n) for n in range(6)))
     model = ScriptedModel([])  # any model call would fail the test
@@ -329,7 +352,7 @@ async def test_a_hook_summary_replaces_the_model_and_the_first_one_wins(
 
 @pytest.mark.parametrize("behave", ["raise", "hang"])
 async def test_a_failing_or_late_hook_leaves_the_summary_to_the_model(
-    session: LedgerSession, behave: str, caplog: pytest.LogCaptureFixture
+    session: ConversationSession, behave: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     await store(session, *(exchange(n) for n in range(6)))
     model = summary_model("model summary")
@@ -343,7 +366,7 @@ async def test_a_failing_or_late_hook_leaves_the_summary_to_the_model(
 
 
 async def test_without_a_model_the_old_items_are_dropped_with_one_log_line(
-    session: LedgerSession, caplog: pytest.LogCaptureFixture
+    session: ConversationSession, caplog: pytest.LogCaptureFixture
 ) -> None:
     await store(session, *(exchange(n) for n in range(6)))
     frames = FrameLog()
@@ -360,7 +383,7 @@ async def test_without_a_model_the_old_items_are_dropped_with_one_log_line(
 
 @pytest.mark.parametrize("failure", ["error", "late"])
 async def test_a_failing_or_late_summary_drops_the_old_items(
-    session: LedgerSession, failure: str, caplog: pytest.LogCaptureFixture
+    session: ConversationSession, failure: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     await store(session, *(exchange(n) for n in range(6)))
 
@@ -381,8 +404,9 @@ async def test_a_failing_or_late_summary_drops_the_old_items(
 
 
 async def test_a_failure_before_commit_leaves_the_old_history(
-    session: LedgerSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sqlite_session: LedgerSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    session = sqlite_session
     db = tmp_path / "sessions.db"
     await store(session, *(exchange(n) for n in range(6)))
     before = rows(db)
@@ -445,8 +469,9 @@ CRASHING_CHILD = textwrap.dedent(
 
 
 async def test_a_crash_inside_the_transaction_leaves_the_old_history(
-    session: LedgerSession, tmp_path: Path
+    sqlite_session: LedgerSession, tmp_path: Path
 ) -> None:
+    session = sqlite_session
     db = tmp_path / "sessions.db"
     await store(session, *(exchange(n) for n in range(6)))
     before = rows(db)

@@ -1,7 +1,8 @@
 """SIGKILL the kernel in the middle of a turn: after a restart the message is
 answered exactly once and the history holds the exchange once — killed in
 the model call (the model is asked again) or between the recorded answer and
-its send (the recorded answer is sent; the model is not asked again)."""
+its send (the recorded answer is sent; the model is not asked again). On
+SQLite and with histories and the ledger in PostgreSQL (ADR 0035)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import PROJECT_ROOT
 from fake_openai import FakeOpenAIServer
-from harness import CAPTURE_MANIFEST, count_mentions, session_history
+from harness import CAPTURE_MANIFEST, count_mentions
+from storage_backends import BACKENDS, storage_for, stored_history
 
 # A channel that journals one user message (idempotently: every start tries)
 # and appends each reply to a file. With `hang_marker`, its first send ever
@@ -97,11 +101,19 @@ def asked(srv: FakeOpenAIServer, text: str) -> int:
     return len([r for r in srv.requests if r["messages"][-1]["content"] == text])
 
 
-def test_sigkill_mid_turn_answers_exactly_once_after_restart(make_ext, settings_file, tmp_path):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sigkill_mid_turn_answers_exactly_once_after_restart(
+    make_ext, settings_file, tmp_path, request, backend
+):
     out = tmp_path / "replies.txt"
+    storage = storage_for(request, backend)
     make_ext("filechan", FILE_CHANNEL, {"config": {"out": str(out)}, **CAPTURE_MANIFEST})
     with FakeOpenAIServer(delay_s=30) as srv:
-        settings = settings_file(channels={"default": "filechan"}, models=model_settings(srv))
+        settings = settings_file(
+            channels={"default": "filechan"},
+            models=model_settings(srv),
+            storage=storage.model_dump(),
+        )
         first = start_kernel(settings)
         try:
             srv.wait_for_requests(1, timeout_s=30)  # the turn is in the model call
@@ -115,14 +127,16 @@ def test_sigkill_mid_turn_answers_exactly_once_after_restart(make_ext, settings_
     assert out.read_text() == "All good.\n"
     # the message was journaled once (idempotent) and asked of the model twice
     assert asked(srv, "what is up?") == 2
-    items = session_history(tmp_path / "data", "filechan:u1")
+    items = stored_history(storage, tmp_path / "data", "filechan:u1")
     assert count_mentions(items, "what is up?") == 1 and count_mentions(items, "All good.") == 1
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
-    make_ext, settings_file, tmp_path
+    make_ext, settings_file, tmp_path, request, backend
 ):
     out = tmp_path / "replies.txt"
+    storage = storage_for(request, backend)
     marker = tmp_path / "sending"
     make_ext(
         "filechan",
@@ -131,7 +145,11 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
     )
     with FakeOpenAIServer() as srv:
         srv.script("Recorded before the crash.")
-        settings = settings_file(channels={"default": "filechan"}, models=model_settings(srv))
+        settings = settings_file(
+            channels={"default": "filechan"},
+            models=model_settings(srv),
+            storage=storage.model_dump(),
+        )
         first = start_kernel(settings)
         try:
             deadline = time.monotonic() + 30
@@ -146,7 +164,7 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
         restart_until_answered(settings, out)
     assert out.read_text() == "Recorded before the crash.\n"  # delivered exactly once
     assert asked(srv, "what is up?") == 1  # the model was called once
-    items = session_history(tmp_path / "data", "filechan:u1")
+    items = stored_history(storage, tmp_path / "data", "filechan:u1")
     assert count_mentions(items, "what is up?") == 1
     assert count_mentions(items, "Recorded before the crash.") == 1
     assert count_mentions(items, "second answer") == 0

@@ -10,6 +10,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bundled import copy_bundled, tool_output
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from storage_backends import BACKENDS, storage_for
 
 
 def replies(kernel):
@@ -28,7 +29,17 @@ def kv_setup(ext_root, make_ext, settings_file):
     return settings_file(channels={"default": "capture"})
 
 
-async def test_tools_round_trip_and_errors_are_clear(kv_setup):
+@pytest.fixture(params=BACKENDS)
+def kv_on_backends(request, ext_root, make_ext, settings_file):
+    """``kv_setup`` with ``storage.backend`` sqlite, then postgres (ADR 0035)."""
+    copy_bundled(ext_root, "kv")
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    storage = storage_for(request, request.param)
+    return settings_file(channels={"default": "capture"}, storage=storage.model_dump())
+
+
+async def test_tools_round_trip_and_errors_are_clear(kv_on_backends):
+    kv_setup = kv_on_backends
     big = "x" * 70_000
     model = ScriptedModel(
         [
@@ -61,7 +72,8 @@ async def test_tools_round_trip_and_errors_are_clear(kv_setup):
     model.assert_complete()
 
 
-async def test_values_survive_a_kernel_restart(kv_setup):
+async def test_values_survive_a_kernel_restart(kv_on_backends):
+    kv_setup = kv_on_backends
     first = ScriptedModel(
         [
             [function_call("kv_set", {"key": "trip", "value": '{"to": "Porto"}'}, call_id="s1")],
@@ -75,7 +87,13 @@ async def test_values_survive_a_kernel_restart(kv_setup):
     )
     async with running_kernel(kv_setup, model=second) as kernel:
         await converse(kernel, "where am I going?", 1)
+        on_postgres = kernel.settings.storage.backend == "postgres"
     assert json.loads(tool_output(second, "g1")) == {"to": "Porto"}
+    sqlite_files = {p.name for p in (kv_setup.parent / "data").rglob("*") if p.is_file()}
+    if on_postgres:  # kv, histories and extension state lived in PostgreSQL
+        assert not sqlite_files & {"kv.sqlite3", "sessions.db", "state.db", "schedules.db"}
+    else:
+        assert {"kv.sqlite3", "sessions.db"} <= sqlite_files
 
 
 NOTES = ext_code(

@@ -4,20 +4,39 @@ default params, kept in sessions.db across restarts (SPEC §10, seed 000)."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+
+import pytest
 
 from core.extensions.contract import TurnContext
 from core.kernel.postprocess import PostProcessing
+from core.kernel.postprocess.records import PostRecords
+from storage_backends import BACKENDS, storage_for
 from test_postprocess_runner import Sink
 
 ANA = TurnContext(channel_id="cli", user_id="ana", session_id="cli:ana", turn_id="1@1.0")
 BEN = TurnContext(channel_id="cli", user_id="ben", session_id="cli:ben", turn_id="2@1.0")
 
 
-async def started(tmp_path: Path) -> tuple[PostProcessing, dict]:
-    post = PostProcessing.build(tmp_path / "sessions.db", Sink())
-    await post.open()
-    return post, {c.name: c.handler for c in post.commands()}
+@pytest.fixture(params=BACKENDS)
+async def started(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[[], Awaitable[tuple[PostProcessing, dict]]]]:
+    """``await started()``: post-processing as a (new) kernel process opens it, on
+    ``sessions.db`` or on PostgreSQL; every one is closed after the test."""
+    storage = storage_for(request, request.param)
+    opened: list[PostProcessing] = []
+
+    async def start() -> tuple[PostProcessing, dict]:
+        post = PostProcessing.build(tmp_path / "sessions.db", Sink(), storage=storage)
+        await post.open()
+        opened.append(post)
+        return post, {c.name: c.handler for c in post.commands()}
+
+    yield start
+    for post in opened:
+        await post.aclose()
 
 
 async def names(post: PostProcessing, turn: TurnContext) -> list[tuple[str, str, str | None]]:
@@ -25,8 +44,8 @@ async def names(post: PostProcessing, turn: TurnContext) -> list[tuple[str, str,
     return [(a.name, a.processor, a.default_param) for a in found]
 
 
-async def test_built_ins_are_activated_for_everyone_and_listed(tmp_path):
-    post, cmd = await started(tmp_path)
+async def test_built_ins_are_activated_for_everyone_and_listed(started, tmp_path):
+    post, cmd = await started()
     listing = await cmd["ext"]("", ANA)
     for line in ("#json → json (chat_append)", "#decision → decision (silent)", "#classify"):
         assert line in listing
@@ -34,8 +53,8 @@ async def test_built_ins_are_activated_for_everyone_and_listed(tmp_path):
     assert [n for n, _, _ in await names(post, BEN)] == ["json", "decision", "extract", "classify"]
 
 
-async def test_activate_rename_deactivate_and_they_survive_a_restart(tmp_path):
-    post, cmd = await started(tmp_path)
+async def test_activate_rename_deactivate_and_they_survive_a_restart(started, tmp_path):
+    post, cmd = await started()
     assert await cmd["ext"]("activate json full", ANA) == (
         "Activated #json2 (json, default param full)."
     )
@@ -56,7 +75,7 @@ async def test_activate_rename_deactivate_and_they_survive_a_restart(tmp_path):
     assert await names(post, ANA) == expected
     assert len(await names(post, BEN)) == 4  # another user's are their own
 
-    restarted, _ = await started(tmp_path)  # a new process on the same sessions.db
+    restarted, _ = await started()  # a new process on the same sessions.db
     assert await names(restarted, ANA) == expected  # classify stays deactivated
 
     query = await restarted.parse("Disk? #json2 #alertcheck:binary #classify", ANA)
@@ -67,8 +86,8 @@ async def test_activate_rename_deactivate_and_they_survive_a_restart(tmp_path):
     assert ran == [("json2", "json", "full"), ("alertcheck", "decision", "binary")]
 
 
-async def test_refusals_name_the_problem(tmp_path):
-    _, cmd = await started(tmp_path)
+async def test_refusals_name_the_problem(started, tmp_path):
+    _, cmd = await started()
     assert await cmd["ext"]("activate json huge", ANA) == (
         "json does not take 'huge': unknown mode 'huge'; use minimal or full (or nothing)"
     )
@@ -84,8 +103,8 @@ async def test_refusals_name_the_problem(tmp_path):
     assert (await cmd["ext"]("frobnicate", ANA)).startswith("Usage: /ext")
 
 
-async def test_show_prints_the_processor_source(tmp_path):
-    _, cmd = await started(tmp_path)
+async def test_show_prints_the_processor_source(started, tmp_path):
+    _, cmd = await started()
     await cmd["ext"]("activate decision binary", ANA)
     shown = await cmd["ext"]("show decision2", ANA)
     assert shown.startswith("decision (built-in), ")
@@ -93,17 +112,21 @@ async def test_show_prints_the_processor_source(tmp_path):
     assert await cmd["ext"]("show #json", ANA) == await cmd["ext"]("show json", ANA)
 
 
-async def test_last_reads_results_back_after_a_restart(tmp_path):
-    post, cmd = await started(tmp_path)
+async def test_last_reads_results_back_after_a_restart(started, tmp_path):
+    post, cmd = await started()
     assert await cmd["last"]("", ANA) == "No post-processed message yet."
     query = await post.parse("Is the disk full? #decision #json:minimal", ANA)
     outcome = await post.finish(query, "The disk is down to 2% free.", "answered", None, ANA)
     assert outcome is not None
-    with sqlite3.connect(tmp_path / "sessions.db") as conn:  # as the ledger commits it
-        outcome.record.write(conn)
-    conn.close()
+    if isinstance(post.records, PostRecords):
+        with sqlite3.connect(tmp_path / "sessions.db") as conn:  # as the ledger commits it
+            outcome.record.write(conn)
+        conn.close()
+    else:
+        async with post.records.pool().acquire() as pg, pg.transaction():
+            await outcome.record.write_postgres(pg)
 
-    _, restarted = await started(tmp_path)
+    _, restarted = await started()
     last = await restarted["last"]("decision", ANA)
     assert last.startswith("Results for “Is the disk full? #decision #json:minimal”:\n#decision (")
     assert '"branch_key": "threshold_exceeded_critical"' in last

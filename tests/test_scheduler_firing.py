@@ -13,12 +13,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from core.events import EventBus, SQLiteJournal
+from core.extensions.sdk import PostgresTarget
 from harness import wait_for
 from sandbox.extensions.scheduler.firing import FireLoop, plan_fire
 from sandbox.extensions.scheduler.model import ScheduleError, Timing
 from sandbox.extensions.scheduler.scheduler import Scheduler
 from sandbox.extensions.scheduler.store import ScheduleStore
 from scheduler_helpers import FakeClock
+from storage_backends import BACKENDS, storage_for
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -28,10 +30,11 @@ def berlin(*args: int) -> datetime:
 
 
 class Env:
-    def __init__(self, tmp_path, clock):
+    def __init__(self, tmp_path, clock, postgres: PostgresTarget | None = None):
         self.bus = EventBus(SQLiteJournal(tmp_path / "events.db"))
         self.delivered: list[tuple[str, dict]] = []
-        self.store = ScheduleStore(tmp_path / "scheduler" / "schedules.db")
+        self.postgres = postgres
+        self.store = ScheduleStore(tmp_path / "scheduler" / "schedules.db", postgres=postgres)
         self.clock = clock
         self.loop = FireLoop(self.store, self.emit, clock, grace_s=60)
         self.scheduler = Scheduler(self.store, "Europe/Berlin", clock, self.loop.wake)
@@ -46,9 +49,13 @@ class Env:
         return [p.get("text") or p.get("prompt") for _, p in self.delivered]
 
 
-@pytest.fixture
-async def env(tmp_path):
-    env = Env(tmp_path, FakeClock(berlin(2024, 5, 10, 8, 0)))
+@pytest.fixture(params=BACKENDS)
+async def env(tmp_path, request):
+    storage = storage_for(request, request.param)
+    target = (
+        None if storage.postgres_dsn is None else PostgresTarget(storage.postgres_dsn, "scheduler")
+    )
+    env = Env(tmp_path, FakeClock(berlin(2024, 5, 10, 8, 0)), target)
     env.bus.subscribe("reminder.due", env.on_event, "test.reminders")
     env.bus.subscribe("system.agent.task", env.on_event, "test.agent")
     await env.bus.start()
@@ -219,7 +226,7 @@ async def test_loop_sleeps_until_due_and_wakes_when_schedules_change(tmp_path):
 async def test_store_survives_reopen(tmp_path, env):
     s = await env.scheduler.add(Timing.on_cron("0 9 * * 1-5"), "plan", channel_id="cli_channel")
     await env.store.close()
-    reopened = ScheduleStore(env.store.path)
+    reopened = ScheduleStore(env.store.path, postgres=env.postgres)
     await reopened.open()
     try:
         [again] = await reopened.active()

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from scheduler_helpers import install_scheduler, notified, replied
+from storage_backends import BACKENDS, storage_for
 
 TICKER = ext_code(
     """
@@ -22,14 +24,16 @@ TICKER = ext_code(
 )
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 async def test_remind_command_is_delivered_as_a_proactive_message(
-    ext_root, make_ext, settings_file
+    ext_root, make_ext, settings_file, request, backend
 ):
     install_scheduler(ext_root)
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("other", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([])  # a reminder must never become a turn for the model
-    path = settings_file(channels={"default": "other"})
+    storage = storage_for(request, backend).model_dump()
+    path = settings_file(channels={"default": "other"}, storage=storage)
     async with running_kernel(path, model=model) as k:
         channel = k.loader.instance("capture")
         started = time.monotonic()
@@ -101,17 +105,23 @@ async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext,
     model.assert_complete()
 
 
-async def test_manifest_schedule_calls_execute_task_and_notifies(make_ext, settings_file):
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_manifest_schedule_calls_execute_task_and_notifies(
+    make_ext, settings_file, request, backend
+):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
         "ticker",
         TICKER,
         {"schedules": [{"name": "tick", "cron": "* * * * * *", "task": "digest"}]},
     )
-    async with running_kernel(settings_file(channels={"default": "capture"})) as k:
+    storage = storage_for(request, backend).model_dump()
+    async with running_kernel(settings_file(channels={"default": "capture"}, storage=storage)) as k:
         await wait_for(lambda: notified(k), timeout=5)
+        fired = await k.scheduler.state.last_due("ticker:tick")
     assert notified(k)[0] == "digest ran"
-    assert (k.data_dir / "schedules.db").is_file()
+    assert fired is not None  # the fire was recorded (schedules.db, or PostgreSQL)
+    assert (k.data_dir / "schedules.db").is_file() == (backend == "sqlite")
 
 
 PINGER = ext_code(

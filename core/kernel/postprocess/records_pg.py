@@ -43,12 +43,16 @@ class PostgresPostRecords:
             await conn.execute("DELETE FROM hearth_post_results WHERE created_at < $1", cutoff)
             await conn.execute("DELETE FROM hearth_post_turns WHERE created_at < $1", cutoff)
 
-    async def latest(self, conversation: str, name: str | None = None) -> list[StoredResult]:
-        """The newest result named ``name``, or every result of the newest turn."""
+    def pool(self) -> Any:
+        """The open pool (the ledger writes the records through its own transaction)."""
         if self._pool is None:
             raise RuntimeError("post-processing records are not open (open() at start)")
+        return self._pool
+
+    async def latest(self, conversation: str, name: str | None = None) -> list[StoredResult]:
+        """The newest result named ``name``, or every result of the newest turn."""
         query, args = latest_query(conversation, name, "$", "id")
-        return stored_results(await self._pool.fetch(query, *args), name)
+        return stored_results(await self.pool().fetch(query, *args), name)
 
     async def aclose(self) -> None:
         from core.storage import release_pool
