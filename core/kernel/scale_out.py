@@ -50,7 +50,7 @@ class ScaleOut:
             storage.postgres_dsn, min_size=storage.pool_min_size, max_size=storage.pool_max_size
         )
         await apply_migrations(self._pool, [LEASES_COMPONENT])
-        self._locks = ConversationLocks(self._local_lock, self._pool)
+        self._locks = ConversationLocks(self._local_lock, self._pool, storage.postgres_dsn)
         if self.placement.runs_workers:
             assert self.placement.node is not None
             lease_s = self.settings.scheduling.leader_lease_s
@@ -84,6 +84,8 @@ class ScaleOut:
         """Hand the lease over at once, then give the pool back."""
         if self.leader is not None:
             await self.leader.give_up()
+        if self._locks is not None:
+            await self._locks.aclose()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await release_pool(pool)

@@ -2,10 +2,13 @@
 
 Within a process the conversation's ``asyncio.Lock`` orders turns in arrival
 order. With several processes on one PostgreSQL the turn also holds a
-session advisory lock keyed on the conversation, on a pooled connection, for
-as long as it runs; PostgreSQL frees it when the holder's session ends, so a
-process killed mid-turn blocks nobody. The in-process lock is taken first,
-so a process holds at most one connection per conversation.
+session advisory lock keyed on the conversation for as long as it runs. All
+of a process's conversation locks live on *one* dedicated connection (a
+session may hold many advisory locks), taken with ``pg_try_advisory_lock``
+and polled while another process holds it: a turn never ties up a pooled
+connection, so busy turns cannot starve the journal and the sessions of
+connections. PostgreSQL frees the locks when that session ends, so a process
+killed mid-turn blocks nobody.
 
 Order: claims are oldest first, but two processes can claim two messages of
 one conversation at once. Before it takes the locks, a turn therefore waits
@@ -25,6 +28,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from core.extensions.addresses import REPLY_TAG_MARK, split_reply_address
+from core.storage import connect
 
 __all__ = ["ORDER_WAIT_S", "ConversationLocks", "advisory_key"]
 
@@ -33,6 +37,7 @@ log = logging.getLogger("core.kernel.turn_lock")
 _NAMESPACE = b"hearth.turn:"
 ORDER_WAIT_S = 300.0  # longest wait for an earlier message of the conversation
 ORDER_POLL_S = 0.05
+LOCK_POLL_S = 0.05  # while another process runs a turn of the conversation
 ROUTER_SUBSCRIBER = "kernel.router"
 
 # earlier user.message events of one conversation (channel, address or address#reply:tag)
@@ -54,9 +59,12 @@ def advisory_key(conversation: str) -> int:
 class ConversationLocks:
     """``hold(key)``: the process's lock for the conversation, then the database's."""
 
-    def __init__(self, local: Callable[[str], asyncio.Lock], pool: Any) -> None:
+    def __init__(self, local: Callable[[str], asyncio.Lock], pool: Any, dsn: str) -> None:
         self._local = local
-        self._pool = pool  # an asyncpg.Pool
+        self._pool = pool  # an asyncpg.Pool, for the order check
+        self._dsn = dsn
+        self._conn: Any = None  # the session holding this process's conversation locks
+        self._io = asyncio.Lock()  # one statement at a time on it
 
     def hold(
         self, conversation: str, message: tuple[int, str, str] | None = None
@@ -72,13 +80,34 @@ class ConversationLocks:
         if message is not None:
             await self._wait_turn(*message)
         key = advisory_key(conversation)
-        async with self._local(conversation), self._pool.acquire() as conn:
-            await conn.execute("SELECT pg_advisory_lock($1)", key)
+        async with self._local(conversation):
+            await self._lock(key)
             try:
-                yield conn
+                yield None
             finally:
-                # a broken connection is reset or closed by the pool, freeing the lock
-                await asyncio.shield(conn.execute("SELECT pg_advisory_unlock($1)", key))
+                await asyncio.shield(self._locked("SELECT pg_advisory_unlock($1)", key))
+
+    async def _lock(self, key: int) -> None:
+        """Until this session holds ``key`` (another process's turn ends, or it dies)."""
+        while True:
+            if await self._locked("SELECT pg_try_advisory_lock($1)", key):
+                return
+            await asyncio.sleep(LOCK_POLL_S)
+
+    async def _locked(self, query: str, key: int) -> bool:
+        async with self._io:
+            if self._conn is None or self._conn.is_closed():
+                if self._conn is not None:
+                    log.warning("the connection holding conversation locks was lost; reconnecting")
+                self._conn = await connect(self._dsn)
+            return bool(await self._conn.fetchval(query, key))
+
+    async def aclose(self) -> None:
+        """Close the lock session (every lock it still holds is freed)."""
+        async with self._io:
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                await conn.close()
 
     async def _wait_turn(self, event_id: int, channel_id: str, user_id: str) -> None:
         address, _ = split_reply_address(user_id)
