@@ -184,3 +184,50 @@ def test_kill_the_schedule_leader_and_reminders_fire_once_from_another(
     assert took <= SHORT_LEASE_S * 3, took  # the lease, one renew interval, a loaded machine
     assert [fired(name) for name in names] == [1, 1, 1]
     assert {r["pid"] for r in cluster.replies()} == {front.pid}
+
+
+async def test_manifest_schedules_fire_on_the_leader_and_once_after_a_takeover(tmp_path):
+    from zoneinfo import ZoneInfo
+
+    from core.events import EventBus, SQLiteJournal
+    from core.scheduling import SCHEDULE_FIRE_TOPIC, ManifestSchedule, ManifestScheduler
+    from scheduler_helpers import FakeClock
+
+    berlin = ZoneInfo("Europe/Berlin")
+    clock = FakeClock(datetime(2024, 5, 10, 8, 0, tzinfo=berlin))
+    morning = [ManifestSchedule("digest", "morning", "morning_digest", "0 9 * * *", berlin)]
+    bus = EventBus(SQLiteJournal(tmp_path / "events.db"))  # stands for the shared journal
+    leader = {"a": True}
+    schedulers = {
+        name: ManifestScheduler(
+            bus,
+            tmp_path / "schedules.db",  # the fire state both processes share
+            lookup=lambda _ext: None,
+            clock=clock,
+            leadership=lambda name=name: Leadership(leader["a"] == (name == "a"), 1.0),
+        )
+        for name in ("a", "b")
+    }
+    await bus.start()
+    try:
+        for scheduler in schedulers.values():
+            await scheduler.load(morning)
+        clock.set(datetime(2024, 5, 10, 9, 0, tzinfo=berlin))
+        assert await schedulers["b"].fire_due() == 0  # a follower never fires
+        assert await schedulers["a"].fire_due() == 1
+        leader["a"] = False  # a dies; b takes the lease the next morning
+        clock.set(datetime(2024, 5, 11, 9, 0, 30, tzinfo=berlin))
+        assert await schedulers["a"].fire_due() == 0
+        assert await schedulers["b"].fire_due() == 1  # today's, not yesterday's again
+        assert await schedulers["b"].fire_due() == 0
+        fires = [
+            e.payload["due"] for e in await bus.journal.recent_events(topic=SCHEDULE_FIRE_TOPIC)
+        ]
+    finally:
+        for scheduler in schedulers.values():
+            await scheduler.stop()
+        await bus.stop()
+    assert sorted(fires) == [
+        "2024-05-10T07:00:00+00:00",
+        "2024-05-11T07:00:00+00:00",
+    ]  # 9:00 Berlin
