@@ -67,3 +67,49 @@ def test_replies_are_bound_to_the_node_that_owns_the_channel(tmp_path):
     assert shared.reply_topic("other-node") == "system.reply.other-node"
     assert shared.notify_subscriber == f"kernel.notify.{node}"
     assert shared.runs_channels and not shared.runs_workers
+
+
+async def test_a_worker_hands_replies_to_the_process_that_runs_the_channel(tmp_path):
+    from core.events import EventBus, SQLiteJournal
+    from core.kernel.ledger import StoredReply
+    from core.kernel.outbox import ReplyOutbox
+    from harness import wait_for
+
+    bus = EventBus(SQLiteJournal(tmp_path / "events.db"))  # stands for the shared journal
+    seen: list[tuple[str, dict]] = []
+
+    async def record(event):
+        seen.append((event.topic, event.payload))
+
+    bus.subscribe("system.*", record, "test.all")
+    sent: list[tuple[str, str]] = []
+
+    class Local:
+        async def send_to_user(self, user_id, text):
+            sent.append((user_id, text))
+
+    outbox = ReplyOutbox(
+        bus,
+        {"cli": Local()}.get,
+        send_timeout_s=5,
+        placement=Placement("all", "worker-1"),
+    )
+    await bus.start()
+    try:
+        # the message came through another node's telegram channel: journaled for it
+        await outbox.deliver(7, StoredReply("7@1", "telegram", "42", "hi"), origin="front-1")
+        # a reply naming no node (a resumed turn) for a channel another process runs
+        await outbox.deliver(8, StoredReply("8@1", "telegram", "42", "later"))
+        # this node's own channel: sent at once
+        await outbox.deliver(9, StoredReply("9@1", "cli", "u1", "here"), origin="worker-1")
+        await wait_for(lambda: len(seen) >= 2)
+    finally:
+        await bus.stop()
+    assert sent == [("u1", "here")]
+    assert seen == [
+        (
+            "system.reply.front-1",
+            {"message_id": 7, "channel_id": "telegram", "user_id": "42", "text": "hi"},
+        ),
+        ("system.user.notify", {"text": "later", "channel_id": "telegram", "user_id": "42"}),
+    ]

@@ -32,6 +32,8 @@ from typing import Any
 
 from core.events import EventBus
 from core.events.models import Event
+from core.events.system_payloads import UserNotify
+from core.events.topics import SystemTopics
 from core.extensions.lifecycle import describe_exception
 from core.kernel.ledger import StoredReply
 from core.kernel.placement import Placement
@@ -127,6 +129,9 @@ class ReplyOutbox:
             where = (message_id, reply.channel_id, reply.user_id)
             await self._journal(*where, reply.text, reply.followup, origin=origin)
             return
+        if self.placement.shared and self._channel_for(reply.channel_id) is None:
+            await self._hand_to_channel_owner(message_id, reply)
+            return
         answered = False
         try:
             async with asyncio.timeout(self._send_timeout_s):
@@ -176,6 +181,20 @@ class ReplyOutbox:
         await self._bus.publish(
             topic, "kernel", payload, idempotency_key=reply_key(message_id, part)
         )
+
+    async def _hand_to_channel_owner(self, message_id: int, reply: StoredReply) -> None:
+        """A reply whose message names no node (a turn resumed after an approval) for
+        a channel another process runs: as a notification for that user, which
+        every channels process sees and the one running the channel sends."""
+        for part, text in (("", reply.text), ("followup", reply.followup)):
+            if text:
+                notice = UserNotify(text=text, channel_id=reply.channel_id, user_id=reply.user_id)
+                await self._bus.publish(
+                    SystemTopics.USER_NOTIFY,
+                    "kernel",
+                    notice.to_payload(),
+                    idempotency_key=f"{reply_key(message_id, part)}:notify",
+                )
 
     async def _resend(self, event: Event) -> None:
         payload = event.payload
