@@ -5,6 +5,11 @@ JOURNAL is a SQLite file or a PostgreSQL DSN. Modes:
   drain JOURNAL HANDLED                      handle whatever is left, then stop cleanly
   poison JOURNAL HANDLED MAX_ATTEMPTS        publish one event that kills this process
                                              (plus innocent ones) and handle them
+  serve JOURNAL HANDLED READY                handle ``share.*`` as subscriber ``shared-sub``
+                                             (one of several processes sharing it), writing
+                                             "PID ID" lines; an event whose payload names this
+                                             PID in ``hang_in`` hangs; READY is written once
+                                             subscribed
 
 Handled and published event ids are appended to files with ``os.write`` (one
 line each), so they survive the process being killed right after.
@@ -100,6 +105,24 @@ async def poison(journal: str, handled: str, max_attempts: int) -> None:
     await bus.stop()
 
 
+async def serve(journal: str, handled: str, ready: str) -> None:
+    handled_fd = _appender(handled)
+
+    async def handle(event: Event) -> None:
+        if event.payload.get("hang_in") == os.getpid():
+            os.write(handled_fd, f"{os.getpid()} hang {event.id}\n".encode())
+            await asyncio.Event().wait()
+        os.write(handled_fd, f"{os.getpid()} {event.id}\n".encode())
+
+    bus = EventBus(_journal(journal), poll_interval_s=5)
+    bus.subscribe("share.*", handle, "shared-sub", concurrency=2)
+    await bus.start()
+    ready_fd = _appender(ready)
+    os.write(ready_fd, str(os.getpid()).encode())
+    os.close(ready_fd)
+    await asyncio.Event().wait()  # until killed
+
+
 def main(argv: list[str]) -> None:
     mode, args = argv[0], argv[1:]
     if mode == "burst":
@@ -108,6 +131,8 @@ def main(argv: list[str]) -> None:
         asyncio.run(drain(args[0], args[1]))
     elif mode == "poison":
         asyncio.run(poison(args[0], args[1], int(args[2])))
+    elif mode == "serve":
+        asyncio.run(serve(args[0], args[1], args[2]))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 
