@@ -19,8 +19,11 @@ import pytest
 from agents import Agent, Runner
 from agents.testing import ScriptedModel, assistant_message
 
-from core.extensions.contract import StoreLocation
+from bundled import copy_bundled
+from conftest import ext_code
+from core.extensions.contract import StoreLocation, TurnContext
 from core.extensions.sdk import PostgresTarget, Store
+from core.kernel.commands import parse_command
 from core.kernel.consent.policy import Grant
 from core.kernel.consent.store import Approval, PausedTurn
 from core.kernel.consent.store_pg import PostgresApprovals
@@ -33,6 +36,10 @@ from core.kernel.session_storage import PostgresSessionStorage
 from core.scheduling.state import FireState
 from core.settings_sections import StorageSettings
 from core.storage import pool_for, release_pool
+from fake_openai import FakeOpenAIServer
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from scheduler_helpers import install_scheduler, replied
+from test_kernel_crash import model_settings
 
 Item = dict[str, object]
 
@@ -231,3 +238,84 @@ async def test_an_extension_store_on_postgres_is_reached_only_in_its_own_schema(
     finally:
         await mine.close()
         await theirs.close()
+
+
+async def test_a_kernel_on_postgres_end_to_end(
+    storage, ext_root, make_ext, settings_file, tmp_path
+):
+    """A turn through the fake model server, a reminder firing, kv set and get, and
+    the history still there after a restart — with nothing in SQLite files."""
+    copy_bundled(ext_root, "kv")
+    install_scheduler(ext_root)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    with FakeOpenAIServer() as srv:
+        path = settings_file(
+            channels={"default": "capture"},
+            models=model_settings(srv),
+            storage=storage.model_dump(),
+        )
+        srv.script("Nice to meet you, Bo.")
+        async with running_kernel(path) as kernel:
+            channel = kernel.loader.instance("capture")
+            await channel.say("I am Bo")
+            await wait_for(lambda: replied(kernel) == ["Nice to meet you, Bo."])
+            await channel.say("/remind 1s stretch")
+            await wait_for(lambda: "stretch" in replied(kernel), timeout=10)
+            kv = kernel.loader.instance("kv")
+            await kv.set("trip", {"to": "Porto"})
+        srv.script("You are Bo.")
+        async with running_kernel(path) as kernel:
+            assert await kernel.loader.instance("kv").get("trip") == {"to": "Porto"}
+            await kernel.loader.instance("capture").say("who am I?")
+            await wait_for(lambda: replied(kernel) == ["You are Bo."])
+    asked = [m["content"] for m in srv.requests[-1]["messages"] if m["role"] == "user"]
+    assert asked[-2:] == ["I am Bo", "who am I?"]  # the history came back from PostgreSQL
+    files = {p.name for p in (tmp_path / "data").rglob("*") if p.is_file()}
+    assert not files & {"sessions.db", "state.db", "schedules.db", "kv.sqlite3", "events.db"}
+
+
+NOTE_TAKER = ext_code(
+    header="""
+    from core.extensions.sdk import Store
+
+    class Notes(Store):
+        SCHEMA = "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"
+        POSTGRES_SCHEMA = ("CREATE TABLE notes (id bigserial PRIMARY KEY, text text NOT NULL)",)
+    """,
+    body="""
+    notes = None
+
+    async def start(self):
+        self.notes = Notes.at(self.ctx.storage, "notes.db")
+        await self.notes.open()
+
+    async def stop(self):
+        await self.notes.close()
+
+    def get_commands(self):
+        from core.extensions.contract import Command
+
+        async def note(args, turn):
+            await self.notes.execute("INSERT INTO notes (text) VALUES (?)", (args,))
+            [(n,)] = await self.notes.fetch_all("SELECT count(*) FROM notes")
+            return f"{self.notes.dialect}: {n} notes"
+
+        return [Command("note", "Keep a note.", note)]
+    """,
+)
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "process"])
+async def test_an_isolated_extension_keeps_sqlite_in_its_data_dir(
+    storage, mode, make_ext, settings_file, tmp_path
+):
+    make_ext("notes", NOTE_TAKER, {"isolation": mode})
+    path = settings_file(storage=storage.model_dump(), isolation={"call_timeout_s": 10})
+    async with running_kernel(path) as kernel:
+        turn = TurnContext(channel_id="cli", user_id="u1")
+        said = await kernel.commands.run(parse_command("/note milk"), turn)
+    expected = "sqlite" if mode == "process" else "postgres"
+    assert said == f"{expected}: 1 notes"
+    assert (tmp_path / "data" / "extensions" / "notes" / "notes.db").is_file() == (
+        mode == "process"
+    )

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.kernel.ledger import LEDGER_DDL, ConversationSession, LedgerSession, upgrade_ledger
+from core.kernel.session_schema import SESSIONS_COMPONENT  # registers its migrations
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -139,7 +140,6 @@ class PostgresSessionStorage:
         return self._pool
 
     async def open(self) -> dict[str, int]:
-        from core.kernel.session_schema import SESSIONS_COMPONENT
         from core.storage import apply_migrations, pool_for
 
         if self._pool is None:

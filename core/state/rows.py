@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -25,29 +25,29 @@ T = TypeVar("T")
 class StateRows(Protocol):
     """Rows keyed by (extension id, session id, key); see ``StateTable`` for each call."""
 
-    async def prune(self, now: float) -> int: ...
+    def prune(self, now: float) -> Awaitable[int]: ...
 
-    async def usage(self, ext_id: str, session_id: str | None = None) -> int: ...
+    def usage(self, ext_id: str, session_id: str | None = None) -> Awaitable[int]: ...
 
-    async def get(
+    def get(
         self, ext_id: str, session_id: str, key: str, now: float, ttl_s: float | None
-    ) -> str | None: ...
+    ) -> Awaitable[str | None]: ...
 
-    async def write(
+    def write(
         self, ext_id: str, session_id: str, key: str, value_json: str, now: float, limits: Limits
-    ) -> Written: ...
+    ) -> Awaitable[Written]: ...
 
-    async def delete(self, ext_id: str, session_id: str, key: str) -> bool: ...
+    def delete(self, ext_id: str, session_id: str, key: str) -> Awaitable[bool]: ...
 
-    async def clear(self, ext_id: str, session_id: str) -> int: ...
+    def clear(self, ext_id: str, session_id: str) -> Awaitable[int]: ...
 
-    async def clear_session(self, session_id: str) -> dict[str, int]: ...
+    def clear_session(self, session_id: str) -> Awaitable[dict[str, int]]: ...
 
-    async def reconcile_extensions(
+    def reconcile_extensions(
         self, installed: Collection[str], now: float
-    ) -> tuple[list[str], dict[str, int]]: ...
+    ) -> Awaitable[tuple[list[str], dict[str, int]]]: ...
 
-    async def close(self) -> None: ...
+    def close(self) -> Awaitable[None]: ...
 
 
 class ThreadedStateTable:
@@ -57,43 +57,43 @@ class ThreadedStateTable:
         self.table = StateTable(db_path, synchronous=synchronous)
         self._worker: ThreadPoolExecutor | None = None
 
-    async def _thread(self, fn: Callable[..., T], *args: Any) -> T:
+    def _thread(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """``fn(*args)`` in the worker thread, after the calls made before it: the
+        executor's future itself (no task around it, as before the seam)."""
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="hearth-state")
         call = functools.partial(fn, *args)
-        return await asyncio.get_running_loop().run_in_executor(self._worker, call)
+        return asyncio.get_running_loop().run_in_executor(self._worker, call)
 
-    async def prune(self, now: float) -> int:
-        return await self._thread(self.table.prune, now)
+    def prune(self, now: float) -> asyncio.Future[int]:
+        return self._thread(self.table.prune, now)
 
-    async def usage(self, ext_id: str, session_id: str | None = None) -> int:
-        return await self._thread(self.table.usage, ext_id, session_id)
+    def usage(self, ext_id: str, session_id: str | None = None) -> asyncio.Future[int]:
+        return self._thread(self.table.usage, ext_id, session_id)
 
-    async def get(
+    def get(
         self, ext_id: str, session_id: str, key: str, now: float, ttl_s: float | None
-    ) -> str | None:
-        return await self._thread(self.table.get, ext_id, session_id, key, now, ttl_s)
+    ) -> asyncio.Future[str | None]:
+        return self._thread(self.table.get, ext_id, session_id, key, now, ttl_s)
 
-    async def write(
+    def write(
         self, ext_id: str, session_id: str, key: str, value_json: str, now: float, limits: Limits
-    ) -> Written:
-        return await self._thread(
-            self.table.write, ext_id, session_id, key, value_json, now, limits
-        )
+    ) -> asyncio.Future[Written]:
+        return self._thread(self.table.write, ext_id, session_id, key, value_json, now, limits)
 
-    async def delete(self, ext_id: str, session_id: str, key: str) -> bool:
-        return await self._thread(self.table.delete, ext_id, session_id, key)
+    def delete(self, ext_id: str, session_id: str, key: str) -> asyncio.Future[bool]:
+        return self._thread(self.table.delete, ext_id, session_id, key)
 
-    async def clear(self, ext_id: str, session_id: str) -> int:
-        return await self._thread(self.table.clear, ext_id, session_id)
+    def clear(self, ext_id: str, session_id: str) -> asyncio.Future[int]:
+        return self._thread(self.table.clear, ext_id, session_id)
 
-    async def clear_session(self, session_id: str) -> dict[str, int]:
-        return await self._thread(self.table.clear_session, session_id)
+    def clear_session(self, session_id: str) -> asyncio.Future[dict[str, int]]:
+        return self._thread(self.table.clear_session, session_id)
 
-    async def reconcile_extensions(
+    def reconcile_extensions(
         self, installed: Collection[str], now: float
-    ) -> tuple[list[str], dict[str, int]]:
-        return await self._thread(self.table.reconcile_extensions, installed, now)
+    ) -> asyncio.Future[tuple[list[str], dict[str, int]]]:
+        return self._thread(self.table.reconcile_extensions, installed, now)
 
     async def close(self) -> None:
         """Close the connection (checkpointing the WAL) and the worker thread."""
