@@ -51,7 +51,10 @@ async def test_one_turn_per_conversation_across_processes(postgres_dsn):
             await waiting
         # a process that dies holding a lock frees it with its session
         async with first.hold("cli:alice"):
-            holders = await pool.fetch("SELECT pid FROM pg_locks WHERE locktype = 'advisory'")
+            holders = await pool.fetch(
+                "SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+                " WHERE l.locktype = 'advisory' AND d.datname = current_database()"
+            )
             assert len(holders) == 1
             await pool.execute("SELECT pg_terminate_backend($1)", holders[0]["pid"])  # killed
             async with asyncio.timeout(10):
