@@ -17,7 +17,9 @@ def _locks(pool, dsn: str) -> ConversationLocks:
     return ConversationLocks(lambda key: local.setdefault(key, asyncio.Lock()), pool, dsn)
 
 
-async def _open_message(pool, event_id: int, user: str, status: str) -> None:
+async def _open_message(
+    pool, event_id: int, user: str, status: str, *, next_at: float = 0.0, recovered=False
+) -> None:
     """A ``user.message`` of ``cli:<user>`` with its router delivery in ``status``."""
     payload = json.dumps({"text": "hi", "user_id": user, "channel_id": "cli"})
     await pool.execute(
@@ -28,10 +30,13 @@ async def _open_message(pool, event_id: int, user: str, status: str) -> None:
         time.time(),
     )
     await pool.execute(
-        "INSERT INTO journal_deliveries (event_id, subscriber_id, status, updated_at)"
-        " VALUES ($1, 'kernel.router', $2, $3)",
+        "INSERT INTO journal_deliveries"
+        " (event_id, subscriber_id, status, next_at, recovered, updated_at)"
+        " VALUES ($1, 'kernel.router', $2, $3, $4, $5)",
         event_id,
         status,
+        next_at,
+        recovered,
         time.time(),
     )
 
@@ -76,6 +81,12 @@ async def test_a_later_message_waits_for_an_earlier_one_of_its_conversation(post
         later = asyncio.create_task(_enter(locks, "cli:alice", (4, "cli", "alice")))
         async with asyncio.timeout(10):  # bob's message 2 is first in his conversation
             await _enter(locks, "cli:bob", (2, "cli", "bob"))
+        # carol's earlier ones wait for a retry, or were taken back from a dead process
+        # (they run alone): neither holds her next message up
+        await _open_message(pool, 5, "carol", "pending", next_at=time.time() + 60)
+        await _open_message(pool, 6, "carol", "pending", recovered=True)
+        async with asyncio.timeout(10):
+            await _enter(locks, "cli:carol", (7, "cli", "carol"))
         await asyncio.sleep(0.3)
         assert not later.done()
         await pool.execute("UPDATE journal_deliveries SET status = 'done' WHERE event_id = 1")

@@ -12,9 +12,9 @@ killed mid-turn blocks nobody.
 
 Order: claims are oldest first, but two processes can claim two messages of
 one conversation at once. Before it takes the locks, a turn therefore waits
-while an earlier ``user.message`` of its conversation is still pending or in
-flight for the router (``ORDER_WAIT_S`` at most, then it runs and says so);
-it holds no lock while it waits, so the earlier one can never wait for it.
+while an earlier ``user.message`` of its conversation is in flight for the
+router or due to be claimed (``ORDER_WAIT_S`` at most, then it runs and says
+so); it holds no lock while it waits, so the earlier one can never wait for it.
 """
 
 from __future__ import annotations
@@ -41,10 +41,14 @@ LOCK_POLL_S = 0.05  # while another process runs a turn of the conversation
 ROUTER_SUBSCRIBER = "kernel.router"
 
 # earlier user.message events of one conversation (channel, address or address#reply:tag)
-# that the router has not finished: pending (maybe waiting for a retry) or in flight
+# that the router is running or about to claim. Not waited for: one waiting for a retry
+# (as in one process, a failed message does not hold the conversation up) and one taken
+# back from a dead process (it runs alone, so a process holding this turn would never
+# claim it: waiting here would stall both)
 _EARLIER_OPEN = """
 SELECT count(*) FROM journal_deliveries d JOIN journal_events e ON e.id = d.event_id
-WHERE d.subscriber_id = $1 AND d.event_id < $2 AND d.status IN ('pending', 'inflight')
+WHERE d.subscriber_id = $1 AND d.event_id < $2
+  AND (d.status = 'inflight' OR (d.status = 'pending' AND NOT d.recovered AND d.next_at <= $6))
   AND e.topic = 'user.message' AND e.payload::jsonb ->> 'channel_id' = $3
   AND (e.payload::jsonb ->> 'user_id' = $4 OR starts_with(e.payload::jsonb ->> 'user_id', $5))
 """
@@ -113,7 +117,7 @@ class ConversationLocks:
         address, _ = split_reply_address(user_id)
         args = (ROUTER_SUBSCRIBER, event_id, channel_id, address, address + REPLY_TAG_MARK)
         deadline = time.monotonic() + ORDER_WAIT_S
-        while await self._pool.fetchval(_EARLIER_OPEN, *args):
+        while await self._pool.fetchval(_EARLIER_OPEN, *args, time.time()):
             if time.monotonic() > deadline:
                 log.warning(
                     "message %d on %s: an earlier one of %s is still open after %g s; "
