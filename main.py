@@ -19,6 +19,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="settings file (default: settings.yaml in the project root)",
     )
+    common.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="interactive run: show the logs in the terminal (default: <data>/hearth.log)",
+    )
     parser = argparse.ArgumentParser(
         prog="main.py", description="Hearth personal-assistant kernel", parents=[common]
     )
@@ -33,6 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     grant.add_argument("ids", nargs="+", metavar="ID", help="extension ids")
     grant.add_argument("--yes", action="store_true", help="grant without asking (scripts)")
+    reload = ext_sub.add_parser(
+        "reload", parents=[common], help="reload one extension in the running kernel"
+    )
+    reload.add_argument("id", metavar="ID", help="extension id")
+    reload.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="wait this long (default 120)"
+    )
     events = sub.add_parser("events", parents=[common], help="inspect the event journal")
     add_events_arguments(events)
     sub.add_parser("doctor", parents=[common], help="check settings, models, secrets")
@@ -56,12 +69,16 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"hearth: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.logging.level, settings.logging.format)
-
     if command == "run":
-        from core.cli.run import run_kernel
+        from core.cli.run import LOG_FILE, quiet_terminal, run_kernel
 
+        quiet = quiet_terminal() and not getattr(args, "verbose", False)
+        log_file = settings.data_dir / LOG_FILE if quiet else None
+        configure_logging(settings.logging.level, settings.logging.format, log_file=log_file)
+        if log_file is not None:
+            print(f"Logs go to {log_file} (--verbose shows them here).")
         return run_kernel(settings, sys.argv)
+    configure_logging(settings.logging.level, settings.logging.format)
     if command == "daemon":
         from core.supervisor import run_supervisor
 
@@ -70,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         from core.cli.grant import run_grant
 
         return run_grant(settings, args.ids, yes=args.yes)
+    if command == "extensions" and getattr(args, "ext_command", None) == "reload":
+        from core.cli.reload import run_reload
+
+        return run_reload(settings, args.id, timeout_s=args.timeout)
     if command == "extensions":
         from core.cli.report import run_extensions_report
 

@@ -1,7 +1,11 @@
 """Process-wide logging: one line per record on stderr, secrets redacted.
 
 Format ``time level logger: message`` (extensions log as ``ext.<id>``), or
-one JSON object per line with ``logging.format: json``. Values of every
+one JSON object per line with ``logging.format: json``. In the interactive
+terminal (``log_file`` given) records go to that file instead, and only
+WARNING and above reach the terminal, written through whatever ``sys.stderr``
+is at that moment, so prompt_toolkit's ``patch_stdout`` prints them above
+the prompt without breaking the line being typed. Values of every
 secret the kernel knows are replaced by ``***`` before a record is written.
 Text an extension logs has its control characters escaped
 (``ExtensionLogEscaper``), so it cannot forge a line of its own.
@@ -9,11 +13,17 @@ Text an extension logs has its control characters escaped
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterable
-from typing import Any
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+from typing import Any, TextIO
+
+from core.datadir import open_nofollow
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -103,15 +113,71 @@ class JsonFormatter(logging.Formatter):
 REDACTOR = SecretRedactor()
 
 
-def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
-    """Install the stderr handler (idempotent: replaces earlier handlers)."""
+NOISY_LOGGERS = ("httpx", "httpx2", "httpcore", "openai", "telegram", "aiosqlite", "asyncio")
+LOG_FILE_BYTES = 5 * 1024 * 1024
+LOG_FILE_BACKUPS = 3
+
+
+class TerminalHandler(logging.StreamHandler[TextIO]):
+    """Writes to the current ``sys.stderr`` (looked up per record, not kept), so a
+    ``patch_stdout`` installed after logging was configured still catches it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:  # StreamHandler.__init__ assigns it
+        pass
+
+
+class LogFileHandler(RotatingFileHandler):
+    """The interactive run's log file, rotated; a symlinked file is refused."""
+
+    def _open(self) -> io.TextIOWrapper:
+        path = Path(self.baseFilename)
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, below=path.parent)
+        return io.TextIOWrapper(
+            io.FileIO(fd, "a"), encoding=self.encoding, errors=self.errors, write_through=True
+        )
+
+
+def configure_logging(
+    level: str = "INFO", fmt: str = "text", *, log_file: Path | None = None
+) -> None:
+    """Install the handlers (idempotent: replaces earlier handlers).
+
+    Without ``log_file``: every record at ``level`` on stderr. With it (the
+    interactive terminal): records at ``level`` in ``log_file``, and only
+    WARNING and above on the terminal. Third-party libraries log WARNING and
+    above either way.
+    """
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
-    handler.addFilter(REDACTOR)
-    root.addHandler(handler)
+        if isinstance(handler, LogFileHandler):
+            handler.close()
+    formatter = JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT)
+    handlers: list[logging.Handler] = []
+    if log_file is None:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    else:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(
+            LogFileHandler(
+                log_file, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
+            )
+        )
+        terminal = TerminalHandler()
+        terminal.setLevel(logging.WARNING)
+        handlers.append(terminal)
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        handler.addFilter(REDACTOR)
+        root.addHandler(handler)
     root.setLevel(level.upper())
-    for noisy in ("httpx", "httpcore", "openai", "telegram", "aiosqlite", "asyncio"):
+    for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

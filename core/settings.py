@@ -27,7 +27,8 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
-from core.settings_sections import MetricsSettings, ScaleOutSections, StateSettings, ToolsSettings
+from core.settings_scale import ScaleOutSections
+from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
@@ -323,6 +324,7 @@ class Settings(ScaleOutSections, BaseSettings):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
+    dev: DevSettings = Field(default_factory=DevSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

@@ -1,9 +1,10 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
-(extension state, ADR 0022), ``storage`` (SQLite or PostgreSQL, ADR 0034),
-``kernel`` and ``scheduling`` (several processes, ADR 0036).
+(extension state, ADR 0022), ``dev`` (hot reload, ADR 0032) and ``storage``
+(SQLite or PostgreSQL, ADR 0034); ``kernel`` and ``scheduling`` are in
+``core.settings_scale``.
 
-``Settings`` (``core.settings``) holds them as ``tools`` and ``metrics``.
+``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state`` and ``dev``.
 """
 
 from __future__ import annotations
@@ -13,11 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
-    "KernelRole",
-    "KernelSettings",
+    "DevSettings",
     "MetricsSettings",
-    "ScaleOutSections",
-    "SchedulingSettings",
     "StateSettings",
     "StorageSettings",
     "ToolOverride",
@@ -95,6 +93,14 @@ class StateSettings(_Section):
     max_bytes_per_session: int = Field(default=1024 * 1024, ge=1024)  # then writes are refused
 
 
+class DevSettings(_Section):
+    """For extension authors (ADR 0032): reload an extension when its files change."""
+
+    watch: bool = False  # watch every extension directory; off by default
+    watch_debounce_ms: int = Field(default=400, ge=10)  # quiet time before a reload
+    reload_drain_s: float = Field(default=30.0, gt=0)  # in-flight calls get this long
+
+
 class StorageSettings(_Section):
     """Where durable state lives (ADR 0034): embedded SQLite files under the data
     directory, or one PostgreSQL database that several kernel processes share."""
@@ -117,41 +123,5 @@ class StorageSettings(_Section):
         if self.pool_min_size > self.pool_max_size:
             raise ValueError(
                 f"pool_min_size {self.pool_min_size} is above pool_max_size {self.pool_max_size}"
-            )
-        return self
-
-
-KernelRole = Literal["all", "channels", "workers"]
-
-
-class KernelSettings(_Section):
-    """What this kernel process runs when several share a PostgreSQL journal (ADR 0036):
-    ``channels`` (channel extensions only), ``workers`` (turns, tools, schedules) or
-    ``all``. With ``storage.backend: sqlite`` only ``all`` is possible."""
-
-    role: KernelRole = "all"
-
-
-class SchedulingSettings(_Section):
-    """One process fires schedules (ADR 0036): the leader holds a lease this long; a
-    dead leader is replaced within it."""
-
-    leader_lease_s: float = Field(default=15.0, ge=1.0, le=3600.0)
-
-
-class ScaleOutSections(_Section):
-    """The sections about where state lives and what this process runs, with the
-    rule that ties them: a role other than ``all`` needs PostgreSQL (ADR 0036)."""
-
-    storage: StorageSettings = Field(default_factory=StorageSettings)
-    kernel: KernelSettings = Field(default_factory=KernelSettings)
-    scheduling: SchedulingSettings = Field(default_factory=SchedulingSettings)
-
-    @model_validator(mode="after")
-    def _role_fits_backend(self) -> ScaleOutSections:
-        if self.kernel.role != "all" and self.storage.backend != "postgres":
-            raise ValueError(
-                f"kernel.role: {self.kernel.role!r} needs storage.backend: postgres (it is "
-                f"{self.storage.backend!r}); with SQLite one process runs everything (role: all)"
             )
         return self

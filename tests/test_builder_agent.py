@@ -255,3 +255,38 @@ async def test_the_manifest_limits_stop_a_runaway_builder(ext_root, make_ext, se
     assert builder_instructions.startswith("You are Hearth's extension builder.")  # prompt.jinja2
     assert builder_instructions.rstrip().endswith('validate_extension said "validation passed".')
     model.assert_complete()
+
+
+async def test_a_changed_extension_hearth_runs_is_reloaded_not_restarted(
+    ext_root, make_ext, settings_file
+):
+    """ADR 0032: only its extension changed, so the builder reloads it alone."""
+    path = setup_kernel(ext_root, make_ext, settings_file)
+    make_ext("dice", DICE_CODE, DICE_MANIFEST)
+    changed = DICE_CODE.replace("return random.randint(1, sides)", "return sides")
+
+    def allowed(tool: str, call_id: str, **args: str) -> Any:
+        return function_call(
+            tool, {"extension_id": "dice", "allow_existing": "dice", **args}, call_id=call_id
+        )
+
+    steps = [
+        [allowed("write_file", "edit", path="main.py", content=changed)],
+        [allowed("validate_extension", "v")],
+        [allowed("request_restart", "activate")],
+        [assistant_message("Dice changed.")],
+    ]
+    model = ScriptedModel(builder_turn("fix dice", steps, "Dice now rolls its sides."))
+    async with running_kernel(path, model=model) as kernel:
+        old = kernel.loader.records["dice"].instance
+        channel = kernel.loader.instance("capture")
+        await channel.say("make dice always roll the number of sides")
+        await wait_for(lambda: replies(channel), timeout=60)
+        record = kernel.loader.records["dice"]
+        assert record.instance is not old and kernel.wiring.is_wired("dice")
+        assert not restart_request_path(kernel.settings.data_dir).exists()
+        assert kernel.restart_requested is None
+    out = tool_outputs(model)
+    assert out["v"].startswith("validation passed")
+    assert out["activate"].startswith("reloaded: Reloaded dice in ")
+    model.assert_complete()

@@ -160,5 +160,5 @@ async def test_fake_kernel_runs_the_scheduler_and_its_fire_loop(tmp_path):
         clock.advance(minutes=11)
         ext.loop.wake()
         fired = await wait_for(lambda: [e for e in ctx.emitted if e.topic == "reminder.due"])
-    assert fired[0].payload["text"] == "tea"
+    assert fired[0].payload["text"] == "⏰ Reminder: tea"
     assert fired[0].idempotency_key.startswith("scheduler:1:")

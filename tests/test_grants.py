@@ -256,7 +256,7 @@ async def test_slash_grant_shows_then_records_on_yes(make_ext, settings_file, tm
         assert "send `/grant later yes` to allow it" in show.lower()
         assert "later" not in json.loads(grants.read_text())
         done = await kernel.commands.run(parse_command("/grant later yes"), TURN)  # type: ignore[arg-type]
-        assert "Restart Hearth" in done
+        assert "Send `/reload later` to load it now, or restart Hearth" in done
         assert "later" in json.loads(grants.read_text())
         unknown = await kernel.commands.run(parse_command("/grant nosuch"), TURN)  # type: ignore[arg-type]
         assert "No extension 'nosuch'" in unknown

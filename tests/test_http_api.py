@@ -157,7 +157,7 @@ async def test_reminders_and_unaddressed_messages_wait_at_notifications(settings
     assert set_reply.choices[0].message.content.startswith("Reminder #1 set")
     texts = [n["text"] for n in for_alice["data"]]
     assert "Hearth restarts at noon" in texts
-    assert any("stretch" in t for t in texts)
+    assert "⏰ Reminder: stretch" in texts
     assert {n["conversation"] for n in for_alice["data"]} == {None, "alice"}
     assert [n["text"] for n in for_bob["data"]] == ["Hearth restarts at noon"]
 

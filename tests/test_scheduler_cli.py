@@ -45,7 +45,7 @@ def test_remind_prints_the_text_two_seconds_later(settings_file, ext_root):
         while True:
             at, line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
             seen.append((at, line))
-            if line == "hello":
+            if line == "⏰ Reminder: hello":  # a reminder, not a reply
                 break
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else ""

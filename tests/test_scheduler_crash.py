@@ -36,6 +36,7 @@ FILE_CHANNEL = ext_code(
     header="import json, os",
 )
 ONE_SHOTS = ["alpha", "beta", "gamma"]
+SHOWN = "⏰ Reminder: "  # how a fired reminder reads (scheduler reminder_format)
 
 
 def received(path: Path) -> list[tuple[str, str]]:
@@ -102,8 +103,8 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
     killed_at = time.monotonic()
     before = received(out)
     assert all(kind == "to u1" for kind, _ in before), before  # replies and reminders: to u1
-    assert all(t.startswith(("Reminder #", "pulse")) for _, t in before), before
-    assert not any(text in ONE_SHOTS for _, text in before)
+    assert all(t.startswith(("Reminder #", f"{SHOWN}pulse")) for _, t in before), before
+    assert not any(text.removeprefix(SHOWN) in ONE_SHOTS for _, text in before)
 
     time.sleep(max(0.0, killed_at + 5.5 - time.monotonic()))  # every one-shot is now overdue
     second = start_kernel(write_settings(tmp_path, ext_root, out, []))
@@ -111,7 +112,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
 
         def all_delivered():
             texts = [t for _, t in received(out)[len(before) :]]
-            return all(any(t.startswith(name) for t in texts) for name in ONE_SHOTS)
+            return all(any(t.startswith(SHOWN + name) for t in texts) for name in ONE_SHOTS)
 
         wait_until(all_delivered, second, 30, "the overdue reminders")
         time.sleep(1.5)  # room for a duplicate to show up
@@ -120,10 +121,10 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
         assert second.wait(timeout=30) == 0
     after = [text for kind, text in received(out)[len(before) :] if kind == "to u1"]
     assert len(after) == len(received(out)) - len(before)  # each went to the user who set it
-    counts = Counter(text.split(" (late")[0] for text in after)
+    counts = Counter(text.removeprefix(SHOWN).split(" (due")[0] for text in after)
     for name in ONE_SHOTS:
         assert counts[name] == 1, after
-        [text] = [t for t in after if t.startswith(name)]
-        assert " (late: due " in text
-    late_pulses = [t for t in after if t.startswith("pulse (late: due ")]
+        [text] = [t for t in after if t.startswith(SHOWN + name)]
+        assert text.endswith(", late)")
+    late_pulses = [t for t in after if t.startswith(f"{SHOWN}pulse (due ")]
     assert len(late_pulses) == 1, after  # the recurring one catches up once, then runs on time

@@ -78,7 +78,8 @@ async def test_one_shot_fires_once_at_its_due_time(env):
     topic, payload = env.delivered[0]
     assert topic == "reminder.due"
     assert payload == {
-        "text": "call Anna",
+        "text": "⏰ Reminder: call Anna",
+        "reminder": "call Anna",
         "channel_id": None,
         "schedule_id": s.id,
         "due": s.next_due.isoformat(),
@@ -94,21 +95,21 @@ async def test_recurring_catches_up_at_most_once_then_follows_its_cron(env):
     env.clock.set(berlin(2024, 5, 13, 12, 0))  # down for three days
     fired = await env.loop.fire_due()
     assert len(fired) == 1
-    assert fired[0].payload["text"] == "plan the day (late: due 2024-05-10 09:00)"
+    assert fired[0].payload["text"] == "⏰ Reminder: plan the day (due 2024-05-10 09:00, late)"
     assert fired[0].payload["late"] is True
     assert await env.loop.fire_due() == []
     [current] = await env.scheduler.list()
     assert current.next_due == berlin(2024, 5, 14, 9, 0)
     env.clock.set(berlin(2024, 5, 14, 9, 0, 30))
     [on_time] = await env.loop.fire_due()
-    assert on_time.payload["text"] == "plan the day"
+    assert on_time.payload["text"] == "⏰ Reminder: plan the day"
 
 
 async def test_late_mark_shows_the_clock_time_on_the_same_day(env):
     await env.scheduler.add(Timing.once(berlin(2024, 5, 10, 9, 0)), "stand-up")
     env.clock.set(berlin(2024, 5, 10, 9, 5))
     [fire] = await env.loop.fire_due()
-    assert fire.payload["text"] == "stand-up (late: due 09:00)"
+    assert fire.payload["text"] == "⏰ Reminder: stand-up (due 09:00, late)"
 
 
 async def test_dst_daily_fires_once_on_fall_back_and_at_gap_end_on_spring_forward(env):
@@ -153,7 +154,7 @@ async def test_update_moves_the_time_and_changes_the_text(env):
     assert await env.loop.fire_due() == []
     env.clock.set(berlin(2024, 5, 10, 10, 0))
     [fire] = await env.loop.fire_due()
-    assert fire.payload["text"] == "call Anna back"
+    assert fire.payload["text"] == "⏰ Reminder: call Anna back"
     with pytest.raises(ScheduleError, match="nothing to change"):
         await env.scheduler.update(s.id)
 
@@ -179,7 +180,7 @@ async def test_crash_between_publish_and_record_does_not_fire_twice(env):
     assert again.key == fire.key
     await wait_for(lambda: env.delivered)
     await asyncio.sleep(0.2)
-    assert env.texts() == ["once only"]
+    assert env.texts() == ["⏰ Reminder: once only"]
     assert (await env.store.get(s.id)).status == "done"
 
 
@@ -220,7 +221,7 @@ async def test_loop_sleeps_until_due_and_wakes_when_schedules_change(tmp_path):
         await env.store.close()
         await env.bus.stop()
     assert 0.35 <= took < 1.0
-    assert env.texts() == ["tea"]
+    assert env.texts() == ["⏰ Reminder: tea"]
 
 
 async def test_store_survives_reopen(tmp_path, env):

@@ -45,8 +45,12 @@ async def test_remind_command_is_delivered_as_a_proactive_message(
         await asyncio.sleep(0.3)
     assert 0.8 <= took < 3
     # once, to the user and on the channel it was set from (ADR 0017)
-    assert k.loader.instance("capture")._log()[-1] == ("reply", "u1", "stretch your legs")
-    assert replied(k)[1:] == ["stretch your legs"]
+    assert k.loader.instance("capture")._log()[-1] == (
+        "reply",
+        "u1",
+        "⏰ Reminder: stretch your legs",
+    )
+    assert replied(k)[1:] == ["⏰ Reminder: stretch your legs"]
     assert notified(k) == [] and notified(k, "other") == []
     assert not model.calls
 
@@ -72,12 +76,12 @@ async def test_reminders_lists_and_cancel_removes(ext_root, make_ext, settings_f
             await channel.say(text)
             await wait_for(lambda n=n: len(replied(k)) == n)
     answers = replied(k)
-    assert answers[1].startswith('Reminder #2 set (cron "0 9 * * 1-5"), first ')
-    assert answers[2].startswith('can\'t read "10x" as a delay')
+    assert answers[1].startswith("Reminder #2 set (every weekday 09:00), first ")
+    assert answers[2].startswith('can\'t read "10x" as a time; try')
     # listed by next fire time: which comes first depends on the hour the test runs
     listing = sorted(answers[3].splitlines())
     assert len(listing) == 2 and listing[0].startswith("#1  ") and "tea" in listing[0]
-    assert listing[1].startswith("#2  ") and '(cron "0 9 * * 1-5")  plan' in listing[1]
+    assert listing[1].startswith("#2  ") and "(every weekday 09:00)  plan" in listing[1]
     assert answers[4] == "Cancelled reminder #1: tea"
     assert answers[5].startswith("#2 ") and "tea" not in answers[5]
     assert answers[6] == 'can\'t read "abc" as a reminder id; /reminders lists them'
@@ -98,7 +102,7 @@ async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext,
         await wait_for(lambda: len(replied(k)) == 2, timeout=5)
     assert k.loader.instance("capture")._log() == [
         ("reply", "u1", "I'll remind you."),
-        ("reply", "u1", "stretch"),  # to the user of the turn that set it
+        ("reply", "u1", "⏰ Reminder: stretch"),  # to the user of the turn that set it
     ]
     assert notified(k) == [] and notified(k, "other") == []
     assert "scheduled #1  today" in str(model.calls[1].input)

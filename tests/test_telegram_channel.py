@@ -11,7 +11,14 @@ from agents.testing import ScriptedModel, assistant_message
 
 from fake_telegram import FakeTelegram
 from harness import running_kernel, wait_for
-from telegram_support import ALICE, EXTENSION_ID, MALLORY, install_extension, write_settings
+from telegram_support import (
+    ALICE,
+    EXTENSION_ID,
+    MALLORY,
+    install_extension,
+    telegram_config,
+    write_settings,
+)
 
 
 @pytest.fixture
@@ -135,6 +142,25 @@ async def test_remind_is_delivered_to_the_chat_it_was_set_from(tg, settings_file
         await wait_for(lambda: len(tg.chat_texts(-321)) == 2, timeout=15)
         fired_at = tg.calls_of("sendMessage")[-1].at
     confirmation, reminder = tg.chat_texts(-321)
-    assert "stretch your legs" in reminder and "stretch your legs" in confirmation
+    assert confirmation.startswith("Reminder #1 set for ")
+    assert reminder == "⏰ Reminder: stretch your legs"  # a reminder, not a reply
     assert 1.0 <= fired_at - set_at <= 6.0
     assert model.calls == ()
+
+
+async def test_reminder_format_is_the_scheduler_setting(tg, settings_file, ext_root):
+    install_extension(ext_root, "scheduler")
+    settings = settings_file(
+        channels={"default": EXTENSION_ID},
+        extensions={
+            EXTENSION_ID: telegram_config(tg),
+            "scheduler": {"reminder_format": "🔔 {text} — from Hearth{late}"},
+        },
+    )
+    async with running_kernel(settings, model=reply_model()):
+        tg.send_update("/remind tomorrow 9am call mom", user_id=ALICE)
+        tg.send_update("/remind 1s tea", user_id=ALICE)
+        await wait_for(lambda: len(tg.chat_texts(ALICE)) == 3, timeout=15)
+    confirmation = next(t for t in tg.chat_texts(ALICE) if "call mom" in t)
+    assert confirmation.startswith("Reminder #1 set for tomorrow 09:00")
+    assert tg.chat_texts(ALICE)[-1] == "🔔 tea — from Hearth"

@@ -1,4 +1,10 @@
-"""``main.py`` (run): the kernel in the foreground until SIGINT/SIGTERM."""
+"""``main.py`` (run): the kernel in the foreground until SIGINT/SIGTERM.
+
+In a terminal the conversation owns the screen: logs go to
+``<data>/hearth.log`` and only warnings reach the terminal (``quiet_terminal``;
+``--verbose`` keeps them on stderr). There Ctrl-C belongs to the CLI channel
+(it cancels a turn, or asks before quitting), so SIGINT does not stop the kernel.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,14 @@ from core.lifecycle import is_supervised, take_restart_request
 from core.settings import Settings
 
 log = logging.getLogger("core.kernel.runner")
+
+LOG_FILE = "hearth.log"
+
+
+def quiet_terminal() -> bool:
+    """Whether this run talks to a person at a terminal (the interactive CLI):
+    stdin and stdout are terminals and no supervisor is running us."""
+    return sys.stdin.isatty() and sys.stdout.isatty() and not is_supervised()
 
 
 def run_kernel(settings: Settings, argv: list[str]) -> int:

@@ -26,7 +26,10 @@ __all__ = [
     "SYSTEM_PAYLOADS",
     "AgentBackground",
     "AgentTask",
+    "KernelReload",
+    "KernelReloadResult",
     "SystemPayload",
+    "TurnCancel",
     "TurnResume",
     "UiAnswer",
     "UserMessage",
@@ -194,9 +197,53 @@ class TurnResume(SystemPayload):
     conversation: str
 
 
+@dataclass(frozen=True, slots=True)
+class KernelReload(SystemPayload):
+    """``system.kernel.reload``: reload extension ``ext_id`` (``main.py extensions
+    reload``, ADR 0032). ``expires_at`` (``time.time()`` as text): a kernel that
+    sees the request later — it was not running when asked — ignores it."""
+
+    TOPIC: ClassVar[str] = SystemTopics.KERNEL_RELOAD
+    request_id: str
+    ext_id: str
+    expires_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelReloadResult(SystemPayload):
+    """``system.kernel.reload.result``: how request ``request_id`` goes; ``outcome``
+    is ``accepted`` (at once: a kernel is running), then ``reloaded`` or ``failed``;
+    ``text`` is the sentence for the user."""
+
+    TOPIC: ClassVar[str] = SystemTopics.KERNEL_RELOAD_RESULT
+    request_id: str
+    ext_id: str
+    outcome: str
+    text: str
+
+
+class TurnCancel(SystemPayload):
+    """``system.turn.cancel``: stop the turn being answered for ``user_id`` on the
+    channel ``channel_id`` (published by that channel, e.g. on Ctrl-C)."""
+
+    TOPIC: ClassVar[str] = SystemTopics.TURN_CANCEL
+    channel_id: str
+    user_id: str
+
+
 SYSTEM_PAYLOADS: dict[str, type[SystemPayload]] = {
     model.TOPIC: model
-    for model in (UserMessage, UserNotify, AgentTask, AgentBackground, UiAnswer, TurnResume)
+    for model in (
+        UserMessage,
+        UserNotify,
+        AgentTask,
+        AgentBackground,
+        UiAnswer,
+        TurnResume,
+        KernelReload,
+        KernelReloadResult,
+        TurnCancel,
+    )
 }
 
 

@@ -33,6 +33,10 @@ class SystemTopics:
     REPLY = "system.reply"  # the kernel's reply outbox (ADR 0014)
     UI_ANSWER = "system.ui.answer"  # the user answered a question a channel showed (ADR 0021)
     TURN_RESUME = "system.turn.resume"  # a paused turn's questions are all answered (ADR 0021)
+    KERNEL_RELOAD = "system.kernel.reload"  # `main.py extensions reload ID` asks (ADR 0032)
+    KERNEL_RELOAD_RESULT = "system.kernel.reload.result"  # the running kernel answers
+    TURN_CANCEL = "system.turn.cancel"  # the user stopped the turn being answered (Ctrl-C)
+    TURN_CANCELLED = "turn.cancelled"  # the kernel's record that it stopped one (journal only)
 
 
 def topic_matches(pattern: str, topic: str) -> bool:

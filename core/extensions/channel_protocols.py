@@ -2,15 +2,22 @@
 
 ``InteractiveChannel`` (ADR 0021): the channel renders questions itself —
 approvals, and extensions' ``confirm`` / ``select`` / ``input`` requests.
+
+``TURN_CANCEL_TOPIC``: a channel whose user stops the turn being answered
+(Ctrl-C in the terminal) emits ``{"channel_id": <its id>, "user_id": ...}``
+there (needs ``user_messages``); the turn ends with the reply ``(cancelled)``.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from core.events.topics import SystemTopics
 from core.extensions.contract_data import UserRequest
 
-__all__ = ["InteractiveChannel"]
+__all__ = ["TURN_CANCEL_TOPIC", "InteractiveChannel"]
+
+TURN_CANCEL_TOPIC = SystemTopics.TURN_CANCEL
 
 
 @runtime_checkable

@@ -71,6 +71,8 @@ class KernelContext:
             # a manifest declaring `timezone: null` means "the kernel's timezone setting"
             self._config["timezone"] = services.settings.timezone
         self.subscriptions: list[str] = []
+        self._handlers: dict[str, tuple[str, EventHandler]] = {}  # id -> (topic, as subscribed)
+        self._held = False  # subscriptions kept off the bus during a reload
         self._shared = ExtensionServices(services.shared, manifest.id)
         self._control_refusals = 0
         limits = services.settings.rate_limits
@@ -174,10 +176,28 @@ class KernelContext:
         name = getattr(handler, "__qualname__", type(handler).__name__)
         subscriber_id = f"{self.extension_id}/{topic}/{name}"
         gate = when_wired(self.extension_id, self._services.is_wired, self.logger)
-        self._services.bus.subscribe(
-            topic, gate(logged_handler(handler, self.logger)), subscriber_id
-        )
+        wrapped = gate(logged_handler(handler, self.logger))
+        if not self._held:
+            self._services.bus.subscribe(topic, wrapped, subscriber_id)
         self.subscriptions.append(subscriber_id)
+        self._handlers[subscriber_id] = (topic, wrapped)
+
+    def release_subscriptions(self) -> None:
+        """Unsubscribe every handler, and hold new ones until ``resume_subscriptions``
+        (a reload, ADR 0032: events wait in the journal, cursors kept, instead of
+        reaching an extension that is not wired)."""
+        if not self._held:
+            for subscriber_id in self.subscriptions:
+                self._services.bus.unsubscribe(subscriber_id)
+        self._held = True
+
+    def resume_subscriptions(self) -> None:
+        """Subscribe what was released or held; they catch up from their cursors."""
+        if self._held:
+            for subscriber_id in self.subscriptions:
+                topic, handler = self._handlers[subscriber_id]
+                self._services.bus.subscribe(topic, handler, subscriber_id)
+        self._held = False
 
     async def notify_user(
         self, text: str, channel_id: str | None = None, *, user_id: str | None = None
@@ -369,6 +389,14 @@ class KernelContext:
     def request_restart(self) -> None:
         self._require_control("restart Hearth")
         self._services.request_restart(f"requested by extension {self.extension_id}")
+
+    async def request_reload(self, ext_id: str) -> tuple[bool, str]:
+        """Reload another extension from its files (ADR 0032): (reloaded, sentence)."""
+        self._require_control(f"reload extension {ext_id!r}")
+        reload = self._services.reload_extension
+        if reload is None or ext_id == self.extension_id:  # its own calls would never drain
+            raise NotAvailableError(f"{self.extension_id}: reloading {ext_id!r} is not possible")
+        return await reload(ext_id)
 
     def request_shutdown(self) -> None:
         self._require_control("shut Hearth down")

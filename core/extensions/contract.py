@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from core.events.models import Event
 from core.extensions.addresses import REPLY_TAG_MARK, reply_address, split_reply_address
-from core.extensions.channel_protocols import InteractiveChannel
+from core.extensions.channel_protocols import TURN_CANCEL_TOPIC, InteractiveChannel
 from core.extensions.context_protocol import (
     AgentExtensionContext,
     EventHandler,
@@ -81,6 +81,7 @@ from core.extensions.status_data import (
 __all__ = [
     "OUTPUT_TARGETS",
     "REPLY_TAG_MARK",
+    "TURN_CANCEL_TOPIC",
     "AfterToolCallHook",
     "AgentDescriptor",
     "AgentExtensionContext",

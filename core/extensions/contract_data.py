@@ -168,11 +168,12 @@ class TurnOutcome:
     """How a turn ended, for ``on_turn_end``.
 
     ``status``: ``answered`` (the model replied), ``short_circuit`` (a hook
-    replied), ``failed`` (an apology or error line was sent), ``timeout``, or
-    ``blocked`` (a guardrail tripped; the user got its message).
+    replied), ``failed`` (an apology or error line was sent), ``timeout``,
+    ``blocked`` (a guardrail tripped; the user got its message), or
+    ``cancelled`` (the user stopped it, e.g. Ctrl-C in the terminal).
     """
 
-    status: Literal["answered", "short_circuit", "failed", "timeout", "blocked"]
+    status: Literal["answered", "short_circuit", "failed", "timeout", "blocked", "cancelled"]
     reply: str
     duration_ms: float
 

@@ -66,3 +66,16 @@ def _forget(pkg: str) -> None:
     """Drop a previous import of the same extension (restart within a process)."""
     for name in [n for n in sys.modules if n == pkg or n.startswith(pkg + ".")]:
         del sys.modules[name]
+
+
+def imported_modules(ext_id: str) -> dict[str, types.ModuleType]:
+    """The modules of the extension's package now in ``sys.modules`` (a reload
+    keeps them, to put them back if the new code fails: ADR 0032)."""
+    pkg = package_name(ext_id)
+    return {n: m for n, m in sys.modules.items() if n == pkg or n.startswith(pkg + ".")}
+
+
+def restore_modules(ext_id: str, modules: dict[str, types.ModuleType]) -> None:
+    """Put back what ``imported_modules`` returned, dropping whatever replaced it."""
+    _forget(package_name(ext_id))
+    sys.modules.update(modules)

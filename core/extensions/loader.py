@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from core.extensions.call_gate import CallGate
 from core.extensions.capabilities import Capability, detect_capabilities
 from core.extensions.context import KernelContext
 from core.extensions.dependencies import dependents_of, order_by_dependencies
@@ -234,6 +235,31 @@ class Loader:
             record.skip(missing_secrets_reason(missing))
             log.info("extension %s skipped: %s", record.ext_id, record.error)
 
+    def refusal_for(self, manifest: Manifest) -> str | None:
+        """Why ``manifest`` (as it is on disk now) may not be loaded; None: it may.
+        The checks of ``discover`` for one extension (a reload, ADR 0032)."""
+        if not manifest.enabled:
+            return "it is disabled in its manifest (enabled: false)"
+        if manifest.id in self.disabled:
+            return f"the kernel disabled it: {self.disabled[manifest.id]}"
+        request = GrantRequest.from_manifest(manifest, default_isolation=self.default_isolation)
+        if self.grants is not None:
+            try:
+                if not self.grants.is_granted(request):
+                    changed = manifest.id in self.grants.grants()
+                    return not_granted_reason(request, changed=changed)
+            except GrantStoreError as exc:
+                return f"cannot check its grant: {exc}"
+        missing = [n for n in manifest.required_secrets if not (self.secrets or {}).get(n)]
+        if self.secrets is not None and missing:
+            return missing_secrets_reason(missing)
+        for dep in manifest.depends_on:
+            other = self.records.get(dep)
+            if other is None or not other.live:
+                state = "missing" if other is None else other.status.value
+                return f"dependency {dep!r} is {state if state != 'active' else 'not started'}"
+        return None
+
     def _explain_inactive_dependencies(self) -> None:
         """Name the real cause when a dependency is disabled or has a bad manifest."""
         for record in self.records.values():
@@ -258,8 +284,9 @@ class Loader:
     async def _load_one(self, record: ExtensionRecord, services: KernelServices) -> None:
         assert record.manifest is not None
         stage = "import"
+        record.calls = gate = CallGate(record.ext_id)
         try:
-            record.instance = await self._instantiate(record.manifest, record.ext_dir, services)
+            record.instance = await self.instantiate(record.manifest, record.ext_dir, services)
             stage = "initialize"
             record.context = KernelContext(record.manifest, record.ext_dir, services)
             await call_with_timeout(
@@ -274,14 +301,12 @@ class Loader:
             record.capabilities = detect_capabilities(record.instance)
             if Capability.TOOL in record.capabilities:
                 stage = "get_tools"
-                record.tools = list(record.instance.get_tools())
+                record.tools = gate.tools(record.instance.get_tools())
         except Exception as exc:
             self._mark_failed(record, failure_reason(stage, exc))
             log.error("extension %s: %s", record.ext_id, record.error, exc_info=stage == "import")
 
-    async def _instantiate(
-        self, manifest: Manifest, ext_dir: Path, services: KernelServices
-    ) -> Any:
+    async def instantiate(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         """The extension's instance. Importing its module and running its
         constructor are synchronous extension code: they run in a worker thread
         under the lifecycle timeout, so a hanging one cannot freeze the kernel."""

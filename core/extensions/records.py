@@ -19,6 +19,7 @@ from core.extensions.capabilities import Capability
 from core.extensions.manifest import Manifest
 
 if TYPE_CHECKING:
+    from core.extensions.call_gate import CallGate
     from core.extensions.context import KernelContext
 
 log = logging.getLogger("core.loader")
@@ -54,6 +55,7 @@ class ExtensionRecord:
     context: KernelContext | None = None
     capabilities: list[Capability] = field(default_factory=list)
     tools: list[Any] = field(default_factory=list)
+    calls: CallGate | None = None  # the instance's tool and command calls (ADR 0032)
     initialized: bool = False
     started: bool = False
     watchers: list[StatusWatcher] = field(default_factory=list, repr=False, compare=False)

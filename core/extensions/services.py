@@ -56,6 +56,8 @@ class KernelServices:
     # context.services: one registry for the kernel's lifetime (closed by Kernel.stop)
     shared: ServiceRegistry = field(default_factory=ServiceRegistry)
     operations: KernelOperations | None = None
+    # reload one extension from its files (ADR 0032): (reloaded, sentence for the user)
+    reload_extension: Callable[[str], Awaitable[tuple[bool, str]]] | None = None
     # this process's name among several on one PostgreSQL (None: the only one, ADR 0036)
     node: str | None = None
     # whether this process fires schedules now (ADR 0036); one process always does

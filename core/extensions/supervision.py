@@ -15,7 +15,9 @@ when it raises, and started again when the extension recovers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from core.extensions.capabilities import Capability
@@ -66,6 +68,8 @@ class ExtensionSupervisor:
         # plugin hosts have their own cap (isolation.restart_backoff_max_s)
         self.isolated_backoff_max_s = isolated_backoff_max_s
         self._recovering: set[str] = set()
+        self._recoveries: dict[str, asyncio.Task[None]] = {}
+        self._held: set[str] = set()  # being reloaded: no recovery, no health check
         self._services: dict[str, asyncio.Task[None]] = {}
         self._group: asyncio.TaskGroup | None = None
 
@@ -104,9 +108,30 @@ class ExtensionSupervisor:
     def _on_transition(self, record: ExtensionRecord, previous: ExtensionStatus) -> None:
         self._sync_service(record)
         crashed = record.status is ExtensionStatus.ERROR and record.initialized
-        if crashed and record.ext_id not in self._recovering and self._group is not None:
+        busy = record.ext_id in self._recovering or record.ext_id in self._held
+        if crashed and not busy and self._group is not None:
             self._recovering.add(record.ext_id)
-            self._group.create_task(self._recover(record), name=f"recover:{record.ext_id}")
+            self._recoveries[record.ext_id] = self._group.create_task(
+                self._recover(record), name=f"recover:{record.ext_id}"
+            )
+
+    @contextlib.asynccontextmanager
+    async def holding(self, ext_id: str) -> AsyncIterator[None]:
+        """Leave ``ext_id`` alone while a reload replaces its instance (ADR 0032):
+        a recovery in progress is cancelled, none starts and no health check
+        runs; afterwards one starts if the extension was left in ``error``."""
+        self._held.add(ext_id)
+        recovery = self._recoveries.get(ext_id)
+        if recovery is not None and not recovery.done():
+            recovery.cancel()
+            await asyncio.wait([recovery])
+        try:
+            yield
+        finally:
+            self._held.discard(ext_id)
+            record = self.loader.records.get(ext_id)
+            if record is not None:
+                self._on_transition(record, record.status)
 
     # ------------------------------------------------------------ services
 
@@ -152,7 +177,7 @@ class ExtensionSupervisor:
     async def check_all(self) -> None:
         """One round of health checks (also called directly by tests)."""
         for record in self.loader.active():
-            if record.started and record.ext_id not in self._recovering:
+            if record.started and record.ext_id not in self._recovering | self._held:
                 reason = await self._check(record)
                 if reason is not None and record.live:
                     self._mark_unhealthy(record, reason)
@@ -201,3 +226,4 @@ class ExtensionSupervisor:
                 await self.loader.stop_one(record)
         finally:
             self._recovering.discard(record.ext_id)
+            self._recoveries.pop(record.ext_id, None)

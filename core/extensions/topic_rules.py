@@ -19,12 +19,16 @@ KERNEL_ONLY = {
     "postprocess.": "postprocess.* results are the kernel's own",
     # resuming a turn paused for the user's approval (ADR 0021)
     SystemTopics.TURN_RESUME: "the resumption of paused turns is the kernel's own",
+    # reloading extensions is the user's, from the command line (ADR 0032)
+    "system.kernel.": "kernel control is the user's (main.py extensions reload)",
+    SystemTopics.TURN_CANCELLED: "the record of a cancelled turn is the kernel's own",
 }
 
 # system topics whose publication does what a guarded call does
 GUARDED_TOPICS = {
     SystemTopics.USER_MESSAGE: "user_messages",
     SystemTopics.UI_ANSWER: "user_messages",
+    SystemTopics.TURN_CANCEL: "user_messages",
     SystemTopics.USER_NOTIFY: "notify",
     SystemTopics.AGENT_TASK: "agent",
     SystemTopics.AGENT_BACKGROUND: "agent",

@@ -41,8 +41,8 @@ def grant_command(loader: Loader, store: GrantStore) -> Command:
             return f"Could not record the grant: {exc}"
         return (
             f"Granted {ext_id}:\n{asks}\n"
-            "Restart Hearth to load it (stop and start it; under `main.py daemon`, "
-            "restart the daemon)."
+            f"Send `/reload {ext_id}` to load it now, or restart Hearth (stop and start it; "
+            "under `main.py daemon`, restart the daemon)."
         )
 
     return Command("grant", "show what an extension asks; `/grant ID yes` allows it", grant)

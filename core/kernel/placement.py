@@ -20,7 +20,7 @@ from pathlib import Path
 from core.extensions.capabilities import Capability
 from core.extensions.records import ExtensionRecord
 from core.settings import Settings
-from core.settings_sections import KernelRole
+from core.settings_scale import KernelRole
 
 __all__ = ["Placement", "apply_role", "node_name", "placement_of"]
 

@@ -65,10 +65,5 @@ async def reconcile_registrations(loader: Loader, state: StateStore, bus: EventB
 async def forget_released_subscriptions(loader: Loader, bus: EventBus) -> None:
     """Journal rows of subscriptions a started extension no longer makes are dropped."""
     for record in loader.active():
-        forgotten = await bus.forget_subscribers(f"{record.ext_id}/")
-        if forgotten:
-            log.info(
-                "extension %s: forgot %d subscriptions it no longer holds",
-                record.ext_id,
-                len(forgotten),
-            )
+        if forgotten := await bus.forget_subscribers(f"{record.ext_id}/"):
+            log.info("extension %s: forgot %d old subscriptions", record.ext_id, len(forgotten))

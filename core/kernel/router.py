@@ -43,13 +43,15 @@ from core.events.models import Event
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
+    TurnCancel,
     TurnResume,
     UserMessage,
     UserNotify,
     read_system_payload,
 )
 from core.events.topics import SystemTopics
-from core.extensions.contract import StreamingChannelProvider, TurnContext
+from core.extensions.contract import StreamingChannelProvider, TurnContext, TurnOutcome
+from core.kernel.cancelling import CANCELLED_REPLY, RunningTurns
 from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.consent import ApprovalDesk, ApprovalFlow, ConsentGate, Responder, UiRequests
@@ -61,7 +63,7 @@ from core.kernel.outbox import OpenStream, ReplyOutbox
 from core.kernel.placement import Placement
 from core.kernel.postprocess import PostProcessing
 from core.kernel.streaming import channel_callbacks
-from core.kernel.turn import APOLOGY, OrchestratorLike, TurnRunner
+from core.kernel.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
 from core.settings import TurnsSettings
 
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
@@ -124,6 +126,7 @@ class MessageRouter:
             placement=self.placement,
         )
         self.approvals: ApprovalFlow | None = None
+        self.running = RunningTurns()
         if consent is not None:
             desk, gate, ui = consent
             self.approvals = ApprovalFlow(desk, gate, ui, self.runner, conversations, self.outbox)
@@ -156,6 +159,9 @@ class MessageRouter:
             self.handle_user_message,
             "kernel.router",
             concurrency=self.limits.concurrency,
+        )
+        self.bus.subscribe(
+            SystemTopics.TURN_CANCEL, self._on_cancel, "kernel.cancel", concurrency=8
         )
         self.bus.subscribe(
             SystemTopics.AGENT_TASK, self._on_agent_task, "kernel.agent_task", concurrency=4
@@ -279,7 +285,10 @@ class MessageRouter:
                 stream = await self.outbox.open_stream(channel, turn.user_id)
                 if stream is not None:
                     callbacks = channel_callbacks(channel, turn.user_id)
-            result = await self.runner.run(text, turn, session, callbacks)
+            started = time.monotonic()
+            key = self.conversations.key(turn.channel_id, turn.user_id)
+            ran = await self.running.run(key, self.runner.run(text, turn, session, callbacks))
+            result = ran if ran is not None else await self._cancelled(event, turn, started)
             if result.paused is not None and self.approvals is not None:
                 if stream is not None:
                     await self.outbox.end_stream(stream)
@@ -290,6 +299,33 @@ class MessageRouter:
             )
             stored = await session.commit_turn(reply, result.items, result.records)
         await self.outbox.deliver(event.id, stored, stream, origin)
+
+    async def _on_cancel(self, event: Event) -> None:
+        """The user stopped their turn; a channel may only stop its own users' turns."""
+        cancel = read_system_payload(TurnCancel, event, subscriber="kernel.cancel")
+        if cancel is None:
+            return
+        if event.source != cancel.channel_id:
+            log.warning("%s may not cancel turns on %s", event.source, cancel.channel_id)
+            return
+        key = self.conversations.key(cancel.channel_id, cancel.user_id)
+        if not self.running.cancel(key):
+            log.info("nothing to cancel for %s", key)
+
+    async def _cancelled(self, event: Event, turn: TurnContext, started: float) -> TurnResult:
+        """A turn the user stopped: its end for the hooks, its mark in the journal."""
+        elapsed_ms = (time.monotonic() - started) * 1000
+        await self.runner.hooks.turn_ended(
+            turn, TurnOutcome("cancelled", CANCELLED_REPLY, elapsed_ms)
+        )
+        await self.bus.publish(
+            SystemTopics.TURN_CANCELLED,
+            "kernel",
+            {"message_key": message_key(event), "channel_id": turn.channel_id,
+             "user_id": turn.user_id, "after_ms": round(elapsed_ms)},
+        )  # fmt: skip
+        log.info("turn %s cancelled by the user after %.0f ms", message_key(event), elapsed_ms)
+        return TurnResult(CANCELLED_REPLY, [], "cancelled")
 
     async def _on_resume(self, event: Event) -> None:
         """Every question of a paused turn is answered: finish it, in order."""

@@ -48,6 +48,8 @@ from core.kernel.registrations import (
     forget_released_subscriptions,
     reconcile_registrations,
 )
+from core.kernel.reload import ExtensionReloader
+from core.kernel.reload_control import ReloadControl
 from core.kernel.router import MessageRouter
 from core.kernel.scale_out import ScaleOut
 from core.kernel.session_storage import session_storage_for
@@ -175,19 +177,12 @@ class Kernel:
         )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
-            settings=settings,
-            bus=self.bus,
-            get_instance=self.loader.instance,
-            request_restart=self.request_restart,
-            request_shutdown=self.request_shutdown,
-            secrets=self.secrets,
-            state=self.state,
-            agents=self.agents,
-            ui=self.consent.ui,
+            settings=settings, bus=self.bus, get_instance=self.loader.instance,
+            request_restart=self.request_restart, request_shutdown=self.request_shutdown,
+            secrets=self.secrets, state=self.state, agents=self.agents, ui=self.consent.ui,
             list_commands=self.commands.names_and_descriptions,
             list_post_processors=self.shaping.post.activated_names,
-            is_wired=self.wiring.is_wired,
-            operations=KernelOperator(self.status, self.bus.journal),
+            is_wired=self.wiring.is_wired, operations=KernelOperator(self.status, self.bus.journal),
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
             node=self.scale.placement.node, leadership=self.scale.leadership,  # ADR 0036
         )  # fmt: skip
@@ -197,6 +192,12 @@ class Kernel:
             backoff_max_s=settings.loader.restart_backoff_max_s,
             isolated_backoff_max_s=settings.isolation.restart_backoff_max_s,
         )
+        self.reloads = ReloadControl(  # ADR 0032: /reload, the command line, dev.watch
+            ExtensionReloader(self.loader, self.services, self.supervision, self.wiring,
+                              self.bus, drain_s=settings.dev.reload_drain_s),
+            self.bus, self.loader, settings.dev,
+        )  # fmt: skip
+        self.services.reload_extension = self.reloads.attempt
         self.ready = asyncio.Event()
 
     # ------------------------------------------------------------ bootstrap
@@ -219,18 +220,12 @@ class Kernel:
         await reconcile_registrations(self.loader, self.state, self.bus)
         await self.mcp.connect()
         self.router = MessageRouter(
-            bus=self.bus,
-            conversations=self.conversations,
-            commands=self.commands,
-            context=self.context,
-            orchestrator=self.orchestrator,
-            hooks=self.hooks,
-            additions=self.shaping.additions,
-            compactor=self.shaping.compactor,
+            bus=self.bus, conversations=self.conversations, commands=self.commands,
+            context=self.context, orchestrator=self.orchestrator, hooks=self.hooks,
+            additions=self.shaping.additions, compactor=self.shaping.compactor,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
-            turns=self.settings.turns,
-            post=self.shaping.post,
+            turns=self.settings.turns, post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
             placement=self.scale.placement, turn_lock=self.scale.turn_lock,
         )  # fmt: skip
@@ -242,12 +237,14 @@ class Kernel:
         )
         assert self.loader.grants is not None
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
-        for command in [*builtins, grant_command(self.loader, self.loader.grants), *consent]:
+        grant = grant_command(self.loader, self.loader.grants)
+        for command in [*builtins, grant, self.reloads.command(), *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
         if self.scale.placement.runs_workers:
             self.scheduler.subscribe()
+        self.reloads.subscribe()
         await self.loader.start_all()
         await forget_released_subscriptions(self.loader, self.bus)
         await self.consent.start()  # questions left open by the last run: asked again
@@ -305,6 +302,7 @@ class Kernel:
                     group.create_task(self.bus.watch(), name="event-bus-watch"),
                     group.create_task(self.metrics_export.run(), name="metrics-snapshots"),
                     group.create_task(self.scale.run(), name="schedule-lease"),
+                    group.create_task(self.reloads.watch(), name="dev-watch"),
                 ]
                 await self._stop_requested.wait()
                 for task in tasks:
@@ -320,6 +318,7 @@ class Kernel:
             ("restart request", self._restart_request_written),
             ("scheduler", self.scheduler.stop),
             ("approval timers", self.consent.stop),
+            ("reloads under way", self.reloads.aclose),
             ("event bus", self.bus.stop),
             ("MCP servers", self.mcp.cleanup),
             ("extensions", self.loader.shutdown),

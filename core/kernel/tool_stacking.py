@@ -9,6 +9,7 @@ and hands the survivors to ``build_toolset``. ``/status`` and ``extensions
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -107,9 +108,21 @@ class ToolStacking:
         return StackedTools(tools, agents, result.stacks)
 
     def toolset(self, records: Sequence[ExtensionRecord]) -> Toolset:
-        """The orchestrator's tools: the active provider of every name, wrapped."""
+        """The orchestrator's tools: the active provider of every name, wrapped; an
+        agent's tool passes its instance's ``CallGate`` like the tools (ADR 0032)."""
         stacked = self.stacked(records, log_stacks=True)
-        return build_toolset(stacked.tools, stacked.agents)
+        toolset = build_toolset(stacked.tools, stacked.agents)
+        gates = {r.ext_id: r.calls for r in records if r.calls is not None}
+        gate_of = {
+            c.name: gates[c.extension_id]
+            for c in toolset.capabilities
+            if c.kind == "agent" and c.extension_id in gates
+        }
+        gated = [
+            gate_of[name].tools([tool])[0] if (name := tool_name_of(tool)) in gate_of else tool
+            for tool in toolset.agent_tools
+        ]
+        return dataclasses.replace(toolset, agent_tools=gated)
 
 
 def stacks_by_extension(stacked: StackedTools) -> dict[str, dict[str, dict[str, Any]]]:

@@ -65,7 +65,7 @@ __all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult",
 log = logging.getLogger("core.kernel.turn")
 
 T = TypeVar("T")
-Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused"]
+Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused", "cancelled"]
 Decide = Callable[[RunState[Any, Any]], None]
 
 NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"

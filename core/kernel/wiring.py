@@ -8,8 +8,9 @@ supervisor marked unhealthy or whose plugin host died gets nothing, and is
 wired again the moment it is restarted and ``active``. ``/status`` and
 ``extensions --json`` read the same records, so they agree with it.
 
-Manifest subscriptions cannot be taken back from the durable bus; their
-handlers check ``is_wired`` and drop what arrives for an unwired extension.
+Manifest subscriptions stay while an extension is unwired (their handlers
+check ``is_wired`` and drop what arrives meanwhile); a reload releases them
+and ``wire`` subscribes what the new manifest declares (ADR 0032).
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ class Wiring:
             self._router.register_channel(record.ext_id, record.instance)
         if Capability.COMMAND in record.capabilities:
             for command in self._provided_commands(record):
-                self._commands.add(record.ext_id, command)
+                gated = command if record.calls is None else record.calls.command(command)
+                self._commands.add(record.ext_id, gated)
         self._subscribe_manifest(record, self._router)
         log.info("wired %s", record.ext_id)
         self._on_change()
@@ -128,6 +130,14 @@ class Wiring:
         self._commands.remove_owner(record.ext_id)
         log.info("unwired %s (%s)", record.ext_id, record.error or record.status.value)
         self._on_change()
+
+    def release_subscriptions(self, ext_id: str) -> None:
+        """Unsubscribe the manifest subscriptions of ``ext_id`` (a reload, ADR 0032):
+        ``wire`` subscribes what the manifest then declares; the journal cursors
+        stay, so nothing published meanwhile is lost."""
+        for subscriber_id in [s for s in self._subscribed if s.startswith(f"{ext_id}/")]:
+            self._bus.unsubscribe(subscriber_id)
+            self._subscribed.discard(subscriber_id)
 
     @staticmethod
     def _provided_commands(record: ExtensionRecord) -> list[Command]:

@@ -48,12 +48,17 @@ def isolated_factory(settings: Settings, loader: Loader) -> InstanceFactory:
     """The loader's ``isolated_factory``: a proxy whose host deaths update the record."""
     options = IsolationOptions.from_settings(settings)
 
-    def on_status(ext_id: str, reason: str) -> None:
-        record = loader.records.get(ext_id)
-        if record is not None and record.status is ExtensionStatus.ACTIVE:
-            record.fail(reason)  # the supervisor sees the transition and restarts it
-
     def make(manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
-        return IsolatedExtension(manifest, ext_dir, services, options, on_status)
+        proxy: IsolatedExtension | None = None
+
+        def on_status(ext_id: str, reason: str) -> None:
+            record = loader.records.get(ext_id)
+            # only the instance the record holds: a reload's old or new one is not
+            if record is not None and record.instance is proxy:
+                if record.status is ExtensionStatus.ACTIVE:
+                    record.fail(reason)  # the supervisor sees the transition and restarts it
+
+        proxy = IsolatedExtension(manifest, ext_dir, services, options, on_status)
+        return proxy
 
     return make

@@ -11,6 +11,7 @@ manifest's agent with the kernel's limit enforcement.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import cast
 
@@ -49,6 +50,9 @@ class BuilderAgent(BaseExtension):
             workspace=workspace,
             request_restart=ctx.request_restart,
             validation_timeout_s=float(ctx.get_config("validation_timeout_s", 60)),
+            # the kernel's reload (ADR 0032), when this context offers it
+            request_reload=getattr(ctx, "request_reload", None),
+            loaded_at_start=frozenset(await asyncio.to_thread(_extension_ids, own_dir.parent)),
         )
         _ = ctx.resolved_instructions  # a broken prompt.jinja2 fails the load, naming the file
 
@@ -65,3 +69,8 @@ class BuilderAgent(BaseExtension):
 
     def _context(self) -> AgentExtensionContext:
         return cast(AgentExtensionContext, self.context)
+
+
+def _extension_ids(root: Path) -> list[str]:
+    """The extension directories (with a manifest) under ``root`` now."""
+    return [p.name for p in root.iterdir() if (p / "manifest.yaml").is_file()]

@@ -4,11 +4,13 @@ Every refusal comes back as a ``refused: ...`` string (an I/O error as
 ``failed: ...``) the model can read and act on; nothing here raises into the
 agent run. ``request_restart`` is accepted only when the extension's current
 files are exactly the ones that last passed validation (compared by hash).
+An extension the running kernel already loaded is reloaded alone (ADR 0032);
+only a new one needs Hearth restarted to be discovered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agents import FunctionTool, function_tool
@@ -27,6 +29,10 @@ class BuilderState:
     request_restart: Callable[[], None]
     validation_timeout_s: float
     validations: dict[str, ValidationResult] = field(default_factory=dict)
+    # reload one loaded extension: (reloaded, sentence); None: not offered by the kernel
+    request_reload: Callable[[str], Awaitable[tuple[bool, str]]] | None = None
+    # the extensions Hearth found when it started (a reload reaches only those)
+    loaded_at_start: frozenset[str] = frozenset()
 
 
 def build_tools(state: BuilderState) -> list[FunctionTool]:
@@ -116,8 +122,9 @@ def build_tools(state: BuilderState) -> list[FunctionTool]:
         return result.summary
 
     @function_tool
-    def request_restart(extension_id: str, allow_existing: str = "") -> str:
-        """Restart Hearth so it loads the extension; only after validate_extension passed.
+    async def request_restart(extension_id: str, allow_existing: str = "") -> str:
+        """Activate the extension: reload it alone if Hearth already runs it, else
+        restart Hearth; only after validate_extension passed.
 
         Args:
             extension_id: The extension that was just written and validated.
@@ -132,6 +139,9 @@ def build_tools(state: BuilderState) -> list[FunctionTool]:
             return _failed(exc)
         if reason:
             return f"refused: {reason}"
+        if state.request_reload is not None and extension_id in state.loaded_at_start:
+            reloaded, sentence = await state.request_reload(extension_id)
+            return f"{'reloaded' if reloaded else 'reload failed'}: {sentence}"
         state.request_restart()
         return f"restart requested: Hearth restarts now and loads {extension_id}"
 

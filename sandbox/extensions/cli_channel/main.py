@@ -2,7 +2,11 @@
 
 Interactive (stdin is a terminal): prompt_toolkit with history, line
 editing and Tab completion of ``/commands`` and ``#post-processors``;
-replies stream in; proactive messages print above the prompt.
+replies stream in; proactive messages print above the prompt. While a turn
+runs, tool progress is one status line, replaced as it changes, and Ctrl-C
+cancels the turn (``system.turn.cancel``) and gives the prompt back; at the
+prompt Ctrl-C clears the line, on an empty line asks once before quitting,
+and Ctrl-D quits.
 Piped: each line is journaled as a ``user.message`` and answered before the
 next is read; replies and proactive messages go to stdout verbatim; at end
 of input pending work finishes and the kernel is asked to shut down.
@@ -21,15 +25,18 @@ import sys
 import threading
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.contract import TURN_CANCEL_TOPIC, ExtensionContext, UserRequest
 from core.extensions.sdk import BaseExtension
 
 if TYPE_CHECKING:
     from .completion import HearthCompleter
 
 HISTORY_FILE = "history.txt"
+CLEAR_LINE = "\r\x1b[2K"
+QUIT_HINT = "(press Ctrl-C again or Ctrl-D to quit)"
+CTRL_C = "\x03"
 
 
 class CliChannel(BaseExtension):
@@ -41,6 +48,10 @@ class CliChannel(BaseExtension):
         self._interactive = sys.stdin.isatty() and sys.stdout.isatty()
         self._streamed = False
         self._questions: deque[UserRequest] = deque()  # asked, not yet answered here
+        self._status_shown = False  # a status line is on screen, to be replaced
+        self._stream_open = False  # a turn's reply is streaming: it ends in on_stream_end
+        self._cancelling = False  # Ctrl-C was pressed during this turn
+        self._keys: Any = None  # the terminal's input (prompt_toolkit), read during turns
 
     # ------------------------------------------------------------ lifecycle
 
@@ -79,9 +90,13 @@ class CliChannel(BaseExtension):
 
         history = FileHistory(str(Path(self.context.data_dir) / HISTORY_FILE))
         completer = HearthCompleter()
-        session: PromptSession[str] = PromptSession(history=history, completer=completer)
+        session: PromptSession[str] = PromptSession(
+            history=history, completer=completer, key_bindings=_prompt_keys()
+        )
+        self._keys = session.input
         print("Hearth is listening. /help lists commands; Tab completes; Ctrl-D quits.")
         await self._refresh(completer)
+        quit_armed = False
         with patch_stdout(raw=True):
             while True:
                 # later refreshes run while the prompt is up: keys typed before a
@@ -89,10 +104,17 @@ class CliChannel(BaseExtension):
                 refresh = asyncio.create_task(self._refresh(completer))
                 try:
                     text = await session.prompt_async("you> ")
-                except (EOFError, KeyboardInterrupt):
+                except EOFError:
                     break
+                except KeyboardInterrupt:  # Ctrl-C on an empty line (it clears a typed one)
+                    if quit_armed:
+                        break
+                    quit_armed = True
+                    self._write(QUIT_HINT)
+                    continue
                 finally:
                     await refresh
+                quit_armed = False
                 if self._questions or text.strip():
                     await self._ask(text)
         self.context.request_shutdown()
@@ -118,15 +140,57 @@ class CliChannel(BaseExtension):
             await self.context.answer_request(request.id, answer, self._user_id)
         else:
             await self.context.on_user_message(text, self._user_id)
+        self._cancelling = False
         try:
             async with asyncio.timeout(self._reply_timeout_s):
-                await self._replied.wait()
+                await self._wait_for_reply()
         except TimeoutError:
             self._write(f"(no reply after {self._reply_timeout_s:g} s; still working)")
+
+    async def _wait_for_reply(self) -> None:
+        """Until the reply (or a question) comes. In the terminal, keys are read
+        meanwhile, raw, so Ctrl-C is a key here (not a signal stopping Hearth)."""
+        if not self._interactive or self._keys is None:
+            await self._replied.wait()
+            return
+        keys = self._keys
+
+        pending: set[asyncio.Task[None]] = set()
+
+        def on_keys() -> None:
+            if any(press.data == CTRL_C for press in keys.read_keys()):
+                task = asyncio.ensure_future(self._cancel_turn())
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+
+        with keys.raw_mode(), keys.attach(on_keys):
+            await self._replied.wait()
+
+    async def _cancel_turn(self) -> None:
+        """Ctrl-C during a turn: ask the kernel to stop it; the reply then comes."""
+        if self._cancelling:
+            return
+        self._cancelling = True
+        self._show_status("  [cancelling…]")
+        try:
+            await self.context.emit(
+                TURN_CANCEL_TOPIC,
+                {"channel_id": self.context.extension_id, "user_id": self._user_id},
+            )
+        except Exception as exc:
+            self.context.logger.warning("the turn could not be cancelled: %s", exc)
 
     # ------------------------------------------------------------ output
 
     async def send_to_user(self, user_id: str, message: str) -> None:
+        """A reply (a command's answer) or a proactive message (a reminder). While a
+        turn's reply streams, it can only be the latter: shown on its own line, and
+        the wait for the reply goes on."""
+        if self._stream_open:
+            if self._streamed:
+                sys.stdout.write("\n")
+            self._write(message)
+            return
         self._write(message)
         self._replied.set()
 
@@ -135,23 +199,28 @@ class CliChannel(BaseExtension):
 
     async def on_stream_start(self, user_id: str) -> None:
         self._streamed = False
+        self._stream_open = True
 
     async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
         if self._interactive:
             if not self._streamed:
+                self._clear_status()
                 sys.stdout.write(self._prefix)
             self._streamed = True
             sys.stdout.write(chunk)
             sys.stdout.flush()
 
     async def on_stream_status(self, user_id: str, status: str) -> None:
-        if self._interactive:
-            print(f"  [{status}]", file=sys.stderr)
+        if self._interactive and not self._streamed:
+            self._show_status(f"  [{status}]")
 
     async def on_stream_end(self, user_id: str, full_text: str) -> None:
+        self._stream_open = False
         if self._streamed:
             sys.stdout.write("\n")
             sys.stdout.flush()
+            if self._cancelling:  # what was streamed so far, then the turn's end
+                self._write(full_text)
         elif full_text:
             self._write(full_text)
         self._streamed = False
@@ -174,8 +243,39 @@ class CliChannel(BaseExtension):
             self._write(f"({outcome})")
 
     def _write(self, text: str) -> None:
+        self._clear_status()
         sys.stdout.write(f"{self._prefix}{text}\n")
         sys.stdout.flush()
+
+    def _show_status(self, line: str) -> None:
+        """One status line, replacing the previous one (no new line per tool)."""
+        sys.stdout.write(f"{CLEAR_LINE}{line}")
+        sys.stdout.flush()
+        self._status_shown = True
+
+    def _clear_status(self) -> None:
+        if self._status_shown:
+            sys.stdout.write(CLEAR_LINE)
+            sys.stdout.flush()
+            self._status_shown = False
+
+
+def _prompt_keys() -> Any:
+    """Ctrl-C at the prompt clears a typed line; on an empty line it interrupts
+    (the REPL then asks once before quitting)."""
+    from prompt_toolkit.key_binding import KeyBindings
+
+    bindings = KeyBindings()
+
+    @bindings.add("c-c")
+    def _(event: Any) -> None:
+        buffer = event.app.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    return bindings
 
 
 def _prompt(request: UserRequest) -> str:

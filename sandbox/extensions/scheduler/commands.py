@@ -34,9 +34,12 @@ def build_commands(scheduler: Scheduler) -> list[Command]:
         except ScheduleError as exc:
             return str(exc)
         when = when_text(schedule.next_due, scheduler.zone, scheduler.now())
+        note = f" ({timing.note})" if timing.note else ""
         if schedule.recurring:
-            return f"Reminder #{schedule.id} set ({rule_text(schedule)}), first {when}: {text}"
-        return f"Reminder #{schedule.id} set for {when}: {text}"
+            return (
+                f"Reminder #{schedule.id} set ({rule_text(schedule)}), first {when}{note}: {text}"
+            )
+        return f"Reminder #{schedule.id} set for {when}{note}: {text}"
 
     async def reminders(args: str, turn: TurnContext) -> str:
         return describe_all(await scheduler.list(), scheduler.zone, scheduler.now())
@@ -51,7 +54,8 @@ def build_commands(scheduler: Scheduler) -> list[Command]:
     return [
         Command(
             "remind",
-            'set a reminder: /remind 10m tea, /remind 18:30 call Anna, /remind "0 9 * * 1-5" plan',
+            "set a reminder: /remind 10m tea, /remind tomorrow 9am call mom,"
+            " /remind every weekday 8:30 stand-up, /remind in 2 hours stretch",
             remind,
         ),
         Command("reminders", "list your reminders with their ids", reminders),

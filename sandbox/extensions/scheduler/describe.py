@@ -20,8 +20,26 @@ def when_text(instant: datetime, zone: tzinfo, now: datetime) -> str:
     return f"{local:%a %Y-%m-%d} {clock}"
 
 
+_DAY_WORDS = {"*": "day", "1-5": "weekday", "0,6": "weekend"} | {
+    str(n): name
+    for n, name in enumerate(
+        ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+    )
+}
+
+
 def rule_text(schedule: Schedule) -> str:
+    """``every weekday 08:30`` for the cron rules the phrases make, else ``cron "..."``."""
     if schedule.kind == "cron":
+        fields = schedule.spec.split()
+        if (
+            len(fields) == 5
+            and fields[0].isdigit()
+            and fields[1].isdigit()
+            and fields[2:4] == ["*", "*"]
+            and fields[4] in _DAY_WORDS
+        ):
+            return f"every {_DAY_WORDS[fields[4]]} {int(fields[1]):02d}:{int(fields[0]):02d}"
         return f'cron "{schedule.spec}"'
     if schedule.kind == "interval":
         return f"every {duration_text(schedule.every_s)}"

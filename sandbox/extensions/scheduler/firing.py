@@ -4,9 +4,10 @@ Exactly-once: each fire is published with the idempotency key
 ``scheduler:<schedule id>:<due instant>`` *before* the schedule is advanced
 in the store. A crash in between re-publishes the same key after restart,
 which the bus turns into a no-op. Fires found due more than ``grace_s`` late
-(missed while the kernel was down) are marked `` (late: due 09:00)``; a
-recurring schedule fires its first missed time once, then continues on its
-rule from now.
+(missed while the kernel was down) are marked: a reminder reads
+``⏰ Reminder: stand-up (due 09:00, late)`` (``message.py``), an assistant
+task's prompt ends `` (late: due 09:00)``. A recurring schedule fires its
+first missed time once, then continues on its rule from now.
 
 Only the schedule leader fires (``context.leadership()``, ADR 0036): with
 several kernel processes on one PostgreSQL each runs this loop, the others
@@ -26,7 +27,8 @@ from typing import Any
 from core.extensions.contract import Leadership
 from core.extensions.sdk import Clock, DueLoop, late_note, next_interval, resolve_zone
 
-from .model import AGENT_TASK_TOPIC, Schedule, ScheduleError
+from .message import DEFAULT_FORMAT, late_mark, reminder_line
+from .model import AGENT_TASK_TOPIC, DEFAULT_TOPIC, Schedule, ScheduleError
 from .store import ScheduleStore
 from .when import next_cron
 
@@ -60,9 +62,12 @@ def following_due(schedule: Schedule, due: datetime, now: datetime) -> datetime 
     return None
 
 
-def plan_fire(schedule: Schedule, now: datetime, grace_s: float) -> Fire:
+def plan_fire(
+    schedule: Schedule, now: datetime, grace_s: float, reminder_format: str = DEFAULT_FORMAT
+) -> Fire:
     due = schedule.next_due
-    note = late_note(due, now, resolve_zone(schedule.timezone), grace_s)
+    zone = resolve_zone(schedule.timezone)
+    note = late_note(due, now, zone, grace_s)
     if schedule.action == "agent":
         topic = AGENT_TASK_TOPIC
         payload: dict[str, Any] = {
@@ -71,8 +76,14 @@ def plan_fire(schedule: Schedule, now: datetime, grace_s: float) -> Fire:
         }
     else:
         topic = schedule.topic
+        # a reminder for the user reads as one; another extension's topic gets the text
+        if schedule.topic == DEFAULT_TOPIC:
+            text = reminder_line(reminder_format, schedule.text, late_mark(due, now, zone, grace_s))
+        else:
+            text = schedule.text + note
         payload = {
-            "text": schedule.text + note,
+            "text": text,
+            "reminder": schedule.text,
             "channel_id": schedule.channel_id,
             "schedule_id": schedule.id,
             "due": due.isoformat(),
@@ -101,6 +112,7 @@ class FireLoop:
         grace_s: float = 60.0,
         max_sleep_s: float = 300.0,
         leadership: AskLeadership | None = None,
+        reminder_format: str = DEFAULT_FORMAT,
     ) -> None:
         self.store = store
         self.emit = emit
@@ -108,6 +120,7 @@ class FireLoop:
         self.grace_s = grace_s
         self.leadership = leadership or _always_leader
         self.recheck_s: float | None = None  # from the last leadership answer
+        self.reminder_format = reminder_format
         self.timer = DueLoop(
             self.fire_due, self.next_due, clock, max_sleep_s=max_sleep_s, logger=log
         )
@@ -126,7 +139,7 @@ class FireLoop:
             now = self.clock()
             fired = []
             for schedule in await self.store.due(now):
-                fire = plan_fire(schedule, now, self.grace_s)
+                fire = plan_fire(schedule, now, self.grace_s, self.reminder_format)
                 await self.emit(fire.topic, fire.payload, fire.key)
                 await self.store.advance(schedule.id, fire.due, fire.next_due)
                 fired.append(fire)

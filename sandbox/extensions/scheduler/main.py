@@ -16,6 +16,7 @@ from core.extensions.sdk import BaseExtension, utc_now
 
 from .commands import build_commands
 from .firing import FireLoop
+from .message import DEFAULT_FORMAT, check_format
 from .model import Action, ScheduleError
 from .scheduler import Scheduler
 from .store import ScheduleStore
@@ -39,6 +40,7 @@ class SchedulerExtension(BaseExtension):
         timezone = str(context.get_config("timezone") or "local")
         grace_s = float(context.get_config("late_grace_s", 60))
         max_sleep_s = float(context.get_config("max_sleep_s", 300))
+        reminder_format = check_format(str(context.get_config("reminder_format", DEFAULT_FORMAT)))
         self.store = ScheduleStore.at(context.storage, STORE_FILE)
         try:
             self.scheduler = Scheduler(self.store, timezone, self.now, self._wake)
@@ -51,6 +53,7 @@ class SchedulerExtension(BaseExtension):
             grace_s=grace_s,
             max_sleep_s=max_sleep_s,
             leadership=context.leadership,
+            reminder_format=reminder_format,
         )
         await self.store.open()
 
@@ -85,8 +88,9 @@ class SchedulerExtension(BaseExtension):
         agent_task: bool = False,
     ) -> int:
         """For other extensions (``depends_on: [scheduler]``): ``when`` as in ``/remind``
-        (``10m``, ``18:30``, a quoted cron expression); the fire is published on ``topic``
-        (default ``reminder.due``), for ``user_id`` on ``channel_id`` when given.
+        (``10m``, ``18:30``, ``tomorrow 9:00``, ``every weekday 8:30``, a quoted cron);
+        the fire is published on ``topic`` (default ``reminder.due``), for ``user_id``
+        on ``channel_id`` when given.
         Returns the schedule id; raises ``ScheduleError``."""
         scheduler = self._scheduler()
         timing, text = parse_remind(f"{when} {text}", scheduler.now(), scheduler.zone)

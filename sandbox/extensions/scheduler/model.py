@@ -26,6 +26,7 @@ class Timing:
     at: datetime | None = None
     cron: str | None = None
     every_s: int | None = None
+    note: str = ""  # why the due time differs from what was typed (a DST gap); not stored
 
     @classmethod
     def once(cls, at: datetime) -> Timing:

@@ -18,7 +18,7 @@ from core.extensions.contract import TurnContext
 from .describe import describe, describe_all
 from .model import Action, ScheduleError, Timing
 from .scheduler import Scheduler
-from .when import check_cron, parse_at, parse_every, parse_when
+from .when import check_cron, parse_at, parse_recurring, parse_when
 
 
 def _target(ctx: RunContextWrapper[Any]) -> tuple[str | None, str | None]:
@@ -51,11 +51,9 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
 
     def recurring_timing(cron: str | None, every: str | None) -> Timing:
         name, value = _one_of(cron=cron, every=every)
-        return (
-            Timing.on_cron(check_cron(value))
-            if name == "cron"
-            else Timing.every(parse_every(value))
-        )
+        if name == "cron":
+            return Timing.on_cron(check_cron(value))
+        return parse_recurring(value, scheduler.now(), scheduler.zone)
 
     async def added(ctx: RunContextWrapper[Any], timing: Timing, text: str, agent: bool) -> str:
         action: Action = "agent" if agent else "notify"
@@ -63,7 +61,8 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
         schedule = await scheduler.add(
             timing, text, channel_id=channel_id, user_id=user_id, action=action
         )
-        return f"scheduled {describe(schedule, scheduler.zone, scheduler.now())}"
+        note = f" ({timing.note})" if timing.note else ""
+        return f"scheduled {describe(schedule, scheduler.zone, scheduler.now())}{note}"
 
     async def schedule_once(
         ctx: RunContextWrapper[Any],
@@ -77,9 +76,10 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
         Args:
             text: What to tell the user then, e.g. "call Anna". With agent_task, the
                 instruction for the assistant to carry out then, e.g. "summarise my day".
-            at: Local date and time "YYYY-MM-DD HH:MM", or "HH:MM" (today if still ahead,
-                else tomorrow). Give either `at` or `delay`.
-            delay: Time from now: "45s", "20m", "2h30m", "1d".
+            at: Local time as the user said it: "YYYY-MM-DD HH:MM", "HH:MM" or "9am"
+                (today if still ahead, else tomorrow), "tomorrow 9:00", "monday 10:00",
+                "dec 1 9:00". Give either `at` or `delay`.
+            delay: Time from now: "45s", "20m", "2h30m", "1d", "in 10 minutes".
             agent_task: True to run `text` as an instruction for the assistant and send its
                 answer; false (default) to send `text` as it is.
         """
@@ -102,7 +102,9 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
                 should do each time, e.g. "tell me my plan for today".
             cron: Five-field cron in the user's timezone: minute hour day month weekday,
                 e.g. "0 9 * * 1-5" (weekdays at 09:00). Give either `cron` or `every`.
-            every: A fixed interval: "90s", "10m", "2h".
+            every: A fixed interval ("90s", "10m", "2h") or a local time that repeats:
+                "day 9:00", "weekday 8:30", "monday 10:00" (stays at that local time
+                across daylight-saving changes).
             agent_task: True to run `text` as an instruction for the assistant each time.
         """
         try:
@@ -139,10 +141,10 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
         Args:
             schedule_id: The number shown as #N by list_schedules.
             text: The new text.
-            at: New one-shot time: "YYYY-MM-DD HH:MM" or "HH:MM".
+            at: New one-shot time: "YYYY-MM-DD HH:MM", "HH:MM", "tomorrow 9:00".
             delay: New one-shot time as a delay from now: "20m".
             cron: New recurring cron expression, e.g. "0 9 * * 1-5".
-            every: New recurring interval, e.g. "30m".
+            every: New recurring interval ("30m") or repeating time ("weekday 8:30").
         """
         try:
             timing = None

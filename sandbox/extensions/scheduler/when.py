@@ -1,32 +1,30 @@
-"""Reading times the way people write them: delays, clock times, dates, cron.
+"""The one reader of reminder times: ``/remind``, the tools and ``schedule()`` use it.
 
-``/remind WHEN TEXT`` (SPEC §8): WHEN is a delay (``45s``, ``10m``,
-``2h30m``), a clock time (``18:30``: today if still ahead, else tomorrow) or
-a quoted cron expression (recurring). Every failure is a ``ScheduleError``
-whose one-line message names the input and what would have been accepted.
+``/remind WHEN TEXT`` (SPEC §8, widened by issue 18): WHEN is any phrase
+``phrases.read_time`` reads at the start of the arguments — a delay
+(``45s``, ``in 10 minutes``), a clock time (``18:30``, ``9am``), a day or
+date and a time (``tomorrow 9:00``, ``mon 10:00``, ``dec 1 9:00``,
+``2026-12-01 09:00``), a recurring phrase (``every weekday 8:30``,
+``every 2h``) — or a quoted cron expression. Every failure is a
+``ScheduleError`` whose one-line message names the input and the accepted forms.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from datetime import datetime, tzinfo
 
-from core.extensions.sdk import CronError, next_fire, to_instant, wall
+from core.extensions.sdk import CronError, next_fire, wall
 from core.extensions.sdk import check_cron as _check_cron
 
 from .model import ScheduleError, Timing
+from .phrases import read_delay, read_time, unreadable
 
 USAGE = (
-    "usage: /remind WHEN TEXT, e.g. /remind 10m tea, /remind 18:30 call Anna,"
-    ' /remind "0 9 * * 1-5" plan'
+    "usage: /remind WHEN TEXT, e.g. /remind 10m tea, /remind tomorrow 9:00 call mom,"
+    ' /remind every weekday 8:30 stand-up, /remind "0 9 * * 1-5" plan'
 )
-_DELAY_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$", re.IGNORECASE)
-_CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
-_DATETIME_RE = re.compile(
-    r"^(\d{4})-(\d{1,2})-(\d{1,2})[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?"
-    r"\s*(Z|[+-]\d{2}:?\d{2})?$",
-    re.IGNORECASE,
-)
+_WORD_RE = re.compile(r"\S+")
 
 
 def check_cron(expr: str) -> str:
@@ -45,71 +43,6 @@ def next_cron(expr: str, after: datetime, zone: tzinfo) -> datetime:
         raise ScheduleError(str(exc)) from None
 
 
-def parse_delay(text: str) -> timedelta | None:
-    """``2h30m`` → 2.5 h; ``None`` when ``text`` is not a delay at all."""
-    match = _DELAY_RE.match(text.strip())
-    if match is None or not any(match.groups()):
-        return None
-    days, hours, minutes, seconds = (int(g or 0) for g in match.groups())
-    delay = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-    if delay <= timedelta(0):
-        raise ScheduleError(f'"{text}" is not a delay: it must be longer than 0 s')
-    return delay
-
-
-def parse_clock(text: str, now: datetime, zone: tzinfo) -> datetime | None:
-    """``18:30`` → the next such instant (today if still ahead, else tomorrow); ``None`` if
-    ``text`` is not a clock time."""
-    match = _CLOCK_RE.match(text.strip())
-    if match is None:
-        return None
-    hour, minute, second = (int(g or 0) for g in match.groups())
-    if hour > 23 or minute > 59 or second > 59:
-        raise ScheduleError(f'"{text}" is not a time of day (00:00 to 23:59)')
-    today = wall(now, zone).date()
-    for day in (today, today + timedelta(days=1)):
-        local = datetime(day.year, day.month, day.day, hour, minute, second)
-        instant = to_instant(local, zone)
-        if instant > now:
-            return instant
-    return to_instant(local + timedelta(days=1), zone)
-
-
-def parse_at(text: str, now: datetime, zone: tzinfo) -> datetime:
-    """An instant from ``HH:MM`` or ``YYYY-MM-DD HH:MM[:SS][offset]`` (local when no offset).
-
-    Impossible dates and times in the past are errors.
-    """
-    instant = parse_clock(text, now, zone)
-    if instant is not None:
-        return instant
-    match = _DATETIME_RE.match(text.strip())
-    if match is None:
-        raise ScheduleError(
-            f'can\'t read "{text}" as a date and time (use "YYYY-MM-DD HH:MM" or "HH:MM")'
-        )
-    year, month, day, hour, minute, second = (int(g or 0) for g in match.groups()[:6])
-    try:
-        local = datetime(year, month, day, hour, minute, second)
-    except ValueError as exc:
-        raise ScheduleError(f'"{text}" is not a real date and time: {exc}') from None
-    offset = match.group(7)
-    instant = to_instant(local, zone) if offset is None else _with_offset(local, offset)
-    if instant <= now:
-        raise ScheduleError(
-            f'"{text}" is in the past (it is now {wall(now, zone):%Y-%m-%d %H:%M} {zone})'
-        )
-    return instant
-
-
-def parse_every(text: str) -> int:
-    """``30m`` → 1800 seconds, for recurring schedules."""
-    delay = parse_delay(text)
-    if delay is None:
-        raise ScheduleError(f'can\'t read "{text}" as an interval (45s, 10m, 2h30m, 1d)')
-    return int(delay.total_seconds())
-
-
 def parse_remind(args: str, now: datetime, zone: tzinfo) -> tuple[Timing, str]:
     """The ``/remind`` arguments → (timing, reminder text)."""
     args = args.strip()
@@ -124,32 +57,72 @@ def parse_remind(args: str, now: datetime, zone: tzinfo) -> tuple[Timing, str]:
         next_cron(expr, now, zone)  # an expression that never fires is an error now
         timing, text = Timing.on_cron(expr), args[end + 1 :].strip()
     else:
-        when, _, text = args.partition(" ")
-        timing = Timing.once(parse_when(when, now, zone))
-        text = text.strip()
+        spans = list(_WORD_RE.finditer(args))
+        found = read_time([m.group() for m in spans], now, zone)
+        if found is None:
+            raise unreadable(spans[0].group())
+        timing, used = found
+        text = args[spans[used - 1].end() :].strip()
     if not text:
         raise ScheduleError(f"what should I remind you of? {USAGE}")
     return timing, text
 
 
-def parse_when(token: str, now: datetime, zone: tzinfo) -> datetime:
-    """A delay or a clock time → the due instant."""
-    delay = parse_delay(token)
-    if delay is not None:
-        return now + delay
-    instant = parse_clock(token, now, zone)
-    if instant is not None:
-        return instant
-    raise ScheduleError(
-        f'can\'t read "{token}" as a delay (45s, 10m, 2h30m), a time (18:30) '
-        "or a quoted cron expression"
-    )
+def parse_phrase(text: str, now: datetime, zone: tzinfo) -> Timing:
+    """A whole phrase (nothing after the time) → its timing; for the tools' arguments."""
+    words = text.split()
+    if text.strip()[:1] in ("'", '"'):
+        return Timing.on_cron(check_cron(text.strip().strip("'\"")))
+    found = read_time(words, now, zone) if words else None
+    if found is None or found[1] != len(words):
+        raise unreadable(text.strip())
+    return found[0]
 
 
-def _with_offset(local: datetime, offset: str) -> datetime:
-    if offset.upper() == "Z":
-        return local.replace(tzinfo=UTC)
-    sign = -1 if offset[0] == "-" else 1
-    digits = offset[1:].replace(":", "")
-    delta = timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-    return local.replace(tzinfo=timezone(sign * delta)).astimezone(UTC)
+def parse_at(text: str, now: datetime, zone: tzinfo) -> datetime:
+    """A one-shot instant from any one-shot phrase (``2026-12-01 09:00``, ``tomorrow 9am``,
+    ``18:30``, ``in 2h``); times in the past are errors."""
+    timing = parse_phrase(text, now, zone)
+    if timing.kind != "once" or timing.at is None:
+        raise ScheduleError(f'"{text}" repeats; a one-shot time is e.g. "tomorrow 9:00"')
+    if timing.at <= now:
+        raise ScheduleError(
+            f'"{text}" is in the past (it is now {wall(now, zone):%Y-%m-%d %H:%M} {zone})'
+        )
+    return timing.at
+
+
+def parse_when(text: str, now: datetime, zone: tzinfo) -> datetime:
+    """A delay (``20m``, ``in 2 hours``) or any other one-shot phrase → the due instant."""
+    return parse_at(text, now, zone)
+
+
+def parse_recurring(text: str, now: datetime, zone: tzinfo) -> Timing:
+    """``2h``, ``every 2h``, ``day 9:00``, ``every weekday 8:30`` → cron or interval timing."""
+    phrase = text.strip()
+    if not phrase.lower().startswith(("every ", "daily ", "'", '"')):
+        try:
+            return parse_phrase(f"every {phrase}", now, zone)
+        except ScheduleError as exc:
+            try:
+                once = parse_phrase(phrase, now, zone)
+            except ScheduleError:
+                raise exc from None
+            if once.kind == "once":
+                raise ScheduleError(
+                    f'"{text}" happens once; a recurring time is e.g. "every day 9:00"'
+                ) from None
+            return once
+    timing = parse_phrase(phrase, now, zone)
+    if timing.kind == "once":
+        raise ScheduleError(f'"{text}" happens once; a recurring time is e.g. "every day 9:00"')
+    return timing
+
+
+def parse_every(text: str) -> int:
+    """``30m`` → 1800 seconds, for recurring schedules at a fixed interval."""
+    words = text.split()
+    delay = read_delay([w.lower() for w in words], 0) if words else None
+    if delay is None or delay[1] != len(words):
+        raise ScheduleError(f'can\'t read "{text}" as an interval (45s, 10m, 2h30m, 1d)')
+    return int(delay[0].total_seconds())
