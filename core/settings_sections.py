@@ -4,7 +4,8 @@
 (SQLite or PostgreSQL, ADR 0034); ``kernel`` and ``scheduling`` are in
 ``core.settings_scale``.
 
-``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state`` and ``dev``.
+``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``,
+``storage`` and ``dev``.
 """
 
 from __future__ import annotations

@@ -106,7 +106,8 @@ async def test_the_postgres_session_is_an_sdk_session_the_runner_can_use(storage
         await Runner.run(agent, "I am Bo", session=session)
         await Runner.run(agent, "who am I?", session=session)
         assert "I am Bo" in str(model.calls[1].input)  # the history came from PostgreSQL
-        assert len(await session.get_items()) == 4
+        items = await session.get_items()
+        assert len(items) == 4 and await session.get_items(2) == items[2:]
         assert (await session.pop_item()) is not None and len(await session.get_items()) == 3
         await session.clear_session()
         assert await session.get_items() == []

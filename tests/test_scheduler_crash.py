@@ -1,7 +1,7 @@
 """Reminders survive a SIGKILL of the kernel: after a restart past their due
 time each is delivered exactly once, marked late; a recurring one catches up
 once. Real ``main.py`` processes; a channel extension writes what it is sent
-to a file."""
+to a file. With the reminders in ``schedules.db`` and in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import PROJECT_ROOT, ext_code, grant_all
+from core.settings_sections import StorageSettings
 from scheduler_helpers import install_scheduler
+from storage_backends import BACKENDS, storage_for
 
 FILE_CHANNEL = ext_code(
     """
@@ -45,9 +48,16 @@ def received(path: Path) -> list[tuple[str, str]]:
     return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def write_settings(tmp_path: Path, ext_root: Path, out: Path, commands: list[str]) -> Path:
+def write_settings(
+    tmp_path: Path,
+    ext_root: Path,
+    out: Path,
+    commands: list[str],
+    storage: StorageSettings | None = None,
+) -> Path:
     path = tmp_path / "settings.yaml"
     settings = {
+        "storage": (storage or StorageSettings()).model_dump(),
         "paths": {"extensions": str(ext_root), "data": str(tmp_path / "data")},
         "models": {"default": None},
         "channels": {"default": "filecap"},
@@ -81,7 +91,11 @@ def wait_until(condition, proc: subprocess.Popen[bytes], timeout: float, what: s
         time.sleep(0.02)
 
 
-def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path, ext_root):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(
+    tmp_path, ext_root, request, backend
+):
+    storage = storage_for(request, backend)  # reminders: schedules.db, or PostgreSQL
     install_scheduler(ext_root)
     (ext_root / "filecap").mkdir()
     (ext_root / "filecap" / "main.py").write_text(FILE_CHANNEL)
@@ -94,7 +108,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
     commands.append('/remind "* * * * * */2" pulse')  # every 2 seconds
 
     grant_all(ext_root, tmp_path / "data")
-    first = start_kernel(write_settings(tmp_path, ext_root, out, commands))
+    first = start_kernel(write_settings(tmp_path, ext_root, out, commands, storage))
     try:
         wait_until(lambda: len(received(out)) >= len(commands), first, 30, "the replies")
     finally:
@@ -107,7 +121,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(tmp_path
     assert not any(text.removeprefix(SHOWN) in ONE_SHOTS for _, text in before)
 
     time.sleep(max(0.0, killed_at + 5.5 - time.monotonic()))  # every one-shot is now overdue
-    second = start_kernel(write_settings(tmp_path, ext_root, out, []))
+    second = start_kernel(write_settings(tmp_path, ext_root, out, [], storage))
     try:
 
         def all_delivered():

@@ -10,6 +10,13 @@ writes nothing). Several kernel processes may serve one conversation over
 time, so nothing is cached between calls: history is read back every turn.
 Tables are created by the ``sessions`` component's migrations
 (``core.kernel.session_schema``); the pool belongs to the caller.
+
+Durability follows ``events.synchronous`` as on SQLite: with ``normal`` a
+turn's transaction commits without waiting for the server's disk flush
+(``synchronous_commit = off``): it survives any crash of a kernel process
+(the server has it) and may lose its last fraction of a second to a crash of
+the database server itself, as SQLite's ``NORMAL`` may to a power loss;
+``full`` waits for the flush.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.items import TResponseInputItem
 from agents.memory import SessionABC
+from agents.memory.session_settings import resolve_session_limit
 
 from core.kernel.ledger import (
     LedgerWrite,
@@ -41,29 +49,37 @@ ITEMS = "hearth_session_items"
 class PostgresLedgerSession(SessionABC):
     """One session's history and ledger rows in PostgreSQL, through a shared pool."""
 
-    def __init__(self, session_id: str, pool: asyncpg.Pool) -> None:
+    def __init__(self, session_id: str, pool: asyncpg.Pool, *, synchronous: str = "normal") -> None:
         self.session_id = session_id
         self.pool = pool
+        self.flush = synchronous.lower() == "full"  # wait for the server's disk at commit
 
     # ------------------------------------------------------------ the SDK's Session
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The latest ``limit`` items (all with ``None``), oldest first; rows that are not
-        JSON are skipped, as ``SQLiteSession`` skips them."""
-        if limit is None:
+        """The latest ``limit`` items (all with ``None``; else ``session_settings.limit``),
+        oldest first. Rows that are not JSON are skipped and do not count, as in
+        ``SQLiteSession``; a negative limit means all of them, as there."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit is None or limit < 0:
             rows = await self.pool.fetch(
                 f"SELECT message_data FROM {ITEMS} WHERE session_id = $1 ORDER BY id",
                 self.session_id,
             )
             return _decoded(rows)
-        if limit <= 0:
+        if limit == 0:
             return []
-        rows = await self.pool.fetch(
-            f"SELECT message_data FROM {ITEMS} WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
-            self.session_id,
-            limit,
-        )
-        return _decoded(list(reversed(rows)))
+        window = limit
+        while True:  # widen the window while undecodable rows hide wanted ones
+            rows = await self.pool.fetch(
+                f"SELECT message_data FROM {ITEMS} WHERE session_id = $1 ORDER BY id DESC LIMIT $2",
+                self.session_id,
+                window,
+            )
+            items = _decoded(list(reversed(rows)))
+            if len(items) >= limit or len(rows) < window:
+                return items[-limit:]
+            window *= 2
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         if not items:
@@ -120,6 +136,7 @@ class PostgresLedgerSession(SessionABC):
         is stored (the earlier reply when the message was answered already)."""
         async with self.pool.acquire() as conn:
             async with conn.transaction():
+                await self._durability(conn)
                 inserted = await conn.fetchval(
                     "INSERT INTO hearth_turns"
                     "(message_key, session_id, channel_id, user_id, reply, created_at, followup)"
@@ -177,6 +194,7 @@ class PostgresLedgerSession(SessionABC):
         one transaction; ``False`` (nothing changed) when the history moved since read.
         The session's rows are locked first, so a turn committing meanwhile waits."""
         async with self.pool.acquire() as conn, conn.transaction():
+            await self._durability(conn)
             ids = await conn.fetch(
                 f"SELECT id FROM {ITEMS} WHERE session_id = $1 ORDER BY id FOR UPDATE",
                 self.session_id,
@@ -202,6 +220,11 @@ class PostgresLedgerSession(SessionABC):
                     through_id,
                 )
         return True
+
+    async def _durability(self, conn: asyncpg.Connection) -> None:
+        """``events.synchronous: normal``: this transaction commits without the flush."""
+        if not self.flush:
+            await conn.execute("SET LOCAL synchronous_commit = off")
 
     async def _insert_items(
         self, conn: asyncpg.Connection, items: list[TResponseInputItem]

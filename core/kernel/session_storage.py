@@ -129,8 +129,9 @@ class PostgresSessionStorage:
 
     shared = True
 
-    def __init__(self, storage: StorageSettings) -> None:
+    def __init__(self, storage: StorageSettings, *, synchronous: str = "normal") -> None:
         self.storage = storage
+        self.synchronous = synchronous  # ``events.synchronous``: see ``PostgresLedgerSession``
         self._pool: Any = None
 
     @property
@@ -173,7 +174,7 @@ class PostgresSessionStorage:
     async def session(self, session_id: str) -> ConversationSession:
         from core.kernel.ledger_pg import PostgresLedgerSession
 
-        return PostgresLedgerSession(session_id, self.pool)
+        return PostgresLedgerSession(session_id, self.pool, synchronous=self.synchronous)
 
     async def close_session(self, session: ConversationSession) -> None:
         """Nothing to close: the session's connections belong to the pool."""
@@ -190,5 +191,5 @@ def session_storage_for(settings: Settings, db_path: Path) -> SessionStorage:
     """PostgreSQL with ``storage.backend: postgres``, else ``db_path`` (``sessions.db``,
     written with the journal's durability, ``events.synchronous``)."""
     if settings.storage.backend == "postgres":
-        return PostgresSessionStorage(settings.storage)
+        return PostgresSessionStorage(settings.storage, synchronous=settings.events.synchronous)
     return SQLiteSessionStorage(db_path, synchronous=settings.events.synchronous)

@@ -74,7 +74,7 @@ class StateStore:
         self.size_observer: Callable[[str, int], None] | None = None
         self._rows: StateRows
         if storage is not None and storage.backend == "postgres":
-            self._rows = PostgresStateTable(storage)
+            self._rows = PostgresStateTable(storage, synchronous=synchronous)
         else:
             self._rows = ThreadedStateTable(db_path, synchronous=synchronous)
         self._clock = clock

@@ -6,6 +6,9 @@ on its extension first, so the size accounting, the limit checks and the
 eviction of one write see no other write of that extension between them
 (SQLite gets the same from ``BEGIN IMMEDIATE``). Ties in the LRU order are
 broken by session and key in byte order (``COLLATE "C"``), as in SQLite.
+With ``events.synchronous: normal`` writes (a read renews the key's expiry,
+so it writes too) commit without waiting for the server's disk flush, as
+SQLite's ``NORMAL`` does without an fsync: a kernel crash loses nothing.
 """
 
 from __future__ import annotations
@@ -58,8 +61,9 @@ _REGISTRY_LOCK = "hearth_state:registered"
 class PostgresStateTable:
     """``StateRows`` in PostgreSQL through the process's pool (see ``StateTable``)."""
 
-    def __init__(self, storage: StorageSettings) -> None:
+    def __init__(self, storage: StorageSettings, *, synchronous: str = "normal") -> None:
         self.storage = storage
+        self.flush = synchronous.lower() == "full"
         self._pool: Any = None
         self._opening = asyncio.Lock()
 
@@ -79,6 +83,10 @@ class PostgresStateTable:
                 await apply_migrations(pool, [STATE_COMPONENT])
                 self._pool = pool
         return self._pool
+
+    async def _durability(self, conn: Any) -> None:
+        if not self.flush:
+            await conn.execute("SET LOCAL synchronous_commit = off")
 
     async def close(self) -> None:
         from core.storage import release_pool
@@ -116,11 +124,13 @@ class PostgresStateTable:
                 f"SELECT value_json FROM {TABLE} WHERE {where}", ext_id, session_id, key, now
             )
         else:
-            value = await pool.fetchval(
-                f"UPDATE {TABLE} SET used_at = $4, expires_at = $5 WHERE {where}"
-                " RETURNING value_json",
-                ext_id, session_id, key, now, now + ttl_s,
-            )  # fmt: skip
+            async with pool.acquire() as conn, conn.transaction():
+                await self._durability(conn)
+                value = await conn.fetchval(
+                    f"UPDATE {TABLE} SET used_at = $4, expires_at = $5 WHERE {where}"
+                    " RETURNING value_json",
+                    ext_id, session_id, key, now, now + ttl_s,
+                )  # fmt: skip
         return None if value is None else str(value)
 
     async def write(
@@ -133,6 +143,7 @@ class PostgresStateTable:
             )
         pool = await self._ready()
         async with pool.acquire() as conn, conn.transaction():
+            await self._durability(conn)
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtext($1))", f"hearth_state:{ext_id}"
             )
