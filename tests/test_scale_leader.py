@@ -135,7 +135,7 @@ async def test_the_scheduler_extension_fires_only_while_leading(tmp_path):
         assert await ext.loop.next_due() <= now[0] + timedelta(seconds=0.5)
         ctx.leading = Leadership(True, 0.5)
         fired = await ext.loop.fire_due()
-        assert [f.payload["text"] for f in fired] == ["stretch"]
+        assert [f.payload["text"] for f in fired] == ["⏰ Reminder: stretch"]
         assert [e.topic for e in ctx.emitted] == ["reminder.due"]
 
 
@@ -162,7 +162,7 @@ def test_kill_the_schedule_leader_and_reminders_fire_once_from_another(
         cluster = Cluster(tmp_path, ext_root, postgres_dsn, srv, commands)
 
         def fired(name: str) -> int:
-            return sum(1 for r in cluster.replies() if r["text"].startswith(name))
+            return sum(1 for r in cluster.replies() if r["text"] == f"⏰ Reminder: {name}")
 
         try:
             cluster.start("w1", "workers")

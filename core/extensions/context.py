@@ -29,13 +29,13 @@ from core.events.system_payloads import (
     UserNotify,
 )
 from core.events.topics import SystemTopics, pattern_within, topic_matches
+from core.extensions.context_state import ContextStateCalls
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
     AgentResponse,
     EventHandler,
     Leadership,
-    StateScope,
     StoreLocation,
 )
 from core.extensions.errors import (
@@ -48,14 +48,15 @@ from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
 from core.extensions.services import KernelOperations, KernelServices
 from core.extensions.shared_services import ExtensionServices
-from core.extensions.state_scope import current_turn, state_session
+from core.extensions.state_scope import current_turn
 from core.extensions.status_data import KernelStatus
 from core.extensions.topic_rules import GUARDED_TOPICS, KERNEL_ONLY
 from core.logging_setup import guard_extension_logger
 
 
-class KernelContext:
-    """The kernel's implementation of ``contract.ExtensionContext``."""
+class KernelContext(ContextStateCalls):
+    """The kernel's implementation of ``contract.ExtensionContext`` (state calls:
+    ``ContextStateCalls``)."""
 
     def __init__(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> None:
         self.extension_id = manifest.id
@@ -343,22 +344,6 @@ class KernelContext:
         )
         response: AgentResponse = await agent.invoke(task, context)
         return response
-
-    # ------------------------------------------------------------ state (SPEC §9)
-
-    async def get_state(
-        self, key: str, default: Any = None, *, scope: StateScope = "session"
-    ) -> Any:
-        return await self._services.state.get(self.extension_id, state_session(scope), key, default)
-
-    async def set_state(self, key: str, value: Any, *, scope: StateScope = "session") -> None:
-        await self._services.state.set(self.extension_id, state_session(scope), key, value)
-
-    async def delete_state(self, key: str, *, scope: StateScope = "session") -> None:
-        await self._services.state.delete(self.extension_id, state_session(scope), key)
-
-    async def clear_state(self, *, scope: StateScope = "session") -> None:
-        await self._services.state.clear(self.extension_id, state_session(scope))
 
     # ------------------------------------------------------------ system
 

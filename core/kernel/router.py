@@ -46,7 +46,6 @@ from core.events.system_payloads import (
     TurnCancel,
     TurnResume,
     UserMessage,
-    UserNotify,
     read_system_payload,
 )
 from core.events.topics import SystemTopics
@@ -59,6 +58,7 @@ from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import ConversationSession, StoredReply
+from core.kernel.notices import Notices
 from core.kernel.outbox import OpenStream, ReplyOutbox
 from core.kernel.placement import Placement
 from core.kernel.postprocess import PostProcessing
@@ -125,6 +125,7 @@ class MessageRouter:
             send_timeout_s=self.limits.send_timeout_s,
             placement=self.placement,
         )
+        self.notices = Notices(bus, self.channels, default_channel, self.placement)
         self.approvals: ApprovalFlow | None = None
         self.running = RunningTurns()
         if consent is not None:
@@ -144,12 +145,7 @@ class MessageRouter:
         """Subscribe the kernel's handlers to the system topics (those of its role)."""
         if self.placement.runs_channels:
             self.outbox.subscribe()
-            self.bus.subscribe(
-                SystemTopics.USER_NOTIFY,
-                self._on_notify,
-                self.placement.notify_subscriber,
-                concurrency=8,
-            )
+            self.notices.subscribe()
         if self.placement.runs_workers:
             self._subscribe_turns()
 
@@ -345,40 +341,8 @@ class MessageRouter:
         user_id: str | None = None,
         key: str | None = None,
     ) -> None:
-        """Deliver a proactive message on the named or the default channel: to
-        ``user_id`` there (``send_to_user``) when given, else to the channel's own
-        default target (``send_message``). A user id belongs to its channel, so a
-        fallback to the default channel drops it (ADR 0017). With several
-        processes, a channel this one does not run is reached through the journal
-        (``system.user.notify``, idempotency ``key``): its own node sends it."""
-        target = channel_id or self.default_channel
-        if self.placement.shared and target not in self.channels:
-            notice = UserNotify(text=text, channel_id=channel_id, user_id=user_id)
-            await self.bus.publish(
-                SystemTopics.USER_NOTIFY, "kernel", notice.to_payload(), idempotency_key=key
-            )
-            return
-        await self._notify_here(text, channel_id, user_id)
-
-    async def _notify_here(self, text: str, channel_id: str | None, user_id: str | None) -> None:
-        target = channel_id or self.default_channel
-        channel = self.channels.get(target)
-        if channel is None and self.placement.shared:
-            return  # another node runs that channel and sends it
-        if channel is None:
-            channel, user_id = self.channels.get(self.default_channel), None
-        if channel is None:
-            log.warning("no channel %r for a notification; dropping: %.80s", target, text)
-            return
-        if user_id:
-            await channel.send_to_user(user_id, text)
-        else:
-            await channel.send_message(text)
-
-    async def _on_notify(self, event: Event) -> None:
-        notice = read_system_payload(UserNotify, event, subscriber="kernel.notify")
-        if notice is not None and notice.text:
-            await self._notify_here(notice.text, notice.channel_id, notice.user_id)
+        """A proactive message, where its channel lives (``Notices.notify_user``)."""
+        await self.notices.notify_user(text, channel_id, user_id=user_id, key=key)
 
     async def _on_agent_task(self, event: Event) -> None:
         task = read_system_payload(AgentTask, event, subscriber="kernel.agent_task")
