@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench bench-gate clean
+.PHONY: install run setup test lint bench bench-gate clean
 
 install: $(STAMP)
 
@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 
 run: install
 	$(BIN)/python main.py
+
+# the setup wizard: model, Telegram, timezone (re-runnable; `main.py setup --help` for scripts)
+setup: install
+	$(BIN)/python main.py setup
 
 test: install
 	$(BIN)/python -m pytest

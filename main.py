@@ -6,11 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
-SUBCOMMANDS = ("run", "daemon", "extensions", "events", "doctor", "metrics")
+SUBCOMMANDS = (
+    "run", "daemon", "extensions", "events", "doctor", "metrics", "setup", "new-extension",
+    "replay",
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from core.cli.scaffold import add_scaffold_arguments
     from core.events.cli import add_events_arguments
+    from core.replay.arguments import add_replay_arguments
+    from core.setup import add_setup_arguments
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -52,6 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "metrics", parents=[common], help="print the metrics (running kernel or last snapshot)"
     )
+    setup = sub.add_parser(
+        "setup", parents=[common], help="choose the model, Telegram, timezone (asks; re-runnable)"
+    )
+    add_setup_arguments(setup)
+    scaffold = sub.add_parser(
+        "new-extension", parents=[common], help="write a working extension skeleton"
+    )
+    add_scaffold_arguments(scaffold)
+    replay = sub.add_parser(
+        "replay", parents=[common], help="re-run a recorded conversation, report divergence"
+    )
+    add_replay_arguments(replay)
     return parser
 
 
@@ -106,10 +124,22 @@ def main(argv: list[str] | None = None) -> int:
         postgres = settings.storage.backend == "postgres"
         journal = journal_for(path, settings.events, settings.storage) if postgres else path
         return asyncio.run(run_events_command(journal, args))
+    if command == "setup":
+        from core.setup import run_setup_command
+
+        return run_setup_command(settings, args)
+    if command == "new-extension":
+        from core.cli.scaffold import run_new_extension
+
+        return run_new_extension(settings, args)
     if command == "metrics":
         from core.cli.metrics import run_metrics
 
         return run_metrics(settings)
+    if command == "replay":
+        from core.replay.cli import run_replay_command
+
+        return run_replay_command(settings, args)
     from core.cli.doctor import run_doctor
 
     return run_doctor(settings)

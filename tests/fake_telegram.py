@@ -11,7 +11,7 @@ and kernels started as subprocesses alike (``api_base_url = srv.base_url``)::
 Implemented methods: getMe, getUpdates (long poll honouring ``offset`` and
 ``timeout``), sendMessage (with an inline keyboard), editMessageText (which,
 like Telegram, drops a keyboard it is not given again), answerCallbackQuery,
-setMyCommands, sendChatAction, deleteMyCommands; ``press`` makes a user press
+setMyCommands, sendChatAction, deleteMyCommands, deleteMessage (recorded only); ``press`` makes a user press
 an inline button (a ``callback_query`` update). Every call is recorded (``calls``) with its time. Like
 Telegram it rejects bad HTML (unknown or unbalanced tags), texts over 4096
 characters, empty texts and edits that change nothing; ``fail_next`` scripts
@@ -335,6 +335,7 @@ _METHODS: dict[str, Callable[[FakeTelegram, dict[str, Any]], tuple[int, Any]]] =
     "deleteMyCommands": FakeTelegram._true,
     "sendChatAction": FakeTelegram._true,
     "answerCallbackQuery": FakeTelegram._true,
+    "deleteMessage": FakeTelegram._true,
 }
 
 

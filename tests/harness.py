@@ -45,7 +45,8 @@ async def running_kernel(
     overrides = {"*": model} if model is not None else None
     kernel = Kernel(load_settings(settings_path), model_overrides=overrides, **kernel_args)
     task = asyncio.create_task(kernel.run())
-    await wait_for(lambda: kernel.ready.is_set() or task.done())
+    # generous: isolated extensions start plugin hosts, slow on a loaded 2-core machine
+    await wait_for(lambda: kernel.ready.is_set() or task.done(), timeout=60)
     if task.done():
         task.result()
     try:

@@ -132,3 +132,17 @@ def postgres_dsn() -> Iterator[str]:
         yield dsn
     finally:
         drop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage_backend(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """The ``storage:`` settings section of a kernel test run on both backends:
+    SQLite files, or a fresh PostgreSQL database (skipped without a server)."""
+    if request.param == "sqlite":
+        yield {"backend": "sqlite"}
+        return
+    dsn, drop = fresh_database()
+    try:
+        yield {"backend": "postgres", "postgres_dsn": dsn}
+    finally:
+        drop()

@@ -13,13 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from conftest import PROJECT_ROOT, ext_code
-from core.settings_sections import StorageSettings
 from fake_openai import FakeOpenAIServer, ToolCall
 from harness import CAPTURE_MANIFEST, count_mentions
-from storage_backends import BACKENDS, storage_for, stored_history
+from storage_backends import stored_history
 from test_kernel_crash import kill, model_settings, start_kernel
 
 # A channel that journals one user message at start (idempotently), appends
@@ -105,7 +102,7 @@ def setup(
     settings_file,
     tmp_path: Path,
     srv: FakeOpenAIServer,
-    storage: StorageSettings | None = None,
+    storage: dict[str, str] | None = None,
     **rockets: str,
 ):
     files = {name: tmp_path / name for name in ("out", "inbox", "log")}
@@ -116,7 +113,7 @@ def setup(
         channels={"default": "inbox"},
         models=model_settings(srv),
         policy={"profile": "safe"},
-        storage=(storage or StorageSettings()).model_dump(),
+        storage=storage or {"backend": "sqlite"},
     )
     return settings, files
 
@@ -127,11 +124,10 @@ def stop(proc) -> None:
     assert proc.returncode == 0, stderr
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_while_a_question_is_pending_then_approve_after_restart(
-    make_ext, settings_file, tmp_path, request, backend
+    make_ext, settings_file, tmp_path, storage_backend
 ):
-    storage = storage_for(request, backend)  # paused turns and RunState: sessions.db or PG
+    storage = storage_backend  # paused turns and their RunState: sessions.db or PostgreSQL
     with FakeOpenAIServer() as srv:
         srv.script(ToolCall("launch", {"target": "moon"}), "Launched at the moon.")
         settings, files = setup(make_ext, settings_file, tmp_path, srv, storage)

@@ -48,3 +48,31 @@ def test_problems_are_named_and_exit_non_zero(make_ext, settings_file):
     assert "FAIL provider local" in out
     assert "FAIL extension broken: error" in out and "entrpoint: unknown key" in out
     assert "FAIL secret DEMO_TOKEN_MISSING (needs_token): not set" in out
+
+
+def test_doctor_checks_postgres_connection_and_schema(settings_file, postgres_dsn):
+    storage = {"backend": "postgres", "postgres_dsn": postgres_dsn}
+    with FakeOpenAIServer() as srv:
+        fresh = doctor(settings_file(models=local_model(srv.base_url), storage=storage))
+        assert fresh.returncode == 0, fresh.stdout
+        assert "ok   storage: PostgreSQL" in fresh.stdout
+        assert "schema journal: version 0, migrated to version 1 at the next start" in fresh.stdout
+
+        import asyncio
+
+        from core.events.pg_journal import PostgresJournal
+
+        asyncio.run(PostgresJournal(postgres_dsn).counts())  # migrates, as a kernel start would
+        migrated = doctor(settings_file(models=local_model(srv.base_url), storage=storage))
+    assert "schema journal: version 1 (current)" in migrated.stdout
+
+
+def test_doctor_names_an_unreachable_postgres(settings_file):
+    storage = {"backend": "postgres", "postgres_dsn": "postgresql://h:pw@127.0.0.1:1/hearth"}
+    with FakeOpenAIServer() as srv:
+        result = doctor(settings_file(models=local_model(srv.base_url), storage=storage))
+    assert result.returncode == 1
+    assert (
+        "FAIL storage: storage.postgres_dsn postgresql://h:***@127.0.0.1:1/hearth" in result.stdout
+    )
+    assert "pw@" not in result.stdout

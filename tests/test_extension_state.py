@@ -23,10 +23,9 @@ from core.extensions.contract import TurnContext
 from core.extensions.errors import StateLimitError, StateScopeError
 from core.extensions.sdk import FakeContext, serving
 from core.kernel.commands import parse_command
-from core.settings_sections import StateSettings
+from core.settings_sections import StateSettings, StorageSettings
 from core.state import StateStore
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
-from storage_backends import BACKENDS, storage_for
 
 S1 = TurnContext(channel_id="capture", user_id="u1", session_id="capture:u1")
 S2 = TurnContext(channel_id="capture", user_id="u2", session_id="capture:u2")
@@ -42,14 +41,14 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 async def make_store(
-    tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, storage_backend: dict[str, str]
 ) -> AsyncIterator[Callable[..., StateStore]]:
     """``make_store(clock, **state_settings)``: stores on one ``state.db`` (or one
     PostgreSQL database), closed after."""
     stores: list[StateStore] = []
-    storage = storage_for(request, request.param)
+    storage = StorageSettings.model_validate(storage_backend)
 
     def make(clock: Clock, **limits: int | float) -> StateStore:
         stores.append(

@@ -37,9 +37,9 @@ from core.kernel.hooks import FrameRecorder, HookCaller, HookEntry, HookRegistry
 from core.kernel.ledger import ConversationSession, LedgerSession, StoredItem, StoredReply
 from core.kernel.session_storage import session_storage_for
 from core.settings import ModelsSettings, Settings, TurnsSettings
+from core.settings_sections import StorageSettings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
 from hooks_kit import FrameLog
-from storage_backends import BACKENDS, storage_for
 
 MESSAGE_KEYS = itertools.count()
 TURN = TurnContext(channel_id="cli", user_id="u1", session_id="cli:u1", turn_id="m-42")
@@ -138,12 +138,12 @@ async def sqlite_session(tmp_path: Path) -> AsyncIterator[LedgerSession]:
     await conversations.aclose()
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 async def session(
-    tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, storage_backend: dict[str, str]
 ) -> AsyncIterator[ConversationSession]:
     """The conversation's session in a fresh ``sessions.db`` or PostgreSQL database."""
-    storage = storage_for(request, request.param)
+    storage = StorageSettings.model_validate(storage_backend)
     conversations = Conversations(
         tmp_path / "sessions.db",
         storage=session_storage_for(Settings(storage=storage), tmp_path / "sessions.db"),

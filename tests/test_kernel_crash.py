@@ -1,8 +1,7 @@
 """SIGKILL the kernel in the middle of a turn: after a restart the message is
 answered exactly once and the history holds the exchange once — killed in
 the model call (the model is asked again) or between the recorded answer and
-its send (the recorded answer is sent; the model is not asked again). On
-SQLite and with histories and the ledger in PostgreSQL (ADR 0035)."""
+its send (the recorded answer is sent; the model is not asked again)."""
 
 from __future__ import annotations
 
@@ -13,12 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from conftest import PROJECT_ROOT
 from fake_openai import FakeOpenAIServer
 from harness import CAPTURE_MANIFEST, count_mentions
-from storage_backends import BACKENDS, storage_for, stored_history
+from storage_backends import stored_history
 
 # A channel that journals one user message (idempotently: every start tries)
 # and appends each reply to a file. With `hang_marker`, its first send ever
@@ -101,18 +98,14 @@ def asked(srv: FakeOpenAIServer, text: str) -> int:
     return len([r for r in srv.requests if r["messages"][-1]["content"] == text])
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_mid_turn_answers_exactly_once_after_restart(
-    make_ext, settings_file, tmp_path, request, backend
+    make_ext, settings_file, tmp_path, storage_backend
 ):
     out = tmp_path / "replies.txt"
-    storage = storage_for(request, backend)
     make_ext("filechan", FILE_CHANNEL, {"config": {"out": str(out)}, **CAPTURE_MANIFEST})
     with FakeOpenAIServer(delay_s=30) as srv:
         settings = settings_file(
-            channels={"default": "filechan"},
-            models=model_settings(srv),
-            storage=storage.model_dump(),
+            channels={"default": "filechan"}, models=model_settings(srv), storage=storage_backend
         )
         first = start_kernel(settings)
         try:
@@ -127,16 +120,14 @@ def test_sigkill_mid_turn_answers_exactly_once_after_restart(
     assert out.read_text() == "All good.\n"
     # the message was journaled once (idempotent) and asked of the model twice
     assert asked(srv, "what is up?") == 2
-    items = stored_history(storage, tmp_path / "data", "filechan:u1")
+    items = stored_history(storage_backend, tmp_path / "data", "filechan:u1")
     assert count_mentions(items, "what is up?") == 1 and count_mentions(items, "All good.") == 1
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
-    make_ext, settings_file, tmp_path, request, backend
+    make_ext, settings_file, tmp_path, storage_backend
 ):
     out = tmp_path / "replies.txt"
-    storage = storage_for(request, backend)
     marker = tmp_path / "sending"
     make_ext(
         "filechan",
@@ -146,9 +137,7 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
     with FakeOpenAIServer() as srv:
         srv.script("Recorded before the crash.")
         settings = settings_file(
-            channels={"default": "filechan"},
-            models=model_settings(srv),
-            storage=storage.model_dump(),
+            channels={"default": "filechan"}, models=model_settings(srv), storage=storage_backend
         )
         first = start_kernel(settings)
         try:
@@ -164,7 +153,7 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
         restart_until_answered(settings, out)
     assert out.read_text() == "Recorded before the crash.\n"  # delivered exactly once
     assert asked(srv, "what is up?") == 1  # the model was called once
-    items = stored_history(storage, tmp_path / "data", "filechan:u1")
+    items = stored_history(storage_backend, tmp_path / "data", "filechan:u1")
     assert count_mentions(items, "what is up?") == 1
     assert count_mentions(items, "Recorded before the crash.") == 1
     assert count_mentions(items, "second answer") == 0

@@ -10,7 +10,6 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bundled import copy_bundled, tool_output
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
-from storage_backends import BACKENDS, storage_for
 
 
 def replies(kernel):
@@ -29,13 +28,12 @@ def kv_setup(ext_root, make_ext, settings_file):
     return settings_file(channels={"default": "capture"})
 
 
-@pytest.fixture(params=BACKENDS)
-def kv_on_backends(request, ext_root, make_ext, settings_file):
+@pytest.fixture
+def kv_on_backends(storage_backend, ext_root, make_ext, settings_file):
     """``kv_setup`` with ``storage.backend`` sqlite, then postgres (ADR 0035)."""
     copy_bundled(ext_root, "kv")
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    storage = storage_for(request, request.param)
-    return settings_file(channels={"default": "capture"}, storage=storage.model_dump())
+    return settings_file(channels={"default": "capture"}, storage=storage_backend)
 
 
 async def test_tools_round_trip_and_errors_are_clear(kv_on_backends):

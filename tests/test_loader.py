@@ -251,6 +251,7 @@ def test_extensions_json_command(make_ext, settings_file):
         "requested",
         "granted",
         "tool_stacks",
+        "status_lines",  # what a StatusReporter says about itself ([] for the others)
     }
     assert report["good"]["granted"] is True
 

@@ -215,9 +215,12 @@ async def test_the_embedding_client_is_a_shared_service(memory_settings):
             embeddings={"base_url": srv.base_url, "model": "fake-embed", "api_key": "sk-test"}
         )
         async with running_kernel(path) as kernel:
+            assert kernel.services.shared.keys() == []  # created on first use, not at start
+            memory = kernel.loader.instance("memory")
+            await memory.remember_fact("The user's bike is blue.")
             (key,) = kernel.services.shared.keys()
             client = await kernel.services.shared.get_or_create(key, object)
-            assert client is kernel.loader.instance("memory")._embedder
+            assert client is memory.semantic._embedder
             assert key.startswith(f"memory:embeddings:{srv.base_url}|fake-embed|")
             assert "sk-test" not in key
         assert client._http.is_closed
@@ -240,9 +243,12 @@ async def test_hybrid_ranking_with_embeddings_finds_synonyms(memory_settings):
             ]
         )
         async with running_kernel(path, model=model) as kernel:
-            await bulk(kernel, distractors(50))
-            await converse(kernel, "what car do I have?")
             memory = kernel.loader.instance("memory")
+            await bulk(kernel, distractors(50))
+            memory.semantic.wake()  # as an import does
+            await wait_for(lambda: len(memory.semantic.index) == 50)  # backfilled
+            srv.requests.clear()
+            await converse(kernel, "what car do I have?")
             # the endpoint fails: writes and recall fall back to full-text search
             srv.fail = True
             await memory.remember_fact("The user's puppy is called Rex.")
@@ -250,8 +256,10 @@ async def test_hybrid_ranking_with_embeddings_finds_synonyms(memory_settings):
                 "The user's puppy is called Rex."
             ]
             srv.fail = False
-        # vectors are durable: after a restart the synonym is still found
+        # vectors are durable: after a restart the synonym is still found; the fact
+        # stored while the endpoint failed is embedded in the background
         async with running_kernel(path) as kernel:
+            await wait_for(lambda: len(kernel.loader.instance("memory").semantic.index) == 52)
             found = await kernel.loader.instance("memory").recall("my vehicle")
             context = await kernel.loader.instance("memory").get_context("my vehicle", TURN)
     assert tool_output(model, "q1").splitlines()[0].endswith(": The user drives a red automobile.")

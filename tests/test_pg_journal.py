@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import signal
 import statistics
 import subprocess
@@ -26,6 +27,7 @@ from core.settings import EventsSettings
 from core.settings_sections import StorageSettings
 
 CHILD = Path(__file__).with_name("bus_crash_child.py")
+MAIN = Path(__file__).resolve().parent.parent / "main.py"
 
 
 def _serve(dsn: str, tmp_path: Path, name: str) -> tuple[subprocess.Popen[bytes], Path]:
@@ -199,3 +201,23 @@ async def test_unreachable_database_is_a_clear_error() -> None:
     bus = EventBus(PostgresJournal("postgresql://hearth:secret@127.0.0.1:1/hearth"))
     with pytest.raises(JournalError, match=r"hearth:\*\*\*@127.0.0.1:1.*cannot connect"):
         await bus.start()
+
+
+async def test_main_py_events_reads_the_postgres_journal(postgres_dsn: str, tmp_path: Path) -> None:
+    bus = EventBus(PostgresJournal(postgres_dsn))
+    event_id = await bus.publish("note.saved", "notes", {"text": "hi"})
+    await bus.stop()
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(f"storage: {{backend: postgres, postgres_dsn: '{postgres_dsn}'}}\n")
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(MAIN), "events", "--json", "--settings", str(settings)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [(r["id"], r["topic"], r["payload"]) for r in rows] == [
+        (event_id, "note.saved", {"text": "hi"})
+    ]

@@ -261,7 +261,7 @@ async def test_a_kernel_on_postgres_end_to_end(
             await channel.say("I am Bo")
             await wait_for(lambda: replied(kernel) == ["Nice to meet you, Bo."])
             await channel.say("/remind 1s stretch")
-            await wait_for(lambda: "stretch" in replied(kernel), timeout=10)
+            await wait_for(lambda: "⏰ Reminder: stretch" in replied(kernel), timeout=10)
             kv = kernel.loader.instance("kv")
             await kv.set("trip", {"to": "Porto"})
         srv.script("You are Bo.")

@@ -12,20 +12,20 @@ import pytest
 from core.extensions.contract import TurnContext
 from core.kernel.postprocess import PostProcessing
 from core.kernel.postprocess.records import PostRecords
-from storage_backends import BACKENDS, storage_for
+from core.settings_sections import StorageSettings
 from test_postprocess_runner import Sink
 
 ANA = TurnContext(channel_id="cli", user_id="ana", session_id="cli:ana", turn_id="1@1.0")
 BEN = TurnContext(channel_id="cli", user_id="ben", session_id="cli:ben", turn_id="2@1.0")
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 async def started(
-    tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, storage_backend: dict[str, str]
 ) -> AsyncIterator[Callable[[], Awaitable[tuple[PostProcessing, dict]]]]:
     """``await started()``: post-processing as a (new) kernel process opens it, on
     ``sessions.db`` or on PostgreSQL; every one is closed after the test."""
-    storage = storage_for(request, request.param)
+    storage = StorageSettings.model_validate(storage_backend)
     opened: list[PostProcessing] = []
 
     async def start() -> tuple[PostProcessing, dict]:

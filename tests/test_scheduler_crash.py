@@ -1,7 +1,7 @@
 """Reminders survive a SIGKILL of the kernel: after a restart past their due
 time each is delivered exactly once, marked late; a recurring one catches up
 once. Real ``main.py`` processes; a channel extension writes what it is sent
-to a file. With the reminders in ``schedules.db`` and in PostgreSQL."""
+to a file."""
 
 from __future__ import annotations
 
@@ -13,13 +13,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
 import yaml
 
 from conftest import PROJECT_ROOT, ext_code, grant_all
-from core.settings_sections import StorageSettings
 from scheduler_helpers import install_scheduler
-from storage_backends import BACKENDS, storage_for
 
 FILE_CHANNEL = ext_code(
     """
@@ -49,15 +46,11 @@ def received(path: Path) -> list[tuple[str, str]]:
 
 
 def write_settings(
-    tmp_path: Path,
-    ext_root: Path,
-    out: Path,
-    commands: list[str],
-    storage: StorageSettings | None = None,
+    tmp_path: Path, ext_root: Path, out: Path, commands: list[str], storage: dict[str, str]
 ) -> Path:
     path = tmp_path / "settings.yaml"
     settings = {
-        "storage": (storage or StorageSettings()).model_dump(),
+        "storage": storage,
         "paths": {"extensions": str(ext_root), "data": str(tmp_path / "data")},
         "models": {"default": None},
         "channels": {"default": "filecap"},
@@ -91,11 +84,9 @@ def wait_until(condition, proc: subprocess.Popen[bytes], timeout: float, what: s
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(
-    tmp_path, ext_root, request, backend
+    tmp_path, ext_root, storage_backend
 ):
-    storage = storage_for(request, backend)  # reminders: schedules.db, or PostgreSQL
     install_scheduler(ext_root)
     (ext_root / "filecap").mkdir()
     (ext_root / "filecap" / "main.py").write_text(FILE_CHANNEL)
@@ -108,7 +99,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(
     commands.append('/remind "* * * * * */2" pulse')  # every 2 seconds
 
     grant_all(ext_root, tmp_path / "data")
-    first = start_kernel(write_settings(tmp_path, ext_root, out, commands, storage))
+    first = start_kernel(write_settings(tmp_path, ext_root, out, commands, storage_backend))
     try:
         wait_until(lambda: len(received(out)) >= len(commands), first, 30, "the replies")
     finally:
@@ -121,7 +112,7 @@ def test_pending_reminders_are_delivered_once_after_sigkill_and_restart(
     assert not any(text.removeprefix(SHOWN) in ONE_SHOTS for _, text in before)
 
     time.sleep(max(0.0, killed_at + 5.5 - time.monotonic()))  # every one-shot is now overdue
-    second = start_kernel(write_settings(tmp_path, ext_root, out, [], storage))
+    second = start_kernel(write_settings(tmp_path, ext_root, out, [], storage_backend))
     try:
 
         def all_delivered():

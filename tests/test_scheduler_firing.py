@@ -14,13 +14,13 @@ import pytest
 
 from core.events import EventBus, SQLiteJournal
 from core.extensions.sdk import PostgresTarget
+from core.settings_sections import StorageSettings
 from harness import wait_for
 from sandbox.extensions.scheduler.firing import FireLoop, plan_fire
 from sandbox.extensions.scheduler.model import ScheduleError, Timing
 from sandbox.extensions.scheduler.scheduler import Scheduler
 from sandbox.extensions.scheduler.store import ScheduleStore
 from scheduler_helpers import FakeClock
-from storage_backends import BACKENDS, storage_for
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -49,9 +49,9 @@ class Env:
         return [p.get("text") or p.get("prompt") for _, p in self.delivered]
 
 
-@pytest.fixture(params=BACKENDS)
-async def env(tmp_path, request):
-    storage = storage_for(request, request.param)
+@pytest.fixture
+async def env(tmp_path, storage_backend):
+    storage = StorageSettings.model_validate(storage_backend)
     target = (
         None if storage.postgres_dsn is None else PostgresTarget(storage.postgres_dsn, "scheduler")
     )

@@ -6,13 +6,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from scheduler_helpers import install_scheduler, notified, replied
-from storage_backends import BACKENDS, storage_for
 
 TICKER = ext_code(
     """
@@ -24,16 +22,14 @@ TICKER = ext_code(
 )
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 async def test_remind_command_is_delivered_as_a_proactive_message(
-    ext_root, make_ext, settings_file, request, backend
+    ext_root, make_ext, settings_file, storage_backend
 ):
     install_scheduler(ext_root)
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("other", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     model = ScriptedModel([])  # a reminder must never become a turn for the model
-    storage = storage_for(request, backend).model_dump()
-    path = settings_file(channels={"default": "other"}, storage=storage)
+    path = settings_file(channels={"default": "other"}, storage=storage_backend)
     async with running_kernel(path, model=model) as k:
         channel = k.loader.instance("capture")
         started = time.monotonic()
@@ -109,9 +105,8 @@ async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext,
     model.assert_complete()
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 async def test_manifest_schedule_calls_execute_task_and_notifies(
-    make_ext, settings_file, request, backend
+    make_ext, settings_file, storage_backend
 ):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext(
@@ -119,13 +114,13 @@ async def test_manifest_schedule_calls_execute_task_and_notifies(
         TICKER,
         {"schedules": [{"name": "tick", "cron": "* * * * * *", "task": "digest"}]},
     )
-    storage = storage_for(request, backend).model_dump()
-    async with running_kernel(settings_file(channels={"default": "capture"}, storage=storage)) as k:
+    path = settings_file(channels={"default": "capture"}, storage=storage_backend)
+    async with running_kernel(path) as k:
         await wait_for(lambda: notified(k), timeout=5)
         fired = await k.scheduler.state.last_due("ticker:tick")
     assert notified(k)[0] == "digest ran"
     assert fired is not None  # the fire was recorded (schedules.db, or PostgreSQL)
-    assert (k.data_dir / "schedules.db").is_file() == (backend == "sqlite")
+    assert (k.data_dir / "schedules.db").is_file() == (storage_backend["backend"] == "sqlite")
 
 
 PINGER = ext_code(

@@ -8,8 +8,7 @@ when an agent actually asks for its model, so the kernel always starts.
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agents import set_tracing_disabled
@@ -19,6 +18,7 @@ from agents.models.openai_responses import OpenAIResponsesModel
 from openai import AsyncOpenAI
 
 from core.agents.errors import ModelNotConfiguredError
+from core.secrets import load_secrets
 from core.settings import ModelsSettings, ProviderSettings
 
 __all__ = ["ModelChoice", "ModelRouter", "ProviderCheck", "configure_tracing"]
@@ -57,7 +57,8 @@ class ProviderCheck:
 class ModelRouter:
     """Maps agent ids to ``agents`` Model objects (``models.agents`` > ``models.default``).
 
-    ``overrides`` (tests): agent id -> Model, ``"*"`` for every agent.
+    ``overrides`` (tests): agent id -> Model, ``"*"`` for every agent. Keys come
+    from ``env``, by default the environment and ``.env`` (``load_secrets``).
     """
 
     def __init__(
@@ -68,9 +69,11 @@ class ModelRouter:
         overrides: Mapping[str, Model] | None = None,
     ) -> None:
         self._settings = settings
-        self._env: Mapping[str, str] = os.environ if env is None else env
+        self._env: Mapping[str, str] = load_secrets() if env is None else env
         self._overrides = dict(overrides or {})
         self._clients: dict[str, AsyncOpenAI] = {}
+        # every model handed out passes through it (the replay recorder, ADR 0033)
+        self.model_wrapper: Callable[[Model], Model] | None = None
 
     # ------------------------------------------------------------ resolution
 
@@ -113,14 +116,16 @@ class ModelRouter:
 
     def get_model(self, agent_id: str | None = None, model_name: str | None = None) -> Model:
         """The Model for ``agent_id``; raises ``ModelNotConfiguredError`` (one-line message)."""
-        override = self._override(agent_id)
-        if override is not None:
-            return override
-        choice = self.resolve(agent_id, model_name)
-        client = self._client(choice.provider_name, choice.provider, agent_id)
-        if choice.provider.type == "openai":
-            return OpenAIResponsesModel(model=choice.model, openai_client=client)
-        return OpenAIChatCompletionsModel(model=choice.model, openai_client=client)
+        model = self._override(agent_id)
+        if model is None:
+            choice = self.resolve(agent_id, model_name)
+            client = self._client(choice.provider_name, choice.provider, agent_id)
+            if choice.provider.type == "openai":
+                model = OpenAIResponsesModel(model=choice.model, openai_client=client)
+            else:
+                model = OpenAIChatCompletionsModel(model=choice.model, openai_client=client)
+        wrapper = self.model_wrapper
+        return model if wrapper is None else wrapper(model)
 
     def is_configured(self, agent_id: str | None = None) -> bool:
         try:

@@ -1,6 +1,7 @@
 """``main.py doctor``: is this installation ready? Exit 1 when something is wrong.
 
-Checks: settings (already valid when we get here), every model provider
+Checks: settings (already valid when we get here), storage (with PostgreSQL:
+the connection and each component's schema version), every model provider
 (reachable, lists models), every MCP server (connects, lists its tools),
 secrets declared by enabled extensions, and the status of every extension.
 """
@@ -27,6 +28,7 @@ async def _doctor(settings: Settings) -> int:
     problems = 0
     source = settings.settings_file or "defaults (no settings.yaml)"
     print(f"{OK} settings: {source}")
+    problems += await _check_storage(settings)
     for level, detail in await confinement_report(settings):
         mark = {"ok": OK, "warn": "WARN"}.get(level, BAD)
         print(f"{mark} isolation: {detail}")
@@ -57,6 +59,8 @@ async def _doctor(settings: Settings) -> int:
         mark = OK if status in ("active", "disabled") else BAD
         detail = f" — {entry['error']}" if entry["error"] else ""
         print(f"{mark} extension {entry['id']}: {status}{detail}")
+        for line in entry.get("status_lines", []):
+            print(f"{OK} {entry['id']}: {line}")
         problems += mark == BAD
         if status not in ("active", "skipped"):
             continue
@@ -87,3 +91,41 @@ async def _check_mcp(settings: Settings) -> int:
         mark = BAD if status.state == "failed" else OK
         print(f"{mark} mcp server {status.line()}")
     return sum(status.state == "failed" for status in statuses)
+
+
+async def _check_storage(settings: Settings) -> int:
+    """PostgreSQL: reachable, and each component's schema at the version this code
+    expects (behind is fine: the next start migrates; ahead is a problem)."""
+    storage = settings.storage
+    if storage.backend == "sqlite":
+        print(f"{OK} storage: sqlite files under {settings.data_dir}")
+        return 0
+    import core.events.pg_schema  # noqa: F401  (registers the journal's migrations)
+    from core.storage import StorageError, open_pool, redact_dsn, schema_status
+
+    where = redact_dsn(storage.postgres_dsn or "")
+    try:
+        pool = await open_pool(storage.postgres_dsn or "", min_size=1, max_size=1)
+    except StorageError as exc:
+        print(f"{BAD} storage: {exc}")
+        return 1
+    try:
+        version = await pool.fetchval("SHOW server_version")
+        statuses = await schema_status(pool)
+    finally:
+        await pool.close()
+    print(f"{OK} storage: PostgreSQL {version} at {where}")
+    problems = 0
+    for status in statuses:
+        if status.expected == 0:
+            continue  # a component this Hearth does not use
+        if status.applied > status.expected:
+            detail, mark = f"version {status.applied}, newer than this Hearth's", BAD
+        elif status.applied < status.expected:
+            target = f"version {status.expected} at the next start"
+            detail, mark = f"version {status.applied}, migrated to {target}", OK
+        else:
+            detail, mark = f"version {status.applied} (current)", OK
+        print(f"{mark} schema {status.component}: {detail}")
+        problems += mark == BAD
+    return problems

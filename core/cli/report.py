@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from core.extensions.status_lines import collect_status_lines
 from core.kernel.runner import Kernel
 from core.kernel.tool_stacking import stacks_by_extension
 from core.settings import Settings
@@ -32,9 +33,11 @@ async def collect_report(settings: Settings) -> list[dict[str, Any]]:
         try:
             await kernel.load()
             stacks = stacks_by_extension(kernel.tool_stacking.stacked(kernel.loader.active()))
+            said = await collect_status_lines(kernel.loader.records.values())
             report = kernel.loader.report()
             for entry in report:
                 entry["tool_stacks"] = stacks.get(entry["id"], {})
+                entry["status_lines"] = said.get(entry["id"], [])
             return report
         finally:
             await kernel.loader.shutdown()
@@ -55,6 +58,7 @@ def format_report(report: list[dict[str, Any]]) -> str:
             if stack["active"] != r["id"]:
                 by = f"by {stack['active']}" if stack["active"] else "(disabled)"
                 lines.append(f"{'':<{width}}  tool {name}: shadowed {by}")
+        lines.extend(f"{'':<{width}}  {line}" for line in r.get("status_lines", []))
         if r["error"]:
             lines.append(f"{'':<{width}}  error: {r['error']}")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 
+from core.agents.model_router import ModelRouter
 from core.kernel.runner import Kernel
 from core.lifecycle import is_supervised, take_restart_request
 from core.settings import Settings
@@ -29,10 +30,18 @@ def quiet_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not is_supervised()
 
 
+SETUP_HINT = (
+    "hearth: no model configured yet; run `make setup` (or .venv/bin/python main.py setup) "
+    "to choose OpenAI or a local server; slash commands work meanwhile"
+)
+
+
 def run_kernel(settings: Settings, argv: list[str]) -> int:
     """Run until stopped. A restart request re-executes the process when no
     supervisor is watching (under one, the supervisor restarts us)."""
     supervised = is_supervised()
+    if not ModelRouter(settings.models).is_configured("orchestrator"):
+        print(SETUP_HINT, file=sys.stderr, flush=True)
     disabled = {"cli_channel": "not started under the supervisor"} if supervised else {}
     kernel = Kernel(settings, disabled_extensions=disabled)
     try:

@@ -1,20 +1,25 @@
 """The PostgreSQL side of a group commit: one transaction per ``WriteBatch``.
 
-The same steps as ``sqlite_batch`` in the same order (foreign fan-out,
-registrations, events, outcomes, claims), with what several processes
-sharing one database need: claims take rows ``FOR UPDATE SKIP LOCKED`` and
-stamp them with this process as ``owner``; batches that insert events or
-register subscribers hold ``EVENTS_LOCK`` until they commit, so event ids
-become visible in id order and a cursor never skips an id committed late;
-a batch that stored events sends ``NOTIFY`` with their topics, delivered to
-the other processes when it commits.
+The same steps as ``sqlite_batch`` (registrations, events, outcomes,
+claims) with what several processes sharing one database need:
+
+- **fan-out at publish**: the publishing batch creates the deliveries of
+  every subscriber the database knows (``journal_subscribers``), this
+  process's and the others' alike; no process re-reads the events others
+  wrote, so processes sharing a subscriber never contend for the same new
+  rows. Batches that insert events or register subscribers hold
+  ``EVENTS_LOCK`` until they commit, so a subscriber registered before a
+  publish gets its delivery and one registered after it does not;
+- **claims** take rows ``FOR UPDATE SKIP LOCKED`` and stamp them with this
+  process as ``owner``;
+- a batch that left deliveries pending sends ``NOTIFY`` with their topics,
+  delivered to the other processes when it commits.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from core.events.journal import (
@@ -31,7 +36,7 @@ from core.events.payloads import decode_payload
 from core.events.pg_schema import EVENTS_LOCK, NOTIFY_CHANNEL
 from core.events.topics import topic_matches
 
-__all__ = ["FanoutState", "apply_batch", "notify_payload"]
+__all__ = ["apply_batch", "notify_payload"]
 
 _NOTIFY_MAX = 7000  # bytes; PostgreSQL's limit is 8000
 
@@ -88,13 +93,6 @@ RETURNING d.event_id, d.attempt, e.topic, e.source, e.payload, e.correlation_id,
 """
 
 
-@dataclass(slots=True)
-class FanoutState:
-    """The highest event id already fanned out to this process's active subscribers."""
-
-    last_id: int = 0
-
-
 def notify_payload(owner: str, topics: Iterable[str] | None) -> str:
     """What ``NOTIFY`` carries: the sender (so it can ignore itself) and the topics
     written (``null``: anything may have changed, every subscriber should look)."""
@@ -105,74 +103,26 @@ def notify_payload(owner: str, topics: Iterable[str] | None) -> str:
     return text
 
 
-async def apply_batch(conn: Any, state: FanoutState, batch: WriteBatch, owner: str) -> BatchResult:
+async def apply_batch(conn: Any, batch: WriteBatch, owner: str) -> BatchResult:
     """Apply ``batch`` in one transaction on ``conn``; on any error nothing is kept."""
-    start_id = state.last_id
-    try:
-        async with conn.transaction():
-            return await _apply(conn, state, batch, owner)
-    except BaseException:
-        state.last_id = start_id
-        raise
-
-
-async def _apply(conn: Any, state: FanoutState, batch: WriteBatch, owner: str) -> BatchResult:
-    start_id = state.last_id
-    result = BatchResult(event_ids=[], claims={}, queued=set(), next_retry_at={})
-    if batch.events or batch.registrations:
-        await conn.execute("SELECT pg_advisory_xact_lock($1)", EVENTS_LOCK)
-    await _fan_out_foreign(conn, state, batch, result)
-    for reg in batch.registrations:
-        await _register(conn, state, reg, batch.now, result)
-    topics = await _insert_events(conn, state, batch.events, batch.now, owner, result)
-    await _apply_outcomes(conn, batch.outcomes, batch.now, owner, result)
-    for claim in batch.claims:
-        result.claims[claim.subscriber_id] = await _claim(conn, claim, batch.now, owner)
-    if state.last_id != start_id or batch.registrations:
-        ids = sorted(set(batch.active) | {reg.subscriber_id for reg in batch.registrations})
-        await conn.execute(
-            "UPDATE journal_subscribers SET cursor = greatest(cursor, $1) WHERE id = ANY($2)",
-            state.last_id,
-            ids,
-        )
-    if topics:
-        payload = notify_payload(owner, topics)
-        await conn.execute("SELECT pg_notify($1, $2)", NOTIFY_CHANNEL, payload)
-    return result
-
-
-async def _fan_out_foreign(
-    conn: Any, state: FanoutState, batch: WriteBatch, result: BatchResult
-) -> None:
-    """Give active subscribers the events other processes committed since our last batch."""
-    if not batch.active:
-        head = await conn.fetchval("SELECT max(id) FROM journal_events")
-        state.last_id = max(state.last_id, head or 0)
-        return
-    rows = await conn.fetch(
-        "SELECT id, topic FROM journal_events WHERE id > $1 ORDER BY id", state.last_id
-    )
-    if rows:
-        pairs = [(int(r["id"]), str(r["topic"])) for r in rows]
-        await _queue_matching(conn, pairs, batch.active.items(), batch.now, result)
-        state.last_id = pairs[-1][0]
-
-
-async def _queue_matching(
-    conn: Any,
-    rows: Iterable[tuple[int, str]],
-    subscribers: Iterable[tuple[str, str]],
-    now: float,
-    result: BatchResult,
-) -> None:
-    subs = list(subscribers)
-    wanted = []
-    for event_id, topic in rows:
-        for sid, pattern in subs:
-            if topic_matches(pattern, topic):
-                wanted.append((event_id, sid))
-                result.queued.add(sid)
-    await _insert_deliveries(conn, [(eid, sid, "pending", 0, None) for eid, sid in wanted], now)
+    async with conn.transaction():
+        result = BatchResult(event_ids=[], claims={}, queued=set(), next_retry_at={})
+        if batch.events or batch.registrations:
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", EVENTS_LOCK)
+        else:
+            # Claims and acks need no flush to disk before we go on: one lost to a
+            # server crash is delivered again (at least once). Publishes wait for it.
+            await conn.execute("SET LOCAL synchronous_commit = off")
+        for reg in batch.registrations:
+            await _register(conn, reg, batch.now, result)
+        topics = await _insert_events(conn, batch.events, batch.now, owner, result)
+        await _apply_outcomes(conn, batch.outcomes, batch.now, owner, result)
+        for claim in batch.claims:
+            result.claims[claim.subscriber_id] = await _claim(conn, claim, batch.now, owner)
+        if topics:
+            payload = notify_payload(owner, topics)
+            await conn.execute("SELECT pg_notify($1, $2)", NOTIFY_CHANNEL, payload)
+        return result
 
 
 async def _insert_deliveries(
@@ -186,41 +136,17 @@ async def _insert_deliveries(
     await conn.execute(_INSERT_DELIVERIES, *(list(c) for c in columns), now)
 
 
-async def _register(
-    conn: Any, state: FanoutState, reg: Registration, now: float, result: BatchResult
-) -> None:
-    """New subscriber: cursor at the head. Known one: catch up from its cursor.
-
-    Deliveries a dead process held are taken back by the liveness round
-    (``pg_liveness``), which ran when this process opened the journal.
-    """
-    cursor = await conn.fetchval(
-        "SELECT cursor FROM journal_subscribers WHERE id = $1", reg.subscriber_id
-    )
-    if cursor is None:
-        await conn.execute(
-            "INSERT INTO journal_subscribers (id, pattern, cursor, max_attempts, last_seen)"
-            " VALUES ($1, $2, $3, $4, $5)",
-            reg.subscriber_id,
-            reg.pattern,
-            state.last_id,
-            reg.max_attempts,
-            now,
-        )
-        return
-    missed = await conn.fetch(
-        "SELECT id, topic FROM journal_events WHERE id > $1 AND id <= $2 ORDER BY id",
-        cursor,
-        state.last_id,
-    )
-    pairs = [(int(r["id"]), str(r["topic"])) for r in missed]
-    await _queue_matching(conn, pairs, [(reg.subscriber_id, reg.pattern)], now, result)
+async def _register(conn: Any, reg: Registration, now: float, result: BatchResult) -> None:
+    """Record (or refresh) the subscriber: from now on every publish, in any process,
+    creates its deliveries. A known one finds what was published while it was away
+    already pending; deliveries a dead process held are taken back by the liveness
+    round (``pg_liveness``), which ran when this process opened the journal."""
     await conn.execute(
-        "UPDATE journal_subscribers SET pattern = $2, cursor = greatest(cursor, $3),"
-        " max_attempts = $4, last_seen = $5 WHERE id = $1",
+        "INSERT INTO journal_subscribers (id, pattern, max_attempts, last_seen)"
+        " VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE"
+        " SET pattern = $2, max_attempts = $3, last_seen = $4",
         reg.subscriber_id,
         reg.pattern,
-        state.last_id,
         reg.max_attempts,
         now,
     )
@@ -234,15 +160,17 @@ async def _register(
 
 async def _insert_events(
     conn: Any,
-    state: FanoutState,
     events: list[NewEvent],
     now: float,
     owner: str,
     result: BatchResult,
 ) -> list[str]:
-    """Insert the batch's events (a repeated idempotency key stores nothing) and their
-    deliveries; returns the topics stored. Runs under ``EVENTS_LOCK``, so the ids
-    drawn here are above every committed one and no other process inserts meanwhile."""
+    """Insert the batch's events (a repeated idempotency key stores nothing) and the
+    deliveries of every known subscriber whose pattern matches: this process's as the
+    writer decided (in flight at once, or pending), the others' pending. Returns the
+    topics of events left with pending deliveries (for ``NOTIFY``). Runs under
+    ``EVENTS_LOCK``: ids drawn here are above every committed one, and the set of
+    subscribers cannot change meanwhile."""
     if not events:
         return []
     keys = [ev.idempotency_key for ev in events if ev.idempotency_key is not None]
@@ -273,7 +201,11 @@ async def _insert_events(
             [ev.created_at for ev in fresh],
         ]
         await conn.execute(_INSERT_EVENTS, *columns)
-        state.last_id = max(state.last_id, ids[-1])
+    known_subscribers = [
+        (str(r["id"]), str(r["pattern"]))
+        for r in await conn.fetch("SELECT id, pattern FROM journal_subscribers")
+    ]
+    waiting: set[str] = set()
     stored = dict(zip((id(ev) for ev in fresh), ids, strict=True))
     deliveries: list[tuple[int, str, str, int, str | None]] = []
     for ev in events:
@@ -288,10 +220,19 @@ async def _insert_events(
             continue
         result.event_ids.append((event_id, True))
         deliveries.extend((event_id, sid, "inflight", 1, owner) for sid in ev.claimed_by)
-        deliveries.extend((event_id, sid, "pending", 0, None) for sid in ev.queued_for)
+        local = {*ev.claimed_by, *ev.queued_for}
+        pending = [*ev.queued_for]
+        pending += [
+            sid
+            for sid, pattern in known_subscribers
+            if sid not in local and topic_matches(pattern, ev.topic)
+        ]
+        deliveries.extend((event_id, sid, "pending", 0, None) for sid in pending)
         result.queued.update(ev.queued_for)
+        if pending:
+            waiting.add(ev.topic)
     await _insert_deliveries(conn, deliveries, now)
-    return [ev.topic for ev in fresh]
+    return sorted(waiting)
 
 
 async def _apply_outcomes(

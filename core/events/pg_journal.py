@@ -1,8 +1,9 @@
 """PostgreSQL journal (asyncpg): several kernel processes share one event journal.
 
 Same protocol and semantics as ``SQLiteJournal`` (ADR 0034): group commit in
-one transaction, durable when ``commit`` returns; per-subscriber cursors;
-retries, dead letters, idempotency keys, retention. What one database shared
+one transaction, durable when ``commit`` returns; a known subscriber gets
+what was published while it was away; retries, dead letters, idempotency
+keys, retention. What one database shared
 by several processes adds:
 
 - claims take rows ``FOR UPDATE SKIP LOCKED``: processes subscribed under the
@@ -31,7 +32,7 @@ import asyncpg
 
 from core.events.errors import JournalError
 from core.events.journal import BatchResult, DeadLetter, DeliveryInfo, EventRecord, WriteBatch
-from core.events.pg_batch import FanoutState, apply_batch, notify_payload
+from core.events.pg_batch import apply_batch, notify_payload
 from core.events.pg_liveness import leave, liveness_round
 from core.events.pg_schema import COMPONENT, NOTIFY_CHANNEL
 from core.storage import StorageError, apply_migrations, pool_for, redact_dsn, release_pool
@@ -65,7 +66,6 @@ class PostgresJournal:
         self._listener: Any = None
         self._keepalive: asyncio.Task[None] | None = None
         self._wake: Wakeup | None = None
-        self._fanout = FanoutState()
 
     def __repr__(self) -> str:
         return f"PostgresJournal({redact_dsn(self.dsn)!r})"
@@ -88,14 +88,12 @@ class PostgresJournal:
         try:
             async with pool.acquire() as conn:
                 recovered = await liveness_round(conn, self.process_id, self.lease_s)
-                head = await conn.fetchval("SELECT max(id) FROM journal_events")
         except BaseException:
             await release_pool(pool)
             raise
         if recovered:
             log.warning("event journal: %d deliveries of dead processes taken back", recovered)
         self._pool = pool
-        self._fanout = FanoutState(last_id=int(head or 0))
         await self._listen()
         self._keepalive = asyncio.create_task(self._beat(), name="event-journal-heartbeat")
 
@@ -207,7 +205,7 @@ class PostgresJournal:
         for attempt in range(1, _COMMIT_TRIES + 1):
             try:
                 async with self._pool.acquire() as conn:
-                    return await apply_batch(conn, self._fanout, batch, self.process_id)
+                    return await apply_batch(conn, batch, self.process_id)
             except _TRANSIENT as exc:
                 if attempt == _COMMIT_TRIES:
                     raise
@@ -335,19 +333,25 @@ async def _purge_chunk(
     conn: Any, older_than: float, now: float, keep: list[str], chunk: int = 2000
 ) -> int:
     """Delete up to ``chunk`` finished events created before ``older_than``; subscribers
-    not seen since then are forgotten first, and events one still lags behind are kept."""
+    not seen since then are forgotten first, with the deliveries still waiting for them."""
     async with conn.transaction():
         await conn.execute(
             "UPDATE journal_subscribers SET last_seen = $1 WHERE id = ANY($2)", now, keep
         )
-        await conn.execute("DELETE FROM journal_subscribers WHERE last_seen < $1", older_than)
-        bound = await conn.fetchval("SELECT min(cursor) FROM journal_subscribers")
+        gone = await conn.fetch(
+            "DELETE FROM journal_subscribers WHERE last_seen < $1 RETURNING id", older_than
+        )
+        if gone:
+            await conn.execute(
+                "DELETE FROM journal_deliveries WHERE subscriber_id = ANY($1)"
+                " AND status = 'pending'",
+                [str(r["id"]) for r in gone],
+            )
         rows = await conn.fetch(
-            "SELECT id FROM journal_events e WHERE created_at < $1 AND id <= $2 AND NOT EXISTS"
+            "SELECT id FROM journal_events e WHERE created_at < $1 AND NOT EXISTS"
             " (SELECT 1 FROM journal_deliveries d WHERE d.event_id = e.id"
-            " AND d.status IN ('pending', 'inflight')) ORDER BY id LIMIT $3",
+            " AND d.status IN ('pending', 'inflight')) ORDER BY id LIMIT $2",
             older_than,
-            bound if bound is not None else 2**62,
             chunk,
         )
         ids = [int(r["id"]) for r in rows]

@@ -8,7 +8,9 @@ the bus encoded.
 
 What differs from SQLite: ``deliveries.owner`` names the process holding an
 in-flight delivery, and ``journal_processes`` keeps one heartbeat row per
-live process, so crash recovery takes back only what a dead process held.
+live process, so crash recovery takes back only what a dead process held;
+subscribers have no cursor, since publishers create the deliveries of every
+known subscriber (``pg_batch``).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ __all__ = [
 COMPONENT = "journal"
 NOTIFY_CHANNEL = "hearth_journal"
 # pg_advisory_xact_lock keys. EVENTS_LOCK: batches that insert events or register
-# subscribers hold it to commit, so event ids become visible in id order (no id
-# is committed behind one another process already fanned out). REAP_LOCK: one
+# subscribers hold it to commit, so ids are committed in id order and every
+# publish sees exactly the subscribers registered before it. REAP_LOCK: one
 # process at a time declares others dead and takes their deliveries back.
 EVENTS_LOCK = zlib.crc32(b"hearth journal events")
 REAP_LOCK = zlib.crc32(b"hearth journal reap")
@@ -70,7 +72,6 @@ JOURNAL_MIGRATIONS = (
     CREATE TABLE journal_subscribers (
         id text PRIMARY KEY,
         pattern text NOT NULL,
-        cursor bigint NOT NULL,
         max_attempts integer NOT NULL DEFAULT 5,
         last_seen double precision NOT NULL
     );

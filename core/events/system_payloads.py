@@ -222,6 +222,7 @@ class KernelReloadResult(SystemPayload):
     text: str
 
 
+@dataclass(frozen=True, slots=True)
 class TurnCancel(SystemPayload):
     """``system.turn.cancel``: stop the turn being answered for ``user_id`` on the
     channel ``channel_id`` (published by that channel, e.g. on Ctrl-C)."""

@@ -35,6 +35,7 @@ from core.extensions.contract import (
     SessionEndHook,
     SessionStartHook,
     SetupProvider,
+    StatusReporter,
     StreamingChannelProvider,
     TagHook,
     ToolProvider,
@@ -58,6 +59,7 @@ class Capability(StrEnum):
     CONTEXT = "ContextProvider"
     SETUP = "SetupProvider"
     COMMAND = "CommandProvider"
+    STATUS = "StatusReporter"
     # the turn pipeline's hooks (SPEC §9)
     TURN_START = "TurnStartHook"
     TURN_END = "TurnEndHook"
@@ -96,6 +98,7 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     ContextProvider: ("get_context",),
     SetupProvider: ("apply_config", "on_setup_complete"),
     CommandProvider: (),
+    StatusReporter: ("status_lines",),
     TurnStartHook: ("on_turn_start",),
     TurnEndHook: ("on_turn_end",),
     SessionStartHook: ("on_session_start",),

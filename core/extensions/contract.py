@@ -132,6 +132,7 @@ __all__ = [
     "SharedServices",
     "ShortCircuit",
     "StateScope",
+    "StatusReporter",
     "StoreLocation",
     "StreamingChannelProvider",
     "TagHook",
@@ -227,6 +228,14 @@ class SetupProvider(Protocol):
     def get_setup_schema(self) -> list[dict[str, Any]]: ...
     async def apply_config(self, name: str, value: str) -> None: ...
     async def on_setup_complete(self) -> tuple[bool, str]: ...
+
+
+@runtime_checkable
+class StatusReporter(Protocol):
+    """A few lines about the extension's own state, shown by ``doctor`` and ``/status``
+    (e.g. memory: the embedding backend, its model, how many memories have vectors)."""
+
+    async def status_lines(self) -> list[str]: ...
 
 
 @runtime_checkable

@@ -223,7 +223,8 @@ class UserRequest:
 
     ``kind``: ``approval`` (a tool call waits: options ``once``, ``always``,
     ``deny``), ``confirm`` (``yes`` / ``no``), ``select`` (one of ``options``)
-    or ``input`` (free text). ``id`` is short, so typing ``/approve ID`` on a
+    ``input`` (free text) or ``secret`` (free text a channel does not show
+    or keep, and the kernel never records). ``id`` is short, so typing ``/approve ID`` on a
     phone is bearable. ``owner_id``, when set, is the only sender whose answer
     counts (in a group chat, the member who asked); otherwise whoever the
     channel's address is. The answer comes back through
@@ -231,7 +232,7 @@ class UserRequest:
     """
 
     id: str
-    kind: Literal["approval", "confirm", "select", "input"]
+    kind: Literal["approval", "confirm", "select", "input", "secret"]
     prompt: str
     options: tuple[RequestOption, ...] = ()
     owner_id: str | None = None

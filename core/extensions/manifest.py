@@ -20,7 +20,7 @@ from core.extensions.sdk import resolve_zone
 
 MANIFEST_FILE = "manifest.yaml"
 # letters, digits, - and _, a letter first, at most 64 (seed 001; ADR 0025)
-_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+EXTENSION_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")  # manifest `id`
 MAX_ID_LENGTH = 64
 _TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENTRYPOINT_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -264,7 +264,7 @@ class Manifest(_Strict):
     @field_validator("id")
     @classmethod
     def _valid_id(cls, value: str) -> str:
-        if not _ID_RE.match(value):
+        if not EXTENSION_ID_RE.match(value):
             raise ValueError(
                 f"{value!r} must start with a letter and hold only letters, digits, - and _ "
                 f"(at most {MAX_ID_LENGTH} characters)"

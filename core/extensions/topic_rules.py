@@ -17,6 +17,7 @@ __all__ = ["GUARDED_TOPICS", "KERNEL_ONLY"]
 KERNEL_ONLY = {
     "hook.": "hook.* frames are the kernel's own",
     "postprocess.": "postprocess.* results are the kernel's own",
+    "replay.": "replay.* records are the kernel's own",
     # resuming a turn paused for the user's approval (ADR 0021)
     SystemTopics.TURN_RESUME: "the resumption of paused turns is the kernel's own",
     # reloading extensions is the user's, from the command line (ADR 0032)

@@ -14,7 +14,7 @@ from core.extensions.errors import NotAvailableError
 
 __all__ = ["UI_KINDS", "UiGateway"]
 
-UI_KINDS = ("confirm", "select", "input")
+UI_KINDS = ("confirm", "select", "input", "secret")
 
 
 class UiGateway:

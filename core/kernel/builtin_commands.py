@@ -12,6 +12,7 @@ from typing import Protocol
 from core.agents.mcp_servers import McpServerStatus
 from core.extensions.contract import Command, TurnContext
 from core.extensions.records import ExtensionRecord, ExtensionStatus
+from core.extensions.status_lines import collect_status_lines
 from core.kernel.tool_stacking import StackedTools
 
 
@@ -92,6 +93,9 @@ async def status_text(source: StatusSource) -> str:
     for record in records:
         if record.status in (ExtensionStatus.ERROR, ExtensionStatus.SKIPPED):
             lines.append(f"  {record.ext_id}: {record.status.value} — {record.error}")
+    wired = [r for r in records if source.is_wired(r.ext_id)]
+    for ext_id, own in (await collect_status_lines(wired)).items():
+        lines.extend(f"  {ext_id}: {line}" for line in own)
     contested = source.tool_stacks().contested()
     if contested:
         lines.append("Tools with several providers (active first):")

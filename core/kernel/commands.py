@@ -26,6 +26,15 @@ _COMMAND_RE = re.compile(r"^/([A-Za-z][\w-]*)(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
+class AskingCommand(Command):
+    """A kernel command that waits for the user's answers (``/setup``): each
+    question has its own deadline, so ``turns.command_timeout_s`` would cut it
+    short; ``deadline_s`` replaces it (``None``: the questions' deadlines only)."""
+
+    deadline_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ParsedCommand:
     name: str
     args: str
@@ -97,6 +106,8 @@ class CommandRegistry:
         if entry is None:
             return f"Unknown command /{parsed.name}. Type /help to see the commands."
         owner, command = entry
+        if isinstance(command, AskingCommand):
+            timeout_s = command.deadline_s
         deadline = asyncio.timeout(timeout_s)
         try:
             async with deadline:

@@ -18,10 +18,19 @@ from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.extensions.addresses import split_reply_address
 from core.kernel.ledger import ConversationSession
-from core.kernel.session_storage import LEDGER_RETENTION_S, SessionStorage, SQLiteSessionStorage
+from core.kernel.session_storage import (
+    LEDGER_RETENTION_S,
+    SessionStorage,
+    SQLiteSessionStorage,
+    session_storage_for,
+)
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 log = logging.getLogger("core.kernel.conversations")
 
@@ -51,6 +60,13 @@ class Conversations:
         self._locks: dict[str, asyncio.Lock] = {}
         self._held: Counter[str] = Counter()
         self.session_ended: list[SessionEnded] = []
+
+    @classmethod
+    def of(cls, settings: Settings, db_path: Path) -> Conversations:
+        """The kernel's: on ``db_path`` or PostgreSQL (``storage.backend``), written with
+        the journal's durability (``events.synchronous``)."""
+        storage = session_storage_for(settings, db_path)
+        return cls(db_path, synchronous=settings.events.synchronous, storage=storage)
 
     async def open(self) -> None:
         self._generations = await self.storage.open()

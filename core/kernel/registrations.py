@@ -22,7 +22,7 @@ from core.logging_setup import REDACTOR
 from core.settings import Settings
 from core.state import StateStore
 
-__all__ = ["before_extension_code", "forget_released_subscriptions", "reconcile_registrations"]
+__all__ = ["before_extension_code", "reconcile_registrations"]
 
 log = logging.getLogger("core.kernel.registrations")
 
@@ -60,10 +60,3 @@ async def reconcile_registrations(loader: Loader, state: StateStore, bus: EventB
             len(subscriptions),
         )
     return list(reconciled.unregistered)
-
-
-async def forget_released_subscriptions(loader: Loader, bus: EventBus) -> None:
-    """Journal rows of subscriptions a started extension no longer makes are dropped."""
-    for record in loader.active():
-        if forgotten := await bus.forget_subscribers(f"{record.ext_id}/"):
-            log.info("extension %s: forgot %d old subscriptions", record.ext_id, len(forgotten))

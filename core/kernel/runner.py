@@ -42,17 +42,12 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
-from core.kernel.grant_command import grant_command
-from core.kernel.registrations import (
-    before_extension_code,
-    forget_released_subscriptions,
-    reconcile_registrations,
-)
+from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.reload import ExtensionReloader
 from core.kernel.reload_control import ReloadControl
 from core.kernel.router import MessageRouter
 from core.kernel.scale_out import ScaleOut
-from core.kernel.session_storage import session_storage_for
+from core.kernel.setup_command import extension_commands
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
@@ -118,11 +113,7 @@ class Kernel:
         self.loader.on_discovered = lambda manifests: before_extension_code(
             manifests, settings, self.secrets
         )
-        self.conversations = Conversations(
-            self.data_dir / SESSIONS_FILE, synchronous=settings.events.synchronous,
-            storage=session_storage_for(settings, self.data_dir / SESSIONS_FILE),
-        )  # fmt: skip
-        self.scale = ScaleOut(settings, self.conversations.lock)  # ADR 0036: role, leader
+        self.scale = ScaleOut(settings, lambda key: self.conversations.lock(key))  # ADR 0036
         self.scheduler = ManifestScheduler(
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance,
             storage=settings.storage, leadership=self.scale.leadership,
@@ -135,10 +126,8 @@ class Kernel:
             overrides=settings.tools.overrides,
             core_tools=self.core_tools,
         )
-        self.state = StateStore(
-            self.data_dir / STATE_FILE, settings.state, synchronous=settings.events.synchronous,
-            storage=settings.storage,
-        )  # fmt: skip
+        self.conversations = Conversations.of(settings, self.data_dir / SESSIONS_FILE)
+        self.state = StateStore.of(settings, self.data_dir / STATE_FILE)
         self.metrics = KernelMetrics()
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
         self.state.size_observer = self.metrics.state_written
@@ -235,10 +224,9 @@ class Kernel:
             status=self.status,
             on_session_end=self.hooks.session_ended,
         )
-        assert self.loader.grants is not None
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
-        grant = grant_command(self.loader, self.loader.grants)
-        for command in [*builtins, grant, self.reloads.command(), *consent]:
+        managing = extension_commands(self.loader, self.consent.ui)  # /grant, /setup
+        for command in [*builtins, *managing, self.reloads.command(), *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
@@ -246,7 +234,7 @@ class Kernel:
             self.scheduler.subscribe()
         self.reloads.subscribe()
         await self.loader.start_all()
-        await forget_released_subscriptions(self.loader, self.bus)
+        await self._forget_released_subscriptions()
         await self.consent.start()  # questions left open by the last run: asked again
         await self.bus.start()
         await self.metrics_export.start()
@@ -259,6 +247,12 @@ class Kernel:
             len(self.wiring.wired()),
             self.model_router.describe("orchestrator"),
         )
+
+    async def _forget_released_subscriptions(self) -> None:
+        """Journal rows of subscriptions a started extension no longer makes are dropped."""
+        for record in self.loader.active():
+            if forgotten := await self.bus.forget_subscribers(f"{record.ext_id}/"):
+                log.info("extension %s: forgot %d old subscriptions", record.ext_id, len(forgotten))
 
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
@@ -301,8 +295,8 @@ class Kernel:
                     group.create_task(self.supervision.run(), name="extension-supervision"),
                     group.create_task(self.bus.watch(), name="event-bus-watch"),
                     group.create_task(self.metrics_export.run(), name="metrics-snapshots"),
-                    group.create_task(self.scale.run(), name="schedule-lease"),
                     group.create_task(self.reloads.watch(), name="dev-watch"),
+                    group.create_task(self.scale.run(), name="schedule-lease"),
                 ]
                 await self._stop_requested.wait()
                 for task in tasks:

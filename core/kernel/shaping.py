@@ -1,6 +1,6 @@
 """What shapes a turn, assembled once per kernel: hooks, tool interception,
-prompt additions, tool guidance, history compaction and answer
-post-processors (ADR 0019, 0020, 0023).
+prompt additions, tool guidance, history compaction, answer post-processors
+and the replay recorder (ADR 0019, 0020, 0023, 0033).
 
 Everything here is built from the wired extensions (through ``wired``) and the
 ``hooks.*`` / ``turns.*`` / ``postprocess.*`` settings, and rebuilt lazily when the wiring
@@ -31,6 +31,7 @@ from core.kernel.hooks import (
 )
 from core.kernel.hooks.observer import NO_OBSERVER, PipelineObserver
 from core.kernel.postprocess import PostProcessing, orchestrator_model
+from core.replay.recording import ReplayRecorder
 from core.secrets import secret_file_names
 from core.settings import Settings
 
@@ -68,6 +69,10 @@ class TurnShaping:
         self.additions = PromptAdditions(wired, state=state)
         # every tool call of every agent the kernel runs goes through the tool hooks
         self.tools = ToolInterceptor(self.registry, self.hooks.caller, self.hooks.frames)
+        # every turn's model calls and tool runs journaled for `main.py replay` (ADR 0033)
+        self.recorder = ReplayRecorder.from_settings(frames, settings)
+        model_router.model_wrapper = self.recorder.wrap_model
+        self.tools.tap = self.hooks.recorder = self.recorder
         # the extensions' guardrails, as the orchestrator's SDK guardrails (ADR 0021)
         self.guardrails = TurnGuardrails(self.registry, self.hooks.caller, self.hooks.frames)
         self.compactor = HistoryCompactor(

@@ -160,6 +160,8 @@ class TurnRunner:
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()
+        if self.hooks.recorder is not None:  # replay (ADR 0033): the text as the user sent it
+            await self.hooks.recorder.turn_started(turn, text)
         query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
         await self.hooks.turn_started(turn)
 

@@ -26,13 +26,16 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.extensions.state_scope import check_key, encode_value
 from core.settings_sections import StateSettings, StorageSettings
 from core.state.rows import StateRows, ThreadedStateTable
 from core.state.table import EXTENSION_SCOPE, PER_EXTENSION, PER_SESSION, Limits, Written
 from core.state.table_pg import PostgresStateTable
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 __all__ = ["WARN_FRACTION", "Reconciled", "StateStore"]
 
@@ -79,6 +82,17 @@ class StateStore:
             self._rows = ThreadedStateTable(db_path, synchronous=synchronous)
         self._clock = clock
         self._pruned_at = -math.inf
+
+    @classmethod
+    def of(cls, settings: Settings, db_path: Path) -> StateStore:
+        """The kernel's: ``state.*`` limits, on ``db_path`` or PostgreSQL
+        (``storage.backend``), with the journal's durability (``events.synchronous``)."""
+        return cls(
+            db_path,
+            settings.state,
+            synchronous=settings.events.synchronous,
+            storage=settings.storage,
+        )
 
     async def open(self) -> None:
         """Create the table and prune what expired while the kernel was down."""

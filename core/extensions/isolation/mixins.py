@@ -164,6 +164,12 @@ class CommandProxy(ProxyCore):
         return handler
 
 
+class StatusProxy(ProxyCore):
+    async def status_lines(self) -> list[str]:
+        result = await self.call_method("status_lines")
+        return [str(line) for line in result or []]
+
+
 MIXINS: dict[str, type[ProxyCore]] = {
     Capability.TOOL: ToolProxy,
     Capability.CHANNEL: ChannelProxy,
@@ -175,6 +181,7 @@ MIXINS: dict[str, type[ProxyCore]] = {
     Capability.CONTEXT: ContextProxy,
     Capability.SETUP: SetupProxy,
     Capability.COMMAND: CommandProxy,
+    Capability.STATUS: StatusProxy,
     **HOOK_MIXINS,
 }
 

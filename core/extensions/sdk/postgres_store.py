@@ -84,7 +84,13 @@ class PostgresStore:
             f'CREATE SCHEMA IF NOT EXISTS "{self.schema}";'
             f' SET LOCAL search_path TO "{self.schema}", public;\n'
         )
-        register_migrations(self.component, [prefix + sql for sql in self.migrations])
+        try:
+            register_migrations(self.component, [prefix + sql for sql in self.migrations])
+        except ValueError:
+            raise StorageError(
+                f"store {self.component}: its POSTGRES_SCHEMA changed since this process "
+                "first opened it (a reload); restart the kernel to apply the new migration"
+            ) from None
         shared = await pool_for(self.dsn)
         try:
             await apply_migrations(shared, [self.component])

@@ -43,7 +43,15 @@ from core.extensions.contract import (
 from core.extensions.shared_services import ExtensionServices, ServiceRegistry
 from core.extensions.state_scope import check_key, encode_value, serving, state_session
 
-__all__ = ["Emitted", "FakeContext", "call_tool", "run_command", "running", "serving"]
+__all__ = [
+    "Emitted",
+    "FakeContext",
+    "call_tool",
+    "load_extension",
+    "run_command",
+    "running",
+    "serving",
+]
 
 E = TypeVar("E", bound=Extension)
 
@@ -281,6 +289,18 @@ class FakeContext:
 
     def request_shutdown(self) -> None:
         self.shutdowns_requested += 1
+
+
+def load_extension(ext_dir: str | Path) -> Any:
+    """A new instance of the extension in ``ext_dir``, imported the way the loader
+    imports it (its manifest's ``entrypoint``, relative imports working)."""
+    from core.extensions.importer import import_entrypoint
+    from core.extensions.manifest import load_manifest
+
+    manifest = load_manifest(Path(ext_dir))
+    if manifest.entrypoint is None:
+        raise ValueError(f"{ext_dir}: the manifest has no entrypoint (a declarative agent)")
+    return import_entrypoint(manifest.id, Path(ext_dir), manifest.entrypoint)()
 
 
 @contextlib.asynccontextmanager

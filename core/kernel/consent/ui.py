@@ -1,4 +1,4 @@
-"""Extensions' questions to the user: ``confirm``, ``select``, ``input`` (seed 003).
+"""Extensions' questions to the user: ``confirm``, ``select``, ``input``, ``secret`` (seed 003).
 
 ``ExtensionContext.ui_request`` lands here. The question goes to the
 conversation of the turn being served, the same way as an approval: an
@@ -8,7 +8,8 @@ channel gets a line naming ``/answer ID``. The answer comes back as
 from that conversation and the turn's sender, and wakes the extension, which
 waits in memory — these questions live as long as the call that asked, so
 they do not outlive a restart (approvals do). Each question and its outcome
-are journaled as ``hook.ui`` frames.
+are journaled as ``hook.ui`` frames — a ``secret`` answer as ``(hidden)``,
+and the lines that close a secret question never repeat it.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ __all__ = ["DEFAULT_TIMEOUT_S", "UiRequests"]
 
 log = logging.getLogger("core.kernel.consent")
 
-Kind = Literal["confirm", "select", "input"]
+Kind = Literal["confirm", "select", "input", "secret"]
 DEFAULT_TIMEOUT_S = 120.0
 MAX_OPTIONS = 10
 UI_FRAME = "ui"
+HIDDEN = "(hidden)"
 _YES = {"y", "yes", "ok", "sure"}
 _NO = {"n", "no", "", "nope"}
 
@@ -134,8 +136,9 @@ class UiRequests(UiGateway):
         if value is None:
             return _expected(found.request)
         found.future.set_result(value)
-        await self._close(turn, found.request.id, f"Answered: {value}")
-        return f"Answered: {value}"
+        said = "Answered." if found.request.kind == "secret" else f"Answered: {value}"
+        await self._close(turn, found.request.id, said)
+        return said
 
     async def _show(self, channel: Any, user_id: str, request: UserRequest) -> None:
         async with asyncio.timeout(SHOW_TIMEOUT_S):
@@ -161,7 +164,8 @@ class UiRequests(UiGateway):
             UI_FRAME, ext_id, "ui_request", turn,
             before={"kind": request.kind, "prompt": request.prompt,
                     "options": [o.value for o in request.options]},
-            after=value, request_id=request.id, decision=decision,
+            after=HIDDEN if request.kind == "secret" and value is not None else value,
+            request_id=request.id, decision=decision,
         )  # fmt: skip
 
 

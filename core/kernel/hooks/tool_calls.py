@@ -66,7 +66,14 @@ from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.observer import ToolOutcome
 from core.kernel.hooks.registry import HookEntry, HookRegistry
 
-__all__ = ["Admission", "Admitted", "ToolInterceptor", "is_intercepted", "result_text"]
+__all__ = [
+    "Admission",
+    "Admitted",
+    "ToolInterceptor",
+    "ToolTap",
+    "is_intercepted",
+    "result_text",
+]
 
 log = logging.getLogger("core.kernel.hooks")
 
@@ -86,6 +93,13 @@ class Admitted:
     denial: str | None = None
     call: ToolCall | None = None
     scope: Callable[[], AbstractContextManager[Any]] = field(default=contextlib.nullcontext)
+
+
+class ToolTap(Protocol):
+    """Wraps a tool's own invoker (inside the hooks: it sees the arguments the
+    ``before_tool_call`` hooks left and the result before ``after_tool_call``)."""
+
+    def tap(self, tool: FunctionTool, invoke: Invoker) -> Invoker: ...
 
 
 class Admission(Protocol):
@@ -143,6 +157,7 @@ class ToolInterceptor:
         self._caller = caller
         self._frames = frames
         self.admission: Admission | None = None  # the consent gate, once the kernel has one
+        self.tap: ToolTap | None = None  # the replay recorder (ADR 0033): sees each tool run
 
     def wrap(self, tool: Tool) -> Tool:
         """A copy of ``tool`` whose calls run the hooks; other and wrapped tools as they are."""
@@ -150,6 +165,8 @@ class ToolInterceptor:
             return tool
         hooked = copy.copy(tool)  # the SDK binds the copy's invoker and failure formatter to it
         invoke: Invoker = hooked.on_invoke_tool
+        if self.tap is not None:
+            invoke = self.tap.tap(tool, invoke)
         at = self._registry.at
         intercept = self._intercept
 

@@ -31,6 +31,8 @@ from core.extensions.contract import TURN_CANCEL_TOPIC, ExtensionContext, UserRe
 from core.extensions.sdk import BaseExtension
 
 if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+
     from .completion import HearthCompleter
 
 HISTORY_FILE = "history.txt"
@@ -103,7 +105,7 @@ class CliChannel(BaseExtension):
                 # prompt starts may be lost, so nothing is awaited between prompts
                 refresh = asyncio.create_task(self._refresh(completer))
                 try:
-                    text = await session.prompt_async("you> ")
+                    text = await self._read_line(session)
                 except EOFError:
                     break
                 except KeyboardInterrupt:  # Ctrl-C on an empty line (it clears a typed one)
@@ -118,6 +120,16 @@ class CliChannel(BaseExtension):
                 if self._questions or text.strip():
                     await self._ask(text)
         self.context.request_shutdown()
+
+    async def _read_line(self, session: PromptSession[str]) -> str:
+        """The next line; the answer to a ``secret`` question is typed hidden, in a
+        session of its own, so it reaches neither the screen nor the history file."""
+        from prompt_toolkit import PromptSession
+
+        if self._questions and self._questions[0].kind == "secret":
+            hidden: PromptSession[str] = PromptSession()
+            return await hidden.prompt_async("secret> ", is_password=True)
+        return await session.prompt_async("you> ")
 
     async def _refresh(self, completer: HearthCompleter) -> None:
         """Commands and this user's ``#names`` as they are now (stale lists if that
@@ -287,6 +299,8 @@ def _prompt(request: UserRequest) -> str:
     if request.kind == "select":
         options = " / ".join(f"[{i}] {o.label}" for i, o in enumerate(request.options, 1))
         return f"{request.prompt} {options}"
+    if request.kind == "secret":
+        return f"{request.prompt} (typed hidden, not kept)"
     return f"{request.prompt} (type your answer)"
 
 

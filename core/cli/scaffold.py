@@ -1,0 +1,128 @@
+"""``main.py new-extension NAME [--tool] [--channel] [--isolated]``.
+
+Writes ``<paths.extensions>/NAME/``: a manifest, ``main.py`` built on the
+extension library (``BaseExtension``), and ``tests/test_NAME.py`` using the
+fake kernel (``FakeContext``), which ``make test`` collects (``testpaths``
+holds ``sandbox/extensions``). No flag means ``--tool``. The id follows the
+manifest's rule and may not be a kernel name; an existing directory is
+never touched. Whoever runs the command wrote the code, so the grant for
+what the skeleton asks is recorded too (as ``main.py extensions grant``
+would): the new extension loads ``active`` at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from core.cli.scaffold_templates import (
+    CHANNEL_METHODS,
+    CHANNEL_TEST,
+    CODE_HEAD,
+    MANIFEST,
+    TEST_HEAD,
+    TOOL_METHODS,
+    TOOL_TEST,
+)
+from core.datadir import RESERVED_IDS
+from core.extensions.grant_store import GrantStore
+from core.extensions.grants import GrantRequest
+from core.extensions.manifest import EXTENSION_ID_RE, load_manifest
+from core.settings import Settings
+
+__all__ = ["ScaffoldError", "add_scaffold_arguments", "run_new_extension", "write_skeleton"]
+
+
+class ScaffoldError(ValueError):
+    """The extension cannot be written there; the message names the id or path."""
+
+
+def add_scaffold_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="the extension id (and directory name)")
+    parser.add_argument("--tool", action="store_true", help="a tool the model can call (default)")
+    parser.add_argument("--channel", action="store_true", help="a channel that reaches the user")
+    parser.add_argument(
+        "--isolated", action="store_true", help="run it in its own process (isolation: process)"
+    )
+
+
+def run_new_extension(settings: Settings, args: argparse.Namespace) -> int:
+    try:
+        ext_dir = write_skeleton(
+            settings.extensions_dir,
+            args.name,
+            tool=args.tool or not args.channel,
+            channel=args.channel,
+            isolated=args.isolated,
+        )
+        manifest = load_manifest(ext_dir)
+        request = GrantRequest.from_manifest(manifest, default_isolation=settings.isolation.default)
+        if request.needs_grant:
+            GrantStore(settings.data_dir).record(request)
+    except (ScaffoldError, OSError) as exc:
+        print(f"hearth new-extension: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {ext_dir}/ (manifest.yaml, main.py, tests/test_{args.name}.py)")
+    if request.needs_grant:
+        print(f"granted {args.name}: " + "; ".join(request.describe()))
+    print(f"next: make test  ·  .venv/bin/python main.py extensions  ·  edit {ext_dir / 'main.py'}")
+    return 0
+
+
+def write_skeleton(root: Path, ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> Path:
+    """Write the skeleton into ``root/ext_id``; ``ScaffoldError`` before anything
+    is written when the id or the place is wrong."""
+    if not EXTENSION_ID_RE.match(ext_id):
+        raise ScaffoldError(
+            f"{ext_id!r} is not a valid extension id: start with a letter, then letters, "
+            "digits, - or _ (at most 64 characters)"
+        )
+    if ext_id.lower() in RESERVED_IDS:
+        raise ScaffoldError(f"{ext_id!r} is reserved for the kernel; choose another name")
+    ext_dir = root / ext_id
+    if ext_dir.exists():
+        raise ScaffoldError(f"{ext_dir} already exists; choose another name or remove it")
+    files = _files(ext_id, tool=tool, channel=channel, isolated=isolated)
+    (ext_dir / "tests").mkdir(parents=True)
+    for name, text in files.items():
+        (ext_dir / name).write_text(text, encoding="utf-8")
+    return ext_dir
+
+
+def _files(ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> dict[str, str]:
+    words = ext_id.replace("-", "_").split("_")
+    names = {
+        "ext_id": ext_id,
+        "title": " ".join(w.capitalize() for w in words if w),
+        "class_name": "".join(w.capitalize() for w in words if w) + "Extension",
+        "tool_name": f"{'_'.join(w for w in words if w)[:57]}_hello",
+        "capabilities": " and ".join(
+            kind for kind, wanted in (("a tool", tool), ("a channel", channel)) if wanted
+        ),
+    }
+    extra = []
+    if tool:
+        extra.append("side_effects: false   # its tools change nothing outside Hearth")
+        extra.append("config:\n  greeting: Hello      # settings.yaml extensions.<id> overrides it")
+    if isolated:
+        extra.append("isolation: process    # its own plugin host (docs/isolation.md)")
+    if channel:
+        extra.append("permissions:\n  user_messages: true   # what users send is their message")
+    imports = []
+    if tool:
+        imports.append("from agents import FunctionTool, function_tool\n")
+    sdk = "BaseExtension, side_effects" if tool else "BaseExtension"
+    imports.append(f"from core.extensions.sdk import {sdk}\n")
+    code = CODE_HEAD.substitute(names, imports="\n".join(imports))
+    code += TOOL_METHODS.substitute(names) if tool else ""
+    code += CHANNEL_METHODS.substitute(names) if channel else ""
+    helpers = ["FakeContext", "load_extension", "running", *(["call_tool"] if tool else [])]
+    test = TEST_HEAD.substitute(names, helpers=", ".join(sorted(helpers)))
+    test += TOOL_TEST.substitute(names) if tool else ""
+    test += CHANNEL_TEST.substitute(names) if channel else ""
+    return {
+        "manifest.yaml": MANIFEST.substitute(names, extra="".join(e + "\n" for e in extra)),
+        "main.py": code,
+        f"tests/test_{ext_id}.py": test,
+    }

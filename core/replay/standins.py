@@ -1,0 +1,169 @@
+"""What answers in place of the model and of some tools during a replay.
+
+``ReplayedModel`` answers each model request of the turn being replayed with
+the next recorded response (``get_response`` and ``stream_response`` alike:
+a recorded stream is played back event by event; a recorded plain response
+is streamed as one ``response.completed`` event). ``RecordedTools`` gives a
+tool call its recorded result when the tool is side-effecting (what consent
+says, ADR 0021) or one of the kernel's own tools (clock, extension list,
+restart: they read the live system); every other tool runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from agents import FunctionTool, Tool
+from agents.agent_output import AgentOutputSchemaBase
+from agents.handoffs import Handoff
+from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.model_settings import ModelSettings
+from agents.models.interface import Model, ModelTracing
+from agents.usage import Usage
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseOutputItem,
+    ResponseStreamEvent,
+)
+from openai.types.responses.response_prompt_param import ResponsePromptParam
+from pydantic import TypeAdapter
+
+from core.replay.errors import ReplayError
+from core.replay.recording import MODEL_TOPIC, NOT_STOOD_IN, TOOL_TOPIC
+from core.replay.trace import RecordedTurn
+
+__all__ = ["RecordedTools", "ReplayState", "ReplayedModel"]
+
+_OUTPUT = TypeAdapter(ResponseOutputItem)
+_EVENT = TypeAdapter(ResponseStreamEvent)
+
+
+class ReplayState:
+    """The recorded turn being replayed and how far its records are used."""
+
+    def __init__(self) -> None:
+        self.turn: RecordedTurn | None = None
+        self._models: list[dict[str, Any]] = []
+        self._tools: list[dict[str, Any]] = []
+        self.stood_in: set[str] = set()  # call ids answered from the record
+
+    def begin(self, turn: RecordedTurn) -> None:
+        self.turn = turn
+        self._models = [f.payload for f in turn.frames if f.topic == MODEL_TOPIC]
+        self._tools = [f.payload for f in turn.frames if f.topic == TOOL_TOPIC]
+
+    def next_model(self) -> dict[str, Any]:
+        while self._models:
+            record = self._models.pop(0)
+            if record.get("inside") is None or record["inside"] not in self.stood_in:
+                return record
+        where = f"turn {self.turn.turn_id}" if self.turn else "no turn"
+        raise ReplayError(f"the model was asked more often than recorded ({where})")
+
+    def tool_result(self, name: str, call_id: str | None) -> Any:
+        """The recorded result of this call (by call id, else the next of that tool)."""
+        match = next((t for t in self._tools if call_id and t.get("call_id") == call_id), None)
+        if match is None:
+            match = next((t for t in self._tools if t.get("tool") == name), None)
+        if match is None:
+            return f"error: replay has no recorded result for tool {name}"
+        self._tools.remove(match)
+        if call_id:
+            self.stood_in.add(call_id)
+        result = match.get("result")
+        if isinstance(result, dict) and "$model" in result:
+            return result.get("value")
+        return result
+
+
+class RecordedTools:
+    """``ToolStandIn`` of a replay: recorded results for tools that must not run."""
+
+    def __init__(self, state: ReplayState, must_not_run: Callable[[FunctionTool], bool]) -> None:
+        self._state = state
+        self._must_not_run = must_not_run
+
+    async def result_for(self, tool: FunctionTool, call_id: str | None, raw: str) -> Any:
+        if not self._must_not_run(tool):
+            return NOT_STOOD_IN
+        return self._state.tool_result(tool.name, call_id)
+
+
+class ReplayedModel(Model):
+    """A ``Model`` answering from the recording of the turn being replayed."""
+
+    def __init__(self, state: ReplayState) -> None:
+        self._state = state
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> ModelResponse:
+        response = _answer(self._state.next_model())
+        output = [_OUTPUT.validate_python(item) for item in response.get("output", [])]
+        usage = response.get("usage") or {}
+        return ModelResponse(
+            output=output,
+            usage=Usage(
+                requests=1,
+                input_tokens=int(usage.get("input_tokens", 0)),
+                output_tokens=int(usage.get("output_tokens", 0)),
+                total_tokens=int(usage.get("total_tokens", 0)),
+            ),
+            response_id=response.get("response_id"),
+        )
+
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        response = _answer(self._state.next_model())
+        events = response.get("events")
+        if isinstance(events, list):
+            for event in events:
+                yield _EVENT.validate_python(event)
+            return
+        output = [_OUTPUT.validate_python(item) for item in response.get("output", [])]
+        done = Response.model_construct(
+            id=response.get("response_id") or "replayed",
+            object="response",
+            output=output,
+            usage=None,
+            status="completed",
+            created_at=0.0,
+            model="replayed",
+        )
+        yield ResponseCompletedEvent(type="response.completed", response=done, sequence_number=0)
+
+
+def _answer(record: dict[str, Any]) -> dict[str, Any]:
+    """The recorded response; a recorded failure is raised again, as it happened."""
+    if "error" in record:
+        raise ReplayError(f"recorded model failure: {record['error']}")
+    response = record.get("response")
+    if not isinstance(response, dict):
+        raise ReplayError(f"a replay.model record without a response: {json.dumps(record)[:200]}")
+    return response

@@ -1,0 +1,114 @@
+"""``main.py setup``: the wizard in a terminal, or one command line for scripts.
+
+``main.py setup --provider openai_compatible --base-url URL --model NAME``
+(SPEC §10) checks the provider offers the model, then writes the same keys
+the wizard would; nothing is written when the check fails. Logging is held
+at WARNING meanwhile: an HTTP client logging at INFO would print request
+URLs, and the Bot API's carry the token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from core.secrets import load_secrets
+from core.settings import DEFAULT_SETTINGS_FILE, Settings, SettingsError, load_settings
+from core.setup.extension_step import run_extension_setups
+from core.setup.plan import SetupPlan
+from core.setup.probes import ProbeError, list_models
+from core.setup.terminal import SetupCancelled, TerminalAsker
+from core.setup.wizard import run_wizard
+
+__all__ = ["add_setup_arguments", "run_setup_command"]
+
+
+def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--provider", choices=("openai", "openai_compatible"))
+    parser.add_argument("--base-url", metavar="URL", help="openai_compatible: the server's /v1")
+    parser.add_argument("--model", metavar="NAME", help="the model id to use by default")
+    parser.add_argument(
+        "--api-key-env", metavar="VAR", help="the environment variable (or .env name) of the key"
+    )
+
+
+def run_setup_command(settings: Settings, args: argparse.Namespace) -> int:
+    logging.getLogger().setLevel(logging.WARNING)
+    for name in ("httpx", "httpcore", "openai", "telegram"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    target = settings.settings_file or DEFAULT_SETTINGS_FILE
+    if args.provider:
+        return asyncio.run(_scripted(target, args))
+    if args.base_url or args.model or args.api_key_env:
+        print("hearth setup: --base-url, --model and --api-key-env go with --provider",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(
+            "hearth setup: the wizard asks questions in a terminal; for scripts use "
+            "main.py setup --provider openai|openai_compatible [--base-url URL] --model NAME",
+            file=sys.stderr,
+        )
+        return 2
+    return asyncio.run(_interactive(settings, target))
+
+
+async def _scripted(target: Path, args: argparse.Namespace) -> int:
+    if not args.model:
+        print("hearth setup: --provider needs --model NAME", file=sys.stderr)
+        return 2
+    if args.provider == "openai_compatible" and not args.base_url:
+        print("hearth setup: --provider openai_compatible needs --base-url URL", file=sys.stderr)
+        return 2
+    key_env = args.api_key_env or ("OPENAI_API_KEY" if args.provider == "openai" else None)
+    key = load_secrets().get(key_env, "") if key_env else ""
+    if args.provider == "openai" and not key:
+        print(f"hearth setup: {key_env} is not set (environment or .env)", file=sys.stderr)
+        return 1
+    base_url = args.base_url if args.provider == "openai_compatible" else None
+    try:
+        models = await list_models(base_url, key or "none")
+    except ProbeError as exc:
+        print(f"hearth setup: {exc}; nothing written", file=sys.stderr)
+        return 1
+    if args.model not in models:
+        offered = ", ".join(models[:20]) or "none"
+        print(f"hearth setup: model {args.model!r} is not offered (offered: {offered}); "
+              "nothing written", file=sys.stderr)  # fmt: skip
+        return 1
+    plan = SetupPlan()
+    plan.use_model(args.provider, args.model, base_url=base_url, api_key_env=args.api_key_env)
+    return _write(plan, target)
+
+
+async def _interactive(settings: Settings, target: Path) -> int:
+    ask = TerminalAsker()
+    try:
+        plan = await run_wizard(settings, ask)
+        if _write(plan, target):
+            return 1
+        try:
+            written = load_settings(target)
+        except SettingsError as exc:
+            print(f"hearth setup: {exc}", file=sys.stderr)
+            return 1
+        await run_extension_setups(written, ask)
+    except SetupCancelled:
+        print("\nSetup stopped.", flush=True)
+        return 130
+    print("Done. `make run` (or .venv/bin/python main.py) starts Hearth; "
+          "`main.py doctor` checks everything.")  # fmt: skip
+    return 0
+
+
+def _write(plan: SetupPlan, target: Path) -> int:
+    try:
+        for line in plan.write(target):
+            print(line, flush=True)
+    except (SettingsError, OSError, ValueError) as exc:
+        print(f"hearth setup: {exc}; nothing written to {target}", file=sys.stderr)
+        return 1
+    return 0

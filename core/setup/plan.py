@@ -1,0 +1,69 @@
+"""What a setup run will change, and writing it: settings keys and secrets.
+
+Settings go to the settings file (only the keys whose value changes;
+comments and everything else kept, ``settings_file.write_changes``);
+secrets go to ``.env`` (mode 0600, ``core.secrets.save_secrets``). The
+summary names keys and secret names, never a secret's value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.secrets import env_file_path, save_secrets
+from core.setup.settings_file import KeyPath, write_changes
+
+__all__ = [
+    "LOCAL_KEY_ENV",
+    "LOCAL_PROVIDER",
+    "OPENAI_KEY_ENV",
+    "SetupPlan",
+]
+
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+LOCAL_KEY_ENV = "LOCAL_MODEL_API_KEY"
+LOCAL_PROVIDER = "local"
+TELEGRAM_TOKEN = "TELEGRAM_BOT_TOKEN"
+
+
+@dataclass
+class SetupPlan:
+    """Settings keys and secrets to write, gathered from the answers."""
+
+    settings: dict[KeyPath, Any] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    def use_model(
+        self, provider: str, model: str, *, base_url: str | None, api_key_env: str | None
+    ) -> None:
+        """``models.default`` and its provider: ``openai`` (the key in ``api_key_env``)
+        or ``openai_compatible`` at ``base_url`` (provider ``local``)."""
+        name = "openai" if provider == "openai" else LOCAL_PROVIDER
+        base = ("models", "providers", name)
+        self.settings[(*base, "type")] = provider
+        if provider == "openai_compatible":
+            self.settings[(*base, "base_url")] = base_url
+        if api_key_env or provider == "openai":
+            self.settings[(*base, "api_key_env")] = api_key_env or OPENAI_KEY_ENV
+        self.settings[("models", "default")] = {"provider": name, "model": model}
+
+    def use_telegram(self, token: str | None, allowed: list[int]) -> None:
+        if token:
+            self.secrets[TELEGRAM_TOKEN] = token
+        self.settings[("extensions", "telegram_channel", "allowed_user_ids")] = allowed
+
+    def use_timezone(self, zone: str) -> None:
+        self.settings[("timezone",)] = zone
+
+    def write(self, settings_file: Path, env_file: Path | None = None) -> list[str]:
+        """Write what changed; one line per file for the user."""
+        lines: list[str] = []
+        changed = write_changes(settings_file, self.settings) if self.settings else []
+        if changed:
+            lines.append(f"{settings_file}: set {', '.join(changed)}")
+        if self.secrets:
+            path = save_secrets(self.secrets, env_file or env_file_path())
+            lines.append(f"{path} (mode 0600): set {', '.join(sorted(self.secrets))}")
+        return lines or ["nothing changed"]

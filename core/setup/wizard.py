@@ -1,0 +1,180 @@
+"""``main.py setup`` in a terminal: model, Telegram, timezone, then extensions.
+
+Every step shows what is configured now and keeps it on Enter, so the
+wizard can be run again to change one thing. Model and bot token are
+checked live before they are kept (``GET /models``, ``getMe``); the
+allow-list is filled from who writes ``/start`` to the bot meanwhile.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from core.extensions.sdk import UnknownTimezoneError, local_zone, resolve_zone
+from core.secrets import load_secrets
+from core.settings import Settings
+from core.setup.plan import LOCAL_KEY_ENV, LOCAL_PROVIDER, OPENAI_KEY_ENV, TELEGRAM_TOKEN, SetupPlan
+from core.setup.probes import ProbeError, TelegramProbe, TelegramSender, list_models
+from core.setup.terminal import TerminalAsker
+
+__all__ = ["run_wizard"]
+
+DEFAULT_LOCAL_URL = "http://127.0.0.1:11434/v1"
+PROVIDERS = (
+    "OpenAI (an API key)",
+    "a local OpenAI-compatible server (Ollama, llama.cpp, LM Studio)",
+    "keep the current model",
+)
+DISCOVERY_S = 60.0
+
+
+async def run_wizard(settings: Settings, ask: TerminalAsker) -> SetupPlan:
+    """Ask everything; the plan of what to write (nothing is written here)."""
+    plan = SetupPlan()
+    secrets = load_secrets()
+    ask.say("Hearth setup. Enter keeps what is shown in [brackets]; Ctrl-C stops, writing nothing.")
+    await _model_step(settings, secrets, ask, plan)
+    await _telegram_step(settings, secrets, ask, plan)
+    await _timezone_step(settings, ask, plan)
+    return plan
+
+
+# ---------------------------------------------------------------- model
+
+
+async def _model_step(
+    settings: Settings, secrets: dict[str, str], ask: TerminalAsker, plan: SetupPlan
+) -> None:
+    current = settings.models.default
+    now = f"{current.provider}/{current.model}" if current else "none"
+    ask.say(f"\n1. Model (now: {now})")
+    choice = await ask.choose("Which provider", PROVIDERS, PROVIDERS[2] if current else None)
+    if choice == PROVIDERS[2]:
+        return
+    if choice == PROVIDERS[0]:
+        key = await ask.secret("OpenAI API key (hidden; Enter keeps the one set now)")
+        key = key or secrets.get(OPENAI_KEY_ENV, "")
+        models = await _models_or_none(ask, None, key)
+        if models is None:
+            return
+        model = await _pick_model(ask, models, "gpt-5-mini")
+        if key and key != secrets.get(OPENAI_KEY_ENV):
+            plan.secrets[OPENAI_KEY_ENV] = key
+        plan.use_model("openai", model, base_url=None, api_key_env=OPENAI_KEY_ENV)
+        return
+    known = settings.models.providers.get(LOCAL_PROVIDER)
+    url_now = known.base_url if known and known.base_url else DEFAULT_LOCAL_URL
+    while True:
+        base_url = await ask.line("Server address (its OpenAI-compatible /v1)", url_now)
+        key = await ask.secret("API key, if the server wants one (hidden; Enter: none)")
+        models = await _models_or_none(ask, base_url, key or "none")
+        if models is not None:
+            break
+        if not await ask.confirm("Try another address", True):
+            return
+    model = await _pick_model(ask, models, current.model if current else None)
+    if key:
+        plan.secrets[LOCAL_KEY_ENV] = key
+    env = LOCAL_KEY_ENV if key else None
+    plan.use_model("openai_compatible", model, base_url=base_url, api_key_env=env)
+
+
+async def _models_or_none(ask: TerminalAsker, base_url: str | None, key: str) -> list[str] | None:
+    try:
+        models = await list_models(base_url, key)
+    except ProbeError as exc:
+        ask.say(f"Could not list the models: {exc}")
+        return None
+    if not models:
+        ask.say("The server answered but offers no models (pull or load one first).")
+        return None
+    ask.say(f"Reachable: {len(models)} model(s).")
+    return models
+
+
+async def _pick_model(ask: TerminalAsker, models: list[str], preferred: str | None) -> str:
+    default = preferred if preferred in models else models[0]
+    return await ask.choose("Which model", models, default)
+
+
+# ---------------------------------------------------------------- Telegram
+
+
+async def _telegram_step(
+    settings: Settings, secrets: dict[str, str], ask: TerminalAsker, plan: SetupPlan
+) -> None:
+    config: dict[str, Any] = settings.extensions.get("telegram_channel", {})
+    token_now = secrets.get(TELEGRAM_TOKEN)
+    ask.say(f"\n2. Telegram (now: {'a bot token is set' if token_now else 'not set up'})")
+    if not await ask.confirm("Set up (or check) a Telegram bot", not token_now):
+        return
+    while True:
+        token = await ask.secret("Bot token from @BotFather (hidden; Enter keeps the one set now)")
+        token = token or token_now or ""
+        if not token:
+            ask.say("No token: Telegram stays off.")
+            return
+        async with TelegramProbe(token, config.get("api_base_url")) as probe:
+            try:
+                bot = await probe.bot_username()
+            except ProbeError as exc:
+                ask.say(str(exc))
+                if await ask.confirm("Try another token", True):
+                    continue
+                return
+            ask.say(f"Token works: the bot is @{bot}.")
+            allowed = [int(i) for i in config.get("allowed_user_ids") or []]
+            allowed += await _discover(ask, probe, bot, allowed)
+        plan.use_telegram(token if token != token_now else None, allowed)
+        return
+
+
+async def _discover(
+    ask: TerminalAsker, probe: TelegramProbe, bot: str, allowed: list[int]
+) -> list[int]:
+    """Who writes to the bot in the next minute, each offered for the allow-list."""
+    if allowed:
+        ask.say(f"Allowed users now: {', '.join(map(str, allowed))}.")
+    if not await ask.confirm("Add someone to the allow-list", not allowed):
+        return []
+    ask.say(f"Send /start to @{bot} now from the account to allow (waiting {DISCOVERY_S:g} s)…")
+    deadline = time.monotonic() + DISCOVERY_S
+    senders: list[TelegramSender] = []
+    try:
+        while not senders and time.monotonic() < deadline:
+            wait = min(10.0, max(deadline - time.monotonic(), 0.0))
+            senders = [s for s in await probe.senders(wait) if s.user_id not in allowed]
+        await probe.acknowledge()
+    except ProbeError as exc:
+        ask.say(str(exc))
+        return []
+    if not senders:
+        ask.say("Nobody wrote. Run setup again, or add ids under "
+                "extensions.telegram_channel.allowed_user_ids.")  # fmt: skip
+        return []
+    added = []
+    for sender in senders:
+        if await ask.confirm(f"{sender.describe()} wrote. Allow them", True):
+            added.append(sender.user_id)
+    return added
+
+
+# ---------------------------------------------------------------- timezone
+
+
+async def _timezone_step(settings: Settings, ask: TerminalAsker, plan: SetupPlan) -> None:
+    key = getattr(local_zone(), "key", None)
+    detected = key if key and key != "localtime" else "local"
+    default = settings.timezone if settings.timezone != "local" else detected
+    ask.say(f"\n3. Timezone (now: {settings.timezone}; this machine: {detected})")
+    while True:
+        zone = await ask.line("Timezone for reminders (IANA name, e.g. Europe/Berlin)", default)
+        try:
+            resolve_zone(zone)
+        except UnknownTimezoneError as exc:
+            ask.say(str(exc))
+            continue
+        if zone != settings.timezone:
+            plan.use_timezone(zone)
+        return

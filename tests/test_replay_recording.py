@@ -1,0 +1,80 @@
+"""Recording for replay (ADR 0033): secrets never reach the journal, a large
+payload is stored once and referenced, a payload too large for one event is
+marked rather than lost silently, nothing is recorded outside a turn or with
+``replay.record: false``, and extensions cannot forge records."""
+
+from __future__ import annotations
+
+from agents import ModelSettings
+from agents.models.interface import ModelTracing
+from agents.testing import ScriptedModel, assistant_message
+
+from core.extensions.contract import TurnContext
+from core.extensions.state_scope import serving
+from core.extensions.topic_rules import KERNEL_ONLY
+from core.logging_setup import REDACTOR
+from core.replay.payloads import BLOB_TOPIC, PayloadStore
+from core.replay.recording import MODEL_TOPIC, TURN_TOPIC, ReplayRecorder
+from hooks_kit import FrameLog
+
+SECRET = "replay-test-secret-9f3c2a"  # the redactor is process-wide: a word no other test uses
+TURN = TurnContext(channel_id="capture", user_id="u1", session_id="capture:u1", turn_id="7@1.0")
+
+
+async def ask(model, text: str):
+    return await model.get_response(
+        "be brief", [{"role": "user", "content": text}], ModelSettings(), [], None, [],
+        ModelTracing.DISABLED,
+        previous_response_id=None, conversation_id=None, prompt=None,
+    )  # fmt: skip
+
+
+async def test_secrets_are_redacted_before_they_are_journaled():
+    REDACTOR.add([SECRET])
+    log = FrameLog()
+    recorder = ReplayRecorder(log)
+    model = recorder.wrap_model(ScriptedModel([[assistant_message(f"the key is {SECRET}")]]))
+    with serving(TURN):
+        await recorder.turn_started(TURN, f"remember {SECRET}")
+        await ask(model, f"my key is {SECRET}")
+    journaled = repr(log.published)
+    assert SECRET not in journaled
+    assert journaled.count("***") >= 3
+    assert [topic for topic, _ in log.frames] == [TURN_TOPIC, MODEL_TOPIC]
+
+
+async def test_a_large_payload_is_stored_once_and_referenced():
+    log = FrameLog()
+    store = PayloadStore(log)
+    history_item = {"role": "user", "content": "x" * 5000}
+    first = await store.ref(history_item)
+    again = await store.refs(history_item, history_item)
+    assert first == again[0] == again[1] == {"$blob": first["$blob"]}
+    blobs = [payload for topic, payload in log.frames if topic == BLOB_TOPIC]
+    assert len(blobs) == 1 and blobs[0]["sha256"] == first["$blob"]
+    assert await store.ref("short") == "short"  # small values stay inline
+
+
+async def test_a_payload_too_large_to_journal_is_marked():
+    log = FrameLog()
+    store = PayloadStore(log, max_bytes=4096)  # events.max_payload_bytes
+    ref = await store.ref("y" * 10_000)
+    assert ref["$missing"] and ref["chars"] > 10_000
+    assert log.frames == []
+
+
+async def test_nothing_recorded_outside_a_turn_or_when_off():
+    log = FrameLog()
+    recorder = ReplayRecorder(log)
+    model = recorder.wrap_model(ScriptedModel([[assistant_message("hi")]]))
+    await ask(model, "stateless run")  # no conversation turn
+    off = ReplayRecorder(log, enabled=False)
+    inner = ScriptedModel([[assistant_message("hi")]])
+    assert off.wrap_model(inner) is inner
+    with serving(TURN):
+        await off.turn_started(TURN, "hello")
+    assert log.frames == []
+
+
+def test_extensions_cannot_publish_replay_records():
+    assert "replay." in KERNEL_ONLY
