@@ -1,8 +1,8 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
-(extension state, ADR 0022), ``dev`` (hot reload, ADR 0032) and ``storage``
-(SQLite or PostgreSQL, ADR 0034); ``kernel`` and ``scheduling`` are in
-``core.settings_scale``.
+(extension state, ADR 0022) and ``dev`` (hot reload, ADR 0032); ``storage``
+(ADR 0034) lives in ``core.storage_settings`` and is re-exported here; ``kernel``
+and ``scheduling`` are in ``core.settings_scale``.
 
 ``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``, ``dev``
 and (through ``ScaleOutSections``) ``storage``.
@@ -10,9 +10,9 @@ and (through ``ScaleOutSections``) ``storage``.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from core.storage_settings import StorageSettings  # its home; here for older imports
 
 __all__ = [
     "DevSettings",
@@ -100,29 +100,3 @@ class DevSettings(_Section):
     watch: bool = False  # watch every extension directory; off by default
     watch_debounce_ms: int = Field(default=400, ge=10)  # quiet time before a reload
     reload_drain_s: float = Field(default=30.0, gt=0)  # in-flight calls get this long
-
-
-class StorageSettings(_Section):
-    """Where durable state lives (ADR 0034): embedded SQLite files under the data
-    directory, or one PostgreSQL database that several kernel processes share."""
-
-    backend: Literal["sqlite", "postgres"] = "sqlite"
-    # libpq URI or key=value string; env HEARTH__STORAGE__POSTGRES_DSN
-    postgres_dsn: str | None = None
-    pool_min_size: int = Field(default=1, ge=0)
-    pool_max_size: int = Field(default=10, ge=1)
-    # a process whose heartbeat is older keeps nothing: its in-flight deliveries are taken back
-    process_lease_s: float = Field(default=15.0, gt=0)
-
-    @model_validator(mode="after")
-    def _dsn_for_postgres(self) -> StorageSettings:
-        if self.backend == "postgres" and not self.postgres_dsn:
-            raise ValueError(
-                "postgres_dsn: backend is postgres but no DSN is set "
-                "(e.g. postgresql://hearth@127.0.0.1:5432/hearth, or HEARTH__STORAGE__POSTGRES_DSN)"
-            )
-        if self.pool_min_size > self.pool_max_size:
-            raise ValueError(
-                f"pool_min_size {self.pool_min_size} is above pool_max_size {self.pool_max_size}"
-            )
-        return self

@@ -60,7 +60,9 @@ class Kernel:
             self._log.close()
 
 
-def test_extensions_reload_reaches_the_running_kernel(settings_file, ext_root, make_ext, tmp_path):
+def test_extensions_reload_reaches_the_running_kernel(
+    settings_file, ext_root, make_ext, tmp_path, storage_backend
+):
     with FakeOpenAIServer() as model:
         model.script(ToolCall("greet"), "first", ToolCall("greet"), "second")
         shutil.copytree(CLI_EXT, ext_root / "cli_channel")
@@ -77,6 +79,7 @@ def test_extensions_reload_reaches_the_running_kernel(settings_file, ext_root, m
                 },
             },
             events={"poll_interval_s": 0.2},
+            storage=storage_backend,
         )
         kernel = Kernel(path, tmp_path / "kernel.log")
         try:

@@ -24,7 +24,7 @@ from bus_helpers import Recorder, eventually, wait_for
 from core.events import EventBus, JournalError
 from core.events.pg_journal import PostgresJournal
 from core.settings import EventsSettings
-from core.settings_sections import StorageSettings
+from core.storage_settings import StorageSettings
 
 CHILD = Path(__file__).with_name("bus_crash_child.py")
 MAIN = Path(__file__).resolve().parent.parent / "main.py"
@@ -183,9 +183,9 @@ async def test_notify_wakes_an_idle_process_without_polling(postgres_dsn: str) -
     finally:
         await publisher.stop()
         await listener.stop()
-    # polling is once a minute here: only NOTIFY can explain these
-    assert statistics.median(latencies) < 0.1, latencies
-    assert max(latencies) < 0.5, latencies
+    # polling is once a minute here: only NOTIFY can explain these (bounds for a loaded machine)
+    assert statistics.median(latencies) < 0.2, latencies
+    assert max(latencies) < 1.0, latencies
 
 
 def test_storage_backend_postgres_gives_the_bus_a_postgres_journal() -> None:

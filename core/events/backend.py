@@ -16,7 +16,7 @@ from core.events.sqlite_journal import SQLiteJournal
 
 if TYPE_CHECKING:
     from core.settings import EventsSettings
-    from core.settings_sections import StorageSettings
+    from core.storage_settings import StorageSettings
 
 __all__ = ["journal_for"]
 

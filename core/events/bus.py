@@ -26,7 +26,7 @@ from core.events.writer import GroupCommitWriter
 
 if TYPE_CHECKING:
     from core.settings import EventsSettings
-    from core.settings_sections import StorageSettings
+    from core.storage_settings import StorageSettings
 
 __all__ = ["EventBus"]
 

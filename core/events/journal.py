@@ -107,7 +107,8 @@ class ClaimResult:
 class WriteBatch:
     """Everything one transaction applies, in this order: fan-out of events written
     by other processes to ``active`` subscribers, ``registrations``, ``events``,
-    ``outcomes``, ``claims``."""
+    ``outcomes``, ``claims``. (The PostgreSQL journal creates every subscriber's
+    deliveries when an event is published, so it has no use for ``active``.)"""
 
     now: float
     active: dict[str, str] = field(default_factory=dict)  # subscriber id -> pattern
