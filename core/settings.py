@@ -171,12 +171,14 @@ class TurnsSettings(_Section):
     send_timeout_s: float = Field(default=30.0, gt=0)
     # turns (of different conversations) run at once; more messages wait in the journal
     concurrency: int = Field(default=32, ge=1, le=1024)
-    # The stored history's budget (ADR 0020): over either limit, the oldest whole turns
-    # are summarised into one item before the next turn reads them. Tokens: characters
-    # of the items' JSON / 4 (no tokenizer: cheap, and the same for every model).
+    # The stored history's budget (ADR 0020): when a conversation's stored items
+    # exceed either limit, the oldest whole turns are summarised into one item
+    # before the next turn reads them. Tokens are estimated as the characters of
+    # the items' JSON divided by 4 (no tokenizer: cheap, and the same for every model).
     history_max_items: int | None = Field(default=200, gt=0)
     history_max_tokens: int | None = Field(default=None, gt=0)
-    # after a compaction the kept (newest) items use at most this share of each budget
+    # after a compaction the kept (newest, unsummarised) items use at most this
+    # share of each budget, so a compaction is needed again only after a while
     compaction_keep_fraction: float = Field(default=0.5, gt=0, lt=1)
     compaction_timeout_s: float = Field(default=30.0, gt=0)  # the summary's model call
     # a conversation quiet for longer starts a fresh session at its next message
