@@ -15,6 +15,12 @@ import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.extensions.contract_data import StoreLocation
+
+if TYPE_CHECKING:
+    from core.settings import Settings
 
 __all__ = [
     "EXTENSIONS_SUBDIR",
@@ -22,6 +28,7 @@ __all__ = [
     "RESERVED_IDS",
     "SymlinkRefusedError",
     "extension_data_dir",
+    "extension_storage",
     "migrate_extension_data",
     "open_nofollow",
     "refuse_symlinks",
@@ -74,6 +81,17 @@ class SymlinkRefusedError(OSError):
 def extension_data_dir(data_root: Path, ext_id: str) -> Path:
     """``<paths.data>/extensions/<id>`` (not created here)."""
     return data_root / EXTENSIONS_SUBDIR / ext_id
+
+
+def extension_storage(settings: Settings, ext_id: str) -> StoreLocation:
+    """Where an in-process extension's databases go (``context.storage``, ADR 0035): its
+    data dir (created), or the kernel's PostgreSQL with ``storage.backend: postgres``."""
+    data_dir = extension_data_dir(settings.data_dir, ext_id)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    storage = settings.storage
+    if storage.backend == "postgres":
+        return StoreLocation(data_dir, "postgres", storage.postgres_dsn, ext_id)
+    return StoreLocation(data_dir, extension_id=ext_id)
 
 
 def open_nofollow(path: Path, flags: int, mode: int = 0o644, *, below: Path | None = None) -> int:

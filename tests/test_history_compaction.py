@@ -37,7 +37,7 @@ from core.kernel.hooks import FrameRecorder, HookCaller, HookEntry, HookRegistry
 from core.kernel.ledger import ConversationSession, LedgerSession, StoredItem, StoredReply
 from core.kernel.session_storage import session_storage_for
 from core.settings import ModelsSettings, Settings, TurnsSettings
-from core.settings_sections import StorageSettings
+from core.storage_settings import StorageSettings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
 from hooks_kit import FrameLog
 

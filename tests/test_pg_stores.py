@@ -34,8 +34,8 @@ from core.kernel.postprocess.activations import ActivationStore
 from core.kernel.postprocess.activations_pg import PostgresActivationRows
 from core.kernel.session_storage import PostgresSessionStorage
 from core.scheduling.state import FireState
-from core.settings_sections import StorageSettings
 from core.storage import pool_for, release_pool
+from core.storage_settings import StorageSettings
 from fake_openai import FakeOpenAIServer
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from scheduler_helpers import install_scheduler, replied

@@ -14,7 +14,7 @@ import pytest
 
 from core.events import EventBus, SQLiteJournal
 from core.extensions.sdk import PostgresTarget
-from core.settings_sections import StorageSettings
+from core.storage_settings import StorageSettings
 from harness import wait_for
 from sandbox.extensions.scheduler.firing import FireLoop, plan_fire
 from sandbox.extensions.scheduler.model import ScheduleError, Timing

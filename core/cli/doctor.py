@@ -100,7 +100,11 @@ async def _check_storage(settings: Settings) -> int:
     if storage.backend == "sqlite":
         print(f"{OK} storage: sqlite files under {settings.data_dir}")
         return 0
-    import core.events.pg_schema  # noqa: F401  (registers the journal's migrations)
+    # importing registers their migrations: the journal's and the stores' (ADR 0035)
+    import core.events.pg_schema
+    import core.kernel.session_schema
+    import core.scheduling.state
+    import core.state.table_pg  # noqa: F401
     from core.storage import StorageError, open_pool, redact_dsn, schema_status
 
     where = redact_dsn(storage.postgres_dsn or "")

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.datadir import extension_data_dir
+from core.datadir import extension_data_dir, extension_storage
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
@@ -38,11 +38,7 @@ from core.extensions.contract import (
     Leadership,
     StoreLocation,
 )
-from core.extensions.errors import (
-    NotAvailableError,
-    PermissionDeniedError,
-    SecretNotDeclaredError,
-)
+from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.handlers import logged_handler, when_wired
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
@@ -118,12 +114,7 @@ class KernelContext(ContextStateCalls):
 
     @property
     def storage(self) -> StoreLocation:
-        """The kernel's PostgreSQL database with ``storage.backend: postgres`` (ADR 0035),
-        else SQLite files in ``data_dir``."""
-        storage = self._services.settings.storage
-        if storage.backend == "postgres":
-            return StoreLocation(self.data_dir, "postgres", storage.postgres_dsn, self.extension_id)
-        return StoreLocation(self.data_dir, extension_id=self.extension_id)
+        return extension_storage(self._services.settings, self.extension_id)
 
     @property
     def extension_dir(self) -> Path:

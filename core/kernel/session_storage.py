@@ -23,7 +23,7 @@ from core.kernel.session_schema import SESSIONS_COMPONENT  # registers its migra
 
 if TYPE_CHECKING:
     from core.settings import Settings
-    from core.settings_sections import StorageSettings
+    from core.storage_settings import StorageSettings
 
 __all__ = [
     "LEDGER_RETENTION_S",

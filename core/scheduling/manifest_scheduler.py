@@ -37,7 +37,7 @@ from core.extensions.sdk import (
     utc_now,
 )
 from core.scheduling.state import FireState
-from core.settings_sections import StorageSettings
+from core.storage_settings import StorageSettings
 
 __all__ = [
     "SCHEDULE_FIRE_TOPIC",

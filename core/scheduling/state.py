@@ -17,7 +17,7 @@ from core.extensions.sdk import SQLiteStore
 from core.storage import register_migrations
 
 if TYPE_CHECKING:
-    from core.settings_sections import StorageSettings
+    from core.storage_settings import StorageSettings
 
 __all__ = ["SCHEDULES_COMPONENT", "FireState"]
 

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.extensions.state_scope import check_key, encode_value
-from core.settings_sections import StateSettings, StorageSettings
+from core.settings_sections import StateSettings
 from core.state.rows import StateRows, ThreadedStateTable
 from core.state.table import EXTENSION_SCOPE, PER_EXTENSION, PER_SESSION, Limits, Written
 from core.state.table_pg import PostgresStateTable
+from core.storage_settings import StorageSettings
 
 if TYPE_CHECKING:
     from core.settings import Settings

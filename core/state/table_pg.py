@@ -31,7 +31,7 @@ from core.state.table import (
 from core.storage import register_migrations
 
 if TYPE_CHECKING:
-    from core.settings_sections import StorageSettings
+    from core.storage_settings import StorageSettings
 
 __all__ = ["STATE_COMPONENT", "PostgresStateTable"]
 

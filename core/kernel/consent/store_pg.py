@@ -27,7 +27,7 @@ from core.kernel.consent.store import (
 from core.kernel.consent.wording import new_request_id
 
 if TYPE_CHECKING:
-    from core.settings_sections import StorageSettings
+    from core.storage_settings import StorageSettings
 
 __all__ = ["PostgresApprovals"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from core.kernel.postprocess.activations import Activation
 
 if TYPE_CHECKING:
-    from core.settings_sections import StorageSettings
+    from core.storage_settings import StorageSettings
 
 __all__ = ["PostgresActivationRows"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from core.kernel.postprocess.records import StoredResult, latest_query, stored_results
 
 if TYPE_CHECKING:
-    from core.settings_sections import StorageSettings
+    from core.storage_settings import StorageSettings
 
 __all__ = ["PostgresPostRecords"]
 

@@ -44,7 +44,7 @@ from core.kernel.postprocess.records_pg import PostgresPostRecords
 from core.kernel.postprocess.render import followup_text
 from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
 from core.settings import PostProcessSettings
-from core.settings_sections import StorageSettings
+from core.storage_settings import StorageSettings
 
 __all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
 
