@@ -28,8 +28,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from core.consent_settings import PolicySettings
 from core.replay_settings import ReplaySettings
+from core.settings_scale import ScaleOutSections
 from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
-from core.storage_settings import StorageSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
@@ -296,8 +296,8 @@ class HooksSettings(_Section):
         return self
 
 
-class Settings(BaseSettings):
-    """The whole of ``settings.yaml``."""
+class Settings(ScaleOutSections, BaseSettings):
+    """The whole of ``settings.yaml`` (``storage``, ``kernel``, ``scheduling``: the base)."""
 
     model_config = SettingsConfigDict(
         extra="forbid",
@@ -327,7 +327,6 @@ class Settings(BaseSettings):
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
     dev: DevSettings = Field(default_factory=DevSettings)
-    storage: StorageSettings = Field(default_factory=StorageSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

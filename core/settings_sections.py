@@ -1,10 +1,11 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
 (extension state, ADR 0022) and ``dev`` (hot reload, ADR 0032); ``storage``
-(ADR 0034) lives in ``core.storage_settings`` and is re-exported here.
+(ADR 0034) lives in ``core.storage_settings`` and is re-exported here; ``kernel``
+and ``scheduling`` are in ``core.settings_scale``.
 
 ``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``, ``dev``
-and ``storage``.
+and (through ``ScaleOutSections``) ``storage``.
 """
 
 from __future__ import annotations

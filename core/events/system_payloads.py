@@ -133,6 +133,8 @@ class UserMessage(SystemPayload):
     message_id: str | None = None
     # who typed it when ``user_id`` addresses a group (left out of the JSON while unset)
     sender_id: str | None = field(default=None, metadata={_OMIT_IF_NONE: True})
+    # the kernel process (node) whose channel received it, with several processes (ADR 0036)
+    origin: str | None = field(default=None, metadata={_OMIT_IF_NONE: True})
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,12 +29,13 @@ from core.events.system_payloads import (
     UserNotify,
 )
 from core.events.topics import SystemTopics, pattern_within, topic_matches
+from core.extensions.context_state import ContextStateCalls
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
     AgentResponse,
     EventHandler,
-    StateScope,
+    Leadership,
     StoreLocation,
 )
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
@@ -43,14 +44,15 @@ from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
 from core.extensions.services import KernelOperations, KernelServices
 from core.extensions.shared_services import ExtensionServices
-from core.extensions.state_scope import current_turn, state_session
+from core.extensions.state_scope import current_turn
 from core.extensions.status_data import KernelStatus
 from core.extensions.topic_rules import GUARDED_TOPICS, KERNEL_ONLY
 from core.logging_setup import guard_extension_logger
 
 
-class KernelContext:
-    """The kernel's implementation of ``contract.ExtensionContext``."""
+class KernelContext(ContextStateCalls):
+    """The kernel's implementation of ``contract.ExtensionContext`` (state calls:
+    ``ContextStateCalls``)."""
 
     def __init__(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> None:
         self.extension_id = manifest.id
@@ -226,6 +228,7 @@ class KernelContext:
             channel_id=channel_id or self.extension_id,
             message_id=message_id,
             sender_id=sender_id,
+            origin=self._services.node,
         ).to_payload()
         return await self._publish(SystemTopics.USER_MESSAGE, payload, None, idempotency_key)
 
@@ -333,22 +336,6 @@ class KernelContext:
         response: AgentResponse = await agent.invoke(task, context)
         return response
 
-    # ------------------------------------------------------------ state (SPEC §9)
-
-    async def get_state(
-        self, key: str, default: Any = None, *, scope: StateScope = "session"
-    ) -> Any:
-        return await self._services.state.get(self.extension_id, state_session(scope), key, default)
-
-    async def set_state(self, key: str, value: Any, *, scope: StateScope = "session") -> None:
-        await self._services.state.set(self.extension_id, state_session(scope), key, value)
-
-    async def delete_state(self, key: str, *, scope: StateScope = "session") -> None:
-        await self._services.state.delete(self.extension_id, state_session(scope), key)
-
-    async def clear_state(self, *, scope: StateScope = "session") -> None:
-        await self._services.state.clear(self.extension_id, state_session(scope))
-
     # ------------------------------------------------------------ system
 
     async def list_commands(self) -> list[tuple[str, str]]:
@@ -361,6 +348,9 @@ class KernelContext:
     async def requeue_dead_letter(self, event_id: int) -> int:
         self._require(self.permissions.control, "control", "requeue a dead letter")
         return await self._operations().requeue(event_id)
+
+    async def leadership(self) -> Leadership:
+        return self._services.leadership()
 
     def _operations(self) -> KernelOperations:
         if self._services.operations is None:

@@ -13,6 +13,7 @@ from core.extensions.contract_data import (
     AgentDescriptor,
     AgentInvocationContext,
     AgentResponse,
+    Leadership,
     StateScope,
     StoreLocation,
 )
@@ -147,6 +148,11 @@ class ExtensionContext(Protocol):
     async def requeue_dead_letter(self, event_id: int) -> int:
         """Put the dead deliveries of ``event_id`` back on the bus; how many (needs
         ``permissions.control``)."""
+        ...
+
+    async def leadership(self) -> Leadership:
+        """Whether this kernel process is the one that fires schedules now: only the
+        leader may (several processes on PostgreSQL, ADR 0036); always with SQLite."""
         ...
 
     async def list_post_processors(

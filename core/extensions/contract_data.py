@@ -22,6 +22,7 @@ __all__ = [
     "CommandHandler",
     "CompactionPlan",
     "GuardrailTrip",
+    "Leadership",
     "ModelRoute",
     "RequestOption",
     "ShortCircuit",
@@ -249,3 +250,16 @@ class StoreLocation:
     backend: Literal["sqlite", "postgres"] = "sqlite"
     postgres_dsn: str | None = None
     extension_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Leadership:
+    """Whether this kernel process fires schedules now (``context.leadership()``, ADR 0036).
+
+    With one process (SQLite) it always leads and ``recheck_s`` is ``None``. With
+    several on PostgreSQL one holds the lease; every scheduler looks again at
+    least every ``recheck_s`` seconds, to take over from a dead leader and to see
+    schedules another process added."""
+
+    leader: bool
+    recheck_s: float | None = None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.extensions.agent_gateway import AgentGateway
+from core.extensions.contract_data import Leadership
 from core.extensions.shared_services import ServiceRegistry
 from core.extensions.status_data import KernelStatus
 from core.extensions.ui_gateway import UiGateway
@@ -57,3 +58,7 @@ class KernelServices:
     operations: KernelOperations | None = None
     # reload one extension from its files (ADR 0032): (reloaded, sentence for the user)
     reload_extension: Callable[[str], Awaitable[tuple[bool, str]]] | None = None
+    # this process's name among several on one PostgreSQL (None: the only one, ADR 0036)
+    node: str | None = None
+    # whether this process fires schedules now (ADR 0036); one process always does
+    leadership: Callable[[], Leadership] = field(default=lambda: Leadership(True))

@@ -16,6 +16,11 @@ re-sent after a restart or a retry, goes through ``send_to_user``. A
 recorded follow-up (post-processor output, ADR 0023) is sent right after
 the answer with ``send_to_user``; when only it failed, only it is retried
 (its own ``system.reply``, key ``reply:<id>:followup``).
+
+With several kernel processes (ADR 0036) the retry topic is bound to the
+node that owns the channel: a reply to a message another node journaled is
+not tried here at all but journaled on that node's ``system.reply.<node>``,
+which only its ``kernel.reply.<node>`` subscriber sends.
 """
 
 from __future__ import annotations
@@ -27,15 +32,17 @@ from typing import Any
 
 from core.events import EventBus
 from core.events.models import Event
+from core.events.system_payloads import UserNotify
 from core.events.topics import SystemTopics
 from core.extensions.lifecycle import describe_exception
 from core.kernel.ledger import StoredReply
+from core.kernel.placement import Placement
 
 __all__ = ["REPLY_SUBSCRIBER", "OpenStream", "ReplyOutbox", "reply_key"]
 
 log = logging.getLogger("core.kernel.outbox")
 
-REPLY_SUBSCRIBER = "kernel.reply"
+REPLY_SUBSCRIBER = "kernel.reply"  # with one process; kernel.reply.<node> with several
 RETRY_CONCURRENCY = 8
 
 
@@ -57,18 +64,29 @@ class ReplyOutbox:
     """Sends recorded replies; journals the ones whose send failed and retries them."""
 
     def __init__(
-        self, bus: EventBus, channel_for: Callable[[str], Any], *, send_timeout_s: float
+        self,
+        bus: EventBus,
+        channel_for: Callable[[str], Any],
+        *,
+        send_timeout_s: float,
+        placement: Placement | None = None,
     ) -> None:
         self._bus = bus
         self._channel_for = channel_for
         self._send_timeout_s = send_timeout_s
+        self.placement = placement or Placement()
+
+    def is_remote(self, origin: str | None) -> bool:
+        """Whether a message from node ``origin`` is answered by another process."""
+        return self.placement.shared and origin is not None and origin != self.placement.node
 
     def subscribe(self) -> None:
         """Subscribe the retry handler (before the bus starts, like every kernel handler)."""
+        topic, subscriber = self.placement.reply_subscription
         self._bus.subscribe(
-            SystemTopics.REPLY,
+            topic,
             self._resend,
-            REPLY_SUBSCRIBER,
+            subscriber,
             concurrency=RETRY_CONCURRENCY,
             timeout=self._send_timeout_s,
         )
@@ -96,11 +114,23 @@ class ReplyOutbox:
             log.warning("stream for %s did not end (%s)", stream.user_id, describe_exception(exc))
 
     async def deliver(
-        self, message_id: int, reply: StoredReply, stream: OpenStream | None = None
+        self,
+        message_id: int,
+        reply: StoredReply,
+        stream: OpenStream | None = None,
+        origin: str | None = None,
     ) -> None:
         """First attempt now; on failure journal what was not sent for the retrying
-        subscriber. An empty reply (a message that answered a question) is not sent."""
+        subscriber. An empty reply (a message that answered a question) is not sent.
+        A message journaled by another node (``origin``) is answered through it."""
         if not reply.text and not reply.followup and stream is None:
+            return
+        if self.is_remote(origin):
+            where = (message_id, reply.channel_id, reply.user_id)
+            await self._journal(*where, reply.text, reply.followup, origin=origin)
+            return
+        if self.placement.shared and self._channel_for(reply.channel_id) is None:
+            await self._hand_to_channel_owner(message_id, reply)
             return
         answered = False
         try:
@@ -135,8 +165,10 @@ class ReplyOutbox:
         followup: str | None = None,
         *,
         part: str = "",
+        origin: str | None = None,
     ) -> None:
-        """Journal a ``system.reply`` for the retrying subscriber (once per part)."""
+        """Journal a ``system.reply`` for the retrying subscriber (once per part), on
+        the topic of the node that sends it (``origin``; default this one)."""
         payload: dict[str, Any] = {
             "message_id": message_id,
             "channel_id": channel_id,
@@ -145,9 +177,24 @@ class ReplyOutbox:
         }
         if followup:
             payload["followup"] = followup
+        topic = self.placement.reply_topic(origin or self.placement.node)
         await self._bus.publish(
-            SystemTopics.REPLY, "kernel", payload, idempotency_key=reply_key(message_id, part)
+            topic, "kernel", payload, idempotency_key=reply_key(message_id, part)
         )
+
+    async def _hand_to_channel_owner(self, message_id: int, reply: StoredReply) -> None:
+        """A reply whose message names no node (a turn resumed after an approval) for
+        a channel another process runs: as a notification for that user, which
+        every channels process sees and the one running the channel sends."""
+        for part, text in (("", reply.text), ("followup", reply.followup)):
+            if text:
+                notice = UserNotify(text=text, channel_id=reply.channel_id, user_id=reply.user_id)
+                await self._bus.publish(
+                    SystemTopics.USER_NOTIFY,
+                    "kernel",
+                    notice.to_payload(),
+                    idempotency_key=f"{reply_key(message_id, part)}:notify",
+                )
 
     async def _resend(self, event: Event) -> None:
         payload = event.payload

@@ -22,6 +22,12 @@ A turn that waits for the user's approval (ADR 0021) is handed to the
 its questions are answered (``system.turn.resume``), and recorded and
 delivered then. While questions are open, the conversation's next message
 is first offered to the flow: the answer, or a new subject that denies them.
+
+With several kernel processes (ADR 0036, ``Placement``) a ``channels``
+process subscribes only the reply and notification senders, a ``workers``
+process only the turn handlers; a turn also holds its conversation's lock
+across processes, and its reply goes back to the node whose channel got the
+message (``ReplyOutbox``).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from core.events import EventBus
@@ -39,7 +46,6 @@ from core.events.system_payloads import (
     TurnCancel,
     TurnResume,
     UserMessage,
-    UserNotify,
     read_system_payload,
 )
 from core.events.topics import SystemTopics
@@ -52,7 +58,9 @@ from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import ConversationSession, StoredReply
+from core.kernel.notices import Notices
 from core.kernel.outbox import OpenStream, ReplyOutbox
+from core.kernel.placement import Placement
 from core.kernel.postprocess import PostProcessing
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
@@ -61,6 +69,9 @@ from core.settings import TurnsSettings
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
 log = logging.getLogger("core.kernel.router")
+
+# (conversation key, (event id, channel id, user id) of the message or None) -> its lock
+TurnLock = Callable[[str, tuple[int, str, str] | None], AbstractAsyncContextManager[object]]
 
 
 class MessageRouter:
@@ -83,6 +94,8 @@ class MessageRouter:
         turns: TurnsSettings | None = None,
         post: PostProcessing | None = None,
         consent: tuple[ApprovalDesk, ConsentGate, UiRequests] | None = None,
+        placement: Placement | None = None,
+        turn_lock: TurnLock | None = None,
     ) -> None:
         self.bus = bus
         self.conversations = conversations
@@ -103,7 +116,16 @@ class MessageRouter:
             post=post,
         )
         self.channels: dict[str, Any] = {}
-        self.outbox = ReplyOutbox(bus, self.channels.get, send_timeout_s=self.limits.send_timeout_s)
+        self.placement = placement or Placement()
+        # one turn per conversation at a time, in message order
+        self.turn_lock: TurnLock = turn_lock or (lambda key, _message: conversations.lock(key))
+        self.outbox = ReplyOutbox(
+            bus,
+            self.channels.get,
+            send_timeout_s=self.limits.send_timeout_s,
+            placement=self.placement,
+        )
+        self.notices = Notices(bus, self.channels, default_channel, self.placement)
         self.approvals: ApprovalFlow | None = None
         self.running = RunningTurns()
         if consent is not None:
@@ -120,16 +142,19 @@ class MessageRouter:
         self.channels.pop(channel_id, None)
 
     def subscribe(self) -> None:
-        """Subscribe the kernel's handlers to the system topics."""
+        """Subscribe the kernel's handlers to the system topics (those of its role)."""
+        if self.placement.runs_channels:
+            self.outbox.subscribe()
+            self.notices.subscribe()
+        if self.placement.runs_workers:
+            self._subscribe_turns()
+
+    def _subscribe_turns(self) -> None:
         self.bus.subscribe(
             SystemTopics.USER_MESSAGE,
             self.handle_user_message,
             "kernel.router",
             concurrency=self.limits.concurrency,
-        )
-        self.outbox.subscribe()
-        self.bus.subscribe(
-            SystemTopics.USER_NOTIFY, self._on_notify, "kernel.notify", concurrency=8
         )
         self.bus.subscribe(
             SystemTopics.TURN_CANCEL, self._on_cancel, "kernel.cancel", concurrency=8
@@ -170,7 +195,7 @@ class MessageRouter:
                 return
             if not text.strip():
                 return
-            async with self.conversations.lock(key):
+            async with self.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
                 turn = TurnContext(
                     channel_id=channel_id,
@@ -181,7 +206,7 @@ class MessageRouter:
                 )
                 if await self._was_an_answer(event, text, turn, session):
                     return
-                await self._run_turn(event, text, turn, session)
+                await self._run_turn(event, text, turn, session, message.origin)
 
     async def _was_an_answer(
         self, event: Event, text: str, turn: TurnContext, session: ConversationSession
@@ -233,10 +258,15 @@ class MessageRouter:
             stored = await session.commit_turn(
                 StoredReply(message_key(event), channel_id, user_id, reply), []
             )
-        await self.outbox.deliver(event.id, stored)
+        await self.outbox.deliver(event.id, stored, origin=message.origin)
 
     async def _run_turn(
-        self, event: Event, text: str, turn: TurnContext, session: ConversationSession
+        self,
+        event: Event,
+        text: str,
+        turn: TurnContext,
+        session: ConversationSession,
+        origin: str | None = None,
     ) -> None:
         assert turn.user_id is not None and turn.channel_id is not None
         stored = await _recorded(session, event)
@@ -244,7 +274,8 @@ class MessageRouter:
         if stored is None:
             if self.approvals is not None and self.approvals.desk.paused(message_key(event)):
                 return  # delivered again while its questions are open: they stand
-            channel = self.channels.get(turn.channel_id)
+            remote = self.outbox.is_remote(origin)  # its channel is another node's
+            channel = None if remote else self.channels.get(turn.channel_id)
             callbacks = None
             if channel is not None and isinstance(channel, StreamingChannelProvider):
                 stream = await self.outbox.open_stream(channel, turn.user_id)
@@ -263,7 +294,7 @@ class MessageRouter:
                 message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
             stored = await session.commit_turn(reply, result.items, result.records)
-        await self.outbox.deliver(event.id, stored, stream)
+        await self.outbox.deliver(event.id, stored, stream, origin)
 
     async def _on_cancel(self, event: Event) -> None:
         """The user stopped their turn; a channel may only stop its own users' turns."""
@@ -297,41 +328,29 @@ class MessageRouter:
         resume = read_system_payload(TurnResume, event, subscriber="kernel.resume")
         if resume is None or self.approvals is None:
             return
-        async with self.conversations.lock(resume.conversation):
+        async with self.turn_lock(resume.conversation, None):
             await self.approvals.resume(resume.message_key)
 
     # ------------------------------------------------------------ proactive
 
     async def notify_user(
-        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+        self,
+        text: str,
+        channel_id: str | None = None,
+        *,
+        user_id: str | None = None,
+        key: str | None = None,
     ) -> None:
-        """Deliver a proactive message on the named or the default channel: to
-        ``user_id`` there (``send_to_user``) when given, else to the channel's own
-        default target (``send_message``). A user id belongs to its channel, so a
-        fallback to the default channel drops it (ADR 0017)."""
-        target = channel_id or self.default_channel
-        channel = self.channels.get(target)
-        if channel is None:
-            channel, user_id = self.channels.get(self.default_channel), None
-        if channel is None:
-            log.warning("no channel %r for a notification; dropping: %.80s", target, text)
-            return
-        if user_id:
-            await channel.send_to_user(user_id, text)
-        else:
-            await channel.send_message(text)
-
-    async def _on_notify(self, event: Event) -> None:
-        notice = read_system_payload(UserNotify, event, subscriber="kernel.notify")
-        if notice is not None and notice.text:
-            await self.notify_user(notice.text, notice.channel_id, user_id=notice.user_id)
+        """A proactive message, where its channel lives (``Notices.notify_user``)."""
+        await self.notices.notify_user(text, channel_id, user_id=user_id, key=key)
 
     async def _on_agent_task(self, event: Event) -> None:
         task = read_system_payload(AgentTask, event, subscriber="kernel.agent_task")
         if task is None or not task.prompt:
             return
         reply = await self.invoke_agent(task.prompt, source=event.source)
-        await self.notify_user(reply, task.channel_id, user_id=task.user_id)
+        key = f"agent-task-reply:{event.id}"
+        await self.notify_user(reply, task.channel_id, user_id=task.user_id, key=key)
 
     async def _on_agent_background(self, event: Event) -> None:
         task = read_system_payload(AgentBackground, event, subscriber="kernel.agent_background")

@@ -46,6 +46,7 @@ from core.kernel.registrations import before_extension_code, reconcile_registrat
 from core.kernel.reload import ExtensionReloader
 from core.kernel.reload_control import ReloadControl
 from core.kernel.router import MessageRouter
+from core.kernel.scale_out import ScaleOut
 from core.kernel.setup_command import extension_commands
 from core.kernel.shaping import TurnShaping
 from core.kernel.status import KernelOperator
@@ -112,9 +113,10 @@ class Kernel:
         self.loader.on_discovered = lambda manifests: before_extension_code(
             manifests, settings, self.secrets
         )
+        self.scale = ScaleOut(settings, lambda key: self.conversations.lock(key))  # ADR 0036
         self.scheduler = ManifestScheduler(
             self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance,
-            storage=settings.storage,
+            storage=settings.storage, leadership=self.scale.leadership,
         )  # fmt: skip
         self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
         self.commands = CommandRegistry(self.names)
@@ -164,21 +166,15 @@ class Kernel:
         )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
-            settings=settings,
-            bus=self.bus,
-            get_instance=self.loader.instance,
-            request_restart=self.request_restart,
-            request_shutdown=self.request_shutdown,
-            secrets=self.secrets,
-            state=self.state,
-            agents=self.agents,
-            ui=self.consent.ui,
+            settings=settings, bus=self.bus, get_instance=self.loader.instance,
+            request_restart=self.request_restart, request_shutdown=self.request_shutdown,
+            secrets=self.secrets, state=self.state, agents=self.agents, ui=self.consent.ui,
             list_commands=self.commands.names_and_descriptions,
             list_post_processors=self.shaping.post.activated_names,
-            is_wired=self.wiring.is_wired,
-            operations=KernelOperator(self.status, self.bus.journal),
+            is_wired=self.wiring.is_wired, operations=KernelOperator(self.status, self.bus.journal),
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
-        )
+            node=self.scale.placement.node, leadership=self.scale.leadership,  # ADR 0036
+        )  # fmt: skip
         self.supervision = ExtensionSupervisor(
             self.loader,
             health_interval_s=settings.loader.health_check_interval_s,
@@ -209,23 +205,19 @@ class Kernel:
         await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
         await self.state.open()
         await self.load()
+        await self.scale.open(self.loader.records.values())  # this role's extensions only
         await reconcile_registrations(self.loader, self.state, self.bus)
         await self.mcp.connect()
         self.router = MessageRouter(
-            bus=self.bus,
-            conversations=self.conversations,
-            commands=self.commands,
-            context=self.context,
-            orchestrator=self.orchestrator,
-            hooks=self.hooks,
-            additions=self.shaping.additions,
-            compactor=self.shaping.compactor,
+            bus=self.bus, conversations=self.conversations, commands=self.commands,
+            context=self.context, orchestrator=self.orchestrator, hooks=self.hooks,
+            additions=self.shaping.additions, compactor=self.shaping.compactor,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
-            turns=self.settings.turns,
-            post=self.shaping.post,
+            turns=self.settings.turns, post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
-        )
+            placement=self.scale.placement, turn_lock=self.scale.turn_lock,
+        )  # fmt: skip
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
@@ -238,7 +230,8 @@ class Kernel:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
-        self.scheduler.subscribe()
+        if self.scale.placement.runs_workers:
+            self.scheduler.subscribe()
         self.reloads.subscribe()
         await self.loader.start_all()
         await self._forget_released_subscriptions()
@@ -303,6 +296,7 @@ class Kernel:
                     group.create_task(self.bus.watch(), name="event-bus-watch"),
                     group.create_task(self.metrics_export.run(), name="metrics-snapshots"),
                     group.create_task(self.reloads.watch(), name="dev-watch"),
+                    group.create_task(self.scale.run(), name="schedule-lease"),
                 ]
                 await self._stop_requested.wait()
                 for task in tasks:
@@ -328,6 +322,7 @@ class Kernel:
             ("post-processing records", self.shaping.post.aclose),
             ("approvals", self.consent.aclose),
             ("extension state", self.state.aclose),
+            ("schedule lease", self.scale.aclose),
             ("model router", self.model_router.aclose),
             ("metrics", self.metrics_export.aclose),  # the last snapshot, after everything
         ]

@@ -41,7 +41,12 @@ class ChannelTarget(Protocol):
     def unregister_channel(self, channel_id: str) -> None: ...
 
     async def notify_user(
-        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
+        self,
+        text: str,
+        channel_id: str | None = None,
+        *,
+        user_id: str | None = None,
+        key: str | None = None,
     ) -> None: ...
 
 
@@ -178,7 +183,12 @@ class Wiring:
             # a custom topic routed to notify_user: its own extra keys are fine, `text` is not
             notice = read_system_payload(UserNotify, event, strict=False, subscriber="notify_user")
             if notice is not None and notice.text and self._delivers(ext_id, event):
-                await router.notify_user(notice.text, notice.channel_id, user_id=notice.user_id)
+                await router.notify_user(
+                    notice.text,
+                    notice.channel_id,
+                    user_id=notice.user_id,
+                    key=f"notify:{ext_id}:{event.id}",  # forwarded once to another node
+                )
 
         return notify
 
@@ -196,6 +206,7 @@ class Wiring:
                     response.content,
                     payload.get("channel_id"),
                     user_id=str(user_id) if user_id else None,
+                    key=f"agent-reply:{record.ext_id}:{event.id}",
                 )
 
         return invoke

@@ -2,8 +2,10 @@
 
 The time math (cron across DST, late notes, the fire loop) lives in the
 extension library ``core.extensions.sdk``, shared with the scheduler extension.
+With several kernel processes one of them leads and fires (``LeaseLeader``).
 """
 
+from core.scheduling.leadership import LEASES_COMPONENT, SOLE_LEADER, LeaseLeader
 from core.scheduling.manifest_scheduler import (
     SCHEDULE_FIRE_TOPIC,
     ManifestSchedule,
@@ -14,8 +16,11 @@ from core.scheduling.manifest_scheduler import (
 from core.scheduling.state import FireState
 
 __all__ = [
+    "LEASES_COMPONENT",
     "SCHEDULE_FIRE_TOPIC",
+    "SOLE_LEADER",
     "FireState",
+    "LeaseLeader",
     "ManifestSchedule",
     "ManifestScheduler",
     "ScheduledTaskError",

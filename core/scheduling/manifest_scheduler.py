@@ -7,6 +7,8 @@ subscriber calls the extension's ``execute_task`` and turns a returned
 until the earliest due time (bounded by ``max_sleep_s`` so a wall-clock jump
 or a suspended host is noticed) and is woken when the schedules change.
 Fires missed while the kernel was down fire once on start, marked late.
+Only the schedule leader fires (ADR 0036); a process that takes over
+re-reads the fire state first, so it fires what the old leader had not.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
 from core.events import EventBus
 from core.events.models import Event
 from core.events.topics import SystemTopics
-from core.extensions.contract import SchedulerProvider
+from core.extensions.contract import Leadership, SchedulerProvider
 from core.extensions.records import ExtensionRecord
 from core.extensions.sdk import (
     Clock,
@@ -104,9 +106,13 @@ class ManifestScheduler:
         late_grace_s: float = 60.0,
         task_timeout_s: float = 300.0,
         max_sleep_s: float = 300.0,
+        leadership: Callable[[], Leadership] = lambda: Leadership(True),
         storage: StorageSettings | None = None,
     ) -> None:
         self.bus = bus
+        self.leadership = leadership
+        self._recheck_s: float | None = None
+        self._following = False  # not leading at the last look: replan on taking over
         self.state = FireState(state_path, storage=storage)  # PostgreSQL: ADR 0035
         self.lookup = lookup
         self.clock = clock
@@ -173,13 +179,34 @@ class ManifestScheduler:
         return min(self._next.values(), default=None)
 
     async def _next_due(self) -> datetime | None:
-        return self.next_due()
+        due = self.next_due()
+        if self._recheck_s is None:
+            return due
+        recheck = self.clock() + timedelta(seconds=self._recheck_s)
+        return recheck if due is None or due > recheck else due
+
+    async def _lead(self) -> bool:
+        """Whether to fire now; a process that has just become leader first replans
+        from the shared fire state (the old leader may have fired since it planned)."""
+        leading = self.leadership()
+        self._recheck_s = leading.recheck_s
+        if not leading.leader:
+            self._following = True
+            return False
+        if self._following:
+            self._following = False
+            now = self.clock()
+            for key in self._schedules:
+                self._plan(key, await self.state.last_due(key) or now)
+        return True
 
     # ------------------------------------------------------------ firing
 
     async def fire_due(self) -> int:
         """Publish every fire due by the clock's now; return how many."""
         async with self._firing:
+            if not await self._lead():
+                return 0
             now = self.clock()
             fired = 0
             for key, due in sorted(self._next.items(), key=lambda item: item[1]):

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from core.events.topics import pattern_within
-from core.extensions.contract import EventHandler, KernelStatus, StateScope, StoreLocation
+from core.extensions.contract import (
+    EventHandler,
+    KernelStatus,
+    Leadership,
+    StateScope,
+    StoreLocation,
+)
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.isolation.messages import (
     AgentBackgroundParams,
@@ -149,6 +155,10 @@ class ClientContext:
     async def requeue_dead_letter(self, event_id: int) -> int:
         params = RequeueParams(event_id)
         return int(await self._peer.call(ContextMethod.REQUEUE_DEAD_LETTER, params.to_wire()))
+
+    async def leadership(self) -> Leadership:
+        leader, recheck_s = await self._peer.call(ContextMethod.LEADERSHIP, Empty().to_wire())
+        return Leadership(bool(leader), None if recheck_s is None else float(recheck_s))
 
     async def list_post_processors(
         self, user_id: str, channel_id: str | None = None

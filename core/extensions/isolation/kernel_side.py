@@ -122,6 +122,9 @@ class ContextServer:
             return [list(row) for row in await ctx.list_commands()]
         if method == ContextMethod.KERNEL_STATUS:
             return (await ctx.kernel_status()).to_json()
+        if method == ContextMethod.LEADERSHIP:
+            led = await ctx.leadership()
+            return [led.leader, led.recheck_s]
         raise LookupError(f"unknown context method {method!r}")
 
     async def _state(self, p: StateParams) -> Any:

@@ -95,6 +95,7 @@ class ContextMethod(StrEnum):
     CLEAR_STATE = "ctx.clear_state"
     KERNEL_STATUS = "ctx.kernel_status"
     REQUEUE_DEAD_LETTER = "ctx.requeue_dead_letter"
+    LEADERSHIP = "ctx.leadership"
 
 
 class Notice(StrEnum):
@@ -385,6 +386,7 @@ KERNEL_REQUESTS: dict[str, type[Wire]] = {
     ContextMethod.CLEAR_STATE: ClearStateParams,
     ContextMethod.KERNEL_STATUS: Empty,
     ContextMethod.REQUEUE_DEAD_LETTER: RequeueParams,
+    ContextMethod.LEADERSHIP: Empty,
 }
 
 KERNEL_NOTIFICATIONS: dict[str, type[Wire]] = {

@@ -33,6 +33,7 @@ from core.extensions.contract import (
     EventHandler,
     Extension,
     KernelStatus,
+    Leadership,
     ServiceProvider,
     StateScope,
     StoreLocation,
@@ -97,6 +98,8 @@ class FakeContext:
         default_factory=lambda: KernelStatus(0.0, "no model", (), (), {}, (), ())
     )
     requeued: list[int] = field(default_factory=list)
+    # what leadership() answers: set ``Leadership(False, 1.0)`` to test a follower
+    leading: Leadership = field(default_factory=lambda: Leadership(True))
     # context.services, with the kernel's rules; ``running`` closes it at the end.
     # Give two contexts one registry to test sharing between extensions.
     shared_services: ServiceRegistry = field(default_factory=ServiceRegistry)
@@ -277,6 +280,9 @@ class FakeContext:
     async def requeue_dead_letter(self, event_id: int) -> int:
         self.requeued.append(event_id)
         return 1
+
+    async def leadership(self) -> Leadership:
+        return self.leading
 
     def request_restart(self) -> None:
         self.restarts_requested += 1

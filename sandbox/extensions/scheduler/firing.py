@@ -8,6 +8,11 @@ which the bus turns into a no-op. Fires found due more than ``grace_s`` late
 ``⏰ Reminder: stand-up (due 09:00, late)`` (``message.py``), an assistant
 task's prompt ends `` (late: due 09:00)``. A recurring schedule fires its
 first missed time once, then continues on its rule from now.
+
+Only the schedule leader fires (``context.leadership()``, ADR 0036): with
+several kernel processes on one PostgreSQL each runs this loop, the others
+look again every ``recheck_s`` seconds, and the one that takes over from a
+dead leader finds in the shared store what is due and fires it once.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from core.extensions.contract import Leadership
 from core.extensions.sdk import Clock, DueLoop, late_note, next_interval, resolve_zone
 
 from .message import DEFAULT_FORMAT, late_mark, reminder_line
@@ -27,6 +33,7 @@ from .store import ScheduleStore
 from .when import next_cron
 
 Emit = Callable[[str, dict[str, Any], str], Awaitable[int]]
+AskLeadership = Callable[[], Awaitable[Leadership]]
 
 log = logging.getLogger("ext.scheduler")
 
@@ -104,15 +111,18 @@ class FireLoop:
         *,
         grace_s: float = 60.0,
         max_sleep_s: float = 300.0,
+        leadership: AskLeadership | None = None,
         reminder_format: str = DEFAULT_FORMAT,
     ) -> None:
         self.store = store
         self.emit = emit
         self.clock = clock
         self.grace_s = grace_s
+        self.leadership = leadership or _always_leader
+        self.recheck_s: float | None = None  # from the last leadership answer
         self.reminder_format = reminder_format
         self.timer = DueLoop(
-            self.fire_due, store.next_due, clock, max_sleep_s=max_sleep_s, logger=log
+            self.fire_due, self.next_due, clock, max_sleep_s=max_sleep_s, logger=log
         )
         self._firing = asyncio.Lock()
 
@@ -120,8 +130,12 @@ class FireLoop:
         self.timer.wake()
 
     async def fire_due(self) -> list[Fire]:
-        """Publish, then record, every fire due by the clock's now."""
+        """Publish, then record, every fire due by the clock's now (leader only)."""
         async with self._firing:
+            leading = await self.leadership()
+            self.recheck_s = leading.recheck_s
+            if not leading.leader:
+                return []
             now = self.clock()
             fired = []
             for schedule in await self.store.due(now):
@@ -131,6 +145,18 @@ class FireLoop:
                 fired.append(fire)
             return fired
 
+    async def next_due(self) -> datetime | None:
+        """The earliest due time, or sooner when leadership must be looked at again."""
+        due = await self.store.next_due()
+        if self.recheck_s is None:
+            return due
+        recheck = self.clock() + timedelta(seconds=self.recheck_s)
+        return recheck if due is None or due > recheck else due
+
     async def run(self) -> None:
         """Until cancelled. A failing pass is logged and retried with backoff."""
         await self.timer.run()
+
+
+async def _always_leader() -> Leadership:
+    return Leadership(True)

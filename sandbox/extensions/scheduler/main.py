@@ -52,6 +52,7 @@ class SchedulerExtension(BaseExtension):
             self.now,
             grace_s=grace_s,
             max_sleep_s=max_sleep_s,
+            leadership=context.leadership,
             reminder_format=reminder_format,
         )
         await self.store.open()

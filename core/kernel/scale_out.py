@@ -1,0 +1,91 @@
+"""What one kernel process needs to share the work with others (ADR 0036).
+
+``ScaleOut`` bundles, for the runner, the process's ``Placement`` (role and
+node), and with PostgreSQL the pool they use, the schedule lease and the
+cross-process conversation locks. With SQLite it is inert: one process,
+always the leader, in-process locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from core.extensions.contract import Leadership
+from core.extensions.records import ExtensionRecord
+from core.kernel.placement import Placement, apply_role, placement_of
+from core.kernel.turn_lock import ConversationLocks
+from core.scheduling import LEASES_COMPONENT, SOLE_LEADER, LeaseLeader
+from core.settings import Settings
+from core.storage import apply_migrations, pool_for, release_pool
+
+__all__ = ["ScaleOut"]
+
+log = logging.getLogger("core.kernel.scale_out")
+
+
+class ScaleOut:
+    """Placement, schedule lease and conversation locks of this kernel process."""
+
+    def __init__(self, settings: Settings, local_lock: Callable[[str], asyncio.Lock]) -> None:
+        self.settings = settings
+        self.placement: Placement = placement_of(settings)
+        self._local_lock = local_lock
+        self._pool: Any = None
+        self.leader: LeaseLeader | None = None
+        self._locks: ConversationLocks | None = None
+
+    async def open(self, records: Iterable[ExtensionRecord]) -> None:
+        """After the extensions are loaded: disable those another role runs; with
+        PostgreSQL, open the pool and the lease table and try for the lease."""
+        apply_role(self.placement, records)
+        if not self.placement.shared:
+            return
+        storage = self.settings.storage
+        assert storage.postgres_dsn is not None  # settings require it for postgres
+        self._pool = await pool_for(
+            storage.postgres_dsn, min_size=storage.pool_min_size, max_size=storage.pool_max_size
+        )
+        await apply_migrations(self._pool, [LEASES_COMPONENT])
+        self._locks = ConversationLocks(self._local_lock, self._pool, storage.postgres_dsn)
+        if self.placement.runs_workers:
+            assert self.placement.node is not None
+            lease_s = self.settings.scheduling.leader_lease_s
+            self.leader = LeaseLeader(self._pool, self.placement.node, lease_s)
+            await self.leader.try_take()
+        log.info("kernel.role %s as node %s", self.placement.role, self.placement.node)
+
+    def leadership(self) -> Leadership:
+        """Whether this process fires schedules now (``context.leadership()``)."""
+        if not self.placement.shared:
+            return SOLE_LEADER
+        if self.leader is None:  # a channels process never leads
+            return Leadership(False, None)
+        return self.leader.leadership()
+
+    def turn_lock(
+        self, conversation: str, message: tuple[int, str, str] | None = None
+    ) -> AbstractAsyncContextManager[object]:
+        """The lock a turn of ``conversation`` holds (across processes when shared);
+        for a ``message`` (event id, channel id, user id), taken in message order."""
+        if self._locks is None:
+            return self._local_lock(conversation)
+        return self._locks.hold(conversation, message)
+
+    async def run(self) -> None:
+        """Until cancelled: keep or seek the schedule lease (nothing to do otherwise)."""
+        if self.leader is not None:
+            await self.leader.run()
+
+    async def aclose(self) -> None:
+        """Hand the lease over at once, then give the pool back."""
+        if self.leader is not None:
+            await self.leader.give_up()
+        if self._locks is not None:
+            await self._locks.aclose()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await release_pool(pool)
