@@ -123,8 +123,10 @@ class SemanticRecall:
     ) -> tuple[np.ndarray, list[tuple[int, float]]] | None:
         floor = self.config.similarity_floor
 
+        query = first_person(self._bounded(text))
+
         def work() -> tuple[np.ndarray, list[tuple[int, float]]]:
-            vector = embedder.embed_sync([first_person(text)], "query")[0]
+            vector = embedder.embed_sync([query], "query")[0]
             return vector, view.nearest(vector, k, floor)
 
         try:
@@ -152,10 +154,25 @@ class SemanticRecall:
         rows = await self._embed(texts, "passage")
         return None if rows is None else [to_blob(row) for row in rows]
 
+    def _bounded(self, query: str) -> str:
+        """The query's first ``query_max_chars`` characters, cut at a space.
+
+        Embedding time grows with the tokens (about 1 ms each for e5-small on
+        one core): a long prompt would make every turn's context lookup cost
+        hundreds of milliseconds; its start carries the topic.
+        """
+        limit = self.config.query_max_chars
+        if len(query) <= limit:
+            return query
+        cut = query[:limit]
+        return cut.rsplit(" ", 1)[0] if " " in cut else cut
+
     async def _embed(self, texts: list[str], role: Any) -> np.ndarray | None:
         embedder = await self._backend()
         if embedder is None:
             return None
+        if role == "query":
+            texts = [self._bounded(text) for text in texts]
         if self.config.backend == "local":  # measured for e5: see text.first_person
             texts = [first_person(text) for text in texts]
         try:
