@@ -16,8 +16,8 @@ from pathlib import Path
 from conftest import PROJECT_ROOT, ext_code
 from fake_openai import FakeOpenAIServer, ToolCall
 from harness import CAPTURE_MANIFEST, count_mentions
+from kernel_process import kill, model_settings, start_kernel, wait_until
 from storage_backends import stored_history
-from test_kernel_crash import kill, model_settings, start_kernel
 
 # A channel that journals one user message at start (idempotently), appends
 # everything it is sent to `out`, and journals each line appended to `inbox`
@@ -79,14 +79,6 @@ ROCKETS = ext_code(
     """,
     header="import asyncio\nimport os\nfrom agents import function_tool\n",
 )
-
-
-def wait_until(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def lines(path: Path) -> list[str]:

@@ -5,16 +5,13 @@ its send (the recorded answer is sent; the model is not asked again)."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from conftest import PROJECT_ROOT
 from fake_openai import FakeOpenAIServer
 from harness import CAPTURE_MANIFEST, count_mentions
+from kernel_process import kill, model_settings, start_kernel
 from storage_backends import stored_history
 
 # A channel that journals one user message (idempotently: every start tries)
@@ -48,36 +45,6 @@ class Ext:
     async def send_message(self, message):
         await self.send_to_user("-", message)
 """
-
-
-def start_kernel(settings: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HEARTH_SUPERVISED": "1"},
-    )
-
-
-def model_settings(srv: FakeOpenAIServer) -> dict[str, object]:
-    return {
-        "default": {"provider": "local", "model": "fake-model"},
-        "providers": {
-            "local": {
-                "type": "openai_compatible",
-                "base_url": srv.base_url,
-                "api_key": "x",
-                "max_retries": 0,
-            }
-        },
-    }
-
-
-def kill(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
 
 
 def restart_until_answered(settings: Path, out: Path) -> None:

@@ -38,8 +38,8 @@ from core.storage import pool_for, release_pool
 from core.storage_settings import StorageSettings
 from fake_openai import FakeOpenAIServer
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from kernel_process import model_settings
 from scheduler_helpers import install_scheduler, replied
-from test_kernel_crash import model_settings
 
 Item = dict[str, object]
 
