@@ -1,6 +1,6 @@
 """Real kernel processes for the crash and scale suites: ``main.py`` started as a
-subprocess (as under a supervisor), the fake model server as its model, a hard
-kill, and polling for what the process writes to disk."""
+subprocess (as under a supervisor), a hard kill, and polling for what the
+process writes to disk."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from conftest import PROJECT_ROOT
-from fake_openai import FakeOpenAIServer
 
 
 def start_kernel(
@@ -29,21 +28,6 @@ def start_kernel(
         text=True,
         env={**os.environ, "HEARTH_SUPERVISED": "1", **env},
     )
-
-
-def model_settings(srv: FakeOpenAIServer) -> dict[str, Any]:
-    """The ``models`` section pointing every agent at the fake model server, no retries."""
-    return {
-        "default": {"provider": "local", "model": "fake-model"},
-        "providers": {
-            "local": {
-                "type": "openai_compatible",
-                "base_url": srv.base_url,
-                "api_key": "x",
-                "max_retries": 0,
-            }
-        },
-    }
 
 
 def kill(proc: subprocess.Popen[str]) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 
 from conftest import grant_all
-from fake_openai import FakeOpenAIServer
-from kernel_process import kill, model_settings, start_kernel, wait_until
+from fake_openai import FakeOpenAIServer, models_section
+from kernel_process import kill, start_kernel, wait_until
 
 CHANNEL_ID = "chan"
 SHORT_LEASE_S = 2.0  # process heartbeats and the schedule lease, in these tests
@@ -83,7 +83,7 @@ class Cluster:
         grant_all(self.ext_root, data_dir)
         data: dict[str, Any] = {
             "paths": {"extensions": str(self.ext_root), "data": str(data_dir)},
-            "models": model_settings(self.srv),
+            "models": models_section(self.srv.base_url, max_retries=0),
             "logging": {"level": "INFO"},
             "policy": {"profile": "full_auto"},
             "channels": {"default": CHANNEL_ID},

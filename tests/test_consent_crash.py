@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from conftest import PROJECT_ROOT, ext_code
-from fake_openai import FakeOpenAIServer, ToolCall
+from fake_openai import FakeOpenAIServer, ToolCall, models_section
 from harness import CAPTURE_MANIFEST, count_mentions
-from kernel_process import kill, model_settings, start_kernel, wait_until
+from kernel_process import kill, start_kernel, wait_until
 from storage_backends import stored_history
 
 # A channel that journals one user message at start (idempotently), appends
@@ -103,7 +103,7 @@ def setup(
     make_ext("rockets", ROCKETS, {"config": {"log": str(files["log"]), **rockets}})
     settings = settings_file(
         channels={"default": "inbox"},
-        models=model_settings(srv),
+        models=models_section(srv.base_url, max_retries=0),
         policy={"profile": "safe"},
         storage=storage or {"backend": "sqlite"},
     )

@@ -9,9 +9,9 @@ import signal
 import time
 from pathlib import Path
 
-from fake_openai import FakeOpenAIServer
+from fake_openai import FakeOpenAIServer, models_section
 from harness import CAPTURE_MANIFEST, count_mentions
-from kernel_process import kill, model_settings, start_kernel
+from kernel_process import kill, start_kernel
 from storage_backends import stored_history
 
 # A channel that journals one user message (idempotently: every start tries)
@@ -72,7 +72,9 @@ def test_sigkill_mid_turn_answers_exactly_once_after_restart(
     make_ext("filechan", FILE_CHANNEL, {"config": {"out": str(out)}, **CAPTURE_MANIFEST})
     with FakeOpenAIServer(delay_s=30) as srv:
         settings = settings_file(
-            channels={"default": "filechan"}, models=model_settings(srv), storage=storage_backend
+            channels={"default": "filechan"},
+            models=models_section(srv.base_url, max_retries=0),
+            storage=storage_backend,
         )
         first = start_kernel(settings)
         try:
@@ -104,7 +106,9 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
     with FakeOpenAIServer() as srv:
         srv.script("Recorded before the crash.")
         settings = settings_file(
-            channels={"default": "filechan"}, models=model_settings(srv), storage=storage_backend
+            channels={"default": "filechan"},
+            models=models_section(srv.base_url, max_retries=0),
+            storage=storage_backend,
         )
         first = start_kernel(settings)
         try:
