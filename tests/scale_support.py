@@ -17,30 +17,22 @@ from typing import Any
 
 import yaml
 
-from conftest import grant_all
+from conftest import ext_code, grant_all
 from fake_openai import FakeOpenAIServer, models_section
 from kernel_process import kill, start_kernel, wait_until
 
 CHANNEL_ID = "chan"
 SHORT_LEASE_S = 2.0  # process heartbeats and the schedule lease, in these tests
 
-CHANNEL = """
-import json
-import os
-
-class Ext:
+CHANNEL = ext_code(
+    header="import json\nimport os",
+    body="""
     async def initialize(self, context):
         self.ctx = context
         self.out = context.get_config("out")
     async def start(self):
         for i, (user, text) in enumerate(self.ctx.get_config("messages") or []):
             await self.ctx.on_user_message(text, user, idempotency_key=f"msg-{i}")
-    async def stop(self):
-        pass
-    async def destroy(self):
-        pass
-    def health_check(self):
-        return True
     def _write(self, user_id, message):
         line = json.dumps({"pid": os.getpid(), "user": user_id, "text": message})
         with open(self.out, "a") as f:
@@ -51,7 +43,8 @@ class Ext:
         self._write(user_id, message)
     async def send_message(self, message):
         self._write(None, message)
-"""
+    """,
+)
 CHANNEL_MANIFEST = {"permissions": {"user_messages": True}}
 
 
