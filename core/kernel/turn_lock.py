@@ -27,6 +27,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+import asyncpg
+from asyncpg.exceptions import InternalClientError
+
 from core.extensions.addresses import REPLY_TAG_MARK, split_reply_address
 from core.storage import connect
 
@@ -99,12 +102,23 @@ class ConversationLocks:
             await asyncio.sleep(LOCK_POLL_S)
 
     async def _locked(self, query: str, key: int) -> bool:
+        """Run ``query`` on the lock session. A session that died (the server ended it,
+        the network dropped) is replaced once: its locks died with it, so an unlock
+        has nothing left to do and a lock is simply asked again on the new session."""
         async with self._io:
-            if self._conn is None or self._conn.is_closed():
-                if self._conn is not None:
-                    log.warning("the connection holding conversation locks was lost; reconnecting")
-                self._conn = await connect(self._dsn)
-            return bool(await self._conn.fetchval(query, key))
+            for attempt in (1, 2):
+                if self._conn is None or self._conn.is_closed():
+                    self._conn = await connect(self._dsn)
+                try:
+                    return bool(await self._conn.fetchval(query, key))
+                except (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                        InternalClientError, OSError) as exc:  # fmt: skip
+                    log.warning("the connection holding conversation locks was lost: %s", exc)
+                    self._conn.terminate()
+                    self._conn = None
+                    if "unlock" in query or attempt == 2:
+                        return False
+            return False
 
     async def aclose(self) -> None:
         """Close the lock session (every lock it still holds is freed)."""
