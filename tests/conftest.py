@@ -93,6 +93,24 @@ def settings_file(tmp_path: Path, ext_root: Path) -> Callable[..., Path]:
     return write
 
 
+@pytest.fixture
+def memory_settings(
+    ext_root: Path, make_ext: MakeExtension, settings_file: Callable[..., Path]
+) -> Callable[..., Path]:
+    """Writes settings with the bundled memory extension (``config`` as its
+    section) and the capture channel as the default channel."""
+    from bundled import copy_bundled  # both import this module
+    from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
+
+    copy_bundled(ext_root, "memory")
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+
+    def write(**config: Any) -> Path:
+        return settings_file(channels={"default": "capture"}, extensions={"memory": config})
+
+    return write
+
+
 def grant_all(extensions_dir: Path, data_dir: Path, *, only: str | None = None) -> list[str]:
     """Grant every valid extension under ``extensions_dir`` (or just ``only``) in
     ``data_dir``'s grants file, as the user would with ``main.py extensions grant

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Failure", "FakeOpenAIServer", "ToolCall"]
+__all__ = ["Failure", "FakeOpenAIServer", "ToolCall", "models_section"]
 
 MODEL_IDS = ("fake-model", "fake-model-mini")
 
@@ -136,6 +136,22 @@ class FakeOpenAIServer:
             if self._script:
                 return self._script.popleft()
         return f"echo: {_last_user_text(body)}"
+
+
+def models_section(base_url: str, **provider: Any) -> dict[str, Any]:
+    """The ``models`` settings section with the fake server at ``base_url`` as the
+    default model (``provider`` adds to the provider's fields, e.g. ``max_retries``)."""
+    return {
+        "default": {"provider": "local", "model": "fake-model"},
+        "providers": {
+            "local": {
+                "type": "openai_compatible",
+                "base_url": base_url,
+                "api_key": "x",
+                **provider,
+            }
+        },
+    }
 
 
 class _Server(ThreadingHTTPServer):

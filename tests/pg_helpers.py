@@ -99,18 +99,11 @@ def require_server() -> str:
     return dsn
 
 
-async def _create(admin: str, name: str) -> None:
+async def _on_server(admin: str, statement: str) -> None:
+    """Run one statement on the server's admin database (CREATE/DROP DATABASE)."""
     conn = await asyncpg.connect(admin, timeout=10)
     try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-
-
-async def _drop(admin: str, name: str) -> None:
-    conn = await asyncpg.connect(admin, timeout=10)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(statement)
     finally:
         await conn.close()
 
@@ -119,8 +112,9 @@ def fresh_database() -> tuple[str, Callable[[], None]]:
     """A new empty database on the test server: (its DSN, a function that drops it)."""
     admin = require_server()
     name = f"hearth_test_{secrets.token_hex(6)}"
-    run_sync(lambda: _create(admin, name))
-    return with_database(admin, name), lambda: run_sync(lambda: _drop(admin, name))
+    run_sync(lambda: _on_server(admin, f'CREATE DATABASE "{name}"'))
+    drop = f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+    return with_database(admin, name), lambda: run_sync(lambda: _on_server(admin, drop))
 
 
 @pytest.fixture

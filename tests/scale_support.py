@@ -10,40 +10,29 @@ every reply as one JSON line naming the process that sent it.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from conftest import PROJECT_ROOT, grant_all
-from fake_openai import FakeOpenAIServer
+from conftest import ext_code, grant_all
+from fake_openai import FakeOpenAIServer, models_section
+from kernel_process import kill, start_kernel, wait_until
 
 CHANNEL_ID = "chan"
 SHORT_LEASE_S = 2.0  # process heartbeats and the schedule lease, in these tests
 
-CHANNEL = """
-import json
-import os
-
-class Ext:
+CHANNEL = ext_code(
+    header="import json\nimport os",
+    body="""
     async def initialize(self, context):
         self.ctx = context
         self.out = context.get_config("out")
     async def start(self):
         for i, (user, text) in enumerate(self.ctx.get_config("messages") or []):
             await self.ctx.on_user_message(text, user, idempotency_key=f"msg-{i}")
-    async def stop(self):
-        pass
-    async def destroy(self):
-        pass
-    def health_check(self):
-        return True
     def _write(self, user_id, message):
         line = json.dumps({"pid": os.getpid(), "user": user_id, "text": message})
         with open(self.out, "a") as f:
@@ -54,22 +43,9 @@ class Ext:
         self._write(user_id, message)
     async def send_message(self, message):
         self._write(None, message)
-"""
+    """,
+)
 CHANNEL_MANIFEST = {"permissions": {"user_messages": True}}
-
-
-def model_settings(srv: FakeOpenAIServer) -> dict[str, Any]:
-    return {
-        "default": {"provider": "local", "model": "fake-model"},
-        "providers": {
-            "local": {
-                "type": "openai_compatible",
-                "base_url": srv.base_url,
-                "api_key": "x",
-                "max_retries": 0,
-            }
-        },
-    }
 
 
 def conversation_messages(users: int, per_user: int) -> list[tuple[str, str]]:
@@ -100,7 +76,7 @@ class Cluster:
         grant_all(self.ext_root, data_dir)
         data: dict[str, Any] = {
             "paths": {"extensions": str(self.ext_root), "data": str(data_dir)},
-            "models": model_settings(self.srv),
+            "models": models_section(self.srv.base_url, max_retries=0),
             "logging": {"level": "INFO"},
             "policy": {"profile": "full_auto"},
             "channels": {"default": CHANNEL_ID},
@@ -124,14 +100,7 @@ class Cluster:
     def start(self, name: str, role: str, **sections: Any) -> subprocess.Popen[str]:
         settings = self.settings.get(name) or self.settings_for(name, role, **sections)
         log = open(self.root / name / "stderr.log", "a")  # the child keeps its own copy
-        proc = subprocess.Popen(
-            [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            text=True,
-            env={**os.environ, "HEARTH_SUPERVISED": "1", "OPENAI_AGENTS_DISABLE_TRACING": "1"},
-        )
+        proc = start_kernel(settings, log, OPENAI_AGENTS_DISABLE_TRACING="1")
         log.close()
         self.procs[name] = proc
         return proc
@@ -148,9 +117,7 @@ class Cluster:
         )
 
     def kill(self, name: str) -> None:
-        proc = self.procs.pop(name)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        kill(self.procs.pop(name))
 
     def stop_all(self) -> dict[str, int]:
         """SIGTERM every process still running; their exit codes."""
@@ -171,14 +138,3 @@ class Cluster:
         if not self.out.exists():
             return []
         return [json.loads(line) for line in self.out.read_text().splitlines() if line]
-
-
-def wait_until(
-    condition: Callable[[], object], timeout_s: float, describe: Callable[[], str] | None = None
-) -> None:
-    """Poll ``condition`` (a generous deadline for a loaded machine)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(describe() if describe else f"not within {timeout_s} s")
-        time.sleep(0.05)

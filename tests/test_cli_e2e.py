@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_ROOT
-from fake_openai import FakeOpenAIServer, ToolCall
+from fake_openai import FakeOpenAIServer, ToolCall, models_section
 
 CLI_EXT = PROJECT_ROOT / "sandbox" / "extensions" / "cli_channel"
 
@@ -34,14 +34,7 @@ def run_main(settings: Path, stdin: str, timeout: float = 60) -> subprocess.Comp
 
 def cli_settings(settings_file, ext_root: Path, base_url: str) -> Path:
     shutil.copytree(CLI_EXT, ext_root / "cli_channel")
-    return settings_file(
-        models={
-            "default": {"provider": "local", "model": "fake-model"},
-            "providers": {
-                "local": {"type": "openai_compatible", "base_url": base_url, "api_key": "x"}
-            },
-        }
-    )
+    return settings_file(models=models_section(base_url))
 
 
 def test_piped_chat_with_a_tool_call_over_real_http(settings_file, ext_root, fake_model):

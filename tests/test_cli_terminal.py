@@ -20,22 +20,11 @@ from conftest import PROJECT_ROOT, ext_code
 from core.kernel.cancelling import RunningTurns
 from core.logging_setup import configure_logging
 from fake_openai import FakeOpenAIServer, ToolCall
+from test_cli_e2e import cli_settings
 from test_cli_repl import CLI_EXT, Terminal
 
 LOG_LINE = re.compile(rb"\d{2}:\d{2}:\d{2},\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 CLEAR_LINE = b"\r\x1b[2K"
-
-
-def model_settings(settings_file, ext_root: Path, base_url: str) -> Path:
-    shutil.copytree(CLI_EXT, ext_root / "cli_channel")
-    return settings_file(
-        models={
-            "default": {"provider": "local", "model": "fake-model"},
-            "providers": {
-                "local": {"type": "openai_compatible", "base_url": base_url, "api_key": "x"}
-            },
-        }
-    )
 
 
 GRUMBLER = ext_code(
@@ -59,7 +48,7 @@ def between(output: bytes, start: str, end: str) -> bytes:
 def test_no_log_line_between_a_question_and_its_answer(settings_file, ext_root, tmp_path):
     with FakeOpenAIServer() as model:
         model.script(ToolCall("current_time", {}), ToolCall("current_time", {}), "It is noon.")
-        path = model_settings(settings_file, ext_root, model.base_url)
+        path = cli_settings(settings_file, ext_root, model.base_url)
         term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(path)])
         term.expect("you>")
         term.send("what time is it?\r")
@@ -115,7 +104,7 @@ def test_verbose_brings_the_logs_back_to_the_terminal(settings_file, ext_root, t
 def test_ctrl_c_cancels_the_turn_and_keeps_the_session(settings_file, ext_root, tmp_path):
     with FakeOpenAIServer(delay_s=4) as model:
         model.script("Hi Anna.", "Once upon a time…")
-        path = model_settings(settings_file, ext_root, model.base_url)
+        path = cli_settings(settings_file, ext_root, model.base_url)
         term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(path)])
         term.expect("you>")
         term.send("I am Anna\r")
@@ -152,7 +141,7 @@ def test_a_reminder_during_a_turn_reads_as_a_reminder_and_the_answer_still_comes
 
     install_scheduler(ext_root)
     with FakeOpenAIServer(delay_s=4) as model:
-        path = model_settings(settings_file, ext_root, model.base_url)
+        path = cli_settings(settings_file, ext_root, model.base_url)
         term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(path)])
         term.expect("you>")
         term.send("/remind 2s tea\r")

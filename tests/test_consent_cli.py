@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_ROOT, ext_code
-from fake_openai import FakeOpenAIServer, ToolCall
+from fake_openai import FakeOpenAIServer, ToolCall, models_section
 
 CLI_EXT = PROJECT_ROOT / "sandbox" / "extensions" / "cli_channel"
 QUESTION = 'Allow launch(target="moon")? [y]es once / [a]lways / [N]o'
@@ -51,16 +51,7 @@ def setup(settings_file, ext_root, make_ext, tmp_path, fake_model):
         shutil.copytree(CLI_EXT, ext_root / "cli_channel", dirs_exist_ok=True)
         make_ext("rockets", ROCKETS, {"config": {"log": str(log)}})
         settings = settings_file(
-            models={
-                "default": {"provider": "local", "model": "fake-model"},
-                "providers": {
-                    "local": {
-                        "type": "openai_compatible",
-                        "base_url": fake_model.base_url,
-                        "api_key": "x",
-                    }
-                },
-            },
+            models=models_section(fake_model.base_url),
             policy={"profile": "safe", **policy},
         )
         return settings, log

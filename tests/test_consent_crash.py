@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 from conftest import PROJECT_ROOT, ext_code
-from fake_openai import FakeOpenAIServer, ToolCall
+from fake_openai import FakeOpenAIServer, ToolCall, models_section
 from harness import CAPTURE_MANIFEST, count_mentions
+from kernel_process import kill, start_kernel, wait_until
 from storage_backends import stored_history
-from test_kernel_crash import kill, model_settings, start_kernel
 
 # A channel that journals one user message at start (idempotently), appends
 # everything it is sent to `out`, and journals each line appended to `inbox`
@@ -81,14 +81,6 @@ ROCKETS = ext_code(
 )
 
 
-def wait_until(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
-
-
 def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -111,7 +103,7 @@ def setup(
     make_ext("rockets", ROCKETS, {"config": {"log": str(files["log"]), **rockets}})
     settings = settings_file(
         channels={"default": "inbox"},
-        models=model_settings(srv),
+        models=models_section(srv.base_url, max_retries=0),
         policy={"profile": "safe"},
         storage=storage or {"backend": "sqlite"},
     )

@@ -16,34 +16,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
-
-# `launch` acts on the world (nothing declared: side-effecting); `peek` declares none.
-ROCKETS = ext_code(
-    header="""
-    from agents import function_tool
-    from core.extensions.sdk import side_effects
-    """,
-    body="""
-    launched = None
-    def log(self):
-        if self.launched is None:
-            self.launched = []
-        return self.launched
-    def get_tools(self):
-        @function_tool
-        def launch(target: str) -> str:
-            "Launch a rocket at a target."
-            self.log().append(target)
-            return f"launched at {target}"
-
-        @function_tool
-        def peek() -> str:
-            "Look at the launch pad."
-            return "pad is clear"
-
-        return [launch, side_effects(peek, False)]
-    """,
-)
+from rocket_ext import ROCKETS
 
 GUARD = ext_code(
     header="from core.extensions.contract import ToolDecision",

@@ -12,8 +12,8 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from fake_telegram import FakeTelegram
 from harness import running_kernel, wait_for
+from rocket_ext import ROCKETS
 from telegram_support import ALICE, MALLORY, install_extension, write_settings
-from test_consent_flow import ROCKETS
 
 BOB = 43  # allowed too
 GROUP = -1001

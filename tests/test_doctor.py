@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conftest import PROJECT_ROOT, ext_code
-from fake_openai import FakeOpenAIServer
+from fake_openai import FakeOpenAIServer, models_section
 
 
 def doctor(settings: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -22,17 +22,10 @@ def doctor(settings: Path, env: dict[str, str] | None = None) -> subprocess.Comp
     )
 
 
-def local_model(base_url: str) -> dict:
-    return {
-        "default": {"provider": "local", "model": "fake-model"},
-        "providers": {"local": {"type": "openai_compatible", "base_url": base_url, "api_key": "x"}},
-    }
-
-
 def test_healthy_installation_passes(make_ext, settings_file):
     make_ext("needs_token", ext_code(), {"secrets": ["DEMO_TOKEN"]})
     with FakeOpenAIServer() as srv:
-        result = doctor(settings_file(models=local_model(srv.base_url)), {"DEMO_TOKEN": "t0k3n"})
+        result = doctor(settings_file(models=models_section(srv.base_url)), {"DEMO_TOKEN": "t0k3n"})
     assert result.returncode == 0, result.stdout
     assert "provider local" in result.stdout and "fake-model" in result.stdout
     assert "secret DEMO_TOKEN (needs_token): set" in result.stdout
@@ -42,7 +35,7 @@ def test_healthy_installation_passes(make_ext, settings_file):
 def test_problems_are_named_and_exit_non_zero(make_ext, settings_file):
     make_ext("needs_token", ext_code(), {"secrets": ["DEMO_TOKEN_MISSING"]})
     make_ext("broken", ext_code(), {"entrpoint": "typo"})
-    result = doctor(settings_file(models=local_model("http://127.0.0.1:9/v1")))
+    result = doctor(settings_file(models=models_section("http://127.0.0.1:9/v1")))
     assert result.returncode == 1
     out = result.stdout
     assert "FAIL provider local" in out
@@ -53,7 +46,7 @@ def test_problems_are_named_and_exit_non_zero(make_ext, settings_file):
 def test_doctor_checks_postgres_connection_and_schema(settings_file, postgres_dsn):
     storage = {"backend": "postgres", "postgres_dsn": postgres_dsn}
     with FakeOpenAIServer() as srv:
-        fresh = doctor(settings_file(models=local_model(srv.base_url), storage=storage))
+        fresh = doctor(settings_file(models=models_section(srv.base_url), storage=storage))
         assert fresh.returncode == 0, fresh.stdout
         assert "ok   storage: PostgreSQL" in fresh.stdout
         assert "schema journal: version 0, migrated to version 1 at the next start" in fresh.stdout
@@ -65,14 +58,14 @@ def test_doctor_checks_postgres_connection_and_schema(settings_file, postgres_ds
         from core.events.pg_journal import PostgresJournal
 
         asyncio.run(PostgresJournal(postgres_dsn).counts())  # migrates, as a kernel start would
-        migrated = doctor(settings_file(models=local_model(srv.base_url), storage=storage))
+        migrated = doctor(settings_file(models=models_section(srv.base_url), storage=storage))
     assert "schema journal: version 1 (current)" in migrated.stdout
 
 
 def test_doctor_names_an_unreachable_postgres(settings_file):
     storage = {"backend": "postgres", "postgres_dsn": "postgresql://h:pw@127.0.0.1:1/hearth"}
     with FakeOpenAIServer() as srv:
-        result = doctor(settings_file(models=local_model(srv.base_url), storage=storage))
+        result = doctor(settings_file(models=models_section(srv.base_url), storage=storage))
     assert result.returncode == 1
     assert (
         "FAIL storage: storage.postgres_dsn postgresql://h:***@127.0.0.1:1/hearth" in result.stdout

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from conftest import PROJECT_ROOT
-from fake_openai import FakeOpenAIServer, ToolCall
+from fake_openai import FakeOpenAIServer, ToolCall, models_section
 from test_extension_reload import greeter
 
 CLI_EXT = PROJECT_ROOT / "sandbox" / "extensions" / "cli_channel"
@@ -68,16 +68,7 @@ def test_extensions_reload_reaches_the_running_kernel(
         shutil.copytree(CLI_EXT, ext_root / "cli_channel")
         ext_dir = make_ext("greeter", greeter("v1"))
         path = settings_file(
-            models={
-                "default": {"provider": "local", "model": "fake-model"},
-                "providers": {
-                    "local": {
-                        "type": "openai_compatible",
-                        "base_url": model.base_url,
-                        "api_key": "x",
-                    }
-                },
-            },
+            models=models_section(model.base_url),
             events={"poll_interval_s": 0.2},
             storage=storage_backend,
         )

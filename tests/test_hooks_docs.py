@@ -18,7 +18,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import PROJECT_ROOT, grant_all
 from core.extensions.isolation.confinement import probe
-from fake_openai import FakeOpenAIServer, ToolCall
+from fake_openai import FakeOpenAIServer, ToolCall, models_section
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from test_cli_e2e import CLI_EXT, run_main
 
@@ -49,18 +49,7 @@ def test_the_example_denies_a_tool_and_renders_a_tag_through_main_py(settings_fi
             "I left it running. <shout>save your work</shout>",
             "Noted.",
         )
-        path = settings_file(
-            models={
-                "default": {"provider": "local", "model": "fake-model"},
-                "providers": {
-                    "local": {
-                        "type": "openai_compatible",
-                        "base_url": server.base_url,
-                        "api_key": "x",
-                    }
-                },
-            }
-        )
+        path = settings_file(models=models_section(server.base_url))
         grant_all(ext_root, Path(yaml.safe_load(path.read_text())["paths"]["data"]))
         result = run_main(path, "restart yourself\nping\n")
         requests = server.requests

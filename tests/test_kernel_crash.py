@@ -5,16 +5,13 @@ its send (the recorded answer is sent; the model is not asked again)."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from conftest import PROJECT_ROOT
-from fake_openai import FakeOpenAIServer
+from fake_openai import FakeOpenAIServer, models_section
 from harness import CAPTURE_MANIFEST, count_mentions
+from kernel_process import kill, start_kernel
 from storage_backends import stored_history
 
 # A channel that journals one user message (idempotently: every start tries)
@@ -50,36 +47,6 @@ class Ext:
 """
 
 
-def start_kernel(settings: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HEARTH_SUPERVISED": "1"},
-    )
-
-
-def model_settings(srv: FakeOpenAIServer) -> dict[str, object]:
-    return {
-        "default": {"provider": "local", "model": "fake-model"},
-        "providers": {
-            "local": {
-                "type": "openai_compatible",
-                "base_url": srv.base_url,
-                "api_key": "x",
-                "max_retries": 0,
-            }
-        },
-    }
-
-
-def kill(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
-
-
 def restart_until_answered(settings: Path, out: Path) -> None:
     """Start again on the same data; wait for a reply (and for any second one)."""
     second = start_kernel(settings)
@@ -105,7 +72,9 @@ def test_sigkill_mid_turn_answers_exactly_once_after_restart(
     make_ext("filechan", FILE_CHANNEL, {"config": {"out": str(out)}, **CAPTURE_MANIFEST})
     with FakeOpenAIServer(delay_s=30) as srv:
         settings = settings_file(
-            channels={"default": "filechan"}, models=model_settings(srv), storage=storage_backend
+            channels={"default": "filechan"},
+            models=models_section(srv.base_url, max_retries=0),
+            storage=storage_backend,
         )
         first = start_kernel(settings)
         try:
@@ -137,7 +106,9 @@ def test_sigkill_between_answer_and_send_sends_the_recorded_answer_once(
     with FakeOpenAIServer() as srv:
         srv.script("Recorded before the crash.")
         settings = settings_file(
-            channels={"default": "filechan"}, models=model_settings(srv), storage=storage_backend
+            channels={"default": "filechan"},
+            models=models_section(srv.base_url, max_retries=0),
+            storage=storage_backend,
         )
         first = start_kernel(settings)
         try:

@@ -7,15 +7,13 @@ from __future__ import annotations
 import random
 import re
 
-import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from bundled import copy_bundled, tool_output
-from core.extensions.contract import TurnContext
+from bundled import tool_output
 from fake_embeddings import FakeEmbeddingServer
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import running_kernel, wait_for
+from memory_kit import TURN, converse, replies
 
-TURN = TurnContext(channel_id="capture", user_id="u1")
 NAMES = "Anna Maria Tom Ines Paulo Sofia Jonas Lea Omar Yuki".split()
 RELATIONS = "sister brother cousin friend colleague neighbour aunt uncle".split()
 CITIES = "Lisbon Porto Berlin Paris Madrid Rome Vienna Oslo".split()
@@ -41,30 +39,10 @@ def distractors(n: int, seed: int = 1) -> list[str]:
     return facts
 
 
-def replies(kernel):
-    return kernel.loader.instance("capture")._log()
-
-
-async def converse(kernel, text: str, n: int = 1) -> None:
-    await kernel.loader.instance("capture").say(text)
-    await wait_for(lambda: len(replies(kernel)) >= n)
-
-
 async def bulk(kernel, facts: list[str]) -> None:
     await kernel.loader.instance("memory").store.insert_many(
         (text, "import", 1_700_000_000.0 + i) for i, text in enumerate(facts)
     )
-
-
-@pytest.fixture
-def memory_settings(ext_root, make_ext, settings_file):
-    copy_bundled(ext_root, "memory")
-    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-
-    def write(**config):
-        return settings_file(channels={"default": "capture"}, extensions={"memory": config})
-
-    return write
 
 
 async def test_recall_ranks_the_relevant_fact_first_among_1000(memory_settings):

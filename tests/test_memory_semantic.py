@@ -9,18 +9,16 @@ import logging
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from bundled import copy_bundled, tool_output
+from bundled import tool_output
 from core.cli.doctor import run_doctor
-from core.extensions.contract import TurnContext
 from core.settings import load_settings
 from fake_embeddings import FakeEmbeddingServer
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import running_kernel, wait_for
+from memory_kit import TURN, converse, replies
 
-TURN = TurnContext(channel_id="capture", user_id="u1")
 CAT = "My cat is named Miso."
 EVERYDAY = [
     "The user's colleague Tom asked about the quarterly report on Monday.",
@@ -39,15 +37,6 @@ EVERYDAY = [
 WARNING = "memory: embeddings unavailable"
 
 
-def replies(kernel):
-    return kernel.loader.instance("capture")._log()
-
-
-async def converse(kernel, text: str, n: int = 1) -> None:
-    await kernel.loader.instance("capture").say(text)
-    await wait_for(lambda: len(replies(kernel)) >= n, timeout=60)
-
-
 async def imported(kernel, facts: list[str]) -> None:
     """Bulk-load facts as an import does and wait until the backfill embedded them."""
     memory = kernel.loader.instance("memory")
@@ -57,17 +46,6 @@ async def imported(kernel, facts: list[str]) -> None:
     memory.semantic.wake()
     total = await memory.store.count()
     await wait_for(lambda: len(memory.semantic.index) >= total, timeout=120)
-
-
-@pytest.fixture
-def memory_settings(ext_root, make_ext, settings_file):
-    copy_bundled(ext_root, "memory")
-    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-
-    def write(**config):
-        return settings_file(channels={"default": "capture"}, extensions={"memory": config})
-
-    return write
 
 
 async def test_a_paraphrase_is_recalled_by_the_tool_and_the_context_provider(memory_settings):

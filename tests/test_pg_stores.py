@@ -36,10 +36,9 @@ from core.kernel.session_storage import PostgresSessionStorage
 from core.scheduling.state import FireState
 from core.storage import pool_for, release_pool
 from core.storage_settings import StorageSettings
-from fake_openai import FakeOpenAIServer
+from fake_openai import FakeOpenAIServer, models_section
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from scheduler_helpers import install_scheduler, replied
-from test_kernel_crash import model_settings
 
 Item = dict[str, object]
 
@@ -252,7 +251,7 @@ async def test_a_kernel_on_postgres_end_to_end(
     with FakeOpenAIServer() as srv:
         path = settings_file(
             channels={"default": "capture"},
-            models=model_settings(srv),
+            models=models_section(srv.base_url, max_retries=0),
             storage=storage.model_dump(),
         )
         srv.script("Nice to meet you, Bo.")

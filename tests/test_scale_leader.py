@@ -144,13 +144,13 @@ def test_kill_the_schedule_leader_and_reminders_fire_once_from_another(
 ):
     from bundled import copy_bundled
     from fake_openai import FakeOpenAIServer
+    from kernel_process import wait_until
     from scale_support import (
         CHANNEL,
         CHANNEL_ID,
         CHANNEL_MANIFEST,
         SHORT_LEASE_S,
         Cluster,
-        wait_until,
     )
 
     copy_bundled(ext_root, "scheduler")

@@ -10,6 +10,7 @@ from collections import Counter
 import asyncpg
 
 from fake_openai import FakeOpenAIServer
+from kernel_process import wait_until
 from pg_helpers import run_sync
 from scale_support import (
     CHANNEL,
@@ -17,7 +18,6 @@ from scale_support import (
     CHANNEL_MANIFEST,
     Cluster,
     conversation_messages,
-    wait_until,
 )
 
 READY = "kernel ready"

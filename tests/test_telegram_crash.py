@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from conftest import PROJECT_ROOT
-from fake_openai import FakeOpenAIServer
+from fake_openai import FakeOpenAIServer, models_section
 from fake_telegram import FakeTelegram
 from telegram_support import ALICE, install_extension, write_settings
 
@@ -63,18 +63,7 @@ def test_sigkill_before_the_reply_is_answered_exactly_once_after_restart(
         settings = write_settings(
             settings_file,
             tg,
-            sections={
-                "models": {
-                    "default": {"provider": "local", "model": "fake-model"},
-                    "providers": {
-                        "local": {
-                            "type": "openai_compatible",
-                            "base_url": model.base_url,
-                            "api_key": "x",
-                        }
-                    },
-                }
-            },
+            sections={"models": models_section(model.base_url)},
         )
         key_of = "telegram:{}".format
         acks: list[tuple[int, bool]] = []  # (offset, was the acknowledged update journaled?)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from conftest import PROJECT_ROOT, ext_code
-from fake_openai import FakeOpenAIServer, ToolCall
+from fake_openai import FakeOpenAIServer, ToolCall, models_section
 from fake_telegram import FakeTelegram
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from telegram_support import ALICE, install_extension, telegram_config
@@ -87,22 +87,15 @@ SCENARIOS = [
 ]
 
 
-def model_settings(srv: FakeOpenAIServer) -> dict[str, object]:
-    return {
-        "default": {"provider": "local", "model": "fake-model"},
-        "providers": {
-            "local": {"type": "openai_compatible", "base_url": srv.base_url, "api_key": "x"}
-        },
-    }
-
-
 # ------------------------------------------------------------------ surfaces
 
 
 class ChannelSurface:
     def __init__(self, make_ext, settings_file, srv) -> None:
         make_ext("testchan", TEST_CHANNEL, {"permissions": {"user_messages": True}})
-        self.settings = settings_file(channels={"default": "testchan"}, models=model_settings(srv))
+        self.settings = settings_file(
+            channels={"default": "testchan"}, models=models_section(srv.base_url)
+        )
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -136,7 +129,7 @@ class TelegramSurface:
         self.settings = settings_file(
             channels={"default": "telegram_channel"},
             extensions={"telegram_channel": telegram_config(self.tg)},
-            models=model_settings(srv),
+            models=models_section(srv.base_url),
         )
 
     @asynccontextmanager
@@ -185,7 +178,7 @@ class CliSurface:
         shutil.copytree(
             PROJECT_ROOT / "sandbox" / "extensions" / "cli_channel", ext_root / "cli_channel"
         )
-        self.settings = settings_file(models=model_settings(srv))
+        self.settings = settings_file(models=models_section(srv.base_url))
         self.lines: queue.Queue[str] = queue.Queue()
 
     @asynccontextmanager
@@ -314,7 +307,9 @@ async def test_a_channel_without_buttons_gets_the_question_in_words_and_answer_w
         make_ext("asker", ASKER)
         make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
         srv.script(ToolCall("ask_things", {"kind": "select"}), "Done.")
-        settings = settings_file(channels={"default": "capture"}, models=model_settings(srv))
+        settings = settings_file(
+            channels={"default": "capture"}, models=models_section(srv.base_url)
+        )
         async with running_kernel(settings) as kernel:
             capture = kernel.loader.instance("capture")
 

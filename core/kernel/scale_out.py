@@ -20,7 +20,7 @@ from core.kernel.placement import Placement, apply_role, placement_of
 from core.kernel.turn_lock import ConversationLocks
 from core.scheduling import LEASES_COMPONENT, SOLE_LEADER, LeaseLeader
 from core.settings import Settings
-from core.storage import apply_migrations, pool_for, release_pool
+from core.storage import migrated_pool, release_pool
 
 __all__ = ["ScaleOut"]
 
@@ -46,10 +46,7 @@ class ScaleOut:
             return
         storage = self.settings.storage
         assert storage.postgres_dsn is not None  # settings require it for postgres
-        self._pool = await pool_for(
-            storage.postgres_dsn, min_size=storage.pool_min_size, max_size=storage.pool_max_size
-        )
-        await apply_migrations(self._pool, [LEASES_COMPONENT])
+        self._pool = await migrated_pool(storage, [LEASES_COMPONENT])
         self._locks = ConversationLocks(self._local_lock, self._pool, storage.postgres_dsn)
         if self.placement.runs_workers:
             assert self.placement.node is not None

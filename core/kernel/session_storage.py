@@ -141,14 +141,10 @@ class PostgresSessionStorage:
         return self._pool
 
     async def open(self) -> dict[str, int]:
-        from core.storage import apply_migrations, pool_for
+        from core.storage import migrated_pool
 
         if self._pool is None:
-            dsn = self.storage.postgres_dsn or ""
-            self._pool = await pool_for(
-                dsn, min_size=self.storage.pool_min_size, max_size=self.storage.pool_max_size
-            )
-            await apply_migrations(self._pool, [SESSIONS_COMPONENT])
+            self._pool = await migrated_pool(self.storage, [SESSIONS_COMPONENT])
         await self.pool.execute(
             "DELETE FROM hearth_turns WHERE created_at < $1", time.time() - LEDGER_RETENTION_S
         )

@@ -50,15 +50,9 @@ class FireState(SQLiteStore):
         if self.storage is None:
             await super().open()
         elif self._pool is None:
-            from core.storage import apply_migrations, pool_for
+            from core.storage import migrated_pool
 
-            pool = await pool_for(
-                self.storage.postgres_dsn or "",
-                min_size=self.storage.pool_min_size,
-                max_size=self.storage.pool_max_size,
-            )
-            await apply_migrations(pool, [SCHEDULES_COMPONENT])
-            self._pool = pool
+            self._pool = await migrated_pool(self.storage, [SCHEDULES_COMPONENT])
 
     async def close(self) -> None:
         if self.storage is None:

@@ -71,17 +71,11 @@ class PostgresStateTable:
         """The pool, taken (and the schema migrated) on first use."""
         if self._pool is not None:
             return self._pool
-        from core.storage import apply_migrations, pool_for
+        from core.storage import migrated_pool
 
         async with self._opening:
             if self._pool is None:
-                pool = await pool_for(
-                    self.storage.postgres_dsn or "",
-                    min_size=self.storage.pool_min_size,
-                    max_size=self.storage.pool_max_size,
-                )
-                await apply_migrations(pool, [STATE_COMPONENT])
-                self._pool = pool
+                self._pool = await migrated_pool(self.storage, [STATE_COMPONENT])
         return self._pool
 
     async def _durability(self, conn: Any) -> None:

@@ -14,6 +14,7 @@ from core.storage.migrations import (
     SchemaStatus,
     apply_migrations,
     known_components,
+    migrated_pool,
     register_migrations,
     schema_status,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "apply_migrations",
     "connect",
     "known_components",
+    "migrated_pool",
     "open_pool",
     "pool_for",
     "redact_dsn",

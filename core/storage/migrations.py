@@ -14,15 +14,19 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.storage.postgres import StorageError
+from core.storage.postgres import StorageError, pool_for, release_pool
+
+if TYPE_CHECKING:
+    from core.storage_settings import StorageSettings
 
 __all__ = [
     "SCHEMA_TABLE",
     "SchemaStatus",
     "apply_migrations",
     "known_components",
+    "migrated_pool",
     "register_migrations",
     "schema_status",
 ]
@@ -97,6 +101,21 @@ async def apply_migrations(
         for name in names:
             versions[name] = await _migrate(conn, name, tuple(known[name]))
     return versions
+
+
+async def migrated_pool(storage: StorageSettings, components: Iterable[str]) -> Any:
+    """The process's pool (``pool_for``, sized by ``storage``) with ``components``
+    migrated: how every PostgreSQL store opens. Released again if migrating fails;
+    otherwise the caller gives it back with ``release_pool``."""
+    pool = await pool_for(
+        storage.postgres_dsn or "", min_size=storage.pool_min_size, max_size=storage.pool_max_size
+    )
+    try:
+        await apply_migrations(pool, components)
+    except BaseException:
+        await release_pool(pool)
+        raise
+    return pool
 
 
 async def _migrate(conn: Any, component: str, migrations: tuple[str, ...]) -> int:

@@ -56,15 +56,10 @@ class PostgresApprovals:
     async def open(self) -> tuple[list[PausedTurn], list[Grant]]:
         """Migrate, prune finished turns, and read what is still open."""
         from core.kernel.session_schema import SESSIONS_COMPONENT
-        from core.storage import apply_migrations, pool_for
+        from core.storage import migrated_pool
 
         if self._pool is None:
-            self._pool = await pool_for(
-                self.storage.postgres_dsn or "",
-                min_size=self.storage.pool_min_size,
-                max_size=self.storage.pool_max_size,
-            )
-            await apply_migrations(self._pool, [SESSIONS_COMPONENT])
+            self._pool = await migrated_pool(self.storage, [SESSIONS_COMPONENT])
         old = time.time() - RETENTION_S
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute(

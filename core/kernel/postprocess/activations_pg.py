@@ -35,15 +35,10 @@ class PostgresActivationRows:
 
     async def open(self) -> None:
         from core.kernel.session_schema import SESSIONS_COMPONENT
-        from core.storage import apply_migrations, pool_for
+        from core.storage import migrated_pool
 
         if self._pool is None:
-            self._pool = await pool_for(
-                self.storage.postgres_dsn or "",
-                min_size=self.storage.pool_min_size,
-                max_size=self.storage.pool_max_size,
-            )
-            await apply_migrations(self._pool, [SESSIONS_COMPONENT])
+            self._pool = await migrated_pool(self.storage, [SESSIONS_COMPONENT])
 
     async def aclose(self) -> None:
         from core.storage import release_pool

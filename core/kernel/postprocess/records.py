@@ -70,17 +70,7 @@ class PostTurnRecord:
             "INSERT OR REPLACE INTO hearth_post_turns"
             "(message_key, conversation, session_id, original, clean, specs, events, usage,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                self.message_key,
-                self.conversation,
-                self.session_id,
-                self.original,
-                self.clean,
-                json.dumps([s.to_dict() for s in self.specs]),
-                json.dumps(list(self.events), default=str),
-                json.dumps(self.usage),
-                self.created_at,
-            ),
+            self._turn_row(),
         )
         conn.executemany(
             "INSERT OR REPLACE INTO hearth_post_results"
@@ -98,6 +88,19 @@ class PostTurnRecord:
             " session_id = excluded.session_id, original = excluded.original,"
             " clean = excluded.clean, specs = excluded.specs, events = excluded.events,"
             " usage = excluded.usage, created_at = excluded.created_at",
+            *self._turn_row(),
+        )
+        await conn.executemany(
+            "INSERT INTO hearth_post_results"
+            "(message_key, seq, conversation, name, result, created_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_key, seq) DO UPDATE SET"
+            " conversation = excluded.conversation, name = excluded.name,"
+            " result = excluded.result, created_at = excluded.created_at",
+            self._result_rows(),
+        )
+
+    def _turn_row(self) -> tuple[Any, ...]:
+        return (
             self.message_key,
             self.conversation,
             self.session_id,
@@ -107,14 +110,6 @@ class PostTurnRecord:
             json.dumps(list(self.events), default=str),
             json.dumps(self.usage),
             self.created_at,
-        )
-        await conn.executemany(
-            "INSERT INTO hearth_post_results"
-            "(message_key, seq, conversation, name, result, created_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_key, seq) DO UPDATE SET"
-            " conversation = excluded.conversation, name = excluded.name,"
-            " result = excluded.result, created_at = excluded.created_at",
-            self._result_rows(),
         )
 
     def _result_rows(self) -> list[tuple[Any, ...]]:

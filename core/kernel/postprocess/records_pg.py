@@ -29,15 +29,10 @@ class PostgresPostRecords:
     async def open(self) -> None:
         """Take the process's pool, migrate, and drop records older than the ledger keeps."""
         from core.kernel.session_schema import SESSIONS_COMPONENT
-        from core.storage import apply_migrations, pool_for
+        from core.storage import migrated_pool
 
         if self._pool is None:
-            self._pool = await pool_for(
-                self.storage.postgres_dsn or "",
-                min_size=self.storage.pool_min_size,
-                max_size=self.storage.pool_max_size,
-            )
-            await apply_migrations(self._pool, [SESSIONS_COMPONENT])
+            self._pool = await migrated_pool(self.storage, [SESSIONS_COMPONENT])
         cutoff = time.time() - self.retention_s
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute("DELETE FROM hearth_post_results WHERE created_at < $1", cutoff)

@@ -1,0 +1,49 @@
+"""Real kernel processes for the crash and scale suites: ``main.py`` started as a
+subprocess (as under a supervisor), a hard kill, and polling for what the
+process writes to disk."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from conftest import PROJECT_ROOT
+
+
+def start_kernel(
+    settings: Path, stderr: int | IO[str] = subprocess.PIPE, **env: str
+) -> subprocess.Popen[str]:
+    """``main.py --settings settings`` as a supervised child (``env`` added to ours)."""
+    return subprocess.Popen(
+        [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+        env={**os.environ, "HEARTH_SUPERVISED": "1", **env},
+    )
+
+
+def kill(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL: the process gets no chance to finish anything it was doing."""
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def wait_until(
+    condition: Callable[[], object],
+    timeout_s: float = 30.0,
+    describe: Callable[[], str] | None = None,
+) -> None:
+    """Poll ``condition`` (a generous deadline for a loaded machine)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(describe() if describe else f"not within {timeout_s} s")
+        time.sleep(0.05)
