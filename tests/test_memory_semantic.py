@@ -140,6 +140,39 @@ async def test_a_failing_endpoint_warns_once_and_recovers(memory_settings, caplo
     assert found[0].text == "The user drives a red automobile."
 
 
+async def test_the_context_provider_and_a_recall_of_the_same_text_embed_it_once(
+    memory_settings,
+):
+    with FakeEmbeddingServer() as srv:
+        path = memory_settings(embeddings={"base_url": srv.base_url, "model": "fake-embed"})
+        async with running_kernel(path) as kernel:
+            memory = kernel.loader.instance("memory")
+            await memory.remember_fact("The user drives a red automobile.")
+            asked = "what vehicle do I have"
+            before = len(srv.requests)
+            context = await memory.get_context(asked, TURN)
+            found = await memory.recall(asked)
+            embedded = [r for r in srv.requests[before:] if r["body"].get("input") == [asked]]
+    assert context is not None and "red automobile" in context
+    assert found[0].text == "The user drives a red automobile."
+    assert len(embedded) == 1
+
+
+async def test_a_long_prompt_embeds_only_its_start_and_still_finds_the_fact(memory_settings):
+    with FakeEmbeddingServer() as srv:
+        path = memory_settings(embeddings={"base_url": srv.base_url, "model": "fake-embed"})
+        async with running_kernel(path) as kernel:
+            memory = kernel.loader.instance("memory")
+            await memory.remember_fact("The user drives a red automobile.")
+            prompt = "Which vehicle do I have? " + "Some unrelated rambling here. " * 100
+            before = len(srv.requests)
+            context = await memory.get_context(prompt, TURN)
+            inputs = [r["body"]["input"][0] for r in srv.requests[before:]]
+    assert context is not None and "red automobile" in context
+    assert inputs and all(len(text) <= 200 for text in inputs)
+    assert inputs[0].startswith("Which vehicle do I have?")
+
+
 def facts(n: int) -> list[str]:
     return [
         f"Note {i}: the user's parcel number {1000 + i} is at the post office." for i in range(n)

@@ -31,7 +31,8 @@ class EmbeddingsConfig(BaseModel):
     scan_limit: int = Field(default=1_000_000, ge=1)  # vectors searched: the most recent N
     min_similarity: float | None = Field(default=None, ge=-1, le=1)  # None: the backend's floor
     fusion: Literal["rrf", "convex"] = "convex"  # how BM25 and vector rankings are combined
-    threads: int = Field(default=2, ge=1, le=64)  # local: CPU threads per embedding
+    threads: int = Field(default=1, ge=1, le=64)  # local: CPU threads per embedding
+    query_max_chars: int = Field(default=200, ge=16)  # a longer query embeds its start only
     backfill_batch: int = Field(default=16, ge=1, le=512)  # memories embedded per step
 
     @model_validator(mode="before")

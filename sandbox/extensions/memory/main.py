@@ -128,18 +128,19 @@ class MemoryExtension(BaseExtension):
     async def recall(self, query: str, limit: int = RECALL_LIMIT) -> list[Memory]:
         """The ``limit`` memories most relevant to ``query``, best first.
 
-        Words and meaning are searched at once (the query embeds in a worker
-        thread while SQLite ranks by BM25), then fused (``fusion.py``).
+        Words and meaning are searched at once (the query embeds and the
+        vectors are scanned in a worker thread while SQLite ranks by BM25),
+        then fused (``fusion.py``).
         """
         semantic = self.semantic
         if not semantic.enabled or len(semantic.index) == 0:  # no vector to find
             return await self.store.search(query, limit)
-        words, vector = await asyncio.gather(
-            self.store.search(query, FUSION_POOL), semantic.query_vector(query)
+        words, found = await asyncio.gather(
+            self.store.search(query, FUSION_POOL), semantic.search(query, FUSION_POOL)
         )
-        if vector is None:
+        if found is None:
             return words[:limit]
-        meaning = await semantic.nearest(vector, FUSION_POOL)
+        vector, meaning = found
         if semantic.config.fusion == "convex":
             cosines = dict(meaning) | semantic.index.similarities([m.id for m in words], vector)
             lexical = [(m.id, m.score) for m in words]

@@ -28,7 +28,7 @@ from .config import EmbeddingsConfig
 from .embeddings import LOCAL_MODEL, Embedder, EmbeddingError, EndpointEmbedder, LocalEmbedder
 from .store import MemoryStore
 from .text import first_person
-from .vectors import VectorIndex, to_blob
+from .vectors import IndexView, VectorIndex, to_blob
 
 LOAD_PAGE = 5000
 QUERY_CACHE = 32
@@ -89,27 +89,90 @@ class SemanticRecall:
 
     async def query_vector(self, text: str) -> np.ndarray | None:
         """The query's unit vector (recent ones cached), or None: use words only."""
-        cached = self._queries.get(text)
+        cached = self._cached(text)
         if cached is not None:
-            self._queries.move_to_end(text)
             return cached
         rows = await self._embed([text], "query")
         if rows is None:
             return None
-        self._queries[text] = rows[0]
+        self._cache(text, rows[0])
+        return rows[0]
+
+    async def search(self, text: str, k: int) -> tuple[np.ndarray, list[tuple[int, float]]] | None:
+        """The query's unit vector and ``(id, cosine)`` of its ``k`` nearest memories
+        (at or above the floor, best first), or None: use words only.
+
+        With the local model the query is embedded and the index scanned in ONE
+        worker thread: one hop off the loop and back, not two (on a loaded
+        machine each hop can wait behind other work). The per-turn context
+        provider and a ``recall`` of the same text share the cached vector.
+        """
+        view, floor = self.index.view(), self.config.similarity_floor
+        vector = self._cached(text)
+        if vector is None:
+            embedder = await self._backend()
+            if isinstance(embedder, LocalEmbedder):
+                return await self._embed_and_scan(embedder, text, view, k)
+            vector = await self.query_vector(text)
+            if vector is None:
+                return None
+        return vector, await asyncio.to_thread(view.nearest, vector, k, floor)
+
+    async def _embed_and_scan(
+        self, embedder: LocalEmbedder, text: str, view: IndexView, k: int
+    ) -> tuple[np.ndarray, list[tuple[int, float]]] | None:
+        floor = self.config.similarity_floor
+
+        query = first_person(self._bounded(text))
+
+        def work() -> tuple[np.ndarray, list[tuple[int, float]]]:
+            vector = embedder.embed_sync([query], "query")[0]
+            return vector, view.nearest(vector, k, floor)
+
+        try:
+            vector, hits = await asyncio.to_thread(work)
+        except (EmbeddingError, ValueError, OSError) as exc:
+            self._degrade(f"{type(exc).__name__}: {exc}")
+            return None
+        self._recovered()
+        self._cache(text, vector)
+        return vector, hits
+
+    def _cached(self, text: str) -> np.ndarray | None:
+        cached = self._queries.get(text)
+        if cached is not None:
+            self._queries.move_to_end(text)
+        return cached
+
+    def _cache(self, text: str, vector: np.ndarray) -> None:
+        self._queries[text] = vector
         while len(self._queries) > self.query_cache_size:
             self._queries.popitem(last=False)
-        return rows[0]
 
     async def passage_blobs(self, texts: list[str]) -> list[bytes] | None:
         """Stored-form vectors of facts, or None when the backend is unavailable."""
         rows = await self._embed(texts, "passage")
         return None if rows is None else [to_blob(row) for row in rows]
 
+    def _bounded(self, query: str) -> str:
+        """The query's first ``query_max_chars`` characters, cut at a space.
+
+        Embedding time grows with the tokens (about 1 ms each for e5-small on
+        one core): a long prompt would make every turn's context lookup cost
+        hundreds of milliseconds; its start carries the topic.
+        """
+        limit = self.config.query_max_chars
+        if len(query) <= limit:
+            return query
+        cut = query[:limit]
+        return cut.rsplit(" ", 1)[0] if " " in cut else cut
+
     async def _embed(self, texts: list[str], role: Any) -> np.ndarray | None:
         embedder = await self._backend()
         if embedder is None:
             return None
+        if role == "query":
+            texts = [self._bounded(text) for text in texts]
         if self.config.backend == "local":  # measured for e5: see text.first_person
             texts = [first_person(text) for text in texts]
         try:
@@ -117,10 +180,13 @@ class SemanticRecall:
         except (EmbeddingError, ValueError, OSError) as exc:
             self._degrade(f"{type(exc).__name__}: {exc}")
             return None
+        self._recovered()
+        return rows
+
+    def _recovered(self) -> None:
         if self._warned:
             self._warned = False
             self.log.info("memory: embeddings work again (%s); recall ranks by meaning", self.model)
-        return rows
 
     async def _backend(self) -> Embedder | None:
         if not self.enabled or self._broken is not None:

@@ -4,20 +4,22 @@ A unit vector is stored as its largest magnitude divided by 127 (float32,
 4 bytes) followed by the components scaled to int8: 388 bytes for e5's 384
 dimensions instead of 1,536 as float32, with cosine scores within ~0.005 of
 the float ones. The index keeps the same int8 rows in one growing matrix
-(38 MB per 100,000 memories) and scans it in chunks converted to float32
-one at a time, so no float32 copy of everything is ever held; two worker
-threads split the scan (numpy releases the GIL). Measured in bench/memory.py.
+(38 MB per 100,000 memories) and scans it in one worker thread, in chunks
+converted into one reused float32 buffer, so no float32 copy of everything
+is ever held (~5 ms per 100,000 rows on an idle core). Approximate
+prefilters (sign bits, a PCA projection) lost too many true neighbours of
+e5 vectors to earn their place (docs/adr/0029-local-embeddings.md).
+Measured in bench/memory.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
+from dataclasses import dataclass
 
 import numpy as np
 
-CHUNK_ROWS = 1024
-SCAN_THREADS = 2
+CHUNK_ROWS = 1024  # 2,048 lets OpenBLAS start threads for a product: 10x slower on busy cores
 SCALE_BYTES = 4
 
 
@@ -39,7 +41,7 @@ class VectorIndex:
     """The int8 rows of every embedded memory, searched by brute force.
 
     Not thread-safe for writes: the extension mutates it on the event loop and
-    ``nearest`` copies the (small) row count before handing the scan to threads;
+    ``view`` snapshots the rows on the loop before a scan is handed to a thread;
     rows are only appended or overwritten in place, never reallocated under a
     running scan (growth allocates a new matrix and swaps it in).
     """
@@ -116,31 +118,48 @@ class VectorIndex:
         scores = (self._rows[picked].astype(np.float32) @ query) * self._scales[picked]
         return {int(self._ids[r]): float(v) for r, v in zip(picked, scores, strict=True)}
 
+    def view(self) -> IndexView:
+        """The rows as they are now, for a scan in a worker thread (taken on the loop).
+
+        Later appends grow a new matrix, a forget moves a row: the ids are
+        copied so a scan never reports a row under another memory's id.
+        """
+        count = len(self._row_of)
+        return IndexView(self._rows[:count], self._scales[:count], self._ids[:count].copy())
+
     async def nearest(self, query: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
         """``(id, cosine)`` of the ``k`` most similar rows at or above ``floor``, best first."""
-        count = len(self._row_of)
-        if count == 0:
+        if len(self._row_of) == 0:
             return []
-        rows, scales = self._rows[:count], self._scales[:count]
-        ids = self._ids[:count].copy()  # a forget during the scan may move a row
-        query = np.ascontiguousarray(query, dtype=np.float32)
-        bounds = np.linspace(0, count, SCAN_THREADS + 1, dtype=int)
-        parts = await asyncio.gather(
-            *(
-                asyncio.to_thread(_scan, rows[a:b], scales[a:b], query)
-                for a, b in itertools.pairwise(bounds)
-                if b > a
-            )
-        )
-        scores = np.concatenate(parts)
-        return _top(scores, ids, k, floor)
+        return await asyncio.to_thread(self.view().nearest, query, k, floor)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexView:
+    """A snapshot of the index's rows; ``nearest`` blocks (run it in a worker thread)."""
+
+    rows: np.ndarray
+    scales: np.ndarray
+    ids: np.ndarray
+
+    def nearest(self, query: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
+        """One pass over the int8 rows in cache-sized chunks, each converted into one
+        reused float32 buffer, then a matrix-vector product (a single thread: the
+        other core ranks by words meanwhile)."""
+        if len(self.ids) == 0:
+            return []
+        return _top(_scan(self.rows, self.scales, query), self.ids, k, floor)
 
 
 def _scan(rows: np.ndarray, scales: np.ndarray, query: np.ndarray) -> np.ndarray:
+    query = np.ascontiguousarray(query, dtype=np.float32)
     out = np.empty(len(rows), dtype=np.float32)
+    buffer = np.empty((min(CHUNK_ROWS, len(rows)), rows.shape[1]), dtype=np.float32)
     for start in range(0, len(rows), CHUNK_ROWS):
         chunk = rows[start : start + CHUNK_ROWS]
-        out[start : start + len(chunk)] = chunk.astype(np.float32) @ query
+        converted = buffer[: len(chunk)]
+        np.copyto(converted, chunk, casting="unsafe")
+        np.matmul(converted, query, out=out[start : start + len(chunk)])
     out *= scales
     return out
 
