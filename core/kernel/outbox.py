@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.events import EventBus
@@ -75,6 +75,14 @@ class ReplyOutbox:
         self._channel_for = channel_for
         self._send_timeout_s = send_timeout_s
         self.placement = placement or Placement()
+        # with several processes: wait for other nodes' replies to a user (ScaleOut)
+        self.replies_sent: Callable[[str, str, float], Awaitable[None]] | None = None
+
+    async def in_order(self, channel_id: str, user_id: str) -> None:
+        """Before a reply or stream of this process reaches ``user_id``: the replies
+        other nodes answered earlier are sent first (ADR 0036)."""
+        if self.replies_sent is not None:
+            await self.replies_sent(channel_id, user_id, self._send_timeout_s)
 
     def is_remote(self, origin: str | None) -> bool:
         """Whether a message from node ``origin`` is answered by another process."""
@@ -87,7 +95,8 @@ class ReplyOutbox:
             topic,
             self._resend,
             subscriber,
-            concurrency=RETRY_CONCURRENCY,
+            # several processes: other nodes' replies are sent one at a time, in order
+            concurrency=1 if self.placement.shared else RETRY_CONCURRENCY,
             timeout=self._send_timeout_s,
         )
 
@@ -132,6 +141,8 @@ class ReplyOutbox:
         if self.placement.shared and self._channel_for(reply.channel_id) is None:
             await self._hand_to_channel_owner(message_id, reply)
             return
+        if stream is None:
+            await self.in_order(reply.channel_id, reply.user_id)
         answered = False
         try:
             async with asyncio.timeout(self._send_timeout_s):

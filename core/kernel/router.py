@@ -278,6 +278,7 @@ class MessageRouter:
             channel = None if remote else self.channels.get(turn.channel_id)
             callbacks = None
             if channel is not None and isinstance(channel, StreamingChannelProvider):
+                await self.outbox.in_order(turn.channel_id, turn.user_id)
                 stream = await self.outbox.open_stream(channel, turn.user_id)
                 if stream is not None:
                     callbacks = channel_callbacks(channel, turn.user_id)

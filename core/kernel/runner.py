@@ -218,6 +218,7 @@ class Kernel:
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
             placement=self.scale.placement, turn_lock=self.scale.turn_lock,
         )  # fmt: skip
+        self.router.outbox.replies_sent = self.scale.replies_sent  # order across nodes
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,

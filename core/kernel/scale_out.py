@@ -72,6 +72,13 @@ class ScaleOut:
             return self._local_lock(conversation)
         return self._locks.hold(conversation, message)
 
+    async def replies_sent(self, channel_id: str, user_id: str, timeout_s: float) -> None:
+        """Before this process answers ``user_id`` itself: the replies other nodes
+        journaled for them are sent first (no-op with one process)."""
+        if self._locks is not None:
+            _, subscriber = self.placement.reply_subscription
+            await self._locks.replies_sent(subscriber, channel_id, user_id, timeout_s)
+
     async def run(self) -> None:
         """Until cancelled: keep or seek the schedule lease (nothing to do otherwise)."""
         if self.leader is not None:

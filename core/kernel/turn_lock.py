@@ -57,6 +57,14 @@ WHERE d.subscriber_id = $1 AND d.event_id < $2
 """
 
 
+# replies journaled for this node's channels and not sent yet, to one user
+_REPLIES_UNSENT = """
+SELECT count(*) FROM journal_deliveries d JOIN journal_events e ON e.id = d.event_id
+WHERE d.subscriber_id = $1 AND d.status IN ('pending', 'inflight')
+  AND e.payload::jsonb ->> 'channel_id' = $2 AND e.payload::jsonb ->> 'user_id' = $3
+"""
+
+
 def advisory_key(conversation: str) -> int:
     """A signed 64-bit advisory lock key for ``conversation`` (BLAKE2b of its key)."""
     digest = hashlib.blake2b(_NAMESPACE + conversation.encode(), digest_size=8).digest()
@@ -126,6 +134,20 @@ class ConversationLocks:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
                 await conn.close()
+
+    async def replies_sent(
+        self, subscriber: str, channel_id: str, user_id: str, timeout_s: float
+    ) -> None:
+        """Until the replies another node journaled for ``user_id`` are sent by this
+        node's ``subscriber`` (one at a time, in order): a turn answered here must not
+        overtake them. At most ``timeout_s`` (a reply in retry backoff), then it goes."""
+        deadline = time.monotonic() + timeout_s
+        while await self._pool.fetchval(_REPLIES_UNSENT, subscriber, channel_id, user_id):
+            if time.monotonic() > deadline:
+                log.warning("earlier replies to %s on %s still unsent after %g s; "
+                            "sending this one", user_id, channel_id, timeout_s)  # fmt: skip
+                return
+            await asyncio.sleep(ORDER_POLL_S)
 
     async def _wait_turn(self, event_id: int, channel_id: str, user_id: str) -> None:
         address, _ = split_reply_address(user_id)
