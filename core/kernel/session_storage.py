@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.kernel.ledger import LEDGER_DDL, ConversationSession, LedgerSession, upgrade_ledger
 from core.kernel.session_schema import SESSIONS_COMPONENT  # registers its migrations
+from core.storage import ComponentPool
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -132,19 +133,16 @@ class PostgresSessionStorage:
     def __init__(self, storage: StorageSettings, *, synchronous: str = "normal") -> None:
         self.storage = storage
         self.synchronous = synchronous  # ``events.synchronous``: see ``PostgresLedgerSession``
-        self._pool: Any = None
+        self._pools = ComponentPool(
+            storage, [SESSIONS_COMPONENT], "the PostgreSQL session storage is"
+        )
 
     @property
     def pool(self) -> Any:
-        if self._pool is None:
-            raise RuntimeError("the PostgreSQL session storage is not open (open() at start)")
-        return self._pool
+        return self._pools.pool
 
     async def open(self) -> dict[str, int]:
-        from core.storage import migrated_pool
-
-        if self._pool is None:
-            self._pool = await migrated_pool(self.storage, [SESSIONS_COMPONENT])
+        await self._pools.open()
         await self.pool.execute(
             "DELETE FROM hearth_turns WHERE created_at < $1", time.time() - LEDGER_RETENTION_S
         )
@@ -176,11 +174,7 @@ class PostgresSessionStorage:
         """Nothing to close: the session's connections belong to the pool."""
 
     async def aclose(self) -> None:
-        from core.storage import release_pool
-
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await release_pool(pool)
+        await self._pools.close()
 
 
 def session_storage_for(settings: Settings, db_path: Path) -> SessionStorage:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.extensions.sdk import SQLiteStore
-from core.storage import register_migrations
+from core.storage import ComponentPool, register_migrations
 
 if TYPE_CHECKING:
     from core.storage_settings import StorageSettings
@@ -44,29 +44,31 @@ class FireState(SQLiteStore):
     def __init__(self, path: Path, *, storage: StorageSettings | None = None) -> None:
         super().__init__(path)
         self.storage = storage if storage is not None and storage.backend == "postgres" else None
-        self._pool: Any = None
+        self._pools = (
+            ComponentPool(
+                self.storage,
+                [SCHEDULES_COMPONENT],
+                "manifest schedules' fire state (PostgreSQL) is",
+            )
+            if self.storage is not None
+            else None
+        )
 
     async def open(self) -> None:
-        if self.storage is None:
+        if self._pools is None:
             await super().open()
-        elif self._pool is None:
-            from core.storage import migrated_pool
-
-            self._pool = await migrated_pool(self.storage, [SCHEDULES_COMPONENT])
+        else:
+            await self._pools.open()
 
     async def close(self) -> None:
-        if self.storage is None:
+        if self._pools is None:
             await super().close()
-            return
-        from core.storage import release_pool
-
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await release_pool(pool)
+        else:
+            await self._pools.close()
 
     @property
     def is_open(self) -> bool:
-        return super().is_open if self.storage is None else self._pool is not None
+        return super().is_open if self._pools is None else self._pools.is_open
 
     async def last_due(self, key: str) -> datetime | None:
         if self.storage is None:
@@ -96,6 +98,5 @@ class FireState(SQLiteStore):
         )
 
     def _postgres(self) -> Any:
-        if self._pool is None:
-            raise RuntimeError("manifest schedules' fire state (PostgreSQL) is not open")
-        return self._pool
+        assert self._pools is not None  # only called with storage.backend postgres
+        return self._pools.pool

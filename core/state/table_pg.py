@@ -13,7 +13,6 @@ SQLite's ``NORMAL`` does without an fsync: a kernel crash loses nothing.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from core.state.table import (
     Limits,
     Written,
 )
-from core.storage import register_migrations
+from core.storage import ComponentPool, register_migrations
 
 if TYPE_CHECKING:
     from core.storage_settings import StorageSettings
@@ -64,30 +63,18 @@ class PostgresStateTable:
     def __init__(self, storage: StorageSettings, *, synchronous: str = "normal") -> None:
         self.storage = storage
         self.flush = synchronous.lower() == "full"
-        self._pool: Any = None
-        self._opening = asyncio.Lock()
+        self._pools = ComponentPool(storage, [STATE_COMPONENT], "the PostgreSQL state table is")
 
     async def _ready(self) -> Any:
         """The pool, taken (and the schema migrated) on first use."""
-        if self._pool is not None:
-            return self._pool
-        from core.storage import migrated_pool
-
-        async with self._opening:
-            if self._pool is None:
-                self._pool = await migrated_pool(self.storage, [STATE_COMPONENT])
-        return self._pool
+        return await self._pools.open()
 
     async def _durability(self, conn: Any) -> None:
         if not self.flush:
             await conn.execute("SET LOCAL synchronous_commit = off")
 
     async def close(self) -> None:
-        from core.storage import release_pool
-
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await release_pool(pool)
+        await self._pools.close()
 
     async def prune(self, now: float) -> int:
         pool = await self._ready()

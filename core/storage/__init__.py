@@ -9,6 +9,7 @@ migrations per component applied at start under an advisory lock
 once never race on the schema.
 """
 
+from core.storage.component_pool import ComponentPool
 from core.storage.migrations import (
     SCHEMA_TABLE,
     SchemaStatus,
@@ -29,6 +30,7 @@ from core.storage.postgres import (
 
 __all__ = [
     "SCHEMA_TABLE",
+    "ComponentPool",
     "SchemaStatus",
     "StorageError",
     "apply_migrations",

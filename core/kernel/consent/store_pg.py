@@ -25,6 +25,8 @@ from core.kernel.consent.store import (
     paused_turn_of,
 )
 from core.kernel.consent.wording import new_request_id
+from core.kernel.session_schema import SESSIONS_COMPONENT
+from core.storage import ComponentPool
 
 if TYPE_CHECKING:
     from core.storage_settings import StorageSettings
@@ -45,21 +47,15 @@ class PostgresApprovals:
 
     def __init__(self, storage: StorageSettings) -> None:
         self.storage = storage
-        self._pool: Any = None
+        self._pools = ComponentPool(storage, [SESSIONS_COMPONENT], "the PostgreSQL approvals are")
 
     @property
     def pool(self) -> Any:
-        if self._pool is None:
-            raise RuntimeError("the PostgreSQL approvals are not open (open() at start)")
-        return self._pool
+        return self._pools.pool
 
     async def open(self) -> tuple[list[PausedTurn], list[Grant]]:
         """Migrate, prune finished turns, and read what is still open."""
-        from core.kernel.session_schema import SESSIONS_COMPONENT
-        from core.storage import migrated_pool
-
-        if self._pool is None:
-            self._pool = await migrated_pool(self.storage, [SESSIONS_COMPONENT])
+        await self._pools.open()
         old = time.time() - RETENTION_S
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute(
@@ -163,8 +159,4 @@ class PostgresApprovals:
         return gone is not None
 
     async def aclose(self) -> None:
-        from core.storage import release_pool
-
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await release_pool(pool)
+        await self._pools.close()

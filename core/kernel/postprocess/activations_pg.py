@@ -11,6 +11,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from core.kernel.postprocess.activations import Activation
+from core.kernel.session_schema import SESSIONS_COMPONENT
+from core.storage import ComponentPool
 
 if TYPE_CHECKING:
     from core.storage_settings import StorageSettings
@@ -25,27 +27,17 @@ class PostgresActivationRows:
 
     def __init__(self, storage: StorageSettings) -> None:
         self.storage = storage
-        self._pool: Any = None
+        self._pools = ComponentPool(storage, [SESSIONS_COMPONENT], "the PostgreSQL activations are")
 
     @property
     def pool(self) -> Any:
-        if self._pool is None:
-            raise RuntimeError("the PostgreSQL activations are not open (open() at start)")
-        return self._pool
+        return self._pools.pool
 
     async def open(self) -> None:
-        from core.kernel.session_schema import SESSIONS_COMPONENT
-        from core.storage import migrated_pool
-
-        if self._pool is None:
-            self._pool = await migrated_pool(self.storage, [SESSIONS_COMPONENT])
+        await self._pools.open()
 
     async def aclose(self) -> None:
-        from core.storage import release_pool
-
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await release_pool(pool)
+        await self._pools.close()
 
     async def seed_and_read(self, conversation: str, defaults: list[str]) -> tuple[Activation, ...]:
         async with self.pool.acquire() as conn, conn.transaction():

@@ -11,6 +11,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from core.kernel.postprocess.records import StoredResult, latest_query, stored_results
+from core.kernel.session_schema import SESSIONS_COMPONENT
+from core.storage import ComponentPool
 
 if TYPE_CHECKING:
     from core.storage_settings import StorageSettings
@@ -24,25 +26,19 @@ class PostgresPostRecords:
     def __init__(self, storage: StorageSettings, *, retention_s: float) -> None:
         self.storage = storage
         self.retention_s = retention_s
-        self._pool: Any = None
+        self._pools = ComponentPool(storage, [SESSIONS_COMPONENT], "post-processing records are")
 
     async def open(self) -> None:
         """Take the process's pool, migrate, and drop records older than the ledger keeps."""
-        from core.kernel.session_schema import SESSIONS_COMPONENT
-        from core.storage import migrated_pool
-
-        if self._pool is None:
-            self._pool = await migrated_pool(self.storage, [SESSIONS_COMPONENT])
+        pool = await self._pools.open()
         cutoff = time.time() - self.retention_s
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with pool.acquire() as conn, conn.transaction():
             await conn.execute("DELETE FROM hearth_post_results WHERE created_at < $1", cutoff)
             await conn.execute("DELETE FROM hearth_post_turns WHERE created_at < $1", cutoff)
 
     def pool(self) -> Any:
         """The open pool (the ledger writes the records through its own transaction)."""
-        if self._pool is None:
-            raise RuntimeError("post-processing records are not open (open() at start)")
-        return self._pool
+        return self._pools.pool
 
     async def latest(self, conversation: str, name: str | None = None) -> list[StoredResult]:
         """The newest result named ``name``, or every result of the newest turn."""
@@ -50,8 +46,4 @@ class PostgresPostRecords:
         return stored_results(await self.pool().fetch(query, *args), name)
 
     async def aclose(self) -> None:
-        from core.storage import release_pool
-
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await release_pool(pool)
+        await self._pools.close()
