@@ -17,6 +17,7 @@ __all__ = ["STATUS_TIMEOUT_S", "collect_status_lines"]
 
 STATUS_TIMEOUT_S = 3.0
 MAX_LINES = 10
+MAX_LINE_CHARS = 200  # a line of /status, not a payload
 
 
 async def collect_status_lines(
@@ -36,4 +37,10 @@ async def _ask(record: ExtensionRecord, timeout_s: float) -> list[str]:
         return [f"status unavailable: no answer within {timeout_s:g} s"]
     except Exception as exc:
         return [f"status unavailable: {describe_exception(exc)}"]
-    return [" ".join(str(line).split()) for line in list(lines)[:MAX_LINES]]
+    return [_one_line(line) for line in list(lines)[:MAX_LINES]]
+
+
+def _one_line(line: object) -> str:
+    """Whitespace folded; cut at ``MAX_LINE_CHARS`` (an ellipsis says so)."""
+    text = " ".join(str(line).split())
+    return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 1] + "…"
