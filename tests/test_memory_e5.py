@@ -92,6 +92,17 @@ def test_the_onnx_model_is_valid_and_built_once_into_the_cache(tmp_path: Path):
     assert np.allclose(first.embed([query], "query"), again.embed([query], "query"))
 
 
+def test_a_damaged_cached_model_is_rebuilt(tmp_path: Path):
+    E5Encoder(tmp_path)
+    (cached,) = tmp_path.glob("*.onnx")
+    cached.write_bytes(b"\x00garbage" * 100)
+
+    encoder = E5Encoder(tmp_path)
+
+    assert cached.stat().st_size > 10_000_000
+    assert encoder.embed(["hello"], "query").shape == (1, 384)
+
+
 def test_a_file_that_is_not_the_model_is_refused_with_its_name(tmp_path: Path):
     bogus = tmp_path / "model.bin"
     bogus.write_bytes(os.urandom(64))

@@ -27,6 +27,7 @@ from .weights import ModelFile, bundled_model_path, dequantize
 
 Role = Literal["query", "passage"]
 PREFIX = {"query": "query: ", "passage": "passage: "}
+PROVIDERS = ["CPUExecutionProvider"]
 
 
 class E5Encoder:
@@ -92,13 +93,16 @@ class E5Encoder:
 
     def _session_from(self, ort: Any, options: Any, directory: Path) -> Any:
         source = self.model_file.path.stat()
-        cached = (
-            directory / f"e5-small-q4.g{GRAPH_VERSION}.{source.st_size}-{source.st_mtime_ns}.onnx"
-        )
-        if not cached.exists():
-            for stale in directory.glob("e5-small-q4.g*.onnx"):
-                stale.unlink(missing_ok=True)
-            partial = cached.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_bytes(build_model(self.model_file))
-            os.replace(partial, cached)  # two processes building at once: both end up whole
-        return ort.InferenceSession(str(cached), options, providers=["CPUExecutionProvider"])
+        name = f"e5-small-q4.g{GRAPH_VERSION}.{source.st_size}-{source.st_mtime_ns}.onnx"
+        cached = directory / name
+        if cached.exists():
+            try:
+                return ort.InferenceSession(str(cached), options, providers=PROVIDERS)
+            except Exception:  # a damaged file (ONNX Runtime raises its own types): rebuild it
+                cached.unlink(missing_ok=True)
+        for stale in directory.glob("e5-small-q4.g*.onnx"):
+            stale.unlink(missing_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(build_model(self.model_file))
+        os.replace(partial, cached)  # two processes building at once: both end up whole
+        return ort.InferenceSession(str(cached), options, providers=PROVIDERS)
