@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pty
+import re
 import select
 import shutil
 import sys
@@ -30,6 +31,8 @@ PINGER = ext_code(
 
 
 CURSOR_POSITION_REQUEST = b"\x1b[6n"
+# CSI (ESC [ ... final), OSC (ESC ] ... BEL), charset (ESC ( B) and keypad (ESC = / >)
+CONTROL_SEQUENCE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-Za-z]|[=>78])")
 
 
 class Terminal:
@@ -45,9 +48,12 @@ class Terminal:
         self.answered = 0
 
     def expect(self, text: str, timeout: float = 30.0, *, after: str | None = None) -> None:
-        """Wait for ``text`` (only where it follows ``after``, when given)."""
+        """Wait for ``text`` on the screen (only where it follows ``after``, when given).
+
+        Terminal control sequences are not part of the text: a streamed reply comes
+        in chunks with the renderer's sequences between them ("echo: \\x1b[?7hwhat")."""
         deadline = time.monotonic() + timeout
-        while text.encode() not in self.output[self._start(after) :]:
+        while text.encode() not in self.visible[self._start(after) :]:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(f"{text!r} not seen; output so far:\n{self.output!r}")
@@ -59,11 +65,17 @@ class Terminal:
                     break
                 self._answer_cursor_requests()
 
+    @property
+    def visible(self) -> bytes:
+        """The output without terminal control sequences."""
+        return CONTROL_SEQUENCE.sub(b"", self.output)
+
     def _start(self, after: str | None) -> int:
         if after is None:
             return 0
-        found = self.output.find(after.encode())
-        return len(self.output) if found < 0 else found + len(after)
+        visible = self.visible
+        found = visible.find(after.encode())
+        return len(visible) if found < 0 else found + len(after.encode())
 
     def _answer_cursor_requests(self) -> None:
         asked = self.output.count(CURSOR_POSITION_REQUEST)
