@@ -10,16 +10,16 @@ happens.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 
 def return_freed_memory() -> None:
-    """``malloc_trim(0)`` where the C library has it."""
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
+    """``malloc_trim(0)`` where the C library has it.
+
+    The process's own symbols are asked (``CDLL(None)``), not a library found by
+    name: ``find_library`` runs ``ldconfig``, which a sandboxed host may not have.
+    """
     try:
-        trim = ctypes.CDLL(name).malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc
         return
     trim(0)

@@ -52,7 +52,7 @@ def _text(field: int, value: str) -> bytes:
 
 def attribute(name: str, value: int | float | Sequence[int]) -> bytes:
     """An ``AttributeProto``: an int, a float or a list of ints."""
-    if isinstance(value, bool) or isinstance(value, int):
+    if isinstance(value, int):  # bool included
         body = _text(1, name) + _int(3, int(value)) + _int(20, ATTR_INT)
     elif isinstance(value, float):
         body = _text(1, name) + _tag(2, 5) + struct.pack("<f", value) + _int(20, ATTR_FLOAT)

