@@ -68,12 +68,15 @@ async def test_commands_never_call_the_model(make_ext, settings_file):
             def get_commands(self):
                 from core.extensions.contract import Command
                 async def hello(args, turn):
+                    import asyncio
+                    await asyncio.sleep(0.3)  # slower than the kernel's own commands
                     return f"hello {args} from {turn.channel_id}"
                 return [Command("hello", "say hello", hello)]
             """
         ),
     )
     model = ScriptedModel([])
+    # replies come in the order the commands were typed, a slow one first
     async with running_kernel(settings_file(), model=model) as k:
         channel = k.loader.instance("capture")
         for text in ("/hello world", "/nosuch thing", "/status"):

@@ -58,6 +58,7 @@ class Conversations:
         self._generations: dict[str, int] = {}
         self._sessions: OrderedDict[str, tuple[str, ConversationSession]] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
+        self._command_locks: dict[str, asyncio.Lock] = {}
         self._held: Counter[str] = Counter()
         self.session_ended: list[SessionEnded] = []
 
@@ -94,10 +95,13 @@ class Conversations:
 
     def lock(self, key: str) -> asyncio.Lock:
         """Turns of one conversation run one at a time, in arrival order."""
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        return lock
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    def command_lock(self, key: str) -> asyncio.Lock:
+        """Slash commands of one conversation are answered one at a time, in arrival
+        order, so their replies come in the order they were typed. A lock of their
+        own: a command never waits for a turn (``/status`` answers while a long turn runs)."""
+        return self._command_locks.setdefault(key, asyncio.Lock())
 
     @contextmanager
     def held(self, key: str) -> Iterator[None]:

@@ -2,7 +2,8 @@
 
 Turns of one conversation run in order (a per-conversation lock taken in
 arrival order); different conversations run concurrently (the bus runs the
-handler many at a time). Commands never wait for a turn. Every step has a
+handler many at a time). Commands never wait for a turn; those of one
+conversation are answered in order among themselves. Every step has a
 deadline from ``turns.*`` settings, so a hung model, command or context
 provider costs one worker for a bounded time and the user a clear line.
 
@@ -191,7 +192,8 @@ class MessageRouter:
         with self.conversations.held(key):
             command = parse_command(text)
             if command is not None:
-                await self._answer_command(event, command, message, key)
+                async with self.conversations.command_lock(key):
+                    await self._answer_command(event, command, message, key)
                 return
             if not text.strip():
                 return
