@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import socket
 import struct
 from collections.abc import AsyncIterator
@@ -15,6 +16,8 @@ from core.extensions.errors import PermissionDeniedError
 from core.extensions.isolation.errors import CallTimeoutError, PeerClosedError, RemoteError
 from core.extensions.isolation.protocol import MAX_MESSAGE_BYTES, ProtocolError, read_message
 from core.extensions.isolation.rpc import RpcPeer
+
+SERVING: contextvars.ContextVar[str] = contextvars.ContextVar("serving", default="nobody")
 
 
 class Server:
@@ -33,6 +36,13 @@ class Server:
             raise ValueError("boom")
         if method == "refuse":
             raise PermissionDeniedError("ext", "emit topic 'x'")
+        if method == "scoped":  # like a hook serving a turn: set, wait, read, reset
+            token = SERVING.set(params["who"])
+            try:
+                await asyncio.sleep(params["s"])
+                return SERVING.get()
+            finally:
+                SERVING.reset(token)
         if method == "slow":
             self.running += 1
             self.max_running = max(self.max_running, self.running)
@@ -102,6 +112,17 @@ async def test_incoming_calls_are_bounded_by_max_inflight():
         results = await asyncio.gather(*(client.call("slow", {"s": 0.02}) for _ in range(40)))
         assert results == ["slept"] * 40
         assert server.max_running == 4
+
+
+async def test_calls_answered_at_once_or_after_waiting_keep_their_own_context():
+    # a request runs to its first wait inside the reader, then goes on as a task:
+    # a context variable set before the wait is still its own after it, and resets
+    async with pair() as (client, _, _remote):
+        waited = [client.call("scoped", {"who": f"turn-{i}", "s": 0.01 * i}) for i in range(5)]
+        answered = await asyncio.gather(*waited, client.call("echo", {"n": 1}))
+        assert answered == [*(f"turn-{i}" for i in range(5)), {"n": 1}]
+        assert await client.call("scoped", {"who": "again", "s": 0}) == "again"
+    assert SERVING.get() == "nobody"
 
 
 async def test_pending_calls_fail_when_the_peer_goes_away():

@@ -14,7 +14,7 @@ the plugin host imports this before the extension.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.extensions.contract_data import (
@@ -29,7 +29,7 @@ from core.extensions.contract_data import (
     TurnOutcome,
 )
 from core.extensions.isolation.errors import HookResultError
-from core.extensions.isolation.wire import FrameError, Wire
+from core.extensions.isolation.wire import FrameError, Wire, plain
 
 __all__ = [
     "HOOK_METHODS",
@@ -216,7 +216,7 @@ def _spec(name: str, args: Sequence[Any]) -> HookSpec:
 def hook_args_to_wire(name: str, args: Sequence[Any]) -> list[Any]:
     """The kernel's arguments for hook ``name`` as JSON values."""
     _spec(name, args)
-    return [asdict(a) if is_dataclass(a) and not isinstance(a, type) else a for a in args]
+    return [plain(a) for a in args]
 
 
 _FROM_WIRE: dict[ArgKind, Callable[[Any], Any]] = {
@@ -247,7 +247,7 @@ def encode_hook_result(name: str, value: Any) -> dict[str, Any] | None:
         return {"type": "messages", "messages": value}
     kind = _VALUE_TYPES.get(type(value))
     if kind is not None and kind in spec.results:
-        return {"type": kind, **asdict(value)}
+        return {"type": kind, **plain(value)}
     expected = " or ".join((*spec.results, "None"))
     raise TypeError(f"{name} returned a {type(value).__name__}; expected {expected}")
 

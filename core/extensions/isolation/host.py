@@ -20,7 +20,6 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,7 @@ from core.extensions.isolation.protocol import (
     turn_from_wire,
 )
 from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.isolation.wire import plain
 from core.extensions.state_scope import serving
 
 _PR_SET_PDEATHSIG = 1
@@ -124,7 +124,7 @@ class HostServer:
                 {"name": c.name, "description": c.description} for c in self.commands.values()
             ]
         if Capability.AGENT in capabilities:
-            described["agent"] = asdict(ext.get_agent_descriptor())
+            described["agent"] = plain(ext.get_agent_descriptor())
         if Capability.CONTEXT in capabilities:
             described["context_priority"] = int(ext.context_priority)
         if Capability.SETUP in capabilities:
@@ -167,7 +167,7 @@ class HostServer:
         with serving(turn):  # session-scoped state belongs to the turn the call serves
             result = await getattr(self.ext, name)(*args)
         if name == "invoke":
-            return asdict(result)
+            return plain(result)
         if name == "on_setup_complete":
             return list(result)
         return _jsonable(result)

@@ -11,7 +11,6 @@ initialize. The hooks' mixins are in ``hook_mixins.py``.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict
 from typing import Any
 
 from agents import FunctionTool
@@ -35,6 +34,7 @@ from core.extensions.isolation.protocol import (
     turn_to_wire,
 )
 from core.extensions.isolation.proxy_core import ProxyCore
+from core.extensions.isolation.wire import plain
 from core.extensions.sdk import side_effects
 from core.tools.failures import describe_tool_error, tool_failure_text
 
@@ -98,7 +98,7 @@ class StreamingChannelProxy(ProxyCore):
 
 class InteractiveChannelProxy(ProxyCore):
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
-        await self.call_method("ask_user", user_id, asdict(request))
+        await self.call_method("ask_user", user_id, plain(request))
 
     async def close_request(self, user_id: str, request_id: str, outcome: str) -> None:
         await self.call_method("close_request", user_id, request_id, outcome)

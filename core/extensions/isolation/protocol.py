@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from dataclasses import asdict
 from typing import Any
 
 from core.events.models import Event
@@ -29,12 +28,14 @@ from core.extensions.contract import (
     TurnContext,
     UserRequest,
 )
+from core.extensions.isolation.wire import plain
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_ID_CHARS = 128
 MAX_METHOD_CHARS = 128
 FRAME_KEYS = frozenset({"id", "method", "params", "result", "error"})
 _HEADER = struct.Struct(">I")
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one, not one a frame
 
 
 class ProtocolError(Exception):
@@ -44,7 +45,7 @@ class ProtocolError(Exception):
 def encode(message: dict[str, Any]) -> bytes:
     """One frame; raises ``ProtocolError`` when it is too large or not JSON."""
     try:
-        body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+        body = _JSON.encode(message).encode()
     except (TypeError, ValueError) as exc:
         raise ProtocolError(f"message is not JSON-serializable: {exc}") from exc
     if len(body) > MAX_MESSAGE_BYTES:
@@ -68,7 +69,7 @@ async def read_message(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     except asyncio.IncompleteReadError:
         raise ProtocolError("stream ended inside a frame") from None
     try:
-        message = json.loads(body)
+        message = json.loads(body.decode())
     except ValueError as exc:
         raise ProtocolError(f"frame is not JSON: {exc}") from None
     if not isinstance(message, dict):
@@ -127,7 +128,7 @@ def _kind(value: Any) -> str:
 
 
 def turn_to_wire(turn: TurnContext | None) -> dict[str, Any] | None:
-    return asdict(turn) if turn is not None else None
+    return plain(turn) if turn is not None else None
 
 
 def turn_from_wire(data: Any) -> TurnContext:
@@ -135,7 +136,7 @@ def turn_from_wire(data: Any) -> TurnContext:
 
 
 def request_from_wire(data: Any) -> UserRequest:
-    """A ``UserRequest`` sent by the kernel (``asdict``: options as lists of dicts)."""
+    """A ``UserRequest`` sent by the kernel (``plain``: options as lists of dicts)."""
     if not isinstance(data, dict):
         raise ValueError("a user request must be a JSON object")
     options = tuple(RequestOption(**option) for option in data.get("options") or ())
@@ -143,7 +144,7 @@ def request_from_wire(data: Any) -> UserRequest:
 
 
 def invocation_to_wire(context: AgentInvocationContext | None) -> dict[str, Any] | None:
-    return asdict(context) if context is not None else None
+    return plain(context) if context is not None else None
 
 
 def invocation_from_wire(data: Any) -> AgentInvocationContext | None:
@@ -160,7 +161,8 @@ def response_from_wire(data: Any) -> AgentResponse:
 
 
 def event_to_wire(event: Event) -> dict[str, Any]:
-    return asdict(event)
+    wire: dict[str, Any] = plain(event)
+    return wire
 
 
 def event_from_wire(data: dict[str, Any]) -> Event:

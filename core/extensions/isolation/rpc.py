@@ -15,9 +15,10 @@ the host). ``serve`` never raises: whatever goes wrong becomes its reason.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from core.extensions.isolation.errors import (
@@ -36,6 +37,7 @@ from core.extensions.isolation.protocol import (
 )
 from core.extensions.isolation.ratelimit import LogLimiter
 from core.logging_setup import escape_control
+from core.resumed import Resumed
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], None]
@@ -148,8 +150,18 @@ class RpcPeer:
             await self._send(_error(call_id, LookupError(f"request id {call_id!r} is in use")))
         else:
             await self._slots.acquire()
-            task = asyncio.create_task(self._answer(call_id, str(method), message.get("params")))
-            self._serving[call_id] = task
+            answer = self._answer(call_id, str(method), message.get("params"))
+            # Run to its first suspension at once: most requests (a hook, a ping) are
+            # answered without one, and skip a task and a turn of the event loop. One
+            # that waits goes on as a task, in the same context (a context variable set
+            # before it waited is reset in the context that set it).
+            context = contextvars.copy_context()
+            try:
+                waiting_on = context.run(answer.send, None)
+            except StopIteration:
+                return
+            resumed = _resume(answer, waiting_on)
+            self._serving[call_id] = asyncio.create_task(resumed, context=context)
 
     def _resolve(self, call_id: Any, message: dict[str, Any]) -> None:
         future = self._pending.get(call_id) if isinstance(call_id, int) else None
@@ -219,6 +231,11 @@ class RpcPeer:
         for task in self._serving.values():
             task.cancel()
         self._writer.close()
+
+
+async def _resume(coro: Coroutine[Any, Any, None], waiting_on: Any) -> None:
+    """The rest of ``coro``, already run up to where it waits on ``waiting_on``."""
+    await Resumed(coro, waiting_on)
 
 
 def _error(call_id: Any, exc: BaseException, where: str | None = None) -> dict[str, Any]:

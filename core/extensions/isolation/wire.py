@@ -8,12 +8,13 @@ instead. Small on purpose: the plugin host imports it before the extension.
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Mapping
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
 
-__all__ = ["FrameError", "Wire", "decode"]
+__all__ = ["FrameError", "Wire", "decode", "plain"]
 
 
 class FrameError(ValueError):
@@ -33,29 +34,40 @@ class Wire:
             data = {}
         if not isinstance(data, dict):
             raise FrameError(f"{where}: params must be an object, got {_kind(data)}")
-        hints = _hints(cls)
-        known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+        known = _fields(cls)
         unknown = [k for k in data if k not in known]
         if unknown:
             raise FrameError(f"{where}: unknown key {str(unknown[0])[:40]!r}")
         values: dict[str, Any] = {}
-        for name, spec in known.items():
+        for name, (hint, required) in known.items():
             if name not in data:
-                if spec.default is MISSING and spec.default_factory is MISSING:
+                if required:
                     raise FrameError(f"{where}: missing key {name!r}")
                 continue
-            values[name] = _check(data[name], hints[name], f"{where}: {name}")
+            values[name] = _check(data[name], hint, f"{where}: {name}")
         return cls(**values)
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_FIELDS: dict[type, dict[str, tuple[Any, bool]]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    hints = _HINTS.get(cls)
-    if hints is None:
-        hints = _HINTS[cls] = get_type_hints(cls)
-    return hints
+def _fields(cls: type) -> dict[str, tuple[Any, bool]]:
+    """Each field's type hint and whether it is required, worked out once per class
+    (``get_type_hints`` and ``fields`` are slow for a call on every frame)."""
+    known = _FIELDS.get(cls)
+    if known is None:
+        hints = get_type_hints(cls)
+        known = _FIELDS[cls] = {
+            f.name: (hints[f.name], f.default is MISSING and f.default_factory is MISSING)
+            for f in fields(cls)  # type: ignore[arg-type]
+        }
+    return known
+
+
+@functools.cache
+def _shape(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``get_origin`` and ``get_args`` of a type hint, once per hint."""
+    return get_origin(tp), get_args(tp)
 
 
 def _kind(value: Any) -> str:
@@ -64,29 +76,29 @@ def _kind(value: Any) -> str:
 
 def _check(value: Any, tp: Any, where: str) -> Any:
     """``value`` if it is of type ``tp`` (JSON types only), else ``FrameError``."""
-    origin = get_origin(tp)
+    origin, arms = _shape(tp)
     if tp is Any:
         return value
     if origin in (Union, types.UnionType):
-        for arm in get_args(tp):
+        for arm in arms:
             try:
                 return _check(value, arm, where)
             except FrameError:
                 continue
         raise FrameError(f"{where} must be {_name(tp)}, got {_kind(value)}")
     if origin is Literal:
-        if value in get_args(tp) and isinstance(value, str):
+        if value in arms and isinstance(value, str):
             return value
-        raise FrameError(f"{where} must be one of {list(get_args(tp))}, got {str(value)[:40]!r}")
+        raise FrameError(f"{where} must be one of {list(arms)}, got {str(value)[:40]!r}")
     if origin is list:
         if not isinstance(value, list):
             raise FrameError(f"{where} must be a list, got {_kind(value)}")
-        (item,) = get_args(tp)
+        (item,) = arms
         return [_check(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
             raise FrameError(f"{where} must be an object, got {_kind(value)}")
-        _, item = get_args(tp)
+        _, item = arms
         return {k: _check(v, item, f"{where}.{k}") for k, v in value.items()}
     if tp is type(None):
         if value is None:
@@ -106,6 +118,34 @@ def _name(tp: Any) -> str:
     if get_origin(tp) in (Union, types.UnionType):
         return " or ".join(_name(a) for a in get_args(tp))
     return "null" if tp is type(None) else getattr(tp, "__name__", str(tp))
+
+
+def plain(value: Any) -> Any:
+    """Contract data as JSON values: a dataclass as a dict of its fields, dicts, tuples
+    and lists item by item, anything else as it is.
+
+    ``dataclasses.asdict`` does the same but deep-copies every leaf: on the hot path
+    of an isolated hook (a ``TurnContext`` out on every call) it cost more than all
+    the rest of the frame's encoding. The frame is encoded at once, so no copy is
+    needed.
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {key: plain(item) for key, item in value.items()}
+    if kind is tuple or kind is list:
+        return [plain(item) for item in value]
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        if not is_dataclass(value) or isinstance(value, type):
+            return value
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
+    return {name: plain(getattr(value, name)) for name in names}
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def decode(registry: Mapping[str, type[Wire]], method: str, params: Any) -> Wire:

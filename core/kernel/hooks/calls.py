@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine
 from time import perf_counter
 from typing import Any, Final
 
@@ -21,6 +21,7 @@ from core.extensions.contract import Annotated, TurnContext
 from core.extensions.lifecycle import describe_exception
 from core.kernel.hooks.observer import NO_OBSERVER, CallOutcome, PipelineObserver
 from core.kernel.hooks.registry import HookEntry
+from core.resumed import Resumed
 
 __all__ = ["SKIPPED", "HookCaller", "kind_of"]
 
@@ -65,7 +66,7 @@ class HookCaller:
                 except StopIteration as done:
                     outcome = "ok"
                     return done.value
-                pending = _Resumed(pending, first)
+                pending = Resumed(pending, first)
             deadline = asyncio.timeout(timeout_s)
             async with deadline:
                 result = await pending
@@ -119,34 +120,3 @@ class HookCaller:
             what,
             turn.turn_id or "-",
         )
-
-
-class _Resumed:
-    """The rest of a coroutine already run to its first suspension (where it
-    yielded ``first``): awaiting this passes every later step, value and
-    exception (a cancellation too) straight through to the coroutine."""
-
-    __slots__ = ("_coro", "_first")
-
-    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
-        self._coro = coro
-        self._first = first
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro, step = self._coro, self._first
-        while True:
-            try:
-                sent = yield step
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:
-                try:
-                    step = coro.throw(exc)
-                except StopIteration as done:
-                    return done.value
-            else:
-                try:
-                    step = coro.send(sent)
-                except StopIteration as done:
-                    return done.value
