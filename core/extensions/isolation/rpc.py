@@ -1,8 +1,9 @@
 """Request/response correlation over one framed stream, used by both sides.
 
 Each side can call the other while serving calls from it (a tool call may
-emit an event mid-way). Incoming requests run as tasks, at most
-``max_inflight`` at a time: when that many are running the reader stops
+emit an event mid-way). Incoming requests run at once up to their first wait,
+then as tasks, at most ``max_inflight`` at a time: when that many are
+running the reader stops
 reading, the socket buffer fills and the peer's writes block — a flood of
 messages costs bounded memory and the reader yields to the event loop after
 every message, so it never starves the rest of the process.
