@@ -151,6 +151,14 @@ async def test_wrong_login_tokens_are_throttled_per_client_address(tmp_path):
     assert unaffected.status_code == 204
 
 
+async def test_parallel_guesses_get_no_more_tries(tmp_path):
+    async with fake_kernel_channel(tmp_path) as (_ext, _ctx, http):
+        guesses = [http.post("/web/login", json={"token": f"guess{i}"}) for i in range(30)]
+        statuses = [r.status_code for r in await asyncio.gather(*guesses)]
+    assert statuses.count(401) == limits.FREE_LOGIN_FAILURES + 1
+    assert statuses.count(429) == 30 - statuses.count(401)
+
+
 def test_each_further_wrong_token_doubles_the_wait(monkeypatch):
     now = [1000.0]
     monkeypatch.setattr(limits.time, "monotonic", lambda: now[0])

@@ -5,8 +5,8 @@ Every comparison is constant-time. The page's login answers with a cookie
 an HMAC of both keyed by the token: it survives restarts and is void once the
 token changes. Logging out ends the session on the server too: its id is kept
 as revoked until the cookie would have expired, so a copy of the cookie stops
-working with it (ADR 0047). A request that the cookie authenticates and that changes
-something (any POST) must also carry ``X-CSRF-Token`` — an HMAC of the cookie
+working with it (ADR 0047). A request that the cookie authenticates and that
+changes something (any POST) must also carry ``X-CSRF-Token`` — an HMAC of the cookie
 that only the page can read, from ``GET /web/session`` — and, when the
 browser sends one, an ``Origin`` naming this very host.
 """

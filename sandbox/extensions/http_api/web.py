@@ -85,12 +85,13 @@ class _Page:
         require_same_origin(request)
         client = request.client.host if request.client is not None else "?"
         logins = self.backend.logins
-        logins.check(client)
+        logins.check(client)  # before reading the body: a blocked client costs nothing
         body = await self._body(request, MAX_LOGIN_BYTES)
         try:
             token = json.loads(body).get("token", "")
         except (ValueError, AttributeError):
             raise ApiError(400, 'the body must be {"token": "..."}') from None
+        logins.check(client)  # again: parallel attempts may have failed meanwhile
         if not isinstance(token, str) or not self.backend.tokens.matches(token):
             logins.failed(client)
             raise ApiError(401, "wrong token (HEARTH_API_TOKEN)", code="invalid_api_key")
