@@ -235,3 +235,51 @@ async def test_a_plugin_host_restart_is_counted(make_ext, settings_file):
         families = parse(kernel.metrics.exposition().decode())
     assert value(families, "isolated_host_restarts", "isolated_host_restarts_total",
                  extension_id="walled") == 1  # fmt: skip
+
+
+async def test_metrics_connections_are_capped_and_a_stalled_reader_is_dropped(monkeypatch):
+    """Someone holding sockets open: past the cap a connection is closed at once,
+    and a client that asks but never reads loses its connection at the deadline."""
+    from core.metrics import server as metrics_server
+
+    monkeypatch.setattr(metrics_server, "MAX_CONNECTIONS", 4)
+    monkeypatch.setattr(metrics_server, "EXCHANGE_TIMEOUT_S", 1.0)
+    big = b"# filler\n" * (2 * 1024 * 1024)  # 20 MB: more than the socket buffers hold
+    exposition = [b"hearth_up 1\n"]
+    served = metrics_server.MetricsServer("127.0.0.1", 0, lambda: exposition[0])
+    await served.start()
+    host, port = served.address
+    try:
+        idle = [await asyncio.open_connection(host, port) for _ in range(4)]
+        extra_reader, _ = await asyncio.open_connection(host, port)
+        async with asyncio.timeout(0.8):  # before any deadline: refused, not timed out
+            assert await extra_reader.read() == b""
+        for _, writer in idle:
+            writer.close()
+        await wait_for(lambda: served.open_connections == 0)
+        assert (await http_get(host, port, "/metrics"))[0] == "HTTP/1.1 200 OK"
+
+        exposition[0] = big
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect((host, port))
+        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        await wait_for(lambda: served.open_connections == 1)  # answering, stuck on our window
+        await wait_for(lambda: served.open_connections == 0, timeout=10)  # then dropped
+        sock.setblocking(False)
+        received = await _drain(sock)
+        sock.close()
+    finally:
+        await served.aclose()
+    assert received < len(big)
+
+
+async def _drain(sock: socket.socket) -> int:
+    loop = asyncio.get_running_loop()
+    total = 0
+    try:
+        while chunk := await loop.sock_recv(sock, 1 << 20):
+            total += len(chunk)
+    except ConnectionError:
+        pass
+    return total

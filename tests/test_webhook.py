@@ -23,19 +23,30 @@ ANSWER = "Disk usage exceeded 95% on db-1. We recommend adding storage."
 
 
 class Receiver:
-    """An HTTP server on 127.0.0.1 answering 500 to the first ``failures`` POSTs."""
+    """An HTTP server on 127.0.0.1 answering 500 to the first ``failures`` POSTs, or
+    302 to every POST when it ``redirect_to`` a URL; any GET is recorded in ``gets``."""
 
-    def __init__(self, failures: int) -> None:
+    def __init__(self, failures: int, redirect_to: str | None = None) -> None:
         self.failures = failures
         self.received: list[tuple[int, dict[str, Any], dict[str, str]]] = []
+        self.gets: list[dict[str, str]] = []
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 status = 500 if len(receiver.received) < receiver.failures else 200
+                status = 302 if redirect_to else status
                 receiver.received.append((status, body, dict(self.headers)))
                 self.send_response(status)
+                if redirect_to:
+                    self.send_header("Location", redirect_to)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self) -> None:
+                receiver.gets.append(dict(self.headers))
+                self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -55,8 +66,8 @@ class Receiver:
 def receiver_factory() -> Iterator[Any]:
     made: list[Receiver] = []
 
-    def make(failures: int) -> Receiver:
-        made.append(Receiver(failures))
+    def make(failures: int, redirect_to: str | None = None) -> Receiver:
+        made.append(Receiver(failures, redirect_to))
         return made[-1]
 
     yield make
@@ -75,13 +86,13 @@ async def dead_letters(kernel: Any, timeout: float = 10.0) -> list[Any]:
     raise AssertionError(f"no dead letter within {timeout} s")
 
 
-def setup(make_ext, settings_file, ext_root, url: str, names: list[str]):
+def setup(make_ext, settings_file, ext_root, url: str, names: list[str], **target: Any):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     copy_bundled(ext_root, "webhook")
     return settings_file(
         channels={"default": "capture"},
         events={"retry_base_s": 0.05, "retry_max_s": 0.2, "max_attempts": 3},
-        extensions={"webhook": {"targets": [{"url": url, "names": names}]}},
+        extensions={"webhook": {"targets": [{"url": url, "names": names, **target}]}},
     )
 
 
@@ -126,6 +137,27 @@ async def test_a_receiver_that_never_accepts_gives_a_dead_letter(
     assert dead and dead[0].topic == "postprocess.completed"
     assert dead[0].subscriber_id.startswith("webhook/postprocess.completed/post_")
     assert f"{receiver.url} answered 500" in (dead[0].error or "")
+
+
+async def test_a_redirect_to_another_host_never_gets_the_targets_authorization(
+    make_ext, settings_file, ext_root, receiver_factory
+):
+    """The configured receiver (127.0.0.1:A) answers 302 to localhost:B, a host the
+    user never named: nothing reaches B, and the delivery fails naming the redirect."""
+    elsewhere = receiver_factory(failures=0)
+    port = elsewhere.server.server_address[1]
+    moved = receiver_factory(failures=0, redirect_to=f"http://localhost:{port}/steal")
+    secret = {"Authorization": "Bearer webhook-secret"}
+    path = setup(make_ext, settings_file, ext_root, moved.url, ["*"], headers=secret)
+    model = ScriptedModel([[assistant_message(ANSWER)]])
+    async with running_kernel(path, model=model) as kernel:
+        assert await say(kernel, "Disk status? #decision") == [ANSWER]
+        dead = await dead_letters(kernel)
+    assert [status for status, _, _ in moved.received] == [302, 302, 302]
+    assert moved.received[0][2]["Authorization"] == "Bearer webhook-secret"
+    assert elsewhere.gets == [] and elsewhere.received == []
+    assert f"{moved.url} answered 302" in (dead[0].error or "")
+    assert f"http://localhost:{port}/steal" in (dead[0].error or "")
 
 
 async def test_a_bad_target_is_a_load_error_naming_the_field(make_ext, settings_file, ext_root):

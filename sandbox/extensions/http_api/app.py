@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from .auth import TokenCheck
 from .config import ApiConfig
+from .limits import read_body
 from .notifications import Notifications
 from .openai_shape import (
     DONE_EVENT,
@@ -39,6 +40,7 @@ MAX_NAME_CHARS = 200
 KEEPALIVE_S = 15.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 POST_RESULTS_WAIT_S = 5.0  # journaled before the reply: normally already there
+MAX_BODY_KEY = "extensions.http_api.max_body_bytes"
 
 
 class ApiBackend(Protocol):
@@ -104,7 +106,10 @@ class _Api:
     async def chat_completions(self, request: Request) -> Response:
         self._admit(request)
         backend = self.backend
-        chat = parse_chat_request(await read_body(request, backend.config.max_body_bytes))
+        body = await read_body(
+            request, backend.config.max_body_bytes, backend.config.body_timeout_s, MAX_BODY_KEY
+        )
+        chat = parse_chat_request(body)
         conversation = conversation_of(request, chat.user, backend.config.default_conversation)
         text = chat.newest_user_text()
         key = _header_value(request, "idempotency-key")
@@ -266,25 +271,6 @@ def _stopping(exc: ReplyGoneError) -> ApiError:
 
 
 # ------------------------------------------------------------ request parts
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, refused (413) as soon as it is known to pass ``limit`` bytes."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    body = bytearray()
-    async for part in request.stream():
-        body += part
-        if len(body) > limit:
-            raise _too_large(limit)
-    return bytes(body)
-
-
-def _too_large(limit: int) -> ApiError:
-    return ApiError(
-        413, f"the body is larger than {limit} bytes (extensions.http_api.max_body_bytes)"
-    )
 
 
 def conversation_of(request: Request, user: str | None, default: str) -> str:

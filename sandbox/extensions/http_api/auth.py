@@ -1,10 +1,12 @@
 """Who may call: the bearer token ``HEARTH_API_TOKEN``, or the web page's cookie.
 
 Every comparison is constant-time. The page's login answers with a cookie
-(``HttpOnly``, ``SameSite=Strict``) holding an expiry and an HMAC of it keyed
-by the token: nothing is stored, it survives restarts, and it is void once
-the token changes. A request that the cookie authenticates and that changes
-something (any POST) must also carry ``X-CSRF-Token`` — an HMAC of the cookie
+(``HttpOnly``, ``SameSite=Strict``) holding an expiry, a random session id and
+an HMAC of both keyed by the token: it survives restarts and is void once the
+token changes. Logging out ends the session on the server too: its id is kept
+as revoked until the cookie would have expired, so a copy of the cookie stops
+working with it (ADR 0047). A request that the cookie authenticates and that
+changes something (any POST) must also carry ``X-CSRF-Token`` — an HMAC of the cookie
 that only the page can read, from ``GET /web/session`` — and, when the
 browser sends one, an ``Origin`` naming this very host.
 """
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import time
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -29,8 +33,9 @@ SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 class TokenCheck:
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, revoked: Iterable[str] = ()) -> None:
         self._token = token.encode()
+        self._revoked = set(revoked)
 
     def matches(self, presented: str) -> bool:
         return hmac.compare_digest(presented.encode(), self._token)
@@ -57,10 +62,23 @@ class TokenCheck:
 
     def log_in(self, response: Response) -> None:
         expires = int(time.time()) + SESSION_S
-        value = f"{expires}.{self._sign(f'session:{expires}')}"
+        session = secrets.token_urlsafe(16)
+        value = f"{expires}.{session}.{self._sign(f'session:{expires}.{session}')}"
         response.set_cookie(
             COOKIE, value, max_age=SESSION_S, path="/", httponly=True, samesite="strict"
         )
+
+    def session_of(self, request: Request) -> tuple[str, int] | None:
+        """``(session id, expiry)`` of the request's valid cookie, else ``None``."""
+        cookie = request.cookies.get(COOKIE)
+        if not cookie or not self._valid_cookie(cookie):
+            return None
+        expires, session, _ = cookie.split(".")
+        return session, int(expires)
+
+    def revoke(self, session: str) -> None:
+        """No cookie of ``session`` is accepted from now on (the caller keeps it stored)."""
+        self._revoked.add(session)
 
     @staticmethod
     def log_out(response: Response) -> None:
@@ -74,10 +92,13 @@ class TokenCheck:
         return self._sign(f"csrf:{cookie}")
 
     def _valid_cookie(self, cookie: str) -> bool:
-        expires, _, signature = cookie.partition(".")
-        if not expires.isdigit() or int(expires) < time.time():
+        parts = cookie.split(".")
+        if len(parts) != 3 or not parts[0].isdigit() or int(parts[0]) < time.time():
             return False
-        return hmac.compare_digest(signature, self._sign(f"session:{expires}"))
+        expires, session, signature = parts
+        if not hmac.compare_digest(signature, self._sign(f"session:{expires}.{session}")):
+            return False
+        return session not in self._revoked
 
     def _require_same_site(self, request: Request, cookie: str) -> None:
         presented = request.headers.get(CSRF_HEADER, "")

@@ -18,6 +18,9 @@ class ApiConfig:
     host: str
     port: int
     max_body_bytes: int
+    body_timeout_s: float
+    header_timeout_s: float
+    max_connections: int
     max_inflight: int
     reply_timeout_s: float
     default_conversation: str
@@ -35,6 +38,9 @@ def parse_config(get: Callable[[str, Any], Any]) -> ApiConfig:
         host=host,
         port=port,
         max_body_bytes=_positive(get, "max_body_bytes", 1_048_576),
+        body_timeout_s=float(_positive(get, "body_timeout_s", 60)),
+        header_timeout_s=float(_positive(get, "header_timeout_s", 10)),
+        max_connections=_positive(get, "max_connections", 256),
         max_inflight=_positive(get, "max_inflight", 64),
         reply_timeout_s=float(_positive(get, "reply_timeout_s", 300)),
         default_conversation=str(get("default_conversation", "api")),

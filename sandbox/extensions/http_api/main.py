@@ -32,6 +32,7 @@ from core.extensions.sdk import BaseExtension
 from .app import build_app
 from .auth import TOKEN_SECRET, TokenCheck
 from .config import ApiConfig, host_port, parse_config
+from .limits import LoginThrottle
 from .notifications import Notifications
 from .replies import (
     PendingReply,
@@ -61,6 +62,7 @@ class HttpApiChannel(BaseExtension):
     def __init__(self) -> None:
         self.config: ApiConfig | None = None
         self.tokens: TokenCheck | None = None
+        self.logins = LoginThrottle()
         self.store: ApiStore | None = None
         self.notifications: Notifications | None = None
         self.server: ApiServer | None = None
@@ -80,13 +82,13 @@ class HttpApiChannel(BaseExtension):
                 f"{TOKEN_SECRET} is not set: refusing to listen on {config.listen}"
             )
         context.subscribe_event(PostProcessTopics.RESULTS, self._on_post_results)
-        self.tokens = TokenCheck(token)
         self.store = ApiStore(context.data_dir / STORE_FILE)
         await self.store.open()
+        self.tokens = TokenCheck(token, await self.store.revoked_sessions())
         await self.store.prune(config.notifications_keep)
         self.notifications = Notifications(self.store, config.notifications_keep, context.logger)
         app = build_app(self, web_routes(self, Path(__file__).parent / "web"))
-        self.server = ApiServer(app, config.host, config.port, context.logger)
+        self.server = ApiServer(app, config, context.logger)
 
     async def start(self) -> None:
         """Listen now (a taken port fails here); requests get 503 until ready."""
@@ -194,6 +196,12 @@ class HttpApiChannel(BaseExtension):
 
     async def kernel_status(self) -> dict[str, Any]:
         return (await self.context.kernel_status()).to_json()
+
+    async def end_session(self, session: str, expires_at: int) -> None:
+        """Logging out: the session's cookie is refused from now on, also after a restart."""
+        assert self.tokens is not None, "initialize() was not called"
+        self.tokens.revoke(session)
+        await self._store().revoke_session(session, expires_at)
 
     async def requeue(self, event_id: int) -> int:
         count = await self.context.requeue_dead_letter(event_id)

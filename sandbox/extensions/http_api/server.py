@@ -4,6 +4,15 @@ Binding in ``start()`` makes a taken port fail the extension at start with
 the address in the message. uvicorn's ``serve()`` is not used, since it
 takes over SIGINT and SIGTERM, which the kernel owns: the server's own
 ``startup``, ``main_loop`` and ``shutdown`` run instead.
+
+uvicorn's h11 protocol caps a request head at ``MAX_HEAD_BYTES`` and closes a
+connection idle ``KEEP_ALIVE_S`` after a response, but it waits forever for
+the first request of a connection and for a head that trickles in, and it
+accepts any number of connections (its ``limit_concurrency`` only answers
+503 to requests, leaving their connections open). ``guarded_protocol`` adds
+the rest (ADR 0047): a head must be complete within ``header_timeout_s`` of
+the connection or of its own first byte, and past ``max_connections`` open
+connections a new one is answered 503 and closed at once.
 """
 
 from __future__ import annotations
@@ -14,11 +23,18 @@ import socket
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .config import host_port
+from .config import ApiConfig, host_port
 
 GRACE_S = 2.0
 KEEP_ALIVE_S = 65
+MAX_HEAD_BYTES = 16 * 1024
+_BUSY_TEXT = b"too many open connections"
+BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s"
+) % (len(_BUSY_TEXT), _BUSY_TEXT)
 
 
 class ApiServerError(Exception):
@@ -28,14 +44,15 @@ class ApiServerError(Exception):
 class ApiServer:
     """One listening socket and the uvicorn server on it."""
 
-    def __init__(self, app: Any, host: str, port: int, logger: logging.Logger) -> None:
+    def __init__(self, app: Any, config: ApiConfig, logger: logging.Logger) -> None:
         self._app = app
-        self._host = host
-        self._port = port
+        self._host = config.host
+        self._port = config.port
+        self._protocol = guarded_protocol(config.header_timeout_s, config.max_connections)
         self._log = logger
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
-        self.port = port
+        self.port = config.port
 
     @property
     def running(self) -> bool:
@@ -51,12 +68,13 @@ class ApiServer:
             log_level="warning",
             access_log=False,
             lifespan="off",
-            http="h11",
+            http=self._protocol,
             ws="none",
             timeout_graceful_shutdown=GRACE_S,
             # longer than clients keep idle connections (httpx: 5 s), so the server
             # never closes one just as a client sends on it
             timeout_keep_alive=KEEP_ALIVE_S,
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         config.load()
         server = self._server = uvicorn.Server(config)
@@ -107,3 +125,45 @@ class ApiServer:
 async def _serve(server: uvicorn.Server, sock: socket.socket) -> None:
     await server.main_loop()
     await server.shutdown(sockets=[sock])
+
+
+def guarded_protocol(header_timeout_s: float, max_connections: int) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a deadline on request heads and a connection cap."""
+
+    class GuardedH11Protocol(H11Protocol):
+        head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)  # type: ignore[arg-type]
+            if len(self.connections) > max_connections:
+                self.transport.write(BUSY)
+                self.transport.close()
+                return
+            self._arm_head_timer()
+
+        def data_received(self, data: bytes) -> None:
+            if self.head_timer is None and self._between_requests():
+                self._arm_head_timer()  # the first byte of the next request
+            super().data_received(data)
+            if self.head_timer is not None and not self._between_requests():
+                self.head_timer.cancel()  # its head is complete: the app has it
+                self.head_timer = None
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+            super().connection_lost(exc)
+
+        def _between_requests(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _arm_head_timer(self) -> None:
+            self.head_timer = self.loop.call_later(header_timeout_s, self._head_too_slow)
+
+        def _head_too_slow(self) -> None:
+            self.head_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return GuardedH11Protocol

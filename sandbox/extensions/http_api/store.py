@@ -5,6 +5,8 @@ its tag), so a retry gets the same answer even after a restart; kept
 ``REPLY_KEEP_S``. ``notifications``: proactive messages for API users
 (reminders, messages no request waited for), offered at
 ``GET /v1/notifications``; the newest ``keep`` of at most ``NOTE_KEEP_S``.
+``revoked_sessions``: the web page's sessions ended by logging out, until
+their cookies would have expired (``auth``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class ApiStore(SQLiteStore):
         CREATE TABLE IF NOT EXISTS notifications (
             id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT,
             text TEXT NOT NULL, created_at REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS revoked_sessions (
+            session TEXT PRIMARY KEY, expires_at REAL NOT NULL);
     """
 
     async def prune(self, keep: int) -> None:
@@ -55,6 +59,18 @@ class ApiStore(SQLiteStore):
             "(SELECT COALESCE(MAX(id), 0) FROM notifications) - ?",
             (now - NOTE_KEEP_S, keep),
         )
+
+    async def revoke_session(self, session: str, expires_at: float) -> None:
+        await self.execute(
+            "INSERT OR IGNORE INTO revoked_sessions(session, expires_at) VALUES (?, ?)",
+            (session, expires_at),
+        )
+
+    async def revoked_sessions(self) -> list[str]:
+        """Sessions ended by a logout whose cookies have not expired yet."""
+        await self.execute("DELETE FROM revoked_sessions WHERE expires_at < ?", (time.time(),))
+        rows = await self.fetch_all("SELECT session FROM revoked_sessions")
+        return [str(row[0]) for row in rows]
 
     async def keep_reply(self, tag: str, text: str) -> None:
         await self.execute(

@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from .auth import TokenCheck, require_same_origin
 from .config import ApiConfig
+from .limits import LoginThrottle, read_body
 from .openai_shape import ApiError
 
 ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
@@ -33,12 +34,14 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-MAX_LOGIN_BYTES = 4096
+MAX_LOGIN_BYTES = 4096  # {"token": ...}
+MAX_REQUEUE_BYTES = 256  # {"event_id": N}
 
 
 class WebBackend(Protocol):
     config: ApiConfig
     tokens: TokenCheck
+    logins: LoginThrottle
 
     @property
     def in_flight(self) -> int: ...
@@ -46,6 +49,7 @@ class WebBackend(Protocol):
     def listening(self) -> str: ...
     async def kernel_status(self) -> dict[str, Any]: ...
     async def requeue(self, event_id: int) -> int: ...
+    async def end_session(self, session: str, expires_at: int) -> None: ...
 
 
 def web_routes(backend: WebBackend, static_dir: Path) -> list[BaseRoute]:
@@ -76,23 +80,32 @@ class _Page:
         return Response(self.files[name], media_type=ASSETS[name], headers=PAGE_HEADERS)
 
     async def login(self, request: Request) -> Response:
-        """``{"token": ...}`` → the session cookie (204), or 401."""
+        """``{"token": ...}`` → the session cookie (204), or 401; 429 while the client's
+        address has sent too many wrong tokens."""
         require_same_origin(request)
-        body = await request.body()
-        if len(body) > MAX_LOGIN_BYTES:
-            raise ApiError(413, "the login body is too large")
+        client = request.client.host if request.client is not None else "?"
+        logins = self.backend.logins
+        logins.check(client)  # before reading the body: a blocked client costs nothing
+        body = await self._body(request, MAX_LOGIN_BYTES)
         try:
             token = json.loads(body).get("token", "")
         except (ValueError, AttributeError):
             raise ApiError(400, 'the body must be {"token": "..."}') from None
+        logins.check(client)  # again: parallel attempts may have failed meanwhile
         if not isinstance(token, str) or not self.backend.tokens.matches(token):
+            logins.failed(client)
             raise ApiError(401, "wrong token (HEARTH_API_TOKEN)", code="invalid_api_key")
+        logins.succeeded(client)
         response = Response(status_code=204)
         self.backend.tokens.log_in(response)
         return response
 
     async def logout(self, request: Request) -> Response:
+        """Ends the cookie's session on the server, then asks the browser to drop it."""
         self.backend.tokens.require(request)
+        session = self.backend.tokens.session_of(request)
+        if session is not None:
+            await self.backend.end_session(*session)
         response = Response(status_code=204)
         self.backend.tokens.log_out(response)
         return response
@@ -114,10 +127,15 @@ class _Page:
     async def requeue(self, request: Request) -> Response:
         self.backend.tokens.require(request)
         try:
-            event_id = json.loads(await request.body())["event_id"]
+            event_id = json.loads(await self._body(request, MAX_REQUEUE_BYTES))["event_id"]
         except (ValueError, KeyError, TypeError):
             raise ApiError(400, 'the body must be {"event_id": N}') from None
         if not isinstance(event_id, int) or isinstance(event_id, bool):
             raise ApiError(400, "event_id must be a whole number", param="event_id")
         count = await self.backend.requeue(event_id)
         return JSONResponse({"event_id": event_id, "requeued": count})
+
+    async def _body(self, request: Request, limit: int) -> bytes:
+        return await read_body(
+            request, limit, self.backend.config.body_timeout_s, f"the most {request.url.path} takes"
+        )

@@ -7,6 +7,11 @@ delivery that keeps failing becomes a dead letter naming the URL. The body
 is the ``postprocess.completed`` event (activation name, processor, param,
 turn and session ids, the clean query, the whole result) plus ``event_id``;
 the ``Idempotency-Key`` header is the same on every retry of one event.
+
+Redirects are not followed (ADR 0047): a ``3xx`` is a failed delivery naming
+where the receiver points, so a target's headers (its ``Authorization``)
+never go to a host the user did not configure, and a POST is never quietly
+turned into a bodiless GET.
 """
 
 from __future__ import annotations
@@ -102,14 +107,29 @@ def parse_targets(raw: Any) -> list[Target]:
     return targets
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Every ``3xx`` stays an answer (an ``HTTPError``): nothing is sent to its
+    ``Location``, with or without the target's headers."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 def _post(url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float) -> None:
     data = json.dumps(body, default=str).encode()
     request = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with _OPENER.open(request, timeout=timeout_s) as response:
             status = response.status
     except urllib.error.HTTPError as exc:
-        raise WebhookError(f"{url} answered {exc.code} {exc.reason}") from None
+        moved = exc.headers.get("Location") if 300 <= exc.code < 400 else None
+        where = (
+            f" (redirects to {moved[:200]!r}, not followed: configure that URL)" if moved else ""
+        )
+        raise WebhookError(f"{url} answered {exc.code} {exc.reason}{where}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise WebhookError(f"{url} unreachable: {exc}") from None
     if not 200 <= status < 300:
