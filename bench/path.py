@@ -40,6 +40,8 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 TOOL_EXTENSION = '''
 from agents import function_tool
 
+from core.extensions.sdk import side_effects
+
 
 class Ext:
     async def initialize(self, context):
@@ -58,7 +60,7 @@ class Ext:
             "Tell the time."
             return "12:00"
 
-        return [clock]
+        return [side_effects(clock, False)]  # harmless: runs without a question
 '''
 
 
