@@ -9,12 +9,13 @@ from agents import ModelSettings
 from agents.models.interface import ModelTracing
 from agents.testing import ScriptedModel, assistant_message
 
+from core.events.topics import RecordTopics
 from core.extensions.contract import TurnContext
 from core.extensions.state_scope import serving
 from core.extensions.topic_rules import KERNEL_ONLY
 from core.logging_setup import REDACTOR
-from core.replay.payloads import BLOB_TOPIC, PayloadStore
-from core.replay.recording import MODEL_TOPIC, TURN_TOPIC, ReplayRecorder
+from core.replay.payloads import PayloadStore
+from core.replay.recording import ReplayRecorder
 from hooks_kit import FrameLog
 
 SECRET = "replay-test-secret-9f3c2a"  # the redactor is process-wide: a word no other test uses
@@ -40,7 +41,10 @@ async def test_secrets_are_redacted_before_they_are_journaled():
     journaled = repr(log.published)
     assert SECRET not in journaled
     assert journaled.count("***") >= 3
-    assert [topic for topic, _ in log.frames] == [TURN_TOPIC, MODEL_TOPIC]
+    assert [topic for topic, _ in log.frames] == [
+        RecordTopics.REPLAY_TURN,
+        RecordTopics.REPLAY_MODEL,
+    ]
 
 
 async def test_a_large_payload_is_stored_once_and_referenced():
@@ -50,7 +54,7 @@ async def test_a_large_payload_is_stored_once_and_referenced():
     first = await store.ref(history_item)
     again = await store.refs(history_item, history_item)
     assert first == again[0] == again[1] == {"$blob": first["$blob"]}
-    blobs = [payload for topic, payload in log.frames if topic == BLOB_TOPIC]
+    blobs = [payload for topic, payload in log.frames if topic == RecordTopics.REPLAY_BLOB]
     assert len(blobs) == 1 and blobs[0]["sha256"] == first["$blob"]
     assert await store.ref("short") == "short"  # small values stay inline
 

@@ -190,7 +190,8 @@ async def test_manifest_schedules_fire_on_the_leader_and_once_after_a_takeover(t
     from zoneinfo import ZoneInfo
 
     from core.events import EventBus, SQLiteJournal
-    from core.scheduling import SCHEDULE_FIRE_TOPIC, ManifestSchedule, ManifestScheduler
+    from core.events.topics import SystemTopics
+    from core.scheduling import ManifestSchedule, ManifestScheduler
     from scheduler_helpers import FakeClock
 
     berlin = ZoneInfo("Europe/Berlin")
@@ -221,7 +222,8 @@ async def test_manifest_schedules_fire_on_the_leader_and_once_after_a_takeover(t
         assert await schedulers["b"].fire_due() == 1  # today's, not yesterday's again
         assert await schedulers["b"].fire_due() == 0
         fires = [
-            e.payload["due"] for e in await bus.journal.recent_events(topic=SCHEDULE_FIRE_TOPIC)
+            e.payload["due"]
+            for e in await bus.journal.recent_events(topic=SystemTopics.SCHEDULE_FIRE)
         ]
     finally:
         for scheduler in schedulers.values():

@@ -12,6 +12,8 @@ import re
 from core.events.errors import TopicError
 
 __all__ = [
+    "PostProcessTopics",
+    "RecordTopics",
     "SystemTopics",
     "pattern_within",
     "topic_matches",
@@ -33,10 +35,42 @@ class SystemTopics:
     REPLY = "system.reply"  # the kernel's reply outbox (ADR 0014)
     UI_ANSWER = "system.ui.answer"  # the user answered a question a channel showed (ADR 0021)
     TURN_RESUME = "system.turn.resume"  # a paused turn's questions are all answered (ADR 0021)
+    KERNEL_PREFIX = "system.kernel."  # kernel control: the user's, never an extension's
     KERNEL_RELOAD = "system.kernel.reload"  # `main.py extensions reload ID` asks (ADR 0032)
     KERNEL_RELOAD_RESULT = "system.kernel.reload.result"  # the running kernel answers
     TURN_CANCEL = "system.turn.cancel"  # the user stopped the turn being answered (Ctrl-C)
     TURN_CANCELLED = "turn.cancelled"  # the kernel's record that it stopped one (journal only)
+    SCHEDULE_FIRE = "system.schedule.fire"  # a manifest schedule is due (the kernel's timer)
+
+
+class RecordTopics:
+    """The kernel's own records in the journal: hook frames (``hook.<kind>``, ADR 0019)
+    and a conversation's replay records (ADR 0033). Only the kernel publishes them
+    (``core.extensions.topic_rules``); a replay trusts them."""
+
+    HOOK_PREFIX = "hook."
+    HOOK_APPROVAL = "hook.approval"  # consent's frame: a tool call asked about, answered
+    REPLAY_PREFIX = "replay."
+    REPLAY_TURN = "replay.turn"  # a turn starts: the text as the user sent it
+    REPLAY_MODEL = "replay.model"  # one model call: request and response
+    REPLAY_TOOL = "replay.tool"  # one tool call as the tool saw it, and its result
+    REPLAY_BLOB = "replay.blob"  # a large payload, stored once and referenced
+
+
+class PostProcessTopics:
+    """Where the kernel journals post-processing (source ``kernel``, correlation id =
+    turn id). Extensions may subscribe (a webhook) but never publish on them.
+
+    ``started``: ``{turn_id, session_id, channel_id, user_id, query, name,
+    processor, param}``; ``completed``: the same plus ``success`` and
+    ``result`` (``PostProcessResult.to_dict()``); ``results``: once per turn,
+    ``{turn_id, …, results: {name: result}, usage}``.
+    """
+
+    PREFIX = "postprocess."
+    STARTED = "postprocess.started"
+    COMPLETED = "postprocess.completed"
+    RESULTS = "postprocess.results"
 
 
 def topic_matches(pattern: str, topic: str) -> bool:

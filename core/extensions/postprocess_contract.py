@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from core.events.topics import PostProcessTopics  # the contract offers it to extensions
+
 __all__ = [
     "OUTPUT_TARGETS",
     "OutputTarget",
@@ -27,21 +29,6 @@ __all__ = [
 
 OutputTarget = Literal["silent", "chat_append", "status_panel"]
 OUTPUT_TARGETS: tuple[OutputTarget, ...] = ("silent", "chat_append", "status_panel")
-
-
-class PostProcessTopics:
-    """Where the kernel journals post-processing (source ``kernel``, correlation id =
-    turn id). Extensions may subscribe (a webhook) but never publish on them.
-
-    ``started``: ``{turn_id, session_id, channel_id, user_id, query, name,
-    processor, param}``; ``completed``: the same plus ``success`` and
-    ``result`` (``PostProcessResult.to_dict()``); ``results``: once per turn,
-    ``{turn_id, …, results: {name: result}, usage}``.
-    """
-
-    STARTED = "postprocess.started"
-    COMPLETED = "postprocess.completed"
-    RESULTS = "postprocess.results"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,20 +8,20 @@ the same act).
 
 from __future__ import annotations
 
-from core.events.topics import SystemTopics
+from core.events.topics import PostProcessTopics, RecordTopics, SystemTopics
 
 __all__ = ["GUARDED_TOPICS", "KERNEL_ONLY"]
 
 # topics only the kernel publishes: the frames of hook decisions (replay trusts them)
 # and post-processor results (webhooks act on them)
 KERNEL_ONLY = {
-    "hook.": "hook.* frames are the kernel's own",
-    "postprocess.": "postprocess.* results are the kernel's own",
-    "replay.": "replay.* records are the kernel's own",
+    RecordTopics.HOOK_PREFIX: "hook.* frames are the kernel's own",
+    PostProcessTopics.PREFIX: "postprocess.* results are the kernel's own",
+    RecordTopics.REPLAY_PREFIX: "replay.* records are the kernel's own",
     # resuming a turn paused for the user's approval (ADR 0021)
     SystemTopics.TURN_RESUME: "the resumption of paused turns is the kernel's own",
     # reloading extensions is the user's, from the command line (ADR 0032)
-    "system.kernel.": "kernel control is the user's (main.py extensions reload)",
+    SystemTopics.KERNEL_PREFIX: "kernel control is the user's (main.py extensions reload)",
     SystemTopics.TURN_CANCELLED: "the record of a cancelled turn is the kernel's own",
 }
 

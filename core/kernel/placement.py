@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.events.topics import SystemTopics
 from core.extensions.capabilities import Capability
 from core.extensions.records import ExtensionRecord
 from core.settings import Settings
@@ -26,7 +27,6 @@ __all__ = ["Placement", "apply_role", "node_name", "placement_of"]
 
 log = logging.getLogger("core.kernel.placement")
 
-REPLY_TOPIC = "system.reply"
 REPLY_SUBSCRIBER = "kernel.reply"
 NOTIFY_SUBSCRIBER = "kernel.notify"
 
@@ -61,14 +61,14 @@ class Placement:
 
     def reply_topic(self, origin: str | None) -> str:
         """The topic a reply to a message journaled by node ``origin`` is journaled on."""
-        return f"{REPLY_TOPIC}.{origin}" if self.shared and origin else REPLY_TOPIC
+        return f"{SystemTopics.REPLY}.{origin}" if self.shared and origin else SystemTopics.REPLY
 
     @property
     def reply_subscription(self) -> tuple[str, str]:
         """(topic, subscriber id) of the replies this process sends."""
         if self.node is None:
-            return REPLY_TOPIC, REPLY_SUBSCRIBER
-        return f"{REPLY_TOPIC}.{self.node}", f"{REPLY_SUBSCRIBER}.{self.node}"
+            return SystemTopics.REPLY, REPLY_SUBSCRIBER
+        return f"{SystemTopics.REPLY}.{self.node}", f"{REPLY_SUBSCRIBER}.{self.node}"
 
     @property
     def notify_subscriber(self) -> str:

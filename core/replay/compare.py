@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.events.topics import RecordTopics
 from core.replay.trace import Frame
 
 __all__ = ["Divergence", "first_divergence", "normalised"]
@@ -87,7 +88,7 @@ def comparable(expected: Sequence[Frame], got: Sequence[Frame]) -> list[Frame]:
     skipped = {
         f.payload.get("call_id")
         for f in got
-        if f.topic == "replay.tool" and f.payload.get("stood_in")
+        if f.topic == RecordTopics.REPLAY_TOOL and f.payload.get("stood_in")
     }
     return [f for f in expected if f.payload.get("inside") is None or _outside(f, skipped)]
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from agents import FunctionTool
 
-from core.events.topics import SystemTopics
+from core.events.topics import PostProcessTopics, RecordTopics, SystemTopics
 from core.extensions.grant_store import GRANTS_FILE
 from core.extensions.manifest import ManifestError, load_manifest
 from core.kernel.consent import CORE_SOURCE, Responder
@@ -46,7 +46,7 @@ __all__ = ["ReplayReport", "replay_trace"]
 log = logging.getLogger("core.replay")
 
 SOURCE = "replay"
-KERNEL_RESULTS = ("hook.", "postprocess.", "replay.")
+KERNEL_RESULTS = (RecordTopics.HOOK_PREFIX, PostProcessTopics.PREFIX, RecordTopics.REPLAY_PREFIX)
 _CHOICES: dict[str, Choice] = {"approved": "once", "always": "always", "denied": "deny"}
 
 
@@ -179,7 +179,7 @@ async def _one_turn(
     decisions = [
         f.payload
         for f in turn.frames
-        if f.topic == "hook.approval" and f.payload.get("decision") != "asked"
+        if f.topic == RecordTopics.HOOK_APPROVAL and f.payload.get("decision") != "asked"
     ]
     answered: set[str] = set()
 
@@ -196,7 +196,7 @@ async def _one_turn(
 
 
 async def _nth_turn_id(kernel: Kernel, number: int) -> str | None:
-    events = await kernel.bus.journal.recent_events(number + 1, topic="replay.turn")
+    events = await kernel.bus.journal.recent_events(number + 1, topic=RecordTopics.REPLAY_TURN)
     return events[0].correlation_id if len(events) >= number else None
 
 
@@ -204,7 +204,7 @@ async def _answer_questions(
     kernel: Kernel, turn_id: str, decisions: list[dict[str, Any]], answered: set[str]
 ) -> None:
     """Each question the replayed turn asks gets the recorded decision on that call."""
-    asked = await kernel.bus.journal.recent_events(200, topic="hook.approval")
+    asked = await kernel.bus.journal.recent_events(200, topic=RecordTopics.HOOK_APPROVAL)
     desk = kernel.consent.desk
     for event in reversed(asked):
         p = event.payload

@@ -21,6 +21,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.events.topics import RecordTopics
 from core.logging_setup import REDACTOR
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOB_KEY",
-    "BLOB_TOPIC",
     "DEFAULT_MAX_BYTES",
     "INLINE_CHARS",
     "MISSING_KEY",
@@ -39,7 +39,6 @@ __all__ = [
 
 log = logging.getLogger("core.replay")
 
-BLOB_TOPIC = "replay.blob"
 BLOB_KEY = "$blob"
 MISSING_KEY = "$missing"  # a payload that could not be journaled (over the size limit)
 INLINE_CHARS = 1024
@@ -99,7 +98,7 @@ class PayloadStore:
         if len(text) <= self._inline_chars:
             return clean
         sha = hashlib.sha256(text.encode()).hexdigest()
-        key = f"{BLOB_TOPIC}:{sha}:{datetime.datetime.now(datetime.UTC):%Y-%m-%d}"
+        key = f"{RecordTopics.REPLAY_BLOB}:{sha}:{datetime.datetime.now(datetime.UTC):%Y-%m-%d}"
         if key in self._stored:
             self._stored.move_to_end(key)
             return {BLOB_KEY: sha}
@@ -120,7 +119,9 @@ class PayloadStore:
 
     async def _publish(self, blob: Blob) -> None:
         try:
-            await self._sink.publish(BLOB_TOPIC, "kernel", blob.payload, idempotency_key=blob.key)
+            await self._sink.publish(
+                RecordTopics.REPLAY_BLOB, "kernel", blob.payload, idempotency_key=blob.key
+            )
         except Exception as exc:  # the journal is gone: the record will point at nothing
             self._stored.pop(blob.key, None)
             log.error("replay payload %s not journaled: %s", blob.payload["sha256"][:12], exc)

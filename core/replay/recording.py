@@ -38,6 +38,7 @@ from agents.models.interface import Model, ModelTracing
 from agents.tool_context import ToolContext
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
+from core.events.topics import RecordTopics
 from core.extensions.contract import TurnContext
 from core.extensions.state_scope import current_turn
 from core.replay.payloads import DEFAULT_MAX_BYTES, Blob, PayloadStore
@@ -48,10 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INSIDE_TOOL",
-    "MODEL_TOPIC",
     "NOT_STOOD_IN",
-    "TOOL_TOPIC",
-    "TURN_TOPIC",
     "RecordingModel",
     "ReplayRecorder",
     "ToolStandIn",
@@ -59,9 +57,6 @@ __all__ = [
 
 log = logging.getLogger("core.replay")
 
-TURN_TOPIC = "replay.turn"
-MODEL_TOPIC = "replay.model"
-TOOL_TOPIC = "replay.tool"
 SOURCE = "kernel"
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
@@ -109,7 +104,7 @@ class ReplayRecorder:
                 "sender_id": turn.sender_id,
                 "text": said,
             }
-            await self._publish(TURN_TOPIC, turn, payload, pending)
+            await self._publish(RecordTopics.REPLAY_TURN, turn, payload, pending)
 
     # ------------------------------------------------------------ models
 
@@ -137,7 +132,7 @@ class ReplayRecorder:
             "request": request,
             **answer,
         }
-        await self._publish(MODEL_TOPIC, turn, payload, pending)
+        await self._publish(RecordTopics.REPLAY_MODEL, turn, payload, pending)
 
     # ------------------------------------------------------------ tools
 
@@ -184,7 +179,7 @@ class ReplayRecorder:
             "result": stored,
             "stood_in": stood_in,
         }
-        await self._publish(TOOL_TOPIC, turn, payload, pending)
+        await self._publish(RecordTopics.REPLAY_TOOL, turn, payload, pending)
 
     async def _publish(
         self, topic: str, turn: TurnContext, payload: dict[str, Any], pending: list[Blob]

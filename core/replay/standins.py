@@ -31,8 +31,9 @@ from openai.types.responses import (
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 from pydantic import TypeAdapter
 
+from core.events.topics import RecordTopics
 from core.replay.errors import ReplayError
-from core.replay.recording import MODEL_TOPIC, NOT_STOOD_IN, TOOL_TOPIC
+from core.replay.recording import NOT_STOOD_IN
 from core.replay.trace import RecordedTurn
 
 __all__ = ["RecordedTools", "ReplayState", "ReplayedModel"]
@@ -52,8 +53,8 @@ class ReplayState:
 
     def begin(self, turn: RecordedTurn) -> None:
         self.turn = turn
-        self._models = [f.payload for f in turn.frames if f.topic == MODEL_TOPIC]
-        self._tools = [f.payload for f in turn.frames if f.topic == TOOL_TOPIC]
+        self._models = [f.payload for f in turn.frames if f.topic == RecordTopics.REPLAY_MODEL]
+        self._tools = [f.payload for f in turn.frames if f.topic == RecordTopics.REPLAY_TOOL]
 
     def next_model(self) -> dict[str, Any]:
         while self._models:

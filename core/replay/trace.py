@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.events.topics import PostProcessTopics, RecordTopics
 from core.replay.errors import PurgedError, ReplayError
-from core.replay.payloads import BLOB_KEY, BLOB_TOPIC, MISSING_KEY
-from core.replay.recording import TURN_TOPIC
+from core.replay.payloads import BLOB_KEY, MISSING_KEY
 
 __all__ = [
-    "FRAME_PREFIXES",
     "Frame",
     "RecordedTurn",
     "SessionSummary",
@@ -45,7 +44,13 @@ __all__ = [
 ]
 
 TRACE_VERSION = 1
-FRAME_PREFIXES = ("hook.", "postprocess.", "replay.model", "replay.tool")
+# what a turn's trace holds besides its start: hook frames, post-processing, model and tool records
+FRAME_PREFIXES = (
+    RecordTopics.HOOK_PREFIX,
+    PostProcessTopics.PREFIX,
+    RecordTopics.REPLAY_MODEL,
+    RecordTopics.REPLAY_TOOL,
+)
 _COLS = "id, topic, payload, correlation_id, created_at"
 
 
@@ -121,7 +126,7 @@ def frames_of(journal: Path, turn_ids: list[str]) -> list[dict[str, Any]]:
                 conn,
                 f"SELECT {_COLS} FROM events WHERE topic = ? AND"
                 f" json_extract(payload, '$.sha256') IN ({','.join('?' * len(chunk))})",
-                [BLOB_TOPIC, *chunk],
+                [RecordTopics.REPLAY_BLOB, *chunk],
             )
             for blob in found:
                 blobs.setdefault(blob["payload"]["sha256"], blob)
@@ -134,7 +139,7 @@ def _session_turns(journal: Path, session_id: str) -> list[dict[str, Any]]:
             conn,
             f"SELECT {_COLS} FROM events WHERE topic = ?"
             " AND json_extract(payload, '$.session_id') = ? ORDER BY id",
-            [TURN_TOPIC, session_id],
+            [RecordTopics.REPLAY_TURN, session_id],
         )
 
 
@@ -186,11 +191,15 @@ def _check_not_purged(
 
 def build_trace(session_id: str, raw: list[dict[str, Any]]) -> Trace:
     """Turns and their resolved frames from journal events (blobs first or anywhere)."""
-    blobs = {e["payload"]["sha256"]: e["payload"]["json"] for e in raw if e["topic"] == BLOB_TOPIC}
+    blobs = {
+        e["payload"]["sha256"]: e["payload"]["json"]
+        for e in raw
+        if e["topic"] == RecordTopics.REPLAY_BLOB
+    }
     turns: dict[str, RecordedTurn] = {}
     for event in raw:
         topic, turn_id = event["topic"], event.get("correlation_id")
-        if topic == TURN_TOPIC:
+        if topic == RecordTopics.REPLAY_TURN:
             p = resolve(event["payload"], blobs, session_id)
             turns[p["turn_id"]] = RecordedTurn(
                 p["turn_id"], p["channel_id"], p["user_id"], p.get("sender_id"), p["text"]
@@ -242,7 +251,9 @@ async def list_sessions(journal: Path) -> list[SessionSummary]:
     def read() -> list[SessionSummary]:
         with _connect(journal) as conn:
             rows = _rows(
-                conn, f"SELECT {_COLS} FROM events WHERE topic = ? ORDER BY id", [TURN_TOPIC]
+                conn,
+                f"SELECT {_COLS} FROM events WHERE topic = ? ORDER BY id",
+                [RecordTopics.REPLAY_TURN],
             )
         by_session: dict[str, list[dict[str, Any]]] = {}
         for row in rows:

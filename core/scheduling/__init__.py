@@ -7,7 +7,6 @@ With several kernel processes one of them leads and fires (``LeaseLeader``).
 
 from core.scheduling.leadership import LEASES_COMPONENT, SOLE_LEADER, LeaseLeader
 from core.scheduling.manifest_scheduler import (
-    SCHEDULE_FIRE_TOPIC,
     ManifestSchedule,
     ManifestScheduler,
     ScheduledTaskError,
@@ -17,7 +16,6 @@ from core.scheduling.state import FireState
 
 __all__ = [
     "LEASES_COMPONENT",
-    "SCHEDULE_FIRE_TOPIC",
     "SOLE_LEADER",
     "FireState",
     "LeaseLeader",

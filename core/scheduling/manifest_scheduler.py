@@ -40,7 +40,6 @@ from core.scheduling.state import FireState
 from core.storage_settings import StorageSettings
 
 __all__ = [
-    "SCHEDULE_FIRE_TOPIC",
     "ManifestSchedule",
     "ManifestScheduler",
     "ScheduledTaskError",
@@ -49,7 +48,6 @@ __all__ = [
 
 log = logging.getLogger("core.scheduling")
 
-SCHEDULE_FIRE_TOPIC = "system.schedule.fire"
 SUBSCRIBER_ID = "kernel.schedules"
 SOURCE = "kernel.scheduler"
 
@@ -131,7 +129,7 @@ class ManifestScheduler:
 
     def subscribe(self) -> None:
         """Before ``bus.start()``: fires published before a crash are still handled."""
-        self.bus.subscribe(SCHEDULE_FIRE_TOPIC, self._on_fire, SUBSCRIBER_ID, concurrency=4)
+        self.bus.subscribe(SystemTopics.SCHEDULE_FIRE, self._on_fire, SUBSCRIBER_ID, concurrency=4)
 
     async def start(self, schedules: Iterable[ManifestSchedule]) -> None:
         await self.load(schedules)
@@ -214,7 +212,7 @@ class ManifestScheduler:
                     continue
                 schedule = self._schedules[key]
                 await self.bus.publish(
-                    SCHEDULE_FIRE_TOPIC,
+                    SystemTopics.SCHEDULE_FIRE,
                     SOURCE,
                     {
                         "extension_id": schedule.extension_id,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core.events.models import Event
-from core.events.topics import topic_matches
+from core.events.topics import SystemTopics, topic_matches
 from core.extensions.capabilities import detect_capabilities
 from core.extensions.contract import (
     CommandProvider,
@@ -203,7 +203,7 @@ class FakeContext:
         if sender_id is not None:
             message["sender_id"] = sender_id
         self.user_messages.append({**message, "message_id": message_id})
-        return await self.emit("user.message", message, idempotency_key=idempotency_key)
+        return await self.emit(SystemTopics.USER_MESSAGE, message, idempotency_key=idempotency_key)
 
     async def answer_request(
         self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
@@ -213,7 +213,7 @@ class FakeContext:
         if sender_id is not None:
             answer_payload["sender_id"] = sender_id
         self.answers.append(answer_payload)
-        await self.emit("system.ui.answer", {**answer_payload, "channel_id": self.extension_id})
+        await self.emit(SystemTopics.UI_ANSWER, {**answer_payload, "channel_id": self.extension_id})
 
     async def ui_request(
         self,

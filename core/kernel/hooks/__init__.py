@@ -3,7 +3,7 @@
 from core.kernel.hooks.calls import SKIPPED, HookCaller
 from core.kernel.hooks.command_hooks import CommandSpec, CommandTarget, command_hook_entries
 from core.kernel.hooks.command_process import CommandHookError
-from core.kernel.hooks.frames import FRAME_PREFIX, FrameRecorder, FrameSink
+from core.kernel.hooks.frames import FrameRecorder, FrameSink
 from core.kernel.hooks.guardrails import TurnGuardrails, guardrail_reply
 from core.kernel.hooks.pipeline import RenderedOutput, TurnHooks
 from core.kernel.hooks.prompt_additions import (
@@ -16,7 +16,6 @@ from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
 from core.kernel.hooks.tool_calls import Admission, Admitted, ToolInterceptor, is_intercepted
 
 __all__ = [
-    "FRAME_PREFIX",
     "SKIPPED",
     "Admission",
     "Admitted",

@@ -18,13 +18,13 @@ import json
 import logging
 from typing import Any, Protocol
 
+from core.events.topics import RecordTopics
 from core.extensions.contract import TurnContext
 
-__all__ = ["FRAME_PREFIX", "INLINE_LIMIT", "FrameRecorder", "FrameSink", "digest"]
+__all__ = ["INLINE_LIMIT", "FrameRecorder", "FrameSink", "digest"]
 
 log = logging.getLogger("core.kernel.hooks")
 
-FRAME_PREFIX = "hook."
 INLINE_LIMIT = 32 * 1024
 FRAME_SOURCE = "kernel"
 
@@ -86,7 +86,7 @@ class FrameRecorder:
         }
         try:
             await self._sink.publish(
-                FRAME_PREFIX + kind, FRAME_SOURCE, payload, correlation_id=turn.turn_id
+                RecordTopics.HOOK_PREFIX + kind, FRAME_SOURCE, payload, correlation_id=turn.turn_id
             )
         except Exception as exc:  # the decision stands; only its record is missing
             log.error("frame %s of %s (%s) not journaled: %s", kind, owner, hook, exc)
