@@ -79,6 +79,8 @@ class GroupCommitWriter:
 
     def add_outcome(self, outcome: Outcome) -> None:
         self._outcomes.append(outcome)
+        if outcome.status == "released" and outcome.subscriber_id in self._subs:
+            self._subs[outcome.subscriber_id].backlog = True  # claimed again, oldest first
         self._wake.set()
 
     def add_registration(self, sub: Subscription) -> None:
