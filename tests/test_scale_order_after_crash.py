@@ -21,7 +21,8 @@ from core.events import EventBus
 from core.events.models import Event
 from core.events.pg_journal import PostgresJournal
 from core.events.pg_liveness import liveness_round
-from core.kernel.turn_lock import ROUTER_SUBSCRIBER, ConversationLocks
+from core.kernel.placement import ROUTER_SUBSCRIBER
+from core.kernel.turn_lock import ConversationLocks
 from core.storage import open_pool
 
 LEASE_S = 30.0  # W1 is declared dead by the test, not by its lease

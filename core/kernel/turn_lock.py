@@ -36,6 +36,7 @@ from asyncpg.exceptions import InternalClientError
 
 from core.events.errors import DeliveryDeferred
 from core.extensions.addresses import REPLY_TAG_MARK, split_reply_address
+from core.kernel.placement import ROUTER_SUBSCRIBER
 from core.storage import connect
 
 __all__ = ["ORDER_WAIT_S", "ConversationLocks", "advisory_key"]
@@ -46,7 +47,6 @@ _NAMESPACE = b"hearth.turn:"
 ORDER_WAIT_S = 300.0  # longest wait for an earlier message of the conversation
 ORDER_POLL_S = 0.05
 LOCK_POLL_S = 0.05  # while another process runs a turn of the conversation
-ROUTER_SUBSCRIBER = "kernel.router"
 
 # earlier user.message events of one conversation (channel, address or address#reply:tag)
 # that the router has not finished: ``open``, in flight or due to be claimed; ``recovered``,
