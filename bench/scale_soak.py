@@ -25,20 +25,22 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
+import asyncpg
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import ext_code  # noqa: E402
 from fake_openai import FakeOpenAIServer  # noqa: E402
-from pg_helpers import fresh_database  # noqa: E402
+from pg_helpers import fresh_database, run_sync  # noqa: E402
 from scale_support import CHANNEL_ID, Cluster  # noqa: E402
 
 USERS = 4
 INTERVAL_S = 0.3
-SEND_S = 60.0
+SEND_S = 55.0
 DRAIN_S = 40.0
-MODEL_DELAY_S = 0.6
+MODEL_DELAY_S = 1.0
 KILL_EVERY_S = (8.0, 15.0)
 
 SOAK_CHANNEL = ext_code(
@@ -79,13 +81,13 @@ SOAK_CHANNEL = ext_code(
 )
 
 
-def soak(seed: int) -> dict[str, object]:
+def soak(seed: int, keep: Path | None = None) -> dict[str, object]:
     rng = random.Random(seed)
     dsn, drop = fresh_database()
     total = int(SEND_S / INTERVAL_S)
     kills = {"workers": 0, "channels": 0}
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(delay_s=MODEL_DELAY_S) as srv:
-        root = Path(tmp)
+        root = keep or Path(tmp)
         ext_root = root / "extensions"
         (ext_root / CHANNEL_ID).mkdir(parents=True)
         manifest = {"id": CHANNEL_ID, "name": CHANNEL_ID, "version": "1.0.0"}
@@ -131,8 +133,26 @@ def soak(seed: int) -> dict[str, object]:
             elapsed = time.monotonic() - started
         sent = _progress(root)
         replies = cluster.replies()
+        logs = "".join(cluster.log(name) for name in ("front", "w1", "w2"))
+    rerun = run_sync(lambda: _rerun(dsn))
     drop()
-    return _score(replies, sent, kills, elapsed)
+    return _score(replies, sent, kills, elapsed) | {
+        "router_deliveries_taken_back": rerun,
+        "turns_given_back": logs.count("runs first"),
+    }
+
+
+async def _rerun(dsn: str) -> int:
+    """Router deliveries claimed again after their worker was killed (running or prefetched)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        query = (
+            "SELECT count(*) FROM journal_deliveries"
+            " WHERE subscriber_id = 'kernel.router' AND attempt > 1"
+        )
+        return int(await conn.fetchval(query))
+    finally:
+        await conn.close()
 
 
 def _progress(root: Path) -> int:
@@ -170,7 +190,9 @@ def _score(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=34)
-    print(json.dumps(soak(parser.parse_args().seed)))
+    parser.add_argument("--keep", type=Path, help="an empty directory to keep the logs in")
+    args = parser.parse_args()
+    print(json.dumps(soak(args.seed, args.keep)))
 
 
 if __name__ == "__main__":
