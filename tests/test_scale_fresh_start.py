@@ -70,7 +70,9 @@ async def test_the_purge_keeps_declared_subscribers_and_what_waits_for_forgotten
             " VALUES ('kernel.reply.gone', 'system.reply.gone', $1)",
             time.time() - 864000,
         )
-        await conn.execute("UPDATE journal_subscribers SET last_seen = 0 WHERE id = 'kernel.router'")
+        await conn.execute(
+            "UPDATE journal_subscribers SET last_seen = 0 WHERE id = 'kernel.router'"
+        )
         reply = await channels.publish("system.reply.gone", "kernel", {"text": "hi"})
         old = await channels.publish("system.reply.gone", "kernel", {"text": "old"})
         await conn.execute(
@@ -97,5 +99,3 @@ async def test_the_purge_keeps_declared_subscribers_and_what_waits_for_forgotten
 
 def _message(text: str) -> dict[str, str]:
     return {"text": text, "user_id": "u0", "channel_id": "chan"}
-
-
