@@ -15,6 +15,7 @@ from bus_helpers import (
     wait_for,
 )
 from core.events import Event, EventBus
+from core.events.errors import DeliveryDeferred
 
 
 async def test_known_subscriber_gets_events_published_while_it_was_away(
@@ -271,3 +272,32 @@ async def test_subscriber_added_after_start(make_journal: JournalFactory) -> Non
             bus.subscribe("late.*", rec, "late")
     finally:
         await bus.stop()
+
+
+async def test_a_deferred_delivery_is_handed_out_again_uncharged(
+    make_journal: JournalFactory,
+) -> None:
+    """A handler that must not run an event yet gives it back (``DeliveryDeferred``,
+    ADR 0039): no attempt is used, no retry backoff, it comes back at once."""
+    bus = EventBus(make_journal(), retry_base_s=60, max_attempts=2)
+    attempts: list[int] = []
+
+    async def not_yet(event: Event) -> None:
+        attempts.append(event.attempt)
+        if len(attempts) < 4:
+            raise DeliveryDeferred("an earlier event runs first")
+
+    bus.subscribe("job.*", not_yet, "picky")
+    await bus.start()
+    try:
+        event_id = await bus.publish("job.run", "t", {})
+        await wait_for(lambda: len(attempts) == 4, what="given back three times, then run")
+
+        async def done() -> bool:
+            record = (await bus.journal.recent_events(limit=1))[0]
+            return [(d.status, d.attempt) for d in record.deliveries] == [("done", 1)]
+
+        await eventually(done)
+    finally:
+        await bus.stop()
+    assert attempts == [1, 1, 1, 1] and event_id

@@ -7,7 +7,10 @@ import asyncio
 import json
 import time
 
+import pytest
+
 import core.events.pg_schema  # noqa: F401  (registers the journal's migrations)
+from core.events.errors import DeliveryDeferred
 from core.kernel.turn_lock import ConversationLocks
 from core.storage import apply_migrations, open_pool
 
@@ -81,12 +84,15 @@ async def test_a_later_message_waits_for_an_earlier_one_of_its_conversation(post
         later = asyncio.create_task(_enter(locks, "cli:alice", (4, "cli", "alice")))
         async with asyncio.timeout(10):  # bob's message 2 is first in his conversation
             await _enter(locks, "cli:bob", (2, "cli", "bob"))
-        # carol's earlier ones wait for a retry, or were taken back from a dead process
-        # (they run alone): neither holds her next message up
+        # carol's earlier one waits for a retry: it does not hold her next message up
         await _open_message(pool, 5, "carol", "pending", next_at=time.time() + 60)
-        await _open_message(pool, 6, "carol", "pending", recovered=True)
         async with asyncio.timeout(10):
             await _enter(locks, "cli:carol", (7, "cli", "carol"))
+        # dave's was taken back from a dead process (claimed only alone): his next one
+        # gives its delivery back rather than wait, or run before it (ADR 0039)
+        await _open_message(pool, 8, "dave", "pending", recovered=True)
+        with pytest.raises(DeliveryDeferred, match="message 9 on cli: an earlier one of dave"):
+            await _enter(locks, "cli:dave", (9, "cli", "dave#reply:r1"))
         await asyncio.sleep(0.3)
         assert not later.done()
         await pool.execute("UPDATE journal_deliveries SET status = 'done' WHERE event_id = 1")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from core.events.backend import journal_for
 from core.events.dispatch import RetryPolicy, worker_loop
 from core.events.errors import BusStateError
-from core.events.journal import Journal, NewEvent, Outcome, WakeupSource
+from core.events.journal import Journal, NewEvent, Outcome, Registration, WakeupSource
 from core.events.payloads import encode_payload
 from core.events.stats import BusStats
 from core.events.subscriptions import EventHandler, Subscription
@@ -64,6 +64,7 @@ class EventBus:
         self._retention_s = retention_days * 86400.0
         self._stop_timeout_s = stop_timeout_s
         self._subs: dict[str, Subscription] = {}
+        self._declared: set[str] = set()  # subscribed by other processes (``declare``)
         self._routes: dict[str, tuple[Subscription, ...]] = {}  # valid topic -> its subscribers
         self._writer = GroupCommitWriter(journal, self._subs, max_attempts)
         if isinstance(journal, WakeupSource):  # other processes' commits wake us at once
@@ -114,7 +115,7 @@ class EventBus:
             raise ValueError(f"subscriber_id must be a non-empty string, got {subscriber_id!r}")
         _require(concurrency >= 1, "concurrency", concurrency, "must be at least 1")
         _require(timeout is None or timeout > 0, "timeout", timeout, "must be > 0 or None")
-        if subscriber_id in self._subs:
+        if subscriber_id in self._subs or subscriber_id in self._declared:
             raise BusStateError(f"subscriber id {subscriber_id!r} is already subscribed")
         sub = Subscription(subscriber_id, topic, handler, concurrency, timeout)
         self._subs[subscriber_id] = sub
@@ -122,6 +123,25 @@ class EventBus:
         self._writer.add_registration(sub)
         if self._tg is not None and self._state == "running":
             self._spawn_workers(self._tg, sub)
+
+    def declare(self, topic: str, subscriber_id: str) -> None:
+        """Make ``subscriber_id`` known to a journal shared by several processes
+        without delivering anything to it here (ADR 0039).
+
+        Another process subscribes it; until one first does, every event on
+        ``topic`` published anywhere waits for it as a pending delivery instead
+        of being published to nobody, and this process's retention purge keeps
+        it. Declaring never changes the pattern or attempts a subscribing
+        process registered.
+        """
+        validate_pattern(topic)
+        if not isinstance(subscriber_id, str) or not subscriber_id.strip():
+            raise ValueError(f"subscriber_id must be a non-empty string, got {subscriber_id!r}")
+        if subscriber_id in self._subs or subscriber_id in self._declared:
+            raise BusStateError(f"subscriber id {subscriber_id!r} is already subscribed")
+        self._declared.add(subscriber_id)
+        reg = Registration(subscriber_id, topic, self._policy.max_attempts, declared=True)
+        self._writer.add_declaration(reg)
 
     def unsubscribe(self, subscriber_id: str) -> bool:
         """Stop delivering to ``subscriber_id`` in this process; False if it was not subscribed.
@@ -297,7 +317,8 @@ class EventBus:
         interval = min(max(self._retention_s / 10, 1.0), 3600.0)
         while True:
             try:
-                purged = await self.journal.purge(time.time() - self._retention_s, list(self._subs))
+                keep = [*self._subs, *self._declared]
+                purged = await self.journal.purge(time.time() - self._retention_s, keep)
                 if purged:
                     log.info("event journal: purged %d finished events", purged)
             except Exception:

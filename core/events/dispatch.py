@@ -1,7 +1,8 @@
 """Running handlers: one worker loop per unit of a subscriber's concurrency.
 
 A handler's result becomes an ``Outcome`` (done, retry with exponential
-backoff, or dead with the error text); the worker hands it to the writer and
+backoff, dead with the error text, or released when the handler deferred it
+with ``DeliveryDeferred``); the worker hands it to the writer and
 moves on. Exceptions from handlers never escape a worker; cancellation does.
 """
 
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from core.events.errors import DeliveryDeferred
 from core.events.journal import Outcome
 from core.events.models import Event
 from core.events.stats import BusStats
@@ -48,6 +50,9 @@ async def run_handler(sub: Subscription, event: Event, policy: RetryPolicy) -> O
             error = f"handler {sub.id!r} timed out after {sub.timeout}s"
         else:
             error = f"TimeoutError: {exc}"
+    except DeliveryDeferred as deferred:
+        log.info("event %d deferred by subscriber %r: %s", event.id, sub.id, deferred)
+        return Outcome(event.id, sub.id, "released")
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None and task.cancelling():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BusStateError",
+    "DeliveryDeferred",
     "EventBusError",
     "JournalError",
     "PayloadError",
@@ -71,3 +72,14 @@ class JournalError(EventBusError):
 
 class BusStateError(EventBusError, RuntimeError):
     """An operation does not fit the bus's lifecycle (e.g. a duplicate subscriber id)."""
+
+
+class DeliveryDeferred(EventBusError):
+    """Raised by a handler to give its delivery back to the journal, uncharged.
+
+    The delivery is pending again with its attempt undone and is claimed anew,
+    oldest first, by whichever process claims next. The kernel's router raises
+    it when a message of a conversation finds an earlier one of the same
+    conversation taken back from a dead process (ADR 0039): that one must run
+    first, and it is only claimed by a process with nothing else in hand.
+    """

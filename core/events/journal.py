@@ -68,6 +68,7 @@ class Registration:
     subscriber_id: str
     pattern: str
     max_attempts: int
+    declared: bool = False  # subscribed in another process: known, refreshed, never altered
 
 
 @dataclass(slots=True)

@@ -140,7 +140,19 @@ async def _register(conn: Any, reg: Registration, now: float, result: BatchResul
     """Record (or refresh) the subscriber: from now on every publish, in any process,
     creates its deliveries. A known one finds what was published while it was away
     already pending; deliveries a dead process held are taken back by the liveness
-    round (``pg_liveness``), which ran when this process opened the journal."""
+    round (``pg_liveness``), which ran when this process opened the journal. A declared
+    one (subscribed in another process) is created or seen, its settings left alone."""
+    if reg.declared:
+        await conn.execute(
+            "INSERT INTO journal_subscribers (id, pattern, max_attempts, last_seen)"
+            " VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE"
+            " SET last_seen = greatest(journal_subscribers.last_seen, $4)",
+            reg.subscriber_id,
+            reg.pattern,
+            reg.max_attempts,
+            now,
+        )
+        return
     await conn.execute(
         "INSERT INTO journal_subscribers (id, pattern, max_attempts, last_seen)"
         " VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE"

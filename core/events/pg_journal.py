@@ -332,21 +332,22 @@ class PostgresJournal:
 async def _purge_chunk(
     conn: Any, older_than: float, now: float, keep: list[str], chunk: int = 2000
 ) -> int:
-    """Delete up to ``chunk`` finished events created before ``older_than``; subscribers
-    not seen since then are forgotten first, with the deliveries still waiting for them."""
+    """Delete up to ``chunk`` finished events created before ``older_than``. Subscribers
+    not seen since then (by any process: each keeps those it subscribes or declares) are
+    forgotten first: nothing new is published to them. What was published to them before
+    waits for them (a node back from a long outage, or its successor, finds it pending)
+    until it is itself older than ``older_than`` (ADR 0039)."""
     async with conn.transaction():
         await conn.execute(
             "UPDATE journal_subscribers SET last_seen = $1 WHERE id = ANY($2)", now, keep
         )
-        gone = await conn.fetch(
-            "DELETE FROM journal_subscribers WHERE last_seen < $1 RETURNING id", older_than
+        await conn.execute("DELETE FROM journal_subscribers WHERE last_seen < $1", older_than)
+        await conn.execute(
+            "DELETE FROM journal_deliveries d USING journal_events e"
+            " WHERE e.id = d.event_id AND d.status = 'pending' AND e.created_at < $1"
+            " AND NOT EXISTS (SELECT 1 FROM journal_subscribers s WHERE s.id = d.subscriber_id)",
+            older_than,
         )
-        if gone:
-            await conn.execute(
-                "DELETE FROM journal_deliveries WHERE subscriber_id = ANY($1)"
-                " AND status = 'pending'",
-                [str(r["id"]) for r in gone],
-            )
         rows = await conn.fetch(
             "SELECT id FROM journal_events e WHERE created_at < $1 AND NOT EXISTS"
             " (SELECT 1 FROM journal_deliveries d WHERE d.event_id = e.id"

@@ -176,7 +176,8 @@ def _register(
     now: float,
     result: BatchResult,
 ) -> None:
-    """New subscriber: cursor at the head. Known one: catch up and recover its in-flight rows."""
+    """New subscriber: cursor at the head. Known one: catch up and recover its in-flight
+    rows (a declared one, subscribed elsewhere, is only seen)."""
     row = conn.execute(
         "SELECT cursor FROM subscribers WHERE id = ?", (reg.subscriber_id,)
     ).fetchone()
@@ -185,6 +186,9 @@ def _register(
             "INSERT INTO subscribers (id, pattern, cursor, last_seen) VALUES (?, ?, ?, ?)",
             (reg.subscriber_id, reg.pattern, state.last_id, now),
         )
+        return
+    if reg.declared:  # subscribed elsewhere: its cursor stays where it is
+        conn.execute("UPDATE subscribers SET last_seen = ? WHERE id = ?", (now, reg.subscriber_id))
         return
     missed = conn.execute(
         "SELECT id, topic FROM events WHERE id > ? AND id <= ? ORDER BY id", (row[0], state.last_id)

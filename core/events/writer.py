@@ -44,6 +44,7 @@ class _Round:
 
     publishes: list[_Publish]
     registrations: list[Subscription]
+    declarations: list[Registration]
     claims: list[tuple[Subscription, int]]
     outcomes: list[Outcome]
 
@@ -60,6 +61,7 @@ class GroupCommitWriter:
         self._publishes: list[_Publish] = []
         self._outcomes: list[Outcome] = []
         self._registrations: list[Subscription] = []
+        self._declarations: list[Registration] = []  # subscribed in other processes
         self._retries: list[tuple[float, str]] = []  # heap of (due time, subscriber id)
         self._wake = asyncio.Event()
         self.dispatching = False  # claim and hand over deliveries (False: only store)
@@ -79,10 +81,16 @@ class GroupCommitWriter:
 
     def add_outcome(self, outcome: Outcome) -> None:
         self._outcomes.append(outcome)
+        if outcome.status == "released" and outcome.subscriber_id in self._subs:
+            self._subs[outcome.subscriber_id].backlog = True  # claimed again, oldest first
         self._wake.set()
 
     def add_registration(self, sub: Subscription) -> None:
         self._registrations.append(sub)
+        self._wake.set()
+
+    def add_declaration(self, reg: Registration) -> None:
+        self._declarations.append(reg)
         self._wake.set()
 
     def poke(self) -> None:
@@ -133,7 +141,7 @@ class GroupCommitWriter:
                 pub.future.set_exception(error)
 
     def _has_writes(self) -> bool:
-        return bool(self._publishes or self._outcomes or self._registrations)
+        return bool(self._publishes or self._outcomes or self._registrations or self._declarations)
 
     def _has_batch(self) -> bool:
         if self._has_writes():
@@ -200,11 +208,12 @@ class GroupCommitWriter:
     def _build(self) -> tuple[WriteBatch, _Round]:
         batch = WriteBatch(now=time.time())
         batch.active = {s.id: s.pattern for s in self._subs.values() if s.registered}
-        rnd = _Round(self._publishes, self._registrations, [], self._outcomes)
+        rnd = _Round(self._publishes, self._registrations, self._declarations, [], self._outcomes)
         self._publishes, self._registrations, self._outcomes = [], [], []
+        self._declarations = []
         batch.registrations = [
             Registration(s.id, s.pattern, self._max_attempts) for s in rnd.registrations
-        ]
+        ] + rnd.declarations
         dispatching = self.dispatching
         room = {sub: sub.room for sub in self._subs.values()} if dispatching else {}
         for pub in rnd.publishes:
@@ -247,6 +256,7 @@ class GroupCommitWriter:
         # Acks and registrations are retried with the next batch; publishers saw the error.
         self._outcomes[:0] = rnd.outcomes
         self._registrations[:0] = rnd.registrations
+        self._declarations[:0] = rnd.declarations
 
     def _hand_over(self, sub: Subscription, event: Event) -> None:
         if self.dispatching and self._subs.get(sub.id) is sub:

@@ -23,10 +23,11 @@ from core.extensions.records import ExtensionRecord
 from core.settings import Settings
 from core.settings_scale import KernelRole
 
-__all__ = ["Placement", "apply_role", "node_name", "placement_of"]
+__all__ = ["ROUTER_SUBSCRIBER", "Placement", "apply_role", "node_name", "placement_of"]
 
 log = logging.getLogger("core.kernel.placement")
 
+ROUTER_SUBSCRIBER = "kernel.router"  # the turn side's user.message subscriber, on every node
 REPLY_SUBSCRIBER = "kernel.reply"
 NOTIFY_SUBSCRIBER = "kernel.notify"
 

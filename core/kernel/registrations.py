@@ -3,8 +3,10 @@ before their code runs, and registering and unregistering them across starts.
 
 An extension is registered in a data dir the first time a kernel finds its
 directory, and unregistered when a later start no longer does (the user
-removed it). Unregistering cleans up what the kernel holds for it — its state
-and its event subscriptions in the journal — and says so in the log; its data
+removed it). Nodes sharing PostgreSQL share the registrations: there an
+extension is unregistered only when no node has it installed (ADR 0039).
+Unregistering cleans up what the kernel holds for it — its state and its
+event subscriptions in the journal — and says so in the log; its data
 directory and the user's grant stay (the user's files and decision). A
 directory with a bad manifest is still installed: a typo never wipes state.
 """
@@ -21,6 +23,7 @@ from core.extensions.manifest import Manifest
 from core.logging_setup import REDACTOR
 from core.settings import Settings
 from core.state import StateStore
+from core.state.table import NodeRoster
 
 __all__ = ["before_extension_code", "reconcile_registrations"]
 
@@ -40,15 +43,24 @@ def before_extension_code(
     migrate_extension_data(settings.data_dir, [m.id for m in manifests])
 
 
-async def reconcile_registrations(loader: Loader, state: StateStore, bus: EventBus) -> list[str]:
+async def reconcile_registrations(
+    loader: Loader, state: StateStore, bus: EventBus, roster: NodeRoster | None = None
+) -> list[str]:
     """After discovery: record the installed extensions; unregister the ones gone.
     Returns those unregistered. Nothing is unregistered while the extensions
-    directory is missing (a wrong ``paths.extensions`` must not forget them all)."""
+    directory is missing (a wrong ``paths.extensions`` must not forget them all).
+    With several nodes (``roster``), nor while another node has it installed."""
     if not loader.directory_found:
         return []
-    reconciled = await state.reconcile_extensions(loader.records)
+    reconciled = await state.reconcile_extensions(loader.records, roster)
     for ext_id in reconciled.registered:
         log.info("extension %s registered (new in this data dir)", ext_id)
+    for ext_id in reconciled.elsewhere:
+        log.warning(
+            "extension %s is not installed on this node but is on another: kept registered "
+            "(its state and subscriptions stay); it is unregistered once no node has it",
+            ext_id,
+        )
     for ext_id, keys in reconciled.unregistered.items():
         subscriptions = await bus.forget_subscribers(f"{ext_id}/")
         loader.registrations["unregister", ext_id] += 1

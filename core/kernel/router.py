@@ -41,6 +41,7 @@ from typing import Any
 
 from core.events import EventBus
 from core.events.models import Event
+from core.events.subscriptions import EventHandler
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
@@ -61,7 +62,7 @@ from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import ConversationSession, StoredReply
 from core.kernel.notices import Notices
 from core.kernel.outbox import OpenStream, ReplyOutbox
-from core.kernel.placement import Placement
+from core.kernel.placement import ROUTER_SUBSCRIBER, Placement
 from core.kernel.postprocess import PostProcessing
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
@@ -143,48 +144,51 @@ class MessageRouter:
         self.channels.pop(channel_id, None)
 
     def subscribe(self) -> None:
-        """Subscribe the kernel's handlers to the system topics (those of its role)."""
+        """Subscribe the kernel's handlers to the system topics (those of its role).
+
+        A ``channels`` process sharing the journal runs no turn handler but
+        declares their subscribers (ADR 0039): what its channels journal before
+        the first worker ever started waits for the workers instead of being
+        published to nobody."""
         if self.placement.runs_channels:
             self.outbox.subscribe()
             self.notices.subscribe()
-        if self.placement.runs_workers:
-            self._subscribe_turns()
+        for topic, handler, subscriber_id, concurrency in self._turn_handlers():
+            if self.placement.runs_workers:
+                self.bus.subscribe(topic, handler, subscriber_id, concurrency=concurrency)
+            elif self.placement.shared:
+                self.bus.declare(topic, subscriber_id)
 
-    def _subscribe_turns(self) -> None:
-        self.bus.subscribe(
-            SystemTopics.USER_MESSAGE,
-            self.handle_user_message,
-            "kernel.router",
-            concurrency=self.limits.concurrency,
-        )
-        self.bus.subscribe(
-            SystemTopics.TURN_CANCEL, self._on_cancel, "kernel.cancel", concurrency=8
-        )
-        self.bus.subscribe(
-            SystemTopics.AGENT_TASK, self._on_agent_task, "kernel.agent_task", concurrency=4
-        )
-        self.bus.subscribe(
-            SystemTopics.AGENT_BACKGROUND,
-            self._on_agent_background,
-            "kernel.agent_background",
-            concurrency=4,
-        )
+    def _turn_handlers(self) -> list[tuple[str, EventHandler, str, int]]:
+        """(topic, handler, subscriber id, concurrency) of the turn side."""
+        handlers: list[tuple[str, EventHandler, str, int]] = [
+            (
+                SystemTopics.USER_MESSAGE,
+                self.handle_user_message,
+                ROUTER_SUBSCRIBER,
+                self.limits.concurrency,
+            ),
+            (SystemTopics.TURN_CANCEL, self._on_cancel, "kernel.cancel", 8),
+            (SystemTopics.AGENT_TASK, self._on_agent_task, "kernel.agent_task", 4),
+            (
+                SystemTopics.AGENT_BACKGROUND,
+                self._on_agent_background,
+                "kernel.agent_background",
+                4,
+            ),
+        ]
         if self.approvals is not None:
-            self.bus.subscribe(
-                SystemTopics.TURN_RESUME, self._on_resume, "kernel.resume", concurrency=8
-            )
-            self.bus.subscribe(
-                SystemTopics.UI_ANSWER,
-                self.approvals.on_answer_event,
-                "kernel.ui_answer",
-                concurrency=8,
-            )
+            handlers += [
+                (SystemTopics.TURN_RESUME, self._on_resume, "kernel.resume", 8),
+                (SystemTopics.UI_ANSWER, self.approvals.on_answer_event, "kernel.ui_answer", 8),
+            ]
+        return handlers
 
     # ------------------------------------------------------------ user messages
 
     async def handle_user_message(self, event: Event) -> None:
         """One ``user.message``: a command or a turn, answered exactly once."""
-        message = read_system_payload(UserMessage, event, subscriber="kernel.router")
+        message = read_system_payload(UserMessage, event, subscriber=ROUTER_SUBSCRIBER)
         if message is None:
             return
         text, user_id, channel_id = message.text, message.user_id, message.channel_id

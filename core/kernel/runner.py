@@ -206,7 +206,7 @@ class Kernel:
         await self.state.open()
         await self.load()
         await self.scale.open(self.loader.records.values())  # this role's extensions only
-        await reconcile_registrations(self.loader, self.state, self.bus)
+        await reconcile_registrations(self.loader, self.state, self.bus, self.scale.roster)
         await self.mcp.connect()
         self.router = MessageRouter(
             bus=self.bus, conversations=self.conversations, commands=self.commands,
@@ -250,7 +250,11 @@ class Kernel:
         )
 
     async def _forget_released_subscriptions(self) -> None:
-        """Journal rows of subscriptions a started extension no longer makes are dropped."""
+        """Journal rows of subscriptions a started extension no longer makes are dropped.
+        Not when nodes share the journal: another may run a version that makes them (a
+        rolling upgrade); one no node makes is forgotten by the retention purge."""
+        if self.scale.placement.shared:
+            return
         for record in self.loader.active():
             if forgotten := await self.bus.forget_subscribers(f"{record.ext_id}/"):
                 log.info("extension %s: forgot %d old subscriptions", record.ext_id, len(forgotten))

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
+
+import asyncpg
 
 from core.extensions.contract import Leadership
 from core.extensions.records import ExtensionRecord
@@ -20,11 +23,15 @@ from core.kernel.placement import Placement, apply_role, placement_of
 from core.kernel.turn_lock import ConversationLocks
 from core.scheduling import LEASES_COMPONENT, SOLE_LEADER, LeaseLeader
 from core.settings import Settings
+from core.state.table import NodeRoster
+from core.state.table_pg import STATE_COMPONENT, stamp_node
 from core.storage import migrated_pool, release_pool
 
 __all__ = ["ScaleOut"]
 
 log = logging.getLogger("core.kernel.scale_out")
+
+ROSTER_STAMP_S = 3600.0  # how often a running node stamps its list of installed extensions
 
 
 class ScaleOut:
@@ -46,7 +53,7 @@ class ScaleOut:
             return
         storage = self.settings.storage
         assert storage.postgres_dsn is not None  # settings require it for postgres
-        self._pool = await migrated_pool(storage, [LEASES_COMPONENT])
+        self._pool = await migrated_pool(storage, [LEASES_COMPONENT, STATE_COMPONENT])
         self._locks = ConversationLocks(self._local_lock, self._pool, storage.postgres_dsn)
         if self.placement.runs_workers:
             assert self.placement.node is not None
@@ -79,10 +86,33 @@ class ScaleOut:
             _, subscriber = self.placement.reply_subscription
             await self._locks.replies_sent(subscriber, channel_id, user_id, timeout_s)
 
+    @property
+    def roster(self) -> NodeRoster | None:
+        """This node among those sharing the state (``None``: the only process). Another
+        node's list of installed extensions counts for as long as the journal keeps
+        events (``events.retention_days``): a node gone longer than that is gone."""
+        if self.placement.node is None:
+            return None
+        return NodeRoster(self.placement.node, self.settings.events.retention_days * 86400)
+
     async def run(self) -> None:
-        """Until cancelled: keep or seek the schedule lease (nothing to do otherwise)."""
-        if self.leader is not None:
-            await self.leader.run()
+        """Until cancelled: keep or seek the schedule lease, and stamp this node's list
+        of installed extensions now and then (so a long-running node's list counts)."""
+        async with asyncio.TaskGroup() as group:
+            if self.leader is not None:
+                group.create_task(self.leader.run(), name="schedule-lease")
+            if self._pool is not None and self.roster is not None:
+                group.create_task(self._stamp(self.roster), name="node-roster")
+
+    async def _stamp(self, roster: NodeRoster) -> None:
+        interval = min(ROSTER_STAMP_S, roster.grace_s / 4)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await stamp_node(self._pool, roster.node, time.time())
+            except (OSError, asyncpg.PostgresError) as exc:
+                log.warning("could not stamp node %s's extensions (next try in %g s): %s",
+                            roster.node, interval, exc)  # fmt: skip
 
     async def aclose(self) -> None:
         """Hand the lease over at once, then give the pool back."""

@@ -15,6 +15,10 @@ one conversation at once. Before it takes the locks, a turn therefore waits
 while an earlier ``user.message`` of its conversation is in flight for the
 router or due to be claimed (``ORDER_WAIT_S`` at most, then it runs and says
 so); it holds no lock while it waits, so the earlier one can never wait for it.
+An earlier message taken back from a dead process is claimed only by a
+process with nothing else in hand, so waiting for it could stall every
+process holding a later one: the later turn gives its own delivery back
+instead (``DeliveryDeferred``, ADR 0039) and is claimed again after it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from typing import Any
 import asyncpg
 from asyncpg.exceptions import InternalClientError
 
+from core.events.errors import DeliveryDeferred
 from core.extensions.addresses import REPLY_TAG_MARK, split_reply_address
+from core.kernel.placement import ROUTER_SUBSCRIBER
 from core.storage import connect
 
 __all__ = ["ORDER_WAIT_S", "ConversationLocks", "advisory_key"]
@@ -41,17 +47,18 @@ _NAMESPACE = b"hearth.turn:"
 ORDER_WAIT_S = 300.0  # longest wait for an earlier message of the conversation
 ORDER_POLL_S = 0.05
 LOCK_POLL_S = 0.05  # while another process runs a turn of the conversation
-ROUTER_SUBSCRIBER = "kernel.router"
 
 # earlier user.message events of one conversation (channel, address or address#reply:tag)
-# that the router is running or about to claim. Not waited for: one waiting for a retry
-# (as in one process, a failed message does not hold the conversation up) and one taken
-# back from a dead process (it runs alone, so a process holding this turn would never
-# claim it: waiting here would stall both)
-_EARLIER_OPEN = """
-SELECT count(*) FROM journal_deliveries d JOIN journal_events e ON e.id = d.event_id
+# that the router has not finished: ``open``, in flight or due to be claimed; ``recovered``,
+# taken back from a dead process (claimed only alone, so it must not be waited for).
+# Neither counts one waiting for a retry: as in one process, a failed message does not
+# hold the conversation up.
+_EARLIER = """
+SELECT count(*) FILTER (WHERE d.status = 'inflight' OR NOT d.recovered) AS open,
+       count(*) FILTER (WHERE d.status = 'pending' AND d.recovered) AS recovered
+FROM journal_deliveries d JOIN journal_events e ON e.id = d.event_id
 WHERE d.subscriber_id = $1 AND d.event_id < $2
-  AND (d.status = 'inflight' OR (d.status = 'pending' AND NOT d.recovered AND d.next_at <= $6))
+  AND (d.status = 'inflight' OR (d.status = 'pending' AND d.next_at <= $6))
   AND e.topic = 'user.message' AND e.payload::jsonb ->> 'channel_id' = $3
   AND (e.payload::jsonb ->> 'user_id' = $4 OR starts_with(e.payload::jsonb ->> 'user_id', $5))
 """
@@ -150,10 +157,20 @@ class ConversationLocks:
             await asyncio.sleep(ORDER_POLL_S)
 
     async def _wait_turn(self, event_id: int, channel_id: str, user_id: str) -> None:
+        """Until no earlier message of the conversation is open; raises
+        ``DeliveryDeferred`` when one was taken back from a dead process."""
         address, _ = split_reply_address(user_id)
         args = (ROUTER_SUBSCRIBER, event_id, channel_id, address, address + REPLY_TAG_MARK)
         deadline = time.monotonic() + ORDER_WAIT_S
-        while await self._pool.fetchval(_EARLIER_OPEN, *args, time.time()):
+        while True:
+            earlier = await self._pool.fetchrow(_EARLIER, *args, time.time())
+            if earlier["recovered"]:
+                raise DeliveryDeferred(
+                    f"message {event_id} on {channel_id}: an earlier one of {address} was "
+                    "taken back from a dead process and runs first"
+                )
+            if not earlier["open"]:
+                return
             if time.monotonic() > deadline:
                 log.warning(
                     "message %d on %s: an earlier one of %s is still open after %g s; "

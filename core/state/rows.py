@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from core.state.table import Limits, StateTable, Written
+from core.state.table import Limits, NodeRoster, StateTable, Written
 
 __all__ = ["StateRows", "ThreadedStateTable"]
 
@@ -44,8 +44,8 @@ class StateRows(Protocol):
     def clear_session(self, session_id: str) -> Awaitable[dict[str, int]]: ...
 
     def reconcile_extensions(
-        self, installed: Collection[str], now: float
-    ) -> Awaitable[tuple[list[str], dict[str, int]]]: ...
+        self, installed: Collection[str], now: float, roster: NodeRoster | None = None
+    ) -> Awaitable[tuple[list[str], dict[str, int], list[str]]]: ...
 
     def close(self) -> Awaitable[None]: ...
 
@@ -91,9 +91,9 @@ class ThreadedStateTable:
         return self._thread(self.table.clear_session, session_id)
 
     def reconcile_extensions(
-        self, installed: Collection[str], now: float
-    ) -> asyncio.Future[tuple[list[str], dict[str, int]]]:
-        return self._thread(self.table.reconcile_extensions, installed, now)
+        self, installed: Collection[str], now: float, roster: NodeRoster | None = None
+    ) -> asyncio.Future[tuple[list[str], dict[str, int], list[str]]]:
+        return self._thread(self.table.reconcile_extensions, installed, now, roster)
 
     async def close(self) -> None:
         """Close the connection (checkpointing the WAL) and the worker thread."""

@@ -31,7 +31,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from core.extensions.state_scope import check_key, encode_value
 from core.settings_sections import StateSettings
 from core.state.rows import StateRows, ThreadedStateTable
-from core.state.table import EXTENSION_SCOPE, PER_EXTENSION, PER_SESSION, Limits, Written
+from core.state.table import (
+    EXTENSION_SCOPE,
+    PER_EXTENSION,
+    PER_SESSION,
+    Limits,
+    NodeRoster,
+    Written,
+)
 from core.state.table_pg import PostgresStateTable
 from core.storage_settings import StorageSettings
 
@@ -54,6 +61,7 @@ class Reconciled:
 
     registered: tuple[str, ...]
     unregistered: dict[str, int]
+    elsewhere: tuple[str, ...] = ()  # missing here, installed on another node: kept
 
 
 class StateStore:
@@ -162,13 +170,17 @@ class StateStore:
             log.info("session %s ended: forgot the state of %s", session_id, described)
         return sum(counts.values())
 
-    async def reconcile_extensions(self, installed: Collection[str]) -> Reconciled:
+    async def reconcile_extensions(
+        self, installed: Collection[str], roster: NodeRoster | None = None
+    ) -> Reconciled:
         """Kernel start: record which extensions are installed; an extension gone
-        since (its directory removed) is unregistered and its state forgotten."""
-        new, gone = await _finish(
-            self._rows.reconcile_extensions(frozenset(installed), self._clock())
+        since (its directory removed) is unregistered and its state forgotten. With a
+        ``roster`` (several nodes on PostgreSQL) only when no node that stamped its
+        list within ``roster.grace_s`` has it installed (ADR 0039)."""
+        new, gone, elsewhere = await _finish(
+            self._rows.reconcile_extensions(frozenset(installed), self._clock(), roster)
         )
-        return Reconciled(tuple(new), gone)
+        return Reconciled(tuple(new), gone, tuple(elsewhere))
 
     async def size_bytes(self, ext_id: str, session_id: str | None = None) -> int:
         """Bytes the extension's state holds (in one session's scope, when given)."""

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from core.extensions.errors import StateLimitError
 
-__all__ = ["EXTENSION_SCOPE", "Evicted", "Limits", "StateTable", "Written"]
+__all__ = ["EXTENSION_SCOPE", "Evicted", "Limits", "NodeRoster", "StateTable", "Written"]
 
 TABLE = "hearth_extension_state"
 REGISTERED = "hearth_registered_extensions"  # extensions installed in this data dir
+NODE_EXTENSIONS = "hearth_node_extensions"  # PostgreSQL: what each node has installed
 SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} ("
     " ext_id TEXT NOT NULL, session_id TEXT NOT NULL, key TEXT NOT NULL,"
@@ -40,6 +41,16 @@ EXTENSION_SCOPE = ""  # the session_id of an extension's extension-wide rows
 BUSY_TIMEOUT_S = 10.0
 PER_EXTENSION = "state.max_bytes_per_extension"
 PER_SESSION = "state.max_bytes_per_session"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRoster:
+    """This kernel process among several sharing the state (PostgreSQL, ADR 0039): its
+    node, and how long another node's list of installed extensions still counts after
+    that node last stamped it (a node not seen for that long is gone)."""
+
+    node: str
+    grace_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,11 +247,13 @@ class StateTable:
         return _count(rows)
 
     def reconcile_extensions(
-        self, installed: Collection[str], now: float
-    ) -> tuple[list[str], dict[str, int]]:
+        self, installed: Collection[str], now: float, roster: NodeRoster | None = None
+    ) -> tuple[list[str], dict[str, int], list[str]]:
         """Record ``installed`` as the registered extensions: returns those new since
-        the last call, and those gone (registered before, or holding state, and not
-        installed now) with the state keys forgotten for each."""
+        the last call, those gone (registered before, or holding state, and not
+        installed now) with the state keys forgotten for each, and (always empty
+        here: one file is one node's, ``roster`` is for PostgreSQL) those missing
+        here but installed on another node."""
         with self._transaction() as conn:
             known = {str(e) for (e,) in conn.execute(f"SELECT ext_id FROM {REGISTERED}")}
             rows = conn.execute(f"SELECT ext_id, COUNT(*) FROM {TABLE} GROUP BY ext_id")
@@ -253,7 +266,7 @@ class StateTable:
                 f"INSERT INTO {REGISTERED} (ext_id, registered_at) VALUES (?, ?)",
                 [(e, now) for e in new],
             )
-        return new, gone
+        return new, gone, []
 
 
 def _one(conn: sqlite3.Connection, sql: str, args: tuple[str, ...]) -> int:

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 from core.extensions.errors import StateLimitError
 from core.state.table import (
     EXTENSION_SCOPE,
+    NODE_EXTENSIONS,
     PER_EXTENSION,
     PER_SESSION,
     REGISTERED,
     TABLE,
     Evicted,
     Limits,
+    NodeRoster,
     Written,
 )
 from core.storage import ComponentPool, register_migrations
@@ -32,7 +34,7 @@ from core.storage import ComponentPool, register_migrations
 if TYPE_CHECKING:
     from core.storage_settings import StorageSettings
 
-__all__ = ["STATE_COMPONENT", "PostgresStateTable"]
+__all__ = ["STATE_COMPONENT", "PostgresStateTable", "stamp_node"]
 
 STATE_COMPONENT = "state"
 register_migrations(
@@ -51,7 +53,13 @@ register_migrations(
         CREATE TABLE {REGISTERED} (
             ext_id text PRIMARY KEY, registered_at double precision NOT NULL
         );
-        """
+        """,
+        f"""
+        CREATE TABLE {NODE_EXTENSIONS} (
+            node text NOT NULL, ext_id text NOT NULL, seen_at double precision NOT NULL,
+            PRIMARY KEY (node, ext_id)
+        );
+        """,
     ],
 )
 _REGISTRY_LOCK = "hearth_state:registered"
@@ -204,15 +212,30 @@ class PostgresStateTable:
         return counts
 
     async def reconcile_extensions(
-        self, installed: Collection[str], now: float
-    ) -> tuple[list[str], dict[str, int]]:
+        self, installed: Collection[str], now: float, roster: NodeRoster | None = None
+    ) -> tuple[list[str], dict[str, int], list[str]]:
+        """As ``StateTable.reconcile_extensions``; with a ``roster``, this node's list of
+        installed extensions is stamped first, and an extension another node listed
+        within ``roster.grace_s`` is not gone: one node's view never unregisters what
+        another still runs (a rolling upgrade, ADR 0039). Returns those kept so."""
         pool = await self._ready()
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", _REGISTRY_LOCK)
+            elsewhere: set[str] = set()
+            if roster is not None:
+                await _stamp(conn, roster.node, installed, now)
+                rows = await conn.fetch(
+                    f"SELECT DISTINCT ext_id FROM {NODE_EXTENSIONS}"
+                    " WHERE node <> $1 AND seen_at >= $2",
+                    roster.node,
+                    now - roster.grace_s,
+                )
+                elsewhere = {str(r[0]) for r in rows}
             known = {str(r[0]) for r in await conn.fetch(f"SELECT ext_id FROM {REGISTERED}")}
             rows = await conn.fetch(f"SELECT ext_id, COUNT(*) FROM {TABLE} GROUP BY ext_id")
             keys = {str(ext_id): int(n) for ext_id, n in rows}
-            gone = {e: keys.get(e, 0) for e in sorted((known | set(keys)) - set(installed))}
+            missing = (known | set(keys)) - set(installed)
+            gone = {e: keys.get(e, 0) for e in sorted(missing - elsewhere)}
             new = sorted(set(installed) - known)
             await conn.execute(f"DELETE FROM {TABLE} WHERE ext_id = ANY($1::text[])", list(gone))
             await conn.execute(
@@ -223,7 +246,21 @@ class PostgresStateTable:
                 " ON CONFLICT DO NOTHING",
                 [(e, now) for e in new],
             )
-        return new, gone
+        return new, gone, sorted(missing & elsewhere)
+
+
+async def stamp_node(pool: Any, node: str, now: float) -> None:
+    """``node`` is still running with the extensions it listed at its start: its list
+    keeps counting for other nodes' reconciliations (see ``NodeRoster.grace_s``)."""
+    await pool.execute(f"UPDATE {NODE_EXTENSIONS} SET seen_at = $2 WHERE node = $1", node, now)
+
+
+async def _stamp(conn: Any, node: str, installed: Collection[str], now: float) -> None:
+    await conn.execute(f"DELETE FROM {NODE_EXTENSIONS} WHERE node = $1", node)
+    await conn.executemany(
+        f"INSERT INTO {NODE_EXTENSIONS} (node, ext_id, seen_at) VALUES ($1, $2, $3)",
+        [(node, e, now) for e in sorted(installed)],
+    )
 
 
 async def _evict(conn: Any, ext_id: str, keep: tuple[str, str], excess: int) -> list[Evicted]:
