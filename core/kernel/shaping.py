@@ -62,7 +62,11 @@ class TurnShaping:
         self.registry = HookRegistry(wired, extra=lambda: command_hooks)
         self.hooks = TurnHooks(
             self.registry,
-            HookCaller(settings.hooks.timeout_s, observer),
+            HookCaller(
+                settings.hooks.timeout_s,
+                observer,
+                max_result_bytes=settings.events.max_payload_bytes,
+            ),
             FrameRecorder(frames),
             authoritative_routing=settings.hooks.authoritative_routing,
         )
