@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.kernel.ledger import LEDGER_DDL, ConversationSession, LedgerSession, upgrade_ledger
+from core.kernel.session_ids import upgrade_sqlite_session_ids
 from core.kernel.session_schema import SESSIONS_COMPONENT  # registers its migrations
 from core.storage import ComponentPool
 
@@ -104,8 +105,10 @@ class SQLiteSessionStorage:
                 "DELETE FROM hearth_turns WHERE created_at < ?", (time.time() - LEDGER_RETENTION_S,)
             )
             rows = conn.execute("SELECT key, generation FROM hearth_conversations").fetchall()
+            generations = {str(k): int(g) for k, g in rows}
+            upgrade_sqlite_session_ids(conn, generations)  # once (ADR 0048)
             conn.commit()
-        return {str(k): int(g) for k, g in rows}
+        return generations
 
     def _read_generation(self, key: str) -> int:
         with self._connect() as conn:
