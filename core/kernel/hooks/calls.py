@@ -6,7 +6,8 @@ data unchanged, the user never sees the error, and the log gets one line
 naming the extension, the hook and the turn (a hook failing on every tool
 call of a turn logs once for that turn). A result larger than
 ``max_result_bytes`` (``events.max_payload_bytes``: what the journal would
-refuse is not stored in a history either) is skipped the same way, with a
+refuse is not stored in a history either; the bytes of its texts) is skipped
+the same way, with a
 warning naming the extension and the size. Every call's duration and outcome
 go to the caller's ``observer`` (metrics).
 """
@@ -14,11 +15,10 @@ go to the caller's ``observer`` (metrics).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Coroutine
-from dataclasses import asdict, is_dataclass
+from dataclasses import fields, is_dataclass
 from time import perf_counter
 from typing import Any, Final
 
@@ -43,26 +43,21 @@ def kind_of(value: object) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
-def result_size(result: object, limit: int) -> int:
-    """A hook result's size in UTF-8 bytes (a text's own, anything else as JSON),
-    counted exactly only when it may be over ``limit``: ``limit // 4`` characters
-    or fewer cannot be (4 bytes a character at most), so a short answer costs a
-    length check."""
+def result_size(result: object) -> int:
+    """A hook result's size: the UTF-8 bytes of every text in it (keys included),
+    the printed length of anything else. A cycle or absurd nesting raises
+    ``RecursionError``, which the caller contains like any hook failure."""
     if isinstance(result, str):
-        return len(result) if len(result) <= limit // 4 else len(result.encode(errors="replace"))
-    if result is None or isinstance(result, (bool, int, float)):
+        return len(result) if result.isascii() else len(result.encode(errors="replace"))
+    if isinstance(result, dict):
+        return sum(result_size(k) + result_size(v) for k, v in result.items())
+    if isinstance(result, (list, tuple)):
+        return sum(result_size(item) for item in result)
+    if result is None:
         return 0
-    try:
-        text = json.dumps(result, default=_fields, ensure_ascii=False)
-    except (TypeError, ValueError):  # no JSON shape (a cycle, odd keys): refused by its caller
-        return 0
-    return len(text) if len(text) <= limit // 4 else len(text.encode(errors="replace"))
-
-
-def _fields(value: object) -> object:
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    return repr(value)
+    if is_dataclass(result) and not isinstance(result, type):  # ShortCircuit, Annotated, ...
+        return sum(result_size(getattr(result, f.name)) for f in fields(result))
+    return len(repr(result))
 
 
 class HookCaller:
@@ -127,7 +122,7 @@ class HookCaller:
 
     def _bounded(self, entry: HookEntry, hook: str, turn: TurnContext, result: Any) -> Any:
         """``result``, or ``SKIPPED`` (with one warning) when it is over the size limit."""
-        size = result_size(result, self.max_result_bytes)
+        size = result_size(result)
         if size <= self.max_result_bytes:
             return result
         limit = self.max_result_bytes
