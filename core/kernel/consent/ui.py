@@ -173,9 +173,12 @@ class UiRequests(UiGateway):
         outcome = await self.answer(request_id, answer, Responder(channel_id, user_id, sender_id))
         log.info("answer to %s from %s (kept off the journal): %s", request_id, channel_id, outcome)
         channel = self._channel_for(channel_id)
-        if channel is not None:
-            async with asyncio.timeout(SHOW_TIMEOUT_S):
-                await channel.send_to_user(user_id, outcome)
+        try:
+            if channel is not None:
+                async with asyncio.timeout(SHOW_TIMEOUT_S):
+                    await channel.send_to_user(user_id, outcome)
+        except Exception as exc:  # the answer is taken; only the line saying so is lost
+            log.warning("answer to %s not confirmed: %s", request_id, describe_exception(exc))
         return True
 
     def _secret(self, request_id: str) -> bool:
