@@ -35,14 +35,11 @@ if TYPE_CHECKING:
 __all__ = [
     "EXTENSIONS_SUBDIR",
     "KERNEL_DATA_NAMES",
-    "PRIVATE_DIR_MODE",
-    "PRIVATE_FILE_MODE",
     "RESERVED_IDS",
     "SymlinkRefusedError",
     "create_private",
     "extension_data_dir",
     "extension_storage",
-    "is_database_file",
     "make_private",
     "migrate_extension_data",
     "open_nofollow",
@@ -52,8 +49,8 @@ __all__ = [
 log = logging.getLogger("core.datadir")
 
 EXTENSIONS_SUBDIR = "extensions"
-PRIVATE_DIR_MODE = 0o700
-PRIVATE_FILE_MODE = 0o600
+_PRIVATE_DIR_MODE = 0o700
+_PRIVATE_FILE_MODE = 0o600
 _DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
@@ -146,7 +143,7 @@ def refuse_symlinks(*paths: Path) -> None:
             raise SymlinkRefusedError(path)
 
 
-def is_database_file(name: str) -> bool:
+def _is_database_file(name: str) -> bool:
     """``events.db``, ``store.sqlite3-wal``: a SQLite database or one of its side files."""
     return any(
         name.endswith(suffix + side) for suffix in _DATABASE_SUFFIXES for side in _SQLITE_SIDE_FILES
@@ -157,38 +154,33 @@ def create_private(path: Path) -> None:
     """Create the empty database file ``path`` with mode 0600 unless it exists (an
     empty file is a valid SQLite database); never through a symbolic link."""
     try:
-        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _PRIVATE_FILE_MODE)
     except FileExistsError:
         return
     os.close(fd)
 
 
-def make_private(data_root: Path) -> list[Path]:
+def make_private(data_root: Path) -> None:
     """``data_root`` (created if missing) 0700, every database file below it 0600.
 
     A linked data root is followed (users link it on purpose); links below it are
     neither followed nor changed; a file that cannot be changed (another owner)
-    is logged and left. Returns the paths whose mode
-    was changed, the data root included.
+    is logged and left. How many paths an older install had open is logged.
     """
-    data_root.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-    changed: list[Path] = []
-    if _restrict(data_root, PRIVATE_DIR_MODE, os.stat(data_root).st_mode):
-        changed.append(data_root)
+    data_root.mkdir(mode=_PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    changed = [data_root] if _restrict(data_root, _PRIVATE_DIR_MODE, os.stat(data_root)) else []
     for directory, _, files in os.walk(data_root):  # never into a linked directory
-        for name in files:
-            path = Path(directory, name)
-            if not is_database_file(name):
-                continue
+        for path in (Path(directory, name) for name in files if _is_database_file(name)):
             info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode) and _restrict(path, PRIVATE_FILE_MODE, info.st_mode):
+            if stat.S_ISREG(info.st_mode) and _restrict(path, _PRIVATE_FILE_MODE, info):
                 changed.append(path)
-    return changed
+    if changed:
+        log.info("%s: %d paths made private (0700 / 0600)", data_root, len(changed))
 
 
-def _restrict(path: Path, mode: int, current: int) -> bool:
+def _restrict(path: Path, mode: int, info: os.stat_result) -> bool:
     """Take group and other bits off ``path``; whether its mode changed."""
-    if stat.S_IMODE(current) & 0o077 == 0:
+    if stat.S_IMODE(info.st_mode) & 0o077 == 0:
         return False
     try:
         os.chmod(path, mode)  # a regular file (checked with lstat) or the data root
