@@ -90,6 +90,7 @@ async def test_dave_hash_1_never_reads_daves_history_after_new(
 OLD_HISTORIES = {
     "capture:dave": "dave before /new",
     "capture:dave#1": "dave after /new",
+    "capture:dave#2": "dave#2's own",  # dave never reached 2: a conversation of its own
     "capture:team#x": "team's plan",
     "capture:100%": "percent's note",
 }
@@ -147,6 +148,7 @@ async def test_histories_stored_by_an_older_hearth_survive_the_upgrade(
     path = settings_file(channels={"default": "capture"}, storage=storage_backend)
     expected = {
         "dave": "dave after /new",  # dave is at generation 1: his renewed session
+        "dave#2": "dave#2's own",
         "team#x": "team's plan",
         "100%": "percent's note",
     }

@@ -123,17 +123,19 @@ CREATE TABLE hearth_policy_grants (
 """
 
 # session ids escape their conversation key (ADR 0048; core/kernel/session_ids.py):
-# the same rewrite as ``upgraded_session_id``, in SQL
+# the same rewrite as ``upgraded_session_id``, in SQL; the key before the last "#"
+# is looked up by the primary key
 _V2 = """
 CREATE FUNCTION pg_temp.hearth_session_id(old text) RETURNS text LANGUAGE sql AS $$
 SELECT COALESCE(
-    (SELECT replace(replace(c.key, '%', '%25'), '#', '%23') || substr(old, length(c.key) + 1)
+    (SELECT replace(replace(c.key, '%', '%25'), '#', '%23')
+            || '#' || right(old, strpos(reverse(old), '#') - 1)
        FROM hearth_conversations c
-      WHERE left(old, length(c.key) + 1) = c.key || '#'
-        AND CASE WHEN substr(old, length(c.key) + 2) ~ '^[1-9][0-9]{0,8}$'
-                 THEN substr(old, length(c.key) + 2)::integer <= c.generation
-                 ELSE false END
-      LIMIT 1),
+      WHERE strpos(old, '#') > 0
+        AND c.key = left(old, length(old) - strpos(reverse(old), '#'))
+        AND CASE WHEN right(old, strpos(reverse(old), '#') - 1) ~ '^[1-9][0-9]{0,8}$'
+                 THEN right(old, strpos(reverse(old), '#') - 1)::integer <= c.generation
+                 ELSE false END),
     replace(replace(old, '%', '%25'), '#', '%23'))
 $$;
 UPDATE hearth_session_items SET session_id = pg_temp.hearth_session_id(session_id)
