@@ -23,7 +23,6 @@ import sqlite3
 from collections.abc import Mapping
 
 __all__ = [
-    "SQLITE_SESSION_TABLES",
     "conversation_of",
     "session_id_of",
     "upgrade_sqlite_session_ids",
@@ -31,14 +30,14 @@ __all__ = [
 ]
 
 # every table of sessions.db with a session_id column (the SDK's two, the kernel's)
-SQLITE_SESSION_TABLES = (
+_SQLITE_SESSION_TABLES = (
     "agent_sessions",
     "agent_messages",
     "hearth_turns",
     "hearth_post_turns",
     "hearth_paused_turns",
 )
-IDS_VERSION = 1  # sessions.db's user_version once its ids are escaped
+_IDS_VERSION = 1  # sessions.db's user_version once its ids are escaped
 _GENERATION_RE = re.compile(r"[1-9][0-9]{0,8}")  # as /new writes it: no sign, no leading 0
 _UNESCAPE_RE = re.compile(r"%(25|23)")
 
@@ -67,11 +66,11 @@ def upgraded_session_id(old: str, generations: Mapping[str, int]) -> str:
 def upgrade_sqlite_session_ids(conn: sqlite3.Connection, generations: Mapping[str, int]) -> int:
     """Rewrite the old session ids of ``sessions.db`` once (in the caller's transaction,
     marked by ``user_version``); returns how many distinct ids changed."""
-    if conn.execute("PRAGMA user_version").fetchone()[0] >= IDS_VERSION:
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= _IDS_VERSION:
         return 0
     present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     changed: set[str] = set()
-    for table in (t for t in SQLITE_SESSION_TABLES if t in present):
+    for table in (t for t in _SQLITE_SESSION_TABLES if t in present):
         olds = [
             row[0]
             for row in conn.execute(
@@ -91,5 +90,5 @@ def upgrade_sqlite_session_ids(conn: sqlite3.Connection, generations: Mapping[st
             f"UPDATE {table} SET session_id = substr(session_id, 2)"
             " WHERE substr(session_id, 1, 1) = char(1)"
         )
-    conn.execute(f"PRAGMA user_version = {IDS_VERSION}")
+    conn.execute(f"PRAGMA user_version = {_IDS_VERSION}")
     return len(changed)

@@ -12,6 +12,7 @@ read back before each use instead of trusted from memory.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from contextlib import closing
@@ -34,6 +35,8 @@ __all__ = [
     "SessionStorage",
     "session_storage_for",
 ]
+
+log = logging.getLogger("core.kernel.conversations")
 
 LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
 
@@ -106,8 +109,10 @@ class SQLiteSessionStorage:
             )
             rows = conn.execute("SELECT key, generation FROM hearth_conversations").fetchall()
             generations = {str(k): int(g) for k, g in rows}
-            upgrade_sqlite_session_ids(conn, generations)  # once (ADR 0048)
+            escaped = upgrade_sqlite_session_ids(conn, generations)  # once (ADR 0048)
             conn.commit()
+        if escaped:
+            log.info("%s: %d session ids rewritten with their key escaped", self.db_path, escaped)
         return generations
 
     def _read_generation(self, key: str) -> int:
