@@ -6,6 +6,15 @@ supervisor writes ``kernel.log`` into, and could point that file anywhere.
 Kernel files are opened without following symbolic links
 (``open_nofollow``), and the names the kernel uses are reserved as extension
 ids (``RESERVED_IDS``).
+
+The data holds conversations, memories and tokens, so it is private to the
+user running Hearth: ``make_private`` sets the directory to 0700 and every
+database file in it (kernel files and extension stores, with their ``-wal``,
+``-shm`` and ``-journal`` files) to 0600 at each start, which also mends an
+older install; ``create_private`` makes a database file 0600 before SQLite
+first opens it, and SQLite gives the ``-wal``/``-shm`` files it makes the
+mode of their database (ADR 0048). Modes are set explicitly, not through the
+process-wide umask, which a library must not change under its host.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,8 +37,10 @@ __all__ = [
     "KERNEL_DATA_NAMES",
     "RESERVED_IDS",
     "SymlinkRefusedError",
+    "create_private",
     "extension_data_dir",
     "extension_storage",
+    "make_private",
     "migrate_extension_data",
     "open_nofollow",
     "refuse_symlinks",
@@ -37,6 +49,10 @@ __all__ = [
 log = logging.getLogger("core.datadir")
 
 EXTENSIONS_SUBDIR = "extensions"
+_PRIVATE_DIR_MODE = 0o700
+_PRIVATE_FILE_MODE = 0o600
+_DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
 # Every name the kernel and the supervisor create directly in ``paths.data``
 # (tests/test_hygiene_datadir.py checks the module constants that name them).
@@ -125,6 +141,53 @@ def refuse_symlinks(*paths: Path) -> None:
     for path in paths:
         if path.is_symlink():
             raise SymlinkRefusedError(path)
+
+
+def _is_database_file(name: str) -> bool:
+    """``events.db``, ``store.sqlite3-wal``: a SQLite database or one of its side files."""
+    return any(
+        name.endswith(suffix + side) for suffix in _DATABASE_SUFFIXES for side in _SQLITE_SIDE_FILES
+    )
+
+
+def create_private(path: Path) -> None:
+    """Create the empty database file ``path`` with mode 0600 unless it exists (an
+    empty file is a valid SQLite database); never through a symbolic link."""
+    try:
+        fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def make_private(data_root: Path) -> None:
+    """``data_root`` (created if missing) 0700, every database file below it 0600.
+
+    A linked data root is followed (users link it on purpose); links below it are
+    neither followed nor changed; a file that cannot be changed (another owner)
+    is logged and left. How many paths an older install had open is logged.
+    """
+    data_root.mkdir(mode=_PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    changed = [data_root] if _restrict(data_root, _PRIVATE_DIR_MODE, os.stat(data_root)) else []
+    for directory, _, files in os.walk(data_root):  # never into a linked directory
+        for path in (Path(directory, name) for name in files if _is_database_file(name)):
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode) and _restrict(path, _PRIVATE_FILE_MODE, info):
+                changed.append(path)
+    if changed:
+        log.info("%s: %d paths made private (0700 / 0600)", data_root, len(changed))
+
+
+def _restrict(path: Path, mode: int, info: os.stat_result) -> bool:
+    """Take group and other bits off ``path``; whether its mode changed."""
+    if stat.S_IMODE(info.st_mode) & 0o077 == 0:
+        return False
+    try:
+        os.chmod(path, mode)  # a regular file (checked with lstat) or the data root
+    except OSError as exc:
+        log.warning("could not make %s private (mode %o): %s", path, mode, exc)
+        return False
+    return True
 
 
 def migrate_extension_data(data_root: Path, ext_ids: Iterable[str]) -> list[str]:

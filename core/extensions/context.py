@@ -222,6 +222,8 @@ class KernelContext(ContextStateCalls):
         sender_id: str | None = None,
     ) -> int:
         self._require(self.permissions.user_messages, "user_messages", "speak as the user")
+        if await self._services.ui.typed_secret(text, self.extension_id, user_id, sender_id):
+            return 0  # a secret typed as "/answer ID ...": answered in memory (ADR 0048)
         payload = UserMessage(
             text=text,
             user_id=user_id,
@@ -236,8 +238,13 @@ class KernelContext(ContextStateCalls):
         self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
     ) -> None:
         """The user's answer to a question this channel showed: journaled, so it
-        survives a crash; the kernel checks conversation and sender (ADR 0021)."""
+        survives a crash; the kernel checks conversation and sender (ADR 0021).
+        A ``secret`` question's answer is handed over in memory, never journaled
+        (ADR 0048)."""
         self._require(self.permissions.user_messages, "user_messages", "answer for the user")
+        ui = self._services.ui
+        if await ui.answer_off_record(request_id, answer, self.extension_id, user_id, sender_id):
+            return
         payload = UiAnswer(
             request_id=request_id,
             answer=answer,

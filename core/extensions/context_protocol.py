@@ -118,14 +118,17 @@ class ExtensionContext(Protocol):
         sender_id: str | None = None,
     ) -> int:
         """Journal a ``user.message`` (channel defaults to this extension); ``sender_id``:
-        who typed it when ``user_id`` is a group chat (only they answer its questions)."""
+        who typed it when ``user_id`` is a group chat (only they answer its questions).
+        Returns the event's id; 0 for ``/answer ID …`` to a ``secret`` question, which
+        is answered in memory and never journaled (ADR 0048)."""
         ...
 
     async def answer_request(
         self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
     ) -> None:
         """Journal the answer (an option's value, or the text typed) to a ``UserRequest``
-        this channel showed; the kernel checks conversation and sender."""
+        this channel showed; the kernel checks conversation and sender. The answer
+        to a ``secret`` one is handed over in memory instead, never journaled."""
         ...
 
     async def ui_request(

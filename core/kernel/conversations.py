@@ -1,13 +1,14 @@
 """Which ``agents`` session a conversation currently uses.
 
-A conversation is (channel, user). ``/new`` moves it to a fresh session id;
-old histories stay in the sessions database, and the ``session_ended``
-callbacks (the kernel's: forget extension state of that session) get the old
-id. Sessions are cached so a turn does not open a new SQLite connection;
-building one (a connect and DDL) runs in a worker thread, never on the event
-loop, and every connection opened here is closed. Storage goes through a
-``SessionStorage`` (``sessions.db``, or PostgreSQL: ADR 0035); when other
-processes share it, a conversation's generation is read back before each use.
+A conversation is (channel, user). ``/new`` moves it to a fresh session id
+(``session_ids``: the key escaped, then ``#<generation>``); old histories
+stay in the sessions database, and the ``session_ended`` callbacks (the
+kernel's: forget extension state of that session) get the old id. Sessions
+are cached so a turn does not open a new SQLite connection; building one (a
+connect and DDL) runs in a worker thread, never on the event loop, and every
+connection opened here is closed. Storage goes through a ``SessionStorage``
+(``sessions.db``, or PostgreSQL: ADR 0035); when other processes share it, a
+conversation's generation is read back before each use.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from core.extensions.addresses import split_reply_address
 from core.kernel.ledger import ConversationSession
+from core.kernel.session_ids import conversation_of, session_id_of
 from core.kernel.session_storage import (
     LEDGER_RETENTION_S,
     SessionStorage,
@@ -116,8 +118,7 @@ class Conversations:
                 del self._held[key]
 
     def session_id(self, key: str) -> str:
-        generation = self._generations.get(key, 0)
-        return key if generation == 0 else f"{key}#{generation}"
+        return session_id_of(key, self._generations.get(key, 0))
 
     async def session(self, key: str) -> ConversationSession:
         """The conversation's current session (built off the loop on first use)."""
@@ -164,9 +165,3 @@ class Conversations:
             except Exception:
                 log.exception("after /new: cleaning up session %s failed", ended)
         return self.session_id(key)
-
-
-def conversation_of(session_id: str) -> str:
-    """The conversation key of a session id: ``key`` or ``key#<generation>``."""
-    key, mark, generation = session_id.rpartition("#")
-    return key if mark and generation.isdigit() else session_id

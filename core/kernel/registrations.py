@@ -24,6 +24,7 @@ from core.logging_setup import REDACTOR
 from core.settings import Settings
 from core.state import StateStore
 from core.state.table import NodeRoster
+from core.storage import dsn_passwords
 
 __all__ = ["before_extension_code", "reconcile_registrations"]
 
@@ -34,12 +35,14 @@ def before_extension_code(
     manifests: list[Manifest], settings: Settings, secrets: Mapping[str, str]
 ) -> None:
     """After manifests are validated, before any extension is imported: values of
-    declared secrets and model API keys never reach a log line (filled before
-    ``initialize``, which may already log them), and old data dirs are moved."""
+    declared secrets, model API keys and the storage password never reach a log line
+    (filled before ``initialize``, which may already log them), and old data dirs
+    are moved."""
     for manifest in manifests:
         REDACTOR.add(secrets.get(name, "") for name in manifest.secret_names)
     for provider in settings.models.providers.values():
         REDACTOR.add([provider.api_key or "", secrets.get(provider.api_key_env or "", "")])
+    REDACTOR.add(dsn_passwords(settings.storage.postgres_dsn or ""))
     migrate_extension_data(settings.data_dir, [m.id for m in manifests])
 
 

@@ -25,7 +25,7 @@ from core.agents.errors import ModelNotConfiguredError
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
-from core.datadir import refuse_symlinks
+from core.datadir import create_private, make_private, refuse_symlinks
 from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.grant_store import GrantStore
@@ -82,14 +82,18 @@ class Kernel:
         self.settings = settings
         self.started_at = time.monotonic()
         self.data_dir = settings.data_dir
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        kernel_files = (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE, STATE_FILE)
         refuse_symlinks(
             *(
                 self.data_dir / f"{name}{suffix}"
-                for name in (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE, STATE_FILE)
+                for name in kernel_files
                 for suffix in ("", "-wal", "-shm", "-journal")
             )
         )
+        make_private(self.data_dir)  # 0700, databases 0600 (ADR 0048)
+        if settings.storage.backend == "sqlite":
+            for name in kernel_files[1:] if journal_path else kernel_files:
+                create_private(self.data_dir / name)
         self.secrets = load_secrets()
         self.restart_requested: str | None = None
         self._restart_written: asyncio.Future[None] | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from core.storage import register_migrations
 
-__all__ = ["SESSIONS_COMPONENT"]
+__all__ = ["SESSIONS_COMPONENT", "SESSION_MIGRATIONS"]
 
 SESSIONS_COMPONENT = "sessions"
 
@@ -122,4 +122,32 @@ CREATE TABLE hearth_policy_grants (
 );
 """
 
-register_migrations(SESSIONS_COMPONENT, [_V1])
+# session ids escape their conversation key (ADR 0048; core/kernel/session_ids.py):
+# the same rewrite as ``upgraded_session_id``, in SQL; the key before the last "#"
+# is looked up by the primary key
+_V2 = """
+CREATE FUNCTION pg_temp.hearth_session_id(old text) RETURNS text LANGUAGE sql AS $$
+SELECT COALESCE(
+    (SELECT replace(replace(c.key, '%', '%25'), '#', '%23')
+            || '#' || right(old, strpos(reverse(old), '#') - 1)
+       FROM hearth_conversations c
+      WHERE strpos(old, '#') > 0
+        AND c.key = left(old, length(old) - strpos(reverse(old), '#'))
+        AND CASE WHEN right(old, strpos(reverse(old), '#') - 1) ~ '^[1-9][0-9]{0,8}$'
+                 THEN right(old, strpos(reverse(old), '#') - 1)::integer <= c.generation
+                 ELSE false END),
+    replace(replace(old, '%', '%25'), '#', '%23'))
+$$;
+UPDATE hearth_session_items SET session_id = pg_temp.hearth_session_id(session_id)
+ WHERE session_id ~ '[#%]';
+UPDATE hearth_turns SET session_id = pg_temp.hearth_session_id(session_id)
+ WHERE session_id ~ '[#%]';
+UPDATE hearth_post_turns SET session_id = pg_temp.hearth_session_id(session_id)
+ WHERE session_id ~ '[#%]';
+UPDATE hearth_paused_turns SET session_id = pg_temp.hearth_session_id(session_id)
+ WHERE session_id ~ '[#%]';
+DROP FUNCTION pg_temp.hearth_session_id(text);
+"""
+
+SESSION_MIGRATIONS = (_V1, _V2)
+register_migrations(SESSIONS_COMPONENT, SESSION_MIGRATIONS)

@@ -12,6 +12,7 @@ read back before each use instead of trusted from memory.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import time
 from contextlib import closing
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.kernel.ledger import LEDGER_DDL, ConversationSession, LedgerSession, upgrade_ledger
+from core.kernel.session_ids import upgrade_sqlite_session_ids
 from core.kernel.session_schema import SESSIONS_COMPONENT  # registers its migrations
 from core.storage import ComponentPool
 
@@ -33,6 +35,8 @@ __all__ = [
     "SessionStorage",
     "session_storage_for",
 ]
+
+log = logging.getLogger("core.kernel.conversations")
 
 LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
 
@@ -104,8 +108,12 @@ class SQLiteSessionStorage:
                 "DELETE FROM hearth_turns WHERE created_at < ?", (time.time() - LEDGER_RETENTION_S,)
             )
             rows = conn.execute("SELECT key, generation FROM hearth_conversations").fetchall()
+            generations = {str(k): int(g) for k, g in rows}
+            escaped = upgrade_sqlite_session_ids(conn, generations)  # once (ADR 0048)
             conn.commit()
-        return {str(k): int(g) for k, g in rows}
+        if escaped:
+            log.info("%s: %d session ids rewritten with their key escaped", self.db_path, escaped)
+        return generations
 
     def _read_generation(self, key: str) -> int:
         with self._connect() as conn:

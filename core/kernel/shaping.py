@@ -10,6 +10,7 @@ changes (``invalidate``), like the orchestrator.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Sequence
 
 from core.agents.model_router import ModelRouter
@@ -62,7 +63,11 @@ class TurnShaping:
         self.registry = HookRegistry(wired, extra=lambda: command_hooks)
         self.hooks = TurnHooks(
             self.registry,
-            HookCaller(settings.hooks.timeout_s, observer),
+            HookCaller(
+                settings.hooks.timeout_s,
+                observer,
+                max_result_bytes=settings.events.max_payload_bytes,
+            ),
             FrameRecorder(frames),
             authoritative_routing=settings.hooks.authoritative_routing,
         )
@@ -110,8 +115,12 @@ class TurnShaping:
 
 
 def withheld_from_commands(settings: Settings) -> set[str]:
-    """Environment names a hook command never gets: the ``.env`` file's and the
-    model API keys' (values of declared secrets are withheld as redacted)."""
+    """Environment names a hook command never gets: the ``.env`` file's, the model API
+    keys' and any holding the storage DSN, password or not (values of declared
+    secrets are withheld as redacted)."""
     names = set(secret_file_names())
     names.update(p.api_key_env for p in settings.models.providers.values() if p.api_key_env)
+    dsn = settings.storage.postgres_dsn
+    if dsn:
+        names.update(name for name, value in os.environ.items() if dsn in value)
     return names

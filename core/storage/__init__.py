@@ -10,6 +10,7 @@ once never race on the schema.
 """
 
 from core.storage.component_pool import ComponentPool
+from core.storage.dsn import dsn_passwords, hide_dsn_secrets, redact_dsn
 from core.storage.migrations import (
     SCHEMA_TABLE,
     SchemaStatus,
@@ -24,7 +25,6 @@ from core.storage.postgres import (
     connect,
     open_pool,
     pool_for,
-    redact_dsn,
     release_pool,
 )
 
@@ -35,6 +35,8 @@ __all__ = [
     "StorageError",
     "apply_migrations",
     "connect",
+    "dsn_passwords",
+    "hide_dsn_secrets",
     "known_components",
     "migrated_pool",
     "open_pool",

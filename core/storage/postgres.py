@@ -13,11 +13,12 @@ import asyncio
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-__all__ = ["StorageError", "connect", "open_pool", "pool_for", "redact_dsn", "release_pool"]
+from core.storage.dsn import hide_dsn_secrets, redact_dsn
+
+__all__ = ["StorageError", "connect", "open_pool", "pool_for", "release_pool"]
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -28,21 +29,8 @@ class StorageError(Exception):
 
 
 def _unreachable(dsn: str, exc: BaseException) -> StorageError:
-    return StorageError(f"storage.postgres_dsn {redact_dsn(dsn)}: cannot connect: {exc}")
-
-
-def redact_dsn(dsn: str) -> str:
-    """The DSN with its password replaced by ``***``, for messages and logs."""
-    if "://" not in dsn:
-        return " ".join(
-            "password=***" if part.startswith("password=") else part for part in dsn.split()
-        )
-    parts = urlsplit(dsn)
-    if parts.password is None:
-        return dsn
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    reason = hide_dsn_secrets(str(exc), dsn)  # a driver's message may echo the DSN
+    return StorageError(f"storage.postgres_dsn {redact_dsn(dsn)}: cannot connect: {reason}")
 
 
 async def open_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Any:

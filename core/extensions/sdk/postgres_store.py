@@ -74,6 +74,7 @@ class PostgresStore:
         from core.storage import (
             StorageError,
             apply_migrations,
+            hide_dsn_secrets,
             pool_for,
             redact_dsn,
             register_migrations,
@@ -104,8 +105,9 @@ class PostgresStore:
                 server_settings={"search_path": self.schema},
             )
         except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+            reason = hide_dsn_secrets(str(exc), self.dsn)
             raise StorageError(
-                f"store {self.component}: {redact_dsn(self.dsn)}: cannot connect: {exc}"
+                f"store {self.component}: {redact_dsn(self.dsn)}: cannot connect: {reason}"
             ) from exc
 
     async def close(self) -> None:

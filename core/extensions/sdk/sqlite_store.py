@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from core.datadir import create_private
+
 if TYPE_CHECKING:
     import aiosqlite
 
@@ -55,7 +57,7 @@ class SQLiteStore:
         async with self._opening:
             if self._db is not None:
                 return
-            await asyncio.to_thread(self.path.parent.mkdir, parents=True, exist_ok=True)
+            await asyncio.to_thread(self._create)
             db = await aiosqlite.connect(self.path, isolation_level=None)
             try:
                 await db.execute("PRAGMA journal_mode = WAL")
@@ -66,6 +68,12 @@ class SQLiteStore:
                 await db.close()
                 raise
             self._db = db
+
+    def _create(self) -> None:
+        """The parent directory, and the file private to its owner (0600; SQLite gives
+        its ``-wal`` and ``-shm`` files the same mode)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        create_private(self.path)
 
     async def close(self) -> None:
         """Close the connection (and its thread); the store may be opened again."""

@@ -9,7 +9,11 @@ from that conversation and the turn's sender, and wakes the extension, which
 waits in memory — these questions live as long as the call that asked, so
 they do not outlive a restart (approvals do). Each question and its outcome
 are journaled as ``hook.ui`` frames — a ``secret`` answer as ``(hidden)``,
-and the lines that close a secret question never repeat it.
+and the lines that close a secret question never repeat it. The answer to a
+``secret`` question is never journaled at all (ADR 0048): the context hands
+it over in memory (``answer_off_record``, ``typed_secret``) — the question
+lives only in this process's memory anyway, so a crash loses nothing the
+journal could have saved; the extension asks again.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from core.extensions.contract import InteractiveChannel, RequestOption, TurnCont
 from core.extensions.errors import NotAvailableError
 from core.extensions.lifecycle import describe_exception
 from core.extensions.ui_gateway import UI_KINDS, UiGateway
+from core.kernel.commands import parse_command
 from core.kernel.consent.desk import SHOW_TIMEOUT_S, Responder
 from core.kernel.consent.wording import new_request_id
 from core.kernel.hooks import FrameRecorder
@@ -139,6 +144,46 @@ class UiRequests(UiGateway):
         said = "Answered." if found.request.kind == "secret" else f"Answered: {value}"
         await self._close(turn, found.request.id, said)
         return said
+
+    async def answer_off_record(
+        self, request_id: str, answer: str, channel_id: str, user_id: str, sender_id: str | None
+    ) -> bool:
+        """A channel's answer to an open ``secret`` question, taken here instead of
+        being journaled; the same checks as ``answer``."""
+        if not self._secret(request_id):
+            return False
+        outcome = await self.answer(request_id, answer, Responder(channel_id, user_id, sender_id))
+        log.info("answer to %s from %s (kept off the journal): %s", request_id, channel_id, outcome)
+        return True
+
+    async def typed_secret(
+        self, text: str, channel_id: str, user_id: str, sender_id: str | None
+    ) -> bool:
+        """``/answer ID …`` typed for an open ``secret`` question (a channel without
+        buttons): answered here, and the outcome line sent back as the command's
+        reply would be; the message itself is never journaled."""
+        if not self._open or not text.lstrip().startswith("/"):
+            return False
+        command = parse_command(text)
+        if command is None or command.name != "answer":
+            return False
+        request_id, _, answer = command.args.partition(" ")
+        if not self._secret(request_id):
+            return False
+        outcome = await self.answer(request_id, answer, Responder(channel_id, user_id, sender_id))
+        log.info("answer to %s from %s (kept off the journal): %s", request_id, channel_id, outcome)
+        channel = self._channel_for(channel_id)
+        try:
+            if channel is not None:
+                async with asyncio.timeout(SHOW_TIMEOUT_S):
+                    await channel.send_to_user(user_id, outcome)
+        except Exception as exc:  # the answer is taken; only the line saying so is lost
+            log.warning("answer to %s not confirmed: %s", request_id, describe_exception(exc))
+        return True
+
+    def _secret(self, request_id: str) -> bool:
+        found = self._open.get(request_id.strip().lower())
+        return found is not None and found.request.kind == "secret"
 
     async def _show(self, channel: Any, user_id: str, request: UserRequest) -> None:
         async with asyncio.timeout(SHOW_TIMEOUT_S):

@@ -4,7 +4,11 @@ A hook that raises or outlives ``hooks.timeout_s`` (a command hook: its own
 ``timeout_s``) is skipped: the caller gets ``SKIPPED`` and goes on with the
 data unchanged, the user never sees the error, and the log gets one line
 naming the extension, the hook and the turn (a hook failing on every tool
-call of a turn logs once for that turn). Every call's duration and outcome
+call of a turn logs once for that turn). A result larger than
+``max_result_bytes`` (``events.max_payload_bytes``: what the journal would
+refuse is not stored in a history either; the bytes of its texts) is skipped
+the same way, with a
+warning naming the extension and the size. Every call's duration and outcome
 go to the caller's ``observer`` (metrics).
 """
 
@@ -14,6 +18,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Coroutine
+from dataclasses import fields, is_dataclass
 from time import perf_counter
 from typing import Any, Final
 
@@ -23,12 +28,13 @@ from core.kernel.hooks.observer import NO_OBSERVER, CallOutcome, PipelineObserve
 from core.kernel.hooks.registry import HookEntry
 from core.resumed import Resumed
 
-__all__ = ["SKIPPED", "HookCaller", "kind_of"]
+__all__ = ["SKIPPED", "HookCaller", "kind_of", "result_size"]
 
 log = logging.getLogger("core.kernel.hooks")
 
 SKIPPED: Final = object()  # the hook failed or was late: use the data unchanged
 _REMEMBERED = 1024  # (owner, hook, turn) failures remembered for "log once"
+DEFAULT_MAX_RESULT_BYTES = 256 * 1024  # events.max_payload_bytes' default
 
 
 def kind_of(value: object) -> str:
@@ -37,18 +43,43 @@ def kind_of(value: object) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
+def result_size(result: object) -> int:
+    """A hook result's size: the UTF-8 bytes of every text in it (keys included),
+    the printed length of anything else. A cycle or absurd nesting raises
+    ``RecursionError``, which the caller contains like any hook failure."""
+    if isinstance(result, str):
+        return len(result) if result.isascii() else len(result.encode(errors="replace"))
+    if isinstance(result, dict):
+        return sum(result_size(k) + result_size(v) for k, v in result.items())
+    if isinstance(result, (list, tuple)):
+        return sum(result_size(item) for item in result)
+    if result is None:
+        return 0
+    if is_dataclass(result) and not isinstance(result, type):  # ShortCircuit, Annotated, ...
+        return sum(result_size(getattr(result, f.name)) for f in fields(result))
+    return len(repr(result))
+
+
 class HookCaller:
     """Awaits hook coroutines with the deadline and the containment rules."""
 
-    def __init__(self, timeout_s: float, observer: PipelineObserver = NO_OBSERVER) -> None:
+    def __init__(
+        self,
+        timeout_s: float,
+        observer: PipelineObserver = NO_OBSERVER,
+        *,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    ) -> None:
         self.timeout_s = timeout_s
         self.observer = observer  # told the duration and outcome of every call (metrics)
+        self.max_result_bytes = max_result_bytes
         self._logged: OrderedDict[tuple[str, str, str], None] = OrderedDict()
 
     async def call(
         self, entry: HookEntry, hook: str, turn: TurnContext, pending: Awaitable[Any]
     ) -> Any:
-        """The hook's result, or ``SKIPPED`` when it raised or timed out.
+        """The hook's result, or ``SKIPPED`` when it raised, timed out or answered more
+        than ``max_result_bytes``.
 
         A coroutine is first run up to its first suspension: a hook that
         returns without awaiting anything (most do) costs no timer at all, and
@@ -64,13 +95,15 @@ class HookCaller:
                 try:
                     first = pending.send(None)
                 except StopIteration as done:
-                    outcome = "ok"
-                    return done.value
+                    result = self._bounded(entry, hook, turn, done.value)
+                    outcome = "ok" if result is not SKIPPED else "error"
+                    return result
                 pending = Resumed(pending, first)
             deadline = asyncio.timeout(timeout_s)
             async with deadline:
                 result = await pending
-            outcome = "ok"
+            result = self._bounded(entry, hook, turn, result)
+            outcome = "ok" if result is not SKIPPED else "error"
             return result
         except TimeoutError as exc:
             outcome = "error"
@@ -85,6 +118,16 @@ class HookCaller:
             self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
         finally:
             self.observer.callback(hook, entry.owner, (perf_counter() - started) * 1000, outcome)
+        return SKIPPED
+
+    def _bounded(self, entry: HookEntry, hook: str, turn: TurnContext, result: Any) -> Any:
+        """``result``, or ``SKIPPED`` (with one warning) when it is over the size limit."""
+        size = result_size(result)
+        if size <= self.max_result_bytes:
+            return result
+        limit = self.max_result_bytes
+        why = f"answered {size} bytes, over the limit of {limit} (events.max_payload_bytes)"
+        self._log_once(entry, hook, turn, why, level=logging.WARNING)
         return SKIPPED
 
     def refuse(self, entry: HookEntry, hook: str, turn: TurnContext, why: str) -> object:
@@ -106,14 +149,23 @@ class HookCaller:
         self.refuse(entry, hook, turn, kind_of(result))
         return None, {}
 
-    def _log_once(self, entry: HookEntry, hook: str, turn: TurnContext, what: str) -> None:
+    def _log_once(
+        self,
+        entry: HookEntry,
+        hook: str,
+        turn: TurnContext,
+        what: str,
+        *,
+        level: int = logging.ERROR,
+    ) -> None:
         key = (entry.owner, hook, turn.turn_id or turn.session_id or "")
         if key in self._logged:
             return
         self._logged[key] = None
         if len(self._logged) > _REMEMBERED:
             self._logged.popitem(last=False)
-        log.error(
+        log.log(
+            level,
             "hook %s of %s %s; skipped for turn %s (data unchanged)",
             hook,
             entry.owner,

@@ -9,9 +9,10 @@ to ``STDERR_KEPT`` and drained beyond that, so a chatty program never
 blocks on a full pipe.
 
 The environment is the kernel's own minus its secrets (``hook_environment``):
-variables the ``.env`` secrets file defines and any variable whose value
-holds a secret the kernel redacts from its logs (extension secrets, model
-API keys) are withheld.
+variables the ``.env`` secrets file defines, any variable whose value holds a
+secret the kernel redacts from its logs (extension secrets, model API keys,
+the storage password), and every storage credential — ``HEARTH__STORAGE__*``
+settings and libpq's ``PG*`` variables — are withheld.
 """
 
 from __future__ import annotations
@@ -29,12 +30,15 @@ from core.logging_setup import REDACTOR
 __all__ = [
     "STDERR_KEPT",
     "STDOUT_LIMIT",
+    "STORAGE_ENV_PREFIXES",
     "CommandHookError",
     "Completed",
     "hook_environment",
     "run_command",
 ]
 
+# the storage settings (the PostgreSQL DSN) and libpq's PGPASSWORD, PGUSER, PGSERVICE, ...
+STORAGE_ENV_PREFIXES = ("HEARTH__STORAGE__", "PG")
 STDOUT_LIMIT = 1024 * 1024
 STDERR_KEPT = 64 * 1024
 _CHUNK = 64 * 1024
@@ -55,11 +59,14 @@ class Completed:
 
 
 def hook_environment(withheld: Collection[str]) -> dict[str, str]:
-    """The kernel's environment without ``withheld`` names or known secret values."""
+    """The kernel's environment without ``withheld`` names, storage credentials or
+    known secret values."""
     return {
         name: value
         for name, value in os.environ.items()
-        if name not in withheld and REDACTOR.redact(value) == value
+        if name not in withheld
+        and not name.upper().startswith(STORAGE_ENV_PREFIXES)
+        and REDACTOR.redact(value) == value
     }
 
 

@@ -1,0 +1,94 @@
+"""Session ids: a conversation key and its generation, never ambiguous (ADR 0048).
+
+``/new`` moves a conversation to generation N, and its session id was
+``key#N`` — so the conversation ``http:dave#1`` (an HTTP client names itself
+anything) read and wrote the history of ``http:dave`` after that one's first
+``/new``. A session id now carries the key escaped (``%`` as ``%25``, ``#``
+as ``%23``), so its only ``#`` is the one before the generation:
+``http:dave%231`` and ``http:dave#1`` are different sessions. A key without
+``#`` or ``%`` (Telegram chats, the terminal) keeps the ids it always had.
+
+Ids stored before are rewritten once, at the first start of this version
+(``upgraded_session_id``; PostgreSQL: the ``sessions`` migration 2 does the
+same in SQL): ``X#N`` stays a renewed session of ``X`` where conversation
+``X`` has reached generation N, every other id holding ``#`` or ``%`` was a
+conversation's own first session and is escaped. Where both conversations
+existed, their rows were already one history; it stays with ``X``.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Mapping
+
+__all__ = [
+    "conversation_of",
+    "session_id_of",
+    "upgrade_sqlite_session_ids",
+    "upgraded_session_id",
+]
+
+# every table of sessions.db with a session_id column (the SDK's two, the kernel's)
+_SQLITE_SESSION_TABLES = (
+    "agent_sessions",
+    "agent_messages",
+    "hearth_turns",
+    "hearth_post_turns",
+    "hearth_paused_turns",
+)
+_IDS_VERSION = 1  # sessions.db's user_version once its ids are escaped
+_GENERATION_RE = re.compile(r"[1-9][0-9]{0,8}")  # as /new writes it: no sign, no leading 0
+_UNESCAPE_RE = re.compile(r"%(25|23)")
+
+
+def session_id_of(key: str, generation: int) -> str:
+    """The id of conversation ``key``'s session ``generation`` (0: before any ``/new``)."""
+    escaped = key.replace("%", "%25").replace("#", "%23")
+    return escaped if generation == 0 else f"{escaped}#{generation}"
+
+
+def conversation_of(session_id: str) -> str:
+    """The conversation key of a session id (``session_id_of`` backwards)."""
+    escaped = session_id.partition("#")[0]
+    return _UNESCAPE_RE.sub(lambda m: "%" if m.group(1) == "25" else "#", escaped)
+
+
+def upgraded_session_id(old: str, generations: Mapping[str, int]) -> str:
+    """What a session id stored before ids were escaped is now; ``generations``: every
+    conversation's current generation."""
+    key, mark, generation = old.rpartition("#")
+    if mark and _GENERATION_RE.fullmatch(generation) and int(generation) <= generations.get(key, 0):
+        return session_id_of(key, int(generation))
+    return session_id_of(old, 0)
+
+
+def upgrade_sqlite_session_ids(conn: sqlite3.Connection, generations: Mapping[str, int]) -> int:
+    """Rewrite the old session ids of ``sessions.db`` once (in the caller's transaction,
+    marked by ``user_version``); returns how many distinct ids changed."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= _IDS_VERSION:
+        return 0
+    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    changed: set[str] = set()
+    for table in (t for t in _SQLITE_SESSION_TABLES if t in present):
+        olds = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT DISTINCT session_id FROM {table}"
+                " WHERE instr(session_id, '#') > 0 OR instr(session_id, '%') > 0"
+            )
+        ]
+        # two steps, so an id renamed to one not renamed yet never clashes on a unique key
+        for old in olds:
+            new = upgraded_session_id(old, generations)
+            if new != old:
+                changed.add(old)
+                conn.execute(
+                    f"UPDATE {table} SET session_id = ? WHERE session_id = ?", ("\x01" + new, old)
+                )
+        conn.execute(
+            f"UPDATE {table} SET session_id = substr(session_id, 2)"
+            " WHERE substr(session_id, 1, 1) = char(1)"
+        )
+    conn.execute(f"PRAGMA user_version = {_IDS_VERSION}")
+    return len(changed)
