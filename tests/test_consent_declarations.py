@@ -33,9 +33,7 @@ def sent(kernel) -> list[str]:
 
 
 @pytest.mark.parametrize("isolation", ["inprocess", "process"])
-async def test_a_manifest_cannot_relabel_another_sources_tools(
-    make_ext, settings_file, isolation
-):
+async def test_a_manifest_cannot_relabel_another_sources_tools(make_ext, settings_file, isolation):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("rockets", ROCKETS)  # `launch`: side effects (it says nothing)
     # loaded first, asks nothing beyond an isolated extension's defaults
