@@ -3,9 +3,9 @@
 Without the confirmation word it only shows what the extension asks (and
 whether its code changed since its last grant); with ``yes`` it records the
 grant — of that request and of the code on disk now (ADR 0044) — in the
-kernel's grants file. It is a kernel
-command like ``/help``: it runs only for messages the router takes as the
-user's, and an extension has no other way to write a grant.
+kernel's grants file. It is a kernel command like ``/help``: it runs only for
+messages the router takes as the user's, and an extension has no other way
+to write a grant.
 """
 
 from __future__ import annotations

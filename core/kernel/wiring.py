@@ -10,7 +10,10 @@ wired again the moment it is restarted and ``active``. ``/status`` and
 
 Manifest subscriptions stay while an extension is unwired (their handlers
 check ``is_wired`` and drop what arrives meanwhile); a reload releases them
-and ``wire`` subscribes what the new manifest declares (ADR 0032).
+and ``wire`` subscribes what the new manifest declares (ADR 0032). Their
+topics and handlers were checked against the extension's permissions at
+discovery, and each ``notify_user`` message spends the extension's
+notification rate limit like ``context.notify_user`` (ADR 0044).
 """
 
 from __future__ import annotations
