@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run setup test lint bench bench-gate clean
+.PHONY: install run setup test lint bench bench-gate bundled-grants clean
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ bench: install
 bench-gate: install
 	$(BIN)/python bench/hooks.py --fast --check bench/budgets.json
 	$(BIN)/python bench/memory.py --check bench/budgets.json
+
+# after changing a bundled extension: the project's grant binds its code (ADR 0044)
+bundled-grants: install
+	$(BIN)/python -c "from core.extensions.grant_store import write_bundled_grants as w; w()"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -6,11 +6,14 @@ models forbid unknown keys like every settings model.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["PolicyAction", "PolicyRule", "PolicySettings", "check_tool_pattern"]
+__all__ = ["PolicyAction", "PolicyRule", "PolicySettings", "check_tool_name", "check_tool_pattern"]
+
+_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class _Section(BaseModel):
@@ -40,6 +43,12 @@ class PolicyRule(_Section):
         return value
 
 
+def check_tool_name(name: str) -> None:
+    """``ValueError`` unless ``name`` can be a tool's name (letters, digits, _ and -)."""
+    if not _TOOL_NAME_RE.match(name):
+        raise ValueError(f"{name!r} is not a tool name (letters, digits, _ and -)")
+
+
 def check_tool_pattern(pattern: str) -> None:
     """``ValueError`` unless ``pattern`` is ``*``, a tool name, or ``SOURCE:*``."""
     if pattern == "*":
@@ -59,3 +68,13 @@ class PolicySettings(_Section):
     profile: Literal["safe", "full_auto"] = "safe"
     rules: list[PolicyRule] = Field(default_factory=list)
     approval_timeout_s: float = Field(default=600.0, gt=0)  # unanswered → denied
+    # the person running Hearth says which tools have side effects (by name); this
+    # beats every manifest and tool (docs/consent.md, ADR 0044)
+    side_effects: dict[str, bool] = Field(default_factory=dict)
+
+    @field_validator("side_effects")
+    @classmethod
+    def _tool_names(cls, value: dict[str, bool]) -> dict[str, bool]:
+        for name in value:
+            check_tool_name(name)
+        return value

@@ -115,7 +115,10 @@ def grant_all(extensions_dir: Path, data_dir: Path, *, only: str | None = None) 
     """Grant every valid extension under ``extensions_dir`` (or just ``only``) in
     ``data_dir``'s grants file, as the user would with ``main.py extensions grant
     --yes``: the one place test kernels get their fixture extensions granted.
-    A grant for the in-process request also covers the same manifest isolated."""
+    A grant for the in-process request also covers the same manifest isolated;
+    it binds the code as it is now, so a test that changes an extension's code
+    grants it again (ADR 0044)."""
+    from core.extensions.code_digest import code_digest
     from core.extensions.grant_store import GrantStore
     from core.extensions.grants import GrantRequest
     from core.extensions.manifest import ManifestError, load_manifest
@@ -129,7 +132,8 @@ def grant_all(extensions_dir: Path, data_dir: Path, *, only: str | None = None) 
             manifest = load_manifest(ext_dir)
         except ManifestError:
             continue
-        store.record(GrantRequest.from_manifest(manifest, default_isolation="inprocess"))
+        code = code_digest(ext_dir)
+        store.record(GrantRequest.from_manifest(manifest, default_isolation="inprocess", code=code))
         granted.append(manifest.id)
     return granted
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from conftest import ext_code
+from conftest import ext_code, grant_all
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 
@@ -89,6 +89,13 @@ async def say(kernel, text: str) -> str:
     return replies(kernel)[before]
 
 
+def rewrite(ext_dir: Path, source: str) -> None:
+    """New code for ``ext_dir``, granted as its developer would (a grant binds code,
+    ADR 0044: an isolated greeter asks nothing and needs none)."""
+    (ext_dir / "main.py").write_text(source)
+    grant_all(ext_dir.parent, ext_dir.parent.parent / "data", only=ext_dir.name)
+
+
 @pytest.fixture(params=["inprocess", "process"])
 def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -102,7 +109,7 @@ async def test_a_changed_tool_is_used_on_the_next_turn(mode, make_ext, settings_
         await say(k, "greet me")
         old = k.loader.records["greeter"].instance
         old_pid = getattr(old, "host_pid", None)
-        (ext_dir / "main.py").write_text(greeter("v2"))
+        rewrite(ext_dir, greeter("v2"))
         answer = await say(k, "/reload greeter")
         assert answer.startswith("Reloaded greeter in ") and "Tools: greet." in answer
         await say(k, "greet me again")
@@ -134,7 +141,7 @@ async def test_a_broken_new_version_leaves_the_old_one_working(
     async with running_kernel(settings_file(isolation={"call_timeout_s": 20}), model=model) as k:
         await say(k, "greet me")
         old = k.loader.records["greeter"].instance
-        (ext_dir / "main.py").write_text(source)
+        rewrite(ext_dir, source)
         answer = await say(k, "/reload greeter")
         assert answer.startswith("Reload of greeter failed: ")
         assert error in answer and "The previous version keeps running." in answer
@@ -210,7 +217,7 @@ async def test_dev_watch_reloads_an_extension_when_its_file_changes(make_ext, se
             if record.instance is not old and record.live:
                 return True
             # the watcher starts with the kernel's tasks: write until it has seen a change
-            (ext_dir / "main.py").write_text(greeter("v2"))
+            rewrite(ext_dir, greeter("v2"))
             return False
 
         await wait_for(reloaded, timeout=30)
@@ -297,7 +304,7 @@ async def test_reload_fixes_an_extension_the_supervisor_keeps_restarting(make_ex
         record = k.loader.records["greeter"]
         await k.supervision.check_all()  # unhealthy: stopped, and restarted with backoff
         assert record.status == "error" and "health check returned False" in (record.error or "")
-        (ext_dir / "main.py").write_text(unhealthy_then("v2", healthy=True))
+        rewrite(ext_dir, unhealthy_then("v2", healthy=True))
         assert (await k.reloads.reload("greeter")).startswith("Reloaded greeter")
         assert record.live and record.instance.version == "v2"
         await k.supervision.check_all()

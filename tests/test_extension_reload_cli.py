@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, grant_all
 from fake_openai import FakeOpenAIServer, ToolCall, models_section
 from test_extension_reload import greeter
 
@@ -76,6 +76,7 @@ def test_extensions_reload_reaches_the_running_kernel(
         try:
             assert kernel.ask("greet me") == "first"
             (ext_dir / "main.py").write_text(greeter("v2"))
+            grant_all(ext_root, tmp_path / "data", only="greeter")  # a grant binds code
             result = reload_cli(path, "greeter")
             assert result.returncode == 0, result.stderr
             assert result.stdout.startswith("Reloaded greeter in ")

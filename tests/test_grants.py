@@ -15,12 +15,14 @@ import yaml
 from bundled import BUNDLED, copy_bundled
 from conftest import PROJECT_ROOT, ext_code, grant_all
 from core.cli.grant import grant_extensions
+from core.extensions.code_digest import code_digest
 from core.extensions.context import KernelContext
 from core.extensions.contract import TurnContext
 from core.extensions.grant_store import (
     BUNDLED_GRANTS_FILE,
     GrantStore,
     GrantStoreError,
+    bundled_grants,
     load_bundled_grants,
 )
 from core.extensions.grants import GrantRequest
@@ -92,7 +94,7 @@ def test_describe_names_everything_asked_in_plain_words(make_ext, ext_root):
         },
     )
     request = GrantRequest.from_manifest(
-        load_manifest(ext_root / "greedy"), default_isolation="inprocess"
+        load_manifest(ext_root / "greedy"), default_isolation="inprocess", code=""
     )
     words = request.describe()
     assert "reads the secret TELEGRAM_BOT_TOKEN" in words
@@ -111,10 +113,10 @@ def test_isolated_defaults_need_no_grant_and_in_process_always_does(make_ext, ex
     make_ext("quiet", manifest={"entrypoint": "main:Ext", "isolation": "process"})
     make_ext("inside", manifest={"entrypoint": "main:Ext"})
     quiet = GrantRequest.from_manifest(
-        load_manifest(ext_root / "quiet"), default_isolation="inprocess"
+        load_manifest(ext_root / "quiet"), default_isolation="inprocess", code=""
     )
     inside = GrantRequest.from_manifest(
-        load_manifest(ext_root / "inside"), default_isolation="inprocess"
+        load_manifest(ext_root / "inside"), default_isolation="inprocess", code=""
     )
     assert not quiet.needs_grant and quiet.describe() == []
     assert inside.describe() == [
@@ -178,14 +180,13 @@ def test_extensions_have_no_api_to_write_grants():
     assert not [name for name in dir(KernelContext) if "grant" in name.lower()]
 
 
-def test_bundled_grants_match_the_bundled_manifests():
-    bundled = load_bundled_grants(BUNDLED_GRANTS_FILE)
-    for ext_dir in sorted(p for p in BUNDLED.iterdir() if (p / "manifest.yaml").is_file()):
-        request = GrantRequest.from_manifest(load_manifest(ext_dir), default_isolation="inprocess")
-        assert bundled.get(request.ext_id) == request.digest, (
-            f"the request of bundled extension {request.ext_id} changed ({request.sentence()}); "
-            f"write this line in {BUNDLED_GRANTS_FILE}:\n{request.ext_id}: {request.digest}"
-        )
+def test_bundled_grants_match_the_bundled_extensions_request_and_code():
+    """The project grants its bundled extensions as they are committed: a change of a
+    bundled manifest's request or of its code fails here until `make bundled-grants`."""
+    assert load_bundled_grants(BUNDLED_GRANTS_FILE) == bundled_grants(BUNDLED), (
+        f"a bundled extension's request or code changed: run `make bundled-grants` "
+        f"to rewrite {BUNDLED_GRANTS_FILE}, and review that diff"
+    )
 
 
 async def test_a_user_dropped_extension_is_not_auto_granted(make_ext, settings_file, tmp_path):
@@ -300,7 +301,9 @@ async def test_a_grant_that_says_it_replaces_them_lets_it_take_them(
 ):
     store = GrantStore(tmp_path / "data")
     request = GrantRequest.from_manifest(
-        load_manifest(ext_root / "aaa"), default_isolation="inprocess"
+        load_manifest(ext_root / "aaa"),
+        default_isolation="inprocess",
+        code=code_digest(ext_root / "aaa"),
     )
     store.record(request, replaces={"/reminders": "scheduler", "remember": "memory"})
     async with running_kernel(hijack_settings) as kernel:

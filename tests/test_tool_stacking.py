@@ -271,6 +271,7 @@ async def test_overrides_in_settings_pick_and_remove_providers(three_lookups, se
 async def test_grants_that_replace_the_name_let_priority_and_recency_decide(
     three_lookups, settings_file, ext_root, tmp_path
 ):
+    from core.extensions.code_digest import code_digest
     from core.extensions.grant_store import GrantStore
     from core.extensions.grants import GrantRequest
     from core.extensions.manifest import load_manifest
@@ -278,7 +279,9 @@ async def test_grants_that_replace_the_name_let_priority_and_recency_decide(
     store = GrantStore(tmp_path / "data")
     for ext_id in ("alpha", "mid"):
         request = GrantRequest.from_manifest(
-            load_manifest(ext_root / ext_id), default_isolation="inprocess"
+            load_manifest(ext_root / ext_id),
+            default_isolation="inprocess",
+            code=code_digest(ext_root / ext_id),
         )
         store.record(request, replaces={"lookup": "zeta"})  # re-granted: now the newest
     async with running_kernel(settings_file(channels={"default": "capture"})) as kernel:

@@ -58,6 +58,8 @@ def grant_extensions(settings: Settings, ext_ids: list[str], *, ask: Ask) -> int
         print(f"{request.ext_id} asks to:")
         for line in request.describe():
             print(f"  - {line}")
+        if store.change_since_grant(request) == "code":
+            print("  (its code changed since it was last granted: this grants the new code)")
         if not ask(f"Grant {request.ext_id} this? [y/N] "):
             print(f"{request.ext_id}: not granted")
             declined += 1

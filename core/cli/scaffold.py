@@ -26,6 +26,7 @@ from core.cli.scaffold_templates import (
     TOOL_TEST,
 )
 from core.datadir import RESERVED_IDS
+from core.extensions.code_digest import code_digest
 from core.extensions.grant_store import GrantStore
 from core.extensions.grants import GrantRequest
 from core.extensions.manifest import EXTENSION_ID_RE, load_manifest
@@ -57,7 +58,9 @@ def run_new_extension(settings: Settings, args: argparse.Namespace) -> int:
             isolated=args.isolated,
         )
         manifest = load_manifest(ext_dir)
-        request = GrantRequest.from_manifest(manifest, default_isolation=settings.isolation.default)
+        request = GrantRequest.from_manifest(
+            manifest, default_isolation=settings.isolation.default, code=code_digest(ext_dir)
+        )
         if request.needs_grant:
             GrantStore(settings.data_dir).record(request)
     except (ScaffoldError, OSError) as exc:

@@ -154,10 +154,14 @@ class KernelContext(ContextStateCalls):
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
         return await self._publish(topic, payload, correlation_id, idempotency_key)
 
-    def subscribe_event(self, topic: str, handler: EventHandler) -> None:
-        allowed = self.permissions.subscribe
-        if not any(pattern_within(topic, p) for p in allowed):
+    def check_subscribe(self, topic: str) -> None:
+        """Refuse ``topic`` unless it lies within ``permissions.subscribe`` (a
+        subscription of the code or of the manifest's ``events.subscribes``)."""
+        if not any(pattern_within(topic, p) for p in self.permissions.subscribe):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
+
+    def subscribe_event(self, topic: str, handler: EventHandler) -> None:
+        self.check_subscribe(topic)
         cap = self._services.settings.loader.max_subscriptions
         if len(self.subscriptions) >= cap:
             raise PermissionDeniedError(
@@ -194,10 +198,15 @@ class KernelContext(ContextStateCalls):
     async def notify_user(
         self, text: str, channel_id: str | None = None, *, user_id: str | None = None
     ) -> None:
-        self._require(self.permissions.notify, "notify", "notify the user")
-        self._notify_limit.take()
+        self.check_notify()
         payload = UserNotify(text=text, channel_id=channel_id, user_id=user_id).to_payload()
         await self._publish(SystemTopics.USER_NOTIFY, payload)
+
+    def check_notify(self) -> None:
+        """Spend one notification: ``permissions.notify`` and the rate limit (the
+        call above, and a manifest's ``notify_user`` subscription, ADR 0044)."""
+        self._require(self.permissions.notify, "notify", "notify the user")
+        self._notify_limit.take()
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
         self._require_agent("request an agent task")

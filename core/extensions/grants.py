@@ -6,8 +6,11 @@ kernel, topics outside its own ``<id>.*`` namespace — or that runs inside
 the kernel process (where it can do anything) loads only after the user
 granted exactly that request. ``GrantRequest`` is that request; its
 ``digest`` changes whenever the request does, so a changed manifest needs a
-new grant. The names it may take from other extensions (``replaces``) are
-part of the grant, not of the digest: they are only known once its code ran.
+new grant. A grant also binds the code it was given for: ``code`` is the
+digest of the extension's files (``code_digest``, ADR 0044), kept beside the
+request's digest, so changed code needs a new grant too. The names it may
+take from other extensions (``replaces``) are part of the grant, not of the
+digest: they are only known once its code ran.
 """
 
 from __future__ import annotations
@@ -15,26 +18,33 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 from core.extensions.manifest import Manifest, ResolvedPermissions
 
 IN_PROCESS = "inprocess"
 IN_PROCESS_WORDS = "runs inside the kernel process with full access to your files and accounts"
 
+# what changed since an extension's grant: what it asks, or its code (ADR 0044)
+Change = Literal["request", "code"]
+
 
 @dataclass(frozen=True, slots=True)
 class GrantRequest:
     """One extension's request: its secrets and resolved permissions under the
-    isolation it will really run with."""
+    isolation it will really run with, and the digest of the code asking."""
 
     ext_id: str
     isolation: str
     secrets: tuple[str, ...]
     permissions: ResolvedPermissions
     in_process_digest: str
+    code: str  # code_digest of its directory: the grant binds this code
 
     @classmethod
-    def from_manifest(cls, manifest: Manifest, *, default_isolation: str) -> GrantRequest:
+    def from_manifest(
+        cls, manifest: Manifest, *, default_isolation: str, code: str
+    ) -> GrantRequest:
         isolation = manifest.isolation or default_isolation
         isolated = isolation != IN_PROCESS
         secrets = tuple(sorted(set(manifest.secret_names)))
@@ -45,6 +55,7 @@ class GrantRequest:
             secrets=secrets,
             permissions=manifest.permissions.resolved(manifest.id, isolated=isolated),
             in_process_digest=_digest(IN_PROCESS, secrets, in_process),
+            code=code,
         )
 
     @property
@@ -111,8 +122,13 @@ def grant_command_hint(ext_id: str) -> str:
     return f"run `python main.py extensions grant {ext_id}`"
 
 
-def not_granted_reason(request: GrantRequest, *, changed: bool) -> str:
-    what = "its request changed since the grant" if changed else "not granted"
+def not_granted_reason(request: GrantRequest, *, changed: Change | None) -> str:
+    """Why it is skipped: never granted, or what changed since its grant."""
+    what = {
+        None: "not granted",
+        "request": "its request changed since the grant",
+        "code": "its code changed since the grant (a grant binds the code it was given for)",
+    }[changed]
     return f"{what}: it asks to {request.sentence()} — {grant_command_hint(request.ext_id)}"
 
 

@@ -17,7 +17,9 @@ from typing import Any
 
 from core.extensions.call_gate import CallGate
 from core.extensions.capabilities import Capability, detect_capabilities
+from core.extensions.code_digest import code_digest
 from core.extensions.context import KernelContext
+from core.extensions.declarations import check_subscriptions, check_tool_declarations
 from core.extensions.dependencies import dependents_of, order_by_dependencies
 from core.extensions.grant_store import GrantStore, GrantStoreError
 from core.extensions.grants import GrantRequest, not_granted_reason
@@ -157,8 +159,12 @@ class Loader:
             self.records[record.ext_id] = record
             try:
                 record.manifest = load_manifest(ext_dir)
+                record.code_digest = code_digest(ext_dir)
             except ManifestError as exc:
                 record.fail(str(exc))
+                continue
+            except OSError as exc:
+                record.fail(f"{ext_dir}: cannot read its files: {exc}")
                 continue
         self._refuse_clashing_ids()
         for record in self.records.values():
@@ -172,6 +178,7 @@ class Loader:
                 record.disable(self.disabled[record.ext_id])
             else:
                 self._check_grant(record)
+                self._check_subscriptions(record)
                 self._check_secrets(record)
         deps = {
             r.ext_id: list(r.manifest.depends_on)
@@ -185,25 +192,49 @@ class Loader:
         self._explain_inactive_dependencies()
 
     def request_of(self, record: ExtensionRecord) -> GrantRequest | None:
-        """What the extension asks under the isolation it would run with."""
+        """What the extension asks under the isolation it would run with, from the
+        code found when it was discovered (or last reloaded)."""
         if record.manifest is None:
             return None
-        return GrantRequest.from_manifest(record.manifest, default_isolation=self.default_isolation)
+        return GrantRequest.from_manifest(
+            record.manifest, default_isolation=self.default_isolation, code=record.code_digest
+        )
 
     def _check_grant(self, record: ExtensionRecord) -> None:
-        """Skip an extension whose request the user (or project) has not granted,
-        before any of its code is imported."""
+        """Skip an extension whose request and code the user (or project) has not
+        granted, before any of its code is imported."""
         request = self.request_of(record)
-        if self.grants is None or request is None:
+        if request is not None:
+            refusal = self._grant_refusal(request)
+            if refusal is not None:
+                record.skip(refusal)
+
+    def _grant_refusal(self, request: GrantRequest) -> str | None:
+        """Why ``request`` (with its code) is not granted; None: it is. A grant made
+        before grants bound code is bound to this code first (``adopt_code``)."""
+        if self.grants is None:
+            return None
+        try:
+            if request.needs_grant:
+                self.grants.adopt_code(request)
+            if self.grants.is_granted(request):
+                return None
+            changed = self.grants.change_since_grant(request)
+        except GrantStoreError as exc:
+            return f"cannot check its grant: {exc}"
+        return not_granted_reason(request, changed=changed)
+
+    def _check_subscriptions(self, record: ExtensionRecord) -> None:
+        """``events.subscribes`` gets the checks a subscription from code gets (ADR 0044)."""
+        request = self.request_of(record)
+        if request is None or record.manifest is None:
+            return
+        if record.status is not ExtensionStatus.ACTIVE:
             return
         try:
-            if self.grants.is_granted(request):
-                return
-            changed = record.ext_id in self.grants.grants()
-        except GrantStoreError as exc:
-            record.skip(f"cannot check its grant: {exc}")
-            return
-        record.skip(not_granted_reason(request, changed=changed))
+            check_subscriptions(record.manifest, record.ext_dir, request.permissions)
+        except ManifestError as exc:
+            record.fail(str(exc))
 
     def _refuse_clashing_ids(self) -> None:
         """Ids are unique ignoring case: they name data directories, and a
@@ -235,21 +266,24 @@ class Loader:
             record.skip(missing_secrets_reason(missing))
             log.info("extension %s skipped: %s", record.ext_id, record.error)
 
-    def refusal_for(self, manifest: Manifest) -> str | None:
-        """Why ``manifest`` (as it is on disk now) may not be loaded; None: it may.
-        The checks of ``discover`` for one extension (a reload, ADR 0032)."""
+    def refusal_for(self, manifest: Manifest, ext_dir: Path, code: str) -> str | None:
+        """Why ``manifest`` and the code of digest ``code`` (as they are on disk now)
+        may not be loaded; None: they may. The checks of ``discover`` for one
+        extension (a reload, ADR 0032): changed code needs a new grant (ADR 0044)."""
         if not manifest.enabled:
             return "it is disabled in its manifest (enabled: false)"
         if manifest.id in self.disabled:
             return f"the kernel disabled it: {self.disabled[manifest.id]}"
-        request = GrantRequest.from_manifest(manifest, default_isolation=self.default_isolation)
-        if self.grants is not None:
-            try:
-                if not self.grants.is_granted(request):
-                    changed = manifest.id in self.grants.grants()
-                    return not_granted_reason(request, changed=changed)
-            except GrantStoreError as exc:
-                return f"cannot check its grant: {exc}"
+        request = GrantRequest.from_manifest(
+            manifest, default_isolation=self.default_isolation, code=code
+        )
+        refusal = self._grant_refusal(request)
+        if refusal is not None:
+            return refusal
+        try:
+            check_subscriptions(manifest, ext_dir, request.permissions)
+        except ManifestError as exc:
+            return str(exc)
         missing = [n for n in manifest.required_secrets if not (self.secrets or {}).get(n)]
         if self.secrets is not None and missing:
             return missing_secrets_reason(missing)
@@ -302,6 +336,10 @@ class Loader:
             if Capability.TOOL in record.capabilities:
                 stage = "get_tools"
                 record.tools = gate.tools(record.instance.get_tools())
+            stage = "tool declarations"
+            check_tool_declarations(
+                record.manifest, record.ext_dir, record.instance, record.capabilities, record.tools
+            )
         except Exception as exc:
             self._mark_failed(record, failure_reason(stage, exc))
             log.error("extension %s: %s", record.ext_id, record.error, exc_info=stage == "import")

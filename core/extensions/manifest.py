@@ -15,6 +15,7 @@ import yaml
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.consent_settings import check_tool_name
 from core.datadir import RESERVED_IDS
 from core.extensions.sdk import resolve_zone
 
@@ -22,7 +23,6 @@ MANIFEST_FILE = "manifest.yaml"
 # letters, digits, - and _, a letter first, at most 64 (seed 001; ADR 0025)
 EXTENSION_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")  # manifest `id`
 MAX_ID_LENGTH = 64
-_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ENTRYPOINT_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _SECRET_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -225,11 +225,12 @@ class ToolConfig(_Strict):
 
 
 class ToolDeclaration(_Strict):
-    """What the manifest says about one of the extension's tools (``tools.<name>``).
+    """What the manifest says about one of the extension's own tools (``tools.<name>``).
 
     ``side_effects``: whether a call acts outside Hearth's own data or cannot
     be undone (consent, docs/consent.md); it beats the tool's own attribute
-    and the manifest's ``side_effects`` default.
+    and the manifest's ``side_effects`` default. A name the extension does not
+    provide is a load error (ADR 0044): a manifest speaks for its own tools only.
     """
 
     side_effects: bool
@@ -280,8 +281,7 @@ class Manifest(_Strict):
     @classmethod
     def _tool_names(cls, value: dict[str, ToolDeclaration]) -> dict[str, ToolDeclaration]:
         for name in value:
-            if not _TOOL_NAME_RE.match(name):
-                raise ValueError(f"{name!r} is not a tool name (letters, digits, _ and -)")
+            check_tool_name(name)
         return value
 
     @field_validator("secrets", mode="before")

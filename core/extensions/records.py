@@ -56,6 +56,7 @@ class ExtensionRecord:
     capabilities: list[Capability] = field(default_factory=list)
     tools: list[Any] = field(default_factory=list)
     calls: CallGate | None = None  # the instance's tool and command calls (ADR 0032)
+    code_digest: str = ""  # its files when discovered or reloaded: what a grant binds (ADR 0044)
     initialized: bool = False
     started: bool = False
     watchers: list[StatusWatcher] = field(default_factory=list, repr=False, compare=False)

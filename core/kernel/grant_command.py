@@ -1,15 +1,18 @@
 """``/grant ID [yes]``: grant an extension's request from a channel.
 
-Without the confirmation word it only shows what the extension asks; with
-``yes`` it records the grant in the kernel's grants file. It is a kernel
-command like ``/help``: it runs only for messages the router takes as the
-user's, and an extension has no other way to write a grant.
+Without the confirmation word it only shows what the extension asks (and
+whether its code changed since its last grant); with ``yes`` it records the
+grant — of that request and of the code on disk now (ADR 0044) — in the
+kernel's grants file. It is a kernel command like ``/help``: it runs only for
+messages the router takes as the user's, and an extension has no other way
+to write a grant.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from core.extensions.code_digest import code_digest
 from core.extensions.contract import Command, TurnContext
 from core.extensions.grant_store import GrantStore, GrantStoreError
 from core.extensions.grants import GrantRequest
@@ -33,6 +36,12 @@ def grant_command(loader: Loader, store: GrantStore) -> Command:
         if not request.needs_grant:
             return f"{ext_id} asks for nothing beyond the defaults; no grant is needed."
         asks = "\n".join(f"- {line}" for line in request.describe())
+        try:
+            changed = await asyncio.to_thread(store.change_since_grant, request)
+        except GrantStoreError as exc:
+            return f"Could not read the grants: {exc}"
+        if changed == "code":
+            asks += "\n- (its code changed since it was last granted: this grants the new code)"
         if len(words) == 1:
             return f"{ext_id} asks to:\n{asks}\nSend `/grant {ext_id} yes` to allow it."
         try:
@@ -56,6 +65,11 @@ def _request(loader: Loader, ext_id: str) -> GrantRequest | str:
         return f"No extension {ext_id!r}. Known: {known}."
     try:
         manifest = load_manifest(record.ext_dir)
+        code = code_digest(record.ext_dir)
     except ManifestError as exc:
         return f"{ext_id} cannot be granted: {exc.message}"
-    return GrantRequest.from_manifest(manifest, default_isolation=loader.default_isolation)
+    except OSError as exc:
+        return f"{ext_id} cannot be granted: cannot read its files: {exc}"
+    return GrantRequest.from_manifest(
+        manifest, default_isolation=loader.default_isolation, code=code
+    )

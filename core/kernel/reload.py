@@ -22,6 +22,8 @@ again with its subscriptions: it works as before and the error is reported.
 The supervisor leaves the extension alone meanwhile. Kept across a reload:
 the extension's state (keyed by its id), its grant, and its subscriptions'
 journal cursors (events published during the reload are delivered after it).
+A grant binds code (ADR 0044): step 1 hashes the files on disk, and code
+that changed since the grant is refused until the user grants it again.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from typing import Any
 from core.events import EventBus
 from core.extensions.call_gate import CallGate
 from core.extensions.capabilities import Capability, detect_capabilities
+from core.extensions.code_digest import code_digest
 from core.extensions.context import KernelContext
+from core.extensions.declarations import check_tool_declarations
 from core.extensions.importer import imported_modules, restore_modules
 from core.extensions.lifecycle import call_with_timeout, describe_exception, failure_reason
 from core.extensions.loader import Loader
@@ -92,6 +96,7 @@ class _Loaded:
     """One instance as the record holds it."""
 
     manifest: Manifest | None
+    code: str  # code_digest of the files it was built from
     instance: Any
     context: KernelContext | None
     capabilities: list[Capability] = field(default_factory=list)
@@ -102,6 +107,7 @@ class _Loaded:
     def of(cls, record: ExtensionRecord) -> _Loaded:
         return cls(
             record.manifest,
+            record.code_digest,
             record.instance,
             record.context,
             list(record.capabilities),
@@ -113,6 +119,7 @@ class _Loaded:
         record.manifest, record.instance = self.manifest, self.instance
         record.context, record.calls = self.context, self.calls
         record.capabilities, record.tools = self.capabilities, self.tools
+        record.code_digest = self.code
 
 
 class ExtensionReloader:
@@ -144,7 +151,7 @@ class ExtensionReloader:
             if record is None:
                 known = ", ".join(sorted(self._loader.records)) or "none"
                 raise ReloadError(ext_id, f"no such extension (known: {known})", kept=False)
-            manifest = await self._manifest(record)
+            manifest, code = await self._manifest(record)
             modules = imported_modules(ext_id)
             try:
                 instance = await self._loader.instantiate(manifest, record.ext_dir, self._services)
@@ -153,21 +160,25 @@ class ExtensionReloader:
                 log.error("reload of %s: import failed", ext_id, exc_info=True)
                 raise ReloadError(ext_id, failure_reason("import", exc), kept=record.live) from None
             async with self._supervision.holding(ext_id):
-                still = await self._swap(record, _Loaded(manifest, instance, None), modules)
+                still = await self._swap(record, _Loaded(manifest, code, instance, None), modules)
             report = ReloadReport(ext_id, record.tool_names, time.monotonic() - started, still)
             log.info("%s", report.text())
             return report
 
-    async def _manifest(self, record: ExtensionRecord) -> Manifest:
+    async def _manifest(self, record: ExtensionRecord) -> tuple[Manifest, str]:
+        """The manifest and the code digest on disk now, if they may be loaded."""
         kept = record.live
         try:
             manifest = await asyncio.to_thread(load_manifest, record.ext_dir)
+            code = await asyncio.to_thread(code_digest, record.ext_dir)
         except ManifestError as exc:
             raise ReloadError(record.ext_id, str(exc), kept=kept) from None
-        refusal = self._loader.refusal_for(manifest)
+        except OSError as exc:
+            raise ReloadError(record.ext_id, f"cannot read its files: {exc}", kept=kept) from None
+        refusal = self._loader.refusal_for(manifest, record.ext_dir, code)
         if refusal is not None:
             raise ReloadError(record.ext_id, refusal, kept=kept)
-        return manifest
+        return manifest, code
 
     async def _swap(self, record: ExtensionRecord, new: _Loaded, modules: dict[str, Any]) -> int:
         """Steps 2-5; returns the old instance's calls still running at the deadline."""
@@ -223,6 +234,10 @@ class ExtensionReloader:
             if Capability.TOOL in new.capabilities:
                 stage = "get_tools"
                 new.tools = new.calls.tools(new.instance.get_tools())
+            stage = "tool declarations"
+            check_tool_declarations(
+                new.manifest, record_dir, new.instance, new.capabilities, new.tools
+            )
             stage = "start"
             await call_with_timeout(ext_id, new.instance, "start", timeout)
         except Exception as exc:

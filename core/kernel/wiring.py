@@ -10,7 +10,10 @@ wired again the moment it is restarted and ``active``. ``/status`` and
 
 Manifest subscriptions stay while an extension is unwired (their handlers
 check ``is_wired`` and drop what arrives meanwhile); a reload releases them
-and ``wire`` subscribes what the new manifest declares (ADR 0032).
+and ``wire`` subscribes what the new manifest declares (ADR 0032). Their
+topics and handlers were checked against the extension's permissions at
+discovery, and each ``notify_user`` message spends the extension's
+notification rate limit like ``context.notify_user`` (ADR 0044).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from core.events.models import Event
 from core.events.system_payloads import UserNotify, read_system_payload
 from core.extensions.capabilities import Capability
 from core.extensions.contract import AgentInvocationContext, Command
+from core.extensions.errors import PermissionDeniedError
 from core.extensions.lifecycle import describe_exception
 from core.extensions.loader import Loader
 from core.extensions.records import ExtensionRecord, ExtensionStatus
@@ -157,7 +161,7 @@ class Wiring:
             if subscriber_id in self._subscribed:
                 continue
             if sub.handler == "notify_user":
-                handler = self._notify_handler(record.ext_id, router)
+                handler = self._notify_handler(record, router)
             elif sub.handler == "invoke_agent":
                 if Capability.AGENT not in record.capabilities:
                     log.error(
@@ -178,17 +182,27 @@ class Wiring:
         log.warning("%s is not active: event %s (%s) not delivered", ext_id, event.id, event.topic)
         return False
 
-    def _notify_handler(self, ext_id: str, router: ChannelTarget) -> Any:
+    def _notify_handler(self, record: ExtensionRecord, router: ChannelTarget) -> Any:
+        ext_id = record.ext_id
+
         async def notify(event: Event) -> None:
             # a custom topic routed to notify_user: its own extra keys are fine, `text` is not
             notice = read_system_payload(UserNotify, event, strict=False, subscriber="notify_user")
-            if notice is not None and notice.text and self._delivers(ext_id, event):
-                await router.notify_user(
-                    notice.text,
-                    notice.channel_id,
-                    user_id=notice.user_id,
-                    key=f"notify:{ext_id}:{event.id}",  # forwarded once to another node
-                )
+            if notice is None or not notice.text or not self._delivers(ext_id, event):
+                return
+            try:  # the checks of context.notify_user: permissions.notify, the rate limit
+                if record.context is None:
+                    raise PermissionDeniedError(ext_id, "notify the user (it is not loaded)")
+                record.context.check_notify()
+            except PermissionDeniedError as exc:  # RateLimitedError is one too
+                log.debug("%s: event %s not sent to the user: %s", ext_id, event.id, exc)
+                return  # dropped, not retried: the rate limit logs a summary per window
+            await router.notify_user(
+                notice.text,
+                notice.channel_id,
+                user_id=notice.user_id,
+                key=f"notify:{ext_id}:{event.id}",  # forwarded once to another node
+            )
 
         return notify
 

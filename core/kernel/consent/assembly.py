@@ -5,7 +5,7 @@ the side-effect catalog and the gate, and makes the gate the tool hooks'
 ``admission``, so every tool call of every agent passes it. ``wrapper`` is
 the orchestrator's tool wrapper (hooks + ``needs_approval``).
 ``declared_tools`` reads what the wired extensions' manifests say about their
-tools, warning about a ``tools.<name>`` that names no tool of the extension.
+own tools (a ``tools.<name>`` naming another's tool is a load error, ADR 0044).
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from typing import Any
 from agents import Tool
 from agents.mcp import MCPServer
 
-from core.agents import sanitize_tool_name, tool_name_of
+from core.agents import tool_name_of
 from core.extensions.capabilities import Capability
 from core.extensions.contract import Command
+from core.extensions.declarations import provided_tool_names
 from core.extensions.manifest import MANIFEST_FILE
 from core.extensions.records import ExtensionRecord
-from core.kernel.consent.catalog import CORE_SOURCE, DeclaredTools, ToolCatalog, mcp_side_effects
+from core.kernel.consent.catalog import CORE_SOURCE, DeclaredTools, ToolCatalog
 from core.kernel.consent.commands import consent_commands, policy_summary
 from core.kernel.consent.desk import ApprovalDesk
 from core.kernel.consent.gate import ConsentGate, ConsentWrapper
@@ -66,7 +67,7 @@ class KernelConsent:
             store, bus, frames, channel_for, timeout_s=settings.policy.approval_timeout_s
         )
         self.policy = ConsentPolicy(settings.policy, self.desk)
-        self.catalog = ToolCatalog(declared)
+        self.catalog = ToolCatalog(declared, settings.policy.side_effects)
         self.gate = ConsentGate(self.policy, self.catalog, interceptor, frames)
         interceptor.admission = self.gate
         self.wrapper = ConsentWrapper(interceptor, self.gate)
@@ -93,7 +94,7 @@ class KernelConsent:
         async def list_tools() -> list[ToolInfo]:
             infos = [self.catalog.info(tool) for tool in tools()]
             for server in mcp_servers():
-                infos.extend(await _mcp_infos(server))
+                infos.extend(await _mcp_infos(self.catalog, server))
             return infos
 
         return consent_commands(self.desk, self.policy, list_tools, self.ui)
@@ -102,45 +103,37 @@ class KernelConsent:
         return policy_summary(self.policy, self.desk)
 
 
-async def _mcp_infos(server: MCPServer) -> list[ToolInfo]:
+async def _mcp_infos(catalog: ToolCatalog, server: MCPServer) -> list[ToolInfo]:
+    """An MCP server's tools as the gate sees them (``ToolCatalog.describe``)."""
     try:
         async with asyncio.timeout(MCP_LIST_TIMEOUT_S):
             listed = await server.list_tools()
     except Exception as exc:
         log.warning("MCP server %s: tools not listed for /policy: %s", server.name, exc)
         return []
-    infos = []
-    for tool in listed:
-        effects, why = mcp_side_effects(tool.annotations)
-        infos.append(ToolInfo(tool.name, f"mcp:{server.name}", effects, why))
-    return infos
+    return [catalog.describe(tool.name, None, server.name, tool.annotations) for tool in listed]
 
 
 def declared_tools(
     records: Iterable[ExtensionRecord], core_tools: Sequence[Tool]
 ) -> list[DeclaredTools]:
     """Core tools, then each wired extension's tools and agent with its manifest's
-    ``side_effects`` and ``tools`` (a name it does not provide is warned about)."""
+    ``side_effects`` and ``tools`` (only for names it provides)."""
     groups = [DeclaredTools(CORE_SOURCE, [tool_name_of(t) for t in core_tools], {})]
     for record in records:
         manifest = record.manifest
         if manifest is None:
             continue
-        provides = [tool_name_of(t) for t in record.tools] if record.has(Capability.TOOL) else []
-        if record.has(Capability.AGENT):
-            try:
-                agent = record.instance.get_agent_descriptor().name
-                provides.append(sanitize_tool_name(agent, record.ext_id))
-            except Exception as exc:  # reported where the agent is wrapped as a tool
-                log.debug("agent descriptor of %s: %s", record.ext_id, exc)
+        tools = record.tools if record.has(Capability.TOOL) else []
+        try:
+            provides = provided_tool_names(
+                record.ext_id, record.instance, record.capabilities, tools
+            )
+        except Exception as exc:  # the agent's descriptor: reported where it is wrapped as a tool
+            log.debug("agent descriptor of %s: %s", record.ext_id, exc)
+            provides = [tool_name_of(t) for t in tools]
+        declared = {n: e.side_effects for n, e in manifest.tools.items() if n in provides}
         where = f"{record.ext_id}/{MANIFEST_FILE}"
-        for name in manifest.tools:
-            if name not in provides:
-                log.warning(
-                    "%s: tools.%s: %s provides no tool of that name (its tools: %s)",
-                    where, name, record.ext_id, ", ".join(provides) or "none",
-                )  # fmt: skip
-        declared = {name: entry.side_effects for name, entry in manifest.tools.items()}
         groups.append(
             DeclaredTools(record.ext_id, provides, declared, manifest.side_effects, where)
         )

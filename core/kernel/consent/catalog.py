@@ -1,24 +1,33 @@
 """Whether a tool has side effects, and who said so (SPEC §9, docs/consent.md).
 
 A side effect is an action outside Hearth's own data or one that cannot be
-undone. Who decides, first match wins:
+undone. Only two parties may say (ADR 0044): the person running Hearth
+(settings) about any tool, and an extension about its own tools. Who
+decides, first match wins:
 
-1. the manifest's ``tools.<name>.side_effects`` of the extension providing
-   (or declaring) the tool — the deployer can always correct a tool;
-2. the tool's own ``side_effects`` attribute (``core.extensions.sdk.
+1. settings ``policy.side_effects.<name>`` — the person running Hearth;
+2. the manifest's ``tools.<name>.side_effects`` of the extension providing
+   the tool (a manifest naming a tool its extension does not provide fails
+   to load, and is ignored here all the same);
+3. the tool's own ``side_effects`` attribute (``core.extensions.sdk.
    side_effects``; core tools set it too);
-3. the manifest's ``side_effects`` default, for its tools and its agent;
-4. for MCP tools, the server's annotations: ``readOnlyHint: true`` (and not
+4. the providing manifest's ``side_effects`` default, for its tools and its agent;
+5. for MCP tools, the server's annotations: ``readOnlyHint: true`` (and not
    ``destructiveHint: true``) means none;
-5. otherwise the tool counts as side-effecting.
+6. otherwise the tool counts as side-effecting.
 
-The table of declared names is rebuilt lazily when the wiring changes (the
-same signal that rebuilds the orchestrator).
+A tool's source is where it comes from — ``core``, the extension providing
+it (the first provider of a name), ``mcp:<server>`` for an MCP server's tool
+— and never what a declaration says. ``describe`` is the one function the
+gate, the flow and ``/policy`` all use.
+
+The table of providers is rebuilt lazily when the wiring changes (the same
+signal that rebuilds the orchestrator).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +65,13 @@ class _Entry:
 class ToolCatalog:
     """``info(tool)``: name, source and side effects of any tool the model may call."""
 
-    def __init__(self, sources: Callable[[], Iterable[DeclaredTools]]) -> None:
+    def __init__(
+        self,
+        sources: Callable[[], Iterable[DeclaredTools]],
+        settings: Mapping[str, bool] | None = None,
+    ) -> None:
         self._sources = sources
+        self._settings = dict(settings or {})  # policy.side_effects: the person's word
         self._table: dict[str, _Entry] | None = None
 
     def invalidate(self) -> None:
@@ -65,36 +79,44 @@ class ToolCatalog:
         self._table = None
 
     def info(self, tool: Tool | Any) -> ToolInfo:
+        """What is known of a tool object the model may call (the gate's question)."""
         name = str(getattr(tool, "name", type(tool).__name__))
-        entry = self._entries().get(name)
+        server = _mcp_server(tool)
+        annotations = getattr(tool, "mcp_annotations", None) if server is not None else None
+        return self.describe(name, getattr(tool, SIDE_EFFECTS_ATTR, None), server, annotations)
+
+    def info_by_name(self, name: str) -> ToolInfo:
+        """What is known of a tool by its name alone (the SDK asked about a call whose
+        tool object is out of reach): the settings' and manifests' word, else
+        side-effecting."""
+        return self.describe(name, None)
+
+    def describe(
+        self, name: str, own: Any, mcp_server: str | None = None, annotations: Any = None
+    ) -> ToolInfo:
+        """The one decision (module docstring): ``own`` is the tool's own attribute,
+        ``mcp_server`` the MCP server it comes from (``None``: not an MCP tool)."""
+        entry = None if mcp_server is not None else self._entries().get(name)
+        source = f"mcp:{mcp_server}" if mcp_server is not None else (entry.source if entry else "")
+        said = self._settings.get(name)
+        if said is not None:
+            return ToolInfo(name, source, said, f"settings policy.side_effects.{name}")
         if entry is not None and entry.declared is not None:
-            why = f"{entry.manifest} tools.{name}"
-            return ToolInfo(name, entry.source, entry.declared, why)
-        source = entry.source if entry is not None else _mcp_source(tool)
-        own = getattr(tool, SIDE_EFFECTS_ATTR, None)
+            return ToolInfo(name, source, entry.declared, f"{entry.manifest} tools.{name}")
         if isinstance(own, bool):
             return ToolInfo(name, source, own, "declared by the tool")
         if entry is not None and entry.default is not None:
             return ToolInfo(name, source, entry.default, f"{entry.manifest} side_effects")
-        if source.startswith("mcp:") and isinstance(tool, FunctionTool):
-            effects, why = mcp_side_effects(tool.mcp_annotations)
+        if mcp_server is not None:
+            effects, why = mcp_side_effects(annotations)
             return ToolInfo(name, source, effects, why)
         return ToolInfo(name, source, True, "not declared")
-
-    def info_by_name(self, name: str) -> ToolInfo:
-        """What is known of a tool by its name alone (the SDK asked about a call whose
-        tool object is out of reach): the manifests' word, else side-effecting."""
-        entry = self._entries().get(name)
-        if entry is None:
-            return ToolInfo(name, "", True, "not declared")
-        effects = entry.declared if entry.declared is not None else entry.default
-        return ToolInfo(name, entry.source, True if effects is None else effects, entry.manifest)
 
     def _entries(self) -> dict[str, _Entry]:
         if self._table is None:
             table: dict[str, _Entry] = {}
             for group in self._sources():
-                for name in [*group.provides, *group.declared]:
+                for name in group.provides:  # a declaration never adds a name
                     if name not in table:  # the first provider of a name keeps it
                         entry = _Entry(
                             group.source, group.declared.get(name), group.default, group.manifest
@@ -104,13 +126,14 @@ class ToolCatalog:
         return self._table
 
 
-def _mcp_source(tool: Any) -> str:
+def _mcp_server(tool: Any) -> str | None:
+    """The MCP server a tool comes from (``None``: not an MCP tool)."""
     if not isinstance(tool, FunctionTool):
-        return ""
+        return None
     origin = get_function_tool_origin(tool)
     if origin is not None and origin.type == ToolOriginType.MCP:
-        return f"mcp:{origin.mcp_server_name or '?'}"
-    return ""
+        return origin.mcp_server_name or "?"
+    return None
 
 
 def mcp_side_effects(annotations: Any) -> tuple[bool, str]:

@@ -67,8 +67,13 @@ def describe_call(tool: str, arguments: dict[str, Any]) -> str:
 
 
 def question_text(tool: str, arguments: dict[str, Any]) -> str:
-    """The question itself: ``Allow kv_set(key="x")?``."""
-    return f"Allow {describe_call(tool, arguments)}?"
+    """The question itself: ``Allow kv_set(key="x")?``, then whole every text the
+    call line cut: the user approves all of it (an agent's task, ADR 0044)."""
+    lines = [f"Allow {describe_call(tool, arguments)}?"]
+    for key, value in arguments.items():
+        if isinstance(value, str) and len(json.dumps(value, ensure_ascii=False)) > _VALUE_CHARS:
+            lines.append(f"{key} (in full):\n{value}")
+    return "\n".join(lines)
 
 
 def parse_answer(text: str) -> Choice | None:

@@ -53,6 +53,7 @@ class BuilderAgent(BaseExtension):
             # the kernel's reload (ADR 0032), when this context offers it
             request_reload=getattr(ctx, "request_reload", None),
             loaded_at_start=frozenset(await asyncio.to_thread(_extension_ids, own_dir.parent)),
+            confirm=self._confirm,
         )
         _ = ctx.resolved_instructions  # a broken prompt.jinja2 fails the load, naming the file
 
@@ -66,6 +67,15 @@ class BuilderAgent(BaseExtension):
     ) -> AgentResponse:
         assert self._state is not None, "initialize() was not called"
         return await self._context().run_agent(task, context, extra_tools=build_tools(self._state))
+
+    async def _confirm(self, question: str) -> bool:
+        """The owner's yes or no (``ui_request``); no answer, or nobody to ask, is a no."""
+        try:
+            answer = await self._context().ui_request("confirm", question)
+        except Exception as exc:
+            self._context().logger.warning("could not ask the owner: %s", exc)
+            return False
+        return answer == "yes"
 
     def _context(self) -> AgentExtensionContext:
         return cast(AgentExtensionContext, self.context)

@@ -2,7 +2,10 @@
 
 Every refusal comes back as a ``refused: ...`` string (an I/O error as
 ``failed: ...``) the model can read and act on; nothing here raises into the
-agent run. ``request_restart`` is accepted only when the extension's current
+agent run. A write to an existing extension the builder did not create runs
+only after the owner said yes to a question naming that extension and showing
+the diff (ADR 0044); the changed code then needs a new grant before Hearth
+loads it again. ``request_restart`` is accepted only when the extension's current
 files are exactly the ones that last passed validation (compared by hash).
 An extension the running kernel already loaded is reloaded alone (ADR 0032);
 only a new one needs Hearth restarted to be discovered.
@@ -10,6 +13,7 @@ only a new one needs Hearth restarted to be discovered.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +37,11 @@ class BuilderState:
     request_reload: Callable[[str], Awaitable[tuple[bool, str]]] | None = None
     # the extensions Hearth found when it started (a reload reaches only those)
     loaded_at_start: frozenset[str] = frozenset()
+    # asks the owner a yes/no question (context.ui_request); None: nobody to ask
+    confirm: Callable[[str], Awaitable[bool]] | None = None
+
+
+MAX_DIFF_CHARS = 3500  # a question must fit a chat message; a larger change is refused
 
 
 def build_tools(state: BuilderState) -> list[FunctionTool]:
@@ -75,7 +84,9 @@ def build_tools(state: BuilderState) -> list[FunctionTool]:
             return _failed(exc)
 
     @function_tool
-    def write_file(extension_id: str, path: str, content: str, allow_existing: str = "") -> str:
+    async def write_file(
+        extension_id: str, path: str, content: str, allow_existing: str = ""
+    ) -> str:
         """Create or replace one file of an extension (the directory is created as needed).
 
         Args:
@@ -86,7 +97,9 @@ def build_tools(state: BuilderState) -> list[FunctionTool]:
         """
         try:
             ws.check_access(extension_id, allow_existing)
-            size = ws.write_file(extension_id, path, content)
+            if await asyncio.to_thread(ws.foreign, extension_id):
+                await _owner_confirms(state, extension_id, path, content)
+            size = await asyncio.to_thread(ws.write_file, extension_id, path, content)
         except RefusedError as exc:
             return f"refused: {exc}"
         except OSError as exc:
@@ -155,6 +168,28 @@ def build_tools(state: BuilderState) -> list[FunctionTool]:
         side_effects(request_restart, True),
     ]
     return tools
+
+
+async def _owner_confirms(state: BuilderState, ext_id: str, path: str, content: str) -> None:
+    """Raise ``RefusedError`` unless the owner says yes to this change of ``ext_id``,
+    an extension the builder did not create, shown as a diff."""
+    diff = await asyncio.to_thread(state.workspace.diff, ext_id, path, content)
+    if not diff:
+        return  # the same content: nothing changes
+    if len(diff) > MAX_DIFF_CHARS:
+        raise RefusedError(
+            f"the change to {ext_id}/{path} is too large to show the owner "
+            f"({len(diff)} characters of diff, at most {MAX_DIFF_CHARS}); make smaller edits"
+        )
+    if state.confirm is None:
+        raise RefusedError(f"changing {ext_id!r} needs the owner's yes, and nobody can be asked")
+    question = (
+        f"builder_agent wants to change the existing extension {ext_id!r}, which it did "
+        f"not create ({path}):\n{diff}Allow this change to {ext_id}? Once changed, "
+        f"{ext_id} needs a new grant before Hearth loads it again."
+    )
+    if not await state.confirm(question):
+        raise RefusedError(f"the owner did not allow this change to {ext_id!r}")
 
 
 def _restart_refusal(state: BuilderState, ext_id: str) -> str | None:

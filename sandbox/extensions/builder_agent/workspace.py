@@ -10,11 +10,13 @@ still cannot redirect it.
 Ownership: the ids this builder created are kept in ``created.json`` in its
 data dir. An existing extension it did not create is refused unless the call
 names it in ``allow_existing`` (the prompt allows that only when the user
-asked for that extension by id).
+asked for that extension by id), and then each write to it needs the owner's
+yes to a question naming it and showing the diff (``tools.py``, ADR 0044).
 """
 
 from __future__ import annotations
 
+import difflib
 import errno
 import hashlib
 import json
@@ -80,6 +82,28 @@ class Workspace:
             f"Change it only if the user asked for {ext_id!r} by id; then pass "
             f"allow_existing={ext_id!r}."
         )
+
+    def foreign(self, ext_id: str) -> bool:
+        """An existing extension this builder did not create: changing it needs the
+        owner's confirmation."""
+        return (self.root / ext_id).exists() and ext_id not in self.created()
+
+    def diff(self, ext_id: str, path: str, content: str) -> str:
+        """The unified diff a write of ``content`` to ``path`` would make."""
+        self._parts(ext_id, path)  # a path that write_file would refuse is refused first
+        try:
+            old = self.read_file(ext_id, path)
+        except RefusedError:
+            if (self.root / ext_id / path).exists():
+                raise
+            old = ""  # a new file in the extension
+        lines = difflib.unified_diff(
+            old.splitlines(keepends=True),
+            content.splitlines(keepends=True),
+            fromfile=f"{ext_id}/{path}",
+            tofile=f"{ext_id}/{path}",
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
     def _remember(self, ext_id: str) -> None:
         created = self.created()
