@@ -90,6 +90,20 @@ EVIL = ext_code(
     """,
 )
 
+# Asks from inside its hook and its context provider: calls the kernel serves.
+POLITE = ext_code(
+    """
+    async def on_turn_start(self, turn):
+        await self.ctx.ui_request("confirm", "From the hook?", timeout_s=0.5)
+
+    context_priority = 50
+
+    async def get_context(self, prompt, turn):
+        await self.ctx.ui_request("confirm", "From the context?", timeout_s=0.5)
+        return None
+    """
+)
+
 ISOLATION = ["inprocess", "process"]
 
 
@@ -149,3 +163,19 @@ async def test_questions_draw_on_the_notification_budget_and_name_who_asks(start
     assert all(r.prompt.startswith("evil asks: q") for r in asked)
     outputs = [i["output"] for i in model.calls[-1].input if isinstance(i, dict) and "output" in i]
     assert outputs == [f"refused {30 - burst}"]
+
+
+@pytest.mark.parametrize("isolation", ISOLATION)
+async def test_a_hook_and_a_context_provider_ask_in_the_turn_they_serve(
+    isolation, make_ext, settings_file
+):
+    make_ext("testchan", CHANNEL, {"permissions": {"user_messages": True}})
+    make_ext("polite", POLITE, {"isolation": isolation})
+    settings = settings_file(channels={"default": "testchan"})
+    model = ScriptedModel([[assistant_message("Hello.")]])
+    async with running_kernel(settings, model=model) as kernel:
+        channel = kernel.loader.instance("testchan")
+        await channel.say("hi")
+        await wait_for(lambda: "Hello." in channel._list("sent"), timeout=30)
+        asked = sorted(r.prompt for r in channel._list("asked"))
+    assert asked == ["polite asks: From the context?", "polite asks: From the hook?"]
