@@ -18,10 +18,7 @@ and unregistered once the call ends, so it is good for nothing afterwards.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
+from contextvars import ContextVar, Token
 
 from core.extensions.contract import TurnContext
 
@@ -34,14 +31,31 @@ __all__ = [
 ]
 
 
-@dataclass(eq=False, slots=True)
 class ServedCall:
-    """One call into ``ext_id`` serving ``turn``; ``live`` until it returns."""
+    """One call into ``ext_id`` serving ``turn``, as a context manager: live from
+    entering the block until it is left (a class, not ``@contextmanager``: it wraps
+    every hook call, and a generator costs microseconds there)."""
 
-    ext_id: str
-    turn: TurnContext
-    live: bool = True
-    issued: str | None = None  # the token, once an isolated call asked for one
+    __slots__ = ("_reset", "ext_id", "issued", "live", "turn")
+
+    def __init__(self, ext_id: str, turn: TurnContext | None) -> None:
+        self.ext_id = ext_id
+        self.turn = turn  # ``None``: no turn, so an outer call's does not leak into this one
+        self.live = False
+        self.issued: str | None = None  # the token, once an isolated call asked for one
+        self._reset: Token[ServedCall | None] | None = None
+
+    def __enter__(self) -> ServedCall:
+        self.live = self.turn is not None
+        self._reset = _SERVED.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live = False
+        if self._reset is not None:
+            _SERVED.reset(self._reset)
+        if self.issued is not None:
+            _BY_TOKEN.pop(self.issued, None)
 
     def token(self) -> str:
         """A random token standing for this call across the process boundary."""
@@ -55,24 +69,16 @@ _SERVED: ContextVar[ServedCall | None] = ContextVar("hearth_served_call", defaul
 _BY_TOKEN: dict[str, ServedCall] = {}
 
 
-@contextmanager
-def serving_extension(ext_id: str, turn: TurnContext | None) -> Iterator[None]:
-    """The kernel serves ``turn`` to ``ext_id`` for the block (``None``: no turn,
-    so an outer call's turn does not leak into this one)."""
-    call = ServedCall(ext_id, turn) if turn is not None else None
-    reset = _SERVED.set(call)
-    try:
-        yield
-    finally:
-        _SERVED.reset(reset)
-        if call is not None:
-            call.live = False
-            if call.issued is not None:
-                _BY_TOKEN.pop(call.issued, None)
+def serving_extension(ext_id: str, turn: TurnContext | None) -> ServedCall:
+    """The kernel serves ``turn`` to ``ext_id`` for the ``with`` block (``None``: no
+    turn, so an outer call's turn does not leak into this one)."""
+    return ServedCall(ext_id, turn)
 
 
 def _live_for(ext_id: str, call: ServedCall | None) -> ServedCall | None:
-    return call if call is not None and call.live and call.ext_id == ext_id else None
+    if call is None or not call.live or call.ext_id != ext_id or call.turn is None:
+        return None
+    return call
 
 
 def served_token(ext_id: str) -> str | None:
