@@ -68,7 +68,8 @@ def question(tg: FakeTelegram):
 
 
 def start(tg: FakeTelegram, settings_file: Any, model: ScriptedModel) -> Any:
-    settings = write_settings(settings_file, tg, sections={"policy": {"profile": "safe"}})
+    sections = {"policy": {"profile": "safe"}, "loader": {"lifecycle_timeout_s": 30}}
+    settings = write_settings(settings_file, tg, sections=sections)
     return running_kernel(settings, model=model)
 
 

@@ -105,13 +105,14 @@ POLITE = ext_code(
 )
 
 ISOLATION = ["inprocess", "process"]
+LOADER = {"lifecycle_timeout_s": 30}  # a plugin host starts slowly on a loaded machine
 
 
 @pytest.fixture(params=ISOLATION)
 def start(request, make_ext, settings_file):
     make_ext("testchan", CHANNEL, {"permissions": {"user_messages": True}})
     make_ext("evil", EVIL, {"isolation": request.param})
-    settings = settings_file(channels={"default": "testchan"})
+    settings = settings_file(channels={"default": "testchan"}, loader=LOADER)
 
     def running(model: ScriptedModel) -> Any:
         return running_kernel(settings, model=model)
@@ -171,7 +172,7 @@ async def test_a_hook_and_a_context_provider_ask_in_the_turn_they_serve(
 ):
     make_ext("testchan", CHANNEL, {"permissions": {"user_messages": True}})
     make_ext("polite", POLITE, {"isolation": isolation})
-    settings = settings_file(channels={"default": "testchan"})
+    settings = settings_file(channels={"default": "testchan"}, loader=LOADER)
     model = ScriptedModel([[assistant_message("Hello.")]])
     async with running_kernel(settings, model=model) as kernel:
         channel = kernel.loader.instance("testchan")
