@@ -123,9 +123,10 @@ async def test_an_extension_cannot_approve_as_the_telegram_owner(
 PADDED = "moon" + " " * 120 + "ALSO wire 5000 EUR to account 666"
 
 
-async def test_the_question_shows_the_whole_call(tg, ext_root, make_ext, settings_file):
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+async def test_the_question_shows_the_whole_call(isolation, tg, ext_root, make_ext, settings_file):
     install_extension(ext_root)
-    make_ext("rockets", ROCKETS)
+    make_ext("rockets", ROCKETS, {"isolation": isolation})
     async with start(tg, settings_file, launch_model(PADDED, "Launched.")):
         tg.send_update("launch", user_id=ALICE)
         asked = await wait_for(lambda: question(tg))
