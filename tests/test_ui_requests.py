@@ -80,10 +80,10 @@ class Scenario:
 
 
 SCENARIOS = [
-    Scenario("confirm", "Book the table?", ("Yes", "No"), "yes", "answer: yes"),
-    Scenario("select", "Which drink?", ("tea", "coffee"), "coffee", "answer: coffee"),
-    Scenario("input", "Which city?", (), "Lisbon", "answer: Lisbon"),
-    Scenario("timeout", "Still there?", ("Yes", "No"), None, "answer: None"),
+    Scenario("confirm", "asker asks: Book the table?", ("Yes", "No"), "yes", "answer: yes"),
+    Scenario("select", "asker asks: Which drink?", ("tea", "coffee"), "coffee", "answer: coffee"),
+    Scenario("input", "asker asks: Which city?", (), "Lisbon", "answer: Lisbon"),
+    Scenario("timeout", "asker asks: Still there?", ("Yes", "No"), None, "answer: None"),
 ]
 
 
@@ -168,10 +168,10 @@ class TelegramSurface:
 
 class CliSurface:
     _PROMPTS = {
-        "confirm": "Book the table? [y/N]",
-        "select": "Which drink? [1] tea / [2] coffee",
-        "input": "Which city? (type your answer)",
-        "timeout": "Still there? [y/N]",
+        "confirm": "asker asks: Book the table? [y/N]",
+        "select": "asker asks: Which drink? [1] tea / [2] coffee",
+        "input": "asker asks: Which city? (type your answer)",
+        "timeout": "asker asks: Still there? [y/N]",
     }
 
     def __init__(self, settings_file, srv, ext_root) -> None:
@@ -216,10 +216,10 @@ class CliSurface:
         for kind, prompt in self._PROMPTS.items():
             if line == prompt:
                 return {
-                    "confirm": ("Book the table?", ("Yes", "No")),
-                    "select": ("Which drink?", ("tea", "coffee")),
-                    "input": ("Which city?", ()),
-                    "timeout": ("Still there?", ("Yes", "No")),
+                    "confirm": ("asker asks: Book the table?", ("Yes", "No")),
+                    "select": ("asker asks: Which drink?", ("tea", "coffee")),
+                    "input": ("asker asks: Which city?", ()),
+                    "timeout": ("asker asks: Still there?", ("Yes", "No")),
                 }[kind]
         raise AssertionError(f"unexpected line {line!r}")
 
@@ -294,7 +294,7 @@ async def test_an_isolated_extension_asks_over_its_rpc_channel(make_ext, setting
             channel = channel_surface.channel
             await channel.say("ask me")
             [request] = await wait_for(lambda: channel._list("asked"))
-            assert (request.kind, request.prompt) == ("input", "Which city?")
+            assert (request.kind, request.prompt) == ("input", "asker asks: Which city?")
             await channel.reply(request.id, "Porto")
             await wait_for(lambda: "Done." in channel._list("sent"))
     assert srv.requests[-1]["messages"][-1]["content"] == "answer: Porto"
@@ -320,7 +320,7 @@ async def test_a_channel_without_buttons_gets_the_question_in_words_and_answer_w
             question = (await wait_for(sent))[0]
             request_id = question.split("/answer ")[1].split()[0]
             assert question == (
-                f"Which drink?\n1. tea / 2. coffee\n"
+                f"asker asks: Which drink?\n1. tea / 2. coffee\n"
                 f"Reply /answer {request_id} followed by your choice."
             )
             await capture.say(f"/answer {request_id} tea")

@@ -20,6 +20,7 @@ from agents import FunctionTool
 from agents.tool_context import ToolContext
 
 from core.extensions.contract import Command, TurnContext
+from core.extensions.served_calls import serving_extension
 
 __all__ = ["CallGate", "GatedInvoker"]
 
@@ -92,7 +93,8 @@ class CallGate:
         handler = command.handler
 
         async def gated(args: str, turn: TurnContext) -> str | None:
-            result: str | None = await self.run(lambda: handler(args, turn))
+            with serving_extension(self.ext_id, turn):  # its questions belong to this turn
+                result: str | None = await self.run(lambda: handler(args, turn))
             return result
 
         return Command(command.name, command.description, gated)
@@ -115,4 +117,6 @@ class GatedInvoker:
             setattr(self, SDK_BIND, lambda tool: GatedInvoker(gate, bind(tool)))
 
     async def __call__(self, ctx: ToolContext[Any], args: str) -> Any:
-        return await self._gate.run(lambda: self._invoke(ctx, args))
+        turn = ctx.context if isinstance(ctx.context, TurnContext) else None
+        with serving_extension(self._gate.ext_id, turn):  # its questions belong to this turn
+            return await self._gate.run(lambda: self._invoke(ctx, args))

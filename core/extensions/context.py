@@ -42,9 +42,9 @@ from core.extensions.errors import NotAvailableError, PermissionDeniedError, Sec
 from core.extensions.handlers import logged_handler, when_wired
 from core.extensions.manifest import Manifest
 from core.extensions.rate_limit import RateLimit
+from core.extensions.served_calls import served_turn
 from core.extensions.services import KernelOperations, KernelServices
 from core.extensions.shared_services import ExtensionServices
-from core.extensions.state_scope import current_turn
 from core.extensions.status_data import KernelStatus
 from core.extensions.topic_rules import GUARDED_TOPICS, KERNEL_ONLY
 from core.logging_setup import guard_extension_logger
@@ -152,6 +152,9 @@ class KernelContext(ContextStateCalls):
         guard = GUARDED_TOPICS.get(topic)
         if guard is not None:  # the same act as the guarded call, by another door
             self._require(getattr(self.permissions, guard), guard, f"emit topic {topic!r}")
+        if guard == "user_messages":  # the user's words, answers and cancels: its own channel
+            channel = self._own_channel(payload.get("channel_id"), f"emit topic {topic!r}")
+            payload = {**payload, "channel_id": channel}
         return await self._publish(topic, payload, correlation_id, idempotency_key)
 
     def check_subscribe(self, topic: str) -> None:
@@ -236,7 +239,7 @@ class KernelContext(ContextStateCalls):
         payload = UserMessage(
             text=text,
             user_id=user_id,
-            channel_id=channel_id or self.extension_id,
+            channel_id=self._own_channel(channel_id, "speak as the user"),
             message_id=message_id,
             sender_id=sender_id,
             origin=self._services.node,
@@ -271,10 +274,32 @@ class KernelContext(ContextStateCalls):
         *,
         timeout_s: float | None = None,
     ) -> str | None:
-        """Ask the user of the turn being served (seed 003 UI requests)."""
+        """Ask the user of the turn the kernel is serving to this extension, while it
+        does (ADR 0043): a question draws on the notification budget and says who asks."""
         self._require(self.permissions.notify, "notify", "ask the user")
-        turn, chosen = current_turn(), list(options)
-        return await self._services.ui.ask(self.extension_id, turn, kind, prompt, chosen, timeout_s)
+        turn = served_turn(self.extension_id)
+        if turn is None:
+            raise NotAvailableError(
+                f"{self.extension_id}: ui_request works only while the kernel is calling this "
+                "extension in a turn (its tool, command, hook or context provider), "
+                "not outside one nor after that call returned"
+            )
+        self._notify_limit.take()
+        shown = f"{self.extension_id} asks: {prompt}"
+        chosen = list(options)
+        return await self._services.ui.ask(self.extension_id, turn, kind, shown, chosen, timeout_s)
+
+    def _own_channel(self, channel_id: Any, what: str) -> str:
+        """The channel a user's message, answer or cancel comes from: always the
+        extension that sends it — speaking on another channel would let it answer
+        that channel's questions as its user (ADR 0043)."""
+        if channel_id not in (None, self.extension_id):
+            raise PermissionDeniedError(
+                self.extension_id,
+                f"{what} on channel {str(channel_id)[:80]!r}: "
+                "an extension speaks for the user only on its own channel",
+            )
+        return self.extension_id
 
     async def _publish(
         self,

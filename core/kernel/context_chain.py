@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.extensions.contract import TurnContext
+from core.extensions.served_calls import serving_extension
 
 log = logging.getLogger("core.context")
 
@@ -68,7 +69,8 @@ class ContextChain:
     async def _one(self, name: str, provider: Any, prompt: str, turn: TurnContext) -> str:
         try:
             async with asyncio.timeout(self.provider_timeout_s):
-                text = await provider.get_context(prompt, turn)
+                with serving_extension(name, turn):  # its questions belong to this turn
+                    text = await provider.get_context(prompt, turn)
         except TimeoutError:
             log.error(
                 "context provider %s took longer than %s s; skipped for this turn",

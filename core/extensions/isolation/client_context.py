@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +57,26 @@ from core.extensions.isolation.messages import (
     UiRequestParams,
     UserMessageParams,
 )
-from core.extensions.isolation.protocol import turn_to_wire
 from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.shared_services import ExtensionServices, ServiceRegistry
-from core.extensions.state_scope import check_key, current_turn, encode_value, state_session
+from core.extensions.state_scope import check_key, encode_value, state_session
 
 StreamCallback = Callable[[str], Awaitable[None]]
+
+# The kernel's token for the call this host is serving (``served_calls``), set by
+# the host around each call; ``ui_request`` sends it back, and the kernel asks
+# in the turn it stands for, and only while that call runs.
+SERVED_TOKEN: ContextVar[str | None] = ContextVar("hearth_served_token", default=None)
+
+
+@contextmanager
+def serving_call(token: str | None) -> Iterator[None]:
+    """Make ``token`` the served call's for the block (the host's calls)."""
+    reset = SERVED_TOKEN.set(token)
+    try:
+        yield
+    finally:
+        SERVED_TOKEN.reset(reset)
 
 
 class ClientContext:
@@ -212,8 +228,8 @@ class ClientContext:
         *,
         timeout_s: float | None = None,
     ) -> str | None:
-        turn = turn_to_wire(current_turn())
-        params = UiRequestParams(kind, prompt, [str(o) for o in options], timeout_s, turn)
+        served = SERVED_TOKEN.get()
+        params = UiRequestParams(kind, prompt, [str(o) for o in options], timeout_s, served)
         answer = await self._peer.call(ContextMethod.UI_REQUEST, params.to_wire())
         return None if answer is None else str(answer)
 

@@ -26,7 +26,11 @@ from typing import Any
 from core.extensions.capabilities import PROTOCOLS, Capability, detect_capabilities
 from core.extensions.contract import Command, TurnContext
 from core.extensions.importer import import_entrypoint
-from core.extensions.isolation.client_context import ClientContext, ForwardingLogHandler
+from core.extensions.isolation.client_context import (
+    ClientContext,
+    ForwardingLogHandler,
+    serving_call,
+)
 from core.extensions.isolation.hook_wire import (
     HOOK_METHODS,
     encode_hook_result,
@@ -153,7 +157,7 @@ class HostServer:
         if name in HOOK_METHODS:
             hook_args = hook_args_from_wire(name, args)
             current = next((a for a in hook_args if isinstance(a, TurnContext)), None)
-            with serving(current):  # a hook's state calls see the turn it serves
+            with serving(current), serving_call(params.served):  # the turn it serves
                 result = await getattr(self.ext, name)(*hook_args)
             return encode_hook_result(name, result)
         turn = None
@@ -164,7 +168,7 @@ class HostServer:
             args, turn = [args[0], invocation], invocation.turn if invocation else None
         elif name == "ask_user" and len(args) == 2:
             args[1] = request_from_wire(args[1])
-        with serving(turn):  # session-scoped state belongs to the turn the call serves
+        with serving(turn), serving_call(params.served):  # state and questions: this turn
             result = await getattr(self.ext, name)(*args)
         if name == "invoke":
             return plain(result)
@@ -185,7 +189,7 @@ class HostServer:
             tool_call_id=params.call_id or "isolated",
             tool_arguments=params.args or "{}",
         )
-        with serving(turn):
+        with serving(turn), serving_call(params.served):
             return _jsonable(await tool.on_invoke_tool(context, params.args or "{}"))
 
     async def rpc_command(self, params: CommandParams) -> str | None:
@@ -193,7 +197,7 @@ class HostServer:
         if command is None:
             raise LookupError(f"unknown command {params.name!r}")
         turn = turn_from_wire(params.turn)
-        with serving(turn):
+        with serving(turn), serving_call(params.served):
             reply = await command.handler(params.args, turn)
         return None if reply is None else str(reply)
 

@@ -47,8 +47,8 @@ from core.extensions.isolation.messages import (
     UserMessageParams,
     decode,
 )
-from core.extensions.isolation.protocol import turn_from_wire
 from core.extensions.isolation.ratelimit import LogLimiter
+from core.extensions.served_calls import serving_extension, turn_for_token
 from core.extensions.state_scope import serving
 from core.logging_setup import escape_control
 
@@ -99,8 +99,9 @@ class ContextServer:
                 idempotency_key=p.idempotency_key,
                 sender_id=p.sender_id,
             )
-        if isinstance(p, UiRequestParams):
-            with serving(turn_from_wire(p.turn) if p.turn else None):
+        if isinstance(p, UiRequestParams):  # in the turn of the kernel's live call, if any
+            turn = turn_for_token(ctx.extension_id, p.served)
+            with serving_extension(ctx.extension_id, turn):
                 return await ctx.ui_request(p.kind, p.prompt, p.options, timeout_s=p.timeout_s)
         if isinstance(p, AnswerRequestParams):
             return await ctx.answer_request(

@@ -150,6 +150,7 @@ class InvokeParams(Wire):
 
     name: str
     args: list[Any] = field(default_factory=list)
+    served: str | None = None  # the kernel's token for the turn served (``served_calls``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +159,7 @@ class CallToolParams(Wire):
     args: str = "{}"
     turn: dict[str, Any] | None = None
     call_id: str | None = None
+    served: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +167,7 @@ class CommandParams(Wire):
     name: str
     args: str = ""
     turn: dict[str, Any] | None = None
+    served: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +260,9 @@ class UiRequestParams(Wire):
     prompt: str
     options: list[str] = field(default_factory=list)
     timeout_s: float | None = None
-    turn: dict[str, Any] | None = None  # the turn the host serves (``state_scope``)
+    # the token of the kernel's call the question belongs to, as the host received
+    # it; the kernel finds the turn by it, never by what a host says (ADR 0043)
+    served: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from core.extensions.isolation.protocol import (
 from core.extensions.isolation.proxy_core import ProxyCore
 from core.extensions.isolation.wire import plain
 from core.extensions.sdk import side_effects
+from core.extensions.served_calls import served_token
 from core.tools.failures import describe_tool_error, tool_failure_text
 
 
@@ -53,7 +54,8 @@ class ToolProxy(ProxyCore):
         async def on_invoke(ctx: ToolContext[Any], args: str) -> Any:
             turn = ctx.context if isinstance(ctx.context, TurnContext) else None
             call_id = getattr(ctx, "tool_call_id", None)
-            params = CallToolParams(name, args, turn_to_wire(turn), call_id).to_wire()
+            served = served_token(self.ext_id)
+            params = CallToolParams(name, args, turn_to_wire(turn), call_id, served).to_wire()
             try:
                 return await self.remote(HostMethod.CALL_TOOL, params)
             except RemoteError as exc:  # the tool itself raised: what, as in-process
@@ -157,7 +159,8 @@ class CommandProxy(ProxyCore):
 
     def _command(self, name: str) -> Any:
         async def handler(args: str, turn: TurnContext) -> str | None:
-            params = CommandParams(name, args, turn_to_wire(turn)).to_wire()
+            served = served_token(self.ext_id)
+            params = CommandParams(name, args, turn_to_wire(turn), served).to_wire()
             reply = await self.remote(HostMethod.COMMAND, params)
             return None if reply is None else str(reply)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.extensions.isolation.messages import HostMethod, InvokeParams
+from core.extensions.served_calls import served_token
 
 __all__ = ["DEFAULT", "ProxyCore"]
 
@@ -27,5 +28,5 @@ class ProxyCore:
 
     async def call_method(self, name: str, *args: Any, deadline: Any = DEFAULT) -> Any:
         """Call protocol method ``name`` of the extension in the host."""
-        params = InvokeParams(name, list(args)).to_wire()
+        params = InvokeParams(name, list(args), served_token(self.ext_id)).to_wire()
         return await self.remote(HostMethod.INVOKE, params, deadline=deadline)

@@ -38,6 +38,8 @@ def consent_commands(
     async def answer(args: str, turn: TurnContext, choice: Choice) -> str:
         parts = args.split()
         responder = Responder(turn.channel_id or "", turn.user_id or "", turn.sender_id)
+        if len(parts) == 2 and parts[1].lower() == "show":  # the whole call, not an answer
+            return desk.show(parts[0], responder)
         if parts:
             if len(parts) > 1 and parts[1].lower() == "always" and choice != "deny":
                 choice = "always"
@@ -75,7 +77,11 @@ def consent_commands(
 
     return [
         Command("answer", "answer a question an extension asked: /answer ID TEXT", answer_),
-        Command("approve", "allow a tool call that waits: /approve ID [always]", approve),
+        Command(
+            "approve",
+            "allow a tool call that waits: /approve ID [always]; /approve ID show: the whole call",
+            approve,
+        ),
         Command("deny", "refuse a tool call that waits: /deny ID", deny),
         Command("policy", "which tools run, ask or are denied here; /policy revoke TOOL", policy_),
     ]

@@ -78,6 +78,15 @@ class Responder:
     def who(self) -> str:
         return self.sender_id or self.user_id
 
+    def was_asked(self, channel_id: str, user_id: str, owner_id: str) -> bool:
+        """Whether this is who a question went to: the channel that asked, the
+        conversation there, and the person in it (in a group, the member who asked).
+
+        The one comparison behind every answer — an approval, an extension's
+        question, ``/approve``, a typed yes — so an answer from another channel,
+        even one naming the same user id, never counts (ADR 0043)."""
+        return (self.channel_id, self.user_id, self.who) == (channel_id, user_id, owner_id)
+
 
 class ApprovalDesk:
     """Open paused turns and their questions; every decision durable and journaled."""
@@ -166,6 +175,17 @@ class ApprovalDesk:
     def open_count(self) -> int:
         return sum(len(_pending(turn)) for turn in self._turns.values())
 
+    def show(self, approval_id: str, responder: Responder) -> str:
+        """The whole question, for whoever it was put to (``/approve ID show``): what a
+        channel that cannot show a long call at once points to instead of a silent cut."""
+        found = self._find(approval_id)
+        if found is None:
+            return f"There is no open question {approval_id}."
+        turn, approval = found
+        if not responder.was_asked(turn.channel_id, turn.user_id, turn.owner_id):
+            return f"Only the person who was asked can see question {approval_id}."
+        return f"Question {approval.id}: {question_text(approval.tool, approval.arguments)}"
+
     # ------------------------------------------------------------ asking
 
     async def ask(self, turn: PausedTurn, asked: Sequence[AskedCall]) -> PausedTurn:
@@ -225,9 +245,7 @@ class ApprovalDesk:
         if found is None:
             return f"There is no open question {approval_id}."
         turn, approval = found
-        if (responder.channel_id, responder.user_id) != (turn.channel_id, turn.user_id) or (
-            responder.who != turn.owner_id
-        ):
+        if not responder.was_asked(turn.channel_id, turn.user_id, turn.owner_id):
             log.warning("answer to %s from %s:%s refused: not its owner", approval_id,
                         responder.channel_id, responder.who)  # fmt: skip
             return f"Only the person who was asked can answer question {approval_id}."

@@ -184,7 +184,11 @@ class ApprovalFlow:
             return False
         choice = parse_answer(text)
         asked_in = self.desk.paused(pending[0].message_key)
-        if choice is not None and asked_in is not None and responder.who == asked_in.owner_id:
+        if (
+            choice is not None
+            and asked_in is not None
+            and responder.was_asked(asked_in.channel_id, asked_in.user_id, asked_in.owner_id)
+        ):
             await self.desk.answer(pending[0].id, choice, responder)
             return True
         await self.desk.supersede(conversation, responder)

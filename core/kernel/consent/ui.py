@@ -133,9 +133,7 @@ class UiRequests(UiGateway):
         if found is None or found.future.done():
             return f"There is no open question {request_id}."
         turn = found.turn
-        if (responder.channel_id, responder.user_id) != (turn.channel_id, turn.user_id) or (
-            responder.who != found.owner
-        ):
+        if not responder.was_asked(turn.channel_id or "", turn.user_id or "", found.owner):
             return f"Only the person who was asked can answer question {request_id}."
         value = _value(found.request, text)
         if value is None:

@@ -1,7 +1,9 @@
 """What the user and the model read about a question: plain words, short ids.
 
 ``describe_call`` shows a call the way a person would write it,
-``kv_set(key="x", value=3)``, with long values cut. ``parse_answer`` reads the
+``kv_set(key="x", value=3)``: whole in the question (a person approves what
+they read, so nothing may hide past a cut — ADR 0043), long values cut with
+a visible ``…`` in the lines that report an outcome. ``parse_answer`` reads the
 answers a person types: ``y``/``yes``/``ok``/``allow`` (allow once),
 ``a``/``always``, ``n``/``no``/``deny`` or nothing at all (the CLI's
 ``[N]o`` default).
@@ -54,26 +56,23 @@ def new_request_id() -> str:
     return "".join(secrets.choice(_ID_ALPHABET) for _ in range(_ID_LENGTH))
 
 
-def describe_call(tool: str, arguments: dict[str, Any]) -> str:
-    """``kv_set(key="x", value=3)``: each value as JSON, cut when long."""
+def describe_call(tool: str, arguments: dict[str, Any], *, whole: bool = False) -> str:
+    """``kv_set(key="x", value=3)``: each value as JSON; unless ``whole``, a long
+    value or call is cut, and the cut marked ``…``."""
     parts = []
     for key, value in arguments.items():
         text = json.dumps(value, ensure_ascii=False, default=str)
-        if len(text) > _VALUE_CHARS:
+        if len(text) > _VALUE_CHARS and not whole:
             text = text[: _VALUE_CHARS - 1] + "…"
         parts.append(f"{key}={text}")
     call = f"{tool}({', '.join(parts)})"
-    return call if len(call) <= _CALL_CHARS else call[: _CALL_CHARS - 2] + "…)"
+    return call if whole or len(call) <= _CALL_CHARS else call[: _CALL_CHARS - 2] + "…)"
 
 
 def question_text(tool: str, arguments: dict[str, Any]) -> str:
-    """The question itself: ``Allow kv_set(key="x")?``, then whole every text the
-    call line cut: the user approves all of it (an agent's task, ADR 0044)."""
-    lines = [f"Allow {describe_call(tool, arguments)}?"]
-    for key, value in arguments.items():
-        if isinstance(value, str) and len(json.dumps(value, ensure_ascii=False)) > _VALUE_CHARS:
-            lines.append(f"{key} (in full):\n{value}")
-    return "\n".join(lines)
+    """The question itself, the whole call: ``Allow kv_set(key="x")?``. A channel
+    that cannot show it all says so and offers ``/approve ID show``."""
+    return f"Allow {describe_call(tool, arguments, whole=True)}?"
 
 
 def parse_answer(text: str) -> Choice | None:

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from core.extensions.contract import Annotated, TurnContext
 from core.extensions.lifecycle import describe_exception
+from core.extensions.served_calls import serving_extension
 from core.kernel.hooks.observer import NO_OBSERVER, CallOutcome, PipelineObserver
 from core.kernel.hooks.registry import HookEntry
 from core.resumed import Resumed
@@ -87,38 +88,43 @@ class HookCaller:
         hook that really waits runs on under the deadline.
         """
         timeout_s = self.timeout_s if entry.timeout_s is None else entry.timeout_s
-        deadline: asyncio.Timeout | None = None
-        started = perf_counter()
-        outcome: CallOutcome = "cancelled"
-        try:
-            if isinstance(pending, Coroutine):
-                try:
-                    first = pending.send(None)
-                except StopIteration as done:
-                    result = self._bounded(entry, hook, turn, done.value)
-                    outcome = "ok" if result is not SKIPPED else "error"
-                    return result
-                pending = Resumed(pending, first)
-            deadline = asyncio.timeout(timeout_s)
-            async with deadline:
-                result = await pending
-            result = self._bounded(entry, hook, turn, result)
-            outcome = "ok" if result is not SKIPPED else "error"
-            return result
-        except TimeoutError as exc:
-            outcome = "error"
-            if deadline is None or not deadline.expired():
+        with serving_extension(entry.owner, turn):  # its questions belong to this turn
+            deadline: asyncio.Timeout | None = None
+            started = perf_counter()
+            outcome: CallOutcome = "cancelled"
+            try:
+                if isinstance(pending, Coroutine):
+                    try:
+                        first = pending.send(None)
+                    except StopIteration as done:
+                        result = self._bounded(entry, hook, turn, done.value)
+                        outcome = "ok" if result is not SKIPPED else "error"
+                        return result
+                    pending = Resumed(pending, first)
+                deadline = asyncio.timeout(timeout_s)
+                async with deadline:
+                    result = await pending
+                result = self._bounded(entry, hook, turn, result)
+                outcome = "ok" if result is not SKIPPED else "error"
+                return result
+            except TimeoutError as exc:
+                outcome = "error"
+                if deadline is None or not deadline.expired():
+                    self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
+                else:
+                    outcome = "timeout"
+                    setting = "hooks.timeout_s" if entry.timeout_s is None else "its timeout_s"
+                    self._log_once(
+                        entry, hook, turn, f"took longer than {timeout_s:g} s ({setting})"
+                    )
+            except Exception as exc:
+                outcome = "error"
                 self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
-            else:
-                outcome = "timeout"
-                setting = "hooks.timeout_s" if entry.timeout_s is None else "its timeout_s"
-                self._log_once(entry, hook, turn, f"took longer than {timeout_s:g} s ({setting})")
-        except Exception as exc:
-            outcome = "error"
-            self._log_once(entry, hook, turn, f"failed: {describe_exception(exc)}")
-        finally:
-            self.observer.callback(hook, entry.owner, (perf_counter() - started) * 1000, outcome)
-        return SKIPPED
+            finally:
+                self.observer.callback(
+                    hook, entry.owner, (perf_counter() - started) * 1000, outcome
+                )
+            return SKIPPED
 
     def _bounded(self, entry: HookEntry, hook: str, turn: TurnContext, result: Any) -> Any:
         """``result``, or ``SKIPPED`` (with one warning) when it is over the size limit."""

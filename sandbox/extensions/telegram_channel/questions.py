@@ -13,7 +13,10 @@ keyboard removed. After a restart the kernel asks open questions again; a
 press on an older message still works and that message is edited too.
 A question without options (``input``, ``secret``) is answered by the
 owner's next message in the chat (``take_typed_answer``); the answer to a
-``secret`` one is deleted from the chat once read.
+``secret`` one is deleted from the chat once read. A question longer than
+one Telegram message (4,096 characters) is cut, never silently: the message
+says how much is not shown and, for an approval, that ``/approve ID show``
+sends the whole call.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from core.extensions.contract import RequestOption, UserRequest
 from .allowlist import AllowList
 from .chats import ChatTargets
 from .sender import Sender
+from .splitter import MAX_MESSAGE_UNITS, utf16_len
 
 PRIVATE = "private"
 _REPLY_HINT = {
@@ -45,6 +49,7 @@ Answer = Callable[[str, str, str, str], Awaitable[None]]  # request id, value, a
 class _Question:
     request: UserRequest
     chat_id: int
+    text: str = ""  # the prompt as shown (cut to fit a message, saying so)
     shown: set[int] = field(default_factory=set)  # message ids showing it
 
 
@@ -72,7 +77,9 @@ class QuestionBoard:
                 ]
             ]
         )
-        text = request.prompt if options else f"{request.prompt}\n{_REPLY_HINT[request.kind]}"
+        hint = "" if options else f"\n{_REPLY_HINT[request.kind]}"
+        prompt = _fitted(request, MAX_MESSAGE_UNITS - utf16_len(hint))
+        text = prompt + hint
         message = await self._sender.call(
             f"question {request.id} to {chat_id}",
             lambda: self._bot.send_message(
@@ -80,7 +87,7 @@ class QuestionBoard:
             ),
         )
         question = self._questions.setdefault(request.id, _Question(request, chat_id))
-        question.request = request
+        question.request, question.text = request, prompt
         question.shown.add(message.message_id)
 
     async def close(self, user_id: str, request_id: str, outcome: str) -> None:
@@ -88,7 +95,10 @@ class QuestionBoard:
         question = self._questions.pop(request_id, None)
         shown = {(question.chat_id, m) for m in question.shown} if question else set()
         shown |= self._pressed.pop(request_id, set())
-        prompt = question.request.prompt if question else ""
+        prompt = question.text if question else ""
+        room = MAX_MESSAGE_UNITS - utf16_len(outcome) - 2
+        if prompt and utf16_len(prompt) > room:
+            prompt = _head(prompt, room) + "…"
         for chat_id, message_id in sorted(shown):
             text = f"{prompt}\n{outcome}" if prompt else outcome
             try:
@@ -160,6 +170,27 @@ class QuestionBoard:
 # a press on a question this process has not shown (asked before a restart): only
 # approvals outlive a restart, and their options are always these, in this order
 _APPROVAL_VALUES = {"0": "once", "1": "always", "2": "deny"}
+
+
+def _fitted(request: UserRequest, units: int) -> str:
+    """The prompt within ``units`` UTF-16 units; a cut says how much it hides and,
+    for an approval, how to read the whole call (no silent cut, ADR 0043)."""
+    prompt = request.prompt
+    if utf16_len(prompt) <= units:
+        return prompt
+    how = (
+        f"send /approve {request.id} show for the whole call"
+        if request.kind == "approval"
+        else ("it is too long for one message")
+    )
+    note = f"\n… ({{hidden}} more characters not shown: {how})"
+    head = _head(prompt, units - utf16_len(note.format(hidden=len(prompt))))
+    return head + note.format(hidden=len(prompt) - len(head))
+
+
+def _head(text: str, units: int) -> str:
+    """The longest start of ``text`` of at most ``units`` UTF-16 units."""
+    return text.encode("utf-16-le")[: 2 * max(units, 0)].decode("utf-16-le", errors="ignore")
 
 
 def _options(request: UserRequest) -> tuple[RequestOption, ...]:
