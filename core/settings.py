@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
+from core.extensions.hook_specs import command_hook_points
 from core.replay_settings import ReplaySettings
 from core.settings_scale import ScaleOutSections
 from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
@@ -192,19 +193,10 @@ class PostProcessSettings(_Section):
     timeout_s: float = Field(default=30.0, gt=0)  # one post-processor, param check included
 
 
-HookPoint = Literal[
-    "on_turn_start",
-    "on_turn_end",
-    "on_session_start",
-    "on_session_end",
-    "on_input_messages",
-    "on_plain_text",
-    "on_llm_output",
-    "before_tool_call",
-    "after_tool_call",
-]
-
-
+# the hook methods a program may implement: the rows of the spec table with a
+# ``hooks.commands`` event (core/extensions/hook_specs.py)
+HookPoint = str
+HOOK_POINTS: tuple[HookPoint, ...] = command_hook_points()
 TOOL_HOOK_POINTS: tuple[HookPoint, ...] = ("before_tool_call", "after_tool_call")
 
 
@@ -223,6 +215,13 @@ class CommandHook(_Section):
     timeout_s: float | None = Field(default=None, gt=0)  # default: hooks.timeout_s
     priority: int = Field(default=50, ge=0, le=100)
     name: str | None = Field(default=None, min_length=1)  # default: from the command
+
+    @field_validator("hook")
+    @classmethod
+    def _hook_known(cls, value: str) -> str:
+        if value not in HOOK_POINTS:
+            raise ValueError(f"{value!r} is not a hook point; one of {', '.join(HOOK_POINTS)}")
+        return value
 
     @field_validator("command")
     @classmethod
