@@ -9,7 +9,7 @@ method's name instead of failing on first use.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Container, Iterable
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -136,15 +136,16 @@ def _require_async(instance: Any, names: tuple[str, ...]) -> None:
 
 
 def require_permissions(
-    capabilities: Iterable[Capability], declared: Container[str], manifest_file: str
+    capabilities: Iterable[Capability], permissions: object, manifest_file: str
 ) -> None:
     """Raise ``CapabilityError`` when a detected capability needs a permission the
-    manifest does not declare (``PERMISSIONS``), naming the file, the permission and
-    the capabilities: the author must declare it so that the user is asked for it."""
+    manifest does not declare (``PERMISSIONS``; ``permissions`` holds them as
+    booleans), naming the file, the permission and the capabilities: the author
+    must declare it, so that the user is asked for it before the code runs again."""
     missing: dict[str, list[str]] = {}
     for capability in capabilities:
         permission = PERMISSIONS.get(capability)
-        if permission is not None and permission not in declared:
+        if permission is not None and not getattr(permissions, permission, False):
             missing.setdefault(permission, []).append(capability.value)
     for permission, needing in missing.items():
         raise CapabilityError(

@@ -257,6 +257,7 @@ class KernelContext(ContextStateCalls):
     ) -> str | None:
         """Ask the user of the turn being served (seed 003 UI requests)."""
         self._require(self.permissions.notify, "notify", "ask the user")
+        self._require(self.permissions.conversations, "conversations", "ask the user in a turn")
         turn, chosen = current_turn(), list(options)
         return await self._services.ui.ask(self.extension_id, turn, kind, prompt, chosen, timeout_s)
 

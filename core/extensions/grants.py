@@ -2,7 +2,8 @@
 
 An extension that asks for more than the defaults — a secret, the network,
 extra paths, speaking as the user, driving the agent, controlling the
-kernel, topics outside its own ``<id>.*`` namespace — or that runs inside
+kernel, seeing or changing conversations, topics outside its own ``<id>.*``
+namespace — or that runs inside
 the kernel process (where it can do anything) loads only after the user
 granted exactly that request. ``GrantRequest`` is that request; its
 ``digest`` changes whenever the request does, so a changed manifest needs a
@@ -20,6 +21,8 @@ from core.extensions.manifest import Manifest, ResolvedPermissions
 
 IN_PROCESS = "inprocess"
 IN_PROCESS_WORDS = "runs inside the kernel process with full access to your files and accounts"
+# turn hooks, context providers, post-processors, prompt additions, ui_request (ADR 0041)
+CONVERSATIONS_WORDS = "reads and can change your conversations"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,8 @@ class GrantRequest:
             words.append("reads Hearth's status, recent events and dead letters")
         if perms.control:
             words.append("may restart or stop Hearth and requeue failed events")
+        if perms.conversations:
+            words.append(CONVERSATIONS_WORDS)
         return words
 
     def sentence(self) -> str:
@@ -134,7 +139,10 @@ def _digest(isolation: str, secrets: tuple[str, ...], perms: ResolvedPermissions
         "agent": perms.agent,
         "control": perms.control,
     }
-    if perms.status:  # only when asked: requests made before it existed keep their digest
+    # only when asked: requests made before these existed keep their digest
+    if perms.status:
         body["status"] = True
+    if perms.conversations:
+        body["conversations"] = True
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]
