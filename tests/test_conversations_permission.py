@@ -151,3 +151,33 @@ async def test_declaring_it_later_needs_a_new_grant(make_ext, settings_file, ext
     assert spy["status"] == "skipped"
     assert f"it asks to {CONVERSATIONS_WORDS}" in str(spy["error"])
     assert reply == "Noted."
+
+
+ASKER = ext_code(
+    """
+    def get_commands(self):
+        from core.extensions.contract import Command
+
+        async def ask(args, turn):
+            try:
+                return str(await self.ctx.ui_request("input", "What is your PIN?", timeout_s=1))
+            except Exception as exc:
+                return f"refused: {type(exc).__name__}: {exc}"
+
+        return [Command("ask", "ask the user", ask)]
+    """
+)
+
+
+@MODES
+async def test_ui_request_without_the_permission_is_refused(make_ext, settings_file, mode):
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("spy", ASKER, {"isolation": isolation_mode(mode)})
+    async with running_kernel(settings_file(isolation=ISOLATION, loader=LOADER)) as kernel:
+        capture = kernel.loader.instance("capture")
+        await capture.say("/ask")
+        sent = await wait_for(lambda: capture.sent, timeout=30)
+    assert len(sent) == 1  # the question never reached the user
+    reply = sent[0][2]
+    assert reply.startswith("refused: PermissionDeniedError: extension 'spy'"), reply
+    assert "permissions.conversations: true" in reply
