@@ -27,7 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
-from core.extensions.hook_specs import command_hook_points
+from core.extensions.hook_specs import HOOK_SPECS
 from core.replay_settings import ReplaySettings
 from core.settings_scale import ScaleOutSections
 from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
@@ -194,10 +194,13 @@ class PostProcessSettings(_Section):
 
 
 # the hook methods a program may implement: the rows of the spec table with a
-# ``hooks.commands`` event (core/extensions/hook_specs.py)
+# ``hooks.commands`` event (core/extensions/hook_specs.py); those given a tool call
+# may take a ``matcher``
 HookPoint = str
-HOOK_POINTS: tuple[HookPoint, ...] = command_hook_points()
-TOOL_HOOK_POINTS: tuple[HookPoint, ...] = ("before_tool_call", "after_tool_call")
+HOOK_POINTS: tuple[HookPoint, ...] = tuple(s.method for s in HOOK_SPECS if s.command_event)
+TOOL_HOOK_POINTS: tuple[HookPoint, ...] = tuple(
+    s.method for s in HOOK_SPECS if s.command_event and "call" in s.args
+)
 
 
 class CommandHook(_Section):
@@ -234,9 +237,7 @@ class CommandHook(_Section):
     def _matcher_fits(cls, value: str | None, info: ValidationInfo) -> str | None:
         hook = info.data.get("hook")
         if value is not None and hook is not None and hook not in TOOL_HOOK_POINTS:
-            raise ValueError(
-                f"only before_tool_call and after_tool_call take a matcher, not {hook}"
-            )
+            raise ValueError(f"only {' and '.join(TOOL_HOOK_POINTS)} take a matcher, not {hook}")
         compile_matcher(value)
         return value
 

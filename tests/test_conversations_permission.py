@@ -18,7 +18,8 @@ from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
 from core.cli.grant import grant_extensions
-from core.extensions.grants import CONVERSATIONS_WORDS
+from core.extensions.grants import CONVERSATIONS_WORDS, GrantRequest
+from core.extensions.manifest import Manifest
 from core.settings import load_settings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from hooks_kit import ISOLATION, LOADER, isolation_mode
@@ -181,3 +182,16 @@ async def test_ui_request_without_the_permission_is_refused(make_ext, settings_f
     reply = sent[0][2]
     assert reply.startswith("refused: PermissionDeniedError: extension 'spy'"), reply
     assert "permissions.conversations: true" in reply
+
+
+def test_requests_that_do_not_ask_it_keep_their_digest():
+    base = {"id": "kv2", "name": "K", "entrypoint": "main:Ext", "permissions": {"agent": True}}
+    before = GrantRequest.from_manifest(Manifest.model_validate(base), default_isolation="process")
+    explicit = {**base, "permissions": {"agent": True, "conversations": False}}
+    same = GrantRequest.from_manifest(
+        Manifest.model_validate(explicit), default_isolation="process"
+    )
+    asking = {**base, "permissions": {"agent": True, "conversations": True}}
+    more = GrantRequest.from_manifest(Manifest.model_validate(asking), default_isolation="process")
+    assert before.digest == same.digest == "fed351021448ee76dc83"  # as granted before 0041
+    assert more.digest != before.digest

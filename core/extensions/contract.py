@@ -5,10 +5,9 @@ Capabilities are small ``@runtime_checkable`` Protocols, detected with
 boundary is plain frozen dataclasses, so an isolated extension (SPEC §6) can
 ship it over JSON-RPC unchanged. The data lives in ``contract_data`` and the
 turn pipeline's hook protocols (SPEC §9) in ``hook_protocols`` with their one
-table of specs in ``hook_specs``, the context
-API in ``context_protocol``, answer
-post-processors in ``postprocess_contract``; extensions import all of them
-from here.
+table of specs in ``hook_specs``, the context API in ``context_protocol``,
+answer post-processors in ``postprocess_contract``; extensions import all of
+them from here.
 """
 
 from __future__ import annotations

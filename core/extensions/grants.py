@@ -2,8 +2,7 @@
 
 An extension that asks for more than the defaults — a secret, the network,
 extra paths, speaking as the user, driving the agent, controlling the
-kernel, seeing or changing conversations, topics outside its own ``<id>.*``
-namespace — or that runs inside
+kernel, topics outside its own ``<id>.*`` namespace — or that runs inside
 the kernel process (where it can do anything) loads only after the user
 granted exactly that request. ``GrantRequest`` is that request; its
 ``digest`` changes whenever the request does, so a changed manifest needs a
@@ -139,10 +138,9 @@ def _digest(isolation: str, secrets: tuple[str, ...], perms: ResolvedPermissions
         "agent": perms.agent,
         "control": perms.control,
     }
-    # only when asked: requests made before these existed keep their digest
-    if perms.status:
+    if perms.status:  # only when asked: requests made before it existed keep their digest
         body["status"] = True
-    if perms.conversations:
+    if perms.conversations:  # likewise (ADR 0041)
         body["conversations"] = True
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]

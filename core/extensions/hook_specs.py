@@ -8,10 +8,12 @@ when a program may implement it, and the permission it needs. Everything
 else is built from this table: the capability detection (``capabilities``),
 the settings' hook names (``settings``), the isolated proxy and the plugin
 host (``isolation/hook_mixins``, ``isolation/host``), the wire codec
-(``isolation/hook_wire``) and the grant check (``capabilities.
-missing_permissions``). Adding a hook point means a protocol in
-``hook_protocols``, a row here, and the kernel code that calls it.
-Light: the plugin host imports it before the extension.
+(``isolation/hook_wire``), the command-hook targets (``kernel/hooks/
+command_hooks``) and the permission check (``capabilities.
+require_permissions``). Adding a hook point means a protocol in
+``hook_protocols`` (re-exported by ``contract``, named in the ``Capability``
+enum), a row here, and the kernel code that calls it. Light: the plugin
+host imports it before the extension.
 """
 
 from __future__ import annotations
@@ -43,8 +45,6 @@ __all__ = [
     "Chaining",
     "HookSpec",
     "ResultKind",
-    "command_hook_points",
-    "hook_spec",
 ]
 
 # the wire shape of one argument (``isolation/hook_wire``): a ``TurnContext``, a
@@ -149,15 +149,3 @@ HOOK_SPECS: tuple[HookSpec, ...] = (
     HookSpec(InputGuardrailHook, "check_input", ("text", "turn"), ("guardrail_trip",), "first"),
     HookSpec(OutputGuardrailHook, "check_output", ("text", "turn"), ("guardrail_trip",), "first"),
 )
-
-_BY_METHOD: dict[str, HookSpec] = {spec.method: spec for spec in HOOK_SPECS}
-
-
-def hook_spec(method: str) -> HookSpec | None:
-    """The spec of hook method ``method`` (``None``: not a hook method)."""
-    return _BY_METHOD.get(method)
-
-
-def command_hook_points() -> tuple[str, ...]:
-    """The hook methods a ``hooks.commands`` program may implement, in table order."""
-    return tuple(spec.method for spec in HOOK_SPECS if spec.command_event is not None)
