@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
+from core.extensions.hook_specs import HOOK_SPECS
 from core.replay_settings import ReplaySettings
 from core.settings_scale import ScaleOutSections
 from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
@@ -192,20 +193,14 @@ class PostProcessSettings(_Section):
     timeout_s: float = Field(default=30.0, gt=0)  # one post-processor, param check included
 
 
-HookPoint = Literal[
-    "on_turn_start",
-    "on_turn_end",
-    "on_session_start",
-    "on_session_end",
-    "on_input_messages",
-    "on_plain_text",
-    "on_llm_output",
-    "before_tool_call",
-    "after_tool_call",
-]
-
-
-TOOL_HOOK_POINTS: tuple[HookPoint, ...] = ("before_tool_call", "after_tool_call")
+# the hook methods a program may implement: the rows of the spec table with a
+# ``hooks.commands`` event (core/extensions/hook_specs.py); those given a tool call
+# may take a ``matcher``
+HookPoint = str
+HOOK_POINTS: tuple[HookPoint, ...] = tuple(s.method for s in HOOK_SPECS if s.command_event)
+TOOL_HOOK_POINTS: tuple[HookPoint, ...] = tuple(
+    s.method for s in HOOK_SPECS if s.command_event and "call" in s.args
+)
 
 
 class CommandHook(_Section):
@@ -224,6 +219,13 @@ class CommandHook(_Section):
     priority: int = Field(default=50, ge=0, le=100)
     name: str | None = Field(default=None, min_length=1)  # default: from the command
 
+    @field_validator("hook")
+    @classmethod
+    def _hook_known(cls, value: str) -> str:
+        if value not in HOOK_POINTS:
+            raise ValueError(f"{value!r} is not a hook point; one of {', '.join(HOOK_POINTS)}")
+        return value
+
     @field_validator("command")
     @classmethod
     def _command_splits(cls, value: str | list[str]) -> str | list[str]:
@@ -235,9 +237,7 @@ class CommandHook(_Section):
     def _matcher_fits(cls, value: str | None, info: ValidationInfo) -> str | None:
         hook = info.data.get("hook")
         if value is not None and hook is not None and hook not in TOOL_HOOK_POINTS:
-            raise ValueError(
-                f"only before_tool_call and after_tool_call take a matcher, not {hook}"
-            )
+            raise ValueError(f"only {' and '.join(TOOL_HOOK_POINTS)} take a matcher, not {hook}")
         compile_matcher(value)
         return value
 

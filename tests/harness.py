@@ -35,6 +35,15 @@ CAPTURE_CHANNEL = ext_code(
 )
 # its manifest: a channel speaks as the user (permissions.user_messages)
 CAPTURE_MANIFEST = {"permissions": {"user_messages": True}}
+# an extension that sees or changes turns (hooks, context, post-processors) declares it
+CONVERSING = {"permissions": {"conversations": True}}
+
+
+def conversing(manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``manifest`` plus ``permissions.conversations: true`` (ADR 0041)."""
+    manifest = manifest or {}
+    permissions = {**manifest.get("permissions", {}), "conversations": True}
+    return {**manifest, "permissions": permissions}
 
 
 @asynccontextmanager

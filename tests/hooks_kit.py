@@ -12,7 +12,7 @@ from agents.testing import ScriptedModel
 from core.extensions.contract import TurnContext
 from core.extensions.isolation.confinement import probe
 from core.kernel.runner import Kernel
-from harness import running_kernel
+from harness import conversing, running_kernel
 
 ISOLATION = {"call_timeout_s": 10, "restart_backoff_max_s": 1}
 LOADER = {"lifecycle_timeout_s": 30}
@@ -62,7 +62,7 @@ def kernel_factory(mode: str, make_ext: Callable[..., Any], settings_file: Any) 
     @asynccontextmanager
     async def start(extensions: Extensions, **sections: Any) -> AsyncIterator[Kernel]:
         for ext_id, (code, manifest) in extensions.items():
-            make_ext(ext_id, code, {**manifest, "isolation": mode})
+            make_ext(ext_id, code, {**conversing(manifest), "isolation": mode})
         path = settings_file(isolation=ISOLATION, loader=LOADER, **sections)
         model = ScriptedModel()
         async with running_kernel(path, model=model) as kernel:

@@ -14,7 +14,7 @@ from core.kernel.runner import Kernel
 from core.replay.trace import Trace, load_session
 from core.settings import Settings, load_settings
 from fake_openai import FakeOpenAIServer, ToolCall
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from rocket_ext import ROCKETS
 
 SESSION = "capture:u1"
@@ -48,7 +48,7 @@ def model_settings(srv: FakeOpenAIServer | None) -> dict[str, Any]:
 def write_extensions(make_ext: Callable[..., Path], destination: str = "mars") -> None:
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("rockets", ROCKETS)
-    make_ext("guard", guard(destination))
+    make_ext("guard", guard(destination), CONVERSING)
 
 
 def sent(kernel: Kernel) -> list[str]:
@@ -117,7 +117,7 @@ def write_streaming_extensions(make_ext: Callable[..., Path]) -> None:
     from test_reply_outbox import STREAM_CHANNEL
 
     make_ext("stream", STREAM_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("shaper", SHAPER)
+    make_ext("shaper", SHAPER, CONVERSING)
 
 
 async def record_streamed_conversation(srv: FakeOpenAIServer, settings_path: Path) -> Settings:

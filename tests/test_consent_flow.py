@@ -15,7 +15,7 @@ import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from rocket_ext import ROCKETS
 
 GUARD = ext_code(
@@ -36,7 +36,7 @@ def consent_kernel(make_ext, settings_file):
     def build(model, **policy):
         make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
         make_ext("rockets", ROCKETS)
-        make_ext("guard", GUARD)
+        make_ext("guard", GUARD, CONVERSING)
         path = settings_file(channels={"default": "capture"}, policy={"profile": "safe", **policy})
         return running_kernel(path, model=model)
 

@@ -10,7 +10,14 @@ import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    conversing,
+    running_kernel,
+    session_history,
+    wait_for,
+)
 
 GUARD = ext_code(
     header="from core.extensions.contract import GuardrailTrip",
@@ -50,7 +57,7 @@ TOOLS = ext_code(
 @pytest.fixture(params=["inprocess", "process"])
 def guarded(request, make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("guard", GUARD, {"isolation": request.param})
+    make_ext("guard", GUARD, conversing({"isolation": request.param}))
     make_ext("tools", TOOLS)
     path = settings_file(channels={"default": "capture"})
 

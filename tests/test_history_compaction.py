@@ -38,7 +38,14 @@ from core.kernel.ledger import ConversationSession, LedgerSession, StoredItem, S
 from core.kernel.session_storage import session_storage_for
 from core.settings import ModelsSettings, Settings, TurnsSettings
 from core.storage_settings import StorageSettings
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    CONVERSING,
+    running_kernel,
+    session_history,
+    wait_for,
+)
 from hooks_kit import FrameLog
 
 MESSAGE_KEYS = itertools.count()
@@ -508,7 +515,7 @@ async def test_an_extension_writes_the_summary_in_a_running_kernel_and_the_frame
     make_ext: Callable[..., Path], settings_file: Callable[..., Path], tmp_path: Path
 ) -> None:
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("keeper", KEEPER)
+    make_ext("keeper", KEEPER, CONVERSING)
     model = ScriptedModel([[assistant_message(f"answer {n}")] for n in range(3)])  # the turns
     path = settings_file(turns={"history_max_items": 4})
     async with running_kernel(path, model=model) as k:

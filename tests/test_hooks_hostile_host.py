@@ -15,7 +15,7 @@ from conftest import ext_code
 from core.extensions.capabilities import Capability
 from core.extensions.contract import ToolCall
 from core.extensions.isolation.errors import HookResultError
-from harness import running_kernel, wait_for
+from harness import conversing, running_kernel, wait_for
 from hooks_kit import KernelFor, frames, hook_failures, isolation_mode, kernel_factory, turn
 
 
@@ -183,7 +183,7 @@ LONG_TAGS = ext_code(
 
 async def test_tag_patterns_must_be_a_short_list_of_short_strings(make_ext, settings_file):
     isolation_mode("process")
-    make_ext("long_tags", LONG_TAGS, {"isolation": "process"})
+    make_ext("long_tags", LONG_TAGS, conversing({"isolation": "process"}))
     async with running_kernel(settings_file(isolation={"call_timeout_s": 10})) as kernel:
         record = kernel.loader.records["long_tags"]
         assert record.status.value == "error"

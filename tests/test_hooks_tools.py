@@ -35,7 +35,14 @@ from core.kernel.hooks import (
 )
 from core.settings import ModelsSettings
 from core.tools.failures import reporting_failures_all
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    CONVERSING,
+    conversing,
+    running_kernel,
+    wait_for,
+)
 
 DEMO_SERVER = Path(__file__).parent / "fixtures" / "mcp_demo_server.py"
 
@@ -149,7 +156,7 @@ def house(make_ext):
 
 
 async def test_a_denied_call_never_runs_and_the_model_reads_why(house, make_ext, settings_file):
-    make_ext("guard", GUARD)
+    make_ext("guard", GUARD, CONVERSING)
     model = ScriptedModel(
         [
             [function_call("switch", {"device": "heater", "state": "on"}, call_id="c1")],
@@ -179,8 +186,8 @@ async def test_a_denied_call_never_runs_and_the_model_reads_why(house, make_ext,
 async def test_modified_arguments_are_merged_in_priority_order_and_reach_the_tool(
     house, make_ext, settings_file
 ):
-    make_ext("a_low", modifier({"device": "heater-2"}), {"priority": 20})
-    make_ext("z_high", modifier({"state": "eco"}), {"priority": 80})
+    make_ext("a_low", modifier({"device": "heater-2"}), conversing({"priority": 20}))
+    make_ext("z_high", modifier({"state": "eco"}), conversing({"priority": 80}))
     model = ScriptedModel(
         [
             [function_call("switch", {"device": "heater", "state": "on"}, call_id="c1")],
@@ -215,7 +222,7 @@ async def test_modified_arguments_are_merged_in_priority_order_and_reach_the_too
 
 
 async def test_modified_arguments_that_break_the_schema_are_denied(house, make_ext, settings_file):
-    make_ext("sloppy", modifier({"state": 5}))
+    make_ext("sloppy", modifier({"state": 5}), CONVERSING)
     model = ScriptedModel(
         [
             [function_call("switch", {"device": "heater", "state": "on"}, call_id="c1")],
@@ -238,7 +245,7 @@ async def test_modified_arguments_that_break_the_schema_are_denied(house, make_e
 async def test_an_isolated_extensions_tool_is_denied_like_any_other(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("gadgets", GADGETS, {"isolation": "process"})
-    make_ext("guard", GUARD)
+    make_ext("guard", GUARD, CONVERSING)
     model = ScriptedModel(
         [
             [
@@ -278,8 +285,8 @@ async def test_after_tool_call_rewrites_the_result_and_journals_annotations(
             return Annotated(None, {"chars": len(result)})
         """
     )
-    make_ext("redactor", redactor, {"priority": 80})
-    make_ext("measurer", measurer, {"priority": 20})
+    make_ext("redactor", redactor, conversing({"priority": 80}))
+    make_ext("measurer", measurer, conversing({"priority": 20}))
     model = ScriptedModel(
         [
             [function_call("switch", {"device": "heater", "state": "on"}, call_id="c1")],
@@ -309,7 +316,7 @@ async def test_after_tool_call_rewrites_the_result_and_journals_annotations(
 async def test_every_kind_of_tool_runs_the_hooks_exactly_once_per_call(
     house, make_ext, settings_file
 ):
-    make_ext("counter", COUNTER)
+    make_ext("counter", COUNTER, CONVERSING)
     make_ext(
         "helper",
         manifest={
@@ -371,9 +378,9 @@ async def test_a_failing_late_or_odd_hook_changes_nothing_and_is_logged_once(
             return {"allow": True}
         """
     )
-    make_ext("broken", broken)
-    make_ext("slow", slow)
-    make_ext("odd", odd)
+    make_ext("broken", broken, CONVERSING)
+    make_ext("slow", slow, CONVERSING)
+    make_ext("odd", odd, CONVERSING)
     model = ScriptedModel(
         [
             [

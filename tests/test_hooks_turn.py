@@ -14,7 +14,15 @@ from typing import Any
 from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    CONVERSING,
+    conversing,
+    running_kernel,
+    session_history,
+    wait_for,
+)
 from test_reply_outbox import STREAM_CHANNEL
 
 HEADER = "from core.extensions.contract import Annotated, Command, ShortCircuit, TurnOutcome"
@@ -44,7 +52,7 @@ async def frames(kernel: Any, kind: str) -> list[dict[str, Any]]:
 def setup(make_ext, settings_file, *extensions: tuple[str, str, dict[str, Any]], **settings: Any):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     for ext_id, body, manifest in extensions:
-        make_ext(ext_id, ext_code(body, HEADER), manifest)
+        make_ext(ext_id, ext_code(body, HEADER), conversing(manifest))
     return settings_file(channels={"default": "capture"}, **settings)
 
 
@@ -324,6 +332,7 @@ async def test_a_streaming_channel_never_sees_text_an_output_hook_would_change(
                 return "[hidden]"
             """
         ),
+        CONVERSING,
     )
     path = settings_file(channels={"default": "stream"})
     model = ScriptedModel([[assistant_message("The code is <secret>1234</secret>.")]])
@@ -351,7 +360,9 @@ async def test_routing_is_advisory_unless_settings_let_the_extension_decide(
     from fake_openai import FakeOpenAIServer
 
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("router", ext_code(ROUTER, "from core.extensions.contract import ModelRoute"))
+    make_ext(
+        "router", ext_code(ROUTER, "from core.extensions.contract import ModelRoute"), CONVERSING
+    )
     with FakeOpenAIServer() as server, caplog.at_level(logging.INFO):
         server.script("small answer", "big answer")
         models = {

@@ -80,7 +80,8 @@ MANIFEST = {
     "secrets": ["ORDINARY_TOKEN"],
     "config": {"greeting": "hi"},
     "schedules": [{"name": "tick", "cron": "0 3 * * *"}],
-    "permissions": {"emit": ["demo.*"], "subscribe": ["demo.*"]},
+    # its context provider sees each turn's prompt
+    "permissions": {"emit": ["demo.*"], "subscribe": ["demo.*"], "conversations": True},
 }
 TURN = TurnContext(channel_id="cli_channel", user_id="u7")
 

@@ -11,7 +11,7 @@ from conftest import ext_code
 from core.events.topics import SystemTopics
 from core.extensions.contract import TurnContext
 from core.kernel.commands import parse_command
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 
 TURN = TurnContext(channel_id="capture", user_id="u1")
 
@@ -93,6 +93,7 @@ PROBE = ext_code(
 FAILING_PROBE = PROBE.replace("fail_start = False", "fail_start = True")
 PROBE_MANIFEST = {
     "events": {"subscribes": [{"topic": "probe.alert", "handler": "notify_user"}]},
+    **CONVERSING,  # its context provider sees turns
 }
 
 
@@ -195,7 +196,7 @@ async def test_unhealthy_extension_is_unwired_then_rewired(make_ext, settings_fi
 
 
 async def test_service_is_cancelled_when_unhealthy_and_on_stop(make_ext, settings_file):
-    make_ext("probe", PROBE)
+    make_ext("probe", PROBE, CONVERSING)
     async with running_kernel(kernel_settings(settings_file)) as k:
         k.supervision.backoff_initial_s = 0.05
         record = k.loader.records["probe"]
@@ -213,7 +214,7 @@ async def test_service_is_cancelled_when_unhealthy_and_on_stop(make_ext, setting
 
 
 async def test_blocking_sync_health_check_is_cut_off(make_ext, settings_file):
-    make_ext("probe", PROBE)
+    make_ext("probe", PROBE, CONVERSING)
     async with running_kernel(kernel_settings(settings_file, lifecycle_timeout_s=0.5)) as k:
         import threading
 

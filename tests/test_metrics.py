@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import PROJECT_ROOT, ext_code
 from core.metrics import SNAPSHOT_FILE
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 
 FAMILIES = {
     "extension_registration": "counter",
@@ -118,7 +118,7 @@ async def http_get(host: str, port: int, path: str) -> tuple[str, str]:
 
 async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("notes", NOTES)
+    make_ext("notes", NOTES, CONVERSING)
     make_ext("walled", ext_code(), {"isolation": "process"})
     path = settings_file(
         channels={"default": "capture"},

@@ -10,7 +10,7 @@ from typing import Any
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from test_reply_outbox import FLAKY_CHANNEL, STREAM_CHANNEL
 
 HEADER = "from core.extensions.contract import PostProcessResult"
@@ -87,8 +87,8 @@ def followed_up(kernel: Any) -> list[tuple[str, str]]:
 
 async def test_a_turn_with_post_processors_end_to_end(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("boom", BOOM)
-    make_ext("family", FAMILY)
+    make_ext("boom", BOOM, CONVERSING)
+    make_ext("family", FAMILY, CONVERSING)
     path = settings_file(channels={"default": "capture"})
     model = ScriptedModel(
         [

@@ -10,6 +10,7 @@ import pytest
 
 from core.replay.driver import replay_trace
 from fake_openai import FakeOpenAIServer
+from harness import CONVERSING
 from replay_kit import (
     SESSION,
     guard,
@@ -49,7 +50,7 @@ async def test_changed_hook_reports_the_first_divergent_frame(make_ext, settings
     path = settings_file(models=model_settings(server), policy={"profile": "safe"})
     settings, _ = await record_conversation(server, path)
     trace = await recorded(settings)
-    make_ext("guard", guard("venus"))  # the hook now sends the rocket elsewhere
+    make_ext("guard", guard("venus"), CONVERSING)  # the hook now sends the rocket elsewhere
 
     report = await replay_trace(trace, settings)
 
@@ -69,7 +70,7 @@ async def test_replay_of_one_turn_only(make_ext, settings_file, server):
     write_extensions(make_ext)
     path = settings_file(models=model_settings(server), policy={"profile": "safe"})
     settings, _ = await record_conversation(server, path)
-    make_ext("guard", guard("venus"))  # only turn 2 would diverge
+    make_ext("guard", guard("venus"), CONVERSING)  # only turn 2 would diverge
 
     report = await replay_trace(await recorded(settings, SESSION), settings, upto=1)
 

@@ -19,6 +19,7 @@ import pytest
 from conftest import PROJECT_ROOT
 from core.events import SQLiteJournal
 from fake_openai import FakeOpenAIServer
+from harness import CONVERSING
 from replay_kit import SESSION, guard, model_settings, record_conversation, write_extensions
 
 
@@ -55,7 +56,7 @@ async def test_list_replay_export_trace_and_divergence(make_ext, settings_file, 
     assert from_file.returncode == 0, from_file.stderr
     assert json.loads(from_file.stdout)["status"] == "identical"
 
-    make_ext("guard", guard("venus"))
+    make_ext("guard", guard("venus"), CONVERSING)
     changed = await replay_cli(path, SESSION, "--json")
     assert changed.returncode == 1, changed.stderr
     report = json.loads(changed.stdout)

@@ -9,7 +9,7 @@ import time
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 
 CONTEXT_PROVIDER = ext_code(
     """
@@ -91,7 +91,7 @@ async def test_commands_never_call_the_model(make_ext, settings_file):
 
 async def test_context_providers_go_into_instructions_not_the_user_text(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("petfacts", CONTEXT_PROVIDER)
+    make_ext("petfacts", CONTEXT_PROVIDER, CONVERSING)
     model = ScriptedModel([[assistant_message("Miso!")]])
     async with running_kernel(settings_file(), model=model) as k:
         await k.loader.instance("capture").say("what is my cat called?")

@@ -10,7 +10,7 @@ import time
 from agents.testing import ModelStep, ScriptedModel, assistant_message
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 
 
 def replies(kernel, channel="capture"):
@@ -39,9 +39,9 @@ async def test_hung_context_provider_does_not_delay_the_turn_past_its_limit(
     make_ext, settings_file
 ):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("hangs", provider(5, None, "never seen"))
-    make_ext("slow_b", provider(30, 0.6, "second context"))
-    make_ext("slow_a", provider(20, 0.6, "first context"))
+    make_ext("hangs", provider(5, None, "never seen"), CONVERSING)
+    make_ext("slow_b", provider(30, 0.6, "second context"), CONVERSING)
+    make_ext("slow_a", provider(20, 0.6, "first context"), CONVERSING)
     model = ScriptedModel([[assistant_message("answered")]])
     path = settings_file(turns={"context_timeout_s": 1.5})
     async with running_kernel(path, model=model) as k:

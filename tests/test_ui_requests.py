@@ -23,7 +23,7 @@ import pytest
 from conftest import PROJECT_ROOT, ext_code
 from fake_openai import FakeOpenAIServer, ToolCall, models_section
 from fake_telegram import FakeTelegram
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from telegram_support import ALICE, install_extension, telegram_config
 
 ASKER = ext_code(
@@ -236,7 +236,7 @@ class CliSurface:
 @pytest.fixture(params=["test channel", "telegram", "cli"])
 def surface(request, make_ext, settings_file, ext_root, monkeypatch):
     with FakeOpenAIServer() as srv:
-        make_ext("asker", ASKER)
+        make_ext("asker", ASKER, CONVERSING)
         if request.param == "test channel":
             built = ChannelSurface(make_ext, settings_file, srv)
         elif request.param == "telegram":
@@ -264,7 +264,7 @@ async def test_only_the_asked_conversation_can_answer_and_the_outcome_is_journal
     make_ext, settings_file
 ):
     with FakeOpenAIServer() as srv:
-        make_ext("asker", ASKER)
+        make_ext("asker", ASKER, CONVERSING)
         channel_surface = ChannelSurface(make_ext, settings_file, srv)
         srv.script(ToolCall("ask_things", {"kind": "select"}), "Done.")
         async with channel_surface.running():
@@ -287,7 +287,7 @@ async def test_only_the_asked_conversation_can_answer_and_the_outcome_is_journal
 
 async def test_an_isolated_extension_asks_over_its_rpc_channel(make_ext, settings_file):
     with FakeOpenAIServer() as srv:
-        make_ext("asker", ASKER, {"isolation": "process"})
+        make_ext("asker", ASKER, {"isolation": "process", **CONVERSING})
         channel_surface = ChannelSurface(make_ext, settings_file, srv)
         srv.script(ToolCall("ask_things", {"kind": "input"}), "Done.")
         async with channel_surface.running():
@@ -304,7 +304,7 @@ async def test_a_channel_without_buttons_gets_the_question_in_words_and_answer_w
     make_ext, settings_file
 ):
     with FakeOpenAIServer() as srv:
-        make_ext("asker", ASKER)
+        make_ext("asker", ASKER, CONVERSING)
         make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
         srv.script(ToolCall("ask_things", {"kind": "select"}), "Done.")
         settings = settings_file(

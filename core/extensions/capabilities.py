@@ -9,39 +9,27 @@ method's name instead of failing on first use.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
 from core.extensions.contract import (
-    AfterToolCallHook,
     AgentProvider,
-    BeforeToolCallHook,
     ChannelProvider,
     CommandProvider,
-    CompactionHook,
     ContextProvider,
     Extension,
-    InputGuardrailHook,
-    InputMessagesHook,
     InteractiveChannel,
-    LlmOutputHook,
-    ModelRoutingHook,
-    OutputGuardrailHook,
-    PlainTextHook,
     PostProcessor,
     PostProcessorProvider,
     SchedulerProvider,
     ServiceProvider,
-    SessionEndHook,
-    SessionStartHook,
     SetupProvider,
     StatusReporter,
     StreamingChannelProvider,
-    TagHook,
     ToolProvider,
-    TurnEndHook,
-    TurnStartHook,
 )
+from core.extensions.hook_specs import CONVERSATIONS, HOOK_SPECS
 from core.extensions.signatures import check_signatures
 
 
@@ -99,41 +87,20 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     SetupProvider: ("apply_config", "on_setup_complete"),
     CommandProvider: (),
     StatusReporter: ("status_lines",),
-    TurnStartHook: ("on_turn_start",),
-    TurnEndHook: ("on_turn_end",),
-    SessionStartHook: ("on_session_start",),
-    SessionEndHook: ("on_session_end",),
-    InputMessagesHook: ("on_input_messages",),
-    PlainTextHook: ("on_plain_text",),
-    TagHook: ("on_tag",),
-    LlmOutputHook: ("on_llm_output",),
-    BeforeToolCallHook: ("before_tool_call",),
-    AfterToolCallHook: ("after_tool_call",),
-    ModelRoutingHook: ("route_model",),
-    CompactionHook: ("on_compaction",),
-    InputGuardrailHook: ("check_input",),
-    OutputGuardrailHook: ("check_output",),
+    **{spec.protocol: (spec.method,) for spec in HOOK_SPECS},
     PostProcessor: ("execute",),
     PostProcessorProvider: (),
 }
-HOOKS: frozenset[Capability] = frozenset(
-    {
-        Capability.TURN_START,
-        Capability.TURN_END,
-        Capability.SESSION_START,
-        Capability.SESSION_END,
-        Capability.INPUT_MESSAGES,
-        Capability.PLAIN_TEXT,
-        Capability.TAG,
-        Capability.LLM_OUTPUT,
-        Capability.BEFORE_TOOL_CALL,
-        Capability.AFTER_TOOL_CALL,
-        Capability.MODEL_ROUTING,
-        Capability.COMPACTION,
-        Capability.INPUT_GUARDRAIL,
-        Capability.OUTPUT_GUARDRAIL,
-    }
-)
+HOOKS: frozenset[Capability] = frozenset(Capability(spec.capability) for spec in HOOK_SPECS)
+# capability -> the manifest permission it needs (SPEC §6): the hooks' column of the
+# spec table, plus the other protocols that see or change turns — a context provider
+# writes into every system prompt, a post-processor reads the user's message and the answer
+PERMISSIONS: dict[Capability, str] = {
+    **{Capability(spec.capability): spec.permission for spec in HOOK_SPECS},
+    Capability.CONTEXT: CONVERSATIONS,
+    Capability.POST_PROCESSOR: CONVERSATIONS,
+    Capability.POST_PROCESSOR_PROVIDER: CONVERSATIONS,
+}
 LIFECYCLE_ASYNC = ("initialize", "start", "stop", "destroy")
 
 
@@ -166,3 +133,23 @@ def _require_async(instance: Any, names: tuple[str, ...]) -> None:
         method = getattr(instance, name)
         if not inspect.iscoroutinefunction(method):
             raise CapabilityError(f"{type(instance).__name__}.{name} must be `async def`")
+
+
+def require_permissions(
+    capabilities: Iterable[Capability], permissions: object, manifest_file: str
+) -> None:
+    """Raise ``CapabilityError`` when a detected capability needs a permission the
+    manifest does not declare (``PERMISSIONS``; ``permissions`` holds them as
+    booleans), naming the file, the permission and the capabilities: the author
+    must declare it, so that the user is asked for it before the code runs again."""
+    missing: dict[str, list[str]] = {}
+    for capability in capabilities:
+        permission = PERMISSIONS.get(capability)
+        if permission is not None and not getattr(permissions, permission, False):
+            missing.setdefault(permission, []).append(capability.value)
+    for permission, needing in missing.items():
+        raise CapabilityError(
+            f"{manifest_file}: permissions.{permission} is not declared, but the extension "
+            f"implements {', '.join(needing)}; declare `{permission}: true` under "
+            "`permissions:` and grant it"
+        )

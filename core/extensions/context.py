@@ -277,6 +277,7 @@ class KernelContext(ContextStateCalls):
         """Ask the user of the turn the kernel is serving to this extension, while it
         does (ADR 0043): a question draws on the notification budget and says who asks."""
         self._require(self.permissions.notify, "notify", "ask the user")
+        self._require(self.permissions.conversations, "conversations", "ask the user in a turn")
         turn = served_turn(self.extension_id)
         if turn is None:
             raise NotAvailableError(

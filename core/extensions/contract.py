@@ -4,10 +4,10 @@ Capabilities are small ``@runtime_checkable`` Protocols, detected with
 ``isinstance`` by the loader (seed 002, "Extension Types"). Data crossing the
 boundary is plain frozen dataclasses, so an isolated extension (SPEC §6) can
 ship it over JSON-RPC unchanged. The data lives in ``contract_data`` and the
-turn pipeline's hook protocols (SPEC §9) in ``hook_protocols``, the context
-API in ``context_protocol``, answer
-post-processors in ``postprocess_contract``; extensions import all of them
-from here.
+turn pipeline's hook protocols (SPEC §9) in ``hook_protocols`` with their one
+table of specs in ``hook_specs``, the context API in ``context_protocol``,
+answer post-processors in ``postprocess_contract``; extensions import all of
+them from here.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from core.extensions.hook_protocols import (
     TurnEndHook,
     TurnStartHook,
 )
+from core.extensions.hook_specs import HOOK_SPECS, HookSpec
 from core.extensions.postprocess_contract import (
     OUTPUT_TARGETS,
     OutputTarget,
@@ -79,6 +80,7 @@ from core.extensions.status_data import (
 )
 
 __all__ = [
+    "HOOK_SPECS",
     "OUTPUT_TARGETS",
     "REPLY_TAG_MARK",
     "TURN_CANCEL_TOPIC",
@@ -106,6 +108,7 @@ __all__ = [
     "ExtensionContext",
     "ExtensionState",
     "GuardrailTrip",
+    "HookSpec",
     "InputGuardrailHook",
     "InputMessagesHook",
     "InteractiveChannel",

@@ -24,6 +24,8 @@ from core.extensions.manifest import Manifest, ResolvedPermissions
 
 IN_PROCESS = "inprocess"
 IN_PROCESS_WORDS = "runs inside the kernel process with full access to your files and accounts"
+# turn hooks, context providers, post-processors, prompt additions, ui_request (ADR 0041)
+CONVERSATIONS_WORDS = "reads and can change your conversations"
 
 # what changed since an extension's grant: what it asks, or its code (ADR 0044)
 Change = Literal["request", "code"]
@@ -88,6 +90,8 @@ class GrantRequest:
             words.append("reads Hearth's status, recent events and dead letters")
         if perms.control:
             words.append("may restart or stop Hearth and requeue failed events")
+        if perms.conversations:
+            words.append(CONVERSATIONS_WORDS)
         return words
 
     def sentence(self) -> str:
@@ -152,5 +156,7 @@ def _digest(isolation: str, secrets: tuple[str, ...], perms: ResolvedPermissions
     }
     if perms.status:  # only when asked: requests made before it existed keep their digest
         body["status"] = True
+    if perms.conversations:  # likewise (ADR 0041)
+        body["conversations"] = True
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]

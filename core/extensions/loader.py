@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.extensions.call_gate import CallGate
-from core.extensions.capabilities import Capability, detect_capabilities
+from core.extensions.capabilities import Capability, detect_capabilities, require_permissions
 from core.extensions.code_digest import code_digest
 from core.extensions.context import KernelContext
 from core.extensions.declarations import check_subscriptions, check_tool_declarations
@@ -333,6 +333,12 @@ class Loader:
             record.initialized = True
             stage = "protocol check"
             record.capabilities = detect_capabilities(record.instance)
+            stage = "permission check"
+            require_permissions(
+                record.capabilities,
+                record.manifest.permissions,
+                str(record.ext_dir / MANIFEST_FILE),
+            )
             if Capability.TOOL in record.capabilities:
                 stage = "get_tools"
                 record.tools = gate.tools(record.instance.get_tools())

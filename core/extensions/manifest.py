@@ -106,6 +106,8 @@ class Permissions(_Strict):
     agent: bool = False
     control: bool = False
     status: bool = False  # read the kernel's status, events and dead letters (ADR 0024)
+    # see or change turns: hooks, context providers, prompt additions, ui_request (ADR 0041)
+    conversations: bool = False
 
     def resolved(self, ext_id: str, *, isolated: bool) -> ResolvedPermissions:
         """The permissions in force: an isolated extension that does not say gets
@@ -123,6 +125,7 @@ class Permissions(_Strict):
             agent=self.agent,
             control=self.control,
             status=self.status,
+            conversations=self.conversations,
         )
 
 
@@ -139,6 +142,7 @@ class ResolvedPermissions:
     agent: bool
     control: bool
     status: bool = False
+    conversations: bool = False
 
 
 class SecretSpec(_Strict):
@@ -307,6 +311,16 @@ class Manifest(_Strict):
         if value is not None and not _ENTRYPOINT_RE.match(value):
             raise ValueError(f"{value!r} is not of the form module:ClassName")
         return value
+
+    @model_validator(mode="after")
+    def _prompt_additions_declared(self) -> Manifest:
+        """Prompt additions write into every turn: a permission the user is asked for."""
+        if self.prompt_additions and not self.permissions.conversations:
+            raise ValueError(
+                "prompt_additions change your conversations: declare `conversations: true` "
+                "under `permissions:` (the user is then asked to grant it)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _entrypoint_or_agent(self) -> Manifest:

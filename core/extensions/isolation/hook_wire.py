@@ -28,6 +28,7 @@ from core.extensions.contract_data import (
     TurnContext,
     TurnOutcome,
 )
+from core.extensions.hook_specs import HOOK_SPECS, ArgKind, HookSpec
 from core.extensions.isolation.errors import HookResultError
 from core.extensions.isolation.wire import FrameError, Wire, plain
 
@@ -175,33 +176,7 @@ _VALUE_TYPES: dict[type, str] = {
 
 # --------------------------------------------------------------------- per hook
 
-ArgKind = Literal["turn", "outcome", "call", "messages", "text", "attrs"]
-
-
-@dataclass(frozen=True, slots=True)
-class HookSpec:
-    """A hook method's positional arguments and the result types it may return."""
-
-    args: tuple[ArgKind, ...]
-    results: tuple[str, ...] = ()  # beside null; () for the observing hooks
-
-
-HOOK_METHODS: dict[str, HookSpec] = {
-    "on_turn_start": HookSpec(("turn",)),
-    "on_turn_end": HookSpec(("turn", "outcome")),
-    "on_session_start": HookSpec(("turn",)),
-    "on_session_end": HookSpec(("turn", "text")),
-    "on_input_messages": HookSpec(("messages", "turn"), ("messages", "short_circuit")),
-    "on_plain_text": HookSpec(("text", "text", "turn"), ("text",)),
-    "on_tag": HookSpec(("text", "attrs", "text", "turn"), ("text",)),
-    "on_llm_output": HookSpec(("text", "turn"), ("text", "annotated")),
-    "before_tool_call": HookSpec(("call", "turn"), ("tool_decision",)),
-    "after_tool_call": HookSpec(("call", "text", "turn"), ("text", "annotated")),
-    "route_model": HookSpec(("messages", "turn"), ("model_route",)),
-    "on_compaction": HookSpec(("messages", "turn"), ("compaction_plan",)),
-    "check_input": HookSpec(("text", "turn"), ("guardrail_trip",)),
-    "check_output": HookSpec(("text", "turn"), ("guardrail_trip",)),
-}
+HOOK_METHODS: dict[str, HookSpec] = {spec.method: spec for spec in HOOK_SPECS}
 
 
 def _spec(name: str, args: Sequence[Any]) -> HookSpec:

@@ -25,6 +25,7 @@ from typing import Any
 
 from core.extensions.capabilities import PROTOCOLS, Capability, detect_capabilities
 from core.extensions.contract import Command, TurnContext
+from core.extensions.hook_specs import HOOK_SPECS
 from core.extensions.importer import import_entrypoint
 from core.extensions.isolation.client_context import (
     ClientContext,
@@ -133,8 +134,10 @@ class HostServer:
             described["context_priority"] = int(ext.context_priority)
         if Capability.SETUP in capabilities:
             described["setup_schema"] = list(ext.get_setup_schema())
-        if Capability.TAG in capabilities:
-            described["tag_patterns"] = [str(p) for p in ext.tag_patterns or ()]
+        for spec in HOOK_SPECS:  # data a hook point's owner reports (a tag hook's patterns)
+            if spec.capability in capabilities:
+                for attribute in spec.attributes:
+                    described[attribute] = [str(p) for p in getattr(ext, attribute) or ()]
         return described
 
     # ------------------------------------------------------------ calls

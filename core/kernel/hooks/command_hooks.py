@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from core.extensions.capabilities import Capability
 from core.extensions.contract import (
+    HOOK_SPECS,
     ShortCircuit,
     ToolCall,
     ToolDecision,
@@ -54,15 +55,7 @@ from core.settings import PROJECT_ROOT, CommandHook, HookPoint, HooksSettings
 __all__ = ["EVENT_NAMES", "TARGETS", "CommandSpec", "CommandTarget", "command_hook_entries"]
 
 EVENT_NAMES: dict[HookPoint, str] = {
-    "on_turn_start": "TurnStart",
-    "on_turn_end": "Stop",
-    "on_session_start": "SessionStart",
-    "on_session_end": "SessionEnd",
-    "on_input_messages": "UserPromptSubmit",
-    "on_plain_text": "PlainText",
-    "on_llm_output": "LlmOutput",
-    "before_tool_call": "PreToolUse",
-    "after_tool_call": "PostToolUse",
+    spec.method: spec.command_event for spec in HOOK_SPECS if spec.command_event is not None
 }
 
 Messages = list[dict[str, Any]]
@@ -185,16 +178,24 @@ class AfterToolCallCommand(CommandTarget):
         return tool_result(answer, self.spec.owner)
 
 
+# one target class per hook point a program may implement (the spec table's
+# ``command_event`` rows), found by the hook method it defines
+_COMMAND_TARGETS: tuple[type[CommandTarget], ...] = (
+    TurnStartCommand,
+    TurnEndCommand,
+    SessionStartCommand,
+    SessionEndCommand,
+    InputMessagesCommand,
+    PlainTextCommand,
+    LlmOutputCommand,
+    BeforeToolCallCommand,
+    AfterToolCallCommand,
+)
 TARGETS: dict[HookPoint, tuple[Capability, type[CommandTarget]]] = {
-    "on_turn_start": (Capability.TURN_START, TurnStartCommand),
-    "on_turn_end": (Capability.TURN_END, TurnEndCommand),
-    "on_session_start": (Capability.SESSION_START, SessionStartCommand),
-    "on_session_end": (Capability.SESSION_END, SessionEndCommand),
-    "on_input_messages": (Capability.INPUT_MESSAGES, InputMessagesCommand),
-    "on_plain_text": (Capability.PLAIN_TEXT, PlainTextCommand),
-    "on_llm_output": (Capability.LLM_OUTPUT, LlmOutputCommand),
-    "before_tool_call": (Capability.BEFORE_TOOL_CALL, BeforeToolCallCommand),
-    "after_tool_call": (Capability.AFTER_TOOL_CALL, AfterToolCallCommand),
+    spec.method: (Capability(spec.capability), target)
+    for spec in HOOK_SPECS
+    for target in _COMMAND_TARGETS
+    if spec.command_event is not None and spec.method in vars(target)
 }
 
 
