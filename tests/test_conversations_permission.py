@@ -186,12 +186,16 @@ async def test_ui_request_without_the_permission_is_refused(make_ext, settings_f
 
 def test_requests_that_do_not_ask_it_keep_their_digest():
     base = {"id": "kv2", "name": "K", "entrypoint": "main:Ext", "permissions": {"agent": True}}
-    before = GrantRequest.from_manifest(Manifest.model_validate(base), default_isolation="process")
+    before = GrantRequest.from_manifest(
+        Manifest.model_validate(base), default_isolation="process", code=""
+    )
     explicit = {**base, "permissions": {"agent": True, "conversations": False}}
     same = GrantRequest.from_manifest(
-        Manifest.model_validate(explicit), default_isolation="process"
+        Manifest.model_validate(explicit), default_isolation="process", code=""
     )
     asking = {**base, "permissions": {"agent": True, "conversations": True}}
-    more = GrantRequest.from_manifest(Manifest.model_validate(asking), default_isolation="process")
+    more = GrantRequest.from_manifest(
+        Manifest.model_validate(asking), default_isolation="process", code=""
+    )
     assert before.digest == same.digest == "fed351021448ee76dc83"  # as granted before 0041
     assert more.digest != before.digest

@@ -165,7 +165,7 @@ def test_each_spec_needs_its_permission_and_the_grant_request_names_it(spec: Hoo
         {**asking.model_dump(), "permissions": {"conversations": True}}
     )
     require_permissions([capability], declared.permissions.resolved("walled", isolated=True), "m")
-    request = GrantRequest.from_manifest(declared, default_isolation="process")
+    request = GrantRequest.from_manifest(declared, default_isolation="process", code="")
     assert CONVERSATIONS_WORDS in request.describe() and request.needs_grant
 
 
