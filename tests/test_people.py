@@ -360,3 +360,61 @@ async def test_a_second_allow_listed_telegram_user_is_a_member_of_their_own(
     assert tg.chat_texts(bob)[0].startswith("No reminders.")
     assert tg.chat_texts(bob)[1] == "/grant is for the household's owner only; ask them."
     assert "take pills" in tg.chat_texts(ALICE)[1]
+
+
+# ------------------------------------------------------------ kv and /last
+
+
+async def test_a_member_neither_reads_nor_overwrites_the_owners_keys(
+    ext_root, make_ext, settings_file, mode
+):
+    copy_bundled(ext_root, "kv")
+    isolate(ext_root, "kv", mode)
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    path = settings_file(channels={"default": "capture"}, people=PEOPLE, loader=SLOW_MACHINE)
+    model = ScriptedModel(
+        [
+            [function_call("kv_set", {"key": "door_code", "value": '"4711"'}, call_id="a1")],
+            [assistant_message("Stored.")],
+            [function_call("kv_get", {"key": "door_code"}, call_id="b1")],
+            [function_call("kv_list", {"prefix": ""}, call_id="b2")],
+            [function_call("kv_set", {"key": "door_code", "value": '"0000"'}, call_id="b3")],
+            [function_call("kv_list", {"prefix": ""}, call_id="b4")],
+            [assistant_message("Nothing.")],
+            [function_call("kv_get", {"key": "door_code"}, call_id="a2")],
+            [assistant_message("4711.")],
+        ]
+    )
+    async with running_kernel(path, model=model) as k:
+        assert await say(k, "keep the door code 4711", "alice") == "Stored."
+        assert await say(k, "what is the door code? set it to 0000", "bob") == "Nothing."
+        assert await say(k, "the door code?", "alice") == "4711."
+    model.assert_complete()
+    assert tool_output(model, "b1") == "not found: no value is stored under key 'door_code'"
+    assert tool_output(model, "b2") == "the store is empty"
+    assert tool_output(model, "b4") == "door_code"  # his own
+    assert tool_output(model, "a2") == '"4711"'
+
+
+async def test_last_in_a_group_chat_shows_only_the_askers_results(tmp_path):
+    from core.kernel.postprocess import PostProcessing
+    from core.kernel.postprocess.records import PostRecords
+    from test_postprocess_runner import Sink
+
+    group = {"channel_id": "telegram_channel", "user_id": "-100", "session_id": "tg:-100"}
+    alice = TurnContext(**group, turn_id="1@1.0", sender_id="42", person="alice", role="owner")
+    bob = TurnContext(**group, turn_id="2@1.0", sender_id="43", person="bob", role="member")
+    post = PostProcessing.build(tmp_path / "sessions.db", Sink())
+    await post.open()
+    try:
+        last = {c.name: c.handler for c in post.commands()}["last"]
+        query = await post.parse("Is the disk full? #decision", alice)
+        outcome = await post.finish(query, "The disk is down to 2% free.", "answered", None, alice)
+        assert outcome is not None and isinstance(post.records, PostRecords)
+        with sqlite3.connect(tmp_path / "sessions.db") as conn:  # as the ledger commits it
+            outcome.record.write(conn)
+        conn.close()
+        assert (await last("", alice)).startswith("Results for “Is the disk full? #decision”")
+        assert await last("", bob) == "No post-processed message yet."
+    finally:
+        await post.aclose()
