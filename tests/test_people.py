@@ -418,3 +418,56 @@ async def test_last_in_a_group_chat_shows_only_the_askers_results(tmp_path):
         assert await last("", bob) == "No post-processed message yet."
     finally:
         await post.aclose()
+
+
+# ------------------------------------------------------------ pairing
+
+
+async def test_a_stranger_gets_one_code_and_the_owners_pair_admits_them_for_good(
+    ext_root, settings_file, monkeypatch
+):
+    from fake_telegram import FakeTelegram
+    from telegram_support import ALICE, MALLORY, install_extension, write_settings
+
+    install_extension(ext_root)
+    copy_bundled(ext_root, "scheduler")
+    with FakeTelegram() as tg:
+        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", tg.token)
+        path = write_settings(settings_file, tg)
+        async with running_kernel(path):
+            tg.send_update("hello, I am new", user_id=MALLORY)
+            offer = await wait_for(lambda: tg.chat_texts(MALLORY))
+            code = re.search(r"/pair (\d{6})", offer[0]).group(1)  # type: ignore[union-attr]
+            tg.send_update("/reminders", user_id=MALLORY)  # no second code, no answer
+            tg.send_update("/pair 000000", user_id=ALICE)  # a wrong code admits nobody
+            await wait_for(lambda: tg.chat_texts(ALICE))
+            tg.send_update(f"/pair {code}", user_id=ALICE)
+            await wait_for(lambda: len(tg.chat_texts(ALICE)) >= 2)
+            await wait_for(lambda: len(tg.chat_texts(MALLORY)) >= 2)
+            assert tg.chat_texts(MALLORY)[1] == "You are in: Hearth answers you now."
+        async with running_kernel(path):  # the admission outlives a restart
+            tg.send_update("/pair 123456", user_id=MALLORY)
+            await wait_for(lambda: len(tg.chat_texts(MALLORY)) >= 3)
+    assert tg.chat_texts(ALICE)[0].startswith("No open pairing code 000000")
+    assert tg.chat_texts(ALICE)[1] == (
+        f"Paired Telegram user {MALLORY}: a member of their own (telegram:{MALLORY})."
+    )
+    assert tg.chat_texts(MALLORY)[2] == "/pair is for the household's owner only; ask them."
+    assert len(offer) == 1
+
+
+async def test_a_pairing_code_works_once_and_expires(tmp_path):
+    from sandbox.extensions.telegram_channel.pairing import CODE_TTL_S, MAX_OPEN, Pairings
+
+    pairings = Pairings(tmp_path)
+    code = pairings.offer(7, now=0.0)
+    assert code is not None and pairings.offer(7, now=1.0) is None  # told once
+    assert await pairings.admit(code, now=CODE_TTL_S + 1) is None  # expired
+    fresh = pairings.offer(7, now=CODE_TTL_S + 2)
+    assert fresh is not None and await pairings.admit(fresh, now=CODE_TTL_S + 3) == 7
+    assert await pairings.admit(fresh, now=CODE_TTL_S + 4) is None  # used once
+    flood = [pairings.offer(100 + i, now=CODE_TTL_S + 5) for i in range(MAX_OPEN + 5)]
+    assert sum(c is not None for c in flood) == MAX_OPEN
+    again = Pairings(tmp_path)
+    again.load()
+    assert again.admitted == {7}
