@@ -471,3 +471,13 @@ async def test_a_pairing_code_works_once_and_expires(tmp_path):
     again = Pairings(tmp_path)
     again.load()
     assert again.admitted == {7}
+
+
+def test_the_telegram_owner_is_found_however_the_allow_list_is_given(tmp_path, monkeypatch):
+    """From the environment the list is text; its first id is still the owner."""
+    monkeypatch.setenv("HEARTH__EXTENSIONS__TELEGRAM_CHANNEL__ALLOWED_USER_IDS", "[987, 5]")
+    path = tmp_path / "settings.yaml"
+    path.write_text("{}")
+    household = Household.of(load_settings(path))
+    assert household.person("telegram_channel", "987").role == "owner"
+    assert household.person("telegram_channel", "5").role == "member"

@@ -18,6 +18,7 @@ is a member of their own: safe by default.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from core.people_settings import PersonSettings, Role
 if TYPE_CHECKING:
     from core.settings import Settings
 
-__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of"]
+__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "telegram_ids"]
 
 # the channel extensions whose users the kernel knows how to name
 CHANNEL_PREFIXES = {"cli_channel": "cli", "http_api": "http", "telegram_channel": "telegram"}
@@ -57,6 +58,16 @@ def identity_of(channel_id: str, user_id: str, sender_id: str | None = None) -> 
     return f"{prefix}:{sender_id or user_id.partition('#')[0]}"
 
 
+def telegram_ids(value: Any) -> list[str]:
+    """``allowed_user_ids`` as the channel reads it, in order: a YAML list, one
+    number, or ``"[1, 2]"`` / ``"1,2"`` from the environment."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [str(value)]
+    if isinstance(value, str):
+        return re.findall(r"-?\d+", value)
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
 class Household:
     """The people and who each identity is (a dict lookup per turn)."""
 
@@ -80,8 +91,7 @@ class Household:
     def of(cls, settings: Settings) -> Household:
         """From ``people:`` and, without it, the Telegram allow-list in ``extensions:``."""
         telegram: Any = settings.extensions.get("telegram_channel", {}).get("allowed_user_ids")
-        ids = [str(i) for i in telegram] if isinstance(telegram, list) else []
-        return cls(settings.people, ids)
+        return cls(settings.people, telegram_ids(telegram))
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
         """Who sent a message: a listed person, else a member of their own (or, with
