@@ -11,11 +11,11 @@ the household is the owner alone (``core.kernel.people``).
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["IDENTITY_PATTERN", "PersonSettings", "Role", "check_people"]
+__all__ = ["IDENTITY_PATTERN", "People", "PersonSettings", "Role", "check_people"]
 
 Role = Literal["owner", "member"]
 IDENTITY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*:\S+$")
@@ -60,3 +60,7 @@ def check_people(people: dict[str, PersonSettings]) -> dict[str, PersonSettings]
                 )
             seen[identity] = name
     return people
+
+
+# the ``people:`` section as ``Settings`` declares it: checked as a whole
+People = Annotated[dict[str, PersonSettings], AfterValidator(check_people)]

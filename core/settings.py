@@ -27,7 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.consent_settings import PolicySettings
-from core.people_settings import PersonSettings, check_people
+from core.people_settings import People
 from core.replay_settings import ReplaySettings
 from core.settings_scale import ScaleOutSections
 from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
@@ -328,7 +328,7 @@ class Settings(ScaleOutSections, BaseSettings):
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
     dev: DevSettings = Field(default_factory=DevSettings)
-    people: dict[str, PersonSettings] = Field(default_factory=dict)
+    people: People = Field(default_factory=dict)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 
@@ -343,11 +343,6 @@ class Settings(ScaleOutSections, BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Environment beats the file (passed as init kwargs), file beats defaults.
         return (env_settings, init_settings)
-
-    @field_validator("people")
-    @classmethod
-    def _people(cls, value: dict[str, PersonSettings]) -> dict[str, PersonSettings]:
-        return check_people(value)
 
     # ------------------------------------------------------------------ paths
 

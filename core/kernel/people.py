@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from core.events.system_payloads import UserMessage
 from core.extensions.contract import TurnContext
 from core.people_settings import PersonSettings, Role
 
@@ -103,6 +104,24 @@ class Household:
         if not self.named and channel_id not in CHANNEL_PREFIXES:
             return self.owner
         return Person(identity, "member")
+
+    def turn(
+        self,
+        message: UserMessage,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> TurnContext:
+        """The turn of a message, with who it is for (resolved once, here)."""
+        person = self.person(message.channel_id, message.user_id, message.sender_id)
+        return TurnContext(
+            channel_id=message.channel_id,
+            user_id=message.user_id,
+            session_id=session_id,
+            turn_id=turn_id,
+            sender_id=message.sender_id,
+            person=person.name,
+            role=person.role,
+        )
 
     def resolve(self, turn: TurnContext) -> TurnContext:
         """``turn`` with its ``person`` and ``role`` (a turn with no channel: the owner's)."""

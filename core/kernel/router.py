@@ -204,23 +204,10 @@ class MessageRouter:
                 return
             async with self.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
-                turn = self._turn(message, session.session_id, message_key(event))
+                turn = self.household.turn(message, session.session_id, message_key(event))
                 if await self._was_an_answer(event, text, turn, session):
                     return
                 await self._run_turn(event, text, turn, session, message.origin)
-
-    def _turn(self, message: UserMessage, session_id: str, turn_id: str) -> TurnContext:
-        """The turn of a message: who it is for (the person resolved once, here)."""
-        person = self.household.person(message.channel_id, message.user_id, message.sender_id)
-        return TurnContext(
-            channel_id=message.channel_id,
-            user_id=message.user_id,
-            session_id=session_id,
-            turn_id=turn_id,
-            sender_id=message.sender_id,
-            person=person.name,
-            role=person.role,
-        )
 
     async def _was_an_answer(
         self, event: Event, text: str, turn: TurnContext, session: ConversationSession
@@ -263,7 +250,7 @@ class MessageRouter:
         session = await self.conversations.session(key)
         stored = await _recorded(session, event)
         if stored is None:
-            turn = self._turn(message, session.session_id, message_key(event))
+            turn = self.household.turn(message, session.session_id, message_key(event))
             reply = await self.commands.run(command, turn, timeout_s=self.limits.command_timeout_s)
             stored = await session.commit_turn(
                 StoredReply(message_key(event), channel_id, user_id, reply), []
