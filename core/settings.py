@@ -28,6 +28,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from core.consent_settings import PolicySettings
 from core.extensions.hook_specs import HOOK_SPECS
+from core.people_settings import People
 from core.replay_settings import ReplaySettings
 from core.settings_scale import ScaleOutSections
 from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
@@ -327,6 +328,7 @@ class Settings(ScaleOutSections, BaseSettings):
     postprocess: PostProcessSettings = Field(default_factory=PostProcessSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
     dev: DevSettings = Field(default_factory=DevSettings)
+    people: People = Field(default_factory=dict)
 
     _settings_file: Path | None = PrivateAttr(default=None)
 

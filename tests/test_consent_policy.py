@@ -33,8 +33,8 @@ class Grants:
     def __init__(self, *tools: str) -> None:
         self.tools = {tool: Grant(tool, "cli_channel:me", "cli_channel", 0.0) for tool in tools}
 
-    def grant_for(self, tool: str) -> Grant | None:
-        return self.tools.get(tool)
+    def grant_for(self, tool: str, person: str | None = None) -> Grant | None:
+        return self.tools.get(tool) if person is None else None
 
 
 def policy(*grants: str, **settings: object) -> ConsentPolicy:

@@ -259,7 +259,8 @@ async def test_lifecycle_hooks_receive_the_turn_and_its_outcome(kernel_with):
         seen = kernel.loader.records["watcher"].context.data_dir / "seen.jsonl"
         lines = [json.loads(line) for line in seen.read_text().splitlines()]
     fields = {"agent_id": "orchestrator", "channel_id": "cli_channel", "user_id": "u1",
-              "session_id": "s1", "turn_id": "t1", "sender_id": None}  # fmt: skip
+              "session_id": "s1", "turn_id": "t1", "sender_id": None,
+              "person": None, "role": "owner"}  # fmt: skip
     outcome = {"status": "answered", "reply": "Hello!", "duration_ms": 12.5}
     assert lines == [
         ["on_session_start", ["TurnContext", fields]],

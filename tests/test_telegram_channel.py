@@ -65,9 +65,13 @@ async def test_other_users_are_ignored_logged_once_and_never_reach_the_model(
         tg.send_update("please", user_id=MALLORY)
         tg.send_update("hello", user_id=ALICE)
         await wait_for(lambda: tg.chat_texts(ALICE) == ["for alice"])
+        await wait_for(lambda: tg.messages(MALLORY))
         events = await kernel.bus.journal.recent_events(50, topic="user.message")
     assert [e.payload["text"] for e in events] == ["hello"]
-    assert tg.messages(MALLORY) == []
+    # a stranger gets one pairing code (SPEC §11, docs/people.md) and nothing else
+    assert [m.text.split(" /pair ")[0] for m in tg.messages(MALLORY)] == [
+        "Hearth does not know you yet. Ask its owner to send"
+    ]
     assert len(model.calls) == 1 and "let me in" not in str(model.calls[0].input)
     refusals = [r for r in caplog.records if f"ignoring Telegram user {MALLORY}" in r.message]
     assert len(refusals) == 1
@@ -82,9 +86,13 @@ async def test_empty_allow_list_serves_nobody_and_says_how_to_find_your_id(
     async with running_kernel(write_settings(settings_file, tg, allowed=()), model=model):
         tg.send_update("/start", user_id=ALICE)
         await wait_for(lambda: any(f"user {ALICE}" in r.message for r in caplog.records))
+        await wait_for(lambda: tg.messages(ALICE))
     startup = [r.message for r in caplog.records if "allowed_user_ids is empty" in r.message]
     assert startup and "/start" in startup[0]
-    assert tg.messages(ALICE) == [] and model.calls == ()
+    assert model.calls == ()  # only a pairing code answers
+    assert [m.text.split(" /pair ")[0] for m in tg.messages(ALICE)] == [
+        "Hearth does not know you yet. Ask its owner to send"
+    ]
 
 
 async def test_long_reply_is_split_at_paragraphs_within_4096_characters(tg, settings_file):

@@ -44,6 +44,13 @@ class TurnContext:
     the ledger key of the message it answers, or a fresh id for an agent run.
     ``sender_id`` is who typed the message when ``user_id`` addresses a group
     (a Telegram group chat); ``None`` when the address is the person.
+
+    ``person`` and ``role`` say which person of the household (settings
+    ``people:``, SPEC §11) the turn is for; the kernel resolves them once
+    per turn from the channel and the sender. Key a person's data by
+    ``person_key``, never by ``user_id``: one person on several channels is
+    one person, and two people in one chat are two. A context with no
+    person (a scheduled or background run) is the owner's.
     """
 
     agent_id: str = "orchestrator"
@@ -52,6 +59,14 @@ class TurnContext:
     session_id: str | None = None
     turn_id: str | None = None
     sender_id: str | None = None
+    person: str | None = None
+    role: Literal["owner", "member"] = "owner"
+
+    @property
+    def person_key(self) -> str | None:
+        """Whose data the turn reads and writes: ``None`` for the owner (the data
+        kept before people existed stays theirs), the person's name for a member."""
+        return None if self.role == "owner" else (self.person or "")
 
 
 # which state a state call addresses: the extension's in the current turn's

@@ -20,6 +20,10 @@ from core.extensions.state_scope import serving
 
 log = logging.getLogger("core.kernel.commands")
 
+# administration belongs to the household's owner (SPEC §11); ``/policy revoke``
+# is checked by its handler, ``/policy`` alone being anyone's
+OWNER_ONLY = frozenset({"grant", "reload", "setup", "pair"})
+NOT_OWNER = "/{name} is for the household's owner only; ask them."
 TOO_SLOW = "{what} took too long (over {seconds:g} s) and was stopped. Please try again."
 
 _COMMAND_RE = re.compile(r"^/([A-Za-z][\w-]*)(?:@\S+)?(?:\s+(.*))?$", re.DOTALL)
@@ -106,6 +110,9 @@ class CommandRegistry:
         if entry is None:
             return f"Unknown command /{parsed.name}. Type /help to see the commands."
         owner, command = entry
+        if parsed.name in OWNER_ONLY and turn.role != "owner":
+            log.warning("/%s refused to %s, a member", parsed.name, turn.person)
+            return NOT_OWNER.format(name=parsed.name)
         if isinstance(command, AskingCommand):
             timeout_s = command.deadline_s
         deadline = asyncio.timeout(timeout_s)

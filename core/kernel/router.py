@@ -62,6 +62,7 @@ from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import ConversationSession, StoredReply
 from core.kernel.notices import Notices
 from core.kernel.outbox import OpenStream, ReplyOutbox
+from core.kernel.people import Household
 from core.kernel.placement import ROUTER_SUBSCRIBER, Placement
 from core.kernel.postprocess import PostProcessing
 from core.kernel.streaming import channel_callbacks
@@ -98,8 +99,10 @@ class MessageRouter:
         consent: tuple[ApprovalDesk, ConsentGate, UiRequests] | None = None,
         placement: Placement | None = None,
         turn_lock: TurnLock | None = None,
+        household: Household | None = None,
     ) -> None:
         self.bus = bus
+        self.household = household or Household({}, [])
         self.conversations = conversations
         self.commands = commands
         self.context = context
@@ -132,7 +135,9 @@ class MessageRouter:
         self.running = RunningTurns()
         if consent is not None:
             desk, gate, ui = consent
-            self.approvals = ApprovalFlow(desk, gate, ui, self.runner, conversations, self.outbox)
+            self.approvals = ApprovalFlow(
+                desk, gate, ui, self.runner, conversations, self.outbox, self.household
+            )
 
     # ------------------------------------------------------------ wiring
 
@@ -203,13 +208,7 @@ class MessageRouter:
                 return
             async with self.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
-                turn = TurnContext(
-                    channel_id=channel_id,
-                    user_id=user_id,
-                    session_id=session.session_id,
-                    turn_id=message_key(event),
-                    sender_id=message.sender_id,
-                )
+                turn = self.household.turn(message, session.session_id, message_key(event))
                 if await self._was_an_answer(event, text, turn, session):
                     return
                 await self._run_turn(event, text, turn, session, message.origin)
@@ -241,7 +240,9 @@ class MessageRouter:
         if last is None or time.time() - last <= idle_limit:
             return session
         await self.conversations.start_new(key)
-        ended = TurnContext(channel_id=channel_id, user_id=user_id, session_id=session.session_id)
+        ended = self.household.resolve(
+            TurnContext(channel_id=channel_id, user_id=user_id, session_id=session.session_id)
+        )
         await self.runner.hooks.session_ended(ended, "expired")
         log.info("conversation %s was idle over %g s: new session", key, idle_limit)
         return await self.conversations.session(key)
@@ -253,13 +254,7 @@ class MessageRouter:
         session = await self.conversations.session(key)
         stored = await _recorded(session, event)
         if stored is None:
-            turn = TurnContext(
-                channel_id=channel_id,
-                user_id=user_id,
-                session_id=session.session_id,
-                turn_id=message_key(event),
-                sender_id=message.sender_id,
-            )
+            turn = self.household.turn(message, session.session_id, message_key(event))
             reply = await self.commands.run(command, turn, timeout_s=self.limits.command_timeout_s)
             stored = await session.commit_turn(
                 StoredReply(message_key(event), channel_id, user_id, reply), []

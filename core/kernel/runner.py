@@ -42,6 +42,7 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
+from core.kernel.people import Household
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.reload import ExtensionReloader
 from core.kernel.reload_control import ReloadControl
@@ -150,10 +151,12 @@ class Kernel:
             observer=self.metrics,
         )
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
+        self.household = Household.of(settings)  # who each turn is for (SPEC §11)
         self.consent = KernelConsent(  # ADR 0021: every tool call passes its gate
             settings, self.data_dir / SESSIONS_FILE, self.bus, self.shaping,
             declared=lambda: declared_tools(self.wiring.wired(), self.core_tools()),
             channel_for=lambda channel_id: self.router and self.router.channels.get(channel_id),
+            household=self.household,
         )  # fmt: skip
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.status = KernelStatusSource(  # what /status reports
@@ -221,6 +224,7 @@ class Kernel:
             turns=self.settings.turns, post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
             placement=self.scale.placement, turn_lock=self.scale.turn_lock,
+            household=self.household,
         )  # fmt: skip
         self.router.outbox.replies_sent = self.scale.replies_sent  # order across nodes
         builtins = self.shaping.post.commands() + builtin_commands(

@@ -34,6 +34,7 @@ from core.kernel.consent.store import Approvals, ApprovalStore, SQLiteApprovals
 from core.kernel.consent.store_pg import PostgresApprovals
 from core.kernel.consent.ui import UiRequests
 from core.kernel.hooks.frames import FrameSink
+from core.kernel.people import Household
 from core.kernel.shaping import TurnShaping
 from core.settings import Settings
 
@@ -56,6 +57,7 @@ class KernelConsent:
         *,
         declared: Callable[[], Iterable[DeclaredTools]],
         channel_for: Callable[[str], Any | None],
+        household: Household | None = None,
     ) -> None:
         frames, interceptor = shaping.hooks.frames, shaping.tools
         store: Approvals
@@ -64,7 +66,12 @@ class KernelConsent:
         else:
             store = SQLiteApprovals(ApprovalStore(db_path, synchronous=settings.events.synchronous))
         self.desk = ApprovalDesk(
-            store, bus, frames, channel_for, timeout_s=settings.policy.approval_timeout_s
+            store,
+            bus,
+            frames,
+            channel_for,
+            timeout_s=settings.policy.approval_timeout_s,
+            household=household,
         )
         self.policy = ConsentPolicy(settings.policy, self.desk)
         self.catalog = ToolCatalog(declared, settings.policy.side_effects)

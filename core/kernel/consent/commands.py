@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from core.extensions.contract import Command, TurnContext
+from core.kernel.commands import NOT_OWNER
 from core.kernel.consent.desk import ApprovalDesk, Responder
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.consent.ui import UiRequests
@@ -61,12 +62,14 @@ def consent_commands(
     async def policy_(args: str, turn: TurnContext) -> str:
         parts = args.split()
         if parts[:1] == ["revoke"]:
+            if turn.role != "owner":
+                return NOT_OWNER.format(name="policy revoke")
             if len(parts) != 2:
                 return "Usage: /policy revoke TOOL"
             if await desk.revoke(parts[1]):
                 return f"{parts[1]} is no longer always allowed; it asks again."
             return f"{parts[1]} was not always allowed."
-        return _policy_text(policy, desk, await list_tools(), turn.channel_id)
+        return _policy_text(policy, desk, await list_tools(), turn)
 
     async def answer_(args: str, turn: TurnContext) -> str:
         request_id, _, text = args.strip().partition(" ")
@@ -96,22 +99,25 @@ def policy_summary(policy: ConsentPolicy, desk: ApprovalDesk) -> str:
 
 
 def _policy_text(
-    policy: ConsentPolicy, desk: ApprovalDesk, tools: Sequence[ToolInfo], channel: str | None
+    policy: ConsentPolicy, desk: ApprovalDesk, tools: Sequence[ToolInfo], turn: TurnContext
 ) -> str:
+    """The owner sees every person's "always" answers; a member only their own."""
+    channel, person = turn.channel_id, turn.person_key
     lines = [f"Profile: {policy.profile} ({_PROFILES[policy.profile]})"]
     if policy.rules:
         lines.append("Rules (settings policy.rules; the most specific wins):")
         for index, rule in enumerate(policy.rules, 1):
             where = f" on {rule.channel}" if rule.channel else ""
             lines.append(f"  {index}. {rule.tool}{where}: {rule.action}")
-    grants = desk.grants()
+    grants = desk.grants() if turn.role == "owner" else desk.grants_of(person)
     if grants:
         lines.append("Always allowed (answers; /policy revoke TOOL to undo):")
         for grant in grants:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(grant.created_at))
-            lines.append(f"  {grant.tool} — by {grant.granted_by}, {when}")
+            whose = "" if grant.person is None else f" (for {grant.person})"
+            lines.append(f"  {grant.tool}{whose} — by {grant.granted_by}, {when}")
     lines.append(f"Tools here ({channel or 'no channel'}):")
     for tool in sorted(tools, key=lambda t: t.name):
-        verdict = policy.decide(tool, channel)
+        verdict = policy.decide(tool, channel, person)
         lines.append(f"  {tool.name}: {verdict.action} — {verdict.reason}")
     return "\n".join(lines)

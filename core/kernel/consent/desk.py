@@ -52,6 +52,7 @@ from core.kernel.consent.wording import (
 )
 from core.kernel.hooks import FrameRecorder
 from core.kernel.hooks.frames import FrameSink
+from core.kernel.people import Household
 
 __all__ = ["ApprovalDesk", "Responder"]
 
@@ -99,14 +100,16 @@ class ApprovalDesk:
         channel_for: Callable[[str], Any | None],
         *,
         timeout_s: float,
+        household: Household | None = None,
     ) -> None:
         self._store = store
+        self._household = household or Household({}, [])
         self._bus = bus
         self._frames = frames
         self._channel_for = channel_for
         self.timeout_s = timeout_s
         self._turns: dict[str, PausedTurn] = {}
-        self._grants: dict[str, Grant] = {}
+        self._grants: dict[str, Grant] = {}  # by ``Grant.key``: each person's own
         self._timers: dict[str, asyncio.Task[None]] = {}
 
     # ------------------------------------------------------------ lifecycle
@@ -115,7 +118,7 @@ class ApprovalDesk:
         """Read what was open when the kernel last stopped (no side effects yet)."""
         turns, grants = await self._store.open()
         self._turns = {turn.message_key: turn for turn in turns}
-        self._grants = {grant.tool: grant for grant in grants}
+        self._grants = {grant.tool: Grant.stored(grant) for grant in grants}
 
     async def start(self) -> None:
         """Once the bus runs: resume what is due, time out what is late, re-ask the rest."""
@@ -143,16 +146,26 @@ class ApprovalDesk:
 
     # ------------------------------------------------------------ grants (GrantBook)
 
-    def grant_for(self, tool: str) -> Grant | None:
-        return self._grants.get(tool)
+    def grant_for(self, tool: str, person: str | None = None) -> Grant | None:
+        """``person``'s "always allow" of ``tool`` (``None``: the owner's)."""
+        return self._grants.get(tool if person is None else f"{tool}@{person}")
 
     def grants(self) -> list[Grant]:
-        return [self._grants[tool] for tool in sorted(self._grants)]
+        """Every person's "always allow" answers (what the owner's ``/policy`` lists)."""
+        return [self._grants[key] for key in sorted(self._grants)]
+
+    def grants_of(self, person: str | None) -> list[Grant]:
+        """One person's answers (``None``: the owner's): what a member's ``/policy`` lists."""
+        return [grant for grant in self.grants() if grant.person == person]
 
     async def revoke(self, tool: str) -> bool:
-        """Forget an "always allow": the tool asks again."""
-        self._grants.pop(tool, None)
-        return await self._store.revoke(tool)
+        """Forget every person's "always allow" of ``tool`` (the owner's command): it
+        asks again."""
+        keys = [key for key, grant in self._grants.items() if grant.tool == tool]
+        for key in keys:
+            del self._grants[key]
+        revoked = [await self._store.revoke(key) for key in keys or [tool]]
+        return any(revoked)
 
     # ------------------------------------------------------------ queries
 
@@ -294,9 +307,11 @@ class ApprovalDesk:
         if timer is not None and timer is not asyncio.current_task():
             timer.cancel()
         if always and status == "approved":
-            grant = Grant(approval.tool, by, turn.channel_id, time.time())
-            await self._store.grant(grant)
-            self._grants[grant.tool] = grant
+            sender = turn.owner_id if turn.owner_id != turn.user_id else None
+            person = self._household.key_of(turn.channel_id, turn.user_id, sender)
+            grant = Grant(approval.tool, by, turn.channel_id, time.time(), person)
+            await self._store.grant(replace(grant, tool=grant.key))
+            self._grants[grant.key] = grant
         kind = "always" if always and status == "approved" else status
         await self.record(turn, decided, kind, by)
         await self._close(turn, decided, status, always)

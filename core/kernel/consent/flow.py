@@ -40,6 +40,7 @@ from core.kernel.consent.wording import denial_for_model, parse_answer
 from core.kernel.conversations import Conversations
 from core.kernel.ledger import StoredReply
 from core.kernel.outbox import ReplyOutbox
+from core.kernel.people import Household
 from core.kernel.postprocess import PostQuery, PostSpec
 from core.kernel.turn import Decide, TurnResult
 
@@ -72,8 +73,10 @@ class ApprovalFlow:
         runner: Resumer,
         conversations: Conversations,
         outbox: ReplyOutbox,
+        household: Household | None = None,
     ) -> None:
         self.desk = desk
+        self.household = household or Household({}, [])
         self.gate = gate
         self.ui = ui
         self._runner = runner
@@ -120,7 +123,7 @@ class ApprovalFlow:
                     if approval.status == "approved":
                         await self.desk.record(paused, approval, "interrupted", "kernel")
             await self.desk.mark_resuming(message_key)
-            turn = _turn_of(paused)
+            turn = self.household.resolve(_turn_of(paused))
 
             def decide(state: RunState[Any, Any]) -> None:
                 self._apply(state, paused, interrupted)

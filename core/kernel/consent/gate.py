@@ -118,7 +118,7 @@ class ConsentGate:
     ) -> bool:
         turn = _turn(ctx)
         info = self.catalog.info(tool)
-        verdict = self.policy.decide(info, turn.channel_id)
+        verdict = self.policy.decide(info, turn.channel_id, turn.person_key)
         if verdict.action == "allow":
             return False
         key = (turn.turn_id or "", tool.name, call_id)
@@ -146,7 +146,7 @@ class ConsentGate:
             return Admitted(denial=remembered.text)
         if isinstance(remembered, _Approved):
             return Admitted(call=remembered.call, scope=_approval_scope)
-        verdict = self.policy.decide(self.catalog.info(tool), turn.channel_id)
+        verdict = self.policy.decide(self.catalog.info(tool), turn.channel_id, turn.person_key)
         if verdict.action == "allow" or (verdict.action == "ask" and _approved_scope.get()):
             return None
         call = ToolCall(tool.name, _arguments(raw), key[2] or None)

@@ -18,9 +18,19 @@ from typing import Literal, Protocol
 
 from core.consent_settings import PolicyAction, PolicyRule, PolicySettings
 
-__all__ = ["STRICTNESS", "ConsentPolicy", "Grant", "GrantBook", "ToolInfo", "Verdict"]
+__all__ = [
+    "OWNER_TOOLS",
+    "STRICTNESS",
+    "ConsentPolicy",
+    "Grant",
+    "GrantBook",
+    "ToolInfo",
+    "Verdict",
+]
 
 STRICTNESS: dict[PolicyAction, int] = {"allow": 0, "ask": 1, "deny": 2}
+# sources whose tools write code the kernel loads: approving them is administration
+OWNER_TOOLS = frozenset({"builder_agent"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +52,25 @@ class Grant:
     granted_by: str
     channel_id: str
     created_at: float
+    person: str | None = None  # whose answer it is: ``None`` the owner, else a member
+
+    @property
+    def key(self) -> str:
+        """How it is stored: the tool's name for the owner (the key before people
+        existed), ``TOOL@PERSON`` for a member (a tool's name has no ``@``)."""
+        return self.tool if self.person is None else f"{self.tool}@{self.person}"
+
+    @classmethod
+    def stored(cls, grant: Grant) -> Grant:
+        """A grant as read back: its key split into tool and person."""
+        tool, _, person = grant.tool.partition("@")
+        return cls(tool, grant.granted_by, grant.channel_id, grant.created_at, person or None)
 
 
 class GrantBook(Protocol):
     """The recorded "always allow" answers (kept in ``sessions.db``)."""
 
-    def grant_for(self, tool: str) -> Grant | None: ...
+    def grant_for(self, tool: str, person: str | None = None) -> Grant | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +91,16 @@ class ConsentPolicy:
         self.timeout_s = settings.approval_timeout_s
         self._grants = grants
 
-    def decide(self, tool: ToolInfo, channel_id: str | None) -> Verdict:
-        """The verdict for a call of ``tool`` made in a turn on ``channel_id``."""
+    def decide(self, tool: ToolInfo, channel_id: str | None, person: str | None = None) -> Verdict:
+        """The verdict for a call of ``tool`` made in a turn on ``channel_id`` for
+        ``person`` (``TurnContext.person_key``: ``None`` the owner). Only the owner's
+        turns run the tools of ``OWNER_TOOLS`` (extensions that change the kernel);
+        each person's "always" answers count for their own turns only."""
+        if person is not None and (tool.source in OWNER_TOOLS or tool.name in OWNER_TOOLS):
+            return Verdict("deny", f"{tool.source} is for the household's owner only", "rule")
         verdict = self._rule_verdict(tool, channel_id) or self._profile_verdict(tool)
         if verdict.action == "ask":
-            grant = self._grants.grant_for(tool.name)
+            grant = self._grants.grant_for(tool.name, person)
             if grant is not None:
                 return Verdict("allow", f"always allowed by {grant.granted_by}", "grant")
         return verdict

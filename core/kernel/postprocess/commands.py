@@ -25,7 +25,7 @@ from core.kernel.postprocess.render import body
 if TYPE_CHECKING:
     from core.kernel.postprocess.service import PostProcessing
 
-__all__ = ["postprocess_commands"]
+__all__ = ["postprocess_commands", "results_key"]
 
 USAGE = (
     "Usage: /ext · /ext activate NAME [PARAM] · /ext rename OLD NEW · "
@@ -33,12 +33,21 @@ USAGE = (
 )
 
 
+def results_key(turn: TurnContext) -> str:
+    """Whose activations and results a turn uses: the conversation's, and a
+    member's own within it (in a group chat, Bob's ``/last`` is not Alice's;
+    the owner's keep the key they had before people existed)."""
+    key = Conversations.key(turn.channel_id or "", turn.user_id or "")
+    person = turn.person_key
+    return key if person is None else f"{key}@{person}"
+
+
 def postprocess_commands(post: PostProcessing) -> list[Command]:
     """The ``/ext`` and ``/last`` commands over the kernel's post-processing."""
 
     async def ext(args: str, turn: TurnContext) -> str:
         words = args.split()
-        key = Conversations.key(turn.channel_id or "", turn.user_id or "")
+        key = results_key(turn)
         verb, rest = (words[0].lower(), words[1:]) if words else ("list", [])
         try:
             if verb == "list" and not rest:
@@ -58,7 +67,7 @@ def postprocess_commands(post: PostProcessing) -> list[Command]:
         return USAGE
 
     async def last(args: str, turn: TurnContext) -> str:
-        key = Conversations.key(turn.channel_id or "", turn.user_id or "")
+        key = results_key(turn)
         name = args.strip().lstrip("#").lower() or None
         found = await post.records.latest(key, name)
         if not found:

@@ -36,7 +36,7 @@ from core.kernel.postprocess.activations import ActivationStore
 from core.kernel.postprocess.activations_pg import PostgresActivationRows
 from core.kernel.postprocess.builtin import builtin_processors
 from core.kernel.postprocess.catalog import PostProcessorCatalog
-from core.kernel.postprocess.commands import postprocess_commands
+from core.kernel.postprocess.commands import postprocess_commands, results_key
 from core.kernel.postprocess.facts import RunFacts, run_facts
 from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
@@ -145,7 +145,7 @@ class PostProcessing:
         if "#" not in text:
             return PostQuery(text, text)
         try:
-            names = {a.name for a in await self.activations.of(_conversation(turn))}
+            names = {a.name for a in await self.activations.of(results_key(turn))}
         except Exception:
             log.exception("activations of %s unreadable; #names left in the text", turn.user_id)
             return PostQuery(text, text)
@@ -168,7 +168,7 @@ class PostProcessing:
             results: tuple[PostProcessResult, ...] = ()
             events: tuple[dict[str, Any], ...] = ()
             if status in ANSWERED:
-                requested = await self._resolve(_conversation(turn), query.specs)
+                requested = await self._resolve(results_key(turn), query.specs)
                 base = self._context(query, reply, facts, turn)
                 outcome = await self.runner.run(requested, base, on_status)
                 results, events = outcome.results, outcome.events
@@ -177,7 +177,7 @@ class PostProcessing:
                 await self._publish_results(turn, query, results, usage)
             record = PostTurnRecord(
                 message_key=turn.turn_id or "",
-                conversation=_conversation(turn),
+                conversation=results_key(turn),
                 session_id=turn.session_id,
                 original=query.original,
                 clean=query.clean,
@@ -268,10 +268,6 @@ def orchestrator_model(router: ModelRouter) -> ModelOf:
         return choice.provider_name, choice.model
 
     return of
-
-
-def _conversation(turn: TurnContext) -> str:
-    return Conversations.key(turn.channel_id or "", turn.user_id or "")
 
 
 def _usage(facts: RunFacts, results: Sequence[PostProcessResult]) -> dict[str, Any]:

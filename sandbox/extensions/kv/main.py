@@ -16,6 +16,11 @@ Values are anything ``json.dumps`` accepts (no NaN/Infinity); ``set`` raises
 or a value over ``max_value_bytes``. The store is shared: prefix your keys
 with your extension id. Call the API after ``initialize`` (kv starts first,
 since you depend on it).
+
+The model's tools keep each person's keys apart (SPEC §11): a member's
+``kv_set("x", …)`` stores ``@NAME/x``, and their tools see only keys under
+``@NAME/``; the owner's keys are stored as given (as before people existed),
+and the owner, who administers the household, may read every key.
 """
 
 from __future__ import annotations
@@ -24,10 +29,10 @@ import builtins
 import json
 from typing import Any
 
-from agents import FunctionTool, function_tool
+from agents import FunctionTool, RunContextWrapper, function_tool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.extensions.contract import ExtensionContext
+from core.extensions.contract import ExtensionContext, TurnContext
 from core.extensions.sdk import BaseExtension
 
 from .store import KvError, KvStore, parse_json_text
@@ -110,9 +115,16 @@ class KvExtension(BaseExtension):
         return [_kv_get(self), _kv_set(self), _kv_delete(self), _kv_list(self)]
 
 
+def _space(ctx: RunContextWrapper[Any]) -> str:
+    """The prefix of the turn's person's keys: ``@NAME/`` for a member, none for the owner."""
+    turn = ctx.context
+    person = turn.person_key if isinstance(turn, TurnContext) else None
+    return "" if person is None else f"@{person}/"
+
+
 def _kv_get(kv: KvExtension) -> FunctionTool:
     @function_tool
-    async def kv_get(key: str) -> str:
+    async def kv_get(ctx: RunContextWrapper[Any], key: str) -> str:
         """Read the value stored under a key in the durable key-value store.
 
         Returns the value as JSON text, or says that the key is not set.
@@ -121,7 +133,7 @@ def _kv_get(kv: KvExtension) -> FunctionTool:
             key: The exact key, e.g. "user.favourite_colour".
         """
         try:
-            found, value = await kv.store.get(key)
+            found, value = await kv.store.get(_space(ctx) + key)
         except KvError as exc:
             return f"error: {exc}"
         if not found:
@@ -133,7 +145,7 @@ def _kv_get(kv: KvExtension) -> FunctionTool:
 
 def _kv_set(kv: KvExtension) -> FunctionTool:
     @function_tool
-    async def kv_set(key: str, value: str) -> str:
+    async def kv_set(ctx: RunContextWrapper[Any], key: str, value: str) -> str:
         """Store a value under a key in the durable key-value store (replaces any old value).
 
         Args:
@@ -142,7 +154,7 @@ def _kv_set(kv: KvExtension) -> FunctionTool:
                 booleans (true), lists ([1, 2]) and objects ({"a": 1}) as written.
         """
         try:
-            await kv.store.set(key, parse_json_text(value))
+            await kv.store.set(_space(ctx) + key, parse_json_text(value))
         except KvError as exc:
             return f"error: {exc}"
         return f"stored {key!r}"
@@ -152,14 +164,14 @@ def _kv_set(kv: KvExtension) -> FunctionTool:
 
 def _kv_delete(kv: KvExtension) -> FunctionTool:
     @function_tool
-    async def kv_delete(key: str) -> str:
+    async def kv_delete(ctx: RunContextWrapper[Any], key: str) -> str:
         """Delete a key from the durable key-value store.
 
         Args:
             key: The exact key to delete.
         """
         try:
-            deleted = await kv.store.delete(key)
+            deleted = await kv.store.delete(_space(ctx) + key)
         except KvError as exc:
             return f"error: {exc}"
         return f"deleted {key!r}" if deleted else f"not found: no value is stored under key {key!r}"
@@ -169,20 +181,20 @@ def _kv_delete(kv: KvExtension) -> FunctionTool:
 
 def _kv_list(kv: KvExtension) -> FunctionTool:
     @function_tool
-    async def kv_list(prefix: str) -> str:
+    async def kv_list(ctx: RunContextWrapper[Any], prefix: str) -> str:
         """List the keys in the durable key-value store that start with a prefix, sorted.
 
         Args:
             prefix: Only keys starting with this text; "" lists every key.
         """
-        limit = kv.max_list_keys
-        keys = await kv.store.keys(prefix, limit=limit + 1)
+        limit, space = kv.max_list_keys, _space(ctx)
+        keys = await kv.store.keys(space + prefix, limit=limit + 1)
         if not keys:
             return f"no keys start with {prefix!r}" if prefix else "the store is empty"
-        shown = keys[:limit]
+        shown = [key.removeprefix(space) for key in keys[:limit]]
         lines = "\n".join(shown)
         if len(keys) > limit:
-            total = await kv.store.count(prefix)
+            total = await kv.store.count(space + prefix)
             lines += f"\n… and {total - limit} more (give a longer prefix)"
         return lines
 

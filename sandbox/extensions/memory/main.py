@@ -14,11 +14,18 @@ instead of adding one.
 Tools: ``remember``, ``recall``, ``forget``, ``list_memories``; the command ``/memories``. Other
 extensions that declare ``depends_on: [memory]`` may call ``await
 memory.remember_fact(text, source)`` and ``await memory.recall(query, limit)``.
+
+Each person of the household has their own memories (SPEC §11): the
+owner's stay in ``memory.sqlite3`` (where they were before people existed),
+each member's are in a file of their own (``memory-<digest>.sqlite3``,
+opened on first use), so no query of one person can reach another's.
+``TurnContext.person_key`` picks the file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -51,6 +58,9 @@ class MemoryExtension(BaseExtension):
         self._store: MemoryStore | None = None
         self._semantic: SemanticRecall | None = None
         self._write_lock = asyncio.Lock()
+        self._members: dict[str, tuple[MemoryStore, SemanticRecall]] = {}
+        self._opening = asyncio.Lock()
+        self._api_key: str | None = None
 
     # -------------------------------------------------------------- lifecycle
 
@@ -63,10 +73,38 @@ class MemoryExtension(BaseExtension):
         api_key = emb.api_key
         if emb.backend == "openai" and emb.api_key_secret:
             api_key = _declared_secret(context, emb.api_key_secret)
-        self._semantic = SemanticRecall(
-            emb, context.services, self._store, self._log(), api_key, context.data_dir / MODEL_CACHE
-        )
+        self._api_key = api_key
+        self._semantic = self._semantic_for(self._store)
         await self._semantic.load_index()
+
+    def _semantic_for(self, store: MemoryStore) -> SemanticRecall:
+        """Meaning search over one person's store (the embedding model is shared)."""
+        return SemanticRecall(
+            self._config.embeddings,
+            self.context.services,
+            store,
+            self._log(),
+            self._api_key,
+            self.context.data_dir / MODEL_CACHE,
+        )
+
+    async def shelf(self, person: str | None) -> tuple[MemoryStore, SemanticRecall]:
+        """The store and meaning index of ``person`` (``None``: the owner's)."""
+        if person is None:
+            return self.store, self.semantic
+        found = self._members.get(person)
+        if found is not None:
+            return found
+        async with self._opening:
+            found = self._members.get(person)
+            if found is None:
+                digest = hashlib.sha256(person.encode()).hexdigest()[:16]
+                store = MemoryStore(self.context.data_dir / f"memory-{digest}.sqlite3")
+                await store.open()
+                semantic = self._semantic_for(store)
+                await semantic.load_index()
+                found = self._members[person] = (store, semantic)
+        return found
 
     async def run_background(self) -> None:
         """Embed the memories that have no vector yet (after an upgrade), then any
@@ -81,6 +119,9 @@ class MemoryExtension(BaseExtension):
         # the embedding backend is a shared service: the kernel closes it at teardown
         if self._store is not None:
             await self._store.close()
+        for store, _ in self._members.values():
+            await store.close()
+        self._members.clear()
 
     def health_check(self) -> bool:
         return self._store is not None and self._store.is_open
@@ -99,8 +140,11 @@ class MemoryExtension(BaseExtension):
 
     # ----------------------------------------------------------- the core API
 
-    async def remember_fact(self, text: str, source: str = "tool") -> tuple[Memory, bool]:
-        """Store ``text``; returns ``(memory, created)`` — ``created`` is False for a duplicate."""
+    async def remember_fact(
+        self, text: str, source: str = "tool", person: str | None = None
+    ) -> tuple[Memory, bool]:
+        """Store ``text`` for ``person`` (``None``: the owner); returns ``(memory,
+        created)`` — ``created`` is False for a duplicate."""
         text = " ".join(text.split())
         if not text:
             raise ValueError("the fact is empty")
@@ -109,37 +153,41 @@ class MemoryExtension(BaseExtension):
                 f"fact too long: {len(text)} characters > limit {self._config.max_fact_chars} "
                 "(config memory.max_fact_chars); store shorter, separate facts"
             )
+        store, semantic = await self.shelf(person)
         async with self._write_lock:
-            duplicate = await self.store.find_duplicate(text, self._config.dedupe_jaccard)
+            duplicate = await store.find_duplicate(text, self._config.dedupe_jaccard)
             if duplicate is not None:
-                await self.store.touch(duplicate.id)
+                await store.touch(duplicate.id)
                 return duplicate, False
-            blobs = await self.semantic.passage_blobs([text])
+            blobs = await semantic.passage_blobs([text])
             blob = blobs[0] if blobs else None
-            memory_id = await self.store.insert(text, source, blob, self.semantic.model)
-            self.semantic.stored(memory_id, blob)
-        memory = await self.store.get(memory_id)
+            memory_id = await store.insert(text, source, blob, semantic.model)
+            semantic.stored(memory_id, blob)
+        memory = await store.get(memory_id)
         assert memory is not None
         return memory, True
 
-    async def forget_fact(self, memory_id: int) -> Memory | None:
+    async def forget_fact(self, memory_id: int, person: str | None = None) -> Memory | None:
+        store, semantic = await self.shelf(person)
         async with self._write_lock:
-            memory = await self.store.delete(memory_id)
-            self.semantic.index.remove(memory_id)
+            memory = await store.delete(memory_id)
+            semantic.index.remove(memory_id)
         return memory
 
-    async def recall(self, query: str, limit: int = RECALL_LIMIT) -> list[Memory]:
+    async def recall(
+        self, query: str, limit: int = RECALL_LIMIT, person: str | None = None
+    ) -> list[Memory]:
         """The ``limit`` memories most relevant to ``query``, best first.
 
         Words and meaning are searched at once (the query embeds and the
         vectors are scanned in a worker thread while SQLite ranks by BM25),
         then fused (``fusion.py``).
         """
-        semantic = self.semantic
+        store, semantic = await self.shelf(person)
         if not semantic.enabled or len(semantic.index) == 0:  # no vector to find
-            return await self.store.search(query, limit)
+            return await store.search(query, limit)
         words, found = await asyncio.gather(
-            self.store.search(query, FUSION_POOL), semantic.search(query, FUSION_POOL)
+            store.search(query, FUSION_POOL), semantic.search(query, FUSION_POOL)
         )
         if found is None:
             return words[:limit]
@@ -153,7 +201,7 @@ class MemoryExtension(BaseExtension):
         best = sorted(fused, key=lambda i: -fused[i])[: limit * 2]
         known = {m.id: m for m in words}
         missing = [i for i in best if i not in known]
-        known.update(await self.store.by_ids(missing))
+        known.update(await store.by_ids(missing))
         ranked = sorted(
             (replace(known[i], score=fused[i]) for i in best if i in known),
             key=lambda m: (-round(m.score, 9), -m.updated_at),
@@ -170,7 +218,9 @@ class MemoryExtension(BaseExtension):
         return self._config.context_priority
 
     async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None:
-        memories = await self.recall(prompt, self._config.max_context_items)
+        memories = await self.recall(
+            prompt, self._config.max_context_items, turn_context.person_key
+        )
         return format_context(memories, self._config.max_context_chars)
 
     # ------------------------------------------------------------------ tools
@@ -182,8 +232,9 @@ class MemoryExtension(BaseExtension):
 
     def get_commands(self) -> list[Command]:
         async def memories(args: str, turn: TurnContext) -> str:
-            total = await self.store.count()
-            newest = await self.store.newest(MEMORIES_SHOWN)
+            store, _ = await self.shelf(turn.person_key)
+            total = await store.count()
+            newest = await store.newest(MEMORIES_SHOWN)
             head = f"{total} {'memory' if total == 1 else 'memories'} kept"
             return "\n".join([head, *(f"#{m.id}: {m.text}" for m in newest)])
 
@@ -206,6 +257,12 @@ def format_context(memories: list[Memory], max_chars: int) -> str | None:
             line = line[: room - 1] + "…"
         text += line
     return None if text == HEADER else text
+
+
+def _person_of(ctx: RunContextWrapper[Any]) -> str | None:
+    """Whose memories a tool call reads and writes (no turn: the owner's)."""
+    turn = ctx.context
+    return turn.person_key if isinstance(turn, TurnContext) else None
 
 
 def _source_of(ctx: RunContextWrapper[Any]) -> str:
@@ -256,7 +313,7 @@ def _remember(ext: MemoryExtension) -> FunctionTool:
             text: The fact, one self-contained sentence.
         """
         try:
-            memory, created = await ext.remember_fact(text, _source_of(ctx))
+            memory, created = await ext.remember_fact(text, _source_of(ctx), _person_of(ctx))
         except ValueError as exc:
             return f"error: {exc}"
         if created:
@@ -268,7 +325,7 @@ def _remember(ext: MemoryExtension) -> FunctionTool:
 
 def _recall(ext: MemoryExtension) -> FunctionTool:
     @function_tool
-    async def recall(query: str, limit: int = RECALL_LIMIT) -> str:
+    async def recall(ctx: RunContextWrapper[Any], query: str, limit: int = RECALL_LIMIT) -> str:
         """Search long-term memory; returns the best matches, most relevant first.
 
         Each line is "#id (score, source, created/updated time): fact"; use the id with forget.
@@ -277,7 +334,7 @@ def _recall(ext: MemoryExtension) -> FunctionTool:
             query: What to look for, in plain words (e.g. "sister's city").
             limit: How many memories to return (1-20).
         """
-        memories = await ext.recall(query, max(1, min(limit, 20)))
+        memories = await ext.recall(query, max(1, min(limit, 20)), _person_of(ctx))
         if not memories:
             return f"no memories match {query!r}"
         return "\n".join(_describe(m, score=True) for m in memories)
@@ -287,13 +344,13 @@ def _recall(ext: MemoryExtension) -> FunctionTool:
 
 def _forget(ext: MemoryExtension) -> FunctionTool:
     @function_tool
-    async def forget(memory_id: int) -> str:
+    async def forget(ctx: RunContextWrapper[Any], memory_id: int) -> str:
         """Delete one memory by its id (the number after # in recall or list_memories).
 
         Args:
             memory_id: The id of the memory to delete.
         """
-        memory = await ext.forget_fact(memory_id)
+        memory = await ext.forget_fact(memory_id, _person_of(ctx))
         if memory is None:
             return f"error: no memory with id {memory_id}"
         return f"forgot #{memory.id}: {memory.text}"
@@ -303,18 +360,19 @@ def _forget(ext: MemoryExtension) -> FunctionTool:
 
 def _list_memories(ext: MemoryExtension) -> FunctionTool:
     @function_tool
-    async def list_memories(limit: int = 20, offset: int = 0) -> str:
+    async def list_memories(ctx: RunContextWrapper[Any], limit: int = 20, offset: int = 0) -> str:
         """List stored memories, most recently updated first.
 
         Args:
             limit: How many to show (1-100).
             offset: How many of the newest to skip (for paging).
         """
-        total = await ext.store.count()
+        store, _ = await ext.shelf(_person_of(ctx))
+        total = await store.count()
         if total == 0:
             return "no memories stored yet"
         limit = max(1, min(limit, 100))
-        memories = await ext.store.newest(limit, max(0, offset))
+        memories = await store.newest(limit, max(0, offset))
         lines = [_describe(m, score=False) for m in memories]
         shown = f"{len(memories)} of {total} memories, newest first"
         return "\n".join([shown, *lines])

@@ -29,7 +29,11 @@ def build_commands(scheduler: Scheduler) -> list[Command]:
         try:
             timing, text = parse_remind(args, scheduler.now(), scheduler.zone)
             schedule = await scheduler.add(
-                timing, text, channel_id=turn.channel_id, user_id=turn.user_id
+                timing,
+                text,
+                channel_id=turn.channel_id,
+                user_id=turn.user_id,
+                person=turn.person_key,
             )
         except ScheduleError as exc:
             return str(exc)
@@ -42,11 +46,11 @@ def build_commands(scheduler: Scheduler) -> list[Command]:
         return f"Reminder #{schedule.id} set for {when}{note}: {text}"
 
     async def reminders(args: str, turn: TurnContext) -> str:
-        return describe_all(await scheduler.list(), scheduler.zone, scheduler.now())
+        return describe_all(await scheduler.list(turn.person_key), scheduler.zone, scheduler.now())
 
     async def cancel(args: str, turn: TurnContext) -> str:
         try:
-            schedule = await scheduler.cancel(parse_id(args))
+            schedule = await scheduler.cancel(parse_id(args), turn.person_key)
         except ScheduleError as exc:
             return str(exc)
         return f"Cancelled reminder #{schedule.id}: {schedule.text}"

@@ -68,6 +68,7 @@ class Schedule:
     fires: int
     status: Status
     user_id: str | None = None  # the address on channel_id that set it (ADR 0017)
+    person: str | None = None  # whose it is (``TurnContext.person_key``; None: the owner)
 
     @property
     def recurring(self) -> bool:

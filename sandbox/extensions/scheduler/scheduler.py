@@ -51,11 +51,16 @@ class Scheduler:
         action: Action = "notify",
         topic: str | None = None,
         user_id: str | None = None,
+        person: str | None = None,
     ) -> Schedule:
         """Store a new schedule; raises ``ScheduleError`` naming what is wrong.
         ``channel_id`` and ``user_id`` are where it fires to: the channel and the
-        address (user or chat) of the turn that set it."""
+        address (user or chat) of the turn that set it; ``person`` whose it is
+        (``None``: the owner's). An agent task runs as the owner, so a member
+        may not set one."""
         text = _require_text(text)
+        if person is not None and action == "agent":
+            raise ScheduleError("only the household's owner may schedule assistant tasks")
         now = self.now()
         schedule = await self.store.add(
             text=text,
@@ -67,26 +72,33 @@ class Scheduler:
             topic=topic or DEFAULT_TOPIC,
             created_at=now,
             user_id=user_id,
+            person=person,
         )
         self._wake()
         return schedule
 
-    async def list(self) -> list[Schedule]:
-        return await self.store.active()
+    async def list(self, person: str | None = None) -> list[Schedule]:
+        """``person``'s active schedules (``None``: the owner's)."""
+        return [s for s in await self.store.active() if s.person == person]
 
-    async def cancel(self, schedule_id: int) -> Schedule:
-        schedule = await self._active(schedule_id)
+    async def cancel(self, schedule_id: int, person: str | None = None) -> Schedule:
+        schedule = await self._active(schedule_id, person)
         await self.store.cancel(schedule_id)
         self._wake()
         return schedule
 
     async def update(
-        self, schedule_id: int, *, text: str | None = None, timing: Timing | None = None
+        self,
+        schedule_id: int,
+        *,
+        text: str | None = None,
+        timing: Timing | None = None,
+        person: str | None = None,
     ) -> Schedule:
-        """Change the text and/or the timing of an active schedule."""
+        """Change the text and/or the timing of one of ``person``'s active schedules."""
         if text is None and timing is None:
             raise ScheduleError("nothing to change: give a new text or a new time")
-        current = await self._active(schedule_id)
+        current = await self._active(schedule_id, person)
         new_timing = timing or _timing_of(current)
         next_due = current.next_due if timing is None else self.first_due(timing, self.now())
         new_text = current.text if text is None else _require_text(text)
@@ -117,9 +129,10 @@ class Scheduler:
             raise ScheduleError(f"an interval must be at least {MIN_INTERVAL_S} s")
         return now + timedelta(seconds=timing.every_s)
 
-    async def _active(self, schedule_id: int) -> Schedule:
+    async def _active(self, schedule_id: int, person: str | None) -> Schedule:
+        """An active schedule of ``person``; another person's is as if there were none."""
         schedule = await self.store.get(schedule_id)
-        if schedule is None:
+        if schedule is None or schedule.person != person:
             raise ScheduleError(f"there is no reminder #{schedule_id}; /reminders lists them")
         if schedule.status != "active":
             raise ScheduleError(f"reminder #{schedule_id} is {_status_word(schedule)} already")

@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS schedules (
     fires       INTEGER NOT NULL DEFAULT 0,
     status      TEXT NOT NULL DEFAULT 'active'
                 CHECK (status IN ('active', 'done', 'cancelled')),
-    user_id     TEXT
+    user_id     TEXT,
+    person      TEXT
 );
 CREATE INDEX IF NOT EXISTS schedules_by_due ON schedules (status, next_due);
 """
@@ -57,6 +58,8 @@ CREATE TABLE schedules (
 );
 CREATE INDEX schedules_by_due ON schedules (status, next_due);
 """
+# people (SPEC §11): a member's reminders are theirs; the owner's keep NULL
+_POSTGRES_V2 = "ALTER TABLE schedules ADD COLUMN person text;"
 _ADVANCE = (
     "UPDATE schedules SET last_due = ?, fires = fires + 1,"
     " next_due = COALESCE(?, next_due),"
@@ -65,7 +68,7 @@ _ADVANCE = (
 )
 _COLUMNS = (
     "id, text, kind, spec, timezone, next_due, channel_id, action, topic,"
-    " created_at, last_due, fires, status, user_id"
+    " created_at, last_due, fires, status, user_id, person"
 )
 
 
@@ -73,18 +76,21 @@ class ScheduleStore(Store):
     """CRUD and due-time queries over the ``schedules`` table."""
 
     SCHEMA = _SCHEMA
-    POSTGRES_SCHEMA = (_POSTGRES_V1,)
+    POSTGRES_SCHEMA = (_POSTGRES_V1, _POSTGRES_V2)
 
     async def open(self) -> None:
         """Connect, apply the schema, and migrate a SQLite store made before reminders
         recorded who set them: it gets a ``user_id`` column; its rows keep NULL
-        and fire to the channel's default target."""
+        and fire to the channel's default target. One made before people existed
+        gets a ``person`` column; its rows keep NULL: the owner's."""
         await super().open()
         if self.dialect == "postgres":
             return
         columns = {row[1] for row in await self.fetch_all("PRAGMA table_info(schedules)")}
         if "user_id" not in columns:
             await self.execute("ALTER TABLE schedules ADD COLUMN user_id TEXT")
+        if "person" not in columns:
+            await self.execute("ALTER TABLE schedules ADD COLUMN person TEXT")
 
     # ------------------------------------------------------------ writes
 
@@ -100,10 +106,12 @@ class ScheduleStore(Store):
         topic: str,
         created_at: datetime,
         user_id: str | None = None,
+        person: str | None = None,
     ) -> Schedule:
         schedule_id = await self.execute_insert(
             "INSERT INTO schedules (text, kind, spec, timezone, next_due, channel_id,"
-            " action, topic, created_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " action, topic, created_at, user_id, person)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 text,
                 timing.kind,
@@ -115,6 +123,7 @@ class ScheduleStore(Store):
                 topic,
                 created_at.timestamp(),
                 user_id,
+                person,
             ),
         )
         schedule = await self.get(schedule_id)
@@ -187,7 +196,7 @@ def _instant(seconds: float | None) -> datetime | None:
 
 
 def _schedule(row: tuple[Any, ...]) -> Schedule:
-    *head, user_id = row
+    *head, user_id, person = row
     sid, text, kind, spec, tz, next_due, channel, action, topic, created, last, fires, status = head
     return Schedule(
         id=int(sid),
@@ -204,4 +213,5 @@ def _schedule(row: tuple[Any, ...]) -> Schedule:
         fires=int(fires),
         status=status,
         user_id=user_id,
+        person=person,
     )

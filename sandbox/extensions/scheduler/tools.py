@@ -29,6 +29,12 @@ def _target(ctx: RunContextWrapper[Any]) -> tuple[str | None, str | None]:
     return turn.channel_id, turn.user_id
 
 
+def _person(ctx: RunContextWrapper[Any]) -> str | None:
+    """Whose schedules a tool call reads and changes (no turn: the owner's)."""
+    turn = ctx.context
+    return turn.person_key if isinstance(turn, TurnContext) else None
+
+
 def _tool_error(ctx: RunContextWrapper[Any], error: Exception) -> str:
     return f"error: {error}"
 
@@ -59,7 +65,7 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
         action: Action = "agent" if agent else "notify"
         channel_id, user_id = _target(ctx)
         schedule = await scheduler.add(
-            timing, text, channel_id=channel_id, user_id=user_id, action=action
+            timing, text, channel_id=channel_id, user_id=user_id, action=action, person=_person(ctx)
         )
         note = f" ({timing.note})" if timing.note else ""
         return f"scheduled {describe(schedule, scheduler.zone, scheduler.now())}{note}"
@@ -112,23 +118,25 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
         except ScheduleError as exc:
             return f"error: {exc}"
 
-    async def list_schedules() -> str:
+    async def list_schedules(ctx: RunContextWrapper[Any]) -> str:
         """List the user's active reminders and recurring tasks with their ids."""
-        return describe_all(await scheduler.list(), scheduler.zone, scheduler.now())
+        mine = await scheduler.list(_person(ctx))
+        return describe_all(mine, scheduler.zone, scheduler.now())
 
-    async def cancel_schedule(schedule_id: int) -> str:
+    async def cancel_schedule(ctx: RunContextWrapper[Any], schedule_id: int) -> str:
         """Cancel a reminder or recurring task by its id (see list_schedules).
 
         Args:
             schedule_id: The number shown as #N by list_schedules.
         """
         try:
-            schedule = await scheduler.cancel(schedule_id)
+            schedule = await scheduler.cancel(schedule_id, _person(ctx))
         except ScheduleError as exc:
             return f"error: {exc}"
         return f"cancelled #{schedule.id}: {schedule.text}"
 
     async def update_schedule(
+        ctx: RunContextWrapper[Any],
         schedule_id: int,
         text: str | None = None,
         at: str | None = None,
@@ -154,7 +162,9 @@ def build_tools(scheduler: Scheduler) -> list[FunctionTool]:
                 timing = once_timing(at, delay)
             elif cron or every:
                 timing = recurring_timing(cron, every)
-            schedule = await scheduler.update(schedule_id, text=text, timing=timing)
+            schedule = await scheduler.update(
+                schedule_id, text=text, timing=timing, person=_person(ctx)
+            )
         except ScheduleError as exc:
             return f"error: {exc}"
         return f"updated {describe(schedule, scheduler.zone, scheduler.now())}"

@@ -15,17 +15,22 @@ from .config import PREFIX
 
 class AllowList:
     def __init__(
-        self, user_ids: frozenset[int], group_ids: frozenset[int], logger: logging.Logger
+        self,
+        user_ids: frozenset[int],
+        group_ids: frozenset[int],
+        logger: logging.Logger,
+        paired: set[int] | None = None,
     ) -> None:
         self.user_ids = user_ids
+        self.paired = paired if paired is not None else set()  # admitted by the owner's /pair
         self.group_ids = group_ids
         self._logger = logger
         self._reported: set[int] = set()
         self._reported_groups: set[int] = set()
 
     def admits(self, user_id: int, who: str) -> bool:
-        """True for allowed users; the first refusal of each user id is logged."""
-        if user_id in self.user_ids:
+        """True for allowed and paired users; the first refusal of each user id is logged."""
+        if user_id in self.user_ids or user_id in self.paired:
             return True
         if user_id not in self._reported:
             self._reported.add(user_id)

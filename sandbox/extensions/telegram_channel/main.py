@@ -21,12 +21,13 @@ import re
 from telegram import Bot, BotCommand, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.contract import Command, ExtensionContext, TurnContext, UserRequest
 from core.extensions.sdk import BaseExtension
 
 from .allowlist import AllowList
 from .chats import ChatTargets
 from .config import TelegramConfig, parse_config
+from .pairing import CODE_TTL_S, Pairings
 from .polling import Poller
 from .questions import QuestionBoard
 from .sender import Sender
@@ -57,6 +58,7 @@ class TelegramChannel(BaseExtension):
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._board: QuestionBoard | None = None
+        self._pairings: Pairings | None = None
         self._auth_error: str | None = None
         self._commands_registered = False
 
@@ -70,10 +72,15 @@ class TelegramChannel(BaseExtension):
         config = self._config = parse_config(context.get_config)
         bot = self._bot = Bot(token, base_url=config.api_base_url or DEFAULT_BASE_URL)
         log = context.logger
+        pairings = self._pairings = Pairings(context.data_dir)
+        await asyncio.to_thread(pairings.load)
         self._allow = AllowList(
-            frozenset(config.allowed_user_ids), config.allowed_group_chat_ids, log
+            frozenset(config.allowed_user_ids),
+            config.allowed_group_chat_ids,
+            log,
+            pairings.admitted,
         )
-        self._chats = ChatTargets(config)
+        self._chats = ChatTargets(config, pairings.admitted)
         self._sender = Sender(bot, log)
         self._stream = StreamPresenter(
             self._sender, self._chats, log, interval_s=config.edit_interval_s
@@ -146,6 +153,8 @@ class TelegramChannel(BaseExtension):
         if group and not allow.admits_group(chat.id, chat.title or chat.type):
             return
         if not allow.admits(user.id, _describe(user)):
+            if not group:
+                await self._offer_pairing(user.id)
             return
         if message.text is None:
             self._context().logger.info("ignoring a non-text message from user %d", user.id)
@@ -169,6 +178,40 @@ class TelegramChannel(BaseExtension):
             idempotency_key=f"telegram:{update.update_id}",
             sender_id=str(user.id),
         )
+
+    async def _offer_pairing(self, user_id: int) -> None:
+        """A stranger's private message: a one-time code for the owner's ``/pair``,
+        once while it lives, and nothing else."""
+        assert self._pairings is not None
+        code = self._pairings.offer(user_id)
+        if code is None:
+            return
+        minutes = round(CODE_TTL_S / 60)
+        text = (
+            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
+            f"(the code works once, for {minutes} minutes)."
+        )
+        self._context().logger.info("Telegram user %d was given a pairing code", user_id)
+        await self._send().send_text(user_id, text)
+
+    def get_commands(self) -> list[Command]:
+        """``/pair CODE [member]``: admit the stranger who was given CODE (the kernel
+        answers it to the owner only)."""
+
+        async def pair(args: str, turn: TurnContext) -> str:
+            words = args.split()
+            if turn.role != "owner":
+                return "/pair is for the household's owner only; ask them."
+            if len(words) not in (1, 2) or words[1:] not in ([], ["member"]):
+                return "Usage: /pair CODE [member]"
+            assert self._pairings is not None
+            user_id = await self._pairings.admit(words[0])
+            if user_id is None:
+                return f"No open pairing code {words[0]} (a code works once, for a while)."
+            await self._send().send_text(user_id, "You are in: Hearth answers you now.")
+            return f"Paired Telegram user {user_id}: a member of their own (telegram:{user_id})."
+
+        return [Command("pair", "admit someone given a pairing code: /pair CODE", pair)]
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
         await self._context().answer_request(request_id, value, address, sender_id=sender)

@@ -1,0 +1,136 @@
+"""Who a turn is for: the household's people, resolved from (channel, sender).
+
+A channel names its users its own way; a person (settings ``people:``,
+SPEC §11) is known on each channel by an identity ``CHANNEL:ID``:
+``cli:local`` (whoever types on the terminal), ``http:default`` (whoever
+holds the HTTP API token), ``telegram:<user id>`` (in a group: the sender's
+id, not the chat's). The router resolves a turn's identity once, here, and
+puts ``person`` and ``role`` into its ``TurnContext``.
+
+With no ``people:`` section the household is the owner alone, as before
+people existed: the owner is the local terminal user, the HTTP token's
+holder and the first id of Telegram's ``allowed_user_ids``; every other
+allow-listed Telegram id is a member of their own. A channel whose
+allow-list the kernel does not know (a custom channel) speaks for the owner
+there, as it did. With a ``people:`` section, an identity no person lists
+is a member of their own: safe by default.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from core.events.system_payloads import UserMessage
+from core.extensions.contract import TurnContext
+from core.people_settings import PersonSettings, Role
+
+if TYPE_CHECKING:
+    from core.settings import Settings
+
+__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "telegram_ids"]
+
+# the channel extensions whose users the kernel knows how to name
+CHANNEL_PREFIXES = {"cli_channel": "cli", "http_api": "http", "telegram_channel": "telegram"}
+_FIXED_IDS = {"cli": "local", "http": "default"}  # one user per terminal, one per token
+OWNER = "owner"  # the owner's name when settings name no one
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    """One person of the household: their name and role."""
+
+    name: str
+    role: Role
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == "owner"
+
+
+def identity_of(channel_id: str, user_id: str, sender_id: str | None = None) -> str:
+    """The identity (``CHANNEL:ID``) of whoever sent a message on a channel."""
+    prefix = CHANNEL_PREFIXES.get(channel_id, channel_id)
+    fixed = _FIXED_IDS.get(prefix)
+    if fixed is not None:
+        return f"{prefix}:{fixed}"
+    return f"{prefix}:{sender_id or user_id.partition('#')[0]}"
+
+
+def telegram_ids(value: Any) -> list[str]:
+    """``allowed_user_ids`` as the channel reads it, in order: a YAML list, one
+    number, or ``"[1, 2]"`` / ``"1,2"`` from the environment."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [str(value)]
+    if isinstance(value, str):
+        return re.findall(r"-?\d+", value)
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
+class Household:
+    """The people and who each identity is (a dict lookup per turn)."""
+
+    def __init__(self, people: Mapping[str, PersonSettings], telegram_ids: list[str]) -> None:
+        self.named = bool(people)
+        self._people: dict[str, Person] = {}
+        if people:
+            for name, entry in people.items():
+                person = Person(name, entry.role)
+                for identity in entry.identities:
+                    self._people[identity] = person
+            self.owner = next(Person(n, "owner") for n, e in people.items() if e.role == "owner")
+            return
+        self.owner = Person(OWNER, "owner")
+        self._people = {"cli:local": self.owner, "http:default": self.owner}
+        for index, telegram_id in enumerate(telegram_ids):
+            identity = f"telegram:{telegram_id}"
+            self._people[identity] = self.owner if index == 0 else Person(identity, "member")
+
+    @classmethod
+    def of(cls, settings: Settings) -> Household:
+        """From ``people:`` and, without it, the Telegram allow-list in ``extensions:``."""
+        telegram: Any = settings.extensions.get("telegram_channel", {}).get("allowed_user_ids")
+        return cls(settings.people, telegram_ids(telegram))
+
+    def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
+        """Who sent a message: a listed person, else a member of their own (or, with
+        no ``people:``, the owner on a channel whose allow-list the kernel does not know)."""
+        identity = identity_of(channel_id, user_id, sender_id)
+        known = self._people.get(identity)
+        if known is not None:
+            return known
+        if not self.named and channel_id not in CHANNEL_PREFIXES:
+            return self.owner
+        return Person(identity, "member")
+
+    def turn(
+        self,
+        message: UserMessage,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> TurnContext:
+        """The turn of a message, with who it is for (resolved once, here)."""
+        person = self.person(message.channel_id, message.user_id, message.sender_id)
+        return TurnContext(
+            channel_id=message.channel_id,
+            user_id=message.user_id,
+            session_id=session_id,
+            turn_id=turn_id,
+            sender_id=message.sender_id,
+            person=person.name,
+            role=person.role,
+        )
+
+    def resolve(self, turn: TurnContext) -> TurnContext:
+        """``turn`` with its ``person`` and ``role`` (a turn with no channel: the owner's)."""
+        if turn.channel_id is None or turn.user_id is None:
+            return replace(turn, person=self.owner.name, role="owner")
+        person = self.person(turn.channel_id, turn.user_id, turn.sender_id)
+        return replace(turn, person=person.name, role=person.role)
+
+    def key_of(self, channel_id: str, user_id: str, sender_id: str | None = None) -> str | None:
+        """Whose data a message on a channel addresses (``TurnContext.person_key``)."""
+        person = self.person(channel_id, user_id, sender_id)
+        return None if person.is_owner else person.name
