@@ -15,7 +15,14 @@ import pytest
 from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, session_history, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    conversing,
+    running_kernel,
+    session_history,
+    wait_for,
+)
 from hooks_kit import HOOK_LOG, ISOLATION, LOADER, isolation_mode
 
 MB = 1024 * 1024
@@ -37,7 +44,7 @@ async def test_an_oversized_hook_answer_is_refused_and_never_stored(
     make_ext, settings_file, caplog, mode
 ):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
-    make_ext("hog", HOG, {"isolation": isolation_mode(mode)})
+    make_ext("hog", HOG, conversing({"isolation": isolation_mode(mode)}))
     path = settings_file(channels={"default": "capture"}, isolation=ISOLATION, loader=LOADER)
     model = ScriptedModel([[assistant_message("Hello.")]])
     caplog.set_level(logging.WARNING, logger=HOOK_LOG)

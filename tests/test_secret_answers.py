@@ -20,7 +20,7 @@ import pytest
 from conftest import PROJECT_ROOT, ext_code
 from fake_openai import FakeOpenAIServer, ToolCall, models_section
 from fake_telegram import FakeTelegram
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, conversing, running_kernel, wait_for
 from hooks_kit import LOADER
 from telegram_support import ALICE, install_extension, telegram_config
 
@@ -70,7 +70,7 @@ async def test_a_secret_typed_on_telegram_is_never_journaled(
     with FakeOpenAIServer() as srv, FakeTelegram() as tg:
         monkeypatch.setenv("TELEGRAM_BOT_TOKEN", tg.token)
         install_extension(ext_root)
-        make_ext("asker", ASKER, {"isolation": isolation})
+        make_ext("asker", ASKER, conversing({"isolation": isolation}))
         settings = settings_file(
             channels={"default": "telegram_channel"},
             extensions={"telegram_channel": telegram_config(tg)},
@@ -98,7 +98,7 @@ async def test_a_secret_typed_as_an_answer_command_is_never_journaled(
     """A channel without buttons: the user types ``/answer ID <secret>``."""
     caplog.set_level(logging.INFO)
     with FakeOpenAIServer() as srv:
-        make_ext("asker", ASKER)
+        make_ext("asker", ASKER, conversing())
         make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
         srv.script(ToolCall("ask_secret", {}), "Done.")
         settings = settings_file(
