@@ -37,31 +37,21 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
-TOOL_EXTENSION = '''
-from agents import function_tool
-
-from core.extensions.sdk import side_effects
-
-
-class Ext:
-    async def initialize(self, context):
-        self.ctx = context
-    async def start(self):
-        pass
-    async def stop(self):
-        pass
-    async def destroy(self):
-        pass
-    async def health_check(self):
-        return True
+# a harmless tool (no side effects): the turn runs it without an approval question
+TOOL_BODY = """
     def get_tools(self):
         @function_tool
         def clock() -> str:
             "Tell the time."
             return "12:00"
 
-        return [side_effects(clock, False)]  # harmless: runs without a question
-'''
+        return [side_effects(clock, False)]
+"""
+TOOL_HEADER = """
+    from agents import function_tool
+
+    from core.extensions.sdk import side_effects
+"""
 
 
 def _project_file(filename: str) -> str | None:
@@ -128,13 +118,13 @@ async def trace_turn(tmp: Path) -> PathRecorder:
     import yaml
     from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-    from conftest import grant_all
+    from conftest import ext_code, grant_all
     from harness import CAPTURE_CHANNEL, running_kernel
 
     ext = tmp / "ext"
     for name, code, manifest in (
         ("capture", CAPTURE_CHANNEL, "permissions: {user_messages: true}\n"),
-        ("clock", TOOL_EXTENSION, ""),
+        ("clock", ext_code(TOOL_BODY, TOOL_HEADER), ""),
     ):
         (ext / name).mkdir(parents=True)
         (ext / name / "main.py").write_text(code)
