@@ -186,7 +186,7 @@ async def test_a_valid_extension_is_validated_then_restarted_into(
     async with running_kernel(path, model=model) as kernel:
         channel = kernel.loader.instance("capture")
         await channel.say("make me a dice roller")
-        await wait_for(lambda: replies(channel), timeout=60)
+        await wait_for(lambda: replies(channel), timeout=180)  # validations: subprocesses
         request_file = restart_request_path(kernel.settings.data_dir)
         await wait_for(request_file.exists)
     out = tool_outputs(model)
@@ -223,7 +223,7 @@ async def test_a_broken_manifest_is_reported_and_not_restarted_into(
     async with running_kernel(path, model=model) as kernel:
         channel = kernel.loader.instance("capture")
         await channel.say("make me something")
-        await wait_for(lambda: replies(channel), timeout=60)
+        await wait_for(lambda: replies(channel), timeout=180)  # validations: subprocesses
         await channel.say("/status")
         await wait_for(lambda: len(replies(channel)) == 2)
         assert not restart_request_path(kernel.settings.data_dir).exists()
@@ -281,7 +281,7 @@ async def test_a_changed_extension_hearth_runs_is_reloaded_not_restarted(
         old = kernel.loader.records["dice"].instance
         channel = kernel.loader.instance("capture")
         await channel.say("make dice always roll the number of sides")
-        await wait_for(lambda: replies(channel), timeout=60)
+        await wait_for(lambda: replies(channel), timeout=180)  # validations: subprocesses
         record = kernel.loader.records["dice"]
         assert record.instance is not old and kernel.wiring.is_wired("dice")
         assert not restart_request_path(kernel.settings.data_dir).exists()
