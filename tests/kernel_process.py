@@ -42,8 +42,8 @@ def wait_until(
     describe: Callable[[], str] | None = None,
 ) -> None:
     """Poll ``condition`` until it holds; the deadline only ends a wait that would
-    never succeed, so it is generous: ``make test`` runs four workers on two cores,
-    and a kernel process starting there takes tens of seconds."""
+    never succeed, so it is generous: ``make test`` runs more workers than cores,
+    and a kernel process starting there may take tens of seconds."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
