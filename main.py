@@ -23,7 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--settings",
         metavar="FILE",
         default=argparse.SUPPRESS,
-        help="settings file (default: settings.yaml in the project root)",
+        help="base settings file (default: settings.yaml in the project root); "
+        "its local layer NAME.local.yaml beside it is read over it",
     )
     common.add_argument(
         "--verbose",

@@ -1,9 +1,11 @@
 """Settings: ``settings.yaml`` validated by pydantic, overridable from the env.
 
-Precedence (highest first): ``HEARTH__SECTION__KEY`` environment variables,
-the YAML file given with ``--settings`` (or the project's ``settings.yaml``),
-the defaults below. Every model forbids unknown keys so a typo in the file is
-an error that names the key, not a silently ignored setting.
+Precedence (highest first, ADR 0045): ``HEARTH__SECTION__KEY`` environment
+variables, the base file's local layer (``settings.local.yaml``, git-ignored:
+the user's and ``setup``'s choices), the base file (the YAML file given with
+``--settings``, or the project's tracked ``settings.yaml``), the defaults below
+(``core.settings_layers``). Every model forbids unknown keys so a typo in a file
+is an error that names the file and the key, not a silently ignored setting.
 """
 
 from __future__ import annotations
@@ -13,13 +15,11 @@ import shlex
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -30,15 +30,13 @@ from core.consent_settings import PolicySettings
 from core.extensions.hook_specs import HOOK_SPECS
 from core.people_settings import People
 from core.replay_settings import ReplaySettings
+from core.settings_layers import Layer, changed_keys, local_layer_path, read_layer, validated
+from core.settings_layers import SettingsError as SettingsError  # its home for every caller
 from core.settings_scale import ScaleOutSections
 from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
-
-
-class SettingsError(Exception):
-    """The settings file is unreadable or invalid; the message names file and key."""
 
 
 class _Section(BaseModel):
@@ -331,6 +329,8 @@ class Settings(ScaleOutSections, BaseSettings):
     people: People = Field(default_factory=dict)
 
     _settings_file: Path | None = PrivateAttr(default=None)
+    _base_file: Path = PrivateAttr(default=DEFAULT_SETTINGS_FILE)
+    _layers: tuple[Layer, ...] = PrivateAttr(default=())
 
     @classmethod
     def settings_customise_sources(
@@ -356,8 +356,18 @@ class Settings(ScaleOutSections, BaseSettings):
 
     @property
     def settings_file(self) -> Path | None:
-        """The file these settings were read from (``None``: defaults only)."""
+        """The base file these settings were read from (``None``: defaults only)."""
         return self._settings_file
+
+    @property
+    def local_settings_file(self) -> Path:
+        """The base file's local layer, where ``setup`` writes (it may not exist yet)."""
+        return local_layer_path(self._base_file)
+
+    @property
+    def layers(self) -> tuple[Layer, ...]:
+        """The files read, lowest first (absent ones as empty layers)."""
+        return self._layers
 
 
 def resolve_path(path: Path) -> Path:
@@ -366,35 +376,26 @@ def resolve_path(path: Path) -> Path:
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
-    """Read and validate the settings file (defaults only when there is none).
+    """Read and validate the settings layers: the base file (``path``, else the
+    project's ``settings.yaml``; defaults only when that one is missing), its
+    local layer when there is one, the environment.
 
-    Raises ``SettingsError`` naming the file and the offending key.
+    Raises ``SettingsError`` naming the file (or variable) and the offending key.
     """
-    file = Path(path) if path is not None else DEFAULT_SETTINGS_FILE
-    data: dict[str, Any] = {}
-    if path is not None and not file.is_file():
-        raise SettingsError(f"{file}: settings file not found")
-    if file.is_file():
-        try:
-            loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise SettingsError(f"{file}: not valid YAML: {exc}") from exc
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise SettingsError(f"{file}: top level must be a mapping, got {type(loaded).__name__}")
-        data = loaded
-    try:
-        settings = Settings(**data)
-    except ValidationError as exc:
-        raise SettingsError(f"{file}: {_describe(exc)}") from exc
-    settings._settings_file = file.resolve() if file.is_file() else None
+    base = Path(path) if path is not None else DEFAULT_SETTINGS_FILE
+    layers = [read_layer(base, required=path is not None)]
+    if local_layer_path(base) != base:
+        layers.append(read_layer(local_layer_path(base)))
+    settings = validated(Settings, tuple(layers))
+    settings._layers = tuple(layers)
+    settings._base_file = base.resolve()
+    settings._settings_file = base.resolve() if base.is_file() else None
     return settings
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        parts.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
-    return "; ".join(parts)
+def non_defaults(settings: Settings) -> list[tuple[str, str]]:
+    """(dotted key, where it was set) of every key not at its default: the models'
+    defaults, or the project's tracked ``settings.yaml`` that ships them."""
+    defaults = Settings.model_construct().model_dump(mode="json")
+    current = settings.model_dump(mode="json")
+    return changed_keys(current, defaults, settings.layers, tracked=DEFAULT_SETTINGS_FILE)

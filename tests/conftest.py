@@ -80,6 +80,9 @@ def settings_file(tmp_path: Path, ext_root: Path) -> Callable[..., Path]:
             # fixture extensions declare no side effects, so under `safe` every tool
             # call of theirs would ask; consent tests ask for `safe` themselves
             "policy": {"profile": "full_auto"},
+            # a plugin host starting while other test workers load the machine can take
+            # longer than the 10 s default; tests of the timeout itself set their own
+            "loader": {"lifecycle_timeout_s": 60},
         }
         for key, value in sections.items():
             if isinstance(value, dict) and isinstance(data.get(key), dict):

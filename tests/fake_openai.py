@@ -60,6 +60,9 @@ class FakeOpenAIServer:
     def __init__(self, *, delay_s: float = 0.0, chunk_delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
         self.chunk_delay_s = chunk_delay_s  # streamed answers: a pause before each chunk
+        # when set, each streamed chunk waits for one release: a test paces a stream
+        # by what it has seen arrive, not by a delay that load can swallow
+        self.chunk_gate: threading.Semaphore | None = None
         self._lock = threading.RLock()
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict[str, Any]] = []
@@ -222,6 +225,9 @@ class _Handler(BaseHTTPRequestHandler):
         for chunk in _stream_chunks(body, item):
             if self.fake.chunk_delay_s:
                 time.sleep(self.fake.chunk_delay_s)
+            gate = self.fake.chunk_gate
+            if gate is not None and not gate.acquire(timeout=60):
+                raise TimeoutError("fake OpenAI server: a gated chunk was never released")
             self._write_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")  # the last chunk: the response ends, the connection stays

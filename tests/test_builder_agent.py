@@ -114,7 +114,7 @@ def replies(channel: Any) -> list[str]:
 
 async def owner_question(channel: Any, n: int = 1) -> str:
     """The n-th question an extension asked the owner (``/answer ID yes``)."""
-    await wait_for(lambda: len([r for r in replies(channel) if "/answer " in r]) >= n, timeout=60)
+    await wait_for(lambda: len([r for r in replies(channel) if "/answer " in r]) >= n, timeout=180)
     return [r for r in replies(channel) if "/answer " in r][n - 1]
 
 
@@ -206,7 +206,7 @@ async def test_a_valid_extension_is_validated_then_restarted_into(
     async with running_kernel(path, model=model) as kernel:
         channel = kernel.loader.instance("capture")
         await channel.say("make me a dice roller")
-        await wait_for(lambda: replies(channel), timeout=60)
+        await wait_for(lambda: replies(channel), timeout=180)  # validations: subprocesses
         request_file = restart_request_path(kernel.settings.data_dir)
         await wait_for(request_file.exists)
     out = tool_outputs(model)
@@ -243,7 +243,7 @@ async def test_a_broken_manifest_is_reported_and_not_restarted_into(
     async with running_kernel(path, model=model) as kernel:
         channel = kernel.loader.instance("capture")
         await channel.say("make me something")
-        await wait_for(lambda: replies(channel), timeout=60)
+        await wait_for(lambda: replies(channel), timeout=180)  # validations: subprocesses
         await channel.say("/status")
         await wait_for(lambda: len(replies(channel)) == 2)
         assert not restart_request_path(kernel.settings.data_dir).exists()
@@ -308,7 +308,7 @@ async def test_a_changed_extension_hearth_runs_asks_its_owner_then_needs_a_new_g
         assert "-            return random.randint(1, sides)\n" in question
         assert "+            return sides\n" in question
         await channel.say(f"/answer {answer_id(question)} yes")
-        await wait_for(lambda: "Dice needs /grant dice." in replies(channel), timeout=60)
+        await wait_for(lambda: "Dice needs /grant dice." in replies(channel), timeout=180)
         assert kernel.loader.records["dice"].instance is old  # the granted code still serves
         await channel.say("/grant dice yes")
         await wait_for(lambda: any(r.startswith("Granted dice") for r in replies(channel)))
@@ -352,7 +352,7 @@ async def test_a_change_the_owner_refuses_is_not_written(ext_root, make_ext, set
         question = await owner_question(channel)
         assert "+TOKENS = dict(os.environ)\n" in question
         await channel.say(f"/answer {answer_id(question)} no")
-        await wait_for(lambda: "Not changed." in replies(channel), timeout=60)
+        await wait_for(lambda: "Not changed." in replies(channel), timeout=180)
     assert tool_outputs(model)["edit"] == "refused: the owner did not allow this change to 'dice'"
     assert (ext_root / "dice" / "main.py").read_text() == DICE_CODE
     model.assert_complete()

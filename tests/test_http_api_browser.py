@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 
@@ -42,7 +43,7 @@ WATCH_REPLY = """() => {
 
 @pytest.fixture
 def model() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(chunk_delay_s=0.05) as srv:
+    with FakeOpenAIServer() as srv:
         yield srv
 
 
@@ -93,11 +94,20 @@ async def test_the_page_in_a_browser(monkeypatch, ext_root, settings_file, model
             await expect(page.locator("#memories")).to_have_text("0 memories kept")
             await expect(page.locator("#model")).to_contain_text("fake-model")
 
-            # chat: the reply grows in place, chunk by chunk
+            # chat: the reply grows in place, chunk by chunk (each chunk is let out
+            # only once the page shows the one before: no timing to lose under load)
             await page.evaluate(WATCH_REPLY)
+            model.chunk_gate = gate = threading.Semaphore(1)  # the role chunk goes at once
             await page.fill("#prompt", "tell me a story")
             await page.click("#send")
-            await expect(page.locator("#messages li.hearth").last).to_have_text(STORY)
+            reply, shown = page.locator("#messages li.hearth").last, ""
+            for word in STORY.split(" "):
+                shown = f"{shown} {word}".lstrip()
+                gate.release()
+                await expect(reply).to_have_text(shown)
+            model.chunk_gate = None
+            gate.release(3)  # the finish and usage chunks
+            await expect(reply).to_have_text(STORY)
             states = [s for s in await page.evaluate("window.replyStates") if s]
             assert len(set(states)) >= 4, states
             assert all(STORY.startswith(s) for s in states)

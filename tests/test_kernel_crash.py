@@ -78,7 +78,7 @@ def test_sigkill_mid_turn_answers_exactly_once_after_restart(
         )
         first = start_kernel(settings)
         try:
-            srv.wait_for_requests(1, timeout_s=30)  # the turn is in the model call
+            srv.wait_for_requests(1, timeout_s=90)  # the turn is in the model call
         finally:
             kill(first)
         assert not out.exists()  # killed before any reply

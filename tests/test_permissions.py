@@ -139,7 +139,7 @@ async def test_notification_flood_gets_only_the_bucket(mode, make_ext, settings_
     make_ext("capture", CAPTURE_CHANNEL, {**CAPTURE_MANIFEST, "isolation": "inprocess"})
     make_ext("hostile", HOSTILE, manifest(mode))
     path = settings_file(
-        isolation={"call_timeout_s": 5, "memory_mb": 256},
+        isolation={"call_timeout_s": 30, "memory_mb": 256},  # a flood under load, not a hang
         channels={"default": "capture"},
         rate_limits={"notify_per_minute": 6, "notify_burst": 3},
     )

@@ -59,6 +59,7 @@ def test_the_wizard_writes_settings_and_env_that_doctor_accepts(
             extensions={"telegram_channel": {"api_base_url": tg.base_url}}, timezone="local"
         )
         settings.write_text("# my own comment\n" + settings.read_text())
+        base_text = settings.read_text()
         term = Terminal([str(PROJECT_ROOT / "main.py"), "setup", "--settings", str(settings)])
         term.expect("Which provider:")
         term.send("2\r")
@@ -92,8 +93,9 @@ def test_the_wizard_writes_settings_and_env_that_doctor_accepts(
         assert LOCAL_KEY.encode() not in term.output and TOKEN.encode() not in term.output
         assert WEATHER_KEY.encode() not in term.output and b"Traceback" not in term.output
 
-        text = settings.read_text()
-        assert text.startswith("# my own comment\n")
+        assert settings.read_text() == base_text  # the base file is never written
+        text = settings.with_name("settings.local.yaml").read_text()
+        assert text.startswith("# Your settings: what you (or `main.py setup`) changed")
         written = yaml.safe_load(text)
         assert written["models"]["default"] == {"provider": "local", "model": "fake-model"}
         local = written["models"]["providers"]["local"]
@@ -127,23 +129,22 @@ def hearth(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
 
 def test_the_scripted_form_checks_the_model_and_writes_only_its_keys(settings_file, tmp_path):
     settings = settings_file()
-    before = yaml.safe_load(settings.read_text())
+    before = settings.read_text()
+    local = settings.with_name("settings.local.yaml")
     env = {"HEARTH_ENV_FILE": str(tmp_path / "none.env")}
     with FakeOpenAIServer() as srv:
         refused = hearth("setup", "--provider", "openai_compatible", "--base-url", srv.base_url,
                          "--model", "no-such-model", "--settings", str(settings), env=env)  # fmt: skip
         assert refused.returncode == 1 and "fake-model" in refused.stderr
-        assert yaml.safe_load(settings.read_text()) == before  # nothing written
+        assert not local.exists()  # nothing written
         done = hearth("setup", "--provider", "openai_compatible", "--base-url", srv.base_url,
                       "--model", "fake-model-mini", "--settings", str(settings), env=env)  # fmt: skip
         assert done.returncode == 0, done.stderr
-        after = yaml.safe_load(settings.read_text())
-        assert after["models"]["default"] == {"provider": "local", "model": "fake-model-mini"}
-        assert after["models"]["providers"]["local"] == {
-            "type": "openai_compatible", "base_url": srv.base_url}  # fmt: skip
-        assert {k: v for k, v in after.items() if k != "models"} == {
-            k: v for k, v in before.items() if k != "models"
-        }
+        assert settings.read_text() == before
+        provider = {"type": "openai_compatible", "base_url": srv.base_url}
+        default = {"provider": "local", "model": "fake-model-mini"}
+        models = {"default": default, "providers": {"local": provider}}
+        assert yaml.safe_load(local.read_text()) == {"models": models}  # only its keys
         again = hearth("setup", "--provider", "openai_compatible", "--base-url", srv.base_url,
                        "--model", "fake-model-mini", "--settings", str(settings), env=env)  # fmt: skip
         assert again.returncode == 0 and "nothing changed" in again.stdout

@@ -75,9 +75,9 @@ def test_sigkill_before_the_reply_is_answered_exactly_once_after_restart(
         tg.on_get_updates = on_poll
         first = _start_kernel(settings, tg.token, log)
         try:
-            tg.wait_until(lambda: tg.calls_of("getUpdates"), timeout_s=30)
+            tg.wait_until(lambda: tg.calls_of("getUpdates"), timeout_s=90)
             update_id = tg.send_update("remember me", user_id=ALICE)
-            model.wait_for_requests(1, timeout_s=30)  # fetched, journaled, turn under way
+            model.wait_for_requests(1, timeout_s=90)  # fetched, journaled, turn under way
             tg.wait_until(lambda: any(offset > update_id for offset, _ in acks))
         finally:
             first.send_signal(signal.SIGKILL)
@@ -89,7 +89,7 @@ def test_sigkill_before_the_reply_is_answered_exactly_once_after_restart(
         model.delay_s = 0
         second = _start_kernel(settings, tg.token, log)
         try:
-            tg.wait_until(lambda: tg.chat_texts(ALICE), timeout_s=30)
+            tg.wait_until(lambda: tg.chat_texts(ALICE), timeout_s=90)
             tg.wait_until(lambda: (_journal_row(db, key_of(update_id)) or (0, ""))[1] == "done")
             polled_again = len(tg.calls_of("getUpdates")) + 2
             tg.wait_until(lambda: len(tg.calls_of("getUpdates")) >= polled_again)

@@ -1,6 +1,7 @@
 """``main.py doctor``: is this installation ready? Exit 1 when something is wrong.
 
-Checks: settings (already valid when we get here), storage (with PostgreSQL:
+Checks: settings (already valid when we get here; each key that is not the
+default is listed with the file or environment variable that set it), storage (with PostgreSQL:
 the connection and each component's schema version), every model provider
 (reachable, lists models), every MCP server (connects, lists its tools),
 secrets declared by enabled extensions, and the status of every extension.
@@ -15,7 +16,7 @@ from core.agents.model_router import ModelRouter
 from core.cli.report import collect_report
 from core.extensions.isolation.factory import confinement_report
 from core.secrets import load_secrets
-from core.settings import Settings
+from core.settings import Settings, non_defaults
 
 OK, BAD = "ok  ", "FAIL"
 
@@ -27,7 +28,10 @@ def run_doctor(settings: Settings) -> int:
 async def _doctor(settings: Settings) -> int:
     problems = 0
     source = settings.settings_file or "defaults (no settings.yaml)"
-    print(f"{OK} settings: {source}")
+    local = settings.local_settings_file
+    print(f"{OK} settings: {source}" + (f" + {local}" if local.is_file() else ""))
+    for key, where in non_defaults(settings):
+        print(f"{OK} setting {key}: set in {where}")
     problems += await _check_storage(settings)
     for level, detail in await confinement_report(settings):
         mark = {"ok": OK, "warn": "WARN"}.get(level, BAD)

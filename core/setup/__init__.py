@@ -1,7 +1,28 @@
-"""``main.py setup``: the wizard, its scripted form, and the file writers behind it."""
+"""``main.py setup``: the wizard, its scripted form, and the file writers behind it.
 
-from core.setup.command import add_setup_arguments, run_setup_command
-from core.setup.plan import SetupPlan
-from core.setup.settings_file import write_changes
+The door is lazy (PEP 562, as ``core.events``): ``main.py`` builds its parser
+with ``add_setup_arguments`` for every command, and must not pay for the
+wizard's imports (the kernel, for extension setups) unless ``setup`` runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.lazy_door import lazy_door
+
+if TYPE_CHECKING:
+    from core.setup.command import add_setup_arguments, run_setup_command
+    from core.setup.plan import SetupPlan
+    from core.setup.settings_file import write_changes
 
 __all__ = ["SetupPlan", "add_setup_arguments", "run_setup_command", "write_changes"]
+
+_HOMES = {
+    "SetupPlan": "plan",
+    "add_setup_arguments": "command",
+    "run_setup_command": "command",
+    "write_changes": "settings_file",
+}
+
+__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)

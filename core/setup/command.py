@@ -13,15 +13,12 @@ import argparse
 import asyncio
 import logging
 import sys
-from pathlib import Path
 
 from core.secrets import load_secrets
-from core.settings import DEFAULT_SETTINGS_FILE, Settings, SettingsError, load_settings
-from core.setup.extension_step import run_extension_setups
+from core.settings import Settings, SettingsError, load_settings
 from core.setup.plan import SetupPlan
 from core.setup.probes import ProbeError, list_models
 from core.setup.terminal import SetupCancelled, TerminalAsker
-from core.setup.wizard import run_wizard
 
 __all__ = ["add_setup_arguments", "run_setup_command"]
 
@@ -39,9 +36,8 @@ def run_setup_command(settings: Settings, args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(logging.WARNING)
     for name in ("httpx", "httpcore", "openai", "telegram"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    target = settings.settings_file or DEFAULT_SETTINGS_FILE
     if args.provider:
-        return asyncio.run(_scripted(target, args))
+        return asyncio.run(_scripted(settings, args))
     if args.base_url or args.model or args.api_key_env:
         print("hearth setup: --base-url, --model and --api-key-env go with --provider",
               file=sys.stderr)  # fmt: skip
@@ -53,10 +49,10 @@ def run_setup_command(settings: Settings, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return asyncio.run(_interactive(settings, target))
+    return asyncio.run(_interactive(settings))
 
 
-async def _scripted(target: Path, args: argparse.Namespace) -> int:
+async def _scripted(settings: Settings, args: argparse.Namespace) -> int:
     if not args.model:
         print("hearth setup: --provider needs --model NAME", file=sys.stderr)
         return 2
@@ -81,17 +77,22 @@ async def _scripted(target: Path, args: argparse.Namespace) -> int:
         return 1
     plan = SetupPlan()
     plan.use_model(args.provider, args.model, base_url=base_url, api_key_env=args.api_key_env)
-    return _write(plan, target)
+    return _write(plan, settings)
 
 
-async def _interactive(settings: Settings, target: Path) -> int:
+async def _interactive(settings: Settings) -> int:
+    # here, not at the top: every main.py command imports this module for its
+    # arguments, and the extension step imports the whole kernel
+    from core.setup.extension_step import run_extension_setups
+    from core.setup.wizard import run_wizard
+
     ask = TerminalAsker()
     try:
         plan = await run_wizard(settings, ask)
-        if _write(plan, target):
+        if _write(plan, settings):
             return 1
         try:
-            written = load_settings(target)
+            written = load_settings(settings.settings_file)
         except SettingsError as exc:
             print(f"hearth setup: {exc}", file=sys.stderr)
             return 1
@@ -104,9 +105,12 @@ async def _interactive(settings: Settings, target: Path) -> int:
     return 0
 
 
-def _write(plan: SetupPlan, target: Path) -> int:
+def _write(plan: SetupPlan, settings: Settings) -> int:
+    """The answers go to the local layer over the base file (ADR 0045)."""
+    target = settings.local_settings_file
+    below = tuple(layer for layer in settings.layers if layer.path.resolve() != target)
     try:
-        for line in plan.write(target):
+        for line in plan.write(target, below=below):
             print(line, flush=True)
     except (SettingsError, OSError, ValueError) as exc:
         print(f"hearth setup: {exc}; nothing written to {target}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """What a setup run will change, and writing it: settings keys and secrets.
 
-Settings go to the settings file (only the keys whose value changes;
-comments and everything else kept, ``settings_file.write_changes``);
+Settings go to the local settings layer, ``settings.local.yaml`` (only the
+keys whose value changes; comments and everything else kept,
+``settings_file.write_changes``; the tracked ``settings.yaml`` is never
+written, ADR 0045);
 secrets go to ``.env`` (mode 0600, ``core.secrets.save_secrets``). The
 summary names keys and secret names, never a secret's value.
 """
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.secrets import env_file_path, save_secrets
+from core.settings_layers import Layer
 from core.setup.settings_file import KeyPath, write_changes
 
 __all__ = [
@@ -57,10 +60,13 @@ class SetupPlan:
     def use_timezone(self, zone: str) -> None:
         self.settings[("timezone",)] = zone
 
-    def write(self, settings_file: Path, env_file: Path | None = None) -> list[str]:
-        """Write what changed; one line per file for the user."""
+    def write(
+        self, settings_file: Path, env_file: Path | None = None, below: tuple[Layer, ...] = ()
+    ) -> list[str]:
+        """Write what changed into ``settings_file`` (over the layers ``below`` it)
+        and the secrets file; one line per file for the user."""
         lines: list[str] = []
-        changed = write_changes(settings_file, self.settings) if self.settings else []
+        changed = write_changes(settings_file, self.settings, below) if self.settings else []
         if changed:
             lines.append(f"{settings_file}: set {', '.join(changed)}")
         if self.secrets:

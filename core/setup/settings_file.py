@@ -1,10 +1,13 @@
 """Change a few keys of a settings file and keep everything else as it was.
 
-``main.py setup`` edits the user's ``settings.yaml``, which is commented
-line by line; ruamel.yaml's round trip keeps those comments, the key order
-and flow-style mappings (``{provider: openai, model: gpt-5-mini}``), so the
-file still reads as the user left it with only the answered keys changed.
-The result is validated as settings before it replaces the file.
+``main.py setup`` writes the user's answers into the local layer
+(``settings.local.yaml``, ADR 0045), never into the tracked ``settings.yaml``
+beneath it: a key whose value the layers beneath already give is not
+written. The user may comment and edit the local file too; ruamel.yaml's
+round trip keeps comments, the key order and flow-style mappings
+(``{provider: openai, model: gpt-5-mini}``), so it still reads as the user
+left it with only the answered keys changed. The result is validated as
+settings, over the layers beneath, before it replaces the file.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.representer import RoundTripRepresenter
 
-from core.settings import Settings, SettingsError, load_settings
+from core.settings import Settings, SettingsError
+from core.settings_layers import Layer, merge, validated
+
+HEADER = """\
+Your settings: what you (or `main.py setup`) changed from the defaults in the
+tracked settings file beside this one, which stays as shipped. Keys here win
+over it; HEARTH__SECTION__KEY environment variables win over both. This file
+is not tracked by git; `main.py doctor` lists every changed key and its place."""
 
 __all__ = ["KeyPath", "SettingsChanges", "write_changes"]
 
@@ -28,24 +38,32 @@ KeyPath = tuple[str, ...]
 SettingsChanges = Mapping[KeyPath, Any]
 
 
-def write_changes(path: Path, changes: SettingsChanges) -> list[str]:
-    """Set every ``(key path) -> value`` in the file at ``path`` (created when
-    missing) and return the dotted keys whose value changed; nothing is
-    written when none did. Raises ``SettingsError`` when the result would not
-    load, naming the file and the key."""
+def write_changes(path: Path, changes: SettingsChanges, below: tuple[Layer, ...] = ()) -> list[str]:
+    """Set every ``(key path) -> value`` in the file at ``path`` (created with a
+    header comment when missing) over the layers ``below`` it, and return the
+    dotted keys whose value changed; nothing is written when none did. Raises
+    ``SettingsError`` when the result would not load, naming the file and key."""
     yaml = _round_trip()
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     document = yaml.load(text) if text.strip() else None
     if document is None:
         document = CommentedMap()
+        document.yaml_set_start_comment(HEADER)
     if not isinstance(document, CommentedMap):
         raise SettingsError(f"{path}: top level must be a mapping")
-    changed = [".".join(keys) for keys, value in changes.items() if _set(document, keys, value)]
+    beneath: dict[str, Any] = {}
+    for layer in below:
+        beneath = merge(beneath, layer.data)
+    changed = [
+        ".".join(keys)
+        for keys, value in changes.items()
+        if _differs(document, beneath, keys, value) and _set(document, keys, value)
+    ]
     if not changed:
         return []
     out = io.StringIO()
     yaml.dump(document, out)
-    _check(path, out.getvalue())
+    _check(path, out.getvalue(), below)
     _replace(path, out.getvalue())
     return changed
 
@@ -74,6 +92,22 @@ def _node(value: Any) -> Any:
         mapping = CommentedMap((k, _node(v)) for k, v in value.items())
         return mapping
     return value
+
+
+def _differs(
+    document: CommentedMap, beneath: Mapping[str, Any], keys: Sequence[str], value: Any
+) -> bool:
+    """Whether ``value`` is not what the file (or, where it says nothing, the
+    layers beneath it) gives ``keys`` now."""
+    for data in (document, beneath):
+        node: Any = data
+        for key in keys:
+            if not isinstance(node, Mapping) or key not in node:
+                break
+            node = node[key]
+        else:
+            return bool(_plain(node) != _plain(value))
+    return True
 
 
 def _set(document: CommentedMap, keys: Sequence[str], value: Any) -> bool:
@@ -108,17 +142,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _check(path: Path, text: str) -> Settings:
-    fd, tmp = tempfile.mkstemp(prefix=".settings-check.", suffix=".yaml", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        try:
-            return load_settings(tmp)
-        except SettingsError as exc:
-            raise SettingsError(str(exc).replace(tmp, str(path))) from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+def _check(path: Path, text: str, below: tuple[Layer, ...]) -> None:
+    """The settings the new text gives over ``below`` load (errors name ``path``)."""
+    data = YAML(typ="safe").load(text) or {}
+    validated(Settings, (*below, Layer(path, data)))
 
 
 def _replace(path: Path, text: str) -> None:
