@@ -33,6 +33,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b" >&2; $(BIN)/python $$b || exit 1; done

@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     settings_arg = getattr(args, "settings", None)
     settings_file = Path(settings_arg).resolve() if settings_arg else None
 
-    from core.logging_setup import configure_logging
-    from core.settings import SettingsError, load_settings
+    from core.config import SettingsError, load_settings
+    from core.runtime import configure_logging
 
     try:
         settings = load_settings(settings_file)

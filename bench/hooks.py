@@ -331,8 +331,11 @@ def gate(
             for figure, value in measured.items()
         }
         raw = {figure: measured[figure] for figure in times if figure in measured}
-        print(json.dumps({"attempt": attempt, **judged, "machine_slower_by": round(slower, 2),
-                          "raw": raw}))  # fmt: skip
+        print(
+            json.dumps(
+                {"attempt": attempt, **judged, "machine_slower_by": round(slower, 2), "raw": raw}
+            )
+        )
         last = attempt == GATE_ATTEMPTS
         if check_budgets(judged, budgets, print if last else lambda _line: None, name) == 0:
             return 0

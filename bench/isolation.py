@@ -30,6 +30,7 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 from agents.tool_context import ToolContext
 
+from core.config import load_settings
 from core.extensions.contract import ToolCall, TurnContext
 from core.extensions.isolation.confinement import (
     SandboxSpec,
@@ -42,7 +43,6 @@ from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.isolation.watchdog import GuardConfig, HostGuard, cgroup_support
 from core.kernel.runner import Kernel
-from core.settings import load_settings
 
 CALLS = 2000
 WARMUP = 200

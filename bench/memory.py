@@ -53,9 +53,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from memory_sets import MULTILINGUAL, PARAPHRASE, distractors, lexical_set  # noqa: E402
 
+from core.config import load_settings  # noqa: E402
 from core.extensions.contract import TurnContext  # noqa: E402
 from core.kernel.runner import Kernel  # noqa: E402
-from core.settings import load_settings  # noqa: E402
 
 FACTS = int(os.environ.get("BENCH_MEMORY_FACTS", "100000"))
 QUERIES = int(os.environ.get("BENCH_MEMORY_QUERIES", "200"))

@@ -29,8 +29,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.config import load_settings  # noqa: E402
 from core.kernel.runner import Kernel  # noqa: E402
-from core.settings import load_settings  # noqa: E402
 
 REMINDERS = 200
 OTHER_EVENTS = 1000

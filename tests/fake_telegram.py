@@ -47,9 +47,23 @@ _JSON_FIELDS = {
     "reply_markup",
 }
 _HTML_TAGS = {
-    "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "code", "pre", "a",
-    "blockquote", "tg-spoiler", "span", "tg-emoji",
-}  # fmt: skip
+    "b",
+    "strong",
+    "i",
+    "em",
+    "u",
+    "ins",
+    "s",
+    "strike",
+    "del",
+    "code",
+    "pre",
+    "a",
+    "blockquote",
+    "tg-spoiler",
+    "span",
+    "tg-emoji",
+}
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any
 from agents.models.interface import Model
 
 from conftest import ext_code
+from core.config import load_settings
 from core.kernel.runner import Kernel
-from core.settings import load_settings
 
 # A channel extension that records what it is sent; tests read `.sent`.
 CAPTURE_CHANNEL = ext_code(

@@ -12,7 +12,7 @@ import httpx
 from openai import AsyncOpenAI
 
 from bundled import copy_bundled
-from core.extensions.sdk import FakeContext, running
+from core.extensions.sdk.testing import FakeContext, running
 from core.kernel.runner import Kernel
 from fake_openai import FakeOpenAIServer
 from harness import running_kernel, wait_for

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from conftest import ext_code
+from core.config import Settings, load_settings
 from core.kernel.runner import Kernel
 from core.replay.trace import Trace, load_session
-from core.settings import Settings, load_settings
 from fake_openai import FakeOpenAIServer, ToolCall
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from rocket_ext import ROCKETS

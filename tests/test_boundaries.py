@@ -13,7 +13,10 @@ from pathlib import Path
 from conftest import PROJECT_ROOT
 
 ALLOWED_CORE_IMPORTS = ("core.extensions.contract", "core.extensions.sdk")
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 500
+# modules allowed to be longer, with the most lines each may have: a figure here
+# is only ever lowered, and an entry is removed once its module fits the default
+MODULE_SIZE_EXCEPTIONS: dict[str, int] = {}
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -62,13 +65,46 @@ def test_core_never_imports_sandbox():
     assert not violations, "\n".join(violations)
 
 
+def _python_files() -> list[Path]:
+    return sorted(
+        path
+        for top in ("core", "sandbox/extensions", "tests", "bench")
+        for path in (PROJECT_ROOT / top).rglob("*.py")
+    )
+
+
 def test_modules_stay_small():
-    big = [
-        f"{path.relative_to(PROJECT_ROOT)}: {n} lines"
-        for path in sorted((PROJECT_ROOT / "core").rglob("*.py"))
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
-    ]
+    """Modules hold one job each; a size over the default is a sign to split, and
+    the listed exceptions may only shrink (never the formatter silenced to fit)."""
+    big = []
+    for path in sorted((PROJECT_ROOT / "core").rglob("*.py")):
+        name = str(path.relative_to(PROJECT_ROOT))
+        limit = MODULE_SIZE_EXCEPTIONS.get(name, MAX_MODULE_LINES)
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > limit:
+            big.append(f"{name}: {n} lines (at most {limit})")
     assert not big, "split these modules:\n" + "\n".join(big)
+
+
+def test_size_exceptions_name_modules_that_need_them():
+    """An exception whose module now fits the default (or is gone) is removed."""
+    stale = [
+        name
+        for name in MODULE_SIZE_EXCEPTIONS
+        if not (PROJECT_ROOT / name).exists()
+        or len((PROJECT_ROOT / name).read_text(encoding="utf-8").splitlines()) <= MAX_MODULE_LINES
+    ]
+    assert not stale, f"remove these from MODULE_SIZE_EXCEPTIONS: {stale}"
+
+
+def test_the_formatter_is_never_silenced():
+    marker = "fmt: " + "skip"  # split, so this file does not match itself
+    found = [
+        f"{path.relative_to(PROJECT_ROOT)}:{number}"
+        for path in _python_files()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if marker in line or "fmt: " + "off" in line
+    ]
+    assert not found, "format these lines instead of skipping them:\n" + "\n".join(found)
 
 
 def test_both_contexts_offer_every_member_of_the_contract():
@@ -89,3 +125,26 @@ def test_both_contexts_offer_every_member_of_the_contract():
             if not hasattr(implementation, m) and m not in ("extension_id", "logger")
         )
         assert not missing, f"{implementation.__name__} lacks {missing}"
+
+
+def test_every_exception_of_the_kernel_derives_from_the_one_root():
+    """Each package's base error derives from ``HearthError`` (a built-in kind such
+    as ``ValueError`` may stay as a second base), so none can be forgotten."""
+    import builtins
+
+    builtin_errors = {
+        name
+        for name in dir(builtins)
+        if isinstance(getattr(builtins, name), type)
+        and issubclass(getattr(builtins, name), BaseException)
+    }
+    loose = [
+        f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}: {node.name}"
+        for path in sorted((PROJECT_ROOT / "core").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and node.name != "HearthError"
+        and node.bases
+        and all(isinstance(b, ast.Name) and b.id in builtin_errors for b in node.bases)
+    ]
+    assert not loose, "derive these from core.runtime.errors.HearthError:\n" + "\n".join(loose)

@@ -18,7 +18,7 @@ import yaml
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import PROJECT_ROOT, ext_code, grant_all
-from core.lifecycle import restart_request_path
+from core.runtime import restart_request_path
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 BUILDER_SOURCE = PROJECT_ROOT / "sandbox" / "extensions" / "builder_agent"

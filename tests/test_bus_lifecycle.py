@@ -13,9 +13,9 @@ from bus_helpers import (
     eventually,
     wait_for,
 )
+from core.config import EventsSettings
 from core.events import Event, EventBus, SQLiteJournal
 from core.events.sqlite_batch import _CLAIM_SELECT, SCHEMA
-from core.settings import EventsSettings
 
 
 async def test_stop_waits_for_running_handlers(make_journal: JournalFactory) -> None:

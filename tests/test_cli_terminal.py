@@ -18,7 +18,7 @@ import pytest
 
 from conftest import PROJECT_ROOT, ext_code
 from core.kernel.cancelling import RunningTurns
-from core.logging_setup import configure_logging
+from core.runtime import configure_logging
 from fake_openai import FakeOpenAIServer, ToolCall
 from test_cli_e2e import cli_settings
 from test_cli_repl import CLI_EXT, Terminal
@@ -175,10 +175,21 @@ def test_ctrl_c_clears_a_typed_line_and_ctrl_d_quits(settings_file, ext_root):
 
 def events(settings: Path, topic: str) -> list[dict]:
     shown = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings),
-         "events", "--topic", topic, "--json"],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(PROJECT_ROOT / "main.py"),
+            "--settings",
+            str(settings),
+            "events",
+            "--topic",
+            topic,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return json.loads(shown.stdout)
 
 

@@ -62,8 +62,11 @@ def setup(settings_file, ext_root, make_ext, tmp_path, fake_model):
 def run_main(settings: Path, stdin: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings)],
-        input=stdin, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def tool_result(srv: FakeOpenAIServer) -> str:
@@ -95,8 +98,11 @@ def test_no_answer_in_time_is_a_denial_and_the_user_is_told(setup, fake_model):
     fake_model.script(ToolCall("launch", {"target": "moon"}), "No answer, so no launch.")
     proc = subprocess.Popen(
         [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("launch at the moon\n")
     proc.stdin.flush()
@@ -132,10 +138,20 @@ def test_a_deny_rule_never_runs_the_tool(setup, fake_model):
     assert tool_result(fake_model).startswith("denied by policy (rule 1 (launch on cli_channel))")
     assert time.monotonic() - started < 50
     frames = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings),
-         "events", "--topic", "hook.approval", "--json"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(PROJECT_ROOT / "main.py"),
+            "--settings",
+            str(settings),
+            "events",
+            "--topic",
+            "hook.approval",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert frames.returncode == 0, frames.stderr
     decisions = [e["payload"]["decision"] for e in json.loads(frames.stdout)]
     assert decisions == ["denied"]

@@ -172,10 +172,20 @@ def test_sigkill_while_an_approved_call_runs_never_runs_it_twice(make_ext, setti
     assert lines(files["out"]).count("It may not have launched.") == 1
     assert "not run again" in srv.requests[-1]["messages"][-1]["content"]
     frames = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings),
-         "events", "--topic", "hook.approval", "--json"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(PROJECT_ROOT / "main.py"),
+            "--settings",
+            str(settings),
+            "events",
+            "--topic",
+            "hook.approval",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     decisions = [(e["payload"]["decision"], e["payload"]["by"]) for e in json.loads(frames.stdout)]
     assert sorted(d for d, _ in decisions) == ["approved", "asked", "interrupted"]
     assert ("approved", "inbox:u1") in decisions

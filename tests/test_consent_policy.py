@@ -18,11 +18,10 @@ from agents import function_tool
 from agents.testing import ScriptedModel
 
 from conftest import ext_code, grant_all
-from core.consent_settings import PolicySettings
+from core.config import PolicySettings, SettingsError, load_settings
 from core.extensions.manifest import ManifestError, load_manifest
 from core.extensions.sdk import side_effects
 from core.kernel.consent import ConsentPolicy, DeclaredTools, Grant, ToolCatalog, ToolInfo
-from core.settings import SettingsError, load_settings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from telegram_support import install_extension
 
@@ -118,10 +117,15 @@ def test_who_decides_a_tools_side_effects_first_match_wins():
 
     groups = [
         DeclaredTools("core", ["current_time"], {}),
-        DeclaredTools("gadgets", ["switch", "peek", "poke", "plain"], {"switch": True},
-                      default=False, manifest="gadgets/manifest.yaml"),
+        DeclaredTools(
+            "gadgets",
+            ["switch", "peek", "poke", "plain"],
+            {"switch": True},
+            default=False,
+            manifest="gadgets/manifest.yaml",
+        ),
         DeclaredTools("loud", ["honk"], {}, manifest="loud/manifest.yaml"),
-    ]  # fmt: skip
+    ]
     catalog = ToolCatalog(lambda: groups)
     assert catalog.info(tool("switch", False)) == ToolInfo(
         "switch", "gadgets", True, "gadgets/manifest.yaml tools.switch"
@@ -157,8 +161,18 @@ async def test_bundled_core_and_mcp_tools_are_marked_and_policy_lists_them(
     actions = {
         line.split(":")[0].strip(): line.split(":")[1].split("—")[0].strip() for line in tools
     }
-    for name in ("kv_get", "kv_set", "remember", "recall", "forget", "schedule_once",
-                 "current_time", "list_extensions", "simple_agent", "lucky_number"):  # fmt: skip
+    for name in (
+        "kv_get",
+        "kv_set",
+        "remember",
+        "recall",
+        "forget",
+        "schedule_once",
+        "current_time",
+        "list_extensions",
+        "simple_agent",
+        "lucky_number",
+    ):
         assert actions[name] == "allow", (name, policy_text)
     for name in ("request_restart", "builder_agent", "shout"):
         assert actions[name] == "ask", (name, policy_text)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.kernel.conversations import Conversations
 from core.kernel.ledger import StoredReply
-from core.lifecycle import restart_request_path
+from core.runtime import restart_request_path
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 BLOCK_S = 1.0

@@ -18,9 +18,9 @@ from agents.testing import ScriptedModel, assistant_message
 
 from conftest import ext_code
 from core.cli.grant import grant_extensions
+from core.config import load_settings
 from core.extensions.grants import CONVERSATIONS_WORDS, GrantRequest
 from core.extensions.manifest import Manifest
-from core.settings import load_settings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from hooks_kit import ISOLATION, LOADER, isolation_mode
 

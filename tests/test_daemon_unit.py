@@ -41,8 +41,13 @@ from test_isolation_privileges import (
 UNIT = PROJECT_ROOT / "deploy" / "hearth.service"
 MAX_EXPOSURE = 3.5
 # Each of these stops bwrap from mounting the sandbox's /proc or its user namespace.
-BREAK_BWRAP = ("RestrictNamespaces", "PrivateUsers", "ProtectKernelTunables",
-               "ProtectKernelLogs", "ProcSubset")  # fmt: skip
+BREAK_BWRAP = (
+    "RestrictNamespaces",
+    "PrivateUsers",
+    "ProtectKernelTunables",
+    "ProtectKernelLogs",
+    "ProcSubset",
+)
 PYTHON = "/usr/bin/python3"  # readable by the unprivileged user, unlike one under /root
 
 
@@ -67,8 +72,10 @@ def test_the_unit_scores_as_hardened_without_what_breaks_bubblewrap():
         pytest.skip("systemd-analyze is not installed (Debian package systemd)")
     done = subprocess.run(
         [analyze, "security", "--offline=true", "--no-pager", str(UNIT)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     found = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", done.stdout)
     assert found, done.stdout + done.stderr
     assert float(found.group(1)) <= MAX_EXPOSURE, done.stdout
@@ -210,10 +217,22 @@ def run_under_unit(
     emulator = PYTHON if plan["syscalls"] else sys.executable
     try:
         done = subprocess.run(
-            ["unshare", "--mount", "--propagation", "private", "--",
-             emulator, "-I", "-c", EMULATE, json.dumps(plan)],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                emulator,
+                "-I",
+                "-c",
+                EMULATE,
+                json.dumps(plan),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         written = leftovers(marker, [Path(d) for d in ro_dirs])
     return done, written

@@ -25,9 +25,9 @@ from core.agents import (
     PromptTemplateError,
     configure_tracing,
 )
+from core.config import ModelsSettings
 from core.extensions.contract import AgentProvider, Extension
 from core.extensions.manifest import load_manifest
-from core.settings import ModelsSettings
 
 configure_tracing(False)
 

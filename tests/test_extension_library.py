@@ -19,15 +19,12 @@ from core.extensions.contract import Command
 from core.extensions.sdk import (
     BaseExtension,
     DueLoop,
-    FakeContext,
     NotInitializedError,
     SQLiteStore,
     StoreNotOpenError,
-    call_tool,
     late_note,
-    run_command,
-    running,
 )
+from core.extensions.sdk.testing import FakeContext, call_tool, run_command, running
 from harness import wait_for
 from scheduler_helpers import FakeClock
 

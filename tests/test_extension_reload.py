@@ -253,7 +253,7 @@ async def test_an_extension_granted_after_start_is_loaded_by_reload(
 
 
 def test_settings_dev_defaults_are_off(tmp_path: Path) -> None:
-    from core.settings import Settings
+    from core.config import Settings
 
     dev = Settings().dev
     assert dev.watch is False and dev.reload_drain_s > 0

@@ -19,13 +19,12 @@ import pytest
 from agents.tool_context import ToolContext
 
 from conftest import ext_code
+from core.config import StateSettings, StorageSettings
 from core.extensions.contract import TurnContext
 from core.extensions.errors import StateLimitError, StateScopeError
-from core.extensions.sdk import FakeContext, serving
+from core.extensions.sdk.testing import FakeContext, serving
 from core.kernel.commands import parse_command
-from core.settings_sections import StateSettings
 from core.state import StateStore
-from core.storage_settings import StorageSettings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 S1 = TurnContext(channel_id="capture", user_id="u1", session_id="capture:u1")

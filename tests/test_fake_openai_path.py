@@ -18,8 +18,8 @@ import yaml
 from agents import Runner
 
 from core.agents import DeclarativeAgentAdapter, ModelRouter, Orchestrator, configure_tracing
+from core.config import ModelsSettings
 from core.extensions.manifest import load_manifest
-from core.settings import ModelsSettings
 from core.tools import build_core_tools
 from fake_openai import Failure, FakeOpenAIServer, ToolCall
 
@@ -69,8 +69,10 @@ async def test_tool_call_round_trip_without_streaming(server: FakeOpenAIServer) 
     assert first["messages"][0]["content"].startswith("You are Hearth")
     assert first["messages"][-1] == {"role": "user", "content": "please restart"}
     assert {t["function"]["name"] for t in first["tools"]} == {
-        "current_time", "list_extensions", "request_restart"
-    }  # fmt: skip
+        "current_time",
+        "list_extensions",
+        "request_restart",
+    }
     tool_message = second["messages"][-1]
     assert tool_message["role"] == "tool"
     assert "restart requested" in tool_message["content"]

@@ -19,10 +19,10 @@ import pytest
 
 from bundled import copy_bundled
 from conftest import ext_code, grant_all
+from core.config import load_settings
 from core.extensions.code_digest import code_digest
 from core.kernel.commands import parse_command
 from core.kernel.runner import Kernel
-from core.settings import load_settings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel
 
 STEAL = "\nimport os\nSTOLEN = {k: v for k, v in os.environ.items() if 'TOKEN' in k}\n"

@@ -15,6 +15,7 @@ import yaml
 from bundled import BUNDLED, copy_bundled
 from conftest import PROJECT_ROOT, ext_code, grant_all
 from core.cli.grant import grant_extensions
+from core.config import load_settings
 from core.extensions.code_digest import code_digest
 from core.extensions.context import KernelContext
 from core.extensions.contract import TurnContext
@@ -29,7 +30,6 @@ from core.extensions.grants import GrantRequest
 from core.extensions.manifest import load_manifest
 from core.kernel.commands import parse_command
 from core.kernel.runner import Kernel
-from core.settings import load_settings
 from harness import CAPTURE_CHANNEL, running_kernel
 
 TURN = TurnContext(channel_id="capture", user_id="u1")

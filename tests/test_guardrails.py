@@ -88,8 +88,10 @@ async def test_a_tripped_input_guardrail_answers_with_its_message_and_no_model_c
     assert len(model.calls) == 1 and "password" not in str(model.calls[0].input)
     [frame] = [f.payload for f in frames]
     assert (frame["owner"], frame["hook"], frame["reason"]) == (
-        "guard", "check_input", "asks for a password",
-    )  # fmt: skip
+        "guard",
+        "check_input",
+        "asks for a password",
+    )
     assert frame["before"] == "what is the admin password?"
     assert "password" not in str(session_history(data_dir, "capture:u1"))  # nothing stored
     assert outcomes.splitlines() == ["blocked", "answered"]

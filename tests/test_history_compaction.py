@@ -22,6 +22,7 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message
 
 from conftest import PROJECT_ROOT, ext_code
 from core.agents.model_router import ModelRouter
+from core.config import ModelsSettings, Settings, StorageSettings, TurnsSettings
 from core.extensions.capabilities import Capability
 from core.extensions.contract import CompactionPlan, TurnContext
 from core.kernel.compaction import (
@@ -36,8 +37,6 @@ from core.kernel.conversations import Conversations
 from core.kernel.hooks import FrameRecorder, HookCaller, HookEntry, HookRegistry
 from core.kernel.ledger import ConversationSession, LedgerSession, StoredItem, StoredReply
 from core.kernel.session_storage import session_storage_for
-from core.settings import ModelsSettings, Settings, TurnsSettings
-from core.storage_settings import StorageSettings
 from harness import (
     CAPTURE_CHANNEL,
     CAPTURE_MANIFEST,
@@ -447,7 +446,7 @@ CRASHING_CHILD = textwrap.dedent(
     from core.kernel.compaction import HistoryCompactor
     from core.kernel.hooks import FrameRecorder, HookCaller, HookRegistry
     from core.kernel.ledger import LedgerSession
-    from core.settings import TurnsSettings
+    from core.config import TurnsSettings
 
     class DiesAtCommit(sqlite3.Connection):
         def commit(self):
@@ -484,9 +483,13 @@ async def test_a_crash_inside_the_transaction_leaves_the_old_history(
     before = rows(db)
 
     child = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", CRASHING_CHILD, str(db),
-        cwd=PROJECT_ROOT, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-c",
+        CRASHING_CHILD,
+        str(db),
+        cwd=PROJECT_ROOT,
+        stderr=asyncio.subprocess.PIPE,
+    )
     _, stderr = await asyncio.wait_for(child.communicate(), 60)
 
     assert child.returncode == 17, stderr.decode()

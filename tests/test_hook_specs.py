@@ -12,6 +12,7 @@ from typing import Any, Protocol, get_args, runtime_checkable
 import pytest
 from pydantic import ValidationError
 
+from core.config import CommandHook
 from core.extensions.capabilities import (
     HOOKS,
     PERMISSIONS,
@@ -47,7 +48,6 @@ from core.extensions.isolation.hook_wire import (
 from core.extensions.isolation.messages import InvokeParams
 from core.extensions.manifest import Manifest
 from core.kernel.hooks.command_hooks import EVENT_NAMES, TARGETS
-from core.settings import CommandHook
 
 SPECS = pytest.mark.parametrize("spec", HOOK_SPECS, ids=lambda s: s.method)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from core.config import HooksSettings, SettingsError, load_settings
 from core.extensions.capabilities import Capability
 from core.extensions.contract import (
     AfterToolCallHook,
@@ -50,8 +51,7 @@ from core.kernel.hooks import (
 )
 from core.kernel.hooks.command_process import STDOUT_LIMIT
 from core.kernel.runner import Kernel
-from core.logging_setup import REDACTOR
-from core.settings import HooksSettings, SettingsError, load_settings
+from core.runtime import REDACTOR
 from harness import wait_for
 from hooks_kit import FrameLog
 

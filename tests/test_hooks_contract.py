@@ -70,8 +70,11 @@ async def test_hooks_run_by_priority_then_load_order_and_chain_their_outputs(ker
             for point in (Capability.PLAIN_TEXT, Capability.LLM_OUTPUT, Capability.INPUT_MESSAGES):
                 entries = kernel.hook_registry.at(point)
                 assert [(e.owner, e.priority) for e in entries] == [
-                    ("bravo", 90), ("alpha", 50), ("delta", 50), ("charlie", 10)
-                ]  # fmt: skip
+                    ("bravo", 90),
+                    ("alpha", 50),
+                    ("delta", 50),
+                    ("charlie", 10),
+                ]
             for n in range(10 * run + 1, 10 * run + 4):
                 kernel.hook_registry.invalidate()  # rebuilt: still the same order
                 assert await kernel.hooks.plain_text("hi", "in", turn(n)) == chained
@@ -258,9 +261,16 @@ async def test_lifecycle_hooks_receive_the_turn_and_its_outcome(kernel_with):
         await kernel.hooks.session_ended(at, "new")
         seen = kernel.loader.records["watcher"].context.data_dir / "seen.jsonl"
         lines = [json.loads(line) for line in seen.read_text().splitlines()]
-    fields = {"agent_id": "orchestrator", "channel_id": "cli_channel", "user_id": "u1",
-              "session_id": "s1", "turn_id": "t1", "sender_id": None,
-              "person": None, "role": "owner"}  # fmt: skip
+    fields = {
+        "agent_id": "orchestrator",
+        "channel_id": "cli_channel",
+        "user_id": "u1",
+        "session_id": "s1",
+        "turn_id": "t1",
+        "sender_id": None,
+        "person": None,
+        "role": "owner",
+    }
     outcome = {"status": "answered", "reply": "Hello!", "duration_ms": 12.5}
     assert lines == [
         ["on_session_start", ["TurnContext", fields]],

@@ -22,6 +22,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
 from core.agents import HookedAgent, ModelRouter, Orchestrator
+from core.config import ModelsSettings
 from core.extensions.capabilities import Capability
 from core.extensions.contract import ToolDecision
 from core.extensions.isolation.proxy import IsolatedExtension
@@ -33,7 +34,6 @@ from core.kernel.hooks import (
     ToolInterceptor,
     is_intercepted,
 )
-from core.settings import ModelsSettings
 from core.tools.failures import reporting_failures_all
 from harness import (
     CAPTURE_CHANNEL,

@@ -147,13 +147,15 @@ async def test_reminders_and_unaddressed_messages_wait_at_notifications(settings
     async with serving(settings) as (kernel, base):
         api = client(base)
         set_reply = await api.chat.completions.create(
-            model="hearth", messages=[{"role": "user", "content": "/remind 1s stretch"}],
+            model="hearth",
+            messages=[{"role": "user", "content": "/remind 1s stretch"}],
             user="alice",
-        )  # fmt: skip
+        )
         await kernel.router.notify_user("Hearth restarts at noon", "http_api")
         for_alice = await _notifications_until(api, "alice", "stretch")
-        for_bob = (await api.get("/notifications", cast_to=object, options={
-            "params": {"user": "bob"}}))  # fmt: skip
+        for_bob = await api.get(
+            "/notifications", cast_to=object, options={"params": {"user": "bob"}}
+        )
     assert set_reply.choices[0].message.content.startswith("Reminder #1 set")
     texts = [n["text"] for n in for_alice["data"]]
     assert "Hearth restarts at noon" in texts
@@ -223,10 +225,19 @@ def test_the_http_benchmark_runs_and_reports_its_numbers():
     """``bench/http_api.py`` scaled down: it runs against a real kernel process and
     prints one JSON object with the numbers the issue asks for."""
     done = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "bench" / "http_api.py"), "--conversations", "3",
-         "--messages", "2"],
-        capture_output=True, text=True, timeout=180, cwd=PROJECT_ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(PROJECT_ROOT / "bench" / "http_api.py"),
+            "--conversations",
+            "3",
+            "--messages",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=PROJECT_ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["conversations"] == 3 and result["messages"] == 2

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.extensions.sdk import FakeContext, running
+from core.extensions.sdk.testing import FakeContext, running
 from harness import wait_for
 from http_api_support import AUTH, TOKEN, fake_kernel_channel
 from sandbox.extensions.http_api.main import HttpApiChannel
@@ -46,11 +46,14 @@ async def test_requests_before_ready_get_503_with_retry_after(tmp_path):
         (b"[]", 400, "JSON object"),
         (json.dumps({"model": "hearth"}).encode(), 400, "messages"),
         (json.dumps({"messages": []}).encode(), 400, "messages"),
-        (json.dumps({"messages": [{"role": "assistant", "content": "x"}]}).encode(), 400,
-         "no text"),
+        (
+            json.dumps({"messages": [{"role": "assistant", "content": "x"}]}).encode(),
+            400,
+            "no text",
+        ),
         (json.dumps({**ASK, "padding": "x" * 3000}).encode(), 413, "max_body_bytes"),
     ],
-)  # fmt: skip
+)
 async def test_bad_bodies_are_refused_in_the_openai_shape(tmp_path, body, status, words):
     async with channel(tmp_path, max_body_bytes=2048) as (_, ctx, http):
         response = await http.post("/v1/chat/completions", content=body, headers=AUTH)

@@ -10,18 +10,20 @@ from pathlib import Path
 import pytest
 
 from conftest import ext_code
-from core.datadir import (
+from core.config import load_settings
+from core.extensions.loader import Loader
+from core.kernel import runner
+from core.metrics import SNAPSHOT_FILE
+from core.runtime import (
     KERNEL_DATA_NAMES,
     RESERVED_IDS,
+    RESTART_REQUEST_FILE,
     SymlinkRefusedError,
     extension_data_dir,
     migrate_extension_data,
+    take_restart_request,
+    write_restart_request,
 )
-from core.extensions.loader import Loader
-from core.kernel import runner
-from core.lifecycle import RESTART_REQUEST_FILE, take_restart_request, write_restart_request
-from core.metrics import SNAPSHOT_FILE
-from core.settings import load_settings
 from core.supervisor import logs, pidfile
 from core.supervisor.logs import LOG_FILE, configure_logging
 from core.supervisor.pidfile import PidFile
@@ -87,7 +89,7 @@ async def test_existing_data_moves_into_the_extension_subtree_once(
     (data / "fine").mkdir(parents=True)
     (data / "fine" / "old.txt").write_text("kept")
     make_ext("fine", WRITER)
-    with caplog.at_level(logging.INFO, logger="core.datadir"):
+    with caplog.at_level(logging.INFO, logger="core.runtime.datadir"):
         async with running_kernel(settings_file()):
             pass
     assert (data / "extensions" / "fine" / "old.txt").read_text() == "kept"

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import ext_code
-from core.logging_setup import REDACTOR, TEXT_FORMAT
+from core.runtime import REDACTOR, TEXT_FORMAT
 from harness import running_kernel, wait_for
 from test_isolation_hostile import command, isolated, settings
 

@@ -10,12 +10,12 @@ import logging
 import pytest
 
 from conftest import ext_code
+from core.config import load_settings
 from core.events import EventBus
 from core.events.errors import BusStateError
 from core.events.sqlite_journal import SQLiteJournal
 from core.extensions.loader import Loader
 from core.kernel.runner import Kernel
-from core.settings import load_settings
 from harness import wait_for
 
 DESTROY_PROBE = ext_code(

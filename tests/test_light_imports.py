@@ -33,6 +33,8 @@ def test_contract_and_library_import_nothing_heavy():
     modules = json.loads(out.stdout)
     assert "core.extensions.sdk" in modules
     assert loaded_heavy(modules) == []
+    # the fake kernel for tests is imported by tests only (ADR 0049)
+    assert "core.extensions.sdk.testing" not in modules
 
 
 def test_the_event_package_door_still_offers_its_names():

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_ROOT, ext_code
+from core.config import load_settings
 from core.extensions.errors import SecretNotDeclaredError
 from core.kernel.runner import Kernel
-from core.settings import load_settings
 
 GOOD = ext_code(
     """

@@ -18,7 +18,7 @@ import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from core.cli.doctor import run_doctor
-from core.settings import SettingsError, load_settings
+from core.config import SettingsError, load_settings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 DEMO_SERVER = Path(__file__).parent / "fixtures" / "mcp_demo_server.py"

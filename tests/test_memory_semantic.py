@@ -16,7 +16,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from bundled import tool_output
 from core.cli.doctor import run_doctor
-from core.settings import load_settings
+from core.config import load_settings
 from fake_embeddings import FakeEmbeddingServer
 from harness import running_kernel, wait_for
 from memory_kit import TURN, converse, replies

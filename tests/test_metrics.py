@@ -147,29 +147,82 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
         status, body = await http_get(host, port, "/metrics")
         missing, _ = await http_get(host, port, "/other")
         live = await asyncio.create_subprocess_exec(
-            sys.executable, "main.py", "metrics", "--settings", str(path),
-            cwd=PROJECT_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            sys.executable,
+            "main.py",
+            "metrics",
+            "--settings",
+            str(path),
+            cwd=PROJECT_ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         live_out, live_err = await live.communicate()
     assert status == "HTTP/1.1 200 OK" and missing == "HTTP/1.1 404 Not Found"
     families = parse(body)
     assert {name: kind for name, (kind, _) in families.items() if name in FAMILIES} == FAMILIES
 
-    assert value(families, "extension_registration", "extension_registration_total",
-                 action="register", extension_id="notes") == 1  # fmt: skip
+    assert (
+        value(
+            families,
+            "extension_registration",
+            "extension_registration_total",
+            action="register",
+            extension_id="notes",
+        )
+        == 1
+    )
     hook = {"callback_type": "before_tool_call", "extension_id": "notes"}
-    assert value(families, "extension_callback_duration_ms",
-                 "extension_callback_duration_ms_count", **hook) == 2  # fmt: skip
-    assert value(families, "extension_callback", "extension_callback_total",
-                 outcome="ok", **hook) == 2  # fmt: skip
-    assert value(families, "extension_callback", "extension_callback_total",
-                 callback_type="on_llm_output", extension_id="notes", outcome="ok") == 1  # fmt: skip
-    assert value(families, "extension_state_operations", "extension_state_operations_total",
-                 operation="set", extension_id="notes") == 2  # fmt: skip
-    assert value(families, "extension_state_size_bytes", "extension_state_size_bytes_count",
-                 extension_id="notes") == 2  # fmt: skip
-    assert value(families, "extension_state_evictions", "extension_state_evictions_total",
-                 extension_id="notes") == 1  # fmt: skip
+    assert (
+        value(
+            families,
+            "extension_callback_duration_ms",
+            "extension_callback_duration_ms_count",
+            **hook,
+        )
+        == 2
+    )
+    assert (
+        value(families, "extension_callback", "extension_callback_total", outcome="ok", **hook) == 2
+    )
+    assert (
+        value(
+            families,
+            "extension_callback",
+            "extension_callback_total",
+            callback_type="on_llm_output",
+            extension_id="notes",
+            outcome="ok",
+        )
+        == 1
+    )
+    assert (
+        value(
+            families,
+            "extension_state_operations",
+            "extension_state_operations_total",
+            operation="set",
+            extension_id="notes",
+        )
+        == 2
+    )
+    assert (
+        value(
+            families,
+            "extension_state_size_bytes",
+            "extension_state_size_bytes_count",
+            extension_id="notes",
+        )
+        == 2
+    )
+    assert (
+        value(
+            families,
+            "extension_state_evictions",
+            "extension_state_evictions_total",
+            extension_id="notes",
+        )
+        == 1
+    )
     assert value(families, "bus_events_published", "bus_events_published_total") >= 2
     assert value(families, "bus_events_retried", "bus_events_retried_total") == 1
     assert value(families, "bus_events_dead_lettered", "bus_events_dead_lettered_total") == 0
@@ -182,12 +235,18 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
     assert value(families, "turn_duration_ms", "turn_duration_ms_count") == 1
     assert value(families, "turn_tokens", "turn_tokens_total", kind="input") == 300  # 3 calls
     assert value(families, "turn_tokens", "turn_tokens_total", kind="output") == 21
-    assert value(families, "tool_calls", "tool_calls_total", tool="note",
-                 outcome="completed") == 1  # fmt: skip
+    assert value(families, "tool_calls", "tool_calls_total", tool="note", outcome="completed") == 1
     assert value(families, "tool_calls", "tool_calls_total", tool="wipe", outcome="denied") == 1
     assert value(families, "tool_call_duration_ms", "tool_call_duration_ms_count", tool="note") == 1
-    assert value(families, "isolated_host_restarts", "isolated_host_restarts_total",
-                 extension_id="walled") == 0  # fmt: skip
+    assert (
+        value(
+            families,
+            "isolated_host_restarts",
+            "isolated_host_restarts_total",
+            extension_id="walled",
+        )
+        == 0
+    )
 
     # `main.py metrics` asked the running kernel
     assert live.returncode == 0, live_err.decode()
@@ -233,8 +292,15 @@ async def test_a_plugin_host_restart_is_counted(make_ext, settings_file):
         await wait_for(lambda: record.instance.host_pid not in (None, pid), 30)
         await wait_for(lambda: record.status.value == "active", 30)
         families = parse(kernel.metrics.exposition().decode())
-    assert value(families, "isolated_host_restarts", "isolated_host_restarts_total",
-                 extension_id="walled") == 1  # fmt: skip
+    assert (
+        value(
+            families,
+            "isolated_host_restarts",
+            "isolated_host_restarts_total",
+            extension_id="walled",
+        )
+        == 1
+    )
 
 
 async def test_metrics_connections_are_capped_and_a_stalled_reader_is_dropped(monkeypatch):

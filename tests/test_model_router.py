@@ -12,7 +12,7 @@ from agents.models.openai_responses import OpenAIResponsesModel
 from agents.testing import ScriptedModel
 
 from core.agents import ModelNotConfiguredError, ModelRouter, configure_tracing
-from core.settings import ModelsSettings
+from core.config import ModelsSettings
 from fake_openai import FakeOpenAIServer
 
 configure_tracing(False)

@@ -44,17 +44,38 @@ def test_the_skeleton_passes_its_test_and_loads_active(
         assert "isolation: process" in (ext_dir / "manifest.yaml").read_text()
 
     tested = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "-c", str(PROJECT_ROOT / "pyproject.toml"), "--rootdir", str(PROJECT_ROOT), str(ext_dir)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-o",
+            "addopts=",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(PROJECT_ROOT / "pyproject.toml"),
+            "--rootdir",
+            str(PROJECT_ROOT),
+            str(ext_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     expected = len(capabilities)
     assert tested.returncode == 0 and f"{expected} passed" in tested.stdout, tested.stdout
 
     lint = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", str(ext_dir)],
-        capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=PROJECT_ROOT,
+    )
     assert lint.returncode == 0, lint.stdout
 
     report = hearth("extensions", "--json", "--settings", str(settings))

@@ -21,13 +21,13 @@ from core.agents import (
     build_toolset,
     configure_tracing,
 )
+from core.config import ModelsSettings
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
     AgentResponse,
     TurnContext,
 )
-from core.settings import ModelsSettings
 from core.tools import build_core_tools
 
 configure_tracing(False)
@@ -121,8 +121,14 @@ async def test_orchestrator_calls_a_tool_and_uses_its_result() -> None:
     payload = json.loads(output)
     assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+0[12]:00$", payload["now"])
     assert payload["weekday"] in {
-        "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"
-    }  # fmt: skip
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+    }
     assert payload["timezone"].startswith("Europe/Berlin (CE")
     model.assert_complete()
 
@@ -157,8 +163,12 @@ async def test_instructions_hold_time_timezone_capabilities_and_context() -> Non
     assert text.endswith("\n\nThe user's name is Ada.")
     names = [t.name for t in model.first_call.tools]
     assert names == [
-        "current_time", "list_extensions", "request_restart", "search_notes", "researcher"
-    ]  # fmt: skip
+        "current_time",
+        "list_extensions",
+        "request_restart",
+        "search_notes",
+        "researcher",
+    ]
 
 
 async def test_a_tool_that_raises_is_reported_to_the_model_and_the_run_continues() -> None:

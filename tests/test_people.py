@@ -18,11 +18,10 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from bundled import copy_bundled, tool_output
 from conftest import ext_code, grant_all
+from core.config import PersonSettings, PolicySettings, SettingsError, load_settings
 from core.extensions.contract import TurnContext
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.people import Household, identity_of
-from core.people_settings import PersonSettings
-from core.settings import PolicySettings, SettingsError, load_settings
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from rocket_ext import ROCKETS
 

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ext_code
 from core.events.models import Event
-from core.lifecycle import restart_request_path
+from core.runtime import restart_request_path
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from test_isolation_hostile import command, needs_bwrap, settings
 

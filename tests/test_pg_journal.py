@@ -21,10 +21,9 @@ from pathlib import Path
 import pytest
 
 from bus_helpers import Recorder, eventually, wait_for
+from core.config import EventsSettings, StorageSettings
 from core.events import EventBus, JournalError
 from core.events.pg_journal import PostgresJournal
-from core.settings import EventsSettings
-from core.storage_settings import StorageSettings
 
 CHILD = Path(__file__).with_name("bus_crash_child.py")
 MAIN = Path(__file__).resolve().parent.parent / "main.py"

@@ -21,6 +21,7 @@ from agents.testing import ScriptedModel, assistant_message
 
 from bundled import copy_bundled
 from conftest import ext_code
+from core.config import StorageSettings
 from core.extensions.contract import StoreLocation, TurnContext
 from core.extensions.sdk import PostgresTarget, Store
 from core.kernel.commands import parse_command
@@ -35,7 +36,6 @@ from core.kernel.postprocess.activations_pg import PostgresActivationRows
 from core.kernel.session_storage import PostgresSessionStorage
 from core.scheduling.state import FireState
 from core.storage import pool_for, release_pool
-from core.storage_settings import StorageSettings
 from fake_openai import FakeOpenAIServer, models_section
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from scheduler_helpers import install_scheduler, replied
@@ -135,9 +135,17 @@ async def test_a_question_decided_from_two_processes_is_decided_once(storage):
     await two.open()
     try:
         turn = PausedTurn(
-            "m-1", 7, "tg:alice", "tg:alice", "tg", "alice", "alice",
-            [{"role": "user", "content": "launch"}], {}, {"run_state": {"step": 3}},
-        )  # fmt: skip
+            "m-1",
+            7,
+            "tg:alice",
+            "tg:alice",
+            "tg",
+            "alice",
+            "alice",
+            [{"role": "user", "content": "launch"}],
+            {},
+            {"run_state": {"step": 3}},
+        )
         asked = [Approval("q1", "m-1", 1, "call-1", "launch", {"to": "moon"}, time.time() + 60)]
         saved = await one.save(turn, asked)
         decisions = await asyncio.gather(
@@ -157,9 +165,11 @@ async def test_a_question_decided_from_two_processes_is_decided_once(storage):
 
 async def test_built_ins_are_seeded_once_when_two_processes_read_a_new_conversation(storage):
     stores = [
-        ActivationStore(Path("unused.db"), lambda: ["json", "decision"], PostgresActivationRows(storage))
+        ActivationStore(
+            Path("unused.db"), lambda: ["json", "decision"], PostgresActivationRows(storage)
+        )
         for _ in range(2)
-    ]  # fmt: skip
+    ]
     for store in stores:
         await store.open()
     try:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from core.config import StorageSettings
 from core.extensions.contract import TurnContext
 from core.kernel.postprocess import PostProcessing
 from core.kernel.postprocess.records import PostRecords
-from core.storage_settings import StorageSettings
 from test_postprocess_runner import Sink
 
 ANA = TurnContext(channel_id="cli", user_id="ana", session_id="cli:ana", turn_id="1@1.0")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from core.config import PostProcessSettings
 from core.extensions.contract import PostProcessContext, PostProcessResult, TurnContext
 from core.kernel.postprocess import PostProcessing, parse_query
 from core.kernel.postprocess.builtin import builtin_processors
-from core.settings import PostProcessSettings
 
 TURN = TurnContext(channel_id="cli", user_id="ana", session_id="cli:ana", turn_id="7@1.0")
 
@@ -58,9 +58,12 @@ class Processor:
         if self.behaviour == "unjsonable":
             return PostProcessResult(self.name, {1, 2})
         return PostProcessResult(
-            self.name, {"param": param, "before": sorted(context.previous_results)},
-            input_tokens=self.tokens, output_tokens=self.tokens, cost_usd=0.001 * self.tokens,
-        )  # fmt: skip
+            self.name,
+            {"param": param, "before": sorted(context.previous_results)},
+            input_tokens=self.tokens,
+            output_tokens=self.tokens,
+            cost_usd=0.001 * self.tokens,
+        )
 
 
 def activated(*names: str):
@@ -75,14 +78,20 @@ def activated(*names: str):
             "What is the CPU usage?",
             [("json", None), ("decision", "critical")],
         ),
-        ("#json:minimal what is #foo and C# and issue#12?", "what is #foo and C# and issue#12?",
-         [("json", "minimal")]),
-        ("Check #JSON health #json:full #extract:numbers.", "Check health.",
-         [("json", None), ("extract", "numbers")]),
+        (
+            "#json:minimal what is #foo and C# and issue#12?",
+            "what is #foo and C# and issue#12?",
+            [("json", "minimal")],
+        ),
+        (
+            "Check #JSON health #json:full #extract:numbers.",
+            "Check health.",
+            [("json", None), ("extract", "numbers")],
+        ),
         ("#json", "#json", []),  # nothing left to ask: the message stays as it is
         ("no tags here", "no tags here", []),
     ],
-)  # fmt: skip
+)
 def test_parsing_takes_out_activated_names_only_in_order_once(text, clean, specs):
     query = parse_query(text, activated("json", "decision", "extract"))
     assert query.original == text
@@ -122,10 +131,12 @@ async def test_serial_chaining_sees_earlier_results_and_token_totals(tmp_path):
     assert results["first"].metadata["execution_time_ms"] >= 0
     topics = [topic for topic, _, _ in sink.events]
     assert topics == [
-        "postprocess.started", "postprocess.completed",
-        "postprocess.started", "postprocess.completed",
+        "postprocess.started",
+        "postprocess.completed",
+        "postprocess.started",
+        "postprocess.completed",
         "postprocess.results",
-    ]  # fmt: skip
+    ]
     completed = sink.events[1][1]
     assert completed["name"] == "first" and completed["result"]["content"]["param"] == "fast"
     assert len({key for _, _, key in sink.events}) == 5  # one idempotency key each

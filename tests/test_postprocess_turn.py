@@ -103,10 +103,14 @@ async def test_a_turn_with_post_processors_end_to_end(make_ext, settings_file):
         answer, followup = await say(kernel, text, count=2)
         last = (await say(kernel, "/last count"))[0]
         by_topic = {
-            topic: [dict(r.payload) for r in reversed(await kernel.bus.journal.recent_events(
-                50, topic=f"postprocess.{topic}"))]
+            topic: [
+                dict(r.payload)
+                for r in reversed(
+                    await kernel.bus.journal.recent_events(50, topic=f"postprocess.{topic}")
+                )
+            ]
             for topic in ("started", "completed", "results")
-        }  # fmt: skip
+        }
         recorded = followed_up(kernel)
         listing = (await say(kernel, "/ext"))[0]
 
@@ -125,9 +129,12 @@ async def test_a_turn_with_post_processors_end_to_end(make_ext, settings_file):
     assert '"shout": "THE WEB TIER' in last and '"boom": null' in last  # chained
     started = by_topic["started"]
     assert [(e["name"], e["param"]) for e in started] == [
-        ("json", "minimal"), ("boom", None), ("shout", None), ("decision", None),
+        ("json", "minimal"),
+        ("boom", None),
+        ("shout", None),
+        ("decision", None),
         ("count", "words"),
-    ]  # fmt: skip
+    ]
     completed = {e["name"]: e for e in by_topic["completed"]}
     assert completed["decision"]["result"]["content"]["branch_key"] == (
         "threshold_exceeded_critical"

@@ -17,7 +17,7 @@ import pytest
 from conftest import ext_code
 from core.extensions.contract import TurnContext
 from core.extensions.manifest import ManifestError, load_manifest
-from core.extensions.sdk import serving
+from core.extensions.sdk.testing import serving
 from core.kernel.commands import parse_command
 from harness import running_kernel, wait_for
 

@@ -14,9 +14,9 @@ import os
 
 import pytest
 
+from core.config import load_settings
 from core.replay.driver import replay_trace
 from core.replay.trace import read_trace, write_trace
-from core.settings import load_settings
 from fake_openai import FakeOpenAIServer
 from replay_kit import (
     GOLDEN_DIR,

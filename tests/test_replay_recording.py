@@ -13,9 +13,9 @@ from core.events.topics import RecordTopics
 from core.extensions.contract import TurnContext
 from core.extensions.state_scope import serving
 from core.extensions.topic_rules import KERNEL_ONLY
-from core.logging_setup import REDACTOR
 from core.replay.payloads import PayloadStore
 from core.replay.recording import ReplayRecorder
+from core.runtime import REDACTOR
 from hooks_kit import FrameLog
 
 SECRET = "replay-test-secret-9f3c2a"  # the redactor is process-wide: a word no other test uses
@@ -24,10 +24,17 @@ TURN = TurnContext(channel_id="capture", user_id="u1", session_id="capture:u1", 
 
 async def ask(model, text: str):
     return await model.get_response(
-        "be brief", [{"role": "user", "content": text}], ModelSettings(), [], None, [],
+        "be brief",
+        [{"role": "user", "content": text}],
+        ModelSettings(),
+        [],
+        None,
+        [],
         ModelTracing.DISABLED,
-        previous_response_id=None, conversation_id=None, prompt=None,
-    )  # fmt: skip
+        previous_response_id=None,
+        conversation_id=None,
+        prompt=None,
+    )
 
 
 async def test_secrets_are_redacted_before_they_are_journaled():

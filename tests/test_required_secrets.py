@@ -17,7 +17,7 @@ import pytest
 
 from conftest import PROJECT_ROOT, ext_code
 from core.extensions.manifest import ManifestError, load_manifest
-from core.secrets import secret_file_names
+from core.runtime import secret_file_names
 from harness import running_kernel
 
 READER = ext_code(

@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from conftest import ext_code
+from core.config import SettingsError, load_settings
 from core.extensions.contract import Leadership, TurnContext
 from core.kernel.commands import parse_command
 from core.scheduling import LEASES_COMPONENT, LeaseLeader
-from core.settings import SettingsError, load_settings
 from core.storage import apply_migrations, open_pool
 from harness import running_kernel
 
@@ -117,7 +117,7 @@ async def test_a_clean_stop_hands_the_lease_over_at_once(postgres_dsn):
 
 
 async def test_the_scheduler_extension_fires_only_while_leading(tmp_path):
-    from core.extensions.sdk import FakeContext, running
+    from core.extensions.sdk.testing import FakeContext, running
     from sandbox.extensions.scheduler.main import SchedulerExtension
 
     start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ import asyncpg
 import yaml
 
 from conftest import ext_code, grant_all
-from core.settings import load_settings
+from core.config import load_settings
 from harness import running_kernel
 
 NOTES = ext_code(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.config import Settings
 from core.extensions.capabilities import Capability
 from core.extensions.manifest import Manifest
 from core.extensions.records import ExtensionRecord, ExtensionStatus
 from core.kernel.placement import Placement, apply_role, node_name, placement_of
-from core.settings import Settings
 
 
 def _records(tmp_path: Path) -> dict[str, ExtensionRecord]:

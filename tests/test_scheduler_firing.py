@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from core.config import StorageSettings
 from core.events import EventBus, SQLiteJournal
 from core.extensions.sdk import PostgresTarget
-from core.storage_settings import StorageSettings
 from harness import wait_for
 from sandbox.extensions.scheduler.firing import FireLoop, plan_fire
 from sandbox.extensions.scheduler.model import ScheduleError, Timing

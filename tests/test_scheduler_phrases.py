@@ -183,10 +183,20 @@ def test_recurring_phrases_follow_the_existing_rules_on_restart():
     """A phrase becomes the store's cron or interval: firing late catches up once."""
     timing, _ = parse_remind("every weekday 8:30 stand-up", NOW, BERLIN)
     schedule = Schedule(
-        1, "stand-up", "cron", timing.cron, "Europe/Berlin",
-        datetime(2026, 3, 30, 6, 30, tzinfo=UTC), None, "notify", "reminder.due",
-        NOW, None, 0, "active",
-    )  # fmt: skip
+        1,
+        "stand-up",
+        "cron",
+        timing.cron,
+        "Europe/Berlin",
+        datetime(2026, 3, 30, 6, 30, tzinfo=UTC),
+        None,
+        "notify",
+        "reminder.due",
+        NOW,
+        None,
+        0,
+        "active",
+    )
     down_until = datetime(2026, 4, 1, 12, 0, tzinfo=UTC)  # missed Mon, Tue, Wed
     following = following_due(schedule, schedule.next_due, down_until)
     assert following.astimezone(BERLIN).isoformat() == "2026-04-02T08:30:00+02:00"

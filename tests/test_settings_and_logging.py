@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from conftest import PROJECT_ROOT
-from core.logging_setup import REDACTOR, configure_logging
-from core.settings import SettingsError, load_settings
+from core.config import SettingsError, load_settings
+from core.runtime import REDACTOR, configure_logging
 
 
 def test_defaults_without_a_file_and_project_relative_paths():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_ROOT
-from core.settings import SettingsError, load_settings, non_defaults
+from core.config import SettingsError, load_settings, non_defaults
 from core.setup import SetupPlan
 from test_doctor import doctor
 
@@ -66,7 +66,7 @@ def test_doctor_names_the_layer_of_every_key_that_is_not_the_default(project, mo
     local.write_text("timezone: Europe/Berlin\nturns: {timeout_s: 60, concurrency: 8}\n")
     monkeypatch.setenv("HEARTH__TURNS__CONCURRENCY", "4")
     monkeypatch.setenv("HEARTH__LOGGING__LEVEL", "DEBUG")
-    monkeypatch.setattr("core.settings.DEFAULT_SETTINGS_FILE", project)  # the tracked one
+    monkeypatch.setattr("core.config.settings.DEFAULT_SETTINGS_FILE", project)  # the tracked one
     found = dict(non_defaults(load_settings(project)))
     assert found == {
         "timezone": str(local),

@@ -26,9 +26,11 @@ def test_setup_in_chat_applies_answers_and_keeps_the_secret_out_of_history(
     result = subprocess.run(
         [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings_file())],
         input=f"/setup\n/setup weather\n{SECRET}\nParis\n",
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "HEARTH_ENV_FILE": str(env_file)},
-    )  # fmt: skip
+    )
     out = result.stdout
     assert "Extensions with a setup: weather" in out, out
     assert "weather: Weather API key" in out and "weather: Which city" in out

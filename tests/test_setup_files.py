@@ -12,8 +12,8 @@ import yaml
 from dotenv import dotenv_values
 
 from conftest import PROJECT_ROOT
-from core.secrets import SecretNameError, save_secrets
-from core.settings import SettingsError
+from core.config import SettingsError
+from core.runtime import SecretNameError, save_secrets
 from core.setup import write_changes
 
 

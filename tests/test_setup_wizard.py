@@ -105,8 +105,11 @@ def test_the_wizard_writes_settings_and_env_that_doctor_accepts(
         assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
         env_text = env_file.read_text()
         assert "# kept by the user" in env_text and "OTHER_SECRET='stays'" in env_text
-        for line in (f"LOCAL_MODEL_API_KEY='{LOCAL_KEY}'", f"TELEGRAM_BOT_TOKEN='{TOKEN}'",
-                     f"WEATHER_API_KEY='{WEATHER_KEY}'"):  # fmt: skip
+        for line in (
+            f"LOCAL_MODEL_API_KEY='{LOCAL_KEY}'",
+            f"TELEGRAM_BOT_TOKEN='{TOKEN}'",
+            f"WEATHER_API_KEY='{WEATHER_KEY}'",
+        ):
             assert line in env_text
         assert LOCAL_KEY not in text and TOKEN not in text
 
@@ -133,28 +136,75 @@ def test_the_scripted_form_checks_the_model_and_writes_only_its_keys(settings_fi
     local = settings.with_name("settings.local.yaml")
     env = {"HEARTH_ENV_FILE": str(tmp_path / "none.env")}
     with FakeOpenAIServer() as srv:
-        refused = hearth("setup", "--provider", "openai_compatible", "--base-url", srv.base_url,
-                         "--model", "no-such-model", "--settings", str(settings), env=env)  # fmt: skip
+        refused = hearth(
+            "setup",
+            "--provider",
+            "openai_compatible",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "no-such-model",
+            "--settings",
+            str(settings),
+            env=env,
+        )
         assert refused.returncode == 1 and "fake-model" in refused.stderr
         assert not local.exists()  # nothing written
-        done = hearth("setup", "--provider", "openai_compatible", "--base-url", srv.base_url,
-                      "--model", "fake-model-mini", "--settings", str(settings), env=env)  # fmt: skip
+        done = hearth(
+            "setup",
+            "--provider",
+            "openai_compatible",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake-model-mini",
+            "--settings",
+            str(settings),
+            env=env,
+        )
         assert done.returncode == 0, done.stderr
         assert settings.read_text() == before
         provider = {"type": "openai_compatible", "base_url": srv.base_url}
         default = {"provider": "local", "model": "fake-model-mini"}
         models = {"default": default, "providers": {"local": provider}}
         assert yaml.safe_load(local.read_text()) == {"models": models}  # only its keys
-        again = hearth("setup", "--provider", "openai_compatible", "--base-url", srv.base_url,
-                       "--model", "fake-model-mini", "--settings", str(settings), env=env)  # fmt: skip
+        again = hearth(
+            "setup",
+            "--provider",
+            "openai_compatible",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake-model-mini",
+            "--settings",
+            str(settings),
+            env=env,
+        )
         assert again.returncode == 0 and "nothing changed" in again.stdout
         assert doctor(settings, env).returncode == 0
-    unreachable = hearth("setup", "--provider", "openai_compatible", "--base-url",
-                         "http://127.0.0.1:9/v1", "--model", "m", "--settings", str(settings),
-                         env=env)  # fmt: skip
+    unreachable = hearth(
+        "setup",
+        "--provider",
+        "openai_compatible",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--settings",
+        str(settings),
+        env=env,
+    )
     assert unreachable.returncode == 1 and "nothing written" in unreachable.stderr
-    no_key = hearth("setup", "--provider", "openai", "--model", "gpt-5-mini",
-                    "--settings", str(settings), env={**env, "OPENAI_API_KEY": ""})  # fmt: skip
+    no_key = hearth(
+        "setup",
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-5-mini",
+        "--settings",
+        str(settings),
+        env={**env, "OPENAI_API_KEY": ""},
+    )
     assert no_key.returncode == 1 and "OPENAI_API_KEY is not set" in no_key.stderr
 
 
@@ -167,7 +217,10 @@ def test_run_with_no_model_says_in_one_line_how_to_set_one_up(settings_file, ext
     copy_bundled(ext_root, "cli_channel")  # stdin is empty: it reads the end and stops Hearth
     result = subprocess.run(
         [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings_file())],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     hints = [line for line in result.stderr.splitlines() if "make setup" in line]
     assert len(hints) == 1 and "no model configured" in hints[0]

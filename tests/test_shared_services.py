@@ -17,7 +17,7 @@ import pytest
 
 from conftest import ext_code
 from core.extensions.contract import TurnContext
-from core.extensions.sdk import FakeContext, running
+from core.extensions.sdk.testing import FakeContext, running
 from core.extensions.shared_services import ServiceRegistry, ServicesClosedError
 from core.kernel.commands import parse_command
 from harness import running_kernel

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ext_code
+from core.config import load_settings
 from core.extensions.capabilities import detect_capabilities
 from core.extensions.contract import ChannelProvider, ContextProvider
 from core.extensions.sdk import BaseExtension
 from core.extensions.signatures import SignatureError, check_signatures
 from core.kernel.runner import Kernel
-from core.settings import load_settings
 
 GOOD = ext_code("def get_commands(self):\n    return []")
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_ROOT
+from core.config import load_settings
 from core.extensions.capabilities import Capability
 from core.extensions.contract import TurnContext
 from core.kernel.registrations import before_extension_code
 from core.kernel.runner import Kernel
-from core.logging_setup import REDACTOR
-from core.settings import load_settings
+from core.runtime import REDACTOR
 from core.storage import dsn_passwords, redact_dsn
 
 PASSWORD = "hunter2-Secret"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from core.settings import Settings, SettingsError, load_settings
+from core.config import Settings, SettingsError, load_settings
 from core.storage import (
     StorageError,
     apply_migrations,

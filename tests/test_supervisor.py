@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 
 from conftest import grant_all
-from core.lifecycle import restart_request_path, take_restart_request, write_restart_request
-from core.settings import SupervisorSettings
+from core.config import SupervisorSettings
+from core.runtime import restart_request_path, take_restart_request, write_restart_request
 from core.supervisor.crashlog import summarize_crash
 from core.supervisor.policy import CrashPolicy, RestartRequestPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_KERNEL = ROOT / "tests" / "fixtures" / "kernels" / "fake_kernel.py"
 RUN_SUPERVISOR = (
-    "import sys; from pathlib import Path; from core.settings import load_settings; "
+    "import sys; from pathlib import Path; from core.config.settings import load_settings; "
     "from core.supervisor import run_supervisor; f = Path(sys.argv[1]); "
     "sys.exit(run_supervisor(load_settings(f), f, kernel_argv=sys.argv[2:]))"
 )

@@ -15,8 +15,8 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from conftest import ext_code
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.model_router import ModelRouter
+from core.config import ModelsSettings
 from core.extensions.manifest import load_manifest
-from core.settings import ModelsSettings
 from core.tools.failures import MAX_TOOL_ERROR_CHARS
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 

@@ -20,11 +20,10 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from bundled import tool_output
 from conftest import ext_code
 from core.cli.report import collect_report
+from core.config import SettingsError, ToolOverride, load_settings
 from core.extensions.names import NamePolicy
 from core.extensions.stacking import stack_names
 from core.kernel.builtin_commands import status_text
-from core.settings import SettingsError, load_settings
-from core.settings_sections import ToolOverride
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 # ------------------------------------------------------------ the rule, in isolation

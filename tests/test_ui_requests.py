@@ -186,8 +186,11 @@ class CliSurface:
         self.proc = await asyncio.to_thread(
             subprocess.Popen,
             [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(self.settings)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
         try:

@@ -18,7 +18,6 @@ from core.agents.toolset import (
     build_toolset,
     capabilities_summary,
     merge_tools,
-    sanitize_tool_name,
     tool_name_of,
 )
 
@@ -44,6 +43,5 @@ __all__ = [
     "capabilities_summary",
     "configure_tracing",
     "merge_tools",
-    "sanitize_tool_name",
     "tool_name_of",
 ]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from core.runtime.errors import HearthError
 
-class AgentLayerError(Exception):
+
+class AgentLayerError(HearthError):
     """Base of every error raised by ``core.agents``."""
 
 

@@ -44,7 +44,7 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 
 from core.agents.errors import McpServerUnavailableError
-from core.settings import McpServerSettings, McpSettings
+from core.config import McpServerSettings, McpSettings
 from core.tools.failures import tool_error_message
 
 __all__ = ["McpLink", "McpServerState", "McpServerStatus", "build_server"]

@@ -17,7 +17,7 @@ import logging
 from agents.mcp import MCPServer
 
 from core.agents.mcp_link import McpLink, McpServerState, McpServerStatus, build_server
-from core.settings import McpSettings
+from core.config import McpSettings
 
 __all__ = ["McpServerState", "McpServerStatus", "McpServers", "build_server"]
 

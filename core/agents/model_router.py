@@ -18,8 +18,8 @@ from agents.models.openai_responses import OpenAIResponsesModel
 from openai import AsyncOpenAI
 
 from core.agents.errors import ModelNotConfiguredError
-from core.secrets import load_secrets
-from core.settings import ModelsSettings, ProviderSettings
+from core.config import ModelsSettings, ProviderSettings
+from core.runtime import load_secrets
 
 __all__ = ["ModelChoice", "ModelRouter", "ProviderCheck", "configure_tracing"]
 

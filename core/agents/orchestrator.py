@@ -20,7 +20,7 @@ from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelRouter
 from core.agents.prompts import PromptTemplate
 from core.agents.toolset import Capability, capabilities_summary
-from core.settings import PROJECT_ROOT
+from core.config import PROJECT_ROOT
 from core.tools.clock import now_in, resolve_timezone, timezone_label
 from core.tools.failures import tool_error_message
 

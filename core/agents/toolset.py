@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from agents.tool_context import ToolContext
 
 from core.extensions.contract import AgentInvocationContext, AgentProvider, TurnContext
 from core.tools.failures import describe_tool_error, reporting_failures, tool_error_message
+from core.tools.naming import sanitize_tool_name
 
 __all__ = [
     "CORE_SOURCE",
@@ -30,15 +30,12 @@ __all__ = [
     "build_toolset",
     "capabilities_summary",
     "merge_tools",
-    "sanitize_tool_name",
     "tool_name_of",
 ]
 
 log = logging.getLogger(__name__)
 
 CORE_SOURCE = "core"
-_INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
-_MAX_NAME = 64
 DEFAULT_AGENT_TOOL_TIMEOUT_S = 600.0
 
 
@@ -83,12 +80,6 @@ def merge_tools(sources: Sequence[tuple[str, Sequence[Tool]]]) -> tuple[list[Too
             owner[name] = source
             kept.append(tool)
     return kept, warnings
-
-
-def sanitize_tool_name(name: str, fallback: str) -> str:
-    """A name the model APIs accept: ``[a-zA-Z0-9_-]{1,64}``."""
-    cleaned = _INVALID_NAME_CHARS.sub("_", name.strip()).strip("_")
-    return (cleaned or fallback)[:_MAX_NAME]
 
 
 def agent_as_tool(

@@ -14,9 +14,9 @@ import asyncio
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
 from core.cli.report import collect_report
+from core.config import Settings, non_defaults
 from core.extensions.isolation.factory import confinement_report
-from core.secrets import load_secrets
-from core.settings import Settings, non_defaults
+from core.runtime import load_secrets
 
 OK, BAD = "ok  ", "FAIL"
 

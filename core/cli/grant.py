@@ -16,12 +16,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from core.config import Settings
 from core.extensions.capabilities import Capability
 from core.extensions.grant_store import GrantStore, GrantStoreError
 from core.extensions.grants import GrantRequest, replaces_words
 from core.extensions.loader import Loader
 from core.extensions.records import ExtensionStatus
-from core.settings import Settings
 
 Ask = Callable[[str], bool]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
+from core.config import Settings
 from core.metrics.snapshot import SNAPSHOT_FILE, fetch_live, read_snapshot
-from core.settings import Settings
 
 
 def run_metrics(settings: Settings) -> int:

@@ -18,11 +18,11 @@ import time
 import uuid
 from pathlib import Path
 
+from core.config import Settings
 from core.events.backend import journal_for
 from core.events.journal import Journal, NewEvent, WriteBatch
 from core.events.system_payloads import KernelReload, KernelReloadResult
 from core.events.topics import SystemTopics
-from core.settings import Settings
 
 __all__ = ["run_reload"]
 

@@ -15,9 +15,9 @@ import signal
 import sys
 
 from core.agents.model_router import ModelRouter
+from core.config import Settings
 from core.kernel.runner import Kernel
-from core.lifecycle import is_supervised, take_restart_request
-from core.settings import Settings
+from core.runtime import is_supervised, take_restart_request
 
 log = logging.getLogger("core.kernel.runner")
 

@@ -25,17 +25,18 @@ from core.cli.scaffold_templates import (
     TOOL_METHODS,
     TOOL_TEST,
 )
-from core.datadir import RESERVED_IDS
+from core.config import Settings
 from core.extensions.code_digest import code_digest
 from core.extensions.grant_store import GrantStore
 from core.extensions.grants import GrantRequest
 from core.extensions.manifest import EXTENSION_ID_RE, load_manifest
-from core.settings import Settings
+from core.runtime import RESERVED_IDS
+from core.runtime.errors import HearthError
 
 __all__ = ["ScaffoldError", "add_scaffold_arguments", "run_new_extension", "write_skeleton"]
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(HearthError, ValueError):
     """The extension cannot be written there; the message names the id or path."""
 
 

@@ -91,7 +91,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.extensions.sdk import $helpers
+from core.extensions.sdk.testing import $helpers
 
 EXT_DIR = Path(__file__).resolve().parent.parent
 ''')

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.lazy_door import lazy_door
+from core.runtime import lazy_door
 
 if TYPE_CHECKING:
     from core.events.bus import EventBus

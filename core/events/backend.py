@@ -15,8 +15,7 @@ from core.events.journal import Journal
 from core.events.sqlite_journal import SQLiteJournal
 
 if TYPE_CHECKING:
-    from core.settings import EventsSettings
-    from core.storage_settings import StorageSettings
+    from core.config import EventsSettings, StorageSettings
 
 __all__ = ["journal_for"]
 

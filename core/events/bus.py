@@ -25,8 +25,7 @@ from core.events.topics import topic_matches, validate_pattern, validate_topic
 from core.events.writer import GroupCommitWriter
 
 if TYPE_CHECKING:
-    from core.settings import EventsSettings
-    from core.storage_settings import StorageSettings
+    from core.config import EventsSettings, StorageSettings
 
 __all__ = ["EventBus"]
 

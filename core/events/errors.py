@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from core.runtime.errors import HearthError
+
 __all__ = [
     "BusStateError",
     "DeliveryDeferred",
@@ -14,7 +16,7 @@ __all__ = [
 ]
 
 
-class EventBusError(Exception):
+class EventBusError(HearthError):
     """Base class of every error raised by ``core.events``."""
 
 

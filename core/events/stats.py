@@ -14,8 +14,21 @@ __all__ = ["LATENCY_BOUNDS_MS", "BusStats"]
 
 # upper bounds (ms) of the publish -> handler latency buckets; the last bucket is +Inf
 LATENCY_BOUNDS_MS: tuple[float, ...] = (
-    0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
-)  # fmt: skip
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    250.0,
+    500.0,
+    1000.0,
+    2500.0,
+    5000.0,
+    10000.0,
+)
 
 
 class BusStats:

@@ -31,6 +31,7 @@ from core.extensions.contract import (
 )
 from core.extensions.hook_specs import CONVERSATIONS, HOOK_SPECS
 from core.extensions.signatures import check_signatures
+from core.runtime.errors import HearthError
 
 
 class Capability(StrEnum):
@@ -104,7 +105,7 @@ PERMISSIONS: dict[Capability, str] = {
 LIFECYCLE_ASYNC = ("initialize", "start", "stop", "destroy")
 
 
-class CapabilityError(TypeError):
+class CapabilityError(HearthError, TypeError):
     """An extension's methods do not match the protocol it appears to implement."""
 
 

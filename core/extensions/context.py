@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.datadir import extension_data_dir, extension_storage
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
@@ -47,7 +46,7 @@ from core.extensions.services import KernelOperations, KernelServices
 from core.extensions.shared_services import ExtensionServices
 from core.extensions.status_data import KernelStatus
 from core.extensions.topic_rules import GUARDED_TOPICS, KERNEL_ONLY
-from core.logging_setup import guard_extension_logger
+from core.runtime import extension_data_dir, extension_storage, guard_extension_logger
 
 
 class KernelContext(ContextStateCalls):

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.agents.toolset import sanitize_tool_name
 from core.events.topics import pattern_within
 from core.extensions.capabilities import Capability
 from core.extensions.manifest import MANIFEST_FILE, Manifest, ManifestError, ResolvedPermissions
+from core.tools.naming import sanitize_tool_name
 
 __all__ = ["check_subscriptions", "check_tool_declarations", "provided_tool_names"]
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from core.runtime.errors import HearthError
 
-class ExtensionError(Exception):
+
+class ExtensionError(HearthError):
     """Base of every extension-system error."""
 
 

@@ -28,10 +28,11 @@ from typing import Any
 
 import yaml
 
+from core.config import PROJECT_ROOT
 from core.extensions.code_digest import code_digest
 from core.extensions.grants import Change, GrantRequest
 from core.extensions.manifest import MANIFEST_FILE, load_manifest
-from core.settings import PROJECT_ROOT
+from core.runtime.errors import HearthError
 
 log = logging.getLogger("core.grants")
 
@@ -41,7 +42,7 @@ BUNDLED_GRANTS_FILE = BUNDLED_DIR / "bundled_grants.yaml"
 BUNDLED_RANK = 0.0  # bundled extensions are the most established providers
 
 
-class GrantStoreError(Exception):
+class GrantStoreError(HearthError):
     """The grants file cannot be read or written (names the file)."""
 
 

@@ -15,9 +15,10 @@ import yaml
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from core.consent_settings import check_tool_name
-from core.datadir import RESERVED_IDS
+from core.config import check_tool_name
 from core.extensions.sdk import resolve_zone
+from core.runtime import RESERVED_IDS
+from core.runtime.errors import HearthError
 
 MANIFEST_FILE = "manifest.yaml"
 # letters, digits, - and _, a letter first, at most 64 (seed 001; ADR 0025)
@@ -27,7 +28,7 @@ _ENTRYPOINT_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _SECRET_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class ManifestError(Exception):
+class ManifestError(HearthError):
     """A manifest could not be read or validated."""
 
     def __init__(self, path: Path, message: str) -> None:

@@ -14,8 +14,8 @@ from core.extensions.status_data import KernelStatus
 from core.extensions.ui_gateway import UiGateway
 
 if TYPE_CHECKING:
+    from core.config import Settings
     from core.events import EventBus
-    from core.settings import Settings
     from core.state import StateStore
 
 __all__ = ["KernelOperations", "KernelServices"]

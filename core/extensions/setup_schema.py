@@ -15,10 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from core.runtime.errors import HearthError
+
 __all__ = ["Asker", "SetupField", "SetupSchemaError", "read_schema", "run_setup"]
 
 
-class SetupSchemaError(ValueError):
+class SetupSchemaError(HearthError, ValueError):
     """A schema entry the kernel cannot ask; names the extension and the entry."""
 
 

@@ -33,6 +33,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from core.runtime.errors import HearthError
+
 __all__ = ["ExtensionServices", "ServiceRegistry", "ServicesClosedError"]
 
 log = logging.getLogger("core.services")
@@ -41,7 +43,7 @@ T = TypeVar("T")
 CLOSERS = ("shutdown", "aclose", "close")
 
 
-class ServicesClosedError(RuntimeError):
+class ServicesClosedError(HearthError, RuntimeError):
     """``get_or_create`` after teardown began: nothing new is created then."""
 
     def __init__(self, key: str) -> None:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from core.runtime.errors import HearthError
+
 __all__ = ["SignatureError", "check_signatures", "expected_signature"]
 
 
-class SignatureError(TypeError):
+class SignatureError(HearthError, TypeError):
     """A protocol method whose parameters do not match the contract; names all three."""
 
     def __init__(self, owner: str, protocol: str, method: str, found: str, expected: str) -> None:

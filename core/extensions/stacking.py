@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from core.config import ToolOverride
 from core.extensions.names import KERNEL_OWNERS, NamePolicy
-from core.settings_sections import ToolOverride
 
 __all__ = ["NameStack", "StackResult", "stack_names"]
 

@@ -32,7 +32,7 @@ from core.kernel.session_storage import (
 )
 
 if TYPE_CHECKING:
-    from core.settings import Settings
+    from core.config import Settings
 
 log = logging.getLogger("core.kernel.conversations")
 

@@ -23,12 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from core.config import PersonSettings, Role
 from core.events.system_payloads import UserMessage
 from core.extensions.contract import TurnContext
-from core.people_settings import PersonSettings, Role
 
 if TYPE_CHECKING:
-    from core.settings import Settings
+    from core.config import Settings
 
 __all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "telegram_ids"]
 

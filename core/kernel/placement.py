@@ -17,11 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.config import KernelRole, Settings
 from core.events.topics import SystemTopics
 from core.extensions.capabilities import Capability
 from core.extensions.records import ExtensionRecord
-from core.settings import Settings
-from core.settings_scale import KernelRole
 
 __all__ = ["ROUTER_SUBSCRIBER", "Placement", "apply_role", "node_name", "placement_of"]
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from core.datadir import migrate_extension_data
+from core.config import Settings
 from core.events import EventBus
 from core.extensions.loader import Loader
 from core.extensions.manifest import Manifest
-from core.logging_setup import REDACTOR
-from core.settings import Settings
+from core.runtime import REDACTOR, migrate_extension_data
 from core.state import StateStore
 from core.state.table import NodeRoster
 from core.storage import dsn_passwords

@@ -48,13 +48,14 @@ from core.extensions.records import ExtensionRecord
 from core.extensions.services import KernelServices
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.wiring import Wiring
+from core.runtime.errors import HearthError
 
 __all__ = ["ExtensionReloader", "ReloadError", "ReloadReport"]
 
 log = logging.getLogger("core.kernel.reload")
 
 
-class ReloadError(Exception):
+class ReloadError(HearthError):
     """A reload that did not happen; ``kept`` says the old instance still serves."""
 
     def __init__(self, ext_id: str, reason: str, *, kept: bool) -> None:
@@ -65,7 +66,7 @@ class ReloadError(Exception):
         self.kept = kept
 
 
-class _BringUpError(Exception):
+class _BringUpError(HearthError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason

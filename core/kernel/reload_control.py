@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 
+from core.config import DevSettings
 from core.events import EventBus
 from core.events.models import Event
 from core.events.system_payloads import KernelReload, KernelReloadResult, read_system_payload
@@ -24,7 +25,6 @@ from core.extensions.contract import Command, TurnContext
 from core.extensions.loader import Loader
 from core.kernel.reload import ExtensionReloader, ReloadError
 from core.kernel.reload_watch import watch_extensions
-from core.settings_sections import DevSettings
 
 __all__ = ["RELOAD_SUBSCRIBER", "ReloadControl"]
 

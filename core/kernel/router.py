@@ -39,6 +39,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from core.config import TurnsSettings
 from core.events import EventBus
 from core.events.models import Event
 from core.events.subscriptions import EventHandler
@@ -67,7 +68,6 @@ from core.kernel.placement import ROUTER_SUBSCRIBER, Placement
 from core.kernel.postprocess import PostProcessing
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
-from core.settings import TurnsSettings
 
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
@@ -319,9 +319,13 @@ class MessageRouter:
         await self.bus.publish(
             SystemTopics.TURN_CANCELLED,
             "kernel",
-            {"message_key": message_key(event), "channel_id": turn.channel_id,
-             "user_id": turn.user_id, "after_ms": round(elapsed_ms)},
-        )  # fmt: skip
+            {
+                "message_key": message_key(event),
+                "channel_id": turn.channel_id,
+                "user_id": turn.user_id,
+                "after_ms": round(elapsed_ms),
+            },
+        )
         log.info("turn %s cancelled by the user after %.0f ms", message_key(event), elapsed_ms)
         return TurnResult(CANCELLED_REPLY, [], "cancelled")
 

@@ -25,7 +25,7 @@ from core.agents.errors import ModelNotConfiguredError
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter, configure_tracing
 from core.agents.orchestrator import Orchestrator
-from core.datadir import create_private, make_private, refuse_symlinks
+from core.config import Settings
 from core.events import EventBus
 from core.extensions.capabilities import Capability
 from core.extensions.grant_store import GrantStore
@@ -54,11 +54,15 @@ from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
 from core.kernel.tool_stacking import StackedTools, ToolStacking
 from core.kernel.wiring import LiveOrchestrator, Wiring
-from core.lifecycle import write_restart_request
 from core.metrics import KernelMetrics, MetricsExport, kernel_sources
+from core.runtime import (
+    create_private,
+    load_secrets,
+    make_private,
+    refuse_symlinks,
+    write_restart_request,
+)
 from core.scheduling import ManifestScheduler, manifest_schedules
-from core.secrets import load_secrets
-from core.settings import Settings
 from core.state import StateStore
 from core.tools import build_core_tools
 
@@ -120,9 +124,12 @@ class Kernel:
         )
         self.scale = ScaleOut(settings, lambda key: self.conversations.lock(key))  # ADR 0036
         self.scheduler = ManifestScheduler(
-            self.bus, self.data_dir / SCHEDULES_FILE, lookup=self.loader.instance,
-            storage=settings.storage, leadership=self.scale.leadership,
-        )  # fmt: skip
+            self.bus,
+            self.data_dir / SCHEDULES_FILE,
+            lookup=self.loader.instance,
+            storage=settings.storage,
+            leadership=self.scale.leadership,
+        )
         self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
         self.commands = CommandRegistry(self.names)
         self.tool_stacking = ToolStacking(
@@ -153,16 +160,25 @@ class Kernel:
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
         self.household = Household.of(settings)  # who each turn is for (SPEC §11)
         self.consent = KernelConsent(  # ADR 0021: every tool call passes its gate
-            settings, self.data_dir / SESSIONS_FILE, self.bus, self.shaping,
+            settings,
+            self.data_dir / SESSIONS_FILE,
+            self.bus,
+            self.shaping,
             declared=lambda: declared_tools(self.wiring.wired(), self.core_tools()),
             channel_for=lambda channel_id: self.router and self.router.channels.get(channel_id),
             household=self.household,
-        )  # fmt: skip
+        )
         self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
         self.status = KernelStatusSource(  # what /status reports
-            self.started_at, self.model_router, self.loader, self.wiring.is_wired,
-            self.mcp, self.bus, self.consent.summary, self.tool_stacks,
-        )  # fmt: skip
+            self.started_at,
+            self.model_router,
+            self.loader,
+            self.wiring.is_wired,
+            self.mcp,
+            self.bus,
+            self.consent.summary,
+            self.tool_stacks,
+        )
         self.agents = KernelAgents(
             router=lambda: self.router,
             context=self.context,
@@ -173,15 +189,23 @@ class Kernel:
         )
         self.router: MessageRouter | None = None
         self.services = KernelServices(
-            settings=settings, bus=self.bus, get_instance=self.loader.instance,
-            request_restart=self.request_restart, request_shutdown=self.request_shutdown,
-            secrets=self.secrets, state=self.state, agents=self.agents, ui=self.consent.ui,
+            settings=settings,
+            bus=self.bus,
+            get_instance=self.loader.instance,
+            request_restart=self.request_restart,
+            request_shutdown=self.request_shutdown,
+            secrets=self.secrets,
+            state=self.state,
+            agents=self.agents,
+            ui=self.consent.ui,
             list_commands=self.commands.names_and_descriptions,
             list_post_processors=self.shaping.post.activated_names,
-            is_wired=self.wiring.is_wired, operations=KernelOperator(self.status, self.bus.journal),
+            is_wired=self.wiring.is_wired,
+            operations=KernelOperator(self.status, self.bus.journal),
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
-            node=self.scale.placement.node, leadership=self.scale.leadership,  # ADR 0036
-        )  # fmt: skip
+            node=self.scale.placement.node,
+            leadership=self.scale.leadership,  # ADR 0036
+        )
         self.supervision = ExtensionSupervisor(
             self.loader,
             health_interval_s=settings.loader.health_check_interval_s,
@@ -189,10 +213,18 @@ class Kernel:
             isolated_backoff_max_s=settings.isolation.restart_backoff_max_s,
         )
         self.reloads = ReloadControl(  # ADR 0032: /reload, the command line, dev.watch
-            ExtensionReloader(self.loader, self.services, self.supervision, self.wiring,
-                              self.bus, drain_s=settings.dev.reload_drain_s),
-            self.bus, self.loader, settings.dev,
-        )  # fmt: skip
+            ExtensionReloader(
+                self.loader,
+                self.services,
+                self.supervision,
+                self.wiring,
+                self.bus,
+                drain_s=settings.dev.reload_drain_s,
+            ),
+            self.bus,
+            self.loader,
+            settings.dev,
+        )
         self.services.reload_extension = self.reloads.attempt
         self.ready = asyncio.Event()
 
@@ -216,16 +248,23 @@ class Kernel:
         await reconcile_registrations(self.loader, self.state, self.bus, self.scale.roster)
         await self.mcp.connect()
         self.router = MessageRouter(
-            bus=self.bus, conversations=self.conversations, commands=self.commands,
-            context=self.context, orchestrator=self.orchestrator, hooks=self.hooks,
-            additions=self.shaping.additions, compactor=self.shaping.compactor,
+            bus=self.bus,
+            conversations=self.conversations,
+            commands=self.commands,
+            context=self.context,
+            orchestrator=self.orchestrator,
+            hooks=self.hooks,
+            additions=self.shaping.additions,
+            compactor=self.shaping.compactor,
             default_channel=self.settings.channels.default,
             user_facing_errors=(ModelNotConfiguredError,),
-            turns=self.settings.turns, post=self.shaping.post,
+            turns=self.settings.turns,
+            post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
-            placement=self.scale.placement, turn_lock=self.scale.turn_lock,
+            placement=self.scale.placement,
+            turn_lock=self.scale.turn_lock,
             household=self.household,
-        )  # fmt: skip
+        )
         self.router.outbox.replies_sent = self.scale.replies_sent  # order across nodes
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,

@@ -17,12 +17,12 @@ from typing import Any
 
 import asyncpg
 
+from core.config import Settings
 from core.extensions.contract import Leadership
 from core.extensions.records import ExtensionRecord
 from core.kernel.placement import Placement, apply_role, placement_of
 from core.kernel.turn_lock import ConversationLocks
 from core.scheduling import LEASES_COMPONENT, SOLE_LEADER, LeaseLeader
-from core.settings import Settings
 from core.state.table import NodeRoster
 from core.state.table_pg import STATE_COMPONENT, stamp_node
 from core.storage import migrated_pool, release_pool
@@ -111,8 +111,12 @@ class ScaleOut:
             try:
                 await stamp_node(self._pool, roster.node, time.time())
             except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("could not stamp node %s's extensions (next try in %g s): %s",
-                            roster.node, interval, exc)  # fmt: skip
+                log.warning(
+                    "could not stamp node %s's extensions (next try in %g s): %s",
+                    roster.node,
+                    interval,
+                    exc,
+                )
 
     async def aclose(self) -> None:
         """Hand the lease over at once, then give the pool back."""

@@ -25,8 +25,7 @@ from core.kernel.session_schema import SESSIONS_COMPONENT  # registers its migra
 from core.storage import ComponentPool
 
 if TYPE_CHECKING:
-    from core.settings import Settings
-    from core.storage_settings import StorageSettings
+    from core.config import Settings, StorageSettings
 
 __all__ = [
     "LEDGER_RETENTION_S",

@@ -21,7 +21,7 @@ from core.extensions.setup_schema import SetupField, SetupSchemaError, run_setup
 from core.extensions.ui_gateway import UiGateway
 from core.kernel.commands import AskingCommand
 from core.kernel.grant_command import grant_command
-from core.secrets import save_secrets
+from core.runtime import save_secrets
 
 __all__ = ["extension_commands", "setup_command"]
 
@@ -39,9 +39,13 @@ class _ChatAsker:
         default = f" (Enter for {field.default})" if field.default and not field.choices else ""
         kind = "select" if field.choices else "secret" if field.secret else "input"
         return await self._ui.ask(
-            self._ext_id, self._turn, kind, f"{self._ext_id}: {field.prompt}{default}",
-            field.choices, QUESTION_TIMEOUT_S,
-        )  # fmt: skip
+            self._ext_id,
+            self._turn,
+            kind,
+            f"{self._ext_id}: {field.prompt}{default}",
+            field.choices,
+            QUESTION_TIMEOUT_S,
+        )
 
 
 class _Timed:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 
 from core.agents.model_router import ModelRouter
+from core.config import Settings
 from core.extensions.records import ExtensionRecord
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.conversations import SESSIONS_FILE
@@ -33,8 +34,7 @@ from core.kernel.hooks import (
 from core.kernel.hooks.observer import NO_OBSERVER, PipelineObserver
 from core.kernel.postprocess import PostProcessing, orchestrator_model
 from core.replay.recording import ReplayRecorder
-from core.secrets import secret_file_names
-from core.settings import Settings
+from core.runtime import secret_file_names
 
 __all__ = ["TurnShaping"]
 

@@ -17,13 +17,14 @@ from typing import Any
 
 from agents import Tool
 
-from core.agents import CORE_SOURCE, Toolset, build_toolset, sanitize_tool_name, tool_name_of
+from core.agents import CORE_SOURCE, Toolset, build_toolset, tool_name_of
+from core.config import ToolOverride
 from core.extensions.capabilities import Capability
 from core.extensions.contract import AgentProvider
 from core.extensions.names import NamePolicy
 from core.extensions.records import ExtensionRecord
 from core.extensions.stacking import NameStack, stack_names
-from core.settings_sections import ToolOverride
+from core.tools import sanitize_tool_name
 
 __all__ = ["StackedTools", "ToolStacking", "stacks_by_extension"]
 

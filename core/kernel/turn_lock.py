@@ -126,8 +126,12 @@ class ConversationLocks:
                     self._conn = await connect(self._dsn)
                 try:
                     return bool(await self._conn.fetchval(query, key))
-                except (asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-                        InternalClientError, OSError) as exc:  # fmt: skip
+                except (
+                    asyncpg.PostgresConnectionError,
+                    asyncpg.InterfaceError,
+                    InternalClientError,
+                    OSError,
+                ) as exc:
                     log.warning("the connection holding conversation locks was lost: %s", exc)
                     self._conn.terminate()
                     self._conn = None
@@ -151,8 +155,12 @@ class ConversationLocks:
         deadline = time.monotonic() + timeout_s
         while await self._pool.fetchval(_REPLIES_UNSENT, subscriber, channel_id, user_id):
             if time.monotonic() > deadline:
-                log.warning("earlier replies to %s on %s still unsent after %g s; "
-                            "sending this one", user_id, channel_id, timeout_s)  # fmt: skip
+                log.warning(
+                    "earlier replies to %s on %s still unsent after %g s; sending this one",
+                    user_id,
+                    channel_id,
+                    timeout_s,
+                )
                 return
             await asyncio.sleep(ORDER_POLL_S)
 

@@ -7,10 +7,10 @@ import asyncio
 import logging
 from pathlib import Path
 
+from core.config import MetricsSettings, listen_address
 from core.metrics.kernel_metrics import KernelMetrics
 from core.metrics.server import MetricsServer
 from core.metrics.snapshot import SNAPSHOT_FILE, write_snapshot
-from core.settings_sections import MetricsSettings, listen_address
 
 __all__ = ["MetricsExport"]
 

@@ -27,9 +27,25 @@ if TYPE_CHECKING:  # not at run time: core.kernel imports this module
 __all__ = ["BYTE_BUCKETS", "MS_BUCKETS", "KernelMetrics", "TokenCounter"]
 
 MS_BUCKETS = (
-    0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
-    1000.0, 2500.0, 5000.0, 10000.0, 30000.0, 60000.0, 120000.0,
-)  # fmt: skip
+    0.1,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    250.0,
+    500.0,
+    1000.0,
+    2500.0,
+    5000.0,
+    10000.0,
+    30000.0,
+    60000.0,
+    120000.0,
+)
 BYTE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 10485760)
 TURN_STATUSES = ("answered", "short_circuit", "failed", "timeout")
 ERROR_STATUSES = frozenset({"failed", "timeout"})

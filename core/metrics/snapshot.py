@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from core.settings_sections import listen_address
+from core.config import listen_address
 
 __all__ = ["SNAPSHOT_FILE", "fetch_live", "read_snapshot", "write_snapshot"]
 

@@ -14,12 +14,12 @@ import json
 import sys
 from pathlib import Path
 
+from core.config import Settings
 from core.kernel.conversations import SESSIONS_FILE
 from core.kernel.runner import JOURNAL_FILE
 from core.replay.driver import ReplayReport, replay_trace
 from core.replay.errors import ReplayError
 from core.replay.trace import Trace, list_sessions, load_session, read_trace, write_trace
-from core.settings import Settings
 
 __all__ = ["describe", "run_replay_command"]
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from agents import FunctionTool
 
+from core.config import ReplaySettings, Settings
 from core.events.topics import PostProcessTopics, RecordTopics, SystemTopics
 from core.extensions.grant_store import GRANTS_FILE
 from core.extensions.manifest import ManifestError, load_manifest
@@ -38,8 +39,6 @@ from core.replay.compare import Divergence, first_divergence
 from core.replay.errors import ReplayError
 from core.replay.standins import RecordedTools, ReplayedModel, ReplayState
 from core.replay.trace import Frame, RecordedTurn, Trace, build_trace, frames_of
-from core.replay_settings import ReplaySettings
-from core.settings import Settings
 
 __all__ = ["ReplayReport", "replay_trace"]
 

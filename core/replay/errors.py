@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from core.runtime.errors import HearthError
+
 __all__ = ["PurgedError", "ReplayError"]
 
 
-class ReplayError(Exception):
+class ReplayError(HearthError):
     """The conversation or trace cannot be replayed; the message says why."""
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.events.topics import RecordTopics
-from core.logging_setup import REDACTOR
+from core.runtime import REDACTOR
 
 if TYPE_CHECKING:
     from core.kernel.hooks.frames import FrameSink

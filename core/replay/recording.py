@@ -44,8 +44,8 @@ from core.extensions.state_scope import current_turn
 from core.replay.payloads import DEFAULT_MAX_BYTES, Blob, PayloadStore
 
 if TYPE_CHECKING:
+    from core.config import Settings
     from core.kernel.hooks.frames import FrameSink
-    from core.settings import Settings
 
 __all__ = [
     "INSIDE_TOOL",

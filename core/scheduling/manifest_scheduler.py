@@ -22,6 +22,7 @@ from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
+from core.config import StorageSettings
 from core.events import EventBus
 from core.events.models import Event
 from core.events.topics import SystemTopics
@@ -36,8 +37,8 @@ from core.extensions.sdk import (
     resolve_zone,
     utc_now,
 )
+from core.runtime.errors import HearthError
 from core.scheduling.state import FireState
-from core.storage_settings import StorageSettings
 
 __all__ = [
     "ManifestSchedule",
@@ -52,7 +53,7 @@ SUBSCRIBER_ID = "kernel.schedules"
 SOURCE = "kernel.scheduler"
 
 
-class ScheduledTaskError(Exception):
+class ScheduledTaskError(HearthError):
     """A manifest schedule could not run its task; names the extension and task."""
 
     def __init__(self, extension_id: str, task: str, reason: str) -> None:

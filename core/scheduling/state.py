@@ -17,7 +17,7 @@ from core.extensions.sdk import SQLiteStore
 from core.storage import ComponentPool, register_migrations
 
 if TYPE_CHECKING:
-    from core.storage_settings import StorageSettings
+    from core.config import StorageSettings
 
 __all__ = ["SCHEDULES_COMPONENT", "FireState"]
 

@@ -14,8 +14,8 @@ import asyncio
 import logging
 import sys
 
-from core.secrets import load_secrets
-from core.settings import Settings, SettingsError, load_settings
+from core.config import Settings, SettingsError, load_settings
+from core.runtime import load_secrets
 from core.setup.plan import SetupPlan
 from core.setup.probes import ProbeError, list_models
 from core.setup.terminal import SetupCancelled, TerminalAsker
@@ -39,8 +39,10 @@ def run_setup_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.provider:
         return asyncio.run(_scripted(settings, args))
     if args.base_url or args.model or args.api_key_env:
-        print("hearth setup: --base-url, --model and --api-key-env go with --provider",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "hearth setup: --base-url, --model and --api-key-env go with --provider",
+            file=sys.stderr,
+        )
         return 2
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(
@@ -72,8 +74,11 @@ async def _scripted(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     if args.model not in models:
         offered = ", ".join(models[:20]) or "none"
-        print(f"hearth setup: model {args.model!r} is not offered (offered: {offered}); "
-              "nothing written", file=sys.stderr)  # fmt: skip
+        print(
+            f"hearth setup: model {args.model!r} is not offered (offered: {offered}); "
+            "nothing written",
+            file=sys.stderr,
+        )
         return 1
     plan = SetupPlan()
     plan.use_model(args.provider, args.model, base_url=base_url, api_key_env=args.api_key_env)
@@ -100,8 +105,10 @@ async def _interactive(settings: Settings) -> int:
     except SetupCancelled:
         print("\nSetup stopped.", flush=True)
         return 130
-    print("Done. `make run` (or .venv/bin/python main.py) starts Hearth; "
-          "`main.py doctor` checks everything.")  # fmt: skip
+    print(
+        "Done. `make run` (or .venv/bin/python main.py) starts Hearth; "
+        "`main.py doctor` checks everything."
+    )
     return 0
 
 

@@ -13,11 +13,11 @@ import asyncio
 import tempfile
 from pathlib import Path
 
+from core.config import Settings
 from core.extensions.capabilities import Capability
 from core.extensions.setup_schema import SetupSchemaError, run_setup
 from core.kernel.runner import Kernel
-from core.secrets import save_secrets
-from core.settings import Settings
+from core.runtime import save_secrets
 from core.setup.terminal import SetupCancelled, TerminalAsker
 
 __all__ = ["run_extension_setups"]

@@ -4,7 +4,7 @@ Settings go to the local settings layer, ``settings.local.yaml`` (only the
 keys whose value changes; comments and everything else kept,
 ``settings_file.write_changes``; the tracked ``settings.yaml`` is never
 written, ADR 0045);
-secrets go to ``.env`` (mode 0600, ``core.secrets.save_secrets``). The
+secrets go to ``.env`` (mode 0600, ``core.runtime.secrets.save_secrets``). The
 summary names keys and secret names, never a secret's value.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.secrets import env_file_path, save_secrets
-from core.settings_layers import Layer
+from core.config import Layer
+from core.runtime import env_file_path, save_secrets
 from core.setup.settings_file import KeyPath, write_changes
 
 __all__ = [

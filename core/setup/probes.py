@@ -13,6 +13,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from core.runtime.errors import HearthError
+
 __all__ = [
     "DEFAULT_TELEGRAM_BASE_URL",
     "ProbeError",
@@ -25,7 +27,7 @@ DEFAULT_TELEGRAM_BASE_URL = "https://api.telegram.org/bot"
 PROBE_TIMEOUT_S = 10.0
 
 
-class ProbeError(Exception):
+class ProbeError(HearthError):
     """A provider or the Bot API did not answer as expected; the message says where."""
 
 

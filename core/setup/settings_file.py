@@ -23,8 +23,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.representer import RoundTripRepresenter
 
-from core.settings import Settings, SettingsError
-from core.settings_layers import Layer, merge, validated
+from core.config import Layer, Settings, SettingsError, merge, validated
 
 HEADER = """\
 Your settings: what you (or `main.py setup`) changed from the defaults in the

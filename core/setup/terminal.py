@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from prompt_toolkit import PromptSession
 
 from core.extensions.setup_schema import SetupField
+from core.runtime.errors import HearthError
 
 __all__ = ["SetupCancelled", "TerminalAsker"]
 
 
-class SetupCancelled(Exception):
+class SetupCancelled(HearthError):
     """The user left the wizard (Ctrl-C / Ctrl-D)."""
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from core.config import Settings
 from core.extensions.sdk import UnknownTimezoneError, local_zone, resolve_zone
-from core.secrets import load_secrets
-from core.settings import Settings
+from core.runtime import load_secrets
 from core.setup.plan import LOCAL_KEY_ENV, LOCAL_PROVIDER, OPENAI_KEY_ENV, TELEGRAM_TOKEN, SetupPlan
 from core.setup.probes import ProbeError, TelegramProbe, TelegramSender, list_models
 from core.setup.terminal import TerminalAsker
@@ -150,8 +150,10 @@ async def _discover(
         ask.say(str(exc))
         return []
     if not senders:
-        ask.say("Nobody wrote. Run setup again, or add ids under "
-                "extensions.telegram_channel.allowed_user_ids.")  # fmt: skip
+        ask.say(
+            "Nobody wrote. Run setup again, or add ids under "
+            "extensions.telegram_channel.allowed_user_ids."
+        )
         return []
     added = []
     for sender in senders:

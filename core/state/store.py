@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from core.config import StateSettings, StorageSettings
 from core.extensions.state_scope import check_key, encode_value
-from core.settings_sections import StateSettings
 from core.state.rows import StateRows, ThreadedStateTable
 from core.state.table import (
     EXTENSION_SCOPE,
@@ -40,10 +40,9 @@ from core.state.table import (
     Written,
 )
 from core.state.table_pg import PostgresStateTable
-from core.storage_settings import StorageSettings
 
 if TYPE_CHECKING:
-    from core.settings import Settings
+    from core.config import Settings
 
 __all__ = ["WARN_FRACTION", "Reconciled", "StateStore"]
 

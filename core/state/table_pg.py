@@ -32,7 +32,7 @@ from core.state.table import (
 from core.storage import ComponentPool, register_migrations
 
 if TYPE_CHECKING:
-    from core.storage_settings import StorageSettings
+    from core.config import StorageSettings
 
 __all__ = ["STATE_COMPONENT", "PostgresStateTable", "stamp_node"]
 
@@ -118,8 +118,12 @@ class PostgresStateTable:
                 value = await conn.fetchval(
                     f"UPDATE {TABLE} SET used_at = $4, expires_at = $5 WHERE {where}"
                     " RETURNING value_json",
-                    ext_id, session_id, key, now, now + ttl_s,
-                )  # fmt: skip
+                    ext_id,
+                    session_id,
+                    key,
+                    now,
+                    now + ttl_s,
+                )
         return None if value is None else str(value)
 
     async def write(
@@ -139,10 +143,15 @@ class PostgresStateTable:
             await conn.execute(
                 f"DELETE FROM {TABLE} WHERE ext_id = $1 AND expires_at <= $2", ext_id, now
             )
-            old = await conn.fetchval(
-                f"SELECT size FROM {TABLE} WHERE ext_id = $1 AND session_id = $2 AND key = $3",
-                ext_id, session_id, key,
-            ) or 0  # fmt: skip
+            old = (
+                await conn.fetchval(
+                    f"SELECT size FROM {TABLE} WHERE ext_id = $1 AND session_id = $2 AND key = $3",
+                    ext_id,
+                    session_id,
+                    key,
+                )
+                or 0
+            )
             extension_before = int(
                 await conn.fetchval(
                     f"SELECT COALESCE(SUM(size), 0) FROM {TABLE} WHERE ext_id = $1", ext_id
@@ -159,17 +168,27 @@ class PostgresStateTable:
             session_after = session_before - old + size
             if session_id != EXTENSION_SCOPE and session_after > limits.max_bytes_per_session:
                 raise StateLimitError(
-                    ext_id, key, "this session's state", session_after,
-                    limits.max_bytes_per_session, PER_SESSION,
-                )  # fmt: skip
+                    ext_id,
+                    key,
+                    "this session's state",
+                    session_after,
+                    limits.max_bytes_per_session,
+                    PER_SESSION,
+                )
             await conn.execute(
                 f"INSERT INTO {TABLE} (ext_id, session_id, key, value_json, size, used_at,"
                 " expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 " ON CONFLICT (ext_id, session_id, key) DO UPDATE SET"
                 " value_json = excluded.value_json, size = excluded.size,"
                 " used_at = excluded.used_at, expires_at = excluded.expires_at",
-                ext_id, session_id, key, value_json, size, now, now + limits.ttl_s,
-            )  # fmt: skip
+                ext_id,
+                session_id,
+                key,
+                value_json,
+                size,
+                now,
+                now + limits.ttl_s,
+            )
             extension_after = extension_before - old + size
             evicted = await _evict(
                 conn, ext_id, (session_id, key), extension_after - limits.max_bytes_per_extension

@@ -16,7 +16,7 @@ from core.storage.migrations import migrated_pool
 from core.storage.postgres import release_pool
 
 if TYPE_CHECKING:
-    from core.storage_settings import StorageSettings
+    from core.config import StorageSettings
 
 __all__ = ["ComponentPool"]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from core.storage.postgres import StorageError, pool_for, release_pool
 
 if TYPE_CHECKING:
-    from core.storage_settings import StorageSettings
+    from core.config import StorageSettings
 
 __all__ = [
     "SCHEMA_TABLE",

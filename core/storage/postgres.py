@@ -16,6 +16,7 @@ from typing import Any
 
 import asyncpg
 
+from core.runtime.errors import HearthError
 from core.storage.dsn import hide_dsn_secrets, redact_dsn
 
 __all__ = ["StorageError", "connect", "open_pool", "pool_for", "release_pool"]
@@ -23,7 +24,7 @@ __all__ = ["StorageError", "connect", "open_pool", "pool_for", "release_pool"]
 CONNECT_TIMEOUT_S = 10.0
 
 
-class StorageError(Exception):
+class StorageError(HearthError):
     """PostgreSQL is unreachable or its schema does not fit; the message names the DSN
     (password hidden) and what to do."""
 

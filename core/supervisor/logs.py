@@ -17,7 +17,7 @@ from collections.abc import Callable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-from core.datadir import open_nofollow
+from core.runtime import open_nofollow
 
 SUPERVISOR_LOGGER = "supervisor"
 KERNEL_OUTPUT_LOGGER = "supervisor.kernel"

@@ -11,12 +11,13 @@ import fcntl
 import os
 from pathlib import Path
 
-from core.datadir import open_nofollow
+from core.runtime import open_nofollow
+from core.runtime.errors import HearthError
 
 PID_FILE = "supervisor.pid"
 
 
-class SupervisorAlreadyRunningError(Exception):
+class SupervisorAlreadyRunningError(HearthError):
     """Another live supervisor holds the pid file of this data directory."""
 
     def __init__(self, path: Path, pid: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from core.settings import SupervisorSettings
+from core.config import SupervisorSettings
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from core.datadir import SymlinkRefusedError
-from core.lifecycle import EXIT_CLEAN, SUPERVISED_ENV, take_restart_request
-from core.settings import PROJECT_ROOT, Settings
+from core.config import PROJECT_ROOT, Settings
+from core.runtime import EXIT_CLEAN, SUPERVISED_ENV, SymlinkRefusedError, take_restart_request
 from core.supervisor.crashlog import describe_exit, summarize_crash
 from core.supervisor.kernel import KernelProcess
 from core.supervisor.logs import KERNEL_OUTPUT_LOGGER, SUPERVISOR_LOGGER, configure_logging

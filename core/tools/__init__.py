@@ -9,6 +9,7 @@ from core.tools.failures import (
     tool_error_message,
     tool_failure_text,
 )
+from core.tools.naming import sanitize_tool_name
 
 __all__ = [
     "build_core_tools",
@@ -17,6 +18,7 @@ __all__ = [
     "reporting_failures",
     "reporting_failures_all",
     "resolve_timezone",
+    "sanitize_tool_name",
     "timezone_label",
     "tool_error_message",
     "tool_failure_text",

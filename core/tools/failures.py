@@ -28,7 +28,7 @@ from agents.tool import (
 )
 from agents.tool_context import ToolContext
 
-from core.logging_setup import REDACTOR
+from core.runtime import REDACTOR
 
 __all__ = [
     "MAX_TOOL_ERROR_CHARS",

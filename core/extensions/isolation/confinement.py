@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.config import PROJECT_ROOT
 from core.extensions.isolation.errors import ConfinementError
-from core.settings import PROJECT_ROOT
 
 # Files under /etc a Python process may reasonably need (read-only, if present).
 _ETC_ALWAYS = ("/etc/localtime", "/etc/ld.so.cache", "/etc/ssl", "/etc/ca-certificates")

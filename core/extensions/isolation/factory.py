@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from core.config import Settings
 from core.extensions.isolation.confinement import ConfinementStatus, probe
 from core.extensions.isolation.errors import (
     CallTimeoutError,
@@ -24,7 +25,6 @@ from core.extensions.loader import InstanceFactory, Loader
 from core.extensions.manifest import Manifest
 from core.extensions.records import ExtensionStatus
 from core.extensions.services import KernelServices
-from core.settings import Settings
 
 __all__ = [
     "CallTimeoutError",

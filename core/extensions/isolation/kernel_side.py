@@ -50,7 +50,7 @@ from core.extensions.isolation.messages import (
 from core.extensions.isolation.ratelimit import LogLimiter
 from core.extensions.served_calls import serving_extension, turn_for_token
 from core.extensions.state_scope import serving
-from core.logging_setup import escape_control
+from core.runtime import escape_control
 
 SubscribeCallback = Callable[[str, int, str], None]
 StreamCall = Callable[[int, StreamKind, str], Awaitable[None]]

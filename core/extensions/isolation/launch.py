@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.config import Settings
 from core.extensions.context import KernelContext
 from core.extensions.isolation.confinement import (
     ConfinementStatus,
@@ -27,7 +28,6 @@ from core.extensions.isolation.errors import ConfinementError
 from core.extensions.isolation.limits import HostLimits
 from core.extensions.isolation.watchdog import GuardConfig
 from core.extensions.manifest import Manifest
-from core.settings import Settings
 
 log = logging.getLogger("core.isolation")
 _warned: set[str] = set()

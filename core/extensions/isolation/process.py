@@ -26,10 +26,10 @@ import sys
 import time
 from collections.abc import Sequence
 
+from core.config import PROJECT_ROOT
 from core.extensions.isolation.ratelimit import LogLimiter
 from core.extensions.isolation.watchdog import HostGuard
-from core.logging_setup import escape_control
-from core.settings import PROJECT_ROOT
+from core.runtime import escape_control
 
 BOOTSTRAP = (
     "import sys; sys.path.insert(0, sys.argv[1]); "

@@ -29,6 +29,7 @@ from core.extensions.contract import (
     UserRequest,
 )
 from core.extensions.isolation.wire import plain
+from core.runtime.errors import HearthError
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_ID_CHARS = 128
@@ -38,7 +39,7 @@ _HEADER = struct.Struct(">I")
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # one, not one a frame
 
 
-class ProtocolError(Exception):
+class ProtocolError(HearthError):
     """The peer sent something that is not a valid frame; the channel is closed."""
 
 

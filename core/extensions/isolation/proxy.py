@@ -50,7 +50,7 @@ from core.extensions.isolation.watchdog import HostGuard
 from core.extensions.lifecycle import describe_exception
 from core.extensions.manifest import Manifest
 from core.extensions.services import KernelServices
-from core.logging_setup import guard_extension_logger
+from core.runtime import guard_extension_logger
 
 log = logging.getLogger("core.isolation")
 

@@ -37,8 +37,7 @@ from core.extensions.isolation.protocol import (
     valid_id,
 )
 from core.extensions.isolation.ratelimit import LogLimiter
-from core.logging_setup import escape_control
-from core.resumed import Resumed
+from core.runtime import Resumed, escape_control
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 NotificationHandler = Callable[[str, Any], None]

@@ -16,11 +16,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.config import Settings
 from core.extensions.isolation.confinement import SandboxSpec, bwrap_argv
 from core.extensions.isolation.launch import IsolationOptions, confinement_status, host_environment
 from core.extensions.isolation.process import HostProcess
 from core.extensions.isolation.watchdog import GuardConfig, HostGuard, cgroup_support, tree_usage
-from core.settings import Settings
 
 __all__ = ["HostProbe", "confinement_report", "judge", "probe_host"]
 

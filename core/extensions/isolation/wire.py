@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
 
+from core.runtime.errors import HearthError
+
 __all__ = ["FrameError", "Wire", "decode", "plain"]
 
 
-class FrameError(ValueError):
+class FrameError(HearthError, ValueError):
     """A payload does not match its method's model (names method, key and value)."""
 
 

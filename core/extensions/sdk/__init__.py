@@ -5,8 +5,9 @@ Besides ``core.extensions.contract``, this package is the only part of
 boundary need, so the logic exists once: timezone resolution and time math
 for schedules, the fire loop of a timer, a SQLite store base and a store on
 the kernel's backend (SQLite or PostgreSQL, ``Store.at``), a
-``BaseExtension`` with no-op lifecycle, and test helpers that run one
-extension against a fake kernel. Importing it loads nothing heavy (no bus,
+``BaseExtension`` with no-op lifecycle. The test helpers that run one
+extension against a fake kernel live in ``core.extensions.sdk.testing``,
+imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
 aiosqlite, pydantic, croniter or agents until a helper needs one), so a
 plugin host stays small.
 """
@@ -16,15 +17,6 @@ from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
 from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
 from core.extensions.sdk.store import Dialect, PostgresTarget, Store
-from core.extensions.sdk.testing import (
-    Emitted,
-    FakeContext,
-    call_tool,
-    load_extension,
-    run_command,
-    running,
-    serving,
-)
 from core.extensions.sdk.timemath import (
     CronError,
     check_cron,
@@ -44,25 +36,18 @@ __all__ = [
     "CronError",
     "Dialect",
     "DueLoop",
-    "Emitted",
-    "FakeContext",
     "NotInitializedError",
     "PostgresTarget",
     "SQLiteStore",
     "Store",
     "StoreNotOpenError",
     "UnknownTimezoneError",
-    "call_tool",
     "check_cron",
     "late_note",
-    "load_extension",
     "local_zone",
     "next_fire",
     "next_interval",
     "resolve_zone",
-    "run_command",
-    "running",
-    "serving",
     "side_effects",
     "to_instant",
     "utc_now",

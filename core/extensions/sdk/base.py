@@ -9,11 +9,12 @@ the context is used before ``initialize`` ran. Override what you need
 from __future__ import annotations
 
 from core.extensions.contract import ExtensionContext
+from core.runtime.errors import HearthError
 
 __all__ = ["BaseExtension", "NotInitializedError"]
 
 
-class NotInitializedError(RuntimeError):
+class NotInitializedError(HearthError, RuntimeError):
     """``context`` was read before the kernel called ``initialize``."""
 
     def __init__(self, extension: str) -> None:

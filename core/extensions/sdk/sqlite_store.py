@@ -16,7 +16,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from core.datadir import create_private
+from core.runtime import create_private
+from core.runtime.errors import HearthError
 
 if TYPE_CHECKING:
     import aiosqlite
@@ -26,7 +27,7 @@ __all__ = ["SQLiteStore", "StoreNotOpenError", "Synchronous"]
 Synchronous = Literal["OFF", "NORMAL", "FULL"]
 
 
-class StoreNotOpenError(RuntimeError):
+class StoreNotOpenError(HearthError, RuntimeError):
     """A query on a store that was never opened or is already closed; names the file."""
 
     def __init__(self, store: str, path: Path) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, tzinfo
 
+from core.runtime.errors import HearthError
+
 __all__ = [
     "CronError",
     "check_cron",
@@ -27,7 +29,7 @@ __all__ = [
 _MAX_SKIPS = 10_000  # candidates skipped at most (one repeated DST hour of a per-second cron)
 
 
-class CronError(ValueError):
+class CronError(HearthError, ValueError):
     """A cron expression is invalid or never fires; the one-line message names it."""
 
     def __init__(self, expr: str, reason: str) -> None:

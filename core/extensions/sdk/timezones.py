@@ -12,10 +12,12 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from core.runtime.errors import HearthError
+
 __all__ = ["UnknownTimezoneError", "local_zone", "resolve_zone"]
 
 
-class UnknownTimezoneError(ValueError):
+class UnknownTimezoneError(HearthError, ValueError):
     """A timezone setting that is neither ``local`` nor a known IANA name."""
 
     def __init__(self, name: str) -> None:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.config import TurnsSettings
 from core.kernel.ledger import StoredItem
-from core.settings import TurnsSettings
 
 __all__ = [
     "CHARS_PER_TOKEN",

@@ -27,6 +27,7 @@ from typing import Any
 
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import ModelRouter
+from core.config import TurnsSettings
 from core.extensions.capabilities import Capability
 from core.extensions.contract import CompactionPlan, TurnContext
 from core.extensions.lifecycle import describe_exception
@@ -34,7 +35,6 @@ from core.kernel.compaction.budget import HistoryBudget, choose_cut, summary_ite
 from core.kernel.compaction.summariser import COMPACTION_INSTRUCTIONS, ModelSummariser, Summarise
 from core.kernel.hooks import SKIPPED, FrameRecorder, HookCaller, HookRegistry
 from core.kernel.ledger import ConversationSession
-from core.settings import TurnsSettings
 
 __all__ = ["HistoryCompactor"]
 
@@ -91,12 +91,23 @@ class HistoryCompactor:
         kept = len(stored) - cut
         log.info(
             "session %s compacted: %d old items %s (%s), %d newest kept",
-            session.session_id, cut, "summarised" if item else "dropped", summary.by, kept,
-        )  # fmt: skip
+            session.session_id,
+            cut,
+            "summarised" if item else "dropped",
+            summary.by,
+            kept,
+        )
         await self._frames.record(
-            "compaction", summary.owner, HOOK, turn,
-            before=old, after=summary.text, dropped=cut, kept=kept, by=summary.by,
-        )  # fmt: skip
+            "compaction",
+            summary.owner,
+            HOOK,
+            turn,
+            before=old,
+            after=summary.text,
+            dropped=cut,
+            kept=kept,
+            by=summary.by,
+        )
         return True
 
     async def _summary(
@@ -142,8 +153,10 @@ class HistoryCompactor:
                 why = f"the summary failed: {describe_exception(exc)}"
         log.warning(
             "session %s: %s; its %d oldest history items are dropped unsummarised",
-            session_id, why, len(old),
-        )  # fmt: skip
+            session_id,
+            why,
+            len(old),
+        )
         return None
 
 

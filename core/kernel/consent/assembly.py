@@ -20,6 +20,7 @@ from agents import Tool
 from agents.mcp import MCPServer
 
 from core.agents import tool_name_of
+from core.config import Settings
 from core.extensions.capabilities import Capability
 from core.extensions.contract import Command
 from core.extensions.declarations import provided_tool_names
@@ -36,7 +37,6 @@ from core.kernel.consent.ui import UiRequests
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.people import Household
 from core.kernel.shaping import TurnShaping
-from core.settings import Settings
 
 __all__ = ["KernelConsent", "declared_tools"]
 

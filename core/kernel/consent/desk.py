@@ -206,11 +206,16 @@ class ApprovalDesk:
         expires = time.time() + self.timeout_s
         questions = [
             Approval(
-                new_request_id(), turn.message_key, turn.round, a.call.call_id or "",
-                a.call.name, a.call.arguments, expires,
+                new_request_id(),
+                turn.message_key,
+                turn.round,
+                a.call.call_id or "",
+                a.call.name,
+                a.call.arguments,
+                expires,
             )
             for a in asked
-        ]  # fmt: skip
+        ]
         stored = await self._store.save(turn, questions)
         self._turns[stored.message_key] = stored
         reasons = {a.call.call_id or "": a.verdict.reason for a in asked}
@@ -240,8 +245,12 @@ class ApprovalDesk:
                 else:
                     log.warning("no channel %r to ask question %s", turn.channel_id, approval.id)
         except Exception as exc:
-            log.warning("question %s not shown on %s: %s", approval.id, turn.channel_id,
-                        describe_exception(exc))  # fmt: skip
+            log.warning(
+                "question %s not shown on %s: %s",
+                approval.id,
+                turn.channel_id,
+                describe_exception(exc),
+            )
 
     def _typed_question(self, prompt: str, approval: Approval) -> str:
         minutes = f"{self.timeout_s / 60:g}"
@@ -259,8 +268,12 @@ class ApprovalDesk:
             return f"There is no open question {approval_id}."
         turn, approval = found
         if not responder.was_asked(turn.channel_id, turn.user_id, turn.owner_id):
-            log.warning("answer to %s from %s:%s refused: not its owner", approval_id,
-                        responder.channel_id, responder.who)  # fmt: skip
+            log.warning(
+                "answer to %s from %s:%s refused: not its owner",
+                approval_id,
+                responder.channel_id,
+                responder.who,
+            )
             return f"Only the person who was asked can answer question {approval_id}."
         status: ApprovalStatus = "denied" if choice == "deny" else "approved"
         by = f"{responder.channel_id}:{responder.who}"
@@ -299,9 +312,9 @@ class ApprovalDesk:
         if not await self._store.decide(approval.id, status, by, always):
             return False
         decided = replace(approval, status=status, decided_by=by, always=always)
-        turn = replace(turn, approvals=tuple(
-            decided if a.id == approval.id else a for a in turn.approvals
-        ))  # fmt: skip
+        turn = replace(
+            turn, approvals=tuple(decided if a.id == approval.id else a for a in turn.approvals)
+        )
         self._turns[turn.message_key] = turn
         timer = self._timers.pop(approval.id, None)
         if timer is not None and timer is not asyncio.current_task():
@@ -336,8 +349,12 @@ class ApprovalDesk:
                 elif channel is not None and status == "timeout":
                     await channel.send_to_user(turn.user_id, f"{outcome} (question {approval.id}).")
         except Exception as exc:
-            log.warning("question %s not closed on %s: %s", approval.id, turn.channel_id,
-                        describe_exception(exc))  # fmt: skip
+            log.warning(
+                "question %s not closed on %s: %s",
+                approval.id,
+                turn.channel_id,
+                describe_exception(exc),
+            )
 
     async def _resume_due(self, turn: PausedTurn) -> None:
         """Every question is decided: journal the resumption (once per round)."""
@@ -399,14 +416,24 @@ class ApprovalDesk:
     ) -> None:
         """Journal one decision about ``approval`` as a ``hook.approval`` frame."""
         context = TurnContext(
-            channel_id=turn.channel_id, user_id=turn.user_id,
-            session_id=turn.session_id, turn_id=turn.message_key,
-        )  # fmt: skip
+            channel_id=turn.channel_id,
+            user_id=turn.user_id,
+            session_id=turn.session_id,
+            turn_id=turn.message_key,
+        )
         await self._frames.record(
-            APPROVAL_FRAME, "policy", "consent", context,
-            before=approval.arguments, tool=approval.tool, call_id=approval.call_id,
-            approval_id=approval.id, decision=decision, by=by, reason=reason,
-        )  # fmt: skip
+            APPROVAL_FRAME,
+            "policy",
+            "consent",
+            context,
+            before=approval.arguments,
+            tool=approval.tool,
+            call_id=approval.call_id,
+            approval_id=approval.id,
+            decision=decision,
+            by=by,
+            reason=reason,
+        )
 
 
 def _pending(turn: PausedTurn) -> list[Approval]:

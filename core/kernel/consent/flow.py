@@ -97,11 +97,18 @@ class ApprovalFlow:
         waiting = [asked[i.call_id] for i in paused.interruptions if i.call_id in asked]
         earlier = self.desk.paused(turn.turn_id)
         row = PausedTurn(
-            turn.turn_id, message_id, Conversations.key(turn.channel_id, turn.user_id),
-            turn.session_id, turn.channel_id, turn.user_id, turn.sender_id or turn.user_id,
-            paused.input_items, _query_json(paused.query), paused.state,
+            turn.turn_id,
+            message_id,
+            Conversations.key(turn.channel_id, turn.user_id),
+            turn.session_id,
+            turn.channel_id,
+            turn.user_id,
+            turn.sender_id or turn.user_id,
+            paused.input_items,
+            _query_json(paused.query),
+            paused.state,
             earlier.round + 1 if earlier else 1,
-        )  # fmt: skip
+        )
         await self.desk.ask(row, waiting)
         if not waiting:
             await self.resume(turn.turn_id)
@@ -163,8 +170,11 @@ class ApprovalFlow:
                 status = "unchecked"
             elif approval.status == "approved":
                 status = "interrupted"
-                log.warning("approved call %s of %s was interrupted by a restart; not run again",
-                            approval.tool, paused.message_key)  # fmt: skip
+                log.warning(
+                    "approved call %s of %s was interrupted by a restart; not run again",
+                    approval.tool,
+                    paused.message_key,
+                )
             else:
                 status = approval.status
             state.reject(item, rejection_message=denial_for_model(tool, status, minutes))

@@ -184,19 +184,33 @@ class ConsentGate:
 
     async def _denied(self, call: ToolCall, turn: TurnContext, verdict: Verdict) -> str:
         await self._frames.record(
-            APPROVAL_FRAME, "policy", "consent", turn,
-            before=call.arguments, tool=call.name, call_id=call.call_id,
-            decision="denied", by="policy", reason=verdict.reason,
-        )  # fmt: skip
+            APPROVAL_FRAME,
+            "policy",
+            "consent",
+            turn,
+            before=call.arguments,
+            tool=call.name,
+            call_id=call.call_id,
+            decision="denied",
+            by="policy",
+            reason=verdict.reason,
+        )
         return f"denied by policy ({verdict.reason}): {call.name} was not run"
 
     async def _cannot_ask(self, call: ToolCall, turn: TurnContext, verdict: Verdict) -> str:
         reason = "no user to ask in this run"
         await self._frames.record(
-            APPROVAL_FRAME, "policy", "consent", turn,
-            before=call.arguments, tool=call.name, call_id=call.call_id,
-            decision="denied", by="policy", reason=f"{verdict.reason}; {reason}",
-        )  # fmt: skip
+            APPROVAL_FRAME,
+            "policy",
+            "consent",
+            turn,
+            before=call.arguments,
+            tool=call.name,
+            call_id=call.call_id,
+            decision="denied",
+            by="policy",
+            reason=f"{verdict.reason}; {reason}",
+        )
         return (
             f"denied: {call.name} needs the user's approval ({verdict.reason}), which cannot be "
             "asked here; tell the user to ask for it directly in the chat"

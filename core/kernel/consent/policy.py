@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from core.consent_settings import PolicyAction, PolicyRule, PolicySettings
+from core.config import PolicyAction, PolicyRule, PolicySettings
 
 __all__ = [
     "OWNER_TOOLS",

@@ -233,20 +233,37 @@ class ApprovalStore:
                 " ON CONFLICT(message_key) DO UPDATE SET state = excluded.state,"
                 " round = excluded.round, status = 'paused', updated_at = excluded.updated_at",
                 (
-                    turn.message_key, turn.message_id, turn.conversation, turn.session_id,
-                    turn.channel_id, turn.user_id, turn.owner_id, json.dumps(turn.input_items),
-                    json.dumps(turn.query), json.dumps(turn.state), turn.round, time.time(),
+                    turn.message_key,
+                    turn.message_id,
+                    turn.conversation,
+                    turn.session_id,
+                    turn.channel_id,
+                    turn.user_id,
+                    turn.owner_id,
+                    json.dumps(turn.input_items),
+                    json.dumps(turn.query),
+                    json.dumps(turn.state),
+                    turn.round,
+                    time.time(),
                 ),
-            )  # fmt: skip
+            )
             now = time.time()
             for a in approvals:
                 conn.execute(
                     "INSERT INTO hearth_approvals(id, message_key, round, call_id, tool,"
                     " arguments, status, always, created_at, expires_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
-                    (a.id, a.message_key, a.round, a.call_id, a.tool, json.dumps(a.arguments),
-                     now, a.expires_at),
-                )  # fmt: skip
+                    (
+                        a.id,
+                        a.message_key,
+                        a.round,
+                        a.call_id,
+                        a.tool,
+                        json.dumps(a.arguments),
+                        now,
+                        a.expires_at,
+                    ),
+                )
         return replace(turn, status="paused", approvals=tuple(approvals))
 
     def decide(
@@ -284,20 +301,51 @@ class ApprovalStore:
 
 def paused_turn_of(row: Any) -> PausedTurn:
     """A ``hearth_paused_turns`` row (its columns in table order) as a ``PausedTurn``."""
-    (key, message_id, conversation, session_id, channel_id, user_id, owner_id,
-     items, query, state, round_, status, _updated) = row  # fmt: skip
+    (
+        key,
+        message_id,
+        conversation,
+        session_id,
+        channel_id,
+        user_id,
+        owner_id,
+        items,
+        query,
+        state,
+        round_,
+        status,
+        _updated,
+    ) = row
     return PausedTurn(
-        str(key), int(message_id), str(conversation), str(session_id), str(channel_id),
-        str(user_id), str(owner_id), json.loads(items), json.loads(query), json.loads(state),
-        int(round_), status,
-    )  # fmt: skip
+        str(key),
+        int(message_id),
+        str(conversation),
+        str(session_id),
+        str(channel_id),
+        str(user_id),
+        str(owner_id),
+        json.loads(items),
+        json.loads(query),
+        json.loads(state),
+        int(round_),
+        status,
+    )
 
 
 def approval_of(row: Any) -> Approval:
     """A ``hearth_approvals`` row (the columns ``open`` selects) as an ``Approval``."""
-    (approval_id, key, round_, call_id, tool, arguments, expires_at, status, always,
-     decided_by) = row  # fmt: skip
+    (approval_id, key, round_, call_id, tool, arguments, expires_at, status, always, decided_by) = (
+        row
+    )
     return Approval(
-        str(approval_id), str(key), int(round_), str(call_id), str(tool), json.loads(arguments),
-        float(expires_at), status, bool(always), decided_by,
-    )  # fmt: skip
+        str(approval_id),
+        str(key),
+        int(round_),
+        str(call_id),
+        str(tool),
+        json.loads(arguments),
+        float(expires_at),
+        status,
+        bool(always),
+        decided_by,
+    )

@@ -29,7 +29,7 @@ from core.kernel.session_schema import SESSIONS_COMPONENT
 from core.storage import ComponentPool
 
 if TYPE_CHECKING:
-    from core.storage_settings import StorageSettings
+    from core.config import StorageSettings
 
 __all__ = ["PostgresApprovals"]
 
@@ -102,19 +102,34 @@ class PostgresApprovals:
                 " status, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
                 " 'paused', $12) ON CONFLICT (message_key) DO UPDATE SET state = excluded.state,"
                 " round = excluded.round, status = 'paused', updated_at = excluded.updated_at",
-                turn.message_key, turn.message_id, turn.conversation, turn.session_id,
-                turn.channel_id, turn.user_id, turn.owner_id, json.dumps(turn.input_items),
-                json.dumps(turn.query), json.dumps(turn.state), turn.round, time.time(),
-            )  # fmt: skip
+                turn.message_key,
+                turn.message_id,
+                turn.conversation,
+                turn.session_id,
+                turn.channel_id,
+                turn.user_id,
+                turn.owner_id,
+                json.dumps(turn.input_items),
+                json.dumps(turn.query),
+                json.dumps(turn.state),
+                turn.round,
+                time.time(),
+            )
             now = time.time()
             for a in approvals:
                 await conn.execute(
                     "INSERT INTO hearth_approvals(id, message_key, round, call_id, tool,"
                     " arguments, status, always, created_at, expires_at)"
                     " VALUES ($1, $2, $3, $4, $5, $6, 'pending', false, $7, $8)",
-                    a.id, a.message_key, a.round, a.call_id, a.tool, json.dumps(a.arguments),
-                    now, a.expires_at,
-                )  # fmt: skip
+                    a.id,
+                    a.message_key,
+                    a.round,
+                    a.call_id,
+                    a.tool,
+                    json.dumps(a.arguments),
+                    now,
+                    a.expires_at,
+                )
         return replace(turn, status="paused", approvals=tuple(approvals))
 
     async def decide(

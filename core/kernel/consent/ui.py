@@ -204,12 +204,19 @@ class UiRequests(UiGateway):
         self, ext_id: str, turn: TurnContext, request: UserRequest, decision: str, value: str | None
     ) -> None:
         await self._frames.record(
-            UI_FRAME, ext_id, "ui_request", turn,
-            before={"kind": request.kind, "prompt": request.prompt,
-                    "options": [o.value for o in request.options]},
+            UI_FRAME,
+            ext_id,
+            "ui_request",
+            turn,
+            before={
+                "kind": request.kind,
+                "prompt": request.prompt,
+                "options": [o.value for o in request.options],
+            },
             after=HIDDEN if request.kind == "secret" and value is not None else value,
-            request_id=request.id, decision=decision,
-        )  # fmt: skip
+            request_id=request.id,
+            decision=decision,
+        )
 
 
 def _value(request: UserRequest, text: str) -> str | None:

@@ -27,7 +27,7 @@ from core.extensions.lifecycle import describe_exception
 from core.extensions.served_calls import serving_extension
 from core.kernel.hooks.observer import NO_OBSERVER, CallOutcome, PipelineObserver
 from core.kernel.hooks.registry import HookEntry
-from core.resumed import Resumed
+from core.runtime import Resumed
 
 __all__ = ["SKIPPED", "HookCaller", "kind_of", "result_size"]
 

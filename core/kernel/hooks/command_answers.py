@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from core.extensions.contract import ShortCircuit, ToolDecision
 from core.kernel.hooks.command_process import CommandHookError, Completed
-from core.logging_setup import REDACTOR, escape_control
+from core.runtime import REDACTOR, escape_control
 
 __all__ = [
     "Answer",

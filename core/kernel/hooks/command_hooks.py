@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from core.config import PROJECT_ROOT, CommandHook, HookPoint, HooksSettings
 from core.extensions.capabilities import Capability
 from core.extensions.contract import (
     HOOK_SPECS,
@@ -50,7 +51,6 @@ from core.kernel.hooks.command_answers import (
 )
 from core.kernel.hooks.command_process import Completed, hook_environment, run_command
 from core.kernel.hooks.registry import HookEntry
-from core.settings import PROJECT_ROOT, CommandHook, HookPoint, HooksSettings
 
 __all__ = ["EVENT_NAMES", "TARGETS", "CommandSpec", "CommandTarget", "command_hook_entries"]
 

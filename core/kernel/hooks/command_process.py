@@ -25,7 +25,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.logging_setup import REDACTOR
+from core.runtime import REDACTOR
+from core.runtime.errors import HearthError
 
 __all__ = [
     "STDERR_KEPT",
@@ -44,7 +45,7 @@ STDERR_KEPT = 64 * 1024
 _CHUNK = 64 * 1024
 
 
-class CommandHookError(Exception):
+class CommandHookError(HearthError):
     """A hook command failed: it could not start, exited with an error status,
     or answered too much or something malformed. Contained like any hook failure."""
 

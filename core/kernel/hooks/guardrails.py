@@ -91,9 +91,14 @@ class TurnGuardrails:
                 self._caller.refuse(entry, hook, turn, kind_of(result))
                 continue
             await self._frames.record(
-                "guardrail", entry.owner, hook, turn,
-                before=text, reason=result.reason, message=result.message,
-            )  # fmt: skip
+                "guardrail",
+                entry.owner,
+                hook,
+                turn,
+                before=text,
+                reason=result.reason,
+                message=result.message,
+            )
             return GuardrailFunctionOutput(Tripped(entry.owner, result), tripwire_triggered=True)
         return GuardrailFunctionOutput(None, tripwire_triggered=False)
 

@@ -115,9 +115,14 @@ class TurnHooks:
                 continue
             if result != text:
                 await self.frames.record(
-                    "plain_text", entry.owner, "on_plain_text", turn,
-                    before=text, after=result, direction=direction,
-                )  # fmt: skip
+                    "plain_text",
+                    entry.owner,
+                    "on_plain_text",
+                    turn,
+                    before=text,
+                    after=result,
+                    direction=direction,
+                )
                 text = result
         return text
 
@@ -132,22 +137,32 @@ class TurnHooks:
                 continue
             if isinstance(result, ShortCircuit):
                 await self.frames.record(
-                    "short_circuit", entry.owner, "on_input_messages", turn,
-                    before=messages, after=result.reply,
-                )  # fmt: skip
+                    "short_circuit",
+                    entry.owner,
+                    "on_input_messages",
+                    turn,
+                    before=messages,
+                    after=result.reply,
+                )
                 return result
             checked = _messages_or_none(result)
             if checked is None:
                 self.caller.refuse(
-                    entry, "on_input_messages", turn,
+                    entry,
+                    "on_input_messages",
+                    turn,
                     "something other than a list of {role, content} messages",
-                )  # fmt: skip
+                )
                 continue
             if checked != messages:
                 await self.frames.record(
-                    "input", entry.owner, "on_input_messages", turn,
-                    before=messages, after=checked,
-                )  # fmt: skip
+                    "input",
+                    entry.owner,
+                    "on_input_messages",
+                    turn,
+                    before=messages,
+                    after=checked,
+                )
                 messages = checked
         return messages
 
@@ -167,10 +182,14 @@ class TurnHooks:
                 annotations[entry.owner] = notes
             if (text is not None and text != output) or notes:
                 await self.frames.record(
-                    "output", entry.owner, "on_llm_output", turn,
-                    before=output, after=text if text is not None else output,
+                    "output",
+                    entry.owner,
+                    "on_llm_output",
+                    turn,
+                    before=output,
+                    after=text if text is not None else output,
                     annotations=notes,
-                )  # fmt: skip
+                )
             if text is not None:
                 output = text
         if self.registry.at(Capability.PLAIN_TEXT):
@@ -197,9 +216,15 @@ class TurnHooks:
                     self.caller.refuse(entry, "on_tag", turn, kind_of(result))
                     continue
                 await self.frames.record(
-                    "tag", entry.owner, "on_tag", turn,
-                    before=current, after=result, tag=tag, attrs=attrs,
-                )  # fmt: skip
+                    "tag",
+                    entry.owner,
+                    "on_tag",
+                    turn,
+                    before=current,
+                    after=result,
+                    tag=tag,
+                    attrs=attrs,
+                )
                 replaced = current = result
             return replaced
 
@@ -229,10 +254,15 @@ class TurnHooks:
                 "; used" if decides else "; advisory",
             )
             await self.frames.record(
-                "routing", entry.owner, "route_model", turn,
-                before=None, after=result.model, reason=result.reason,
+                "routing",
+                entry.owner,
+                "route_model",
+                turn,
+                before=None,
+                after=result.model,
+                reason=result.reason,
                 mode="authoritative" if decides else "advisory",
-            )  # fmt: skip
+            )
             if decides:
                 chosen = result.model
         return chosen

@@ -307,9 +307,11 @@ class ToolInterceptor:
         ):
             return result
         self._caller.refuse(
-            entry, "before_tool_call", turn,
+            entry,
+            "before_tool_call",
+            turn,
             f"a ToolDecision {result.action!r} without an arguments dict",
-        )  # fmt: skip
+        )
         return None
 
     async def _record_call(
@@ -322,10 +324,17 @@ class ToolInterceptor:
         reason: str,
     ) -> None:
         await self._frames.record(
-            "tool_call", owner, "before_tool_call", turn,
-            before=call.arguments, after=after,
-            tool=call.name, decision=decision, reason=reason, call_id=call.call_id,
-        )  # fmt: skip
+            "tool_call",
+            owner,
+            "before_tool_call",
+            turn,
+            before=call.arguments,
+            after=after,
+            tool=call.name,
+            decision=decision,
+            reason=reason,
+            call_id=call.call_id,
+        )
 
     # ------------------------------------------------------------ after
 
@@ -344,10 +353,16 @@ class ToolInterceptor:
             changed = new is not None and new != text
             if changed or notes:
                 await self._frames.record(
-                    "tool_result", entry.owner, "after_tool_call", turn,
-                    before=text, after=new if changed else text, annotations=notes,
-                    tool=call.name, call_id=call.call_id,
-                )  # fmt: skip
+                    "tool_result",
+                    entry.owner,
+                    "after_tool_call",
+                    turn,
+                    before=text,
+                    after=new if changed else text,
+                    annotations=notes,
+                    tool=call.name,
+                    call_id=call.call_id,
+                )
             if changed and new is not None:
                 text, replaced = new, True
         return text if replaced else result

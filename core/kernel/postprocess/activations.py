@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from core.runtime.errors import HearthError
+
 __all__ = [
     "ACTIVATIONS_DDL",
     "Activation",
@@ -47,7 +49,7 @@ ACTIVATIONS_DDL = (
 )
 
 
-class ActivationError(ValueError):
+class ActivationError(HearthError, ValueError):
     """An activation change that cannot be made; the message is for the user."""
 
 

@@ -15,7 +15,7 @@ from core.kernel.session_schema import SESSIONS_COMPONENT
 from core.storage import ComponentPool
 
 if TYPE_CHECKING:
-    from core.storage_settings import StorageSettings
+    from core.config import StorageSettings
 
 __all__ = ["PostgresActivationRows"]
 

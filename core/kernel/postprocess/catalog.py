@@ -94,9 +94,11 @@ class PostProcessorCatalog:
                 holder = table.get(name)
                 if holder is not None:
                     log.warning(
-                        "post-processor %r of %s ignored: %s provides it", name, record.ext_id,
+                        "post-processor %r of %s ignored: %s provides it",
+                        name,
+                        record.ext_id,
                         holder.owner,
-                    )  # fmt: skip
+                    )
                     continue
                 table[name] = CatalogEntry(processor, record.ext_id)
         return table

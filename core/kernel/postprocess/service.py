@@ -21,6 +21,7 @@ from agents.result import RunResultBase
 
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import ModelRouter
+from core.config import PostProcessSettings, StorageSettings
 from core.extensions.contract import (
     Command,
     PostProcessContext,
@@ -43,8 +44,6 @@ from core.kernel.postprocess.records import PostRecords, PostTurnRecord
 from core.kernel.postprocess.records_pg import PostgresPostRecords
 from core.kernel.postprocess.render import followup_text
 from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
-from core.settings import PostProcessSettings
-from core.storage_settings import StorageSettings
 
 __all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
 

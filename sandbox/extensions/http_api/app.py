@@ -141,9 +141,10 @@ class _Api:
         self._admit(request)
         if request.path_params["model_id"] != MODEL_ID:
             raise ApiError(
-                404, f"no model {request.path_params['model_id']!r}; Hearth is {MODEL_ID!r}",
+                404,
+                f"no model {request.path_params['model_id']!r}; Hearth is {MODEL_ID!r}",
                 code="model_not_found",
-            )  # fmt: skip
+            )
         return JSONResponse(model_object(self.backend.created))
 
     async def notifications(self, request: Request) -> Response:

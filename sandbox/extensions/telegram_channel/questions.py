@@ -109,8 +109,9 @@ class QuestionBoard:
                     ),
                 )
             except TelegramError as exc:
-                self._log.warning("question %s: message %d not edited: %s",
-                                  request_id, message_id, exc)  # fmt: skip
+                self._log.warning(
+                    "question %s: message %d not edited: %s", request_id, message_id, exc
+                )
 
     async def on_press(self, query: CallbackQuery, answer: Answer) -> None:
         """A button press: acknowledged always, journaled only from the question's owner."""

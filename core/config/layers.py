@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import ValidationError
 
+from core.runtime.errors import HearthError
+
 __all__ = [
     "ENV_PREFIX",
     "Layer",
@@ -42,7 +44,7 @@ T = TypeVar("T")
 _MISSING = object()
 
 
-class SettingsError(Exception):
+class SettingsError(HearthError):
     """The settings file is unreadable or invalid; the message names file and key."""
 
 

@@ -17,13 +17,14 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from core.settings import PROJECT_ROOT
+from core.config.settings import PROJECT_ROOT
+from core.runtime.errors import HearthError
 
 ENV_FILE_VARIABLE = "HEARTH_ENV_FILE"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class SecretNameError(ValueError):
+class SecretNameError(HearthError, ValueError):
     """A secret's name cannot be an environment variable's name."""
 
 

@@ -4,7 +4,7 @@ Precedence (highest first, ADR 0045): ``HEARTH__SECTION__KEY`` environment
 variables, the base file's local layer (``settings.local.yaml``, git-ignored:
 the user's and ``setup``'s choices), the base file (the YAML file given with
 ``--settings``, or the project's tracked ``settings.yaml``), the defaults below
-(``core.settings_layers``). Every model forbids unknown keys so a typo in a file
+(``core.config.layers``). Every model forbids unknown keys so a typo in a file
 is an error that names the file and the key, not a silently ignored setting.
 """
 
@@ -26,16 +26,16 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from core.consent_settings import PolicySettings
+from core.config.consent import PolicySettings
+from core.config.layers import Layer, changed_keys, local_layer_path, read_layer, validated
+from core.config.layers import SettingsError as SettingsError  # its home for every caller
+from core.config.people import People
+from core.config.replay import ReplaySettings
+from core.config.scale import ScaleOutSections
+from core.config.sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
 from core.extensions.hook_specs import HOOK_SPECS
-from core.people_settings import People
-from core.replay_settings import ReplaySettings
-from core.settings_layers import Layer, changed_keys, local_layer_path, read_layer, validated
-from core.settings_layers import SettingsError as SettingsError  # its home for every caller
-from core.settings_scale import ScaleOutSections
-from core.settings_sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
 
 

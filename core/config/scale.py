@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from core.storage_settings import StorageSettings
+from core.config.storage import StorageSettings
 
 __all__ = ["KernelRole", "KernelSettings", "ScaleOutSections", "SchedulingSettings"]
 

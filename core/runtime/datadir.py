@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.extensions.contract_data import StoreLocation
+from core.runtime.errors import HearthError
 
 if TYPE_CHECKING:
-    from core.settings import Settings
+    from core.config.settings import Settings
 
 __all__ = [
     "EXTENSIONS_SUBDIR",
@@ -46,7 +47,7 @@ __all__ = [
     "refuse_symlinks",
 ]
 
-log = logging.getLogger("core.datadir")
+log = logging.getLogger("core.runtime.datadir")
 
 EXTENSIONS_SUBDIR = "extensions"
 _PRIVATE_DIR_MODE = 0o700
@@ -68,7 +69,7 @@ KERNEL_DATA_NAMES: frozenset[str] = frozenset(
         "outbox.db",
         "grants.json",
         "grants",
-        "restart_requested",  # core/lifecycle.py RESTART_REQUEST_FILE
+        "restart_requested",  # core/runtime/lifecycle.py RESTART_REQUEST_FILE
         "supervisor.pid",  # core/supervisor/pidfile.py PID_FILE
         "tmp",
     }
@@ -82,7 +83,7 @@ RESERVED_IDS: frozenset[str] = frozenset(
 )
 
 
-class SymlinkRefusedError(OSError):
+class SymlinkRefusedError(HearthError, OSError):
     """A kernel file or directory is a symbolic link; the kernel never follows one."""
 
     def __init__(self, path: Path) -> None:

@@ -1,10 +1,10 @@
 """Sections of ``settings.yaml`` kept beside ``settings.py`` (which stays small):
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
 (extension state, ADR 0022) and ``dev`` (hot reload, ADR 0032); ``storage``
-(ADR 0034) lives in ``core.storage_settings`` and is re-exported here; ``kernel``
-and ``scheduling`` are in ``core.settings_scale``.
+(ADR 0034) lives in ``core.config.storage`` and is re-exported here; ``kernel``
+and ``scheduling`` are in ``core.config.scale``.
 
-``Settings`` (``core.settings``) holds them as ``tools``, ``metrics``, ``state``, ``dev``
+``Settings`` (``core.config.settings``) holds them as ``tools``, ``metrics``, ``state``, ``dev``
 and (through ``ScaleOutSections``) ``storage``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.storage_settings import StorageSettings  # its home; here for older imports
+from core.config.storage import StorageSettings  # its home; here for older imports
 
 __all__ = [
     "DevSettings",

@@ -1,6 +1,6 @@
 """The ``policy:`` section of ``settings.yaml``: consent (SPEC §9, docs/consent.md).
 
-Its own module so ``core/settings.py`` stays one screenful per section; the
+Its own module so ``core/config/settings.py`` stays one screenful per section; the
 models forbid unknown keys like every settings model.
 """
 

@@ -20,7 +20,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from core.datadir import SymlinkRefusedError, open_nofollow
+from core.runtime.datadir import SymlinkRefusedError, open_nofollow
 
 RESTART_REQUEST_FILE = "restart_requested"
 SUPERVISED_ENV = "HEARTH_SUPERVISED"
