@@ -15,6 +15,7 @@ import yaml
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from bundled import tool_output
+from conftest import grant_all
 from core.cli.doctor import run_doctor
 from core.config import load_settings
 from fake_embeddings import FakeEmbeddingServer
@@ -227,6 +228,7 @@ async def test_isolated_memory_recalls_by_meaning(memory_settings, ext_root: Pat
     manifest = ext_root / "memory" / "manifest.yaml"
     data = yaml.safe_load(manifest.read_text())
     manifest.write_text(yaml.safe_dump({**data, "isolation": "process"}, sort_keys=False))
+    grant_all(ext_root, ext_root.parent / "data", only="memory")  # changed code: granted again
     model = ScriptedModel(
         [
             [function_call("remember", {"text": CAT}, call_id="r1")],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fake_openai import FakeOpenAIServer
+from harness import CONVERSING
 from test_cli_e2e import cli_settings, run_main
 from test_postprocess_turn import BOOM
 
@@ -22,7 +23,7 @@ def fake_model():
 def test_json_appended_decision_silent_and_kept_across_a_restart(
     make_ext, settings_file, ext_root, fake_model
 ):
-    make_ext("boom", BOOM)  # a custom post-processor that always fails
+    make_ext("boom", BOOM, CONVERSING)  # a custom post-processor that always fails
     fake_model.script(ANSWER)
     path = cli_settings(settings_file, ext_root, fake_model.base_url)
     first = run_main(

@@ -13,7 +13,7 @@ import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
-from harness import running_kernel, wait_for
+from harness import conversing, running_kernel, wait_for
 
 # A channel that records what its user is shown; the test speaks for the user.
 CHANNEL = ext_code(
@@ -111,7 +111,7 @@ LOADER = {"lifecycle_timeout_s": 30}  # a plugin host starts slowly on a loaded 
 @pytest.fixture(params=ISOLATION)
 def start(request, make_ext, settings_file):
     make_ext("testchan", CHANNEL, {"permissions": {"user_messages": True}})
-    make_ext("evil", EVIL, {"isolation": request.param})
+    make_ext("evil", EVIL, conversing({"isolation": request.param}))
     settings = settings_file(channels={"default": "testchan"}, loader=LOADER)
 
     def running(model: ScriptedModel) -> Any:
@@ -171,7 +171,7 @@ async def test_a_hook_and_a_context_provider_ask_in_the_turn_they_serve(
     isolation, make_ext, settings_file
 ):
     make_ext("testchan", CHANNEL, {"permissions": {"user_messages": True}})
-    make_ext("polite", POLITE, {"isolation": isolation})
+    make_ext("polite", POLITE, conversing({"isolation": isolation}))
     settings = settings_file(channels={"default": "testchan"}, loader=LOADER)
     model = ScriptedModel([[assistant_message("Hello.")]])
     async with running_kernel(settings, model=model) as kernel:
