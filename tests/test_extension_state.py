@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from core.config import StateSettings, StorageSettings
 from core.extensions.contract import TurnContext
 from core.extensions.errors import StateLimitError, StateScopeError
 from core.extensions.sdk.testing import FakeContext, serving
+from core.extensions.state_scope import person_session
 from core.kernel.commands import parse_command
 from core.state import StateStore
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
@@ -489,3 +491,47 @@ async def test_fake_context_keeps_state_by_the_kernels_rules(tmp_path):
     with serving(S1):
         await ctx.clear_state()
     assert ctx.state == {(None, "k"): {"n": 1}}
+
+
+# ------------------------------------------------------------ people (SPEC §11)
+
+GROUP = "telegram_channel:-100"  # one group chat: one session, several people in it
+
+
+async def test_members_in_one_group_chat_each_keep_their_own_session_state(make_ext, settings_file):
+    """A member's session state is theirs, even in a chat they share with the
+    owner: bob can neither read nor clear alice's part, nor she his."""
+    make_ext("alpha", ext_code())
+    async with running_kernel(settings_file()) as kernel:
+        alpha = kernel.loader.records["alpha"].context
+        owner = TurnContext(channel_id="telegram_channel", user_id="-100", session_id=GROUP)
+        bob = replace(owner, sender_id="222", person="bob", role="member")
+        carol = replace(owner, sender_id="333", person="carol", role="member")
+        with serving(owner):
+            await alpha.set_state("draft", "the owner's PIN is 4321")
+        with serving(bob):
+            assert await alpha.get_state("draft") is None
+            await alpha.set_state("draft", "bob's list")
+            await alpha.clear_state()  # clears only bob's part
+            await alpha.set_state("kept", "bob's")
+        with serving(carol):
+            assert await alpha.get_state("kept") is None
+        with serving(owner):
+            assert await alpha.get_state("draft") == "the owner's PIN is 4321"
+            assert await alpha.get_state("kept") is None
+
+
+async def test_new_forgets_every_persons_part_of_the_session(make_store):
+    """``/new`` in a group chat forgets the owner's and every member's state of it,
+    and nothing of a session whose id merely starts the same way."""
+    store = make_store(Clock())
+    member = person_session(GROUP, "bob")
+    await store.set("a", GROUP, "k", "owner")
+    await store.set("a", member, "k", "bob")
+    await store.set("a", GROUP + "#2", "k", "the next session")
+    await store.set("a", "telegram_channel:-1000", "k", "another chat")
+    assert await store.clear_session(GROUP) == 2
+    assert await store.read("a", GROUP, "k") is None
+    assert await store.read("a", member, "k") is None
+    assert await store.read("a", GROUP + "#2", "k") == "the next session"
+    assert await store.read("a", "telegram_channel:-1000", "k") == "another chat"

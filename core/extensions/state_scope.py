@@ -24,9 +24,11 @@ from core.extensions.errors import StateScopeError
 __all__ = [
     "CURRENT_TURN",
     "MAX_KEY_CHARS",
+    "PERSON_MARK",
     "check_key",
     "current_turn",
     "encode_value",
+    "person_session",
     "serving",
     "state_session",
 ]
@@ -63,7 +65,19 @@ def state_session(scope: str) -> str | None:
     turn = CURRENT_TURN.get()
     if turn is None or not turn.session_id:
         raise StateScopeError()
-    return turn.session_id
+    return person_session(turn.session_id, turn.person_key)
+
+
+def person_session(session_id: str, person_key: str | None) -> str:
+    """Whose part of a session state belongs to: the owner keeps the session id
+    itself (state kept before people existed stays theirs); a member gets
+    ``<session id>#@<name>``, so in a group chat each member's state is their
+    own (SPEC §11). ``#`` is escaped inside session ids (ADR 0048) and a new
+    session's suffix is digits, so no session id reads as another's part."""
+    return session_id if person_key is None else f"{session_id}{PERSON_MARK}{person_key}"
+
+
+PERSON_MARK = "#@"  # between a session id and a member's name in state rows
 
 
 def check_key(key: Any) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.extensions.errors import StateLimitError
+from core.extensions.state_scope import PERSON_MARK
 
 __all__ = ["EXTENSION_SCOPE", "Evicted", "Limits", "NodeRoster", "StateTable", "Written"]
 
@@ -239,10 +240,13 @@ class StateTable:
             ).rowcount
 
     def clear_session(self, session_id: str) -> dict[str, int]:
-        """Forget every extension's keys of one session; keys per extension."""
+        """Forget every extension's keys of one session, every person's part of it
+        (``state_scope.person_session``); keys per extension."""
         with self._transaction() as conn:
             rows = conn.execute(
-                f"DELETE FROM {TABLE} WHERE session_id = ? RETURNING ext_id", (session_id,)
+                f"DELETE FROM {TABLE} WHERE session_id = ?"
+                " OR substr(session_id, 1, length(?)) = ? RETURNING ext_id",
+                (session_id, session_id + PERSON_MARK, session_id + PERSON_MARK),
             ).fetchall()
         return _count(rows)
 

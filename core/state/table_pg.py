@@ -17,6 +17,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from core.extensions.errors import StateLimitError
+from core.extensions.state_scope import PERSON_MARK
 from core.state.table import (
     EXTENSION_SCOPE,
     NODE_EXTENSIONS,
@@ -223,7 +224,10 @@ class PostgresStateTable:
     async def clear_session(self, session_id: str) -> dict[str, int]:
         pool = await self._ready()
         rows = await pool.fetch(
-            f"DELETE FROM {TABLE} WHERE session_id = $1 RETURNING ext_id", session_id
+            f"DELETE FROM {TABLE} WHERE session_id = $1 OR starts_with(session_id, $2)"
+            " RETURNING ext_id",
+            session_id,
+            session_id + PERSON_MARK,
         )
         counts: dict[str, int] = {}
         for (ext_id,) in rows:
