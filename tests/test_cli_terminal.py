@@ -21,7 +21,7 @@ from core.kernel.cancelling import RunningTurns
 from core.runtime import configure_logging
 from fake_openai import FakeOpenAIServer, ToolCall
 from test_cli_e2e import cli_settings
-from test_cli_repl import CLI_EXT, Terminal
+from test_cli_repl import CLI_EXT, CONTROL_SEQUENCE, Terminal
 
 LOG_LINE = re.compile(rb"\d{2}:\d{2}:\d{2},\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 CLEAR_LINE = b"\r\x1b[2K"
@@ -41,8 +41,18 @@ GRUMBLER = ext_code(
 
 
 def between(output: bytes, start: str, end: str) -> bytes:
-    first = output.index(start.encode()) + len(start)
-    return output[first : output.index(end.encode(), first)]
+    """The raw output between ``start`` and ``end``, which may each arrive in chunks
+    with the renderer's control sequences between their characters (under load)."""
+
+    def spread(text: str) -> bytes:
+        gap = b"(?:" + CONTROL_SEQUENCE.pattern + b")*"
+        return gap.join(re.escape(bytes([c])) for c in text.encode())
+
+    first = re.search(spread(start), output)
+    assert first is not None, f"{start!r} not in the output"
+    last = re.compile(spread(end)).search(output, first.end())
+    assert last is not None, f"{end!r} not after {start!r} in the output"
+    return output[first.end() : last.start()]
 
 
 def test_no_log_line_between_a_question_and_its_answer(settings_file, ext_root, tmp_path):
