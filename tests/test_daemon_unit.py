@@ -100,7 +100,13 @@ if plan["protect_system"] == "strict":
             subprocess.run(["mount", "-n", "-o", "remount,bind,ro", point], check=False)
 if plan["private_tmp"]:
     for path in ("/tmp", "/var/tmp"):
+        # a checkout under /tmp (a CI clone) stays visible, as /opt/hearth would be
+        kept = [(p, os.open(p, os.O_PATH)) for p in plan["keep"] if p.startswith(path + "/")]
         mount("-t", "tmpfs", "-o", "mode=1777", "tmpfs", path)
+        for kept_path, fd in kept:
+            os.makedirs(kept_path, exist_ok=True)
+            mount("--bind", f"/proc/{os.getpid()}/fd/{fd}", kept_path)
+            os.close(fd)
 if plan["protect_home"]:
     for path in ("/home", "/root", "/run/user"):
         inaccessible(path)
@@ -208,6 +214,7 @@ def run_under_unit(
     """)
     plan = unit_plan(lines, [str(base)])
     plan["staging"] = str(staging)
+    plan["keep"] = [str(PROJECT_ROOT.resolve())]  # the code the confined host runs
     user = ["--reuid", "65534", "--regid", "65534", "--clear-groups"]
     if plan["no_new_privs"]:
         user.append("--no-new-privs")
