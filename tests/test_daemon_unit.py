@@ -214,6 +214,10 @@ def run_under_unit(
     """)
     plan = unit_plan(lines, [str(base)])
     plan["staging"] = str(staging)
+    if PROJECT_ROOT.resolve().is_relative_to("/tmp"):
+        # a checkout under /tmp (a CI clone) would vanish under PrivateTmp=, where the
+        # unit's /opt/hearth does not: every other setting is still emulated
+        plan["private_tmp"] = False
     plan["keep"] = [str(PROJECT_ROOT.resolve())]  # the code the confined host runs
     user = ["--reuid", "65534", "--regid", "65534", "--clear-groups"]
     if plan["no_new_privs"]:
