@@ -153,7 +153,9 @@ async def measure_turns(tmp: Path, turns: int, blocks: int) -> dict[str, Any]:
     from harness import running_kernel
 
     bare = write_setup(tmp, "a", {})
-    hooked = write_setup(tmp, "b", {f"noop{i}": (NOOP_HOOKS, {}) for i in range(10)})
+    from harness import CONVERSING
+
+    hooked = write_setup(tmp, "b", {f"noop{i}": (NOOP_HOOKS, CONVERSING) for i in range(10)})
     total = turns * blocks + 40
     model_a, inside_a = timed_model(total)
     model_b, inside_b = timed_model(total)
@@ -264,7 +266,10 @@ async def measure_tools(tmp: Path, calls: int, rounds: int) -> dict[str, Any]:
     if not probe().available:
         result["tool_isolated"] = f"skipped: {probe().detail}"
         return result
-    settings = write_setup(tmp, "c", {"hooks": (TOOL_HOOKS, {"isolation": "process"})})
+    from harness import conversing
+
+    isolated = conversing({"isolation": "process"})
+    settings = write_setup(tmp, "c", {"hooks": (TOOL_HOOKS, isolated)})
     async with running_kernel(settings) as kernel:
         proxy = kernel.loader.instance("hooks")
         isolated = await time_tool_calls(tool_variants(proxy), max(50, calls // 10), rounds)
