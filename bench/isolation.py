@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 from agents.tool_context import ToolContext
@@ -95,6 +96,7 @@ async def round_trips(root: Path) -> dict[str, Any]:
     (ext_dir / "main.py").write_text(EXTENSION)
     (ext_dir / "manifest.yaml").write_text(
         "id: echo\nname: Echo\nentrypoint: main:Ext\nisolation: process\n"
+        "permissions: {conversations: true}\n"  # its before_tool_call hook
     )
     settings = root / "settings.yaml"
     settings.write_text(
@@ -106,6 +108,9 @@ async def round_trips(root: Path) -> dict[str, Any]:
             }
         )
     )
+    from conftest import grant_all  # what the user does: `main.py extensions grant echo`
+
+    grant_all(root / "extensions", root / "data")
     kernel = Kernel(load_settings(settings))
     await kernel.load()
     try:
