@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest import ext_code  # noqa: E402
 from fake_openai import FakeOpenAIServer  # noqa: E402
 from pg_helpers import fresh_database, run_sync  # noqa: E402
-from scale_support import CHANNEL_ID, Cluster  # noqa: E402
+from scale_support import CHANNEL_ID, CHANNEL_MANIFEST, REPLY_SINK, Cluster  # noqa: E402
 
 USERS = 4
 INTERVAL_S = 0.3
@@ -67,17 +67,8 @@ SOAK_CHANNEL = ext_code(
             with open(progress, "w") as f:
                 f.write(str(i))
             await asyncio.sleep(interval)
-    def _write(self, user_id, message):
-        line = json.dumps({"pid": os.getpid(), "user": user_id, "text": message})
-        with open(self.out, "a") as f:
-            f.write(line + "\\n")
-            f.flush()
-            os.fsync(f.fileno())
-    async def send_to_user(self, user_id, message):
-        self._write(user_id, message)
-    async def send_message(self, message):
-        self._write(None, message)
-    """,
+"""
+    + REPLY_SINK,
 )
 
 
@@ -91,7 +82,7 @@ def soak(seed: int, keep: Path | None = None) -> dict[str, object]:
         ext_root = root / "extensions"
         (ext_root / CHANNEL_ID).mkdir(parents=True)
         manifest = {"id": CHANNEL_ID, "name": CHANNEL_ID, "version": "1.0.0"}
-        manifest |= {"entrypoint": "main:Ext", "permissions": {"user_messages": True}}
+        manifest |= {"entrypoint": "main:Ext", **CHANNEL_MANIFEST}
         (ext_root / CHANNEL_ID / "manifest.yaml").write_text(json.dumps(manifest))
         (ext_root / CHANNEL_ID / "main.py").write_text(SOAK_CHANNEL)
         cluster = Cluster(root, ext_root, dsn, srv)

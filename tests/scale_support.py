@@ -24,15 +24,9 @@ from kernel_process import kill, start_kernel, wait_until
 CHANNEL_ID = "chan"
 SHORT_LEASE_S = 2.0  # process heartbeats and the schedule lease, in these tests
 
-CHANNEL = ext_code(
-    header="import json\nimport os",
-    body="""
-    async def initialize(self, context):
-        self.ctx = context
-        self.out = context.get_config("out")
-    async def start(self):
-        for i, (user, text) in enumerate(self.ctx.get_config("messages") or []):
-            await self.ctx.on_user_message(text, user, idempotency_key=f"msg-{i}")
+# what the channel is sent: one JSON line per message, naming the process that
+# sent it (the soak, bench/scale_soak.py, records its channel's replies the same way)
+REPLY_SINK = """
     def _write(self, user_id, message):
         line = json.dumps({"pid": os.getpid(), "user": user_id, "text": message})
         with open(self.out, "a") as f:
@@ -43,7 +37,19 @@ CHANNEL = ext_code(
         self._write(user_id, message)
     async def send_message(self, message):
         self._write(None, message)
-    """,
+"""
+
+CHANNEL = ext_code(
+    header="import json\nimport os",
+    body="""
+    async def initialize(self, context):
+        self.ctx = context
+        self.out = context.get_config("out")
+    async def start(self):
+        for i, (user, text) in enumerate(self.ctx.get_config("messages") or []):
+            await self.ctx.on_user_message(text, user, idempotency_key=f"msg-{i}")
+"""
+    + REPLY_SINK,
 )
 CHANNEL_MANIFEST = {"permissions": {"user_messages": True}}
 
