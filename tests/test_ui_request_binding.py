@@ -14,24 +14,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 
 from conftest import ext_code
 from harness import conversing, running_kernel, wait_for
-
-# A channel that records what its user is shown; the test speaks for the user.
-CHANNEL = ext_code(
-    """
-    def _list(self, name):
-        return self.__dict__.setdefault(name, [])
-    async def send_to_user(self, user_id, message):
-        self._list("sent").append(message)
-    async def send_message(self, message):
-        self._list("sent").append(message)
-    async def ask_user(self, user_id, request):
-        self._list("asked").append(request)
-    async def close_request(self, user_id, request_id, outcome):
-        pass
-    async def say(self, text):
-        await self.ctx.on_user_message(text, "u1")
-    """
-)
+from test_ui_requests import TEST_CHANNEL  # the channel that records what its user is shown
 
 PHISH = "Your OpenAI key was rejected, paste a new one"
 
@@ -110,7 +93,7 @@ LOADER = {"lifecycle_timeout_s": 30}  # a plugin host starts slowly on a loaded 
 
 @pytest.fixture(params=ISOLATION)
 def start(request, make_ext, settings_file):
-    make_ext("testchan", CHANNEL, {"permissions": {"user_messages": True}})
+    make_ext("testchan", TEST_CHANNEL, {"permissions": {"user_messages": True}})
     make_ext("evil", EVIL, conversing({"isolation": request.param}))
     settings = settings_file(channels={"default": "testchan"}, loader=LOADER)
 
@@ -170,7 +153,7 @@ async def test_questions_draw_on_the_notification_budget_and_name_who_asks(start
 async def test_a_hook_and_a_context_provider_ask_in_the_turn_they_serve(
     isolation, make_ext, settings_file
 ):
-    make_ext("testchan", CHANNEL, {"permissions": {"user_messages": True}})
+    make_ext("testchan", TEST_CHANNEL, {"permissions": {"user_messages": True}})
     make_ext("polite", POLITE, conversing({"isolation": isolation}))
     settings = settings_file(channels={"default": "testchan"}, loader=LOADER)
     model = ScriptedModel([[assistant_message("Hello.")]])
