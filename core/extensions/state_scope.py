@@ -35,6 +35,7 @@ __all__ = [
 
 CURRENT_TURN: ContextVar[TurnContext | None] = ContextVar("hearth_current_turn", default=None)
 MAX_KEY_CHARS = 256
+PERSON_MARK = "#@"  # between a session id and a member's name in state rows
 
 
 @contextmanager
@@ -75,9 +76,6 @@ def person_session(session_id: str, person_key: str | None) -> str:
     own (SPEC §11). ``#`` is escaped inside session ids (ADR 0048) and a new
     session's suffix is digits, so no session id reads as another's part."""
     return session_id if person_key is None else f"{session_id}{PERSON_MARK}{person_key}"
-
-
-PERSON_MARK = "#@"  # between a session id and a member's name in state rows
 
 
 def check_key(key: Any) -> str:
