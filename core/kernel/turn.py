@@ -49,6 +49,7 @@ from agents import (
 from agents.items import ToolApprovalItem, TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
+from core.agents.usage import TurnUsage, usage_of
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
 from core.extensions.lifecycle import describe_exception
 from core.extensions.state_scope import serving
@@ -107,6 +108,11 @@ class TurnResult:
     records: tuple[LedgerWrite, ...] = ()
     run: RunResultBase | None = field(default=None, repr=False)
     paused: PausedRun | None = None
+
+    @property
+    def usage(self) -> TurnUsage:
+        """The tokens the turn's model calls used (``NO_USAGE`` when none ran)."""
+        return usage_of(self.run)
 
 
 class TurnRunner:
