@@ -45,6 +45,7 @@ from mcp.types import Tool as MCPTool
 
 from core.agents.errors import McpServerUnavailableError
 from core.config import McpServerSettings, McpSettings
+from core.runtime.backoff import backoff_delay
 from core.tools.failures import tool_error_message
 
 __all__ = ["McpLink", "McpServerState", "McpServerStatus", "build_server"]
@@ -269,8 +270,8 @@ class McpLink(MCPServer):
         self._wake.clear()
 
     def _delay(self, attempt: int) -> float:
-        base = self._settings.reconnect_initial_s * 2 ** (attempt - 1)
-        return float(min(self._settings.reconnect_max_s, base))
+        settings = self._settings
+        return backoff_delay(attempt, settings.reconnect_initial_s, settings.reconnect_max_s)
 
     def _reconnecting(self, detail: str, attempt: int, delay: float) -> McpServerStatus:
         at = time.monotonic() + delay

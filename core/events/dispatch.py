@@ -19,6 +19,7 @@ from core.events.journal import Outcome
 from core.events.models import Event
 from core.events.stats import BusStats
 from core.events.subscriptions import Subscription
+from core.runtime.backoff import backoff_delay
 
 __all__ = ["RetryPolicy", "run_handler", "worker_loop"]
 
@@ -33,7 +34,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int) -> float:
         """Wait before the attempt after ``attempt`` (1-based): base * 2**(attempt-1), capped."""
-        return float(min(self.max_s, self.base_s * 2 ** (attempt - 1)))
+        return backoff_delay(attempt, self.base_s, self.max_s)
 
 
 async def run_handler(sub: Subscription, event: Event, policy: RetryPolicy) -> Outcome:

@@ -18,36 +18,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 from core.extensions.capabilities import Capability
 from core.extensions.lifecycle import call_with_timeout, describe_exception
 from core.extensions.loader import Loader
 from core.extensions.records import ExtensionRecord, ExtensionStatus
+from core.runtime.backoff import Backoff
 
 log = logging.getLogger("core.loader")
-
-
-@dataclass
-class Backoff:
-    """Exponential delays: ``initial_s``, doubled after each use, capped at ``max_s``."""
-
-    initial_s: float
-    max_s: float
-
-    def delays(self) -> _Delays:
-        return _Delays(self)
-
-
-class _Delays:
-    def __init__(self, policy: Backoff) -> None:
-        self._policy = policy
-        self._next = policy.initial_s
-
-    def next(self) -> float:
-        delay = min(self._next, self._policy.max_s)
-        self._next = min(delay * 2, self._policy.max_s)
-        return delay
 
 
 class ExtensionSupervisor:

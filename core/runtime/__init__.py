@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
+    from core.runtime.backoff import Backoff, backoff_delay
     from core.runtime.datadir import (
         KERNEL_DATA_NAMES,
         RESERVED_IDS,
@@ -59,10 +60,12 @@ __all__ = [
     "RESTART_REQUEST_FILE",
     "SUPERVISED_ENV",
     "TEXT_FORMAT",
+    "Backoff",
     "HearthError",
     "Resumed",
     "SecretNameError",
     "SymlinkRefusedError",
+    "backoff_delay",
     "configure_logging",
     "create_private",
     "env_file_path",
@@ -85,6 +88,8 @@ __all__ = [
 ]
 
 _HOMES = {
+    "Backoff": "backoff",
+    "backoff_delay": "backoff",
     "HearthError": "errors",
     "EXIT_CLEAN": "lifecycle",
     "KERNEL_DATA_NAMES": "datadir",

@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from core.config import SupervisorSettings
+from core.runtime.backoff import backoff_delay
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,7 @@ class CrashPolicy:
         while self._crash_times and self._crash_times[0] <= now - s.crash_window_s:
             self._crash_times.popleft()
         count = len(self._crash_times)
-        doublings = min(self._streak - 1, 62)  # keeps the float finite on endless streaks
-        delay = min(s.backoff_initial_s * 2**doublings, s.backoff_max_s)
+        delay = backoff_delay(self._streak, s.backoff_initial_s, s.backoff_max_s)
         return CrashVerdict(give_up=count >= s.max_crashes, delay_s=delay, crashes_in_window=count)
 
 
@@ -69,6 +69,5 @@ class RestartRequestPolicy:
         over = count - s.quick_restarts
         if over <= 0:
             return CrashVerdict(give_up=False, delay_s=0.0, crashes_in_window=count)
-        doublings = min(over - 1, 62)
-        delay = min(s.backoff_initial_s * 2**doublings, s.backoff_max_s)
+        delay = backoff_delay(over, s.backoff_initial_s, s.backoff_max_s)
         return CrashVerdict(give_up=False, delay_s=delay, crashes_in_window=count)

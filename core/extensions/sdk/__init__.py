@@ -3,8 +3,8 @@
 Besides ``core.extensions.contract``, this package is the only part of
 ``core`` an extension may import (SPEC §1). It holds what both sides of the
 boundary need, so the logic exists once: timezone resolution and time math
-for schedules, the fire loop of a timer, a SQLite store base and a store on
-the kernel's backend (SQLite or PostgreSQL, ``Store.at``), a
+for schedules, the fire loop of a timer, the project's one backoff rule, a
+SQLite store base and a store on the kernel's backend (SQLite or PostgreSQL, ``Store.at``), a
 ``BaseExtension`` with no-op lifecycle. The test helpers that run one
 extension against a fake kernel live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
@@ -28,9 +28,11 @@ from core.extensions.sdk.timemath import (
     wall,
 )
 from core.extensions.sdk.timezones import UnknownTimezoneError, local_zone, resolve_zone
+from core.runtime.backoff import Backoff
 
 __all__ = [
     "SIDE_EFFECTS_ATTR",
+    "Backoff",
     "BaseExtension",
     "Clock",
     "CronError",

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from core.extensions.sdk.timemath import utc_now
+from core.runtime.backoff import backoff_delay
 
 __all__ = ["Clock", "DueLoop"]
 
@@ -63,7 +64,7 @@ class DueLoop:
             except Exception:
                 failures += 1
                 self.log.exception("firing schedules failed (attempt %d)", failures)
-                timeout = min(2.0**failures, self.max_sleep_s)
+                timeout = backoff_delay(failures, 2.0, self.max_sleep_s)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()

@@ -16,10 +16,12 @@ from collections.abc import Awaitable, Callable
 from telegram import Bot, Update
 from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
 
+from core.extensions.sdk import Backoff
+
 from .sender import BACKOFF_MAX_S, retry_after_seconds
 
 ALLOWED_UPDATES = ("message", "callback_query")  # callback queries: button presses
-BACKOFF_INITIAL_S = 1.0
+POLL_BACKOFF = Backoff(1.0, BACKOFF_MAX_S)
 
 
 class Poller:
@@ -41,7 +43,7 @@ class Poller:
 
     async def run(self) -> None:
         """Poll until cancelled. ``InvalidToken`` is raised (nothing to retry)."""
-        delay = BACKOFF_INITIAL_S
+        failures = POLL_BACKOFF.delays()
         while True:
             if self._before_poll is not None:
                 await self._before_poll()
@@ -62,15 +64,14 @@ class Poller:
                     "or a webhook is set (remove it with deleteWebhook)",
                     exc,
                 )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX_S)
+                await asyncio.sleep(failures.next())
                 continue
             except NetworkError as exc:  # TimedOut and server errors included
+                delay = failures.next()
                 self._logger.warning("getUpdates failed (%s); retrying in %.1f s", exc, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX_S)
                 continue
-            delay = BACKOFF_INITIAL_S
+            failures = POLL_BACKOFF.delays()
             for update in updates:
                 await self._handle(update)
                 self.offset = update.update_id + 1

@@ -19,13 +19,15 @@ from typing import TypeVar
 from telegram import Bot, Message
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
+from core.extensions.sdk import Backoff
+
 from .markup import PARSE_MODE, to_html
 from .splitter import split_text
 
 T = TypeVar("T")
 
-BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 30.0
+SEND_BACKOFF = Backoff(0.5, BACKOFF_MAX_S)
 RETRY_AFTER_MAX_S = 600.0
 
 
@@ -53,7 +55,7 @@ class Sender:
     ) -> T:
         """Run one Bot API request, retrying what is worth retrying (``attempts`` times)."""
         max_attempts = attempts or self.max_attempts
-        delay = BACKOFF_INITIAL_S
+        failures = SEND_BACKOFF.delays()
         attempt = 1
         while True:
             try:
@@ -68,8 +70,7 @@ class Sender:
             except NetworkError as exc:  # TimedOut included
                 if attempt >= max_attempts:
                     raise
-                wait = delay
-                delay = min(delay * 2, BACKOFF_MAX_S)
+                wait = failures.next()
                 self._logger.warning("%s failed (%s); retrying in %.1f s", what, exc, wait)
             attempt += 1
             await asyncio.sleep(wait)
