@@ -6,18 +6,28 @@ question; default: the description or the name), ``default`` and
 ``choices``. ``SetupField`` is the checked form both askers use — the setup
 wizard in the terminal and ``/setup EXTENSION`` in a chat — and
 ``run_setup`` walks the fields with either: each answer goes to
-``apply_config``, then ``on_setup_complete`` says whether it works.
+``apply_config``, then ``on_setup_complete`` says whether it works. The
+schema may grow with the answers, an answer may be refused and asked again,
+and answers to config keys are kept in the settings (ADR 0053).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from core.runtime.errors import HearthError
 
-__all__ = ["Asker", "SetupField", "SetupSchemaError", "read_schema", "run_setup"]
+__all__ = [
+    "ANSWER_ATTEMPTS",
+    "Asker",
+    "KeepConfig",
+    "SetupField",
+    "SetupSchemaError",
+    "read_schema",
+    "run_setup",
+]
 
 
 class SetupSchemaError(HearthError, ValueError):
@@ -78,27 +88,86 @@ def _field(ext_id: str, index: int, entry: Mapping[str, Any]) -> SetupField:
 
 
 SaveSecret = Callable[[str, str], Awaitable[None]]
+KeepConfig = Callable[[Mapping[str, str]], Awaitable[None]]
+
+# a refused answer (``apply_config`` raised ``ValueError``) is asked again, this often in all
+ANSWER_ATTEMPTS = 3
+# a schema that keeps growing is cut off here (a setup asks a handful of questions)
+MAX_FIELDS = 50
 
 
 async def run_setup(
-    ext_id: str, extension: Any, asker: Asker, save_secret: SaveSecret | None = None
+    ext_id: str,
+    extension: Any,
+    asker: Asker,
+    save_secret: SaveSecret | None = None,
+    keep_config: KeepConfig | None = None,
+    config_keys: frozenset[str] = frozenset(),
 ) -> tuple[bool, str]:
     """Ask every field, apply each answer, verify; ``(ok, message)`` for the user.
 
-    A secret answer is handed to ``apply_config`` and, when ``save_secret`` is
-    given, to it (the kernel keeps manifest-declared secrets in ``.env``); it
-    is never part of the returned message."""
-    fields = read_schema(ext_id, extension.get_setup_schema())
-    for field in fields:
-        answer = await asker.ask_field(field)
+    The schema is read again after each answer and the first field not yet
+    asked comes next, so an extension can ask what depends on an earlier
+    answer (a bot's name once its token works). ``apply_config`` raising
+    ``ValueError`` refuses the answer: the field is asked again with the
+    reason, at most ``ANSWER_ATTEMPTS`` times. A secret answer is handed to
+    ``save_secret`` once accepted (the kernel keeps manifest-declared secrets
+    in ``.env``); an answer to a field named like a key of the manifest's
+    ``config`` (``config_keys``) goes to ``keep_config`` when the setup ends
+    well (the wizard writes it to the local settings layer). No answer is
+    ever part of the returned message."""
+    asked: set[str] = set()
+    kept: dict[str, str] = {}
+    while (field := _next_field(ext_id, extension, asked)) is not None:
+        if len(asked) == MAX_FIELDS:
+            return False, f"{ext_id}: setup stopped; it asked more than {MAX_FIELDS} questions"
+        asked.add(field.name)
+        answer = await _accepted_answer(ext_id, extension, asker, field)
+        if isinstance(answer, _Refused):
+            return False, answer.message
+        if answer is None:
+            continue
+        if field.secret and save_secret is not None:
+            await save_secret(field.name, answer)
+        if field.name in config_keys:
+            kept[field.name] = answer
+    ok, message = await extension.on_setup_complete()
+    if ok and kept and keep_config is not None:
+        await keep_config(kept)
+    return bool(ok), f"{ext_id}: {message}" if message else f"{ext_id}: set up"
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    message: str
+
+
+def _next_field(ext_id: str, extension: Any, asked: set[str]) -> SetupField | None:
+    for field in read_schema(ext_id, extension.get_setup_schema()):
+        if field.name not in asked:
+            return field
+    return None
+
+
+async def _accepted_answer(
+    ext_id: str, extension: Any, asker: Asker, field: SetupField
+) -> str | _Refused | None:
+    """The answer ``apply_config`` took; ``None``: an optional field left empty."""
+    question = field
+    for attempt in range(1, ANSWER_ATTEMPTS + 1):
+        answer = await asker.ask_field(question)
         if answer is None or not answer.strip():
             answer = field.default
         if answer is None:
             if field.required:
-                return False, f"{ext_id}: setup stopped; {field.name} is required"
+                return _Refused(f"{ext_id}: setup stopped; {field.name} is required")
+            return None
+        try:
+            await extension.apply_config(field.name, answer)
+        except ValueError as exc:
+            if attempt == ANSWER_ATTEMPTS:
+                return _Refused(f"{ext_id}: {field.name}: {exc}")
+            question = replace(field, prompt=f"{exc} — {field.prompt}")
             continue
-        if field.secret and save_secret is not None:
-            await save_secret(field.name, answer)
-        await extension.apply_config(field.name, answer)
-    ok, message = await extension.on_setup_complete()
-    return bool(ok), f"{ext_id}: {message}" if message else f"{ext_id}: set up"
+        return answer
+    return None

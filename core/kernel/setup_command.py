@@ -36,7 +36,8 @@ class _ChatAsker:
         self._ui, self._ext_id, self._turn = ui, ext_id, turn
 
     async def ask_field(self, field: SetupField) -> str | None:
-        default = f" (Enter for {field.default})" if field.default and not field.choices else ""
+        shown = field.default and not field.choices and not field.secret  # a secret: never shown
+        default = f" (Enter for {field.default})" if shown else ""
         kind = "select" if field.choices else "secret" if field.secret else "input"
         return await self._ui.ask(
             self._ext_id,

@@ -16,7 +16,7 @@ import sys
 
 from core.config import Settings, SettingsError, load_settings
 from core.runtime import load_secrets
-from core.setup.plan import SetupPlan
+from core.setup.plan import SetupPlan, local_layer
 from core.setup.probes import ProbeError, list_models
 from core.setup.terminal import SetupCancelled, TerminalAsker
 
@@ -34,6 +34,7 @@ def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_setup_command(settings: Settings, args: argparse.Namespace) -> int:
     logging.getLogger().setLevel(logging.WARNING)
+    # "telegram": the Telegram channel's setup; the Bot API's URLs carry the token
     for name in ("httpx", "httpcore", "openai", "telegram"):
         logging.getLogger(name).setLevel(logging.WARNING)
     if args.provider:
@@ -114,8 +115,7 @@ async def _interactive(settings: Settings) -> int:
 
 def _write(plan: SetupPlan, settings: Settings) -> int:
     """The answers go to the local layer over the base file (ADR 0045)."""
-    target = settings.local_settings_file
-    below = tuple(layer for layer in settings.layers if layer.path.resolve() != target)
+    target, below = local_layer(settings)
     try:
         for line in plan.write(target, below=below):
             print(line, flush=True)

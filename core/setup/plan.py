@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.config import Layer
+from core.config import Layer, Settings
 from core.runtime import env_file_path, save_secrets
 from core.setup.settings_file import KeyPath, write_changes
 
@@ -23,12 +23,12 @@ __all__ = [
     "LOCAL_PROVIDER",
     "OPENAI_KEY_ENV",
     "SetupPlan",
+    "local_layer",
 ]
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 LOCAL_KEY_ENV = "LOCAL_MODEL_API_KEY"
 LOCAL_PROVIDER = "local"
-TELEGRAM_TOKEN = "TELEGRAM_BOT_TOKEN"
 
 
 @dataclass
@@ -52,11 +52,6 @@ class SetupPlan:
             self.settings[(*base, "api_key_env")] = api_key_env or OPENAI_KEY_ENV
         self.settings[("models", "default")] = {"provider": name, "model": model}
 
-    def use_telegram(self, token: str | None, allowed: list[int]) -> None:
-        if token:
-            self.secrets[TELEGRAM_TOKEN] = token
-        self.settings[("extensions", "telegram_channel", "allowed_user_ids")] = allowed
-
     def use_timezone(self, zone: str) -> None:
         self.settings[("timezone",)] = zone
 
@@ -73,3 +68,9 @@ class SetupPlan:
             path = save_secrets(self.secrets, env_file or env_file_path())
             lines.append(f"{path} (mode 0600): set {', '.join(sorted(self.secrets))}")
         return lines or ["nothing changed"]
+
+
+def local_layer(settings: Settings) -> tuple[Path, tuple[Layer, ...]]:
+    """Where setup writes (the local layer, ADR 0045) and the layers below it."""
+    target = settings.local_settings_file
+    return target, tuple(layer for layer in settings.layers if layer.path.resolve() != target)

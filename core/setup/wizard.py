@@ -1,21 +1,20 @@
-"""``main.py setup`` in a terminal: model, Telegram, timezone, then extensions.
+"""``main.py setup`` in a terminal: model, timezone, then the extensions' own setups.
 
 Every step shows what is configured now and keeps it on Enter, so the
-wizard can be run again to change one thing. Model and bot token are
-checked live before they are kept (``GET /models``, ``getMe``); the
-allow-list is filled from who writes ``/start`` to the bot meanwhile.
+wizard can be run again to change one thing. The model is checked live
+before it is kept (``GET /models``). What an extension needs — the Telegram
+channel's bot token and allow-list among them — the extension asks itself
+(its ``SetupProvider``, ``extension_step.py``): the kernel knows no
+particular extension.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 from core.config import Settings
 from core.extensions.sdk import UnknownTimezoneError, local_zone, resolve_zone
 from core.runtime import load_secrets
-from core.setup.plan import LOCAL_KEY_ENV, LOCAL_PROVIDER, OPENAI_KEY_ENV, TELEGRAM_TOKEN, SetupPlan
-from core.setup.probes import ProbeError, TelegramProbe, TelegramSender, list_models
+from core.setup.plan import LOCAL_KEY_ENV, LOCAL_PROVIDER, OPENAI_KEY_ENV, SetupPlan
+from core.setup.probes import ProbeError, list_models
 from core.setup.terminal import TerminalAsker
 
 __all__ = ["run_wizard"]
@@ -35,7 +34,6 @@ async def run_wizard(settings: Settings, ask: TerminalAsker) -> SetupPlan:
     secrets = load_secrets()
     ask.say("Hearth setup. Enter keeps what is shown in [brackets]; Ctrl-C stops, writing nothing.")
     await _model_step(settings, secrets, ask, plan)
-    await _telegram_step(settings, secrets, ask, plan)
     await _timezone_step(settings, ask, plan)
     return plan
 
@@ -98,70 +96,6 @@ async def _pick_model(ask: TerminalAsker, models: list[str], preferred: str | No
     return await ask.choose("Which model", models, default)
 
 
-# ---------------------------------------------------------------- Telegram
-
-
-async def _telegram_step(
-    settings: Settings, secrets: dict[str, str], ask: TerminalAsker, plan: SetupPlan
-) -> None:
-    config: dict[str, Any] = settings.extensions.get("telegram_channel", {})
-    token_now = secrets.get(TELEGRAM_TOKEN)
-    ask.say(f"\n2. Telegram (now: {'a bot token is set' if token_now else 'not set up'})")
-    if not await ask.confirm("Set up (or check) a Telegram bot", not token_now):
-        return
-    while True:
-        token = await ask.secret("Bot token from @BotFather (hidden; Enter keeps the one set now)")
-        token = token or token_now or ""
-        if not token:
-            ask.say("No token: Telegram stays off.")
-            return
-        async with TelegramProbe(token, config.get("api_base_url")) as probe:
-            try:
-                bot = await probe.bot_username()
-            except ProbeError as exc:
-                ask.say(str(exc))
-                if await ask.confirm("Try another token", True):
-                    continue
-                return
-            ask.say(f"Token works: the bot is @{bot}.")
-            allowed = [int(i) for i in config.get("allowed_user_ids") or []]
-            allowed += await _discover(ask, probe, bot, allowed)
-        plan.use_telegram(token if token != token_now else None, allowed)
-        return
-
-
-async def _discover(
-    ask: TerminalAsker, probe: TelegramProbe, bot: str, allowed: list[int]
-) -> list[int]:
-    """Who writes to the bot in the next minute, each offered for the allow-list."""
-    if allowed:
-        ask.say(f"Allowed users now: {', '.join(map(str, allowed))}.")
-    if not await ask.confirm("Add someone to the allow-list", not allowed):
-        return []
-    ask.say(f"Send /start to @{bot} now from the account to allow (waiting {DISCOVERY_S:g} s)…")
-    deadline = time.monotonic() + DISCOVERY_S
-    senders: list[TelegramSender] = []
-    try:
-        while not senders and time.monotonic() < deadline:
-            wait = min(10.0, max(deadline - time.monotonic(), 0.0))
-            senders = [s for s in await probe.senders(wait) if s.user_id not in allowed]
-        await probe.acknowledge()
-    except ProbeError as exc:
-        ask.say(str(exc))
-        return []
-    if not senders:
-        ask.say(
-            "Nobody wrote. Run setup again, or add ids under "
-            "extensions.telegram_channel.allowed_user_ids."
-        )
-        return []
-    added = []
-    for sender in senders:
-        if await ask.confirm(f"{sender.describe()} wrote. Allow them", True):
-            added.append(sender.user_id)
-    return added
-
-
 # ---------------------------------------------------------------- timezone
 
 
@@ -169,7 +103,7 @@ async def _timezone_step(settings: Settings, ask: TerminalAsker, plan: SetupPlan
     key = getattr(local_zone(), "key", None)
     detected = key if key and key != "localtime" else "local"
     default = settings.timezone if settings.timezone != "local" else detected
-    ask.say(f"\n3. Timezone (now: {settings.timezone}; this machine: {detected})")
+    ask.say(f"\n2. Timezone (now: {settings.timezone}; this machine: {detected})")
     while True:
         zone = await ask.line("Timezone for reminders (IANA name, e.g. Europe/Berlin)", default)
         try:

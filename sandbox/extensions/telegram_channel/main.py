@@ -10,7 +10,8 @@ id is the chat's id, so conversations are keyed by chat and replies go back
 to the chat a message came from (``chats``, ADR 0017). Each message carries
 its sender, so only the member who asked can answer the questions it leads
 to. An ``InteractiveChannel``: questions get an inline keyboard answered by a
-button press (``questions``, ADR 0021).
+button press (``questions``, ADR 0021). A ``SetupProvider``: ``main.py setup``
+asks for the bot token and the allow-list through it (``setup``, ADR 0053).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .pairing import CODE_TTL_S, Pairings
 from .polling import Poller
 from .questions import QuestionBoard
 from .sender import Sender
+from .setup import TelegramSetup
 from .streaming import StreamPresenter
 
 TOKEN_SECRET = "TELEGRAM_BOT_TOKEN"
@@ -61,15 +63,17 @@ class TelegramChannel(BaseExtension):
         self._pairings: Pairings | None = None
         self._auth_error: str | None = None
         self._commands_registered = False
+        self._setup: TelegramSetup | None = None
+        self._running = False
 
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
         self._ctx = context
         token = context.get_secret(TOKEN_SECRET)
-        if not token:
-            raise TelegramSetupError(f"{TOKEN_SECRET} not set")
         config = self._config = parse_config(context.get_config)
+        if not token:
+            return  # only the setup loads it so (a normal start skips it): start() refuses
         bot = self._bot = Bot(token, base_url=config.api_base_url or DEFAULT_BASE_URL)
         log = context.logger
         pairings = self._pairings = Pairings(context.data_dir)
@@ -89,11 +93,16 @@ class TelegramChannel(BaseExtension):
         await self._verify_token()
 
     async def start(self) -> None:
+        if self._bot is None:
+            raise TelegramSetupError(f"{TOKEN_SECRET} not set (`main.py setup` asks for it)")
+        self._running = True
         self._parts()[1].announce()
         if self._auth_error is not None:
             await self._verify_token()
 
     async def destroy(self) -> None:
+        if self._setup is not None:
+            await self._setup.aclose()
         if self._bot is not None:
             try:
                 await self._bot.shutdown()
@@ -263,6 +272,29 @@ class TelegramChannel(BaseExtension):
 
     async def close_request(self, user_id: str, request_id: str, outcome: str) -> None:
         await self._questions().close(user_id, request_id, outcome)
+
+    # ------------------------------------------------------------ setup
+
+    def get_setup_schema(self) -> list[dict[str, object]]:
+        return self._setup_flow().schema(self._running)
+
+    async def apply_config(self, name: str, value: str) -> None:
+        await self._setup_flow().apply(name, value)
+
+    async def on_setup_complete(self) -> tuple[bool, str]:
+        name = _username(self._bot) if self._bot is not None else None
+        return await self._setup_flow().complete(self._running, name)
+
+    def _setup_flow(self) -> TelegramSetup:
+        if self._setup is None:
+            ctx, config = self._context(), self._cfg()
+            self._setup = TelegramSetup(
+                TOKEN_SECRET,
+                ctx.get_secret(TOKEN_SECRET),
+                config.api_base_url or DEFAULT_BASE_URL,
+                list(config.allowed_user_ids),
+            )
+        return self._setup
 
     # ------------------------------------------------------------ accessors
 
