@@ -50,6 +50,7 @@ from core.kernel.router import MessageRouter
 from core.kernel.scale_out import ScaleOut
 from core.kernel.setup_command import extension_commands
 from core.kernel.shaping import TurnShaping
+from core.kernel.skills import KernelSkills
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
 from core.kernel.tool_stacking import StackedTools, ToolStacking
@@ -149,6 +150,11 @@ class Kernel:
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
         self.orchestrator = LiveOrchestrator(self._build_orchestrator)
+        self.skills = KernelSkills(  # Agent Skills (ADR 0058)
+            settings,
+            lambda: [(r.ext_id, r.ext_dir) for r in self.wiring.wired()],
+            on_change=self._wiring_changed,
+        )
         self.shaping = TurnShaping(
             settings,
             wired=lambda: self.wiring.wired(),
@@ -274,7 +280,8 @@ class Kernel:
         )
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
         managing = extension_commands(self.loader, self.consent.ui)  # /grant, /setup
-        for command in [*builtins, *managing, self.reloads.command(), *consent]:
+        kernel_commands = [*builtins, *managing, self.reloads.command(), self.skills.command()]
+        for command in [*kernel_commands, *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
@@ -309,6 +316,7 @@ class Kernel:
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
         self.orchestrator.invalidate()
+        self.skills.invalidate()
         self.shaping.invalidate()
         self.consent.catalog.invalidate()
 
@@ -327,7 +335,8 @@ class Kernel:
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
             tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
-            interceptor=self.consent.wrapper,
+            skill_catalog=self.skills.prompt_text(),
+            interceptor=self.skills.wrapper(self.consent.wrapper),
             agent_hooks=self.metrics.token_hooks,
             guardrails=self.shaping.guardrails,
         )
@@ -409,14 +418,13 @@ class Kernel:
     # ------------------------------------------------------------ helpers
 
     def core_tools(self) -> list[Any]:
-        """The kernel's own tools (clock, extensions list, restart)."""
-        return list(
-            build_core_tools(
-                timezone=self.settings.timezone,
-                list_extensions=self.loader.report,
-                request_restart=self.request_restart,
-            )
+        """The kernel's own tools (clock, extensions list, restart; skills when there are)."""
+        tools = build_core_tools(
+            timezone=self.settings.timezone,
+            list_extensions=self.loader.report,
+            request_restart=self.request_restart,
         )
+        return [*tools, *self.skills.tools()]
 
     def tool_stacks(self) -> StackedTools:
         """The wired extensions' tool stacks (what the orchestrator gets), for ``/status``."""
