@@ -8,7 +8,7 @@ from pathlib import Path
 
 SUBCOMMANDS = (
     "run", "daemon", "extensions", "events", "doctor", "metrics", "setup", "new-extension",
-    "replay", "skills",
+    "replay", "skills", "mcp",
 )  # fmt: skip
 
 
@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_replay_arguments(replay)
     skills = sub.add_parser("skills", parents=[common], help="list the skills, with any errors")
     add_skills_arguments(skills, common)
+    mcp = sub.add_parser("mcp", parents=[common], help="serve MCP over stdio (docs/mcp-server.md)")
+    mcp.add_argument(
+        "--client", default="local", metavar="NAME", help="who the client is: identity mcp:NAME"
+    )
     return parser
 
 
@@ -101,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Logs go to {log_file} (--verbose shows them here).")
         return run_kernel(settings, sys.argv)
     configure_logging(settings.logging.level, settings.logging.format)
+    if command == "mcp":
+        import asyncio
+
+        from core.mcp_server import KernelLink, serve_stdio
+
+        asyncio.run(serve_stdio(KernelLink(settings, args.client)))
+        return 0
     if command == "daemon":
         from core.supervisor import run_supervisor
 

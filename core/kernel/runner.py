@@ -42,6 +42,7 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
+from core.kernel.mcp_desk import MCP_CHANNEL, McpDesk
 from core.kernel.people import Household
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.reload import ExtensionReloader
@@ -272,6 +273,13 @@ class Kernel:
             household=self.household,
         )
         self.router.outbox.replies_sent = self.scale.replies_sent  # order across nodes
+        self.mcp_desk = McpDesk(  # `main.py mcp` is a front of this kernel (ADR 0059)
+            self.bus,
+            self.household,
+            lambda: self.orchestrator.tools,
+            lambda tool: self.consent.catalog.info(tool).side_effects,
+        )
+        self.router.register_channel(MCP_CHANNEL, self.mcp_desk.channel)
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
@@ -288,6 +296,8 @@ class Kernel:
         if self.scale.placement.runs_workers:
             self.scheduler.subscribe()
         self.reloads.subscribe()
+        if self.scale.placement.runs_workers:
+            self.mcp_desk.subscribe()
         await self.loader.start_all()
         await self._forget_released_subscriptions()
         await self.consent.start()  # questions left open by the last run: asked again
