@@ -124,7 +124,7 @@ async def test_a_member_client_sees_only_their_own_data(mcp_settings):
         "bob": {"role": "member", "identities": ["mcp:bob-laptop"]},
     }
     path = mcp_settings(people=people)
-    async with running_kernel(path, model=ScriptedModel([])):
+    async with running_kernel(path, model=ScriptedModel([])) as kernel:
         async with mcp_client(path, "desktop") as ann:
             await ann.call_tool("remember", {"text": "Ann's PIN hint is the blue door."})
             await ann.call_tool("kv_set", {"key": "secret", "value": '"ann-only"'})

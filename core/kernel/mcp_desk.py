@@ -12,7 +12,8 @@ kernel, and trust, consent and per-person data are the kernel's own:
   orchestrator would — through the turn's hooks and the consent gate — with a
   ``TurnContext`` for that person. A direct call has no conversation to pause,
   so a tool whose policy is ``ask`` is refused with the reason, as for a
-  scheduled run; a reminder set this way fires on the default channel;
+  scheduled run; a reminder set this way fires where the person reads
+  (``McpDesk.home``);
 - ``ask`` journals a ``user.message`` on the ``mcp`` channel from that person
   (user id ``CLIENT``: one conversation per client), so the router runs one
   ordinary turn; the next message the kernel sends to the client — the
@@ -26,12 +27,13 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agents import FunctionTool, Tool
 from agents.tool_context import ToolContext
 
+from core.config import PersonSettings
 from core.events import EventBus
 from core.events.system_payloads import McpRequest, McpResponse, UserMessage, read_system_payload
 from core.events.topics import SystemTopics
@@ -43,6 +45,7 @@ __all__ = ["MCP_CHANNEL", "MCP_RESOURCES", "MCP_TOOLS", "McpChannel", "McpDesk",
 log = logging.getLogger("core.mcp_server")
 
 MCP_CHANNEL = "mcp"
+TELEGRAM_CHANNEL = "telegram_channel"
 MCP_SUBSCRIBER = "kernel/mcp"
 # the person's own tools an MCP client may call (kv_* by prefix); ``ask`` is the desk's
 MCP_TOOLS = ("recall", "remember", "forget", "schedule_once", "list_schedules", "cancel_schedule")
@@ -91,6 +94,10 @@ class McpChannel:
         """An ``ask`` of ``client`` waits for the next message sent to it."""
         self._waiting.setdefault(client, deque()).append(request_id)
 
+    def unread(self, client: str) -> list[str]:
+        """What waits for ``client``'s next ``ask``."""
+        return list(self._unread.get(client, ()))
+
     async def send_to_user(self, user_id: str, message: str) -> None:
         client, _ = split_reply_address(user_id)
         waiting = self._waiting.get(client)
@@ -115,9 +122,11 @@ class McpDesk:
         household: Household,
         tools: Callable[[], Sequence[Tool]],
         said: SideEffects,
+        people: Mapping[str, PersonSettings] | None = None,
     ) -> None:
         self._bus = bus
         self._household = household
+        self._people = dict(people or {})
         self._tools = tools
         self._said = said
         self.channel = McpChannel(bus)
@@ -161,15 +170,30 @@ class McpDesk:
         return McpResponse(request.request_id, "", error=f"unknown op {request.op!r}")
 
     def turn(self, client: str, request_id: str) -> TurnContext:
-        """A direct call's context: the client's person, no channel to pause on."""
+        """A direct call's context: the client's person, no conversation to pause in,
+        and where what it schedules reaches them (``home``)."""
         person = self._household.person(MCP_CHANNEL, client)
+        channel_id, user_id = self.home(client, person.name, person.is_owner)
         return TurnContext(
             agent_id="mcp",
-            user_id=client,
+            channel_id=channel_id,
+            user_id=user_id,
             turn_id=f"mcp:{request_id}",
             person=person.name,
             role=person.role,
         )
+
+    def home(self, client: str, person: str, owner: bool) -> tuple[str | None, str | None]:
+        """Where a reminder set by a direct call fires: the owner's on the default
+        channel; a member's on their Telegram chat when ``people:`` names one, else
+        with the client's next answer — never on a channel that is someone else's."""
+        if owner:
+            return None, None
+        for identity in self._people.get(person, PersonSettings()).identities:
+            prefix, _, user_id = identity.partition(":")
+            if prefix == "telegram":
+                return TELEGRAM_CHANNEL, user_id
+        return MCP_CHANNEL, client
 
     async def _call(self, request: McpRequest, name: str, raw: str) -> McpResponse:
         tool = next(

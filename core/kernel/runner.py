@@ -278,6 +278,7 @@ class Kernel:
             self.household,
             lambda: self.orchestrator.tools,
             lambda tool: self.consent.catalog.info(tool).side_effects,
+            self.settings.people,
         )
         self.router.register_channel(MCP_CHANNEL, self.mcp_desk.channel)
         builtins = self.shaping.post.commands() + builtin_commands(
