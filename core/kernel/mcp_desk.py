@@ -87,12 +87,13 @@ class McpChannel:
 
     def __init__(self, bus: EventBus) -> None:
         self._bus = bus
-        self._waiting: dict[str, deque[str]] = {}
+        self._waiting: dict[str, deque[tuple[str, float]]] = {}
         self._unread: dict[str, deque[str]] = {}
 
-    def expect(self, client: str, request_id: str) -> None:
-        """An ``ask`` of ``client`` waits for the next message sent to it."""
-        self._waiting.setdefault(client, deque()).append(request_id)
+    def expect(self, client: str, request_id: str, expires_at: float) -> None:
+        """An ``ask`` of ``client`` waits for the next message sent to it (until the
+        front gives up at ``expires_at``)."""
+        self._waiting.setdefault(client, deque()).append((request_id, expires_at))
 
     def unread(self, client: str) -> list[str]:
         """What waits for ``client``'s next ``ask``."""
@@ -100,11 +101,13 @@ class McpChannel:
 
     async def send_to_user(self, user_id: str, message: str) -> None:
         client, _ = split_reply_address(user_id)
-        waiting = self._waiting.get(client)
+        waiting = self._waiting.get(client, deque())
+        while waiting and waiting[0][1] < time.time():
+            waiting.popleft()  # that front gave up: its answer goes to the next ask
         if not waiting:
             self._unread.setdefault(client, deque(maxlen=UNREAD_KEPT)).append(message)
             return
-        request_id = waiting.popleft()
+        request_id, _ = waiting.popleft()
         earlier = self._unread.pop(client, deque())
         text = "\n\n".join([*earlier, message])
         await _respond(self._bus, McpResponse(request_id, text))
@@ -212,7 +215,7 @@ class McpDesk:
         return McpResponse(request.request_id, str(result))
 
     async def _ask(self, request: McpRequest) -> None:
-        self.channel.expect(request.client, request.request_id)
+        self.channel.expect(request.client, request.request_id, float(request.expires_at))
         message = UserMessage(
             text=request.arguments or "",
             user_id=request.client,
