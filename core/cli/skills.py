@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from core.config import Settings
-from core.kernel.runner import Kernel
-from core.kernel.skills import KernelSkills, describe_catalog
 from core.skills import SKILL_FILE, Catalog, SkillRoot, discover
 
 __all__ = ["add_skills_arguments", "catalog_rows", "run_skills_check", "run_skills_list"]
@@ -33,6 +31,8 @@ def add_skills_arguments(parser: argparse.ArgumentParser, common: argparse.Argum
 
 
 def run_skills_list(settings: Settings, *, as_json: bool) -> int:
+    from core.kernel.skills import describe_catalog
+
     catalog = asyncio.run(_catalog(settings))
     print(json.dumps(catalog_rows(catalog), indent=2) if as_json else describe_catalog(catalog))
     return 0
@@ -86,6 +86,10 @@ def catalog_rows(catalog: Catalog) -> list[dict[str, Any]]:
 
 
 async def _catalog(settings: Settings) -> Catalog:
+    """The kernel's catalog: extensions loaded (their ``skills/`` count), not started."""
+    from core.kernel.runner import Kernel  # heavy: only the listing needs it, not ``check``
+    from core.kernel.skills import KernelSkills
+
     with tempfile.TemporaryDirectory(prefix="hearth-skills-") as tmp:
         kernel = Kernel(settings, journal_path=Path(tmp) / "events.db")
         try:
