@@ -8,12 +8,13 @@ from pathlib import Path
 
 SUBCOMMANDS = (
     "run", "daemon", "extensions", "events", "doctor", "metrics", "setup", "new-extension",
-    "replay",
+    "replay", "skills", "mcp",
 )  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
     from core.cli.scaffold import add_scaffold_arguments
+    from core.cli.skills import add_skills_arguments
     from core.events.cli import add_events_arguments
     from core.replay.arguments import add_replay_arguments
     from core.setup import add_setup_arguments
@@ -71,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", parents=[common], help="re-run a recorded conversation, report divergence"
     )
     add_replay_arguments(replay)
+    skills = sub.add_parser("skills", parents=[common], help="list the skills, with any errors")
+    add_skills_arguments(skills, common)
+    mcp = sub.add_parser("mcp", parents=[common], help="serve MCP over stdio (docs/mcp-server.md)")
+    mcp.add_argument(
+        "--client", default="local", metavar="NAME", help="who the client is: identity mcp:NAME"
+    )
     return parser
 
 
@@ -98,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Logs go to {log_file} (--verbose shows them here).")
         return run_kernel(settings, sys.argv)
     configure_logging(settings.logging.level, settings.logging.format)
+    if command == "mcp":
+        import asyncio
+
+        from core.mcp_server import KernelLink, serve_stdio
+
+        asyncio.run(serve_stdio(KernelLink(settings, args.client)))
+        return 0
     if command == "daemon":
         from core.supervisor import run_supervisor
 
@@ -137,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         from core.cli.metrics import run_metrics
 
         return run_metrics(settings)
+    if command == "skills":
+        from core.cli.skills import run_skills_check, run_skills_list
+
+        if getattr(args, "skills_command", None) == "check":
+            return run_skills_check(args.path)
+        return run_skills_list(settings, as_json=args.json)
     if command == "replay":
         from core.replay.cli import run_replay_command
 

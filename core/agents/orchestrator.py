@@ -54,6 +54,7 @@ class Orchestrator:
         capabilities: Sequence[Capability] = (),
         mcp_servers: Sequence[MCPServer] = (),
         tool_guidance: str = "",
+        skill_catalog: str = "",
         template_path: Path = ORCHESTRATOR_TEMPLATE,
         interceptor: ToolWrapper | None = None,
         agent_hooks: AgentHooks[Any] | None = None,
@@ -70,7 +71,8 @@ class Orchestrator:
             self._tools = [interceptor.wrap(tool) for tool in self._tools]
         self._capabilities = list(capabilities)
         summary = capabilities_summary(self._capabilities)
-        self._summary = f"{summary}\n\n{tool_guidance}" if tool_guidance else summary
+        # the skills' catalog (sorted: the same bytes each turn) follows the tools
+        self._summary = "\n\n".join(p for p in (summary, tool_guidance, skill_catalog) if p)
         self._mcp_servers = list(mcp_servers)
         self._template = PromptTemplate(template_path)
 

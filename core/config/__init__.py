@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         load_settings,
         non_defaults,
     )
+    from core.config.skills import SkillsSettings
     from core.config.storage import StorageSettings
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "ScaleOutSections",
     "Settings",
     "SettingsError",
+    "SkillsSettings",
     "StateSettings",
     "StorageSettings",
     "SupervisorSettings",
@@ -118,6 +120,7 @@ _HOMES = {
     "ScaleOutSections": "scale",
     "Settings": "settings",
     "SettingsError": "layers",
+    "SkillsSettings": "skills",
     "StateSettings": "sections",
     "StorageSettings": "storage",
     "SupervisorSettings": "settings",

@@ -33,6 +33,7 @@ from core.config.people import People
 from core.config.replay import ReplaySettings
 from core.config.scale import ScaleOutSections
 from core.config.sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
+from core.config.skills import SkillsSettings
 from core.extensions.hook_specs import HOOK_SPECS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -327,6 +328,7 @@ class Settings(ScaleOutSections, BaseSettings):
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
     dev: DevSettings = Field(default_factory=DevSettings)
     people: People = Field(default_factory=dict)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
     _base_file: Path = PrivateAttr(default=DEFAULT_SETTINGS_FILE)

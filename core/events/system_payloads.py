@@ -28,6 +28,8 @@ __all__ = [
     "AgentTask",
     "KernelReload",
     "KernelReloadResult",
+    "McpRequest",
+    "McpResponse",
     "SystemPayload",
     "TurnCancel",
     "TurnResume",
@@ -223,6 +225,36 @@ class KernelReloadResult(SystemPayload):
 
 
 @dataclass(frozen=True, slots=True)
+class McpRequest(SystemPayload):
+    """``system.kernel.mcp.request``: an MCP client (``main.py mcp``, ADR 0059) asks the
+    running kernel. ``op``: ``list`` (the tools), ``call`` (tool ``name`` with
+    ``arguments``, a JSON object as text) or ``ask`` (one turn; ``arguments`` is the
+    text). ``client`` names the MCP client; its identity is ``mcp:CLIENT``.
+    ``expires_at`` as for ``KernelReload``."""
+
+    TOPIC: ClassVar[str] = SystemTopics.KERNEL_MCP_REQUEST
+    request_id: str
+    client: str
+    op: str
+    expires_at: str
+    name: str | None = None
+    arguments: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class McpResponse(SystemPayload):
+    """``system.kernel.mcp.response``: the answer to request ``request_id``: ``text``
+    (a tool's result or the turn's reply), ``error`` when it failed, ``tools`` (a
+    JSON list) for ``list``."""
+
+    TOPIC: ClassVar[str] = SystemTopics.KERNEL_MCP_RESPONSE
+    request_id: str
+    text: str
+    error: str | None = None
+    tools: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TurnCancel(SystemPayload):
     """``system.turn.cancel``: stop the turn being answered for ``user_id`` on the
     channel ``channel_id`` (published by that channel, e.g. on Ctrl-C)."""
@@ -243,6 +275,8 @@ SYSTEM_PAYLOADS: dict[str, type[SystemPayload]] = {
         TurnResume,
         KernelReload,
         KernelReloadResult,
+        McpRequest,
+        McpResponse,
         TurnCancel,
     )
 }

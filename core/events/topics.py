@@ -38,6 +38,8 @@ class SystemTopics:
     KERNEL_PREFIX = "system.kernel."  # kernel control: the user's, never an extension's
     KERNEL_RELOAD = "system.kernel.reload"  # `main.py extensions reload ID` asks (ADR 0032)
     KERNEL_RELOAD_RESULT = "system.kernel.reload.result"  # the running kernel answers
+    KERNEL_MCP_REQUEST = "system.kernel.mcp.request"  # `main.py mcp` asks (ADR 0059)
+    KERNEL_MCP_RESPONSE = "system.kernel.mcp.response"  # the running kernel answers
     TURN_CANCEL = "system.turn.cancel"  # the user stopped the turn being answered (Ctrl-C)
     TURN_CANCELLED = "turn.cancelled"  # the kernel's record that it stopped one (journal only)
     SCHEDULE_FIRE = "system.schedule.fire"  # a manifest schedule is due (the kernel's timer)

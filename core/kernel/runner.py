@@ -42,6 +42,7 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
+from core.kernel.mcp_desk import MCP_CHANNEL, McpDesk
 from core.kernel.people import Household
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.reload import ExtensionReloader
@@ -50,6 +51,7 @@ from core.kernel.router import MessageRouter
 from core.kernel.scale_out import ScaleOut
 from core.kernel.setup_command import extension_commands
 from core.kernel.shaping import TurnShaping
+from core.kernel.skills import KernelSkills
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
 from core.kernel.tool_stacking import StackedTools, ToolStacking
@@ -149,6 +151,11 @@ class Kernel:
             self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
         )
         self.orchestrator = LiveOrchestrator(self._build_orchestrator)
+        self.skills = KernelSkills(  # Agent Skills (ADR 0058)
+            settings,
+            lambda: [(r.ext_id, r.ext_dir) for r in self.wiring.wired()],
+            on_change=self._wiring_changed,
+        )
         self.shaping = TurnShaping(
             settings,
             wired=lambda: self.wiring.wired(),
@@ -266,6 +273,14 @@ class Kernel:
             household=self.household,
         )
         self.router.outbox.replies_sent = self.scale.replies_sent  # order across nodes
+        self.mcp_desk = McpDesk(  # `main.py mcp` is a front of this kernel (ADR 0059)
+            self.bus,
+            self.household,
+            lambda: self.orchestrator.tools,
+            lambda tool: self.consent.catalog.info(tool).side_effects,
+            self.settings.people,
+        )
+        self.router.register_channel(MCP_CHANNEL, self.mcp_desk.channel)
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
@@ -274,13 +289,16 @@ class Kernel:
         )
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
         managing = extension_commands(self.loader, self.consent.ui)  # /grant, /setup
-        for command in [*builtins, *managing, self.reloads.command(), *consent]:
+        kernel_commands = [*builtins, *managing, self.reloads.command(), self.skills.command()]
+        for command in [*kernel_commands, *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
         self.router.subscribe()
         if self.scale.placement.runs_workers:
             self.scheduler.subscribe()
         self.reloads.subscribe()
+        if self.scale.placement.runs_workers:
+            self.mcp_desk.subscribe()
         await self.loader.start_all()
         await self._forget_released_subscriptions()
         await self.consent.start()  # questions left open by the last run: asked again
@@ -309,6 +327,7 @@ class Kernel:
     def _wiring_changed(self) -> None:
         """What was built from the wired extensions is rebuilt on next use."""
         self.orchestrator.invalidate()
+        self.skills.invalidate()
         self.shaping.invalidate()
         self.consent.catalog.invalidate()
 
@@ -327,7 +346,8 @@ class Kernel:
             capabilities=toolset.capabilities,
             mcp_servers=self.mcp.active,
             tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
-            interceptor=self.consent.wrapper,
+            skill_catalog=self.skills.prompt_text(),
+            interceptor=self.skills.wrapper(self.consent.wrapper),
             agent_hooks=self.metrics.token_hooks,
             guardrails=self.shaping.guardrails,
         )
@@ -409,14 +429,13 @@ class Kernel:
     # ------------------------------------------------------------ helpers
 
     def core_tools(self) -> list[Any]:
-        """The kernel's own tools (clock, extensions list, restart)."""
-        return list(
-            build_core_tools(
-                timezone=self.settings.timezone,
-                list_extensions=self.loader.report,
-                request_restart=self.request_restart,
-            )
+        """The kernel's own tools (clock, extensions list, restart; skills when there are)."""
+        tools = build_core_tools(
+            timezone=self.settings.timezone,
+            list_extensions=self.loader.report,
+            request_restart=self.request_restart,
         )
+        return [*tools, *self.skills.tools()]
 
     def tool_stacks(self) -> StackedTools:
         """The wired extensions' tool stacks (what the orchestrator gets), for ``/status``."""

@@ -1,0 +1,14 @@
+"""Hearth as an MCP server (``main.py mcp``): a front of the running kernel that
+speaks MCP over stdio (docs/mcp-server.md, ADR 0059)."""
+
+from core.mcp_server.link import KernelLink, KernelUnavailableError
+from core.mcp_server.server import ASK_TOOL, RESOURCES, build_server, serve_stdio
+
+__all__ = [
+    "ASK_TOOL",
+    "RESOURCES",
+    "KernelLink",
+    "KernelUnavailableError",
+    "build_server",
+    "serve_stdio",
+]
