@@ -10,7 +10,7 @@ from agents.models.interface import ModelTracing
 from agents.testing import ScriptedModel, assistant_message
 
 from core.events.topics import RecordTopics
-from core.extensions.contract import TurnContext
+from core.extensions.contract import TurnContext, TurnOutcome
 from core.extensions.state_scope import serving
 from core.extensions.topic_rules import KERNEL_ONLY
 from core.replay.payloads import PayloadStore
@@ -43,15 +43,16 @@ async def test_secrets_are_redacted_before_they_are_journaled():
     recorder = ReplayRecorder(log)
     model = recorder.wrap_model(ScriptedModel([[assistant_message(f"the key is {SECRET}")]]))
     with serving(TURN):
-        await recorder.turn_started(TURN, f"remember {SECRET}")
+        recorder.turn_started(TURN, f"remember {SECRET}")
         await ask(model, f"my key is {SECRET}")
+        assert log.frames == []  # nothing journaled while the turn runs
+        await recorder.turn_ended(TURN, TurnOutcome("answered", "ok", 1.0))
     journaled = repr(log.published)
     assert SECRET not in journaled
     assert journaled.count("***") >= 3
-    assert [topic for topic, _ in log.frames] == [
-        RecordTopics.REPLAY_TURN,
-        RecordTopics.REPLAY_MODEL,
-    ]
+    assert [topic for topic, _ in log.frames] == [RecordTopics.REPLAY_TURN]  # one per turn
+    ((_, record),) = log.frames
+    assert [call["topic"] for call in record["calls"]] == [RecordTopics.REPLAY_MODEL]
 
 
 async def test_a_large_payload_is_stored_once_and_referenced():
@@ -83,7 +84,8 @@ async def test_nothing_recorded_outside_a_turn_or_when_off():
     inner = ScriptedModel([[assistant_message("hi")]])
     assert off.wrap_model(inner) is inner
     with serving(TURN):
-        await off.turn_started(TURN, "hello")
+        off.turn_started(TURN, "hello")
+        await off.turn_ended(TURN, TurnOutcome("answered", "hi", 1.0))
     assert log.frames == []
 
 

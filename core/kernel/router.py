@@ -24,11 +24,10 @@ its questions are answered (``system.turn.resume``), and recorded and
 delivered then. While questions are open, the conversation's next message
 is first offered to the flow: the answer, or a new subject that denies them.
 
-With several kernel processes (ADR 0036, ``Placement``) a ``channels``
-process subscribes only the reply and notification senders, a ``workers``
-process only the turn handlers; a turn also holds its conversation's lock
-across processes, and its reply goes back to the node whose channel got the
-message (``ReplyOutbox``).
+What depends on other kernel processes goes through the ``Scale`` seam (ADR
+0036, 0052): which handlers this process subscribes, the lock a turn holds,
+and (in ``ReplyOutbox``) where its reply goes. One process uses
+``LocalScale``: the conversation's in-process lock, everything subscribed.
 """
 
 from __future__ import annotations
@@ -36,13 +35,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from core.config import TurnsSettings
 from core.events import EventBus
 from core.events.models import Event
-from core.events.subscriptions import EventHandler
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
@@ -62,19 +59,18 @@ from core.kernel.conversations import Conversations
 from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import ConversationSession, StoredReply
 from core.kernel.notices import Notices
+from core.kernel.observer import NO_TURN_OBSERVER, TurnObserver
 from core.kernel.outbox import OpenStream, ReplyOutbox
 from core.kernel.people import Household
-from core.kernel.placement import ROUTER_SUBSCRIBER, Placement
+from core.kernel.placement import ROUTER_SUBSCRIBER
 from core.kernel.postprocess import PostProcessing
+from core.kernel.scale import LocalScale, Scale, TurnHandler
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
 
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
 log = logging.getLogger("core.kernel.router")
-
-# (conversation key, (event id, channel id, user id) of the message or None) -> its lock
-TurnLock = Callable[[str, tuple[int, str, str] | None], AbstractAsyncContextManager[object]]
 
 
 class MessageRouter:
@@ -97,9 +93,9 @@ class MessageRouter:
         turns: TurnsSettings | None = None,
         post: PostProcessing | None = None,
         consent: tuple[ApprovalDesk, ConsentGate, UiRequests] | None = None,
-        placement: Placement | None = None,
-        turn_lock: TurnLock | None = None,
+        scale: Scale | None = None,
         household: Household | None = None,
+        observer: TurnObserver = NO_TURN_OBSERVER,
     ) -> None:
         self.bus = bus
         self.household = household or Household({}, [])
@@ -119,18 +115,15 @@ class MessageRouter:
             history_max_items=self.limits.history_max_items,
             user_facing_errors=user_facing_errors,
             post=post,
+            observer=observer,
         )
         self.channels: dict[str, Any] = {}
-        self.placement = placement or Placement()
-        # one turn per conversation at a time, in message order
-        self.turn_lock: TurnLock = turn_lock or (lambda key, _message: conversations.lock(key))
+        # one turn per conversation at a time, in message order (across processes: ScaleOut)
+        self.scale: Scale = scale or LocalScale(conversations.lock)
         self.outbox = ReplyOutbox(
-            bus,
-            self.channels.get,
-            send_timeout_s=self.limits.send_timeout_s,
-            placement=self.placement,
+            bus, self.channels.get, send_timeout_s=self.limits.send_timeout_s, scale=self.scale
         )
-        self.notices = Notices(bus, self.channels, default_channel, self.placement)
+        self.notices = Notices(bus, self.channels, default_channel, self.scale)
         self.approvals: ApprovalFlow | None = None
         self.running = RunningTurns()
         if consent is not None:
@@ -149,24 +142,14 @@ class MessageRouter:
         self.channels.pop(channel_id, None)
 
     def subscribe(self) -> None:
-        """Subscribe the kernel's handlers to the system topics (those of its role).
+        """Subscribe the kernel's handlers to the system topics (those of this
+        process's share of the work: ``Scale.subscribe``)."""
+        senders = (self.outbox.subscribe, self.notices.subscribe)
+        self.scale.subscribe(self.bus, senders, self._turn_handlers())
 
-        A ``channels`` process sharing the journal runs no turn handler but
-        declares their subscribers (ADR 0039): what its channels journal before
-        the first worker ever started waits for the workers instead of being
-        published to nobody."""
-        if self.placement.runs_channels:
-            self.outbox.subscribe()
-            self.notices.subscribe()
-        for topic, handler, subscriber_id, concurrency in self._turn_handlers():
-            if self.placement.runs_workers:
-                self.bus.subscribe(topic, handler, subscriber_id, concurrency=concurrency)
-            elif self.placement.shared:
-                self.bus.declare(topic, subscriber_id)
-
-    def _turn_handlers(self) -> list[tuple[str, EventHandler, str, int]]:
+    def _turn_handlers(self) -> list[TurnHandler]:
         """(topic, handler, subscriber id, concurrency) of the turn side."""
-        handlers: list[tuple[str, EventHandler, str, int]] = [
+        handlers: list[TurnHandler] = [
             (
                 SystemTopics.USER_MESSAGE,
                 self.handle_user_message,
@@ -206,7 +189,7 @@ class MessageRouter:
                 return
             if not text.strip():
                 return
-            async with self.turn_lock(key, (event.id, channel_id, user_id)):
+            async with self.scale.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
                 turn = self.household.turn(message, session.session_id, message_key(event))
                 if await self._was_an_answer(event, text, turn, session):
@@ -275,8 +258,8 @@ class MessageRouter:
         if stored is None:
             if self.approvals is not None and self.approvals.desk.paused(message_key(event)):
                 return  # delivered again while its questions are open: they stand
-            remote = self.outbox.is_remote(origin)  # its channel is another node's
-            channel = None if remote else self.channels.get(turn.channel_id)
+            elsewhere = self.scale.answered_elsewhere(origin)  # its channel is another node's
+            channel = None if elsewhere else self.channels.get(turn.channel_id)
             callbacks = None
             if channel is not None and isinstance(channel, StreamingChannelProvider):
                 await self.outbox.in_order(turn.channel_id, turn.user_id)
@@ -313,9 +296,7 @@ class MessageRouter:
     async def _cancelled(self, event: Event, turn: TurnContext, started: float) -> TurnResult:
         """A turn the user stopped: its end for the hooks, its mark in the journal."""
         elapsed_ms = (time.monotonic() - started) * 1000
-        await self.runner.hooks.turn_ended(
-            turn, TurnOutcome("cancelled", CANCELLED_REPLY, elapsed_ms)
-        )
+        await self.runner.ended(turn, TurnOutcome("cancelled", CANCELLED_REPLY, elapsed_ms))
         await self.bus.publish(
             SystemTopics.TURN_CANCELLED,
             "kernel",
@@ -334,7 +315,7 @@ class MessageRouter:
         resume = read_system_payload(TurnResume, event, subscriber="kernel.resume")
         if resume is None or self.approvals is None:
             return
-        async with self.turn_lock(resume.conversation, None):
+        async with self.scale.turn_lock(resume.conversation, None):
             await self.approvals.resume(resume.message_key)
 
     # ------------------------------------------------------------ proactive

@@ -42,11 +42,14 @@ from core.kernel.commands import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import SESSIONS_FILE, Conversations
+from core.kernel.observer import TurnObservers
 from core.kernel.people import Household
+from core.kernel.placement import placement_of
 from core.kernel.registrations import before_extension_code, reconcile_registrations
 from core.kernel.reload import ExtensionReloader
 from core.kernel.reload_control import ReloadControl
 from core.kernel.router import MessageRouter
+from core.kernel.scale import LocalScale, Scale
 from core.kernel.scale_out import ScaleOut
 from core.kernel.setup_command import extension_commands
 from core.kernel.shaping import TurnShaping
@@ -122,7 +125,8 @@ class Kernel:
         self.loader.on_discovered = lambda manifests: before_extension_code(
             manifests, settings, self.secrets
         )
-        self.scale = ScaleOut(settings, lambda key: self.conversations.lock(key))  # ADR 0036
+        self.conversations = Conversations.of(settings, self.data_dir / SESSIONS_FILE)
+        self.scale = scale_of(settings, self.bus, self.conversations.lock)  # ADR 0036, 0052
         self.scheduler = ManifestScheduler(
             self.bus,
             self.data_dir / SCHEDULES_FILE,
@@ -138,7 +142,6 @@ class Kernel:
             overrides=settings.tools.overrides,
             core_tools=self.core_tools,
         )
-        self.conversations = Conversations.of(settings, self.data_dir / SESSIONS_FILE)
         self.state = StateStore.of(settings, self.data_dir / STATE_FILE)
         self.metrics = KernelMetrics()
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
@@ -261,11 +264,10 @@ class Kernel:
             turns=self.settings.turns,
             post=self.shaping.post,
             consent=(self.consent.desk, self.consent.gate, self.consent.ui),
-            placement=self.scale.placement,
-            turn_lock=self.scale.turn_lock,
+            scale=self.scale,
             household=self.household,
+            observer=TurnObservers([self.shaping.recorder, self.metrics]),
         )
-        self.router.outbox.replies_sent = self.scale.replies_sent  # order across nodes
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
@@ -433,6 +435,13 @@ class Kernel:
         return DeclarativeAgentAdapter(
             manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.shaping.tools
         )
+
+
+def scale_of(settings: Settings, bus: EventBus, local_lock: Callable[[str], asyncio.Lock]) -> Scale:
+    """``ScaleOut`` when kernel processes may share PostgreSQL, else the null object."""
+    if placement_of(settings).shared:
+        return ScaleOut(settings, bus, local_lock)
+    return LocalScale(local_lock)
 
 
 async def _logged_step(name: str, step: Callable[[], Awaitable[None] | None]) -> None:

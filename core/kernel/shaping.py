@@ -77,7 +77,7 @@ class TurnShaping:
         # every turn's model calls and tool runs journaled for `main.py replay` (ADR 0033)
         self.recorder = ReplayRecorder.from_settings(frames, settings)
         model_router.model_wrapper = self.recorder.wrap_model
-        self.tools.tap = self.hooks.recorder = self.recorder
+        self.tools.tap = self.recorder
         # the extensions' guardrails, as the orchestrator's SDK guardrails (ADR 0021)
         self.guardrails = TurnGuardrails(self.registry, self.hooks.caller, self.hooks.frames)
         self.compactor = HistoryCompactor(

@@ -22,7 +22,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from core.metrics.collectors import CallCounts, CallsCollector, MetricSources, SourcesCollector
 
 if TYPE_CHECKING:  # not at run time: core.kernel imports this module
+    from collections.abc import Sequence
+
+    from core.extensions.contract import TurnContext, TurnOutcome
     from core.kernel.hooks.observer import CallOutcome, ToolOutcome
+    from core.kernel.observer import ModelCall, ToolCall
 
 __all__ = ["BYTE_BUCKETS", "MS_BUCKETS", "KernelMetrics", "TokenCounter"]
 
@@ -52,7 +56,8 @@ ERROR_STATUSES = frozenset({"failed", "timeout"})
 
 
 class KernelMetrics:
-    """Every family the kernel exports; also the turn path's ``PipelineObserver``."""
+    """Every family the kernel exports; also the turn path's ``PipelineObserver`` and
+    one of its ``TurnObserver``s."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -129,7 +134,27 @@ class KernelMetrics:
         self.tool_calls.labels(tool, outcome).inc()
         self.tool_duration.labels(tool).observe(duration_ms)
 
-    def turn(self, status: str, duration_ms: float) -> None:
+    # ------------------------------------------------------------ TurnObserver
+
+    def turn_started(self, turn: TurnContext, text: str) -> None:
+        return None
+
+    def history_given(self, turn: TurnContext, history: Sequence[Any]) -> None:
+        return None
+
+    def model_called(self, turn: TurnContext, call: ModelCall) -> None:
+        """Tokens are counted for every run (``TokenCounter``), not only turns."""
+        return None
+
+    def tool_called(self, turn: TurnContext, call: ToolCall) -> None:
+        """Tool calls are counted with their hooks and denials (``tool_call``)."""
+        return None
+
+    async def turn_paused(self, turn: TurnContext) -> None:
+        return None
+
+    async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        status, duration_ms = outcome.status, outcome.duration_ms
         self.turns.labels(status).inc()
         self.turn_duration.observe(duration_ms)
         if status in ERROR_STATUSES:
