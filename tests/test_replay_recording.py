@@ -15,6 +15,7 @@ from core.extensions.state_scope import serving
 from core.extensions.topic_rules import KERNEL_ONLY
 from core.replay.payloads import PayloadStore
 from core.replay.recording import ReplayRecorder
+from core.replay.trace import build_trace
 from core.runtime import REDACTOR
 from hooks_kit import FrameLog
 
@@ -91,3 +92,96 @@ async def test_nothing_recorded_outside_a_turn_or_when_off():
 
 def test_extensions_cannot_publish_replay_records():
     assert "replay." in KERNEL_ONLY
+
+
+HISTORY = [
+    {"role": "user", "content": "earlier question"},
+    {"role": "assistant", "content": "earlier answer"},
+]
+
+
+async def ask_with(model, items):
+    return await model.get_response(
+        "be brief",
+        items,
+        ModelSettings(),
+        [],
+        None,
+        [],
+        ModelTracing.DISABLED,
+        previous_response_id=None,
+        conversation_id=None,
+        prompt=None,
+    )
+
+
+async def test_a_turn_stores_its_history_by_count_not_again():
+    """The history a run was given is in the earlier turns' records: a request
+    records how many history items its input starts with, then the new ones."""
+    log = FrameLog()
+    recorder = ReplayRecorder(log)
+    model = recorder.wrap_model(ScriptedModel([[assistant_message("now")]]))
+    with serving(TURN):
+        recorder.turn_started(TURN, "new question")
+        recorder.history_given(TURN, HISTORY)
+        await ask_with(model, [*HISTORY, {"role": "user", "content": "new question"}])
+        await recorder.turn_ended(TURN, TurnOutcome("answered", "now", 1.0))
+    ((topic, record),) = log.frames
+    assert topic == RecordTopics.REPLAY_TURN and record["text"] == "new question"
+    request = record["calls"][0]["request"]
+    assert request["history"] == 2
+    assert request["input"] == [{"role": "user", "content": "new question"}]
+
+
+async def test_an_input_that_does_not_start_with_the_history_is_stored_whole():
+    """A model call inside the turn given something else (a post-processor's prompt,
+    a history the hooks rewrote) keeps its whole input: nothing is assumed."""
+    log = FrameLog()
+    recorder = ReplayRecorder(log)
+    model = recorder.wrap_model(ScriptedModel([[assistant_message("json")]]))
+    other = [{"role": "user", "content": "earlier question"}, {"role": "user", "content": "x"}]
+    with serving(TURN):
+        recorder.turn_started(TURN, "q")
+        recorder.history_given(TURN, HISTORY)
+        await ask_with(model, other)
+        await recorder.turn_ended(TURN, TurnOutcome("answered", "json", 1.0))
+    request = log.frames[0][1]["calls"][0]["request"]
+    assert "history" not in request and request["input"] == other
+
+
+async def test_a_paused_turn_is_recorded_at_the_pause_and_its_rest_after_resuming():
+    log = FrameLog()
+    recorder = ReplayRecorder(log)
+    model = recorder.wrap_model(ScriptedModel([[assistant_message("a")], [assistant_message("b")]]))
+    with serving(TURN):
+        recorder.turn_started(TURN, "launch")
+        await ask(model, "launch")
+        await recorder.turn_paused(TURN)  # waits for the user's approval
+        await ask(model, "resumed")  # the resumed run, later
+        await recorder.turn_ended(TURN, TurnOutcome("answered", "b", 1.0))
+        await recorder.turn_ended(TURN, TurnOutcome("answered", "b", 1.0))  # nothing left
+    assert [topic for topic, _ in log.frames] == [
+        RecordTopics.REPLAY_TURN,
+        RecordTopics.REPLAY_CALLS,
+    ]
+    trace = build_trace(
+        "capture:u1",
+        [
+            {"topic": topic, "payload": payload, "correlation_id": TURN.turn_id}
+            for topic, payload in log.frames
+        ],
+    )
+    (recorded,) = trace.turns
+    models = [f for f in recorded.frames if f.topic == RecordTopics.REPLAY_MODEL]
+    assert [f.payload["request"]["input"][0]["content"] for f in models] == ["launch", "resumed"]
+
+
+async def test_a_failing_journal_loses_only_the_record():
+    class Gone(FrameLog):
+        async def publish(self, *args, **kwargs):
+            raise OSError("journal gone")
+
+    recorder = ReplayRecorder(Gone())
+    with serving(TURN):
+        recorder.turn_started(TURN, "hello")
+        await recorder.turn_ended(TURN, TurnOutcome("answered", "hi", 1.0))  # does not raise

@@ -17,7 +17,14 @@ from typing import Any, Protocol
 
 from core.extensions.contract import TurnContext, TurnOutcome
 
-__all__ = ["NO_TURN_OBSERVER", "ModelCall", "ToolCall", "TurnObserver", "TurnObservers"]
+__all__ = [
+    "NO_TURN_OBSERVER",
+    "ModelCall",
+    "QuietObserver",
+    "ToolCall",
+    "TurnObserver",
+    "TurnObservers",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,35 +85,68 @@ class TurnObserver(Protocol):
         ...
 
 
-class TurnObservers:
-    """Several observers told in order (the kernel's: the replay recorder, metrics)."""
-
-    def __init__(self, observers: Sequence[TurnObserver]) -> None:
-        self._observers = tuple(observers)
+class QuietObserver:
+    """A ``TurnObserver`` that ignores everything: a base for observers that watch
+    only some events (``TurnObservers`` does not call what they leave alone)."""
 
     def turn_started(self, turn: TurnContext, text: str) -> None:
-        for observer in self._observers:
-            observer.turn_started(turn, text)
+        return None
 
     def history_given(self, turn: TurnContext, history: Sequence[Any]) -> None:
-        for observer in self._observers:
-            observer.history_given(turn, history)
+        return None
 
     def model_called(self, turn: TurnContext, call: ModelCall) -> None:
-        for observer in self._observers:
-            observer.model_called(turn, call)
+        return None
 
     def tool_called(self, turn: TurnContext, call: ToolCall) -> None:
-        for observer in self._observers:
-            observer.tool_called(turn, call)
+        return None
 
     async def turn_paused(self, turn: TurnContext) -> None:
-        for observer in self._observers:
-            await observer.turn_paused(turn)
+        return None
 
     async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
-        for observer in self._observers:
-            await observer.turn_ended(turn, outcome)
+        return None
+
+
+class TurnObservers:
+    """Several observers told in order (the kernel's: the replay recorder, metrics);
+    an event goes only to those that watch it (not ``QuietObserver``'s no-op)."""
+
+    def __init__(self, observers: Sequence[TurnObserver]) -> None:
+        def watching(name: str) -> list[Any]:
+            quiet = getattr(QuietObserver, name)
+            return [getattr(o, name) for o in observers if getattr(type(o), name) is not quiet]
+
+        self._started = watching("turn_started")
+        self._history = watching("history_given")
+        self._models = watching("model_called")
+        self._tools = watching("tool_called")
+        self._paused = watching("turn_paused")
+        self._ended = watching("turn_ended")
+
+    def turn_started(self, turn: TurnContext, text: str) -> None:
+        for started in self._started:
+            started(turn, text)
+
+    def history_given(self, turn: TurnContext, history: Sequence[Any]) -> None:
+        for given in self._history:
+            given(turn, history)
+
+    def model_called(self, turn: TurnContext, call: ModelCall) -> None:
+        for called in self._models:
+            called(turn, call)
+
+    def tool_called(self, turn: TurnContext, call: ToolCall) -> None:
+        for called in self._tools:
+            called(turn, call)
+
+    async def turn_paused(self, turn: TurnContext) -> None:
+        for paused in self._paused:
+            await paused(turn)
+
+    async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        for ended in self._ended:
+            await ended(turn, outcome)
 
 
 NO_TURN_OBSERVER: TurnObserver = TurnObservers(())

@@ -38,6 +38,7 @@ __all__ = [
     "ReplySubscription",
     "Scale",
     "TurnHandler",
+    "TurnLock",
     "subscribe_all",
 ]
 
@@ -47,6 +48,8 @@ RETRY_CONCURRENCY = 8  # one process: failed replies are retried this many at a 
 TurnHandler = tuple[str, EventHandler, str, int]
 # (topic, subscriber id, concurrency) of the replies this process sends
 ReplySubscription = tuple[str, str, int]
+# (conversation key, (event id, channel id, user id) of the message or None) -> its lock
+TurnLock = Callable[[str, tuple[int, str, str] | None], AbstractAsyncContextManager[object]]
 
 
 class Scale(Protocol):

@@ -19,14 +19,12 @@ from agents import Agent, AgentHooks, RunContextWrapper
 from agents.items import ModelResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from core.kernel.observer import QuietObserver
 from core.metrics.collectors import CallCounts, CallsCollector, MetricSources, SourcesCollector
 
 if TYPE_CHECKING:  # not at run time: core.kernel imports this module
-    from collections.abc import Sequence
-
     from core.extensions.contract import TurnContext, TurnOutcome
     from core.kernel.hooks.observer import CallOutcome, ToolOutcome
-    from core.kernel.observer import ModelCall, ToolCall
 
 __all__ = ["BYTE_BUCKETS", "MS_BUCKETS", "KernelMetrics", "TokenCounter"]
 
@@ -55,7 +53,7 @@ TURN_STATUSES = ("answered", "short_circuit", "failed", "timeout")
 ERROR_STATUSES = frozenset({"failed", "timeout"})
 
 
-class KernelMetrics:
+class KernelMetrics(QuietObserver):
     """Every family the kernel exports; also the turn path's ``PipelineObserver`` and
     one of its ``TurnObserver``s."""
 
@@ -135,23 +133,8 @@ class KernelMetrics:
         self.tool_duration.labels(tool).observe(duration_ms)
 
     # ------------------------------------------------------------ TurnObserver
-
-    def turn_started(self, turn: TurnContext, text: str) -> None:
-        return None
-
-    def history_given(self, turn: TurnContext, history: Sequence[Any]) -> None:
-        return None
-
-    def model_called(self, turn: TurnContext, call: ModelCall) -> None:
-        """Tokens are counted for every run (``TokenCounter``), not only turns."""
-        return None
-
-    def tool_called(self, turn: TurnContext, call: ToolCall) -> None:
-        """Tool calls are counted with their hooks and denials (``tool_call``)."""
-        return None
-
-    async def turn_paused(self, turn: TurnContext) -> None:
-        return None
+    # only the turn's end: tokens are counted for every run (``TokenCounter``), tool
+    # calls with their hooks and denials (``tool_call``)
 
     async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
         status, duration_ms = outcome.status, outcome.duration_ms

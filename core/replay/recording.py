@@ -146,15 +146,20 @@ class ReplayRecorder:
         calls = self._turns.pop(turn.turn_id, None) if turn.turn_id else None
         if calls is None:
             return
-        records = [_record(call, history) for call, history in calls.calls]
         head = calls.head or {}
-        (said, *parts), pending = self.payloads.stage_all(
-            [head.get("text"), *(value for _, values in records for value in values)]
-        )
+        values: list[Any] = [head.get("text")]
+        builds: list[Build] = []
+        for call, history in calls.calls:  # one list of values: redacted in one pass
+            build, taken = (
+                _tool_record(call) if isinstance(call, ToolCall) else _model_record(call, history)
+            )
+            builds.append(build)
+            values += taken
+        (said, *parts), pending = self.payloads.stage_all(values)
         payload: dict[str, Any] = _ids(turn)
         if calls.head is not None:
             payload.update({**calls.head, "text": said})
-        payload["calls"] = [build(parts) for build, _ in records]
+        payload["calls"] = [build(parts) for build in builds]
         topic = RecordTopics.REPLAY_TURN if calls.head is not None else RecordTopics.REPLAY_CALLS
         await self.payloads.publish_with(pending, self._publish_record(topic, turn, payload))
 
@@ -225,15 +230,10 @@ class _TurnCalls:
 Build = Callable[[list[Any]], dict[str, Any]]
 
 
-def _record(call: ModelCall | ToolCall, history: Sequence[Any]) -> tuple[Build, list[Any]]:
-    """What ``call`` stores; ``_build_model`` / ``_build_tool`` take their values back
-    from the staged list in order (the list is consumed)."""
-    if isinstance(call, ToolCall):
-        return _tool_record(call)
-    return _model_record(call, history)
-
-
 def _tool_record(call: ToolCall) -> tuple[Build, list[Any]]:
+    """What a tool call stores; ``build`` takes its staged values back from the
+    turn's staged list, in order (the list is consumed)."""
+
     def build(parts: list[Any]) -> dict[str, Any]:
         arguments, result = parts.pop(0), parts.pop(0)
         return {
