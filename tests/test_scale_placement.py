@@ -85,7 +85,7 @@ def _worker_scale(tmp_path: Path, bus):
 
 def test_one_process_forwards_nothing_and_runs_every_handler(tmp_path):
     """SQLite: the null object; no node, the single reply topic, no waiting, no forwarding."""
-    from core.kernel.runner import scale_of
+    from core.kernel.phases import scale_of
     from core.kernel.scale import LocalScale
 
     scale = scale_of(Settings(paths={"data": str(tmp_path / "a")}), None, lambda key: None)
