@@ -185,3 +185,23 @@ async def test_a_failing_journal_loses_only_the_record():
     with serving(TURN):
         recorder.turn_started(TURN, "hello")
         await recorder.turn_ended(TURN, TurnOutcome("answered", "hi", 1.0))  # does not raise
+
+
+async def test_turns_that_never_end_do_not_pile_up(monkeypatch):
+    """A turn whose task died without an end (killed, cancelled elsewhere) is
+    forgotten once too many are open; the turns that do end are still recorded."""
+    import core.replay.recording as recording
+
+    monkeypatch.setattr(recording, "OPEN_TURNS", 3)
+    log = FrameLog()
+    recorder = ReplayRecorder(log)
+    lost = [
+        TurnContext(channel_id="c", user_id="u", session_id="c:u", turn_id=f"{n}@1")
+        for n in range(5)
+    ]
+    for turn in lost:
+        recorder.turn_started(turn, "never ends")
+    recorder.turn_started(TURN, "ends")
+    await recorder.turn_ended(TURN, TurnOutcome("answered", "ok", 1.0))
+    await recorder.turn_ended(lost[0], TurnOutcome("answered", "late", 1.0))  # long forgotten
+    assert [payload["text"] for _, payload in log.frames] == ["ends"]
