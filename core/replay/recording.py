@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agents import FunctionTool, Tool
@@ -159,7 +159,10 @@ class ReplayRecorder:
         payload: dict[str, Any] = _ids(turn)
         if calls.head is not None:
             payload.update({**calls.head, "text": said})
-        payload["calls"] = [build(parts) for build in builds]
+        records: list[dict[str, Any]] = []
+        payload["calls"] = records
+        for build in builds:
+            records.append(build(parts))
         topic = RecordTopics.REPLAY_TURN if calls.head is not None else RecordTopics.REPLAY_CALLS
         await self.payloads.publish_with(pending, self._publish_record(topic, turn, payload))
 
@@ -214,16 +217,14 @@ class ReplayRecorder:
             log.error("%s of turn %s not journaled: %s", topic, turn.turn_id, exc)
 
 
+@dataclass(slots=True)
 class _TurnCalls:
     """What one turn did so far: its start (``None``: a resumed turn) and its calls,
     each model call with the history its run was given then."""
 
-    __slots__ = ("calls", "head", "history")
-
-    def __init__(self, head: dict[str, Any] | None) -> None:
-        self.head = head
-        self.history: Sequence[Any] = ()
-        self.calls: list[tuple[ModelCall | ToolCall, Sequence[Any]]] = []
+    head: dict[str, Any] | None
+    history: Sequence[Any] = ()
+    calls: list[tuple[ModelCall | ToolCall, Sequence[Any]]] = field(default_factory=list)
 
 
 # a call's record: the values to redact and store, and how to build the record from them
@@ -235,7 +236,7 @@ def _tool_record(call: ToolCall) -> tuple[Build, list[Any]]:
     turn's staged list, in order (the list is consumed)."""
 
     def build(parts: list[Any]) -> dict[str, Any]:
-        arguments, result = parts.pop(0), parts.pop(0)
+        (arguments, result), parts[:2] = parts[:2], []
         return {
             "topic": RecordTopics.REPLAY_TOOL,
             "inside": call.inside,
@@ -262,7 +263,8 @@ def _model_record(call: ModelCall, history: Sequence[Any]) -> tuple[Build, list[
     values = [call.instructions, *items, *dumps, stream]
 
     def build(parts: list[Any]) -> dict[str, Any]:
-        taken = [parts.pop(0) for _ in values]
+        taken = parts[: len(values)]
+        del parts[: len(values)]
         n = len(items)
         request: dict[str, Any] = {
             "instructions": taken[0],
