@@ -58,3 +58,21 @@ def test_records_inside_a_stood_in_tool_are_not_expected():
     assert first_divergence(1, [inner, tool], [replayed_tool]) is None
     ran_again = first_divergence(1, [inner, tool], [tool])  # it ran: its model call is missing
     assert ran_again is not None and ran_again.frame == 0
+
+
+def model_frame(turn_id: str, request: dict) -> Frame:
+    return Frame("replay.model", {"turn_id": turn_id, "request": request, "inside": None})
+
+
+def test_a_recording_of_whole_inputs_compares_with_a_replay_that_counts_the_history():
+    """Recordings made before ADR 0052 hold a request's whole input; a replay now
+    records how many history items it starts with and the rest."""
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    asked = {"role": "user", "content": "launch"}
+    old = model_frame("t1", {"instructions": "x", "input": [*history, asked], "tools": []})
+    new = model_frame("r1", {"instructions": "x", "history": 2, "input": [asked], "tools": []})
+    assert first_divergence(1, [old], [new]) is None
+    other = model_frame(
+        "r1", {"instructions": "x", "history": 2, "input": [history[0]], "tools": []}
+    )
+    assert first_divergence(1, [old], [other]) is not None

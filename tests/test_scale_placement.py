@@ -69,6 +69,33 @@ def test_replies_are_bound_to_the_node_that_owns_the_channel(tmp_path):
     assert shared.runs_channels and not shared.runs_workers
 
 
+def _worker_scale(tmp_path: Path, bus):
+    """The ``Scale`` of a worker sharing PostgreSQL (not opened: nothing here needs the pool)."""
+    import asyncio
+
+    from core.kernel.scale_out import ScaleOut
+
+    settings = Settings(
+        paths={"data": str(tmp_path / "worker")},
+        storage={"backend": "postgres", "postgres_dsn": "postgresql://h/db"},
+    )
+    locks: dict[str, asyncio.Lock] = {}
+    return ScaleOut(settings, bus, lambda key: locks.setdefault(key, asyncio.Lock()))
+
+
+def test_one_process_forwards_nothing_and_runs_every_handler(tmp_path):
+    """SQLite: the null object; no node, the single reply topic, no waiting, no forwarding."""
+    from core.kernel.phases import scale_of
+    from core.kernel.scale import LocalScale
+
+    scale = scale_of(Settings(paths={"data": str(tmp_path / "a")}), None, lambda key: None)
+    assert isinstance(scale, LocalScale)
+    assert scale.placement.node is None and scale.roster is None
+    assert scale.reply_subscription == ("system.reply", "kernel.reply", 8)
+    assert not scale.answered_elsewhere("another-node")
+    assert not scale.sent_elsewhere("telegram")
+
+
 async def test_a_worker_hands_replies_to_the_process_that_runs_the_channel(tmp_path):
     from core.events import EventBus, SQLiteJournal
     from core.kernel.ledger import StoredReply
@@ -88,12 +115,8 @@ async def test_a_worker_hands_replies_to_the_process_that_runs_the_channel(tmp_p
         async def send_to_user(self, user_id, text):
             sent.append((user_id, text))
 
-    outbox = ReplyOutbox(
-        bus,
-        {"cli": Local()}.get,
-        send_timeout_s=5,
-        placement=Placement("all", "worker-1"),
-    )
+    scale = _worker_scale(tmp_path, bus)
+    outbox = ReplyOutbox(bus, {"cli": Local()}.get, send_timeout_s=5, scale=scale)
     await bus.start()
     try:
         # the message came through another node's telegram channel: journaled for it
@@ -101,7 +124,8 @@ async def test_a_worker_hands_replies_to_the_process_that_runs_the_channel(tmp_p
         # a reply naming no node (a resumed turn) for a channel another process runs
         await outbox.deliver(8, StoredReply("8@1", "telegram", "42", "later"))
         # this node's own channel: sent at once
-        await outbox.deliver(9, StoredReply("9@1", "cli", "u1", "here"), origin="worker-1")
+        own = scale.placement.node
+        await outbox.deliver(9, StoredReply("9@1", "cli", "u1", "here"), origin=own)
         await wait_for(lambda: len(seen) >= 2)
     finally:
         await bus.stop()

@@ -67,13 +67,14 @@ class ModelRouter:
         *,
         env: Mapping[str, str] | None = None,
         overrides: Mapping[str, Model] | None = None,
+        model_wrapper: Callable[[Model], Model] | None = None,
     ) -> None:
         self._settings = settings
         self._env: Mapping[str, str] = load_secrets() if env is None else env
         self._overrides = dict(overrides or {})
         self._clients: dict[str, AsyncOpenAI] = {}
         # every model handed out passes through it (the replay recorder, ADR 0033)
-        self.model_wrapper: Callable[[Model], Model] | None = None
+        self.model_wrapper = model_wrapper
 
     # ------------------------------------------------------------ resolution
 

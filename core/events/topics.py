@@ -53,8 +53,9 @@ class RecordTopics:
     HOOK_PREFIX = "hook."
     HOOK_APPROVAL = "hook.approval"  # consent's frame: a tool call asked about, answered
     REPLAY_PREFIX = "replay."
-    REPLAY_TURN = "replay.turn"  # a turn starts: the text as the user sent it
-    REPLAY_MODEL = "replay.model"  # one model call: request and response
+    REPLAY_TURN = "replay.turn"  # a turn, once over: the text as the user sent it, its calls
+    REPLAY_CALLS = "replay.calls"  # the calls of a paused turn after it was resumed
+    REPLAY_MODEL = "replay.model"  # one model call: request and response (in a turn's calls)
     REPLAY_TOOL = "replay.tool"  # one tool call as the tool saw it, and its result
     REPLAY_BLOB = "replay.blob"  # a large payload, stored once and referenced
 

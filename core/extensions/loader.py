@@ -52,6 +52,8 @@ class Loader:
         disabled: Mapping[str, str] | None = None,
         grants: GrantStore | None = None,
         secrets: Mapping[str, str] | None = None,
+        records: dict[str, ExtensionRecord] | None = None,
+        on_discovered: DiscoveredHook | None = None,
     ) -> None:
         self.extensions_dir = extensions_dir
         self.lifecycle_timeout_s = lifecycle_timeout_s
@@ -64,13 +66,14 @@ class Loader:
         self.grants = grants
         # None: required secrets are not checked (loader unit tests only)
         self.secrets = secrets
-        self.records: dict[str, ExtensionRecord] = {}
+        # ``records``: a table the caller shares (the isolated factory reads it)
+        self.records: dict[str, ExtensionRecord] = {} if records is None else records
         # (action, ext id) -> times: "register" (taken into the registry at
         # discovery), "reject" (bad manifest or id), "unregister" (uninstalled)
         self.registrations: Counter[tuple[str, str]] = Counter()
         self.order: list[str] = []
         self.directory_found = False  # whether the last discover() found extensions_dir
-        self.on_discovered: DiscoveredHook | None = None
+        self.on_discovered = on_discovered
 
     # ------------------------------------------------------------ queries
 

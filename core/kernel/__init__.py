@@ -2,9 +2,21 @@
 
 ``Kernel`` is the thin front: it builds the collaborators (loader, bus,
 router, commands, context chain, conversations) and orders start and stop;
-each module here does one job behind it.
+each module here does one job behind it. The door is lazy (PEP 562), as
+``core.replay``'s: the replay recorder imports the turn observer seam
+(``core.kernel.observer``) without building a kernel, while the kernel
+imports the recorder.
 """
 
-from core.kernel.runner import Kernel
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.runtime import lazy_door
+
+if TYPE_CHECKING:
+    from core.kernel.runner import Kernel
 
 __all__ = ["Kernel"]
+
+__getattr__, __dir__ = lazy_door(__name__, globals(), {"Kernel": "runner"}, __all__)

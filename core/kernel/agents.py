@@ -1,6 +1,6 @@
 """The agent side of ``ExtensionContext``, backed by the running kernel.
 
-``KernelAgents`` gets narrow collaborators (a getter for the router, the
+``KernelAgents`` gets narrow collaborators (the router's agent entry points, the
 context chain, the model router, two tool lookups and the tool hooks'
 interceptor), not the ``Kernel``.
 """
@@ -16,7 +16,6 @@ from core.agents.hooked import ToolWrapper
 from core.agents.model_router import ModelRouter
 from core.extensions.agent_gateway import AgentGateway
 from core.extensions.contract import TurnContext
-from core.extensions.errors import NotAvailableError
 from core.extensions.manifest import Manifest
 
 CORE_TOOLS = "core_tools"
@@ -49,28 +48,22 @@ class KernelAgents(AgentGateway):
     def __init__(
         self,
         *,
-        router: Callable[[], AgentRunner | None],
+        router: AgentRunner,
         context: PromptEnricher,
         model_router: ModelRouter,
         core_tools: Callable[[], list[Any]],
         extension_tools: Callable[[str], list[Any]],
         interceptor: ToolWrapper | None = None,
     ) -> None:
-        self._get_router = router
+        self._router = router
         self._context = context
         self._model_router = model_router
         self._core_tools = core_tools
         self._extension_tools = extension_tools
         self._interceptor = interceptor
 
-    def _router(self) -> AgentRunner:
-        router = self._get_router()
-        if router is None:
-            raise NotAvailableError("the orchestrator is not available until the kernel starts")
-        return router
-
     async def invoke_agent(self, prompt: str, *, source: str) -> str:
-        return await self._router().invoke_agent(prompt, source=source)
+        return await self._router.invoke_agent(prompt, source=source)
 
     async def invoke_agent_streamed(
         self,
@@ -80,7 +73,7 @@ class KernelAgents(AgentGateway):
         on_chunk: Callable[[str], Awaitable[None]] | None,
         on_tool_call: Callable[[str], Awaitable[None]] | None,
     ) -> str:
-        return await self._router().invoke_agent_streamed(
+        return await self._router.invoke_agent_streamed(
             prompt, source=source, on_chunk=on_chunk, on_tool_call=on_tool_call
         )
 

@@ -19,7 +19,7 @@ from core.events import EventBus
 from core.events.models import Event
 from core.events.system_payloads import UserNotify, read_system_payload
 from core.events.topics import SystemTopics
-from core.kernel.placement import Placement
+from core.kernel.scale import Scale
 
 __all__ = ["Notices"]
 
@@ -34,19 +34,19 @@ class Notices:
         bus: EventBus,
         channels: Mapping[str, Any],
         default_channel: str,
-        placement: Placement,
+        scale: Scale,
     ) -> None:
         self._bus = bus
         self._channels = channels  # the router's live table
         self.default_channel = default_channel
-        self.placement = placement
+        self._scale = scale
 
     def subscribe(self) -> None:
         """The notification sender of a process that runs channels."""
         self._bus.subscribe(
             SystemTopics.USER_NOTIFY,
             self._on_notify,
-            self.placement.notify_subscriber,
+            self._scale.notify_subscriber,
             concurrency=8,
         )
 
@@ -65,12 +65,10 @@ class Notices:
         processes, a channel this one does not run is reached through the journal
         (``system.user.notify``, idempotency ``key``): its own node sends it."""
         target = channel_id or self.default_channel
-        if self.placement.shared and target not in self._channels:
+        if target not in self._channels:
             notice = UserNotify(text=text, channel_id=channel_id, user_id=user_id)
-            await self._bus.publish(
-                SystemTopics.USER_NOTIFY, "kernel", notice.to_payload(), idempotency_key=key
-            )
-            return
+            if await self._scale.forward_notice(notice, key):
+                return
         await self.send_here(text, channel_id, user_id)
 
     async def send_here(self, text: str, channel_id: str | None, user_id: str | None) -> None:
@@ -78,7 +76,7 @@ class Notices:
         run is left to the process that does)."""
         target = channel_id or self.default_channel
         channel = self._channels.get(target)
-        if channel is None and self.placement.shared:
+        if channel is None and self._scale.sent_elsewhere(target):
             return  # another node runs that channel and sends it
         if channel is None:
             channel, user_id = self._channels.get(self.default_channel), None

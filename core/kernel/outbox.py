@@ -17,39 +17,49 @@ recorded follow-up (post-processor output, ADR 0023) is sent right after
 the answer with ``send_to_user``; when only it failed, only it is retried
 (its own ``system.reply``, key ``reply:<id>:followup``).
 
-With several kernel processes (ADR 0036) the retry topic is bound to the
-node that owns the channel: a reply to a message another node journaled is
-not tried here at all but journaled on that node's ``system.reply.<node>``,
-which only its ``kernel.reply.<node>`` subscriber sends.
+Where several kernel processes share the work (ADR 0036), the ``Scale`` seam
+(ADR 0052) binds the retry topic to this node and forwards a reply whose
+channel another node runs; with one process it forwards nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from core.events import EventBus
 from core.events.models import Event
-from core.events.system_payloads import UserNotify
-from core.events.topics import SystemTopics
 from core.extensions.lifecycle import describe_exception
 from core.kernel.ledger import StoredReply
-from core.kernel.placement import Placement
+from core.kernel.placement import REPLY_SUBSCRIBER
+from core.kernel.scale import Scale
 
-__all__ = ["REPLY_SUBSCRIBER", "OpenStream", "ReplyOutbox", "reply_key"]
+__all__ = ["REPLY_SUBSCRIBER", "OpenStream", "ReplyOutbox", "reply_key", "reply_payload"]
 
 log = logging.getLogger("core.kernel.outbox")
-
-REPLY_SUBSCRIBER = "kernel.reply"  # with one process; kernel.reply.<node> with several
-RETRY_CONCURRENCY = 8
 
 
 def reply_key(message_id: int, part: str = "") -> str:
     """Idempotency key of the retried reply to the ``user.message`` event ``message_id``
     (``part`` ``followup``: of its follow-up alone)."""
     return f"reply:{message_id}:{part}" if part else f"reply:{message_id}"
+
+
+def reply_payload(
+    message_id: int, channel_id: str, user_id: str, text: str, followup: str | None = None
+) -> dict[str, Any]:
+    """The payload of a journaled ``system.reply`` (what ``_resend`` sends)."""
+    payload: dict[str, Any] = {
+        "message_id": message_id,
+        "channel_id": channel_id,
+        "user_id": user_id,
+        "text": text,
+    }
+    if followup:
+        payload["followup"] = followup
+    return payload
 
 
 class OpenStream:
@@ -69,35 +79,23 @@ class ReplyOutbox:
         channel_for: Callable[[str], Any],
         *,
         send_timeout_s: float,
-        placement: Placement | None = None,
+        scale: Scale,
     ) -> None:
         self._bus = bus
         self._channel_for = channel_for
         self._send_timeout_s = send_timeout_s
-        self.placement = placement or Placement()
-        # with several processes: wait for other nodes' replies to a user (ScaleOut)
-        self.replies_sent: Callable[[str, str, float], Awaitable[None]] | None = None
+        self._scale = scale
 
     async def in_order(self, channel_id: str, user_id: str) -> None:
         """Before a reply or stream of this process reaches ``user_id``: the replies
         other nodes answered earlier are sent first (ADR 0036)."""
-        if self.replies_sent is not None:
-            await self.replies_sent(channel_id, user_id, self._send_timeout_s)
-
-    def is_remote(self, origin: str | None) -> bool:
-        """Whether a message from node ``origin`` is answered by another process."""
-        return self.placement.shared and origin is not None and origin != self.placement.node
+        await self._scale.replies_sent(channel_id, user_id, self._send_timeout_s)
 
     def subscribe(self) -> None:
         """Subscribe the retry handler (before the bus starts, like every kernel handler)."""
-        topic, subscriber = self.placement.reply_subscription
+        topic, subscriber, concurrency = self._scale.reply_subscription
         self._bus.subscribe(
-            topic,
-            self._resend,
-            subscriber,
-            # several processes: other nodes' replies are sent one at a time, in order
-            concurrency=1 if self.placement.shared else RETRY_CONCURRENCY,
-            timeout=self._send_timeout_s,
+            topic, self._resend, subscriber, concurrency=concurrency, timeout=self._send_timeout_s
         )
 
     async def open_stream(self, channel: Any, user_id: str) -> OpenStream | None:
@@ -134,12 +132,8 @@ class ReplyOutbox:
         A message journaled by another node (``origin``) is answered through it."""
         if not reply.text and not reply.followup and stream is None:
             return
-        if self.is_remote(origin):
-            where = (message_id, reply.channel_id, reply.user_id)
-            await self._journal(*where, reply.text, reply.followup, origin=origin)
-            return
-        if self.placement.shared and self._channel_for(reply.channel_id) is None:
-            await self._hand_to_channel_owner(message_id, reply)
+        channel_here = self._channel_for(reply.channel_id) is not None
+        if await self._scale.forward_reply(message_id, reply, origin, channel_here):
             return
         if stream is None:
             await self.in_order(reply.channel_id, reply.user_id)
@@ -176,36 +170,13 @@ class ReplyOutbox:
         followup: str | None = None,
         *,
         part: str = "",
-        origin: str | None = None,
     ) -> None:
-        """Journal a ``system.reply`` for the retrying subscriber (once per part), on
-        the topic of the node that sends it (``origin``; default this one)."""
-        payload: dict[str, Any] = {
-            "message_id": message_id,
-            "channel_id": channel_id,
-            "user_id": user_id,
-            "text": text,
-        }
-        if followup:
-            payload["followup"] = followup
-        topic = self.placement.reply_topic(origin or self.placement.node)
+        """Journal a ``system.reply`` for this process's retrying subscriber (once per part)."""
+        payload = reply_payload(message_id, channel_id, user_id, text, followup)
+        topic, _subscriber, _concurrency = self._scale.reply_subscription
         await self._bus.publish(
             topic, "kernel", payload, idempotency_key=reply_key(message_id, part)
         )
-
-    async def _hand_to_channel_owner(self, message_id: int, reply: StoredReply) -> None:
-        """A reply whose message names no node (a turn resumed after an approval) for
-        a channel another process runs: as a notification for that user, which
-        every channels process sees and the one running the channel sends."""
-        for part, text in (("", reply.text), ("followup", reply.followup)):
-            if text:
-                notice = UserNotify(text=text, channel_id=reply.channel_id, user_id=reply.user_id)
-                await self._bus.publish(
-                    SystemTopics.USER_NOTIFY,
-                    "kernel",
-                    notice.to_payload(),
-                    idempotency_key=f"{reply_key(message_id, part)}:notify",
-                )
 
     async def _resend(self, event: Event) -> None:
         payload = event.payload

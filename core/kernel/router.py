@@ -18,17 +18,17 @@ history never holds the exchange twice. Slash commands go the same way, so a
 command's side effects are not repeated either once its reply is recorded.
 
 A turn that waits for the user's approval (ADR 0021) is handed to the
-``ApprovalFlow`` instead of being recorded: it is stored and asked, and the
-``user.message`` is done. It is resumed, under the conversation's lock, when
-its questions are answered (``system.turn.resume``), and recorded and
-delivered then. While questions are open, the conversation's next message
-is first offered to the flow: the answer, or a new subject that denies them.
+consent stage (``ConsentStage``, ADR 0052: the ``ApprovalFlow``) instead of
+being recorded: it is stored and asked, and the ``user.message`` is done. The
+stage resumes it, under the conversation's lock, when its questions are
+answered, and records and delivers it then. While questions are open, the
+conversation's next message is first offered to the stage: the answer, or a
+new subject that denies them.
 
-With several kernel processes (ADR 0036, ``Placement``) a ``channels``
-process subscribes only the reply and notification senders, a ``workers``
-process only the turn handlers; a turn also holds its conversation's lock
-across processes, and its reply goes back to the node whose channel got the
-message (``ReplyOutbox``).
+What depends on other kernel processes goes through the ``Scale`` seam (ADR
+0036, 0052): which handlers this process subscribes, the lock a turn holds,
+and (in ``ReplyOutbox``) where its reply goes. One process uses
+``LocalScale``: the conversation's in-process lock, everything subscribed.
 """
 
 from __future__ import annotations
@@ -36,18 +36,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from core.config import TurnsSettings
 from core.events import EventBus
 from core.events.models import Event
-from core.events.subscriptions import EventHandler
 from core.events.system_payloads import (
     AgentBackground,
     AgentTask,
     TurnCancel,
-    TurnResume,
     UserMessage,
     read_system_payload,
 )
@@ -55,26 +52,21 @@ from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext, TurnOutcome
 from core.kernel.cancelling import CANCELLED_REPLY, RunningTurns
 from core.kernel.commands import CommandRegistry, ParsedCommand, parse_command
-from core.kernel.compaction import HistoryCompactor
-from core.kernel.consent import ApprovalDesk, ApprovalFlow, ConsentGate, Responder, UiRequests
+from core.kernel.consent_stage import NO_CONSENT, ConsentStage
 from core.kernel.context_chain import ContextChain
 from core.kernel.conversations import Conversations
-from core.kernel.hooks import PromptAdditions, TurnHooks
 from core.kernel.ledger import ConversationSession, StoredReply
 from core.kernel.notices import Notices
 from core.kernel.outbox import OpenStream, ReplyOutbox
 from core.kernel.people import Household
-from core.kernel.placement import ROUTER_SUBSCRIBER, Placement
-from core.kernel.postprocess import PostProcessing
+from core.kernel.placement import ROUTER_SUBSCRIBER
+from core.kernel.scale import Scale, TurnHandler
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
 
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
 log = logging.getLogger("core.kernel.router")
-
-# (conversation key, (event id, channel id, user id) of the message or None) -> its lock
-TurnLock = Callable[[str, tuple[int, str, str] | None], AbstractAsyncContextManager[object]]
 
 
 class MessageRouter:
@@ -87,57 +79,28 @@ class MessageRouter:
         conversations: Conversations,
         commands: CommandRegistry,
         context: ContextChain,
-        orchestrator: OrchestratorLike,
-        hooks: TurnHooks,
-        additions: PromptAdditions,
-        compactor: HistoryCompactor,
-        default_channel: str,
-        max_turns: int = 10,
-        user_facing_errors: tuple[type[Exception], ...] = (),
-        turns: TurnsSettings | None = None,
-        post: PostProcessing | None = None,
-        consent: tuple[ApprovalDesk, ConsentGate, UiRequests] | None = None,
-        placement: Placement | None = None,
-        turn_lock: TurnLock | None = None,
+        runner: TurnRunner,
+        outbox: ReplyOutbox,
+        notices: Notices,
+        channels: dict[str, Any],
+        scale: Scale,
+        consent: ConsentStage = NO_CONSENT,
         household: Household | None = None,
+        turns: TurnsSettings | None = None,
     ) -> None:
         self.bus = bus
         self.household = household or Household({}, [])
         self.conversations = conversations
         self.commands = commands
         self.context = context
-        self.default_channel = default_channel
         self.limits = turns or TurnsSettings()
-        self.runner = TurnRunner(
-            orchestrator=orchestrator,
-            context=context,
-            hooks=hooks,
-            additions=additions,
-            compactor=compactor,
-            max_turns=max_turns,
-            timeout_s=self.limits.timeout_s,
-            history_max_items=self.limits.history_max_items,
-            user_facing_errors=user_facing_errors,
-            post=post,
-        )
-        self.channels: dict[str, Any] = {}
-        self.placement = placement or Placement()
-        # one turn per conversation at a time, in message order
-        self.turn_lock: TurnLock = turn_lock or (lambda key, _message: conversations.lock(key))
-        self.outbox = ReplyOutbox(
-            bus,
-            self.channels.get,
-            send_timeout_s=self.limits.send_timeout_s,
-            placement=self.placement,
-        )
-        self.notices = Notices(bus, self.channels, default_channel, self.placement)
-        self.approvals: ApprovalFlow | None = None
+        self.runner = runner
+        self.channels = channels  # the live table the outbox and the notices send on
+        self.scale = scale  # one turn per conversation at a time, in message order
+        self.outbox = outbox
+        self.notices = notices
+        self.consent = consent  # the approval flow's stage (ADR 0021, 0052)
         self.running = RunningTurns()
-        if consent is not None:
-            desk, gate, ui = consent
-            self.approvals = ApprovalFlow(
-                desk, gate, ui, self.runner, conversations, self.outbox, self.household
-            )
 
     # ------------------------------------------------------------ wiring
 
@@ -149,24 +112,14 @@ class MessageRouter:
         self.channels.pop(channel_id, None)
 
     def subscribe(self) -> None:
-        """Subscribe the kernel's handlers to the system topics (those of its role).
+        """Subscribe the kernel's handlers to the system topics (those of this
+        process's share of the work: ``Scale.subscribe``)."""
+        senders = (self.outbox.subscribe, self.notices.subscribe)
+        self.scale.subscribe(self.bus, senders, self._turn_handlers())
 
-        A ``channels`` process sharing the journal runs no turn handler but
-        declares their subscribers (ADR 0039): what its channels journal before
-        the first worker ever started waits for the workers instead of being
-        published to nobody."""
-        if self.placement.runs_channels:
-            self.outbox.subscribe()
-            self.notices.subscribe()
-        for topic, handler, subscriber_id, concurrency in self._turn_handlers():
-            if self.placement.runs_workers:
-                self.bus.subscribe(topic, handler, subscriber_id, concurrency=concurrency)
-            elif self.placement.shared:
-                self.bus.declare(topic, subscriber_id)
-
-    def _turn_handlers(self) -> list[tuple[str, EventHandler, str, int]]:
+    def _turn_handlers(self) -> list[TurnHandler]:
         """(topic, handler, subscriber id, concurrency) of the turn side."""
-        handlers: list[tuple[str, EventHandler, str, int]] = [
+        handlers: list[TurnHandler] = [
             (
                 SystemTopics.USER_MESSAGE,
                 self.handle_user_message,
@@ -182,12 +135,7 @@ class MessageRouter:
                 4,
             ),
         ]
-        if self.approvals is not None:
-            handlers += [
-                (SystemTopics.TURN_RESUME, self._on_resume, "kernel.resume", 8),
-                (SystemTopics.UI_ANSWER, self.approvals.on_answer_event, "kernel.ui_answer", 8),
-            ]
-        return handlers
+        return handlers + self.consent.handlers()
 
     # ------------------------------------------------------------ user messages
 
@@ -206,7 +154,7 @@ class MessageRouter:
                 return
             if not text.strip():
                 return
-            async with self.turn_lock(key, (event.id, channel_id, user_id)):
+            async with self.scale.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
                 turn = self.household.turn(message, session.session_id, message_key(event))
                 if await self._was_an_answer(event, text, turn, session):
@@ -218,12 +166,9 @@ class MessageRouter:
     ) -> bool:
         """Open questions in this conversation get the message first: an answer is
         recorded with no reply (the resumed turn replies); anything else denies them."""
-        if self.approvals is None or event.attempt > 1:
+        if event.attempt > 1 or not await self.consent.answered(message_key(event), text, turn):
             return False
         assert turn.channel_id is not None and turn.user_id is not None
-        responder = Responder(turn.channel_id, turn.user_id, turn.sender_id)
-        if not await self.approvals.on_message(message_key(event), text, responder):
-            return False
         await session.commit_turn(
             StoredReply(message_key(event), turn.channel_id, turn.user_id, ""), []
         )
@@ -273,10 +218,10 @@ class MessageRouter:
         stored = await _recorded(session, event)
         stream: OpenStream | None = None
         if stored is None:
-            if self.approvals is not None and self.approvals.desk.paused(message_key(event)):
+            if self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
-            remote = self.outbox.is_remote(origin)  # its channel is another node's
-            channel = None if remote else self.channels.get(turn.channel_id)
+            elsewhere = self.scale.answered_elsewhere(origin)  # its channel is another node's
+            channel = None if elsewhere else self.channels.get(turn.channel_id)
             callbacks = None
             if channel is not None and isinstance(channel, StreamingChannelProvider):
                 await self.outbox.in_order(turn.channel_id, turn.user_id)
@@ -287,11 +232,12 @@ class MessageRouter:
             key = self.conversations.key(turn.channel_id, turn.user_id)
             ran = await self.running.run(key, self.runner.run(text, turn, session, callbacks))
             result = ran if ran is not None else await self._cancelled(event, turn, started)
-            if result.paused is not None and self.approvals is not None:
+            if result.paused is not None:
                 if stream is not None:
                     await self.outbox.end_stream(stream)
-                await self.approvals.pause(event.id, turn, result)
-                return
+                    stream = None
+                if await self.consent.pause(event.id, turn, result):
+                    return
             reply = StoredReply(
                 message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
@@ -313,9 +259,7 @@ class MessageRouter:
     async def _cancelled(self, event: Event, turn: TurnContext, started: float) -> TurnResult:
         """A turn the user stopped: its end for the hooks, its mark in the journal."""
         elapsed_ms = (time.monotonic() - started) * 1000
-        await self.runner.hooks.turn_ended(
-            turn, TurnOutcome("cancelled", CANCELLED_REPLY, elapsed_ms)
-        )
+        await self.runner.ended(turn, TurnOutcome("cancelled", CANCELLED_REPLY, elapsed_ms))
         await self.bus.publish(
             SystemTopics.TURN_CANCELLED,
             "kernel",
@@ -328,14 +272,6 @@ class MessageRouter:
         )
         log.info("turn %s cancelled by the user after %.0f ms", message_key(event), elapsed_ms)
         return TurnResult(CANCELLED_REPLY, [], "cancelled")
-
-    async def _on_resume(self, event: Event) -> None:
-        """Every question of a paused turn is answered: finish it, in order."""
-        resume = read_system_payload(TurnResume, event, subscriber="kernel.resume")
-        if resume is None or self.approvals is None:
-            return
-        async with self.turn_lock(resume.conversation, None):
-            await self.approvals.resume(resume.message_key)
 
     # ------------------------------------------------------------ proactive
 

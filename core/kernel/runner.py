@@ -16,47 +16,39 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from agents.models.interface import Model
 
-from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.errors import ModelNotConfiguredError
-from core.agents.mcp_servers import McpServers
-from core.agents.model_router import ModelRouter, configure_tracing
-from core.agents.orchestrator import Orchestrator
+from core.agents.model_router import configure_tracing
 from core.config import Settings
-from core.events import EventBus
 from core.extensions.capabilities import Capability
-from core.extensions.grant_store import GrantStore
-from core.extensions.isolation.factory import isolated_factory
-from core.extensions.loader import Loader
-from core.extensions.manifest import Manifest
-from core.extensions.names import NamePolicy
 from core.extensions.services import KernelServices
 from core.extensions.shared_services import ServiceRegistry
-from core.extensions.supervision import ExtensionSupervisor
-from core.kernel.agents import KernelAgents
 from core.kernel.builtin_commands import builtin_commands
-from core.kernel.commands import CommandRegistry
-from core.kernel.consent.assembly import KernelConsent, declared_tools
-from core.kernel.context_chain import ContextChain
-from core.kernel.conversations import SESSIONS_FILE, Conversations
+from core.kernel.conversations import SESSIONS_FILE
 from core.kernel.mcp_desk import MCP_CHANNEL, McpDesk
+from core.kernel.observer import TurnObservers
 from core.kernel.people import Household
-from core.kernel.registrations import before_extension_code, reconcile_registrations
+from core.kernel.phases import (
+    JOURNAL_FILE,
+    SCHEDULES_FILE,
+    STATE_FILE,
+    build_bus,
+    build_extensions,
+    build_shaping,
+    build_storage,
+    build_turns,
+)
+from core.kernel.registrations import reconcile_registrations
 from core.kernel.reload import ExtensionReloader
 from core.kernel.reload_control import ReloadControl
-from core.kernel.router import MessageRouter
-from core.kernel.scale_out import ScaleOut
 from core.kernel.setup_command import extension_commands
-from core.kernel.shaping import TurnShaping
-from core.kernel.skills import KernelSkills
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
-from core.kernel.tool_stacking import StackedTools, ToolStacking
-from core.kernel.wiring import LiveOrchestrator, Wiring
+from core.kernel.tool_stacking import StackedTools
 from core.metrics import KernelMetrics, MetricsExport, kernel_sources
+from core.replay.recording import ReplayRecorder
 from core.runtime import (
     create_private,
     load_secrets,
@@ -64,19 +56,15 @@ from core.runtime import (
     refuse_symlinks,
     write_restart_request,
 )
-from core.scheduling import ManifestScheduler, manifest_schedules
-from core.state import StateStore
-from core.tools import build_core_tools
+from core.scheduling import manifest_schedules
+
+__all__ = ["JOURNAL_FILE", "SCHEDULES_FILE", "STATE_FILE", "Kernel"]
 
 log = logging.getLogger("core.kernel.runner")
 
-JOURNAL_FILE = "events.db"
-SCHEDULES_FILE = "schedules.db"
-STATE_FILE = "state.db"
-
 
 class Kernel:
-    """One running Hearth kernel."""
+    """One running Hearth kernel, built in phases (``core/kernel/phases.py``, ADR 0052)."""
 
     def __init__(
         self,
@@ -89,93 +77,76 @@ class Kernel:
         self.settings = settings
         self.started_at = time.monotonic()
         self.data_dir = settings.data_dir
-        kernel_files = (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE, STATE_FILE)
-        refuse_symlinks(
-            *(
-                self.data_dir / f"{name}{suffix}"
-                for name in kernel_files
-                for suffix in ("", "-wal", "-shm", "-journal")
-            )
-        )
-        make_private(self.data_dir)  # 0700, databases 0600 (ADR 0048)
-        if settings.storage.backend == "sqlite":
-            for name in kernel_files[1:] if journal_path else kernel_files:
-                create_private(self.data_dir / name)
+        _private_data_dir(settings, journal_path)
         self.secrets = load_secrets()
         self.restart_requested: str | None = None
         self._restart_written: asyncio.Future[None] | None = None
         self._stop_requested = asyncio.Event()
-        self.bus = EventBus.from_settings(
-            journal_path or self.data_dir / JOURNAL_FILE, settings.events, settings.storage
-        )
+        self.ready = asyncio.Event()
         configure_tracing(settings.models.tracing)
-        self.model_router = ModelRouter(settings.models, overrides=model_overrides)
-        self.mcp = McpServers(settings.mcp)
-        self.loader = Loader(
-            settings.extensions_dir,
-            lifecycle_timeout_s=settings.loader.lifecycle_timeout_s,
-            default_isolation=settings.isolation.default,
-            agent_factory=self._make_agent,
-            disabled=disabled_extensions,
-            grants=GrantStore(self.data_dir),
-            secrets=self.secrets,
-        )
-        self.loader.isolated_factory = isolated_factory(settings, self.loader)
-        self.loader.on_discovered = lambda manifests: before_extension_code(
-            manifests, settings, self.secrets
-        )
-        self.scale = ScaleOut(settings, lambda key: self.conversations.lock(key))  # ADR 0036
-        self.scheduler = ManifestScheduler(
-            self.bus,
-            self.data_dir / SCHEDULES_FILE,
-            lookup=self.loader.instance,
-            storage=settings.storage,
-            leadership=self.scale.leadership,
-        )
-        self.names = NamePolicy(self.loader.rank_of, self.loader.replaces_of)
-        self.commands = CommandRegistry(self.names)
-        self.tool_stacking = ToolStacking(
-            self.names,
-            priority_of=self.loader.priority_of,
-            overrides=settings.tools.overrides,
-            core_tools=self.core_tools,
-        )
-        self.conversations = Conversations.of(settings, self.data_dir / SESSIONS_FILE)
-        self.state = StateStore.of(settings, self.data_dir / STATE_FILE)
         self.metrics = KernelMetrics()
+
+        storage = build_storage(settings, self.metrics.state_written)
+        self.conversations, self.state = storage.conversations, storage.state
+
+        bus = build_bus(settings, journal_path or self.data_dir / JOURNAL_FILE, storage)
+        self.bus, self.scale = bus.bus, bus.scale  # ADR 0036, 0052
+        # every turn's model calls and tool runs journaled for `main.py replay` (ADR 0033)
+        self.recorder = ReplayRecorder.from_settings(self.bus, settings)
+
+        ext = build_extensions(
+            settings,
+            bus,
+            secrets=self.secrets,
+            disabled=disabled_extensions,
+            request_restart=self.request_restart,
+            wiring_changed=self._wiring_changed,
+        )
+        self.loader, self.names, self.commands = ext.loader, ext.names, ext.commands
+        self.tool_stacking, self.wiring = ext.tool_stacking, ext.wiring
+        self.scheduler, self.supervision = ext.scheduler, ext.supervision
+        self.core_tools = ext.core_tools  # the kernel's own tools (clock, extensions, restart)
+        self.skills = ext.skills
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
-        self.state.size_observer = self.metrics.state_written
         self.metrics_export = MetricsExport(self.metrics, settings.metrics, self.data_dir)
-        self.conversations.session_ended.append(self.state.clear_session)
-        self.context = ContextChain(
-            self._context_providers, provider_timeout_s=settings.turns.context_timeout_s
-        )
-        self.orchestrator = LiveOrchestrator(self._build_orchestrator)
-        self.skills = KernelSkills(  # Agent Skills (ADR 0058)
-            settings,
-            lambda: [(r.ext_id, r.ext_dir) for r in self.wiring.wired()],
-            on_change=self._wiring_changed,
-        )
-        self.shaping = TurnShaping(
-            settings,
-            wired=lambda: self.wiring.wired(),
-            frames=self.bus,
-            state=self.state,
-            model_router=self.model_router,
-            observer=self.metrics,
-        )
-        self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
+
         self.household = Household.of(settings)  # who each turn is for (SPEC §11)
-        self.consent = KernelConsent(  # ADR 0021: every tool call passes its gate
+        shaped = build_shaping(
             settings,
-            self.data_dir / SESSIONS_FILE,
-            self.bus,
-            self.shaping,
-            declared=lambda: declared_tools(self.wiring.wired(), self.core_tools()),
-            channel_for=lambda channel_id: self.router and self.router.channels.get(channel_id),
+            storage,
+            bus,
+            ext,
             household=self.household,
+            model_overrides=model_overrides,
+            model_wrapper=self.recorder.wrap_model,
+            tap=self.recorder,
+            observer=self.metrics,
+            agent_hooks=self.metrics.token_hooks,
         )
-        self.wiring = Wiring(self.loader, self.bus, self.commands, on_change=self._wiring_changed)
+        self.model_router, self.mcp, self.shaping = shaped.model_router, shaped.mcp, shaped.shaping
+        self.context, self.consent = shaped.context, shaped.consent
+        self.orchestrator = shaped.orchestrator
+        self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
+
+        turns = build_turns(
+            settings,
+            storage,
+            bus,
+            ext,
+            shaped,
+            household=self.household,
+            observer=TurnObservers([self.recorder, self.metrics]),
+            user_facing_errors=(ModelNotConfiguredError,),
+        )
+        self.router, self.agents = turns.router, turns.agents
+        self.mcp_desk = McpDesk(  # `main.py mcp` is a front of this kernel (ADR 0059)
+            self.bus,
+            self.household,
+            lambda: self.orchestrator.tools,
+            lambda tool: self.consent.catalog.info(tool).side_effects,
+            self.settings.people,
+        )
+        self.router.register_channel(MCP_CHANNEL, self.mcp_desk.channel)
         self.status = KernelStatusSource(  # what /status reports
             self.started_at,
             self.model_router,
@@ -186,15 +157,6 @@ class Kernel:
             self.consent.summary,
             self.tool_stacks,
         )
-        self.agents = KernelAgents(
-            router=lambda: self.router,
-            context=self.context,
-            model_router=self.model_router,
-            core_tools=self.core_tools,
-            extension_tools=self._extension_tools,
-            interceptor=self.shaping.tools,
-        )
-        self.router: MessageRouter | None = None
         self.services = KernelServices(
             settings=settings,
             bus=self.bus,
@@ -213,12 +175,6 @@ class Kernel:
             node=self.scale.placement.node,
             leadership=self.scale.leadership,  # ADR 0036
         )
-        self.supervision = ExtensionSupervisor(
-            self.loader,
-            health_interval_s=settings.loader.health_check_interval_s,
-            backoff_max_s=settings.loader.restart_backoff_max_s,
-            isolated_backoff_max_s=settings.isolation.restart_backoff_max_s,
-        )
         self.reloads = ReloadControl(  # ADR 0032: /reload, the command line, dev.watch
             ExtensionReloader(
                 self.loader,
@@ -232,8 +188,9 @@ class Kernel:
             self.loader,
             settings.dev,
         )
+        # the one link made after construction: extensions' contexts ask for a reload
+        # through the services the reloader itself loads them with (ADR 0052)
         self.services.reload_extension = self.reloads.attempt
-        self.ready = asyncio.Event()
 
     # ------------------------------------------------------------ bootstrap
 
@@ -254,33 +211,6 @@ class Kernel:
         await self.scale.open(self.loader.records.values())  # this role's extensions only
         await reconcile_registrations(self.loader, self.state, self.bus, self.scale.roster)
         await self.mcp.connect()
-        self.router = MessageRouter(
-            bus=self.bus,
-            conversations=self.conversations,
-            commands=self.commands,
-            context=self.context,
-            orchestrator=self.orchestrator,
-            hooks=self.hooks,
-            additions=self.shaping.additions,
-            compactor=self.shaping.compactor,
-            default_channel=self.settings.channels.default,
-            user_facing_errors=(ModelNotConfiguredError,),
-            turns=self.settings.turns,
-            post=self.shaping.post,
-            consent=(self.consent.desk, self.consent.gate, self.consent.ui),
-            placement=self.scale.placement,
-            turn_lock=self.scale.turn_lock,
-            household=self.household,
-        )
-        self.router.outbox.replies_sent = self.scale.replies_sent  # order across nodes
-        self.mcp_desk = McpDesk(  # `main.py mcp` is a front of this kernel (ADR 0059)
-            self.bus,
-            self.household,
-            lambda: self.orchestrator.tools,
-            lambda tool: self.consent.catalog.info(tool).side_effects,
-            self.settings.people,
-        )
-        self.router.register_channel(MCP_CHANNEL, self.mcp_desk.channel)
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,
@@ -292,7 +222,7 @@ class Kernel:
         kernel_commands = [*builtins, *managing, self.reloads.command(), self.skills.command()]
         for command in [*kernel_commands, *consent]:
             self.commands.add("kernel", command)
-        self.wiring.attach(self.router)
+        self.wiring.attach(self.router, on_change=self._wiring_changed)
         self.router.subscribe()
         if self.scale.placement.runs_workers:
             self.scheduler.subscribe()
@@ -330,27 +260,6 @@ class Kernel:
         self.skills.invalidate()
         self.shaping.invalidate()
         self.consent.catalog.invalidate()
-
-    def _build_orchestrator(self) -> Orchestrator:
-        """Core tools first, then wired extensions' tools and agents, one active
-        provider per name (``ToolStacking``, ADR 0027).
-
-        Called by ``LiveOrchestrator`` on the first turn after the wiring changed.
-        """
-        toolset = self.tool_stacking.toolset(self.wiring.wired())
-        return Orchestrator(
-            model_router=self.model_router,
-            timezone=self.settings.timezone,
-            tools=toolset.tools,
-            agent_tools=toolset.agent_tools,
-            capabilities=toolset.capabilities,
-            mcp_servers=self.mcp.active,
-            tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
-            skill_catalog=self.skills.prompt_text(),
-            interceptor=self.skills.wrapper(self.consent.wrapper),
-            agent_hooks=self.metrics.token_hooks,
-            guardrails=self.shaping.guardrails,
-        )
 
     async def run(self) -> None:
         """Start, serve until a stop is requested or a kernel task dies, stop.
@@ -428,30 +337,27 @@ class Kernel:
 
     # ------------------------------------------------------------ helpers
 
-    def core_tools(self) -> list[Any]:
-        """The kernel's own tools (clock, extensions list, restart; skills when there are)."""
-        tools = build_core_tools(
-            timezone=self.settings.timezone,
-            list_extensions=self.loader.report,
-            request_restart=self.request_restart,
-        )
-        return [*tools, *self.skills.tools()]
-
     def tool_stacks(self) -> StackedTools:
         """The wired extensions' tool stacks (what the orchestrator gets), for ``/status``."""
         return self.tool_stacking.stacked(self.wiring.wired())
 
-    def _context_providers(self) -> list[tuple[str, Any]]:
-        return [(r.ext_id, r.instance) for r in self.wiring.wired(Capability.CONTEXT)]
 
-    def _extension_tools(self, ext_id: str) -> list[Any]:
-        record = self.loader.records.get(ext_id)
-        return list(record.tools) if record is not None and record.has(Capability.TOOL) else []
-
-    def _make_agent(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
-        return DeclarativeAgentAdapter(
-            manifest, ext_dir, self.model_router, self.agents.resolve_tools, self.shaping.tools
+def _private_data_dir(settings: Settings, journal_path: Path | None) -> None:
+    """The data directory 0700 and the kernel's databases 0600, never through a
+    symlink (ADR 0048); PostgreSQL keeps them elsewhere."""
+    data_dir = settings.data_dir
+    kernel_files = (JOURNAL_FILE, SESSIONS_FILE, SCHEDULES_FILE, STATE_FILE)
+    refuse_symlinks(
+        *(
+            data_dir / f"{name}{suffix}"
+            for name in kernel_files
+            for suffix in ("", "-wal", "-shm", "-journal")
         )
+    )
+    make_private(data_dir)
+    if settings.storage.backend == "sqlite":
+        for name in kernel_files[1:] if journal_path else kernel_files:
+            create_private(data_dir / name)
 
 
 async def _logged_step(name: str, step: Callable[[], Awaitable[None] | None]) -> None:

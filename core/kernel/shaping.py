@@ -1,6 +1,7 @@
 """What shapes a turn, assembled once per kernel: hooks, tool interception,
-prompt additions, tool guidance, history compaction, answer post-processors
-and the replay recorder (ADR 0019, 0020, 0023, 0033).
+prompt additions, tool guidance, history compaction and answer post-processors
+(ADR 0019, 0020, 0023); the replay recorder, built by the kernel, taps the
+tool calls (ADR 0033).
 
 Everything here is built from the wired extensions (through ``wired``) and the
 ``hooks.*`` / ``turns.*`` / ``postprocess.*`` settings, and rebuilt lazily when the wiring
@@ -26,6 +27,7 @@ from core.kernel.hooks import (
     PromptAdditions,
     StateReader,
     ToolInterceptor,
+    ToolTap,
     TurnGuardrails,
     TurnHooks,
     command_hook_entries,
@@ -33,7 +35,6 @@ from core.kernel.hooks import (
 )
 from core.kernel.hooks.observer import NO_OBSERVER, PipelineObserver
 from core.kernel.postprocess import PostProcessing, orchestrator_model
-from core.replay.recording import ReplayRecorder
 from core.runtime import secret_file_names
 
 __all__ = ["TurnShaping"]
@@ -53,6 +54,7 @@ class TurnShaping:
         state: StateReader,
         model_router: ModelRouter,
         observer: PipelineObserver = NO_OBSERVER,
+        tap: ToolTap | None = None,
     ) -> None:
         self._wired = wired
         command_hooks = command_hook_entries(
@@ -73,11 +75,8 @@ class TurnShaping:
         )
         self.additions = PromptAdditions(wired, state=state)
         # every tool call of every agent the kernel runs goes through the tool hooks
-        self.tools = ToolInterceptor(self.registry, self.hooks.caller, self.hooks.frames)
-        # every turn's model calls and tool runs journaled for `main.py replay` (ADR 0033)
-        self.recorder = ReplayRecorder.from_settings(frames, settings)
-        model_router.model_wrapper = self.recorder.wrap_model
-        self.tools.tap = self.hooks.recorder = self.recorder
+        # (``tap``: the replay recorder sees each tool run, ADR 0033)
+        self.tools = ToolInterceptor(self.registry, self.hooks.caller, self.hooks.frames, tap=tap)
         # the extensions' guardrails, as the orchestrator's SDK guardrails (ADR 0021)
         self.guardrails = TurnGuardrails(self.registry, self.hooks.caller, self.hooks.frames)
         self.compactor = HistoryCompactor(

@@ -58,6 +58,7 @@ from core.kernel.compaction import HistoryCompactor
 from core.kernel.context_chain import ContextChain
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
 from core.kernel.ledger import ConversationSession, LedgerWrite
+from core.kernel.observer import NO_TURN_OBSERVER, TurnObserver
 from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.streaming import Callback, stream_run, stream_text
 
@@ -131,9 +132,11 @@ class TurnRunner:
         history_max_items: int | None,
         user_facing_errors: tuple[type[Exception], ...] = (),
         post: PostProcessing | None = None,
+        observer: TurnObserver = NO_TURN_OBSERVER,
     ) -> None:
         self.orchestrator = orchestrator
         self.post = post
+        self.observer = observer  # replay recording and metrics (ADR 0052)
         self.context = context
         self.hooks = hooks
         self.additions = additions
@@ -166,14 +169,14 @@ class TurnRunner:
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()
-        if self.hooks.recorder is not None:  # replay (ADR 0033): the text as the user sent it
-            await self.hooks.recorder.turn_started(turn, text)
+        self.observer.turn_started(turn, text)  # the text as the user sent it
         query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
         await self.hooks.turn_started(turn)
 
         async def attempt() -> TurnResult:
             await self.compactor.compact_if_needed(session, turn)
             history = await session.history(self.history_max_items)
+            self.observer.history_given(turn, history)
             if not history:
                 await self.hooks.session_started(turn)
             said = await self.hooks.plain_text(query.clean, "in", turn)
@@ -256,6 +259,7 @@ class TurnRunner:
         status = outcome.status
         if outcome.paused is not None or status == "paused":
             paused = outcome.paused and replace(outcome.paused, query=query)
+            await self.observer.turn_paused(turn)
             return replace(outcome, paused=paused)
         if self.post is not None:
             post = await self.post.finish(
@@ -264,8 +268,13 @@ class TurnRunner:
             if post is not None:
                 outcome = replace(outcome, followup=post.followup, records=(post.record,))
         elapsed_ms = (time.monotonic() - started) * 1000
-        await self.hooks.turn_ended(turn, TurnOutcome(status, outcome.reply, elapsed_ms))
+        await self.ended(turn, TurnOutcome(status, outcome.reply, elapsed_ms))
         return outcome
+
+    async def ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        """The turn is over: the lifecycle hooks, then its observers."""
+        await self.hooks.turn_ended(turn, outcome)
+        await self.observer.turn_ended(turn, outcome)
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
         """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``).

@@ -54,6 +54,10 @@ class ChannelTarget(Protocol):
     ) -> None: ...
 
 
+def _nothing() -> None:
+    return None
+
+
 class Wiring:
     """Which extensions are connected to the kernel, kept in step with their status."""
 
@@ -62,13 +66,11 @@ class Wiring:
         loader: Loader,
         bus: EventBus,
         commands: CommandRegistry,
-        *,
-        on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self._loader = loader
         self._bus = bus
         self._commands = commands
-        self._on_change = on_change
+        self._on_change: Callable[[], None] = _nothing
         self._router: ChannelTarget | None = None
         self._wired: set[str] = set()
         self._subscribed: set[str] = set()
@@ -85,9 +87,11 @@ class Wiring:
 
     # ------------------------------------------------------------ lifecycle
 
-    def attach(self, router: ChannelTarget) -> None:
-        """Watch every record; wire those live now, the rest when they become live."""
+    def attach(self, router: ChannelTarget, on_change: Callable[[], None] = _nothing) -> None:
+        """Watch every record; wire those live now, the rest when they become live.
+        ``on_change``: what was built from the wired extensions is to be rebuilt."""
         self._router = router
+        self._on_change = on_change
         for record in self._loader.records.values():
             if record not in self._watched:
                 record.watchers.append(self._on_transition)

@@ -19,9 +19,11 @@ from agents import Agent, AgentHooks, RunContextWrapper
 from agents.items import ModelResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
+from core.kernel.observer import QuietObserver
 from core.metrics.collectors import CallCounts, CallsCollector, MetricSources, SourcesCollector
 
 if TYPE_CHECKING:  # not at run time: core.kernel imports this module
+    from core.extensions.contract import TurnContext, TurnOutcome
     from core.kernel.hooks.observer import CallOutcome, ToolOutcome
 
 __all__ = ["BYTE_BUCKETS", "MS_BUCKETS", "KernelMetrics", "TokenCounter"]
@@ -51,8 +53,9 @@ TURN_STATUSES = ("answered", "short_circuit", "failed", "timeout")
 ERROR_STATUSES = frozenset({"failed", "timeout"})
 
 
-class KernelMetrics:
-    """Every family the kernel exports; also the turn path's ``PipelineObserver``."""
+class KernelMetrics(QuietObserver):
+    """Every family the kernel exports; also the turn path's ``PipelineObserver`` and
+    one of its ``TurnObserver``s."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -129,7 +132,12 @@ class KernelMetrics:
         self.tool_calls.labels(tool, outcome).inc()
         self.tool_duration.labels(tool).observe(duration_ms)
 
-    def turn(self, status: str, duration_ms: float) -> None:
+    # ------------------------------------------------------------ TurnObserver
+    # only the turn's end: tokens are counted for every run (``TokenCounter``), tool
+    # calls with their hooks and denials (``tool_call``)
+
+    async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        status, duration_ms = outcome.status, outcome.duration_ms
         self.turns.labels(status).inc()
         self.turn_duration.observe(duration_ms)
         if status in ERROR_STATUSES:

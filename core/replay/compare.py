@@ -24,7 +24,7 @@ from typing import Any
 from core.events.topics import RecordTopics
 from core.replay.trace import Frame
 
-__all__ = ["Divergence", "first_divergence", "normalised"]
+__all__ = ["Divergence", "aligned", "first_divergence", "normalised"]
 
 VOLATILE_KEYS = frozenset(
     {
@@ -106,9 +106,27 @@ def first_divergence(
     for index in range(max(len(wanted), len(produced))):
         want = wanted[index] if index < len(wanted) else None
         have = produced[index] if index < len(produced) else None
+        if want is not None and have is not None:
+            want = aligned(want, have)
         if want != have:
             return Divergence(turn, index, want, have, short_diff(want, have))
     return None
+
+
+def aligned(want: dict[str, Any], have: dict[str, Any]) -> dict[str, Any]:
+    """A model request recorded before ADR 0052 (its whole input) as ``have`` records
+    it: the ``history`` items ``have`` counts left out of ``input``."""
+    request, theirs = want["payload"].get("request"), have["payload"].get("request")
+    if not isinstance(request, dict) or not isinstance(theirs, dict):
+        return want
+    given = theirs.get("history")
+    items = request.get("input")
+    if "history" in request or not isinstance(given, int) or not isinstance(items, list):
+        return want
+    if len(items) < given:
+        return want
+    request = {**request, "history": given, "input": items[given:]}
+    return {**want, "payload": {**want["payload"], "request": request}}
 
 
 def short_diff(expected: Any, got: Any) -> str:

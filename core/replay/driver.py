@@ -124,7 +124,7 @@ async def replay_trace(
             info = kernel.consent.catalog.info(tool)
             return info.side_effects or info.source == CORE_SOURCE
 
-        kernel.shaping.recorder.stand_in = RecordedTools(state, must_not_run)
+        kernel.recorder.stand_in = RecordedTools(state, must_not_run)
         async with _running(kernel):
             assert kernel.router is not None
             for channel_id in {t.channel_id for t in turns}:

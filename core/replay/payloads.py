@@ -77,7 +77,18 @@ class PayloadStore:
     def stage(self, *values: Any) -> tuple[list[Any], list[Blob]]:
         """The references of ``values`` and the blobs not yet journaled today."""
         pending: list[Blob] = []
-        return [self._staged(value, pending) for value in values], pending
+        return [self._placed(*redacted(value), pending) for value in values], pending
+
+    def stage_all(self, values: list[Any]) -> tuple[list[Any], list[Blob]]:
+        """Like ``stage``, the values redacted together: one JSON text, one pass of
+        the redactor for a whole turn's record (ADR 0052)."""
+        pending: list[Blob] = []
+        clean, _ = redacted(values)
+        placed = [
+            self._placed(value, json.dumps(value, sort_keys=True, ensure_ascii=False), pending)
+            for value in clean
+        ]
+        return placed, pending
 
     async def publish_with(self, pending: list[Blob], record: Awaitable[Any]) -> None:
         """Publish ``pending`` blobs and ``record`` concurrently (one group commit)."""
@@ -93,8 +104,8 @@ class PayloadStore:
         """The value inline when short, else ``{"$blob": sha256}`` (published once a day)."""
         return (await self.refs(value))[0]
 
-    def _staged(self, value: Any, pending: list[Blob]) -> Any:
-        clean, text = redacted(value)
+    def _placed(self, clean: Any, text: str, pending: list[Blob]) -> Any:
+        """The redacted ``clean`` (``text``: its JSON) inline, or a reference to its blob."""
         if len(text) <= self._inline_chars:
             return clean
         sha = hashlib.sha256(text.encode()).hexdigest()

@@ -1,32 +1,40 @@
 """Recording a conversation for replay: the user's text, every model exchange
-and every tool call of a turn, journaled beside the hook frames (ADR 0033).
+and every tool call of a turn, journaled once after the turn (ADR 0033, 0052).
 
-Each record is an event published by the kernel (source ``kernel``) with the
-turn id as correlation id, like a hook frame:
+The recorder is a ``TurnObserver``: while the turn runs it only keeps what its
+model wrapper (``RecordingModel``) and its tool tap saw; when the turn ends
+(or pauses for an approval) it journals one event, published by the kernel
+(source ``kernel``) with the turn id as correlation id, like a hook frame:
 
-- ``replay.turn`` ``{turn_id, session_id, channel_id, user_id, sender_id,
-  text}``: a turn starts (the text as the user sent it);
-- ``replay.model`` ``{turn_id, session_id, inside, streamed, request,
-  response | error}``: one model call — request (instructions, input items,
-  tool names), response (output items, usage) or, streamed, the stream's
-  events and the final output;
-- ``replay.tool`` ``{turn_id, session_id, inside, tool, call_id, arguments,
-  result, stood_in}``: one tool call as the tool saw it (after the
-  ``before_tool_call`` hooks) and its own result (before ``after_tool_call``).
+- ``replay.turn`` ``{turn_id, session_id, channel_id, user_id, sender_id, text,
+  calls}``: the turn, the text as the user sent it;
+- ``replay.calls`` ``{turn_id, session_id, calls}``: what a paused turn did after
+  it was resumed.
+
+Each of ``calls``, in the order they finished, is ``{"topic": "replay.model",
+inside, streamed, request, response | error}`` — one model call: request
+(instructions, input items, tool names; ``history``: how many items of the
+conversation's history the input starts with, not stored again), response
+(output items, usage) or, streamed, the stream's events — or ``{"topic":
+"replay.tool", inside, tool, call_id, arguments, result, stood_in}``: one
+tool call as the tool saw it (after the ``before_tool_call`` hooks) and its
+own result (before ``after_tool_call``). ``core/replay/trace.py`` reads them
+as the frames ``replay.model`` / ``replay.tool`` that recordings made before
+ADR 0052 journaled one by one.
 
 ``inside`` is the call id of the tool call a record happened in (an agent
 used as a tool calls its own model), else ``None``. Payloads go through
-``PayloadStore`` (redacted, large ones stored once and referenced). Only
-what happens inside a conversation's turn is recorded (``serving``): a
-stateless agent run has no conversation to replay.
+``PayloadStore``: redacted once per turn, large ones stored once and
+referenced. Only what happens inside a conversation's turn is recorded
+(``serving``): a stateless agent run has no conversation to replay.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agents import FunctionTool, Tool
@@ -39,9 +47,10 @@ from agents.tool_context import ToolContext
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from core.events.topics import RecordTopics
-from core.extensions.contract import TurnContext
+from core.extensions.contract import TurnContext, TurnOutcome
 from core.extensions.state_scope import current_turn
-from core.replay.payloads import DEFAULT_MAX_BYTES, Blob, PayloadStore
+from core.kernel.observer import ModelCall, ToolCall
+from core.replay.payloads import DEFAULT_MAX_BYTES, PayloadStore
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -60,6 +69,7 @@ log = logging.getLogger("core.replay")
 SOURCE = "kernel"
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+OPEN_TURNS = 1024  # turns collected at once; beyond, the oldest (never ended) is dropped
 INSIDE_TOOL: ContextVar[str | None] = ContextVar("hearth_replay_inside_tool", default=None)
 
 
@@ -73,7 +83,8 @@ NOT_STOOD_IN = object()  # what ``ToolStandIn.result_for`` returns to let the to
 
 
 class ReplayRecorder:
-    """Publishes the records of every turn; a record that fails is logged, never fatal."""
+    """Collects each turn's model and tool calls in memory (a ``TurnObserver``) and
+    journals the turn once, after it; a record that fails is logged, never fatal."""
 
     def __init__(
         self, sink: FrameSink, *, enabled: bool = True, max_payload_bytes: int = DEFAULT_MAX_BYTES
@@ -82,6 +93,7 @@ class ReplayRecorder:
         self.enabled = enabled
         self.payloads = PayloadStore(sink, max_bytes=max_payload_bytes)
         self.stand_in: ToolStandIn | None = None  # a replay answers some tools from the record
+        self._turns: dict[str, _TurnCalls] = {}
 
     @classmethod
     def from_settings(cls, sink: FrameSink, settings: Settings) -> ReplayRecorder:
@@ -92,19 +104,76 @@ class ReplayRecorder:
             max_payload_bytes=settings.events.max_payload_bytes,
         )
 
-    # ------------------------------------------------------------ turns
+    # ------------------------------------------------------------ TurnObserver
 
-    async def turn_started(self, turn: TurnContext, text: str) -> None:
+    def turn_started(self, turn: TurnContext, text: str) -> None:
         if self.enabled and turn.turn_id:
-            (said,), pending = self.payloads.stage(text)
-            payload = {
-                **_ids(turn),
+            head = {
                 "channel_id": turn.channel_id,
                 "user_id": turn.user_id,
                 "sender_id": turn.sender_id,
-                "text": said,
+                "text": text,
             }
-            await self._publish(RecordTopics.REPLAY_TURN, turn, payload, pending)
+            self._turns[turn.turn_id] = _TurnCalls(head)
+            while len(self._turns) > OPEN_TURNS:  # turns that never ended (cancelled tasks)
+                del self._turns[next(iter(self._turns))]
+
+    def history_given(self, turn: TurnContext, history: Sequence[Any]) -> None:
+        calls = self._calls(turn)
+        if calls is not None:
+            calls.history = history
+
+    def model_called(self, turn: TurnContext, call: ModelCall) -> None:
+        calls = self._calls(turn)
+        if calls is not None:
+            calls.calls.append((call, calls.history))
+
+    def tool_called(self, turn: TurnContext, call: ToolCall) -> None:
+        calls = self._calls(turn)
+        if calls is not None:
+            calls.calls.append((call, ()))
+
+    async def turn_paused(self, turn: TurnContext) -> None:
+        await self._journal(turn)
+
+    async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        await self._journal(turn)
+
+    async def _journal(self, turn: TurnContext) -> None:
+        """The turn's one record (``replay.turn``; ``replay.calls`` for the part of a
+        paused turn after its resumption), its payloads redacted once, with its new
+        blobs in one group commit."""
+        calls = self._turns.pop(turn.turn_id, None) if turn.turn_id else None
+        if calls is None:
+            return
+        head = calls.head or {}
+        values: list[Any] = [head.get("text")]
+        builds: list[Build] = []
+        for call, history in calls.calls:  # one list of values: redacted in one pass
+            build, taken = (
+                _tool_record(call) if isinstance(call, ToolCall) else _model_record(call, history)
+            )
+            builds.append(build)
+            values += taken
+        (said, *parts), pending = self.payloads.stage_all(values)
+        payload: dict[str, Any] = _ids(turn)
+        if calls.head is not None:
+            payload.update({**calls.head, "text": said})
+        records: list[dict[str, Any]] = []
+        payload["calls"] = records
+        for build in builds:
+            records.append(build(parts))
+        topic = RecordTopics.REPLAY_TURN if calls.head is not None else RecordTopics.REPLAY_CALLS
+        await self.payloads.publish_with(pending, self._publish_record(topic, turn, payload))
+
+    def _calls(self, turn: TurnContext) -> _TurnCalls | None:
+        """The calls collected for ``turn`` (a resumed turn starts collecting anew)."""
+        if not self.enabled or not turn.turn_id or not turn.session_id:
+            return None
+        calls = self._turns.get(turn.turn_id)
+        if calls is None:
+            calls = self._turns[turn.turn_id] = _TurnCalls(None)
+        return calls
 
     # ------------------------------------------------------------ models
 
@@ -113,26 +182,6 @@ class ReplayRecorder:
         if not self.enabled or isinstance(model, RecordingModel):
             return model
         return RecordingModel(model, self)
-
-    async def model_call(
-        self,
-        request: dict[str, Any],
-        answer: dict[str, Any],
-        pending: list[Blob],
-        *,
-        streamed: bool,
-    ) -> None:
-        turn = _recorded_turn()
-        if turn is None:
-            return
-        payload = {
-            **_ids(turn),
-            "inside": INSIDE_TOOL.get(),
-            "streamed": streamed,
-            "request": request,
-            **answer,
-        }
-        await self._publish(RecordTopics.REPLAY_MODEL, turn, payload, pending)
 
     # ------------------------------------------------------------ tools
 
@@ -155,43 +204,107 @@ class ReplayRecorder:
                 finally:
                     INSIDE_TOOL.reset(token)
             if turn is not None:
-                await self._tool_call(turn, tool.name, call_id, raw, result, stood_in)
+                call = ToolCall(tool.name, call_id, raw, result, stood_in, INSIDE_TOOL.get())
+                self.tool_called(turn, call)
             return result
 
         return tapped
-
-    async def _tool_call(
-        self,
-        turn: TurnContext,
-        name: str,
-        call_id: str | None,
-        raw: str,
-        result: Any,
-        stood_in: bool,
-    ) -> None:
-        (arguments, stored), pending = self.payloads.stage(raw, _jsonable(result))
-        payload = {
-            **_ids(turn),
-            "inside": INSIDE_TOOL.get(),
-            "tool": name,
-            "call_id": call_id,
-            "arguments": arguments,
-            "result": stored,
-            "stood_in": stood_in,
-        }
-        await self._publish(RecordTopics.REPLAY_TOOL, turn, payload, pending)
-
-    async def _publish(
-        self, topic: str, turn: TurnContext, payload: dict[str, Any], pending: list[Blob]
-    ) -> None:
-        """The record and the new blobs it references, in one group commit."""
-        await self.payloads.publish_with(pending, self._publish_record(topic, turn, payload))
 
     async def _publish_record(self, topic: str, turn: TurnContext, payload: dict[str, Any]) -> None:
         try:
             await self._sink.publish(topic, SOURCE, payload, correlation_id=turn.turn_id)
         except Exception as exc:  # the turn goes on; only its record is missing
             log.error("%s of turn %s not journaled: %s", topic, turn.turn_id, exc)
+
+
+@dataclass(slots=True)
+class _TurnCalls:
+    """What one turn did so far: its start (``None``: a resumed turn) and its calls,
+    each model call with the history its run was given then."""
+
+    head: dict[str, Any] | None
+    history: Sequence[Any] = ()
+    calls: list[tuple[ModelCall | ToolCall, Sequence[Any]]] = field(default_factory=list)
+
+
+# a call's record: the values to redact and store, and how to build the record from them
+Build = Callable[[list[Any]], dict[str, Any]]
+
+
+def _tool_record(call: ToolCall) -> tuple[Build, list[Any]]:
+    """What a tool call stores; ``build`` takes its staged values back from the
+    turn's staged list, in order (the list is consumed)."""
+
+    def build(parts: list[Any]) -> dict[str, Any]:
+        (arguments, result), parts[:2] = parts[:2], []
+        return {
+            "topic": RecordTopics.REPLAY_TOOL,
+            "inside": call.inside,
+            "tool": call.tool,
+            "call_id": call.call_id,
+            "arguments": arguments,
+            "result": result,
+            "stood_in": call.stood_in,
+        }
+
+    return build, [call.arguments, _jsonable(call.result)]
+
+
+def _model_record(call: ModelCall, history: Sequence[Any]) -> tuple[Build, list[Any]]:
+    """A model call's request and response. The run's history items are not stored
+    again: ``history`` counts those its input starts with (the earlier turns' records
+    hold them), ``input`` is what follows."""
+    items = [call.input] if isinstance(call.input, str) else list(call.input)
+    listed = not isinstance(call.input, str) and call.inside is None
+    given = _history_prefix(items, history) if listed else 0
+    items = items[given:]
+    dumps = [item.model_dump(mode="json", exclude_unset=True) for item in call.output]
+    stream = [e.model_dump(mode="json", exclude_unset=True) for e in call.events or []]
+    values = [call.instructions, *items, *dumps, stream]
+
+    def build(parts: list[Any]) -> dict[str, Any]:
+        taken = parts[: len(values)]
+        del parts[: len(values)]
+        n = len(items)
+        request: dict[str, Any] = {
+            "instructions": taken[0],
+            "input": taken[1] if isinstance(call.input, str) else taken[1 : 1 + n],
+            "tools": call.tools,
+            "handoffs": call.handoffs,
+        }
+        if given:
+            request["history"] = given
+        record: dict[str, Any] = {
+            "topic": RecordTopics.REPLAY_MODEL,
+            "inside": call.inside,
+            "streamed": call.streamed,
+            "request": request,
+        }
+        if call.error is not None:
+            record["error"] = call.error
+            return record
+        response: dict[str, Any] = {
+            "output": taken[1 + n : 1 + n + len(dumps)],
+            "usage": _usage(call.usage),
+            "response_id": call.response_id,
+        }
+        if call.events is not None:
+            response["events"] = taken[-1]
+        record["response"] = response
+        return record
+
+    return build, values
+
+
+def _history_prefix(items: list[Any], history: Sequence[Any]) -> int:
+    """How many of ``items`` are the history, in order (0 unless all of it is there)."""
+    n = len(history)
+    if not n or len(items) < n:
+        return 0
+    for given, item in zip(history, items, strict=False):
+        if given is not item and given != item:
+            return 0
+    return n
 
 
 class RecordingModel(Model):
@@ -309,30 +422,24 @@ class RecordingModel(Model):
         events: list[Any] | None = None,
         error: BaseException | None = None,
     ) -> None:
-        """One ``replay.model`` record; its payloads are stored at once (one commit)."""
-        items = [call.input] if isinstance(call.input, str) else list(call.input)
-        dumps = [item.model_dump(mode="json", exclude_unset=True) for item in output or []]
-        stream = [[e.model_dump(mode="json", exclude_unset=True) for e in events or []]]
-        refs, pending = self._recorder.payloads.stage(call.instructions, *items, *dumps, *stream)
-        n = len(items)
-        request = {
-            "instructions": refs[0],
-            "input": refs[1] if isinstance(call.input, str) else refs[1 : 1 + n],
-            "tools": [str(getattr(t, "name", type(t).__name__)) for t in call.tools],
-            "handoffs": [str(getattr(h, "tool_name", "")) for h in call.handoffs],
-        }
-        if error is not None:
-            await self._recorder.model_call(request, _error(error), pending, streamed=streamed)
+        """The call, told to the recorder (kept with its turn until the turn ends)."""
+        turn = _recorded_turn()
+        if turn is None:
             return
-        response: dict[str, Any] = {
-            "output": refs[1 + n : 1 + n + len(dumps)],
-            "usage": _usage(usage),
-            "response_id": response_id,
-        }
-        if events is not None:
-            response["events"] = refs[-1]
-        answer = {"response": response}
-        await self._recorder.model_call(request, answer, pending, streamed=streamed)
+        done = ModelCall(
+            call.instructions,
+            call.input if isinstance(call.input, str) else list(call.input),
+            [str(getattr(t, "name", type(t).__name__)) for t in call.tools],
+            [str(getattr(h, "tool_name", "")) for h in call.handoffs],
+            streamed,
+            INSIDE_TOOL.get(),
+            output=list(output or []),
+            usage=usage,
+            response_id=response_id,
+            events=events,
+            error=None if error is None else f"{type(error).__name__}: {error}"[:500],
+        )
+        self._recorder.model_called(turn, done)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,10 +460,6 @@ def _recorded_turn() -> TurnContext | None:
 
 def _ids(turn: TurnContext) -> dict[str, Any]:
     return {"turn_id": turn.turn_id, "session_id": turn.session_id}
-
-
-def _error(exc: BaseException) -> dict[str, Any]:
-    return {"error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
 def _usage(usage: Any) -> dict[str, int]:

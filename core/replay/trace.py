@@ -190,26 +190,54 @@ def _check_not_purged(
 
 
 def build_trace(session_id: str, raw: list[dict[str, Any]]) -> Trace:
-    """Turns and their resolved frames from journal events (blobs first or anywhere)."""
+    """Turns and their resolved frames from journal events (blobs first or anywhere).
+
+    A turn's frames are its hook and post-processing frames in journal order,
+    then its model and tool records in the order they finished: those a turn's
+    ``replay.turn`` / ``replay.calls`` hold (ADR 0052), or, in a recording made
+    before, the ``replay.model`` / ``replay.tool`` events journaled one by one."""
     blobs = {
         e["payload"]["sha256"]: e["payload"]["json"]
         for e in raw
         if e["topic"] == RecordTopics.REPLAY_BLOB
     }
     turns: dict[str, RecordedTurn] = {}
+    records: dict[str, list[Frame]] = {}
     for event in raw:
-        topic, turn_id = event["topic"], event.get("correlation_id")
-        if topic == RecordTopics.REPLAY_TURN:
+        if event["topic"] == RecordTopics.REPLAY_TURN:
             p = resolve(event["payload"], blobs, session_id)
             turns[p["turn_id"]] = RecordedTurn(
                 p["turn_id"], p["channel_id"], p["user_id"], p.get("sender_id"), p["text"]
             )
-        elif topic.startswith(FRAME_PREFIXES) and turn_id in turns:
+    for event in raw:
+        topic, turn_id = event["topic"], event.get("correlation_id")
+        if turn_id not in turns:
+            continue
+        if topic in (RecordTopics.REPLAY_TURN, RecordTopics.REPLAY_CALLS):
+            calls = resolve(event["payload"].get("calls", []), blobs, session_id)
+            records.setdefault(turn_id, []).extend(_call_frames(calls, turn_id, session_id))
+        elif topic in (RecordTopics.REPLAY_MODEL, RecordTopics.REPLAY_TOOL):
+            frame = Frame(topic, resolve(event["payload"], blobs, session_id))
+            records.setdefault(turn_id, []).append(frame)
+        elif topic.startswith(FRAME_PREFIXES):
             frame = Frame(topic, resolve(event["payload"], blobs, session_id))
             turns[turn_id].frames.append(frame)
+    for turn_id, frames in records.items():
+        turns[turn_id].frames.extend(frames)
     if not turns:
         raise ReplayError(f"conversation {session_id}: the trace holds no turn")
     return Trace(session_id, list(turns.values()), raw)
+
+
+def _call_frames(calls: list[dict[str, Any]], turn_id: str, session_id: str) -> list[Frame]:
+    """A turn's recorded calls as the frames replay compares and answers from."""
+    frames = []
+    for call in calls:
+        payload = {k: v for k, v in call.items() if k != "topic"}
+        frames.append(
+            Frame(call["topic"], {"turn_id": turn_id, "session_id": session_id, **payload})
+        )
+    return frames
 
 
 def resolve(value: Any, blobs: dict[str, str], session_id: str) -> Any:

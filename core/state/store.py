@@ -74,6 +74,7 @@ class StateStore:
         synchronous: str = "normal",
         clock: Callable[[], float] = time.time,
         storage: StorageSettings | None = None,
+        size_observer: Callable[[str, int], None] | None = None,
     ) -> None:
         self.db_path = db_path
         self.limits = Limits(
@@ -82,7 +83,7 @@ class StateStore:
         self.operations: Counter[tuple[str, str]] = Counter()  # (operation, ext id) -> calls
         self.evictions: Counter[str] = Counter()  # ext id -> keys evicted
         # told (ext id, its state's bytes) after each write (the size metric)
-        self.size_observer: Callable[[str, int], None] | None = None
+        self.size_observer = size_observer
         self._rows: StateRows
         if storage is not None and storage.backend == "postgres":
             self._rows = PostgresStateTable(storage, synchronous=synchronous)
@@ -92,14 +93,21 @@ class StateStore:
         self._pruned_at = -math.inf
 
     @classmethod
-    def of(cls, settings: Settings, db_path: Path) -> StateStore:
+    def of(
+        cls,
+        settings: Settings,
+        db_path: Path,
+        size_observer: Callable[[str, int], None] | None = None,
+    ) -> StateStore:
         """The kernel's: ``state.*`` limits, on ``db_path`` or PostgreSQL
-        (``storage.backend``), with the journal's durability (``events.synchronous``)."""
+        (``storage.backend``), with the journal's durability (``events.synchronous``);
+        ``size_observer`` is told each extension's size after a write (metrics)."""
         return cls(
             db_path,
             settings.state,
             synchronous=settings.events.synchronous,
             storage=settings.storage,
+            size_observer=size_observer,
         )
 
     async def open(self) -> None:

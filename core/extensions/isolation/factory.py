@@ -7,6 +7,7 @@ Kept out of the package ``__init__`` so that the plugin host, which imports
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,9 @@ from core.extensions.isolation.errors import (
 from core.extensions.isolation.launch import IsolationOptions, confinement_status
 from core.extensions.isolation.proxy import IsolatedExtension
 from core.extensions.isolation.selfcheck import HostProbe, confinement_report, judge, probe_host
-from core.extensions.loader import InstanceFactory, Loader
+from core.extensions.loader import InstanceFactory
 from core.extensions.manifest import Manifest
-from core.extensions.records import ExtensionStatus
+from core.extensions.records import ExtensionRecord, ExtensionStatus
 from core.extensions.services import KernelServices
 
 __all__ = [
@@ -44,15 +45,16 @@ __all__ = [
 ]
 
 
-def isolated_factory(settings: Settings, loader: Loader) -> InstanceFactory:
-    """The loader's ``isolated_factory``: a proxy whose host deaths update the record."""
+def isolated_factory(settings: Settings, records: Mapping[str, ExtensionRecord]) -> InstanceFactory:
+    """The loader's ``isolated_factory``: a proxy whose host deaths update the record
+    (``records``: the loader's table)."""
     options = IsolationOptions.from_settings(settings)
 
     def make(manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
         proxy: IsolatedExtension | None = None
 
         def on_status(ext_id: str, reason: str) -> None:
-            record = loader.records.get(ext_id)
+            record = records.get(ext_id)
             # only the instance the record holds: a reload's old or new one is not
             if record is not None and record.instance is proxy:
                 if record.status is ExtensionStatus.ACTIVE:

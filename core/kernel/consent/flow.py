@@ -30,7 +30,8 @@ from typing import Any, Protocol
 from agents import RunState
 
 from core.events.models import Event
-from core.events.system_payloads import UiAnswer, read_system_payload
+from core.events.system_payloads import TurnResume, UiAnswer, read_system_payload
+from core.events.topics import SystemTopics
 from core.extensions.contract import ToolCall, TurnContext
 from core.kernel.consent.desk import ApprovalDesk, Responder
 from core.kernel.consent.gate import ConsentGate
@@ -42,6 +43,7 @@ from core.kernel.ledger import StoredReply
 from core.kernel.outbox import ReplyOutbox
 from core.kernel.people import Household
 from core.kernel.postprocess import PostQuery, PostSpec
+from core.kernel.scale import TurnHandler, TurnLock
 from core.kernel.turn import Decide, TurnResult
 
 __all__ = ["ApprovalFlow", "Resumer"]
@@ -63,7 +65,8 @@ class Resumer(Protocol):
 
 
 class ApprovalFlow:
-    """Pauses and resumes turns around the desk's questions."""
+    """Pauses and resumes turns around the desk's questions: the turn pipeline's
+    ``ConsentStage`` (ADR 0052)."""
 
     def __init__(
         self,
@@ -74,8 +77,11 @@ class ApprovalFlow:
         conversations: Conversations,
         outbox: ReplyOutbox,
         household: Household | None = None,
+        *,
+        turn_lock: TurnLock,
     ) -> None:
         self.desk = desk
+        self._turn_lock = turn_lock
         self.household = household or Household({}, [])
         self.gate = gate
         self.ui = ui
@@ -83,9 +89,34 @@ class ApprovalFlow:
         self._conversations = conversations
         self._outbox = outbox
 
+    # ------------------------------------------------------------ ConsentStage
+
+    def handlers(self) -> list[TurnHandler]:
+        """Answered turns resume in order; answers come from buttons and prompts."""
+        return [
+            (SystemTopics.TURN_RESUME, self._on_resume, "kernel.resume", 8),
+            (SystemTopics.UI_ANSWER, self.on_answer_event, "kernel.ui_answer", 8),
+        ]
+
+    async def answered(self, message_key: str, text: str, turn: TurnContext) -> bool:
+        assert turn.channel_id is not None and turn.user_id is not None
+        responder = Responder(turn.channel_id, turn.user_id, turn.sender_id)
+        return await self.on_message(message_key, text, responder)
+
+    def holds(self, message_key: str) -> bool:
+        return self.desk.paused(message_key) is not None
+
+    async def _on_resume(self, event: Event) -> None:
+        """Every question of a paused turn is answered: finish it, in order."""
+        resume = read_system_payload(TurnResume, event, subscriber="kernel.resume")
+        if resume is None:
+            return
+        async with self._turn_lock(resume.conversation, None):
+            await self.resume(resume.message_key)
+
     # ------------------------------------------------------------ pausing
 
-    async def pause(self, message_id: int, turn: TurnContext, result: TurnResult) -> None:
+    async def pause(self, message_id: int, turn: TurnContext, result: TurnResult) -> bool:
         """Store the paused turn and ask its questions (the caller holds the lock).
         When there is nothing to ask — the SDK stopped for arguments the gate could
         not check — the turn goes on at once, those calls rejected."""
@@ -112,6 +143,7 @@ class ApprovalFlow:
         await self.desk.ask(row, waiting)
         if not waiting:
             await self.resume(turn.turn_id)
+        return True
 
     # ------------------------------------------------------------ resuming
 

@@ -13,7 +13,13 @@ from core.kernel.hooks.prompt_additions import (
     tool_guidance,
 )
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
-from core.kernel.hooks.tool_calls import Admission, Admitted, ToolInterceptor, is_intercepted
+from core.kernel.hooks.tool_calls import (
+    Admission,
+    Admitted,
+    ToolInterceptor,
+    ToolTap,
+    is_intercepted,
+)
 
 __all__ = [
     "SKIPPED",
@@ -33,6 +39,7 @@ __all__ = [
     "StateReader",
     "TagPatterns",
     "ToolInterceptor",
+    "ToolTap",
     "TurnGuardrails",
     "TurnHooks",
     "command_hook_entries",

@@ -1,4 +1,5 @@
-"""What the turn path reports for metrics: hook calls, tool calls, turns.
+"""What the turn path reports for metrics: hook calls and tool calls (a turn's end
+reaches metrics as a ``TurnObserver``, ``core/kernel/observer.py``).
 
 The hook caller, the tool interceptor and the turn hooks call an observer
 after each call; the kernel's is ``core.metrics.KernelMetrics``. The default
@@ -27,19 +28,12 @@ class PipelineObserver(Protocol):
         """One tool call the model made, hooks included (``denied``: not run)."""
         ...
 
-    def turn(self, status: str, duration_ms: float) -> None:
-        """One conversational turn ended (``TurnOutcome.status``)."""
-        ...
-
 
 class _NoObserver:
     def callback(self, hook: str, owner: str, duration_ms: float, outcome: CallOutcome) -> None:
         return None
 
     def tool_call(self, tool: str, duration_ms: float, outcome: ToolOutcome) -> None:
-        return None
-
-    def turn(self, status: str, duration_ms: float) -> None:
         return None
 
 

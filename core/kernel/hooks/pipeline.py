@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from core.extensions.capabilities import Capability
 from core.extensions.contract import (
@@ -42,12 +42,6 @@ class RenderedOutput:
     annotations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-class TurnRecorder(Protocol):
-    """Told when a turn starts, with the user's text as sent (replay, ADR 0033)."""
-
-    async def turn_started(self, turn: TurnContext, text: str) -> None: ...
-
-
 class TurnHooks:
     """Runs the turn-shaping hook points for the kernel's turn runner."""
 
@@ -63,7 +57,6 @@ class TurnHooks:
         self.caller = caller
         self.frames = frames
         self.authoritative_routing = frozenset(authoritative_routing)
-        self.recorder: TurnRecorder | None = None  # the replay recorder, set by TurnShaping
 
     def shapes_output(self) -> bool:
         """Whether an output hook may rewrite the answer, or an output guardrail refuse
@@ -83,7 +76,6 @@ class TurnHooks:
             await self.caller.call(entry, "on_turn_start", turn, entry.target.on_turn_start(turn))
 
     async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
-        self.caller.observer.turn(outcome.status, outcome.duration_ms)
         for entry in self.registry.at(Capability.TURN_END):
             pending = entry.target.on_turn_end(turn, outcome)
             await self.caller.call(entry, "on_turn_end", turn, pending)

@@ -152,12 +152,19 @@ def _text_item(item: Any) -> str | None:
 class ToolInterceptor:
     """Wraps function tools so each call runs the tool hooks, contained and journaled."""
 
-    def __init__(self, registry: HookRegistry, caller: HookCaller, frames: FrameRecorder) -> None:
+    def __init__(
+        self,
+        registry: HookRegistry,
+        caller: HookCaller,
+        frames: FrameRecorder,
+        *,
+        tap: ToolTap | None = None,
+    ) -> None:
         self._registry = registry
         self._caller = caller
         self._frames = frames
         self.admission: Admission | None = None  # the consent gate, once the kernel has one
-        self.tap: ToolTap | None = None  # the replay recorder (ADR 0033): sees each tool run
+        self.tap = tap  # the replay recorder (ADR 0033): sees each tool run
 
     def wrap(self, tool: Tool) -> Tool:
         """A copy of ``tool`` whose calls run the hooks; other and wrapped tools as they are."""
