@@ -32,7 +32,7 @@ from core.kernel.conversations import Conversations
 from core.kernel.ledger import StoredReply
 from core.kernel.ledger_pg import PostgresLedgerSession
 from core.kernel.postprocess.activations import ActivationStore
-from core.kernel.postprocess.activations_pg import PostgresActivationRows
+from core.kernel.session_schema import sessions_database
 from core.kernel.session_storage import PostgresSessionStorage
 from core.scheduling.state import FireState
 from core.storage import pool_for, release_pool
@@ -165,9 +165,7 @@ async def test_a_question_decided_from_two_processes_is_decided_once(storage):
 
 async def test_built_ins_are_seeded_once_when_two_processes_read_a_new_conversation(storage):
     stores = [
-        ActivationStore(
-            Path("unused.db"), lambda: ["json", "decision"], PostgresActivationRows(storage)
-        )
+        ActivationStore(sessions_database(Path("unused.db"), storage), lambda: ["json", "decision"])
         for _ in range(2)
     ]
     for store in stores:
