@@ -26,8 +26,7 @@ from core.extensions.contract import StoreLocation, TurnContext
 from core.extensions.sdk import PostgresTarget, Store
 from core.kernel.commands import parse_command
 from core.kernel.consent.policy import Grant
-from core.kernel.consent.store import Approval, PausedTurn
-from core.kernel.consent.store_pg import PostgresApprovals
+from core.kernel.consent.store import Approval, ApprovalStore, PausedTurn
 from core.kernel.conversations import Conversations
 from core.kernel.ledger import StoredReply
 from core.kernel.ledger_pg import PostgresLedgerSession
@@ -130,7 +129,7 @@ async def test_compaction_replaces_the_oldest_items_only_if_nothing_moved(proces
 
 
 async def test_a_question_decided_from_two_processes_is_decided_once(storage):
-    one, two = PostgresApprovals(storage), PostgresApprovals(storage)
+    one, two = (ApprovalStore(sessions_database(Path("unused.db"), storage)) for _ in "12")
     await one.open()
     await two.open()
     try:
