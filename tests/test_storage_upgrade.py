@@ -19,13 +19,14 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from core.config import StorageSettings
+from core.config import StateSettings, StorageSettings
 from core.extensions.contract import PostProcessResult, TurnContext
 from core.kernel.consent.store import ApprovalStore
 from core.kernel.ledger import LedgerSession, StoredReply
 from core.kernel.postprocess import PostProcessing
 from core.kernel.session_schema import SESSION_MIGRATIONS, SESSIONS_COMPONENT, sessions_database
 from core.kernel.session_storage import SQLiteSessionStorage
+from core.state import StateStore
 from core.storage import SCHEMA_TABLE
 from pg_helpers import run_sync
 from test_postprocess_runner import Sink
@@ -242,3 +243,53 @@ async def test_a_postgres_database_of_the_runner_before_is_taken_over(tmp_path, 
     ]
     assert seen["paused"] == [("m-1", {"run_state": 3}, ["launch"])]
     assert seen["grants"] == ["shell"]
+
+
+# state.db as the code before the runner created it at every connect
+OLD_STATE_DDL = (
+    "CREATE TABLE IF NOT EXISTS hearth_extension_state ("
+    " ext_id TEXT NOT NULL, session_id TEXT NOT NULL, key TEXT NOT NULL,"
+    " value_json TEXT NOT NULL, size INTEGER NOT NULL,"
+    " used_at REAL NOT NULL, expires_at REAL NOT NULL,"
+    " PRIMARY KEY (ext_id, session_id, key)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS hearth_extension_state_lru"
+    " ON hearth_extension_state (ext_id, used_at)",
+    "CREATE INDEX IF NOT EXISTS hearth_extension_state_sizes"
+    " ON hearth_extension_state (ext_id, session_id, size)",
+    "CREATE INDEX IF NOT EXISTS hearth_extension_state_expiry"
+    " ON hearth_extension_state (ext_id, expires_at)",
+    "CREATE TABLE IF NOT EXISTS hearth_registered_extensions"
+    " (ext_id TEXT PRIMARY KEY, registered_at REAL NOT NULL)",
+)
+
+
+async def test_a_state_db_written_before_the_runner_keeps_every_extensions_state(tmp_path):
+    path = tmp_path / "state.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        for statement in OLD_STATE_DDL:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO hearth_extension_state VALUES ('kv', 'cli:ana', 'colour', '\"green\"',"
+            " 14, ?, ?)",
+            (NOW, NOW + 3600),
+        )
+        conn.execute("INSERT INTO hearth_registered_extensions VALUES ('kv', ?)", (NOW,))
+    conn.close()
+    for _ in range(2):  # a second start changes nothing more
+        store = StateStore(path, StateSettings())
+        await store.open()
+        try:
+            assert await store.get("kv", "cli:ana", "colour") == "green"
+            reconciled = await store.reconcile_extensions(["kv", "notes"])
+            assert reconciled.unregistered == {}  # kv was registered before
+            await store.set("notes", None, "count", 1)
+        finally:
+            await store.aclose()
+    assert reconciled.registered == ()  # notes was registered by the first start
+    with sqlite3.connect(path) as conn:
+        version = conn.execute(
+            f"SELECT version FROM {SCHEMA_TABLE} WHERE component = 'state'"
+        ).fetchone()
+    conn.close()
+    assert version == (2,)

@@ -20,6 +20,7 @@ from core.storage.database import (
     PostgresDatabase,
     PostgresExecutor,
     SQLiteDatabase,
+    lock_named,
 )
 from core.storage.dsn import dsn_passwords, hide_dsn_secrets, redact_dsn
 from core.storage.migrations import (
@@ -39,7 +40,14 @@ from core.storage.postgres import (
     pool_for,
     release_pool,
 )
-from core.storage.sql import for_update, insertion_order, numbered, statements, upsert
+from core.storage.sql import (
+    byte_order,
+    for_update,
+    insertion_order,
+    numbered,
+    statements,
+    upsert,
+)
 
 __all__ = [
     "SCHEMA_TABLE",
@@ -55,12 +63,14 @@ __all__ = [
     "SchemaStatus",
     "StorageError",
     "apply_migrations",
+    "byte_order",
     "connect",
     "dsn_passwords",
     "for_update",
     "hide_dsn_secrets",
     "insertion_order",
     "known_components",
+    "lock_named",
     "migrated_pool",
     "numbered",
     "open_pool",

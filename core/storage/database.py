@@ -42,6 +42,7 @@ __all__ = [
     "PostgresDatabase",
     "PostgresExecutor",
     "SQLiteDatabase",
+    "lock_named",
 ]
 
 Dialect = Literal["sqlite", "postgres"]
@@ -263,15 +264,28 @@ class PostgresExecutor:
 
 class PostgresDatabase(PostgresExecutor):
     """The process's pool for ``storage.postgres_dsn`` with ``components`` migrated;
-    ``what`` names the store in the error when it is used before ``open``."""
+    ``what`` names the store in the error when it is used before ``open``.
+
+    ``synchronous`` is ``events.synchronous``: with ``normal`` a transaction commits
+    without waiting for the server's disk flush (``synchronous_commit = off``), as
+    SQLite's ``NORMAL`` commits without an fsync — a crash of a kernel process loses
+    nothing, one of the database server may lose the last fraction of a second."""
 
     shared = True
 
-    def __init__(self, storage: StorageSettings, components: Sequence[str], what: str) -> None:
+    def __init__(
+        self,
+        storage: StorageSettings,
+        components: Sequence[str],
+        what: str,
+        *,
+        synchronous: str = "full",
+    ) -> None:
         super().__init__(None)
         self.storage = storage
         self.components = tuple(components)
         self.what = what
+        self.flush = synchronous.lower() == "full"
         self._opening = asyncio.Lock()
 
     @property
@@ -318,4 +332,14 @@ class PostgresDatabase(PostgresExecutor):
     async def transaction(self) -> AsyncIterator[Executor]:
         """One transaction on one of the pool's connections."""
         async with self.pool.acquire() as conn, conn.transaction():
+            if not self.flush:
+                await conn.execute("SET LOCAL synchronous_commit = off")
             yield PostgresExecutor(conn)
+
+
+async def lock_named(tx: Executor, name: str) -> None:
+    """Serialise the transactions that take ``name`` until ``tx`` ends: PostgreSQL's
+    transaction-scoped advisory lock; nothing on SQLite, whose ``BEGIN IMMEDIATE``
+    already holds the whole file."""
+    if tx.dialect == "postgres":
+        await tx.execute("SELECT pg_advisory_xact_lock(hashtext(?))", name)

@@ -6,6 +6,7 @@ accept. ``for_update`` is the row lock a PostgreSQL transaction needs before
 it reads what it is about to change (SQLite's ``BEGIN IMMEDIATE`` already
 holds the whole file). ``insertion_order`` is the column that orders a
 table's rows as inserted: SQLite's ``rowid``, a PostgreSQL table's serial.
+``byte_order`` sorts text by its bytes, as SQLite always does.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Literal
 
-__all__ = ["for_update", "insertion_order", "numbered", "statements", "upsert"]
+__all__ = ["byte_order", "for_update", "insertion_order", "numbered", "statements", "upsert"]
 
 _QUOTED_OR_MARK = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?")
 
@@ -73,3 +74,9 @@ def insertion_order(dialect: Literal["sqlite", "postgres"], serial: str) -> str:
     """The column ordering rows as inserted: ``rowid`` on SQLite, ``serial`` (a
     ``bigserial`` column) on PostgreSQL."""
     return "rowid" if dialect == "sqlite" else serial
+
+
+def byte_order(dialect: Literal["sqlite", "postgres"]) -> str:
+    """`` COLLATE "C"`` on PostgreSQL (text sorted by its bytes, whatever the
+    database's locale), nothing on SQLite (which sorts so already)."""
+    return ' COLLATE "C"' if dialect == "postgres" else ""
