@@ -234,13 +234,18 @@ class StateTable:
             await tx.execute(
                 f"DELETE FROM {TABLE} WHERE ext_id = ? AND expires_at <= ?", ext_id, now
             )
-            old = await _sum(
-                tx, "size", "ext_id = ? AND session_id = ? AND key = ?", ext_id, session_id, key
+            # the key's old size, the extension's and the session's bytes: one statement
+            sizes = await tx.fetch_one(
+                "SELECT COALESCE(SUM(CASE WHEN session_id = ? AND key = ? THEN size END), 0),"
+                " COALESCE(SUM(size), 0),"
+                " COALESCE(SUM(CASE WHEN session_id = ? THEN size END), 0)"
+                f" FROM {TABLE} WHERE ext_id = ?",
+                session_id,
+                key,
+                session_id,
+                ext_id,
             )
-            extension_before = await _sum(tx, "SUM(size)", "ext_id = ?", ext_id)
-            session_before = await _sum(
-                tx, "SUM(size)", "ext_id = ? AND session_id = ?", ext_id, session_id
-            )
+            old, extension_before, session_before = (int(n) for n in sizes or (0, 0, 0))
             session_after = session_before - old + size
             if session_id != EXTENSION_SCOPE and session_after > limits.max_bytes_per_session:
                 raise StateLimitError(
@@ -354,11 +359,6 @@ async def stamp_node(pool: Any, node: str, now: float) -> None:
     """``node`` is still running with the extensions it listed at its start: its list
     keeps counting for other nodes' reconciliations (see ``NodeRoster.grace_s``)."""
     await pool.execute(f"UPDATE {NODE_EXTENSIONS} SET seen_at = $2 WHERE node = $1", node, now)
-
-
-async def _sum(tx: Executor, what: str, where: str, *args: Any) -> int:
-    value = await tx.fetch_value(f"SELECT {what} FROM {TABLE} WHERE {where}", *args)
-    return 0 if value is None else int(value)
 
 
 async def _evict(tx: Executor, ext_id: str, keep: tuple[str, str], excess: int) -> list[Evicted]:

@@ -212,15 +212,37 @@ class SQLiteDatabase(_SQLiteStatements):
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Executor]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; an exception (a cancellation too) rolls back."""
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; an exception (a cancellation too) rolls back.
+        ``BEGIN`` goes to the thread with the first statement (one hop less per
+        transaction); a transaction that ran nothing commits nothing."""
+        began = False
+
+        async def run(fn: Callable[[sqlite3.Connection], T]) -> T:
+            nonlocal began
+            if began:
+                return await self._direct(fn)
+
+            def first(conn: sqlite3.Connection) -> T:
+                conn.execute("BEGIN IMMEDIATE")
+                return fn(conn)
+
+            began = True
+            return await self._direct(first)
+
         async with self._lock:
-            await self._direct(lambda c: c.execute("BEGIN IMMEDIATE"))
             try:
-                yield _SQLiteStatements(self._direct)
+                yield _SQLiteStatements(run)
             except BaseException:
-                await self._direct(lambda c: c.execute("ROLLBACK"))
+                if began:
+                    await self._direct(_rollback)
                 raise
-            await self._direct(lambda c: c.execute("COMMIT"))
+            if began:
+                await self._direct(lambda c: c.execute("COMMIT"))
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # BEGIN itself may have failed (the file stayed locked)
+        conn.execute("ROLLBACK")
 
 
 # ---------------------------------------------------------------- PostgreSQL
