@@ -27,7 +27,7 @@ from core.kernel.postprocess import PostProcessing
 from core.kernel.session_schema import SESSION_MIGRATIONS, SESSIONS_COMPONENT, sessions_database
 from core.kernel.session_storage import SQLiteSessionStorage
 from core.state import StateStore
-from core.storage import SCHEMA_TABLE
+from core.storage import SCHEMA_TABLE, numbered
 from pg_helpers import run_sync
 from test_postprocess_runner import Sink
 
@@ -162,10 +162,7 @@ def old_postgres_database(dsn: str) -> None:
                 SESSIONS_COMPONENT,
             )
             for sql, values in user_rows():
-                numbered = sql
-                for n in range(1, len(values) + 1):
-                    numbered = numbered.replace("?", f"${n}", 1)
-                await conn.execute(numbered, *values)
+                await conn.execute(numbered(sql), *values)
         finally:
             await conn.close()
 
