@@ -224,3 +224,18 @@ def test_placeholders_and_scripts_are_split_outside_quotes():
     assert upsert("t", ("k", "v"), ("k",)) == (
         "INSERT INTO t (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
     )
+
+
+async def test_a_component_without_migrations_for_this_database_is_refused(tmp_path):
+    register_migrations("test_pg_only", postgres=["CREATE TABLE only_pg (n integer)"])
+    db = SQLiteDatabase(tmp_path / "pg_only.db", ["test_pg_only"])
+    with pytest.raises(ValueError, match="no sqlite migrations registered for test_pg_only"):
+        await db.open()
+    assert not db.is_open  # what it opened is closed again
+
+
+async def test_callers_opening_at_once_all_wait_for_the_migrations(make_db):
+    db = make_db()
+    await asyncio.gather(*(db.open() for _ in range(3)))
+    assert db.is_open
+    assert await db.fetch_all("SELECT n FROM widget_runs") == [(1,)]

@@ -154,25 +154,30 @@ class SQLiteDatabase(_SQLiteStatements):
         self._conn: sqlite3.Connection | None = None
         self._thread: ThreadPoolExecutor | None = None
         self._lock = asyncio.Lock()  # one transaction (or statement) at a time
+        self._opening = asyncio.Lock()
+        self._migrated = False
 
     @property
     def is_open(self) -> bool:
-        return self._conn is not None
+        """Connected and migrated."""
+        return self._migrated
 
     async def open(self) -> None:
-        """Connect and migrate (once; a second call does nothing)."""
+        """Connect and migrate (once; concurrent callers wait for both, a later call
+        does nothing)."""
         from core.storage.migrations import apply_migrations
 
-        async with self._lock:
-            if self._conn is not None:
+        async with self._opening:
+            if self._migrated:
                 return
             self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"sqlite:{self.path.name}")
-            self._conn = await self._on_thread(self._connect)
-        try:
-            await apply_migrations(self, self.components)
-        except BaseException:
-            await self.close()
-            raise
+            try:
+                self._conn = await self._on_thread(self._connect)
+                await apply_migrations(self, self.components)
+            except BaseException:
+                await self.close()
+                raise
+            self._migrated = True
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +194,7 @@ class SQLiteDatabase(_SQLiteStatements):
         async with self._lock:
             conn, thread = self._conn, self._thread
             self._conn = self._thread = None
+            self._migrated = False
             if thread is None:
                 return
             if conn is not None:
