@@ -26,13 +26,12 @@ from core.extensions.contract import StoreLocation, TurnContext
 from core.extensions.sdk import PostgresTarget, Store
 from core.kernel.commands import parse_command
 from core.kernel.consent.policy import Grant
-from core.kernel.consent.store import Approval, PausedTurn
-from core.kernel.consent.store_pg import PostgresApprovals
+from core.kernel.consent.store import Approval, ApprovalStore, PausedTurn
 from core.kernel.conversations import Conversations
 from core.kernel.ledger import StoredReply
 from core.kernel.ledger_pg import PostgresLedgerSession
 from core.kernel.postprocess.activations import ActivationStore
-from core.kernel.postprocess.activations_pg import PostgresActivationRows
+from core.kernel.session_schema import sessions_database
 from core.kernel.session_storage import PostgresSessionStorage
 from core.scheduling.state import FireState
 from core.storage import pool_for, release_pool
@@ -130,7 +129,7 @@ async def test_compaction_replaces_the_oldest_items_only_if_nothing_moved(proces
 
 
 async def test_a_question_decided_from_two_processes_is_decided_once(storage):
-    one, two = PostgresApprovals(storage), PostgresApprovals(storage)
+    one, two = (ApprovalStore(sessions_database(Path("unused.db"), storage)) for _ in "12")
     await one.open()
     await two.open()
     try:
@@ -165,9 +164,7 @@ async def test_a_question_decided_from_two_processes_is_decided_once(storage):
 
 async def test_built_ins_are_seeded_once_when_two_processes_read_a_new_conversation(storage):
     stores = [
-        ActivationStore(
-            Path("unused.db"), lambda: ["json", "decision"], PostgresActivationRows(storage)
-        )
+        ActivationStore(sessions_database(Path("unused.db"), storage), lambda: ["json", "decision"])
         for _ in range(2)
     ]
     for store in stores:

@@ -3,7 +3,6 @@ default params, kept in sessions.db across restarts (SPEC §10, seed 000)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import pytest
 from core.config import StorageSettings
 from core.extensions.contract import TurnContext
 from core.kernel.postprocess import PostProcessing
-from core.kernel.postprocess.records import PostRecords
 from test_postprocess_runner import Sink
 
 ANA = TurnContext(channel_id="cli", user_id="ana", session_id="cli:ana", turn_id="1@1.0")
@@ -118,13 +116,8 @@ async def test_last_reads_results_back_after_a_restart(started, tmp_path):
     query = await post.parse("Is the disk full? #decision #json:minimal", ANA)
     outcome = await post.finish(query, "The disk is down to 2% free.", "answered", None, ANA)
     assert outcome is not None
-    if isinstance(post.records, PostRecords):
-        with sqlite3.connect(tmp_path / "sessions.db") as conn:  # as the ledger commits it
-            outcome.record.write(conn)
-        conn.close()
-    else:
-        async with post.records.pool().acquire() as pg, pg.transaction():
-            await outcome.record.write_postgres(pg)
+    async with post.records.db.transaction() as tx:  # as the ledger commits it
+        await outcome.record.write_to(tx)
 
     _, restarted = await started()
     last = await restarted["last"]("decision", ANA)

@@ -108,7 +108,7 @@ async def _check_storage(settings: Settings) -> int:
     import core.events.pg_schema
     import core.kernel.session_schema
     import core.scheduling.state
-    import core.state.table_pg  # noqa: F401
+    import core.state.table  # noqa: F401
     from core.storage import StorageError, open_pool, redact_dsn, schema_status
 
     where = redact_dsn(storage.postgres_dsn or "")

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     import asyncpg
 
 __all__ = [
-    "LEDGER_DDL",
     "ConversationSession",
     "LedgerSession",
     "LedgerWrite",
@@ -38,21 +37,7 @@ __all__ = [
     "StoredReply",
     "StoredSize",
     "trim_to_user_turn",
-    "upgrade_ledger",
 ]
-
-LEDGER_DDL = (
-    "CREATE TABLE IF NOT EXISTS hearth_turns ("
-    " message_key TEXT PRIMARY KEY, session_id TEXT NOT NULL, channel_id TEXT NOT NULL,"
-    " user_id TEXT NOT NULL, reply TEXT NOT NULL, created_at REAL NOT NULL, followup TEXT)"
-)
-
-
-def upgrade_ledger(conn: sqlite3.Connection) -> None:
-    """Add the ``followup`` column to a ledger written before it existed."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(hearth_turns)")}
-    if "followup" not in columns:
-        conn.execute("ALTER TABLE hearth_turns ADD COLUMN followup TEXT")
 
 
 class LedgerWrite(Protocol):

@@ -30,8 +30,7 @@ from core.kernel.placement import Placement, apply_role, placement_of
 from core.kernel.scale import ReplySubscription, TurnHandler, subscribe_all
 from core.kernel.turn_lock import ConversationLocks
 from core.scheduling import LEASES_COMPONENT, SOLE_LEADER, LeaseLeader
-from core.state.table import NodeRoster
-from core.state.table_pg import STATE_COMPONENT, stamp_node
+from core.state.table import STATE_COMPONENT, NodeRoster, stamp_node
 from core.storage import migrated_pool, release_pool
 
 __all__ = ["ScaleOut"]

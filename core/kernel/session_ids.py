@@ -9,18 +9,21 @@ as ``%23``), so its only ``#`` is the one before the generation:
 ``#`` or ``%`` (Telegram chats, the terminal) keeps the ids it always had.
 
 Ids stored before are rewritten once, at the first start of this version
-(``upgraded_session_id``; PostgreSQL: the ``sessions`` migration 2 does the
-same in SQL): ``X#N`` stays a renewed session of ``X`` where conversation
-``X`` has reached generation N, every other id holding ``#`` or ``%`` was a
-conversation's own first session and is escaped. Where both conversations
+(``upgraded_session_id``: the ``sessions`` component's SQLite migration 3;
+PostgreSQL: its migration 2 does the same in SQL): ``X#N`` stays a renewed
+session of ``X`` where conversation ``X`` has reached generation N, every
+other id holding ``#`` or ``%`` was a conversation's own first session and
+is escaped. Where both conversations
 existed, their rows were already one history; it stays with ``X``.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-import sqlite3
 from collections.abc import Mapping
+
+from core.storage import Executor
 
 __all__ = [
     "conversation_of",
@@ -37,6 +40,8 @@ _SQLITE_SESSION_TABLES = (
     "hearth_post_turns",
     "hearth_paused_turns",
 )
+log = logging.getLogger("core.kernel.conversations")
+
 _IDS_VERSION = 1  # sessions.db's user_version once its ids are escaped
 _GENERATION_RE = re.compile(r"[1-9][0-9]{0,8}")  # as /new writes it: no sign, no leading 0
 _UNESCAPE_RE = re.compile(r"%(25|23)")
@@ -63,32 +68,40 @@ def upgraded_session_id(old: str, generations: Mapping[str, int]) -> str:
     return session_id_of(old, 0)
 
 
-def upgrade_sqlite_session_ids(conn: sqlite3.Connection, generations: Mapping[str, int]) -> int:
-    """Rewrite the old session ids of ``sessions.db`` once (in the caller's transaction,
-    marked by ``user_version``); returns how many distinct ids changed."""
-    if conn.execute("PRAGMA user_version").fetchone()[0] >= _IDS_VERSION:
+async def upgrade_sqlite_session_ids(tx: Executor) -> int:
+    """Rewrite the old session ids of ``sessions.db`` once: the ``sessions`` component's
+    SQLite migration 3, in its transaction. A file the code before the migration
+    runner already upgraded says so in ``user_version`` and is left alone. Returns
+    how many distinct ids changed."""
+    if int(await tx.fetch_value("PRAGMA user_version")) >= _IDS_VERSION:
         return 0
-    present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    generations = {
+        str(k): int(g)
+        for k, g in await tx.fetch_all("SELECT key, generation FROM hearth_conversations")
+    }
+    present = {
+        str(row[0])
+        for row in await tx.fetch_all("SELECT name FROM sqlite_master WHERE type='table'")
+    }
     changed: set[str] = set()
     for table in (t for t in _SQLITE_SESSION_TABLES if t in present):
-        olds = [
-            row[0]
-            for row in conn.execute(
-                f"SELECT DISTINCT session_id FROM {table}"
-                " WHERE instr(session_id, '#') > 0 OR instr(session_id, '%') > 0"
-            )
-        ]
+        olds = await tx.fetch_all(
+            f"SELECT DISTINCT session_id FROM {table}"
+            " WHERE instr(session_id, '#') > 0 OR instr(session_id, '%') > 0"
+        )
         # two steps, so an id renamed to one not renamed yet never clashes on a unique key
-        for old in olds:
+        for (old,) in olds:
             new = upgraded_session_id(old, generations)
             if new != old:
                 changed.add(old)
-                conn.execute(
-                    f"UPDATE {table} SET session_id = ? WHERE session_id = ?", ("\x01" + new, old)
+                await tx.execute(
+                    f"UPDATE {table} SET session_id = ? WHERE session_id = ?", "\x01" + new, old
                 )
-        conn.execute(
+        await tx.execute(
             f"UPDATE {table} SET session_id = substr(session_id, 2)"
             " WHERE substr(session_id, 1, 1) = char(1)"
         )
-    conn.execute(f"PRAGMA user_version = {_IDS_VERSION}")
+    await tx.execute(f"PRAGMA user_version = {_IDS_VERSION}")
+    if changed:
+        log.info("sessions.db: %d session ids rewritten with their key escaped", len(changed))
     return len(changed)

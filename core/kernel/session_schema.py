@@ -1,19 +1,40 @@
-"""The ``sessions`` component's PostgreSQL schema: what ``sessions.db`` holds in SQLite.
+"""The ``sessions`` component's schema, in ``sessions.db`` (SQLite) and in PostgreSQL.
 
 Histories (the SDK ``Session`` items), the ledger, conversations' session
 generations, post-processing records and activations, paused turns with
 their approvals and the "always allow" grants (ADR 0035). Registered with
-the storage foundation's migrations runner at import; version N is the N-th
-entry and is never edited once released (a change is a new entry).
+the storage foundation's migrations runner at import, for both databases
+(ADR 0051); version N is the N-th entry and is never edited once released
+(a change is a new entry). The SQLite list starts with the tables exactly as
+the code before the runner created them, ``IF NOT EXISTS``, so a
+``sessions.db`` written by that code is taken over as it is, then upgraded.
 Timestamps stay epoch seconds (``double precision``) as in SQLite, so the
 code that reads them is the same for both backends.
 """
 
 from __future__ import annotations
 
-from core.storage import register_migrations
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["SESSIONS_COMPONENT", "SESSION_MIGRATIONS"]
+from core.kernel.session_ids import upgrade_sqlite_session_ids
+from core.storage import (
+    Database,
+    Executor,
+    PostgresDatabase,
+    SQLiteDatabase,
+    register_migrations,
+)
+
+if TYPE_CHECKING:
+    from core.config import StorageSettings
+
+__all__ = [
+    "SESSIONS_COMPONENT",
+    "SESSION_MIGRATIONS",
+    "SQLITE_SESSION_MIGRATIONS",
+    "sessions_database",
+]
 
 SESSIONS_COMPONENT = "sessions"
 
@@ -150,4 +171,73 @@ DROP FUNCTION pg_temp.hearth_session_id(text);
 """
 
 SESSION_MIGRATIONS = (_V1, _V2)
-register_migrations(SESSIONS_COMPONENT, SESSION_MIGRATIONS)
+
+_SQLITE_V1 = """
+CREATE TABLE IF NOT EXISTS hearth_turns (
+    message_key TEXT PRIMARY KEY, session_id TEXT NOT NULL, channel_id TEXT NOT NULL,
+    user_id TEXT NOT NULL, reply TEXT NOT NULL, created_at REAL NOT NULL, followup TEXT);
+CREATE TABLE IF NOT EXISTS hearth_conversations (
+    key TEXT PRIMARY KEY, generation INTEGER NOT NULL, updated_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS hearth_post_turns (
+    message_key TEXT PRIMARY KEY, conversation TEXT NOT NULL, session_id TEXT,
+    original TEXT NOT NULL, clean TEXT NOT NULL, specs TEXT NOT NULL, events TEXT NOT NULL,
+    usage TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS hearth_post_results (
+    message_key TEXT NOT NULL, seq INTEGER NOT NULL, conversation TEXT NOT NULL,
+    name TEXT NOT NULL, result TEXT NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (message_key, seq));
+CREATE INDEX IF NOT EXISTS hearth_post_results_by_name
+    ON hearth_post_results(conversation, name, created_at);
+CREATE TABLE IF NOT EXISTS hearth_post_activations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT NOT NULL, name TEXT NOT NULL,
+    processor TEXT NOT NULL, default_param TEXT, created_at REAL NOT NULL,
+    updated_at REAL NOT NULL, UNIQUE(conversation, name));
+CREATE TABLE IF NOT EXISTS hearth_post_defaults (
+    conversation TEXT NOT NULL, processor TEXT NOT NULL, PRIMARY KEY (conversation, processor));
+CREATE TABLE IF NOT EXISTS hearth_paused_turns (
+    message_key TEXT PRIMARY KEY, message_id INTEGER NOT NULL, conversation TEXT NOT NULL,
+    session_id TEXT NOT NULL, channel_id TEXT NOT NULL, user_id TEXT NOT NULL,
+    owner_id TEXT NOT NULL, input_items TEXT NOT NULL, query TEXT NOT NULL,
+    state TEXT NOT NULL, round INTEGER NOT NULL, status TEXT NOT NULL,
+    updated_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS hearth_approvals (
+    id TEXT PRIMARY KEY, message_key TEXT NOT NULL, round INTEGER NOT NULL,
+    call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL, status TEXT NOT NULL,
+    always INTEGER NOT NULL, decided_by TEXT, created_at REAL NOT NULL,
+    expires_at REAL NOT NULL, decided_at REAL);
+CREATE TABLE IF NOT EXISTS hearth_policy_grants (
+    tool TEXT PRIMARY KEY, granted_by TEXT NOT NULL, channel_id TEXT NOT NULL,
+    created_at REAL NOT NULL);
+"""
+
+
+async def _sqlite_followup(tx: Executor) -> None:
+    """The ledger's ``followup`` column (ADR 0023), where a ``sessions.db`` older than
+    it lacks it."""
+    columns = {row[1] for row in await tx.fetch_all("PRAGMA table_info(hearth_turns)")}
+    if "followup" not in columns:
+        await tx.execute("ALTER TABLE hearth_turns ADD COLUMN followup TEXT")
+
+
+async def _sqlite_session_ids(tx: Executor) -> None:
+    """Session ids with their key escaped (ADR 0048), as PostgreSQL's migration 2."""
+    await upgrade_sqlite_session_ids(tx)
+
+
+SQLITE_SESSION_MIGRATIONS = (_SQLITE_V1, _sqlite_followup, _sqlite_session_ids)
+register_migrations(SESSIONS_COMPONENT, SESSION_MIGRATIONS, sqlite=SQLITE_SESSION_MIGRATIONS)
+
+
+def sessions_database(
+    db_path: Path,
+    storage: StorageSettings | None = None,
+    *,
+    synchronous: str = "normal",
+    what: str = "the sessions store is",
+) -> Database:
+    """The ``sessions`` component's database for one store: PostgreSQL with
+    ``storage.backend: postgres`` (``what`` names the store in its errors), else
+    ``db_path`` (``sessions.db``) written with ``synchronous``."""
+    if storage is not None and storage.backend == "postgres":
+        return PostgresDatabase(storage, [SESSIONS_COMPONENT], what)
+    return SQLiteDatabase(db_path, [SESSIONS_COMPONENT], synchronous=synchronous)

@@ -12,17 +12,15 @@ read back before each use instead of trusted from memory.
 from __future__ import annotations
 
 import asyncio
-import logging
 import sqlite3
 import time
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from core.kernel.ledger import LEDGER_DDL, ConversationSession, LedgerSession, upgrade_ledger
-from core.kernel.session_ids import upgrade_sqlite_session_ids
+from core.kernel.ledger import ConversationSession, LedgerSession
 from core.kernel.session_schema import SESSIONS_COMPONENT  # registers its migrations
-from core.storage import ComponentPool
+from core.storage import ComponentPool, SQLiteDatabase
 
 if TYPE_CHECKING:
     from core.config import Settings, StorageSettings
@@ -35,7 +33,6 @@ __all__ = [
     "session_storage_for",
 ]
 
-log = logging.getLogger("core.kernel.conversations")
 
 LEDGER_RETENTION_S = 30 * 86400.0  # a message is never redelivered this late (ADR 0014)
 
@@ -70,7 +67,10 @@ class SQLiteSessionStorage:
         self.synchronous = synchronous.upper()
 
     async def open(self) -> dict[str, int]:
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        """Migrate ``sessions.db`` (the one runner, ADR 0051), then as below."""
+        db = SQLiteDatabase(self.db_path, [SESSIONS_COMPONENT], synchronous=self.synchronous)
+        await db.open()
+        await db.close()
         return await asyncio.to_thread(self._open_store)
 
     async def generation(self, key: str) -> int:
@@ -92,27 +92,16 @@ class SQLiteSessionStorage:
 
     def _connect(self) -> closing[sqlite3.Connection]:
         """A connection that is *closed* (not only committed) when the block ends."""
-        conn = sqlite3.connect(self.db_path)
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS hearth_conversations ("
-            " key TEXT PRIMARY KEY, generation INTEGER NOT NULL, updated_at REAL NOT NULL)"
-        )
-        conn.execute(LEDGER_DDL)
-        return closing(conn)
+        return closing(sqlite3.connect(self.db_path))
 
     def _open_store(self) -> dict[str, int]:
         with self._connect() as conn:
-            upgrade_ledger(conn)
             conn.execute(
                 "DELETE FROM hearth_turns WHERE created_at < ?", (time.time() - LEDGER_RETENTION_S,)
             )
             rows = conn.execute("SELECT key, generation FROM hearth_conversations").fetchall()
-            generations = {str(k): int(g) for k, g in rows}
-            escaped = upgrade_sqlite_session_ids(conn, generations)  # once (ADR 0048)
             conn.commit()
-        if escaped:
-            log.info("%s: %d session ids rewritten with their key escaped", self.db_path, escaped)
-        return generations
+        return {str(k): int(g) for k, g in rows}
 
     def _read_generation(self, key: str) -> int:
         with self._connect() as conn:

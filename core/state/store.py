@@ -1,9 +1,9 @@
 """``StateStore``: extension state in one kernel database (SPEC §9, ADR 0022).
 
-The async front of the state rows (``StateRows``): ``state.db``'s
-``StateTable`` in the store's one worker thread (in call order, off the
-event loop, on one connection that ``aclose`` closes), or PostgreSQL with
-``storage.backend: postgres`` (ADR 0035); a caller cancelled mid-call still
+The async front of the state rows (``StateTable``, on ``state.db`` — one
+connection on a thread of its own, in call order, closed by ``aclose`` — or
+on PostgreSQL with ``storage.backend: postgres``, ADR 0035, 0051); a caller
+cancelled mid-call still
 waits for the started call to finish before the cancellation goes on. It
 logs what a user or an extension author needs to see — each eviction
 (extension id and key), the 80 % warnings (once per upward crossing),
@@ -30,16 +30,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.config import StateSettings, StorageSettings
 from core.extensions.state_scope import check_key, encode_value
-from core.state.rows import StateRows, ThreadedStateTable
 from core.state.table import (
     EXTENSION_SCOPE,
     PER_EXTENSION,
     PER_SESSION,
     Limits,
     NodeRoster,
+    StateTable,
     Written,
 )
-from core.state.table_pg import PostgresStateTable
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -84,11 +83,7 @@ class StateStore:
         self.evictions: Counter[str] = Counter()  # ext id -> keys evicted
         # told (ext id, its state's bytes) after each write (the size metric)
         self.size_observer = size_observer
-        self._rows: StateRows
-        if storage is not None and storage.backend == "postgres":
-            self._rows = PostgresStateTable(storage, synchronous=synchronous)
-        else:
-            self._rows = ThreadedStateTable(db_path, synchronous=synchronous)
+        self._rows = StateTable.at(db_path, storage, synchronous=synchronous)
         self._clock = clock
         self._pruned_at = -math.inf
 

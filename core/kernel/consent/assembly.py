@@ -31,11 +31,11 @@ from core.kernel.consent.commands import consent_commands, policy_summary
 from core.kernel.consent.desk import ApprovalDesk
 from core.kernel.consent.gate import ConsentGate, ConsentWrapper
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
-from core.kernel.consent.store import Approvals, ApprovalStore, SQLiteApprovals
-from core.kernel.consent.store_pg import PostgresApprovals
+from core.kernel.consent.store import ApprovalStore
 from core.kernel.consent.ui import UiRequests
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.people import Household
+from core.kernel.session_schema import sessions_database
 from core.kernel.shaping import TurnShaping
 
 __all__ = ["KernelConsent", "declared_tools"]
@@ -60,11 +60,14 @@ class KernelConsent:
         household: Household | None = None,
     ) -> None:
         frames, interceptor = shaping.hooks.frames, shaping.tools
-        store: Approvals
-        if settings.storage.backend == "postgres":  # ADR 0035
-            store = PostgresApprovals(settings.storage)
-        else:
-            store = SQLiteApprovals(ApprovalStore(db_path, synchronous=settings.events.synchronous))
+        store = ApprovalStore(
+            sessions_database(
+                db_path,
+                settings.storage,
+                synchronous=settings.events.synchronous,
+                what="the approvals are",
+            )
+        )
         self.desk = ApprovalDesk(
             store,
             bus,

@@ -42,7 +42,7 @@ from core.extensions.contract import (
 from core.extensions.lifecycle import describe_exception
 from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall
 from core.kernel.consent.policy import Grant
-from core.kernel.consent.store import Approval, Approvals, ApprovalStatus, PausedTurn
+from core.kernel.consent.store import Approval, ApprovalStatus, ApprovalStore, PausedTurn
 from core.kernel.consent.wording import (
     APPROVAL_OPTIONS,
     Choice,
@@ -94,7 +94,7 @@ class ApprovalDesk:
 
     def __init__(
         self,
-        store: Approvals,
+        store: ApprovalStore,
         bus: FrameSink,
         frames: FrameRecorder,
         channel_for: Callable[[str], Any | None],

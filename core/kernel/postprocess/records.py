@@ -3,49 +3,50 @@
 A ``PostTurnRecord`` holds the user's original text, the clean text the
 model saw, the specs, every result, the progress events and the token
 totals. The router hands it to ``LedgerSession.commit_turn``, which calls
-``write`` inside the same transaction as the reply and the history: a turn
-is recorded whole or not at all, and ``/last`` reads it back after any
-restart. Rows are keyed by the message (the ledger key) and pruned with the
-ledger's retention.
+``write`` (``write_postgres`` on PostgreSQL) inside the same transaction as
+the reply and the history: a turn is recorded whole or not at all, and
+``/last`` reads it back after any restart. Rows are keyed by the message
+(the ledger key) and pruned with the ledger's retention. ``PostRecords``
+reads them on either database (``core.storage``, ADR 0051); the tables are
+the ``sessions`` component's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import time
-from contextlib import closing
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.extensions.contract import PostProcessResult
 from core.kernel.postprocess.parsing import PostSpec
+from core.storage import Database, Executor, PostgresExecutor, insertion_order, upsert
 
 if TYPE_CHECKING:
     import asyncpg
 
-__all__ = [
-    "RECORDS_DDL",
-    "PostRecords",
-    "PostTurnRecord",
-    "StoredResult",
-    "latest_query",
-    "stored_results",
-]
+__all__ = ["PostRecords", "PostTurnRecord", "StoredResult"]
 
-RECORDS_DDL = (
-    "CREATE TABLE IF NOT EXISTS hearth_post_turns ("
-    " message_key TEXT PRIMARY KEY, conversation TEXT NOT NULL, session_id TEXT,"
-    " original TEXT NOT NULL, clean TEXT NOT NULL, specs TEXT NOT NULL, events TEXT NOT NULL,"
-    " usage TEXT NOT NULL, created_at REAL NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS hearth_post_results ("
-    " message_key TEXT NOT NULL, seq INTEGER NOT NULL, conversation TEXT NOT NULL,"
-    " name TEXT NOT NULL, result TEXT NOT NULL, created_at REAL NOT NULL,"
-    " PRIMARY KEY (message_key, seq))",
-    "CREATE INDEX IF NOT EXISTS hearth_post_results_by_name"
-    " ON hearth_post_results(conversation, name, created_at)",
+_TURNS = upsert(
+    "hearth_post_turns",
+    (
+        "message_key",
+        "conversation",
+        "session_id",
+        "original",
+        "clean",
+        "specs",
+        "events",
+        "usage",
+        "created_at",
+    ),
+    ("message_key",),
+)
+_RESULTS = upsert(
+    "hearth_post_results",
+    ("message_key", "seq", "conversation", "name", "result", "created_at"),
+    ("message_key", "seq"),
 )
 
 
@@ -65,42 +66,21 @@ class PostTurnRecord:
     created_at: float = field(default_factory=time.time)
 
     def write(self, conn: sqlite3.Connection) -> None:
-        """Insert the rows (inside the ledger's open transaction)."""
-        conn.execute(
-            "INSERT OR REPLACE INTO hearth_post_turns"
-            "(message_key, conversation, session_id, original, clean, specs, events, usage,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            self._turn_row(),
-        )
-        conn.executemany(
-            "INSERT OR REPLACE INTO hearth_post_results"
-            "(message_key, seq, conversation, name, result, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            self._result_rows(),
-        )
+        """Insert the rows inside the SQLite ledger's open transaction."""
+        for sql, rows in self._statements():
+            conn.executemany(sql, rows)
 
     async def write_postgres(self, conn: asyncpg.Connection) -> None:
-        """The same rows in PostgreSQL (inside the ledger's open transaction there)."""
-        await conn.execute(
-            "INSERT INTO hearth_post_turns"
-            "(message_key, conversation, session_id, original, clean, specs, events, usage,"
-            " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-            " ON CONFLICT (message_key) DO UPDATE SET conversation = excluded.conversation,"
-            " session_id = excluded.session_id, original = excluded.original,"
-            " clean = excluded.clean, specs = excluded.specs, events = excluded.events,"
-            " usage = excluded.usage, created_at = excluded.created_at",
-            *self._turn_row(),
-        )
-        await conn.executemany(
-            "INSERT INTO hearth_post_results"
-            "(message_key, seq, conversation, name, result, created_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (message_key, seq) DO UPDATE SET"
-            " conversation = excluded.conversation, name = excluded.name,"
-            " result = excluded.result, created_at = excluded.created_at",
-            self._result_rows(),
-        )
+        """The same rows inside the PostgreSQL ledger's open transaction."""
+        await self.write_to(PostgresExecutor(conn))
 
-    def _turn_row(self) -> tuple[Any, ...]:
-        return (
+    async def write_to(self, tx: Executor) -> None:
+        """The same rows through a ``core.storage`` transaction, on either database."""
+        for sql, rows in self._statements():
+            await tx.execute_many(sql, rows)
+
+    def _statements(self) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        turn = (
             self.message_key,
             self.conversation,
             self.session_id,
@@ -111,9 +91,7 @@ class PostTurnRecord:
             json.dumps(self.usage),
             self.created_at,
         )
-
-    def _result_rows(self) -> list[tuple[Any, ...]]:
-        return [
+        results = [
             (
                 self.message_key,
                 seq,
@@ -124,6 +102,7 @@ class PostTurnRecord:
             )
             for seq, result in enumerate(self.results)
         ]
+        return [(_TURNS, [turn]), (_RESULTS, results)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,66 +115,40 @@ class StoredResult:
 
 
 class PostRecords:
-    """Creates the tables and reads them back for ``/last`` (in a worker thread).
-    ``PostgresPostRecords`` (``records_pg``) does the same in PostgreSQL."""
+    """Prunes the records at open and reads them back for ``/last``."""
 
-    def __init__(self, db_path: Path, *, retention_s: float) -> None:
-        self.db_path = db_path
+    def __init__(self, db: Database, *, retention_s: float) -> None:
+        self.db = db
         self.retention_s = retention_s
 
-    async def aclose(self) -> None:
-        """Nothing held: each call opens and closes its connection."""
-
     async def open(self) -> None:
-        """Create the tables and drop records older than the ledger keeps turns."""
-        await asyncio.to_thread(self._create)
+        """Open (and migrate) the database; drop records older than the ledger keeps."""
+        await self.db.open()
+        cutoff = time.time() - self.retention_s
+        async with self.db.transaction() as tx:
+            await tx.execute("DELETE FROM hearth_post_results WHERE created_at < ?", cutoff)
+            await tx.execute("DELETE FROM hearth_post_turns WHERE created_at < ?", cutoff)
+
+    async def aclose(self) -> None:
+        await self.db.close()
 
     async def latest(self, conversation: str, name: str | None = None) -> list[StoredResult]:
         """The newest result named ``name``, or every result of the newest turn."""
-        return await asyncio.to_thread(self._latest, conversation, name)
-
-    def _connect(self) -> closing[sqlite3.Connection]:
-        return closing(sqlite3.connect(self.db_path, timeout=30))
-
-    def _create(self) -> None:
-        cutoff = time.time() - self.retention_s
-        with self._connect() as conn:
-            for statement in RECORDS_DDL:
-                conn.execute(statement)
-            conn.execute("DELETE FROM hearth_post_results WHERE created_at < ?", (cutoff,))
-            conn.execute("DELETE FROM hearth_post_turns WHERE created_at < ?", (cutoff,))
-            conn.commit()
-
-    def _latest(self, conversation: str, name: str | None) -> list[StoredResult]:
-        query, args = latest_query(conversation, name, "?", "rowid")
-        with self._connect() as conn:
-            rows = conn.execute(query, args).fetchall()
-        return stored_results(rows, name)
-
-
-def latest_query(
-    conversation: str, name: str | None, mark: str, order: str
-) -> tuple[str, list[str]]:
-    """``/last``'s query and arguments; ``mark`` is ``?`` (SQLite) or ``$`` (numbered,
-    PostgreSQL), ``order`` the column that breaks ties of ``created_at``."""
-    args = [conversation] if name is None else [conversation, name]
-    marks = [mark if mark == "?" else f"${n}" for n in range(1, len(args) + 1)]
-    where = "r.conversation = " + marks[0] + ("" if name is None else f" AND r.name = {marks[1]}")
-    query = (
-        "SELECT r.result, t.original, r.created_at FROM hearth_post_results r"
-        " JOIN hearth_post_turns t ON t.message_key = r.message_key"
-        f" WHERE {where} AND r.message_key = ("
-        f"  SELECT r.message_key FROM hearth_post_results r WHERE {where}"
-        f"  ORDER BY r.created_at DESC, r.{order} DESC LIMIT 1)"
-        " ORDER BY r.seq"
-    )
-    return query, args if mark != "?" else [*args, *args]
-
-
-def stored_results(rows: Any, name: str | None) -> list[StoredResult]:
-    """Rows of ``latest_query`` as results (only those named ``name``, when given)."""
-    found = [
-        StoredResult(PostProcessResult.from_dict(json.loads(raw)), str(original), float(at))
-        for raw, original, at in rows
-    ]
-    return [s for s in found if name is None or s.result.name == name]
+        args = [conversation] if name is None else [conversation, name]
+        where = "r.conversation = ?" + ("" if name is None else " AND r.name = ?")
+        order = insertion_order(self.db.dialect, "id")
+        rows = await self.db.fetch_all(
+            "SELECT r.result, t.original, r.created_at FROM hearth_post_results r"
+            " JOIN hearth_post_turns t ON t.message_key = r.message_key"
+            f" WHERE {where} AND r.message_key = ("
+            f"  SELECT r.message_key FROM hearth_post_results r WHERE {where}"
+            f"  ORDER BY r.created_at DESC, r.{order} DESC LIMIT 1)"
+            " ORDER BY r.seq",
+            *args,
+            *args,
+        )
+        found = [
+            StoredResult(PostProcessResult.from_dict(json.loads(raw)), str(original), float(at))
+            for raw, original, at in rows
+        ]
+        return [s for s in found if name is None or s.result.name == name]

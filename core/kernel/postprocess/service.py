@@ -34,16 +34,15 @@ from core.extensions.records import ExtensionRecord
 from core.kernel.conversations import LEDGER_RETENTION_S, Conversations
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.postprocess.activations import ActivationStore
-from core.kernel.postprocess.activations_pg import PostgresActivationRows
 from core.kernel.postprocess.builtin import builtin_processors
 from core.kernel.postprocess.catalog import PostProcessorCatalog
 from core.kernel.postprocess.commands import postprocess_commands, results_key
 from core.kernel.postprocess.facts import RunFacts, run_facts
 from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
-from core.kernel.postprocess.records_pg import PostgresPostRecords
 from core.kernel.postprocess.render import followup_text
 from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
+from core.kernel.session_schema import sessions_database
 
 __all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
 
@@ -69,7 +68,7 @@ class PostProcessing:
         *,
         catalog: PostProcessorCatalog,
         activations: ActivationStore,
-        records: PostRecords | PostgresPostRecords,
+        records: PostRecords,
         runner: PostProcessRunner,
         bus: FrameSink,
         model_of: ModelOf = lambda: (None, None),
@@ -99,14 +98,13 @@ class PostProcessing:
         catalog = PostProcessorCatalog(
             builtin_processors() if builtins is None else builtins, wired
         )
-        records: PostRecords | PostgresPostRecords
-        if storage is not None and storage.backend == "postgres":
-            rows = PostgresActivationRows(storage)
-            records = PostgresPostRecords(storage, retention_s=LEDGER_RETENTION_S)
-            activations = ActivationStore(db_path, catalog.builtin_names, rows)
-        else:
-            records = PostRecords(db_path, retention_s=LEDGER_RETENTION_S)
-            activations = ActivationStore(db_path, catalog.builtin_names)
+        records = PostRecords(
+            sessions_database(db_path, storage, what="post-processing records are"),
+            retention_s=LEDGER_RETENTION_S,
+        )
+        activations = ActivationStore(
+            sessions_database(db_path, storage, what="activations are"), catalog.builtin_names
+        )
         return cls(
             catalog=catalog,
             activations=activations,
@@ -125,7 +123,7 @@ class PostProcessing:
         await self.records.open()
 
     async def aclose(self) -> None:
-        """Give back what ``open`` took (a PostgreSQL pool; nothing for SQLite)."""
+        """Give back what ``open`` took (a connection, or the PostgreSQL pool)."""
         await self.activations.aclose()
         await self.records.aclose()
 
