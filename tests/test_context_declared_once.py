@@ -204,6 +204,15 @@ async def test_every_call_through_the_client_does_what_the_call_in_process_does(
                 if inspect.isawaitable(expected):
                     expected, got = await expected, await got
                 assert got == expected, name
+            chunks: list[str] = []
+
+            async def collect(text: str) -> None:
+                chunks.append(text)
+
+            # a callback stays in the host; the kernel streams to it by id
+            assert await client.invoke_agent_streamed("p", on_chunk=collect) == "done"
+            assert chunks == ["done"] and client.streams == {}
+            await local.invoke_agent_streamed("p")
         await wait_for(lambda: remote.shutdowns_requested and remote.restarts_requested)
         for record in RECORDS:
             assert getattr(remote, record) == getattr(local, record), record
