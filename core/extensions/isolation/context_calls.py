@@ -94,13 +94,14 @@ class ContextCall:
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The host's side: an extension's arguments as the payload, refused with the
         ``TypeError`` the call itself would raise."""
-        if len(args) > len(self.positional):
-            raise TypeError(
-                f"{self.name}() takes {len(self.positional)} positional arguments "
-                f"but {len(args)} were given"
-            )
         values = dict(self.defaults)
-        values.update(zip(self.positional, args, strict=False))
+        if args:
+            if len(args) > len(self.positional):
+                raise TypeError(
+                    f"{self.name}() takes {len(self.positional)} positional arguments "
+                    f"but {len(args)} were given"
+                )
+            values.update(zip(self.positional, args, strict=False))
         for key, value in kwargs.items():
             if key not in self.fields or key in self.positional[: len(args)]:
                 raise TypeError(f"{self.name}() got an unexpected or repeated argument {key!r}")

@@ -90,6 +90,8 @@ def _check(value: Any, tp: Any, where: str) -> Any:
     if tp is Any:
         return value
     if origin in (Union, types.UnionType):
+        if value is None and type(None) in arms:  # an optional left empty: the common case
+            return None
         for arm in arms:
             try:
                 return _check(value, arm, where)
@@ -170,8 +172,8 @@ def rebuilder(tp: Any) -> Callable[[Any], Any]:
     origin, arms = _shape(tp)
     if isinstance(tp, type) and is_dataclass(tp):
         hints = get_type_hints(tp)
-        parts = {f.name: rebuilder(hints[f.name]) for f in fields(tp)}
-        return lambda data: tp(**{name: part(data[name]) for name, part in parts.items()})
+        parts = [(f.name, rebuilder(hints[f.name])) for f in fields(tp) if f.init]
+        return lambda data: tp(*[part(data[name]) for name, part in parts])
     if origin is tuple:
         if len(arms) == 2 and arms[1] is Ellipsis:
             each = rebuilder(arms[0])
