@@ -2,8 +2,9 @@
 
 (a) Tool-call round trip kernel -> plugin host -> kernel through the proxy's
     ``FunctionTool`` (what the orchestrator calls), a no-op ``before_tool_call``
-    hook through the proxy (arguments encoded, tagged result decoded), and a
-    bare RPC ping for comparison; p50/p99 over CALLS sequential calls,
+    hook through the proxy (arguments encoded, tagged result decoded), a
+    context call the other way (``ctx.leadership()`` from the host, served by the
+    kernel's ``KernelContext``), and a bare RPC ping for comparison; p50/p99 over CALLS sequential calls,
     confined with bwrap when it works.
 (b) Spawn to ready: from spawning a host to its first answered ping (the
     extension's own imports excluded), with and without bwrap, and each again
@@ -55,7 +56,7 @@ from agents import function_tool
 
 class Ext:
     async def initialize(self, context):
-        pass
+        self.ctx = context
 
     async def start(self):
         pass
@@ -78,7 +79,19 @@ class Ext:
             "Echo the text."
             return text
 
-        return [echo]
+        @function_tool
+        async def context_calls(count: int) -> list[float]:
+            "Time COUNT context calls made from the host (seconds each)."
+            import time
+
+            times = []
+            for _ in range(count):
+                started = time.perf_counter()
+                await self.ctx.leadership()
+                times.append(time.perf_counter() - started)
+            return times
+
+        return [echo, context_calls]
 """
 
 
@@ -136,6 +149,11 @@ async def round_trips(root: Path) -> dict[str, Any]:
             if i >= WARMUP:
                 hook_times.append(time.perf_counter() - started)
         assert decision is None, decision
+        timer = record.tools[1]
+        args = json.dumps({"count": WARMUP + CALLS})
+        ctx = ToolContext(context=None, tool_name=timer.name, tool_call_id="c", tool_arguments=args)
+        timed = await timer.on_invoke_tool(ctx, args)
+        context_times = (json.loads(timed) if isinstance(timed, str) else timed)[WARMUP:]
         ping_times: list[float] = []
         for i in range(WARMUP + CALLS):
             started = time.perf_counter()
@@ -146,6 +164,7 @@ async def round_trips(root: Path) -> dict[str, Any]:
             "confined": instance.confined,
             "tool_call": percentiles(tool_times),
             "before_tool_call_hook": percentiles(hook_times),
+            "context_call": percentiles(context_times),
             "bare_ping": percentiles(ping_times),
         }
     finally:

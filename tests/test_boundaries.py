@@ -107,26 +107,6 @@ def test_the_formatter_is_never_silenced():
     assert not found, "format these lines instead of skipping them:\n" + "\n".join(found)
 
 
-def test_both_contexts_offer_every_member_of_the_contract():
-    """In-process and isolated extensions see the same ExtensionContext API."""
-    from core.extensions.context import KernelContext
-    from core.extensions.contract import ExtensionContext
-    from core.extensions.isolation.client_context import ClientContext
-
-    members = {
-        name
-        for name in vars(ExtensionContext)
-        if not name.startswith("_") and name not in ("extension_id", "logger")
-    } | set(ExtensionContext.__annotations__)
-    for implementation in (KernelContext, ClientContext):
-        missing = sorted(
-            m
-            for m in members
-            if not hasattr(implementation, m) and m not in ("extension_id", "logger")
-        )
-        assert not missing, f"{implementation.__name__} lacks {missing}"
-
-
 def test_every_exception_of_the_kernel_derives_from_the_one_root():
     """Each package's base error derives from ``HearthError`` (a built-in kind such
     as ``ValueError`` may stay as a second base), so none can be forgotten."""

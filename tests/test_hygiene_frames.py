@@ -16,12 +16,10 @@ from typing import Any
 import pytest
 
 from conftest import ext_code
+from core.extensions.isolation.context_calls import CONTEXT_CALLS
 from core.extensions.isolation.messages import (
     HOST_REQUESTS,
     KERNEL_NOTIFICATIONS,
-    KERNEL_REQUESTS,
-    ContextMethod,
-    EmitParams,
     FrameError,
     HostMethod,
     Notice,
@@ -130,6 +128,15 @@ async def test_ill_typed_payloads_get_an_error_reply_and_the_host_stays(
                 "stream must be int, got bool"
             ),
             json.dumps(["ctx.no_such_method", {}]): "unknown method 'ctx.no_such_method'",
+            # members of the kernel's context that are not the contract's: never reached
+            json.dumps(
+                ["ctx.request_reload", {"ext_id": "x"}]
+            ): "unknown method 'ctx.request_reload'",
+            json.dumps(["ctx._publish", {}]): "unknown method 'ctx._publish'",
+            json.dumps(
+                ["ctx.get_extension", {"ext_id": "x"}]
+            ): "unknown method 'ctx.get_extension'",
+            json.dumps(["ctx.request_restart", {}]): "unknown method 'ctx.request_restart'",
             json.dumps(["load", {}]): "unknown method 'load'",
         }
         for args, expected in cases.items():
@@ -142,14 +149,19 @@ async def test_ill_typed_payloads_get_an_error_reply_and_the_host_stays(
 
 def test_every_method_has_a_payload_model_on_the_side_that_serves_it() -> None:
     assert set(HOST_REQUESTS) == {m.value for m in HostMethod}
-    assert set(KERNEL_REQUESTS) == {m.value for m in ContextMethod}
     assert set(KERNEL_NOTIFICATIONS) == {n.value for n in Notice} - {Notice.CANCEL}
-    params = EmitParams("a.b", {"x": 1}, None, "k")
-    assert decode(KERNEL_REQUESTS, ContextMethod.EMIT, params.to_wire()) == params
+    emit = CONTEXT_CALLS["ctx.emit"]  # the context's calls: derived from its protocol
+    params = {"topic": "a.b", "payload": {"x": 1}, "correlation_id": None, "idempotency_key": "k"}
+    assert emit.decode(params) == params
+    assert emit.decode({"topic": "a.b", "payload": {}}) == {
+        **params,
+        "payload": {},
+        "idempotency_key": None,
+    }
     with pytest.raises(FrameError, match="ctx.emit: payload must be an object, got list"):
-        decode(KERNEL_REQUESTS, ContextMethod.EMIT, {"topic": "a", "payload": []})
+        emit.decode({"topic": "a", "payload": []})
     with pytest.raises(LookupError, match="unknown method"):
-        decode(KERNEL_REQUESTS, "ctx.nothing", {})
+        decode(KERNEL_NOTIFICATIONS, "ctx.nothing", {})
 
 
 @pytest.mark.parametrize("frame", [f for f in MALFORMED if isinstance(f, dict)])

@@ -1,61 +1,48 @@
 """``ExtensionContext`` inside a plugin host: a client of the kernel's context.
 
-Everything that needs the kernel (events, agents, users) is an RPC to the
-kernel, which enforces the manifest and answers refusals with an error the
-extension sees as ``PermissionDeniedError``. Synchronous members are served
-locally from what the kernel sent at load (config, declared secrets, data
-dir); ``subscribe_event`` is checked here too, so a refused subscription
-raises at the call like in-process, and again in the kernel, which decides.
-``services`` is a registry of this host's own (objects cannot cross the
-process boundary), with the kernel's rules. State calls carry the session
-of the turn this host is serving (the host sets ``CURRENT_TURN`` around
-each call that carries a turn); a bad key, a value that is not JSON or
-session scope outside a turn fail here, at the call.
+Everything that needs the kernel (events, agents, users, state) is an RPC to
+the kernel, which enforces the manifest and answers refusals with an error the
+extension sees as ``PermissionDeniedError``. Those calls are not written here
+one by one: ``forwarding`` gives the class one method per call of the
+contract's protocol (``context_calls``, ADR 0050), with the protocol's
+signature. Written here are only the members declared as exceptions there:
+what is served locally from what the kernel sent at load (config, declared
+secrets, data dir); ``subscribe_event``, checked here too, so a refused
+subscription raises at the call like in-process, and again in the kernel,
+which decides; the calls whose callbacks stay here (streams) or that carry
+what an in-process call finds in its task (the served call's token, the
+turn's session). ``services`` is a registry of this host's own (objects cannot
+cross the process boundary), with the kernel's rules. A bad state key, a
+value that is not JSON or session scope outside a turn fail here, at the call.
 """
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, get_type_hints
 
 from core.events.topics import pattern_within
-from core.extensions.contract import (
-    EventHandler,
-    KernelStatus,
-    Leadership,
-    StateScope,
-    StoreLocation,
-)
+from core.extensions.contract import EventHandler, StateScope, StoreLocation
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
+from core.extensions.isolation.context_calls import (
+    CONTEXT_CALLS,
+    CONTEXT_CALLS_BY_NAME,
+    HOST_SERVED,
+    RESHAPED,
+    ContextCall,
+)
 from core.extensions.isolation.messages import (
-    AgentBackgroundParams,
-    AgentTaskParams,
-    AnswerRequestParams,
-    ClearStateParams,
-    ContextMethod,
-    DeleteStateParams,
-    EmitParams,
-    Empty,
-    EnrichPromptParams,
-    GetStateParams,
-    InvokeAgentParams,
-    InvokeStreamedParams,
-    ListPostProcessorsParams,
     LoadParams,
     LogParams,
     Notice,
-    NotifyUserParams,
-    RequeueParams,
-    SetStateParams,
     StateValue,
     SubscribeParams,
-    UiRequestParams,
-    UserMessageParams,
 )
 from core.extensions.isolation.rpc import RpcPeer
 from core.extensions.shared_services import ExtensionServices, ServiceRegistry
@@ -79,6 +66,46 @@ def serving_call(token: str | None) -> Iterator[None]:
         SERVED_TOKEN.reset(reset)
 
 
+C = TypeVar("C")
+
+
+def forwarding(cls: type[C], calls: Mapping[str, ContextCall] = CONTEXT_CALLS) -> type[C]:
+    """Give ``cls`` a forwarding method for every context call it does not define
+    itself; ``TypeError`` at import for a member declared as served in the host or
+    reshaped (``context_calls``) that it does not define."""
+    defined = {name for klass in cls.__mro__[:-1] for name in vars(klass)}
+    unwritten = sorted((HOST_SERVED | set(RESHAPED)) - defined)
+    if unwritten:
+        raise TypeError(f"{cls.__qualname__} must define {', '.join(unwritten)} itself")
+    for call in calls.values():
+        if call.name not in defined:
+            setattr(cls, call.name, _forwarder(cls.__qualname__, call))
+    return cls
+
+
+def _forwarder(owner: str, call: ContextCall) -> Callable[..., Any]:
+    """``call`` sent to the kernel: a request whose answer is rebuilt, or a notice."""
+    method, bind, result = call.method, call.bind, call.result
+    send: Callable[..., Any]
+    if call.notice:
+
+        def send(self: ClientContext, *args: Any, **kwargs: Any) -> None:
+            self._peer.notify_nowait(method, bind(args, kwargs))
+
+    else:
+
+        async def send(self: ClientContext, *args: Any, **kwargs: Any) -> Any:
+            return result(await self._peer.call(method, bind(args, kwargs)))
+
+    send.__name__ = call.name
+    send.__qualname__ = f"{owner}.{call.name}"
+    send.__doc__ = call.function.__doc__ or f"``{call.name}``, served by the kernel."
+    send.__signature__ = inspect.signature(call.function)  # type: ignore[union-attr]
+    send.__annotations__ = get_type_hints(call.function)
+    return send
+
+
+@forwarding
 class ClientContext:
     """The host-side ``ExtensionContext``; same members as the kernel's."""
 
@@ -95,7 +122,7 @@ class ClientContext:
         self.shared_services = ServiceRegistry()
         self._services = ExtensionServices(self.shared_services, params.ext_id)
 
-    # ------------------------------------------------------------ local members
+    # ------------------------------------------------------------ served here
 
     @property
     def config(self) -> dict[str, Any]:
@@ -138,19 +165,6 @@ class ClientContext:
             "extension's object; exchange events instead"
         )
 
-    # ------------------------------------------------------------ event bus
-
-    async def emit(
-        self,
-        topic: str,
-        payload: dict[str, Any],
-        correlation_id: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> int:
-        params = EmitParams(topic, payload, correlation_id, idempotency_key)
-        return int(await self._peer.call(ContextMethod.EMIT, params.to_wire()))
-
     def subscribe_event(self, topic: str, handler: EventHandler) -> None:
         if not any(pattern_within(topic, p) for p in self._params.subscribe):
             raise PermissionDeniedError(self.extension_id, f"subscribe to {topic!r}")
@@ -160,65 +174,11 @@ class ClientContext:
         params = SubscribeParams(topic, handler_id, name)
         self._peer.notify_nowait(Notice.SUBSCRIBE, params.to_wire())
 
-    async def list_commands(self) -> list[tuple[str, str]]:
-        rows = await self._peer.call(ContextMethod.LIST_COMMANDS, Empty().to_wire())
-        return [(str(name), str(description)) for name, description in rows]
+    # ------------------------------------------------------------ reshaped calls
 
-    async def kernel_status(self) -> KernelStatus:
-        answer = await self._peer.call(ContextMethod.KERNEL_STATUS, Empty().to_wire())
-        return KernelStatus.from_json(answer)
-
-    async def requeue_dead_letter(self, event_id: int) -> int:
-        params = RequeueParams(event_id)
-        return int(await self._peer.call(ContextMethod.REQUEUE_DEAD_LETTER, params.to_wire()))
-
-    async def leadership(self) -> Leadership:
-        leader, recheck_s = await self._peer.call(ContextMethod.LEADERSHIP, Empty().to_wire())
-        return Leadership(bool(leader), None if recheck_s is None else float(recheck_s))
-
-    async def list_post_processors(
-        self, user_id: str, channel_id: str | None = None
-    ) -> list[tuple[str, str]]:
-        params = ListPostProcessorsParams(user_id, channel_id).to_wire()
-        rows = await self._peer.call(ContextMethod.LIST_POST_PROCESSORS, params)
-        return [(str(name), str(description)) for name, description in rows]
-
-    async def notify_user(
-        self, text: str, channel_id: str | None = None, *, user_id: str | None = None
-    ) -> None:
-        params = NotifyUserParams(text, channel_id, user_id)
-        await self._peer.call(ContextMethod.NOTIFY_USER, params.to_wire())
-
-    async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
-        params = AgentTaskParams(prompt, channel_id)
-        await self._peer.call(ContextMethod.REQUEST_AGENT_TASK, params.to_wire())
-
-    async def request_agent_background(
-        self, prompt: str, correlation_id: str | None = None
-    ) -> None:
-        params = AgentBackgroundParams(prompt, correlation_id)
-        await self._peer.call(ContextMethod.REQUEST_AGENT_BACKGROUND, params.to_wire())
-
-    async def on_user_message(
-        self,
-        text: str,
-        user_id: str,
-        channel_id: str | None = None,
-        message_id: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-        sender_id: str | None = None,
-    ) -> int:
-        params = UserMessageParams(
-            text, user_id, channel_id, message_id, idempotency_key, sender_id
-        )
-        return int(await self._peer.call(ContextMethod.ON_USER_MESSAGE, params.to_wire()))
-
-    async def answer_request(
-        self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
-    ) -> None:
-        params = AnswerRequestParams(request_id, answer, user_id, sender_id)
-        await self._peer.call(ContextMethod.ANSWER_REQUEST, params.to_wire())
+    async def _call(self, name: str, payload: dict[str, Any]) -> Any:
+        call = CONTEXT_CALLS_BY_NAME[name]
+        return call.result(await self._peer.call(call.method, payload))
 
     async def ui_request(
         self,
@@ -228,16 +188,15 @@ class ClientContext:
         *,
         timeout_s: float | None = None,
     ) -> str | None:
-        served = SERVED_TOKEN.get()
-        params = UiRequestParams(kind, prompt, [str(o) for o in options], timeout_s, served)
-        answer = await self._peer.call(ContextMethod.UI_REQUEST, params.to_wire())
-        return None if answer is None else str(answer)
-
-    # ------------------------------------------------------------ agents
-
-    async def invoke_agent(self, prompt: str) -> str:
-        params = InvokeAgentParams(prompt)
-        return str(await self._peer.call(ContextMethod.INVOKE_AGENT, params.to_wire()))
+        payload = {
+            "kind": kind,
+            "prompt": prompt,
+            "options": [str(o) for o in options],
+            "timeout_s": timeout_s,
+            "served": SERVED_TOKEN.get(),  # the kernel asks in the turn of this call
+        }
+        answer: str | None = await self._call("ui_request", payload)
+        return answer
 
     async def invoke_agent_streamed(
         self,
@@ -248,48 +207,45 @@ class ClientContext:
         stream_id = next(self._ids)
         self.streams[stream_id] = (on_chunk, on_tool_call)
         try:
-            params = InvokeStreamedParams(prompt, stream_id)
-            method = ContextMethod.INVOKE_AGENT_STREAMED
-            return str(await self._peer.call(method, params.to_wire()))
+            reply: str = await self._call(
+                "invoke_agent_streamed", {"prompt": prompt, "stream": stream_id}
+            )
+            return reply
         finally:
             self.streams.pop(stream_id, None)
-
-    async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str:
-        params = EnrichPromptParams(prompt, agent_id)
-        return str(await self._peer.call(ContextMethod.ENRICH_PROMPT, params.to_wire()))
-
-    # ------------------------------------------------------------ state
 
     async def get_state(
         self, key: str, default: Any = None, *, scope: StateScope = "session"
     ) -> Any:
-        params = GetStateParams(check_key(key), scope, state_session(scope))
-        answer = await self._peer.call(ContextMethod.GET_STATE, params.to_wire())
-        found = StateValue.from_wire(answer, ContextMethod.GET_STATE)
+        payload = {"key": check_key(key), "scope": scope, "session_id": state_session(scope)}
+        answer = await self._call("get_state", payload)
+        found = StateValue.from_wire(answer, "ctx.get_state")
         return found.value if found.found else default
 
     async def set_state(self, key: str, value: Any, *, scope: StateScope = "session") -> None:
         encode_value(check_key(key), value)  # a TypeError here, not a frame the kernel refuses
-        params = SetStateParams(key, value, scope, state_session(scope))
-        await self._peer.call(ContextMethod.SET_STATE, params.to_wire())
+        payload = {"key": key, "value": value, "scope": scope, "session_id": state_session(scope)}
+        await self._call("set_state", payload)
 
     async def delete_state(self, key: str, *, scope: StateScope = "session") -> None:
-        params = DeleteStateParams(check_key(key), scope, state_session(scope))
-        await self._peer.call(ContextMethod.DELETE_STATE, params.to_wire())
+        payload = {"key": check_key(key), "scope": scope, "session_id": state_session(scope)}
+        await self._call("delete_state", payload)
 
     async def clear_state(self, *, scope: StateScope = "session") -> None:
-        params = ClearStateParams(scope, state_session(scope))
-        await self._peer.call(ContextMethod.CLEAR_STATE, params.to_wire())
+        await self._call("clear_state", {"scope": scope, "session_id": state_session(scope)})
 
-    # ------------------------------------------------------------ system
+    # ------------------------------------------------------------ checked here too
 
     def request_restart(self) -> None:
         self._require_control("restart Hearth")
-        self._peer.notify_nowait(Notice.REQUEST_RESTART)
+        self._notice("request_restart")
 
     def request_shutdown(self) -> None:
         self._require_control("shut Hearth down")
-        self._peer.notify_nowait(Notice.REQUEST_SHUTDOWN)
+        self._notice("request_shutdown")
+
+    def _notice(self, name: str) -> None:
+        self._peer.notify_nowait(CONTEXT_CALLS_BY_NAME[name].method, {})
 
     def _require_control(self, what: str) -> None:
         """Refuse here as well: a notification carries no answer back, and the

@@ -2,8 +2,10 @@
 
 Every request is served by the extension's ``KernelContext``, so isolated and
 in-process extensions are held to exactly the same manifest rules (declared
-emits and subscriptions, system topics). Parameters come from untrusted code
-and are decoded into their typed payload (``messages.py``) before use. Log
+emits and subscriptions, system topics). Which requests exist, and the type of
+each parameter, come from the contract's protocol (``context_calls``, ADR
+0050); parameters come from untrusted code and are checked against those
+types before use. Log
 lines are rate-limited (one ``LogLimiter``) and their control characters
 escaped, so a plugin can neither flood the kernel's log nor forge lines in it.
 State requests reach the store under this connection's extension id only (no
@@ -14,53 +16,41 @@ serving: a host can address only its own extension's state.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from core.extensions.context import KernelContext
 from core.extensions.contract import TurnContext
 from core.extensions.errors import PermissionDeniedError
+from core.extensions.isolation.context_calls import CONTEXT_CALLS, ContextCall
 from core.extensions.isolation.messages import (
     KERNEL_NOTIFICATIONS,
-    KERNEL_REQUESTS,
-    AgentBackgroundParams,
-    AgentTaskParams,
-    AnswerRequestParams,
-    ClearStateParams,
-    ContextMethod,
-    DeleteStateParams,
-    EmitParams,
-    EnrichPromptParams,
-    GetStateParams,
-    InvokeAgentParams,
-    InvokeStreamedParams,
-    ListPostProcessorsParams,
     LogParams,
-    Notice,
-    NotifyUserParams,
-    RequeueParams,
-    SetStateParams,
     StateValue,
     StreamKind,
     SubscribeParams,
-    UiRequestParams,
-    UserMessageParams,
     decode,
 )
 from core.extensions.isolation.ratelimit import LogLimiter
+from core.extensions.isolation.wire import plain
 from core.extensions.served_calls import serving_extension, turn_for_token
 from core.extensions.state_scope import serving
 from core.runtime import escape_control
 
 SubscribeCallback = Callable[[str, int, str], None]
 StreamCall = Callable[[int, StreamKind, str], Awaitable[None]]
-StateParams = GetStateParams | SetStateParams | DeleteStateParams | ClearStateParams
 MAX_SESSION_ID_CHARS = 512
+STATE_CALLS = frozenset({"get_state", "set_state", "delete_state", "clear_state"})
 _ABSENT = object()
 
 
 class ContextServer:
-    """Answers ``ctx.*`` requests and notifications from one plugin host."""
+    """Answers ``ctx.*`` requests and notifications from one plugin host.
+
+    The calls are the contract protocol's (``context_calls``): a name that is not
+    one is refused before anything of the context is touched, so a host reaches
+    no other attribute of ``KernelContext`` (``request_reload``, ``_publish``, …).
+    """
 
     def __init__(
         self,
@@ -69,82 +59,44 @@ class ContextServer:
         subscribe: SubscribeCallback,
         stream: StreamCall,
         logger: logging.Logger,
+        calls: Mapping[str, ContextCall] | None = None,
     ) -> None:
         self._ctx = context
         self._subscribe = subscribe
         self._stream = stream
         self._logger = logger
+        self._calls = CONTEXT_CALLS if calls is None else calls  # derived at import
         self.log_limiter = LogLimiter(logger, "log lines of the plugin host")
 
     async def handle(self, method: str, params: Any) -> Any:
         """Serve one request; unknown methods and ill-typed params are refused."""
-        p = decode(KERNEL_REQUESTS, method, params)
-        ctx = self._ctx
-        if isinstance(p, EmitParams):
-            return await ctx.emit(
-                p.topic, p.payload, p.correlation_id, idempotency_key=p.idempotency_key
-            )
-        if isinstance(p, NotifyUserParams):
-            return await ctx.notify_user(p.text, p.channel_id, user_id=p.user_id)
-        if isinstance(p, AgentTaskParams):
-            return await ctx.request_agent_task(p.prompt, p.channel_id)
-        if isinstance(p, AgentBackgroundParams):
-            return await ctx.request_agent_background(p.prompt, p.correlation_id)
-        if isinstance(p, UserMessageParams):
-            return await ctx.on_user_message(
-                p.text,
-                p.user_id,
-                p.channel_id,
-                p.message_id,
-                idempotency_key=p.idempotency_key,
-                sender_id=p.sender_id,
-            )
-        if isinstance(p, UiRequestParams):  # in the turn of the kernel's live call, if any
-            turn = turn_for_token(ctx.extension_id, p.served)
-            with serving_extension(ctx.extension_id, turn):
-                return await ctx.ui_request(p.kind, p.prompt, p.options, timeout_s=p.timeout_s)
-        if isinstance(p, AnswerRequestParams):
-            return await ctx.answer_request(
-                p.request_id, p.answer, p.user_id, sender_id=p.sender_id
-            )
-        if isinstance(p, InvokeAgentParams):
-            return await ctx.invoke_agent(p.prompt)
-        if isinstance(p, InvokeStreamedParams):
-            return await self._invoke_streamed(p.prompt, p.stream)
-        if isinstance(p, EnrichPromptParams):
-            return await ctx.enrich_prompt(p.prompt, p.agent_id)
-        if isinstance(p, ListPostProcessorsParams):
-            return [list(row) for row in await ctx.list_post_processors(p.user_id, p.channel_id)]
-        if isinstance(p, StateParams):
-            return await self._state(p)
-        if isinstance(p, RequeueParams):
-            return await ctx.requeue_dead_letter(p.event_id)
-        if method == ContextMethod.LIST_COMMANDS:
-            return [list(row) for row in await ctx.list_commands()]
-        if method == ContextMethod.KERNEL_STATUS:
-            return (await ctx.kernel_status()).to_json()
-        if method == ContextMethod.LEADERSHIP:
-            led = await ctx.leadership()
-            return [led.leader, led.recheck_s]
-        raise LookupError(f"unknown context method {method!r}")
+        call = self._calls.get(method)
+        if call is None or call.notice:
+            raise LookupError(f"unknown method {method[:80]!r}")
+        arguments = call.decode(params)
+        name = call.name
+        if name in STATE_CALLS:
+            return await self._state(name, arguments)
+        if name == "ui_request":  # in the turn of the kernel's live call, if any
+            turn = turn_for_token(self._ctx.extension_id, arguments.pop("served"))
+            with serving_extension(self._ctx.extension_id, turn):
+                return await self._ctx.ui_request(**arguments)
+        if name == "invoke_agent_streamed":
+            return await self._invoke_streamed(arguments["prompt"], arguments["stream"])
+        return plain(await getattr(self._ctx, name)(**arguments))
 
-    async def _state(self, p: StateParams) -> Any:
+    async def _state(self, name: str, arguments: dict[str, Any]) -> Any:
         """One state call, made by this extension's context in the request's session
         (and in no turn at all when it names none: never the kernel task's own)."""
-        session = p.session_id
+        session = arguments.pop("session_id")
         if session is not None and not 0 < len(session) <= MAX_SESSION_ID_CHARS:
             raise ValueError(f"session_id must have 1 to {MAX_SESSION_ID_CHARS} characters")
-        ctx = self._ctx
         with serving(TurnContext(session_id=session) if session else None):
-            if isinstance(p, GetStateParams):
-                value = await ctx.get_state(p.key, _ABSENT, scope=p.scope)
+            if name == "get_state":
+                value = await self._ctx.get_state(default=_ABSENT, **arguments)
                 found = value is not _ABSENT
                 return StateValue(found, value if found else None).to_wire()
-            if isinstance(p, SetStateParams):
-                return await ctx.set_state(p.key, p.value, scope=p.scope)
-            if isinstance(p, DeleteStateParams):
-                return await ctx.delete_state(p.key, scope=p.scope)
-            return await ctx.clear_state(scope=p.scope)
+            return await getattr(self._ctx, name)(**arguments)
 
     async def _invoke_streamed(self, prompt: str, stream: int) -> str:
         async def on_chunk(text: str) -> None:
@@ -157,19 +109,18 @@ class ContextServer:
 
     def notified(self, method: str, params: Any) -> None:
         """Serve one notification; a refused one raises (the peer logs it, rate-limited)."""
+        call = self._calls.get(method)
+        if call is not None and call.notice:
+            try:
+                getattr(self._ctx, call.name)(**call.decode(params))
+            except PermissionDeniedError:
+                return  # the context has logged the refusal; no traceback per call
+            return
         p = decode(KERNEL_NOTIFICATIONS, method, params)
         if isinstance(p, SubscribeParams):
             self._subscribe(p.topic, p.handler, p.name)
         elif isinstance(p, LogParams):
             self._log(p.level, p.name, p.message)
-        elif method in (Notice.REQUEST_RESTART, Notice.REQUEST_SHUTDOWN):
-            try:
-                if method == Notice.REQUEST_RESTART:
-                    self._ctx.request_restart()
-                else:
-                    self._ctx.request_shutdown()
-            except PermissionDeniedError:
-                return  # the context has logged the refusal; no traceback per call
 
     def _log(self, level: int, name: str, message: str) -> None:
         if not self.log_limiter.allow():

@@ -15,46 +15,29 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from core.extensions.contract_data import StateScope
 from core.extensions.isolation.wire import FrameError, Wire, decode
 
 __all__ = [
     "HOST_REQUESTS",
     "KERNEL_NOTIFICATIONS",
-    "KERNEL_REQUESTS",
-    "AgentBackgroundParams",
-    "AgentTaskParams",
     "CallToolParams",
     "CancelParams",
-    "ClearStateParams",
     "CommandParams",
-    "ContextMethod",
-    "DeleteStateParams",
     "Described",
-    "EmitParams",
     "Empty",
-    "EnrichPromptParams",
     "EventParams",
     "FrameError",
-    "GetStateParams",
     "HostMethod",
-    "InvokeAgentParams",
     "InvokeParams",
-    "InvokeStreamedParams",
     "LifecycleParams",
-    "ListPostProcessorsParams",
     "LoadParams",
     "LogParams",
     "Notice",
-    "NotifyUserParams",
     "PingResult",
-    "RequeueParams",
-    "SetStateParams",
     "StateValue",
     "StreamKind",
     "StreamParams",
     "SubscribeParams",
-    "UserMessageParams",
     "Wire",
     "decode",
 ]
@@ -74,38 +57,13 @@ class HostMethod(StrEnum):
     STREAM = "stream"
 
 
-class ContextMethod(StrEnum):
-    """Requests a plugin host sends to the kernel (``ExtensionContext`` calls)."""
-
-    EMIT = "ctx.emit"
-    NOTIFY_USER = "ctx.notify_user"
-    REQUEST_AGENT_TASK = "ctx.request_agent_task"
-    REQUEST_AGENT_BACKGROUND = "ctx.request_agent_background"
-    ON_USER_MESSAGE = "ctx.on_user_message"
-    ANSWER_REQUEST = "ctx.answer_request"
-    UI_REQUEST = "ctx.ui_request"
-    INVOKE_AGENT = "ctx.invoke_agent"
-    INVOKE_AGENT_STREAMED = "ctx.invoke_agent_streamed"
-    LIST_COMMANDS = "ctx.list_commands"
-    LIST_POST_PROCESSORS = "ctx.list_post_processors"
-    ENRICH_PROMPT = "ctx.enrich_prompt"
-    GET_STATE = "ctx.get_state"
-    SET_STATE = "ctx.set_state"
-    DELETE_STATE = "ctx.delete_state"
-    CLEAR_STATE = "ctx.clear_state"
-    KERNEL_STATUS = "ctx.kernel_status"
-    REQUEUE_DEAD_LETTER = "ctx.requeue_dead_letter"
-    LEADERSHIP = "ctx.leadership"
-
-
 class Notice(StrEnum):
-    """Notifications (no answer): ``$cancel`` both ways, the rest host → kernel."""
+    """Notifications (no answer) besides the context's own (``context_calls``):
+    ``$cancel`` both ways, the rest host → kernel."""
 
     CANCEL = "$cancel"
     SUBSCRIBE = "ctx.subscribe"
     LOG = "log"
-    REQUEST_RESTART = "ctx.request_restart"
-    REQUEST_SHUTDOWN = "ctx.request_shutdown"
 
 
 StreamKind = Literal["chunk", "tool_call"]
@@ -118,7 +76,7 @@ MAX_TAG_PATTERN_CHARS = 64
 
 @dataclass(frozen=True, slots=True)
 class Empty(Wire):
-    """Methods without parameters (``ping``, ``initialize``, ``ctx.list_commands``, …)."""
+    """Methods without parameters (``ping``, ``initialize``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,111 +173,8 @@ class Described(Wire):
 
 
 # ------------------------------------------------------------ host -> kernel
-
-
-@dataclass(frozen=True, slots=True)
-class EmitParams(Wire):
-    topic: str
-    payload: dict[str, Any]
-    correlation_id: str | None = None
-    idempotency_key: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NotifyUserParams(Wire):
-    text: str
-    channel_id: str | None = None
-    user_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentTaskParams(Wire):
-    prompt: str
-    channel_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentBackgroundParams(Wire):
-    prompt: str
-    correlation_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class UserMessageParams(Wire):
-    text: str
-    user_id: str
-    channel_id: str | None = None
-    message_id: str | None = None
-    idempotency_key: str | None = None
-    sender_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class UiRequestParams(Wire):
-    kind: str
-    prompt: str
-    options: list[str] = field(default_factory=list)
-    timeout_s: float | None = None
-    # the token of the kernel's call the question belongs to, as the host received
-    # it; the kernel finds the turn by it, never by what a host says (ADR 0043)
-    served: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerRequestParams(Wire):
-    request_id: str
-    answer: str
-    user_id: str
-    sender_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class InvokeAgentParams(Wire):
-    prompt: str
-
-
-@dataclass(frozen=True, slots=True)
-class InvokeStreamedParams(Wire):
-    prompt: str
-    stream: int
-
-
-@dataclass(frozen=True, slots=True)
-class EnrichPromptParams(Wire):
-    prompt: str
-    agent_id: str | None = None
-
-
-# State: the extension id is the connection's, never a parameter; ``session_id``
-# is the session of the turn the host is serving when the call is made.
-
-
-@dataclass(frozen=True, slots=True)
-class GetStateParams(Wire):
-    key: str
-    scope: StateScope = "session"
-    session_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SetStateParams(Wire):
-    key: str
-    value: Any
-    scope: StateScope = "session"
-    session_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteStateParams(Wire):
-    key: str
-    scope: StateScope = "session"
-    session_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ClearStateParams(Wire):
-    scope: StateScope = "session"
-    session_id: str | None = None
+# The ``ctx.*`` calls' payloads are derived from ``ExtensionContext``
+# (``context_calls``); these are the rest.
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,17 +183,6 @@ class StateValue(Wire):
 
     found: bool
     value: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class RequeueParams(Wire):
-    event_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class ListPostProcessorsParams(Wire):
-    user_id: str
-    channel_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,31 +216,7 @@ HOST_REQUESTS: dict[str, type[Wire]] = {
     HostMethod.STREAM: StreamParams,
 }
 
-KERNEL_REQUESTS: dict[str, type[Wire]] = {
-    ContextMethod.EMIT: EmitParams,
-    ContextMethod.NOTIFY_USER: NotifyUserParams,
-    ContextMethod.REQUEST_AGENT_TASK: AgentTaskParams,
-    ContextMethod.REQUEST_AGENT_BACKGROUND: AgentBackgroundParams,
-    ContextMethod.ON_USER_MESSAGE: UserMessageParams,
-    ContextMethod.ANSWER_REQUEST: AnswerRequestParams,
-    ContextMethod.UI_REQUEST: UiRequestParams,
-    ContextMethod.INVOKE_AGENT: InvokeAgentParams,
-    ContextMethod.INVOKE_AGENT_STREAMED: InvokeStreamedParams,
-    ContextMethod.LIST_COMMANDS: Empty,
-    ContextMethod.LIST_POST_PROCESSORS: ListPostProcessorsParams,
-    ContextMethod.ENRICH_PROMPT: EnrichPromptParams,
-    ContextMethod.GET_STATE: GetStateParams,
-    ContextMethod.SET_STATE: SetStateParams,
-    ContextMethod.DELETE_STATE: DeleteStateParams,
-    ContextMethod.CLEAR_STATE: ClearStateParams,
-    ContextMethod.KERNEL_STATUS: Empty,
-    ContextMethod.REQUEUE_DEAD_LETTER: RequeueParams,
-    ContextMethod.LEADERSHIP: Empty,
-}
-
 KERNEL_NOTIFICATIONS: dict[str, type[Wire]] = {
     Notice.SUBSCRIBE: SubscribeParams,
     Notice.LOG: LogParams,
-    Notice.REQUEST_RESTART: Empty,
-    Notice.REQUEST_SHUTDOWN: Empty,
 }

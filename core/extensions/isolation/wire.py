@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import functools
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
 
 from core.runtime.errors import HearthError
 
-__all__ = ["FrameError", "Wire", "decode", "plain"]
+__all__ = ["FieldHints", "FrameError", "Wire", "check_fields", "decode", "plain", "rebuilder"]
+
+# each field's type hint and whether it is required
+FieldHints = Mapping[str, tuple[Any, bool]]
 
 
 class FrameError(HearthError, ValueError):
@@ -31,23 +34,28 @@ class Wire:
 
     @classmethod
     def from_wire(cls, data: Any, where: str | None = None) -> Self:
-        where = where or cls.__name__
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise FrameError(f"{where}: params must be an object, got {_kind(data)}")
-        known = _fields(cls)
-        unknown = [k for k in data if k not in known]
-        if unknown:
-            raise FrameError(f"{where}: unknown key {str(unknown[0])[:40]!r}")
-        values: dict[str, Any] = {}
-        for name, (hint, required) in known.items():
-            if name not in data:
-                if required:
-                    raise FrameError(f"{where}: missing key {name!r}")
-                continue
-            values[name] = _check(data[name], hint, f"{where}: {name}")
-        return cls(**values)
+        return cls(**check_fields(_fields(cls), data, where or cls.__name__))
+
+
+def check_fields(known: FieldHints, data: Any, where: str) -> dict[str, Any]:
+    """The values of ``data``, a JSON object with exactly the ``known`` fields (the
+    required ones present), each of its hint's type; else ``FrameError`` naming
+    ``where``, the key and what came instead. Absent optional fields are left out."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FrameError(f"{where}: params must be an object, got {_kind(data)}")
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        raise FrameError(f"{where}: unknown key {str(unknown[0])[:40]!r}")
+    values: dict[str, Any] = {}
+    for name, (hint, required) in known.items():
+        if name not in data:
+            if required:
+                raise FrameError(f"{where}: missing key {name!r}")
+            continue
+        values[name] = _check(data[name], hint, f"{where}: {name}")
+    return values
 
 
 _FIELDS: dict[type, dict[str, tuple[Any, bool]]] = {}
@@ -82,6 +90,8 @@ def _check(value: Any, tp: Any, where: str) -> Any:
     if tp is Any:
         return value
     if origin in (Union, types.UnionType):
+        if value is None and type(None) in arms:  # an optional left empty: the common case
+            return None
         for arm in arms:
             try:
                 return _check(value, arm, where)
@@ -148,6 +158,39 @@ def plain(value: Any) -> Any:
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def rebuilder(tp: Any) -> Callable[[Any], Any]:
+    """The inverse of ``plain`` for a value of type ``tp``: a function that rebuilds
+    contract dataclasses, tuples and floats from the JSON ``plain`` made of them
+    (the kernel's answers to context calls, ADR 0050). Worked out once per type, so
+    a call pays only for what its value holds; JSON values come back as they are."""
+    origin, arms = _shape(tp)
+    if isinstance(tp, type) and is_dataclass(tp):
+        hints = get_type_hints(tp)
+        parts = [(f.name, rebuilder(hints[f.name])) for f in fields(tp) if f.init]
+        return lambda data: tp(*[part(data[name]) for name, part in parts])
+    if origin is tuple:
+        if len(arms) == 2 and arms[1] is Ellipsis:
+            each = rebuilder(arms[0])
+            return lambda data: tuple(each(item) for item in data)
+        parts_in_order = [rebuilder(arm) for arm in arms]
+        return lambda data: tuple(p(v) for p, v in zip(parts_in_order, data, strict=True))
+    if origin is list:
+        item = rebuilder(arms[0])
+        return _same if item is _same else lambda data: [item(v) for v in data]
+    if origin is dict:
+        value = rebuilder(arms[1])
+        return _same if value is _same else lambda data: {k: value(v) for k, v in data.items()}
+    if origin in (Union, types.UnionType):
+        others = [arm for arm in arms if arm is not type(None)]
+        inner = rebuilder(others[0]) if len(others) == 1 else _same
+        return _same if inner is _same else lambda data: None if data is None else inner(data)
+    return float if tp is float else _same
 
 
 def decode(registry: Mapping[str, type[Wire]], method: str, params: Any) -> Wire:

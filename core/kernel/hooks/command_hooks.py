@@ -179,22 +179,11 @@ class AfterToolCallCommand(CommandTarget):
 
 
 # one target class per hook point a program may implement (the spec table's
-# ``command_event`` rows), found by the hook method it defines
-_COMMAND_TARGETS: tuple[type[CommandTarget], ...] = (
-    TurnStartCommand,
-    TurnEndCommand,
-    SessionStartCommand,
-    SessionEndCommand,
-    InputMessagesCommand,
-    PlainTextCommand,
-    LlmOutputCommand,
-    BeforeToolCallCommand,
-    AfterToolCallCommand,
-)
+# ``command_event`` rows): every ``CommandTarget`` above, found by the hook method it defines
 TARGETS: dict[HookPoint, tuple[Capability, type[CommandTarget]]] = {
     spec.method: (Capability(spec.capability), target)
     for spec in HOOK_SPECS
-    for target in _COMMAND_TARGETS
+    for target in CommandTarget.__subclasses__()
     if spec.command_event is not None and spec.method in vars(target)
 }
 
