@@ -1,8 +1,11 @@
 """The orchestrator: the ``agents.Agent`` that answers every chat turn.
 
-Built fresh per turn (cheap: the template is compiled once) so the date and
-time in its instructions are current and the context providers' text for this
-turn is appended. Its model is resolved at that moment, so a missing model
+Built fresh per turn (cheap: the system prompt is rendered once per wiring).
+Its instructions are the stable prefix of every request (ADR 0054): the same
+bytes turn after turn, so a model server can reuse its work on them. What
+changes per turn — the clock (``clock``), the context providers' text, the
+conditional prompt additions — is not in them: the turn runner sends it after
+the history. Its model is resolved at that moment, so a missing model
 fails the turn with ``ModelNotConfiguredError``, never the kernel start. With
 an ``interceptor`` (the kernel's tool hooks) it is a ``HookedAgent``: its
 tools are wrapped once here and MCP tools at each step of a run.
@@ -72,7 +75,10 @@ class Orchestrator:
         summary = capabilities_summary(self._capabilities)
         self._summary = f"{summary}\n\n{tool_guidance}" if tool_guidance else summary
         self._mcp_servers = list(mcp_servers)
-        self._template = PromptTemplate(template_path)
+        # rendered once: nothing in it changes until the wiring or the settings do
+        self._system = PromptTemplate(template_path).render(
+            timezone=timezone, capabilities=self._summary
+        )
 
     @property
     def tools(self) -> list[Tool]:
@@ -85,17 +91,17 @@ class Orchestrator:
     def instructions(
         self, extra_instructions: str | None = None, *, system_prefix: str | None = None
     ) -> str:
-        """``system_prefix``, the system prompt for a turn starting now, then
-        ``extra_instructions``."""
-        now = now_in(self._timezone)
-        text = self._template.render(
-            now=now.strftime("%Y-%m-%d %H:%M"),
-            weekday=now.strftime("%A"),
-            timezone=timezone_label(self._timezone, now),
-            capabilities=self._summary,
-        )
-        parts = [(system_prefix or "").strip(), text, (extra_instructions or "").strip()]
+        """``system_prefix``, the system prompt, then ``extra_instructions``: no clock,
+        nothing per turn, so the same arguments give the same bytes (ADR 0054)."""
+        parts = [(system_prefix or "").strip(), self._system, (extra_instructions or "").strip()]
         return "\n\n".join(part for part in parts if part)
+
+    def clock(self) -> str:
+        """The moment a turn starts, for the per-turn note after the history:
+        ``Now: 2026-11-26 19:30 (Thursday), timezone Europe/Berlin (CET, UTC+01:00).``"""
+        now = now_in(self._timezone)
+        label = timezone_label(self._timezone, now)
+        return f"Now: {now:%Y-%m-%d %H:%M} ({now:%A}), timezone {label}."
 
     def agent(
         self,
