@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -20,7 +20,6 @@ import pytest
 
 from bundled import copy_bundled
 from conftest import ext_code
-from core.tools import resolve_timezone
 from fake_openai import FakeOpenAIServer, models_section
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, session_history
 from memory_kit import converse, replies
@@ -40,19 +39,19 @@ MOOD_CODE = ext_code("")
 
 
 class Clock:
-    """The kernel's clock, set by the test: ``core.agents.orchestrator.now_in``."""
+    """The kernel's clock, set by the test: ``core.agents.orchestrator.now_at``."""
 
     def __init__(self) -> None:
         self.now = datetime(2026, 11, 26, 10, 59, 58, tzinfo=BERLIN)
 
-    def __call__(self, timezone: str) -> datetime:
-        return self.now.astimezone(resolve_timezone(timezone))
+    def __call__(self, zone: tzinfo) -> datetime:
+        return self.now.astimezone(zone)
 
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     moment = Clock()
-    monkeypatch.setattr("core.agents.orchestrator.now_in", moment)
+    monkeypatch.setattr("core.agents.orchestrator.now_at", moment)
     return moment
 
 

@@ -24,7 +24,7 @@ from core.agents.model_router import ModelRouter
 from core.agents.prompts import PromptTemplate
 from core.agents.toolset import Capability, capabilities_summary
 from core.config import PROJECT_ROOT
-from core.tools.clock import now_in, resolve_timezone, timezone_label
+from core.tools.clock import now_at, resolve_timezone, timezone_label
 from core.tools.failures import tool_error_message
 
 if TYPE_CHECKING:
@@ -62,7 +62,9 @@ class Orchestrator:
         agent_hooks: AgentHooks[Any] | None = None,
         guardrails: GuardrailSource | None = None,
     ) -> None:
-        resolve_timezone(timezone)  # a bad name fails here, not in the middle of a turn
+        # resolved once: a bad name fails here, not in the middle of a turn, and a turn
+        # reads no file for ``local``
+        self._zone = resolve_timezone(timezone)
         self._router = model_router
         self._agent_hooks = agent_hooks  # e.g. the kernel's token counter (metrics)
         self._timezone = timezone
@@ -99,7 +101,7 @@ class Orchestrator:
     def clock(self) -> str:
         """The moment a turn starts, for the per-turn note after the history:
         ``Now: 2026-11-26 19:30 (Thursday), timezone Europe/Berlin (CET, UTC+01:00).``"""
-        now = now_in(self._timezone)
+        now = now_at(self._zone)
         label = timezone_label(self._timezone, now)
         return f"Now: {now:%Y-%m-%d %H:%M} ({now:%A}), timezone {label}."
 
