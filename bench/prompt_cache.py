@@ -68,7 +68,10 @@ TURN_TIMEOUT_S = 600.0
 
 class RecordingProxy:
     """Forwards every request to the model server; keeps each completion's
-    ``usage`` and ``timings`` (in order) for the turn that caused it."""
+    ``usage`` and ``timings`` (in order) for the turn that caused it. A streamed
+    request (the HTTP API streams its turns) is asked for its usage
+    (``stream_options.include_usage``, which changes nothing in the prompt) and
+    its answer is relayed whole once the server has finished it."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
@@ -86,7 +89,10 @@ class RecordingProxy:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                self._forward(self.rfile.read(length))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if body.get("stream"):
+                    body["stream_options"] = {"include_usage": True}
+                self._forward(json.dumps(body).encode())
 
             def _forward(self, body: bytes | None) -> None:
                 request = urllib.request.Request(
@@ -95,18 +101,17 @@ class RecordingProxy:
                     method=self.command,
                     headers={"Content-Type": "application/json"},
                 )
+                kind = "application/json"
                 try:
                     with urllib.request.urlopen(request, timeout=TURN_TIMEOUT_S) as answer:
                         status, data = answer.status, answer.read()
+                        kind = answer.headers.get("Content-Type", kind)
                 except urllib.error.HTTPError as exc:
                     status, data = exc.code, exc.read()
                 if body is not None and status == 200:
-                    parsed = json.loads(data)
-                    proxy.responses.append(
-                        {"usage": parsed.get("usage") or {}, "timings": parsed.get("timings") or {}}
-                    )
+                    proxy.responses.append(figures_of(data))
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -125,6 +130,29 @@ class RecordingProxy:
     def __exit__(self, *exc: object) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def figures_of(data: bytes) -> dict[str, Any]:
+    """``usage`` and ``timings`` of a completion, JSON or server-sent events (the
+    last chunk that carries each); an answer that is neither is shown on stderr."""
+    found: dict[str, Any] = {"usage": {}, "timings": {}}
+    text = data.decode(errors="replace")
+    chunks = [line[5:] for line in text.splitlines() if line.startswith("data:")]
+    for raw in chunks or [text]:
+        if raw.strip() == "[DONE]":
+            continue
+        try:
+            chunk = json.loads(raw)
+        except json.JSONDecodeError:
+            print(
+                f"prompt_cache: unreadable answer from the model server: {raw[:300]!r}",
+                file=sys.stderr,
+            )
+            continue
+        for key in ("usage", "timings"):
+            if isinstance(chunk, dict) and chunk.get(key):
+                found[key] = chunk[key]
+    return found
 
 
 def start_model_server(port: int) -> subprocess.Popen[bytes]:

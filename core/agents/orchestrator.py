@@ -1,11 +1,12 @@
 """The orchestrator: the ``agents.Agent`` that answers every chat turn.
 
-Built fresh per turn (cheap: the system prompt is rendered once per wiring).
 Its instructions are the stable prefix of every request (ADR 0054): the same
 bytes turn after turn, so a model server can reuse its work on them. What
 changes per turn — the clock (``clock``), the context providers' text, the
 conditional prompt additions — is not in them: the turn runner sends it after
-the history. Its model is resolved at that moment, so a missing model
+the history. So the ``Agent`` is built once per wiring and set of instructions
+and model and reused by every turn (building one costs the SDK about 1 ms:
+issue 29's profile). Its model is resolved on first use, so a missing model
 fails the turn with ``ModelNotConfiguredError``, never the kernel start. With
 an ``interceptor`` (the kernel's tool hooks) it is a ``HookedAgent``: its
 tools are wrapped once here and MCP tools at each step of a run.
@@ -34,6 +35,7 @@ __all__ = ["ORCHESTRATOR_ID", "ORCHESTRATOR_TEMPLATE", "GuardrailSource", "Orche
 
 ORCHESTRATOR_ID = "orchestrator"
 ORCHESTRATOR_TEMPLATE = PROJECT_ROOT / "prompts" / "orchestrator.jinja2"
+AGENTS_KEPT = 16  # built agents kept (per additions and routed model); more start over
 
 
 class GuardrailSource(Protocol):
@@ -77,6 +79,7 @@ class Orchestrator:
         summary = capabilities_summary(self._capabilities)
         self._summary = f"{summary}\n\n{tool_guidance}" if tool_guidance else summary
         self._mcp_servers = list(mcp_servers)
+        self._agents: dict[tuple[str | None, str | None, str | None], Agent[Any]] = {}
         # rendered once: nothing in it changes until the wiring or the settings do
         self._system = PromptTemplate(template_path).render(
             timezone=timezone, capabilities=self._summary
@@ -112,10 +115,24 @@ class Orchestrator:
         system_prefix: str | None = None,
         model_name: str | None = None,
     ) -> Agent[Any]:
-        """The orchestrator for one turn; raises ``ModelNotConfiguredError`` without a model.
+        """The orchestrator for a turn; raises ``ModelNotConfiguredError`` without a model.
 
-        ``model_name`` (a routing hook's decision) replaces the configured model.
+        ``model_name`` (a routing hook's decision) replaces the configured model. The
+        same arguments give the same agent: nothing in it changes from turn to turn
+        (the turn's context is the run's, tools read it from there).
         """
+        key = (extra_instructions, system_prefix, model_name)
+        built = self._agents.get(key)
+        if built is None:
+            built = self._build(extra_instructions, system_prefix, model_name)
+            if len(self._agents) >= AGENTS_KEPT:
+                self._agents.clear()
+            self._agents[key] = built
+        return built
+
+    def _build(
+        self, extra_instructions: str | None, system_prefix: str | None, model_name: str | None
+    ) -> Agent[Any]:
         model = self._router.get_model(ORCHESTRATOR_ID, model_name)
         guardrails = self._guardrails
         return HookedAgent(
