@@ -119,6 +119,7 @@ class Paths:
 
         orchestrator = kernel.orchestrator.current
         client = AsyncOpenAI(base_url=base_url, api_key="key-of-the-fake-model", max_retries=0)
+        self.client = client
         self.agent: Agent[Any] = Agent(
             name="Hearth",
             instructions=orchestrator.instructions(),
@@ -259,7 +260,10 @@ async def with_kernel(work: Callable[[Paths, Any], Awaitable[dict[str, Any]]]) -
             await wait_until_http(http, wait_ready)
             await kernel.loader.instance("capture").say("warm up", user_id="warm")
             paths = Paths(kernel, model.base_url, http)
-            return {"tools": paths.tool_count, **(await work(paths, model))}
+            try:
+                return {"tools": paths.tool_count, **(await work(paths, model))}
+            finally:
+                await paths.client.close()
 
 
 async def wait_until_http(http: httpx.AsyncClient, wait_ready: Any) -> None:
