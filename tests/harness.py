@@ -77,6 +77,22 @@ async def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:
         await asyncio.sleep(0.01)
 
 
+def model_read(call: Any) -> str:
+    """Everything the model read in one call: the instructions (the stable prefix)
+    and the input, whose turn note after the history holds the clock, the context
+    providers' text and the conditional additions (ADR 0054)."""
+    given = call.input if isinstance(call.input, list) else [call.input]
+    texts = [
+        item["content"]
+        if isinstance(item, dict) and isinstance(item.get("content"), str)
+        else item
+        if isinstance(item, str)
+        else json.dumps(item, default=str)
+        for item in given
+    ]
+    return "\n".join([call.system_instructions or "", *texts])
+
+
 def session_history(data_dir: Path, session_id: str) -> list[dict[str, Any]]:
     """The items a conversation's SDK session holds in ``sessions.db``, oldest first."""
     with sqlite3.connect(data_dir / "sessions.db") as conn:

@@ -21,7 +21,14 @@ from core.cli.grant import grant_extensions
 from core.config import load_settings
 from core.extensions.grants import CONVERSATIONS_WORDS, GrantRequest
 from core.extensions.manifest import Manifest
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    CONVERSING,
+    model_read,
+    running_kernel,
+    wait_for,
+)
 from hooks_kit import ISOLATION, LOADER, isolation_mode
 
 SECRET = "my bank PIN is 4321"
@@ -84,7 +91,7 @@ async def test_an_extension_that_asks_for_nothing_never_sees_the_conversation(
     manifest = str(tmp_path / "extensions" / "spy" / "manifest.yaml")
     assert manifest in str(spy["error"]) and "permissions.conversations" in str(spy["error"])
     assert reply == "Noted."  # no phishing link appended
-    assert PHISH not in model.calls[0].system_instructions  # nothing injected
+    assert PHISH not in model_read(model.calls[0])  # nothing injected
     assert SECRET not in _seen(tmp_path)
 
 
@@ -102,7 +109,7 @@ async def test_declared_and_granted_it_sees_and_changes_the_conversation(
     if code is SPY_HOOKS:
         assert reply == f"Noted. {PHISH}"
     else:
-        assert PHISH in model.calls[0].system_instructions
+        assert PHISH in model_read(model.calls[0])  # in the turn's note (ADR 0054)
 
 
 def test_prompt_additions_need_the_permission_in_the_manifest(make_ext, settings_file, tmp_path):

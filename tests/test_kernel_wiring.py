@@ -11,7 +11,14 @@ from conftest import ext_code
 from core.events.topics import SystemTopics
 from core.extensions.contract import TurnContext
 from core.kernel.commands import parse_command
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    CONVERSING,
+    model_read,
+    running_kernel,
+    wait_for,
+)
 
 TURN = TurnContext(channel_id="capture", user_id="u1")
 
@@ -138,7 +145,7 @@ async def test_extension_whose_start_raises_gets_no_traffic(make_ext, settings_f
         # tools and context: absent from the orchestrator's model call
         call = await ask(k, model, "hello")
         assert "probe_tool" not in tool_names(call)
-        assert "PROBE CONTEXT" not in (call.system_instructions or "")
+        assert "PROBE CONTEXT" not in model_read(call)
         # channel: proactive messages addressed to it go elsewhere; manifest events dropped
         await k.bus.publish(SystemTopics.USER_NOTIFY, "test", {"text": "hi", "channel_id": "probe"})
         await k.bus.publish("probe.alert", "test", {"text": "alert"})
@@ -174,7 +181,7 @@ async def test_unhealthy_extension_is_unwired_then_rewired(make_ext, settings_fi
         assert (await command(k, "/probe_ping")).startswith("Unknown command")
         call = await ask(k, model, "two")
         assert "probe_tool" not in tool_names(call)
-        assert "PROBE CONTEXT" not in (call.system_instructions or "")
+        assert "PROBE CONTEXT" not in model_read(call)
         await k.bus.publish(SystemTopics.USER_NOTIFY, "test", {"text": "x", "channel_id": "probe"})
         await wait_for(lambda: ("notify", None, "x") in k.loader.instance("capture")._log())
         await k.bus.publish("probe.tick", "test", {"n": 1})
@@ -187,7 +194,7 @@ async def test_unhealthy_extension_is_unwired_then_rewired(make_ext, settings_fi
         assert await command(k, "/probe_ping") == "pong"
         call = await ask(k, model, "three")
         assert "probe_tool" in tool_names(call)
-        assert "PROBE CONTEXT" in call.system_instructions
+        assert "PROBE CONTEXT" in model_read(call)
         await k.bus.publish(SystemTopics.USER_NOTIFY, "test", {"text": "y", "channel_id": "probe"})
         await wait_for(lambda: probe.sent == [("notify", None, "y")])
         await k.bus.publish("probe.tick", "test", {"n": 2})

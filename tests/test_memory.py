@@ -147,7 +147,7 @@ def memory_block(instructions: str) -> str:
     return instructions[start : end if end >= 0 else None]
 
 
-async def test_context_provider_stays_within_budget_and_reaches_the_instructions(
+async def test_context_provider_stays_within_budget_and_reaches_the_turn_note(
     memory_settings,
 ):
     path = memory_settings(max_context_chars=300, max_context_items=4)
@@ -168,13 +168,16 @@ async def test_context_provider_stays_within_budget_and_reaches_the_instructions
             block = await memory.get_context(prompt, TURN)
             assert block is not None and len(block) <= 300
     assert cat == "[Relevant memories]\n- The user's cat is called Miso."
-    instructions = model.calls[0].system_instructions
-    block = memory_block(instructions)
+    call = model.calls[0]
+    assert "Tea note" not in call.system_instructions  # the stable prefix stays as it was
+    note, asked = call.input[-2], call.input[-1]
+    assert note["role"] == "system"  # the turn's note, just before the user's message
+    block = memory_block(note["content"])
     assert len(block) <= 300
     lines = block.splitlines()
     assert lines[0] == "[Relevant memories]" and 1 <= len(lines) - 1 <= 4
     assert all(line.startswith("- Tea note ") for line in lines[1:])
-    assert "Tea note" not in str(model.calls[0].input)  # the user's text is not rewritten
+    assert "Tea note" not in str(asked)  # the user's text is not rewritten
 
 
 async def test_a_fact_longer_than_the_budget_is_shortened(memory_settings):

@@ -19,7 +19,7 @@ from conftest import grant_all
 from core.cli.doctor import run_doctor
 from core.config import load_settings
 from fake_embeddings import FakeEmbeddingServer
-from harness import running_kernel, wait_for
+from harness import model_read, running_kernel, wait_for
 from memory_kit import TURN, converse, replies
 
 CAT = "My cat is named Miso."
@@ -70,8 +70,8 @@ async def test_a_paraphrase_is_recalled_by_the_tool_and_the_context_provider(mem
     assert tool_output(model, "r1") == f"remembered #13: {CAT}"
     assert tool_output(model, "q1").splitlines()[0].endswith(f": {CAT}")
     assert block is not None and block.splitlines()[1] == f"- {CAT}"
-    # the second turn's instructions already held the fact, found by meaning
-    assert f"- {CAT}" in model.calls[2].system_instructions
+    # the second turn's note already held the fact, found by meaning
+    assert f"- {CAT}" in model_read(model.calls[2])
     assert german[0].text == CAT  # a question in German finds the English fact
 
 

@@ -133,7 +133,7 @@ async def test_orchestrator_calls_a_tool_and_uses_its_result() -> None:
     model.assert_complete()
 
 
-async def test_instructions_hold_time_timezone_capabilities_and_context() -> None:
+async def test_instructions_hold_timezone_capabilities_and_context_but_no_clock() -> None:
     def search_notes(query: str) -> str:
         """Search the user's notes."""
         return ""
@@ -151,7 +151,13 @@ async def test_instructions_hold_time_timezone_capabilities_and_context() -> Non
     assert model.first_call is not None
     text = model.first_call.system_instructions or ""
     assert text.startswith("You are Hearth")
-    assert re.search(r"Now: \d{4}-\d\d-\d\d \d\d:\d\d \(\w+day\), timezone Asia/Tokyo", text)
+    assert "timezone is Asia/Tokyo" in text
+    assert "Now:" not in text  # the clock is the turn note's: the prompt stays the same bytes
+    assert text == orch.instructions("The user's name is Ada.")
+    assert re.fullmatch(
+        r"Now: \d{4}-\d\d-\d\d \d\d:\d\d \(\w+day\), timezone Asia/Tokyo \(JST, UTC\+09:00\)\.",
+        orch.clock(),
+    )
     for line in (
         "- current_time (core): Current date and time in the user's timezone",
         "- list_extensions (core): List the assistant's extensions",

@@ -89,7 +89,7 @@ async def test_commands_never_call_the_model(make_ext, settings_file):
     assert model.calls == ()
 
 
-async def test_context_providers_go_into_instructions_not_the_user_text(make_ext, settings_file):
+async def test_context_providers_go_into_the_turn_note_not_the_user_text(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("petfacts", CONTEXT_PROVIDER, CONVERSING)
     model = ScriptedModel([[assistant_message("Miso!")]])
@@ -97,14 +97,15 @@ async def test_context_providers_go_into_instructions_not_the_user_text(make_ext
         await k.loader.instance("capture").say("what is my cat called?")
         await wait_for(lambda: replies(k))
     call = model.calls[0]
-    assert (
-        "The user's cat is called Miso. (asked: what is my cat called?)" in call.system_instructions
-    )
-    assert "[Current Session Context]" in call.system_instructions
+    assert "Miso" not in call.system_instructions  # the instructions stay the same bytes
+    note, asked = call.input[-2], call.input[-1]
+    assert asked == {"role": "user", "content": "what is my cat called?"}
+    assert note["role"] == "system"
+    text = note["content"]
+    assert text.startswith("Now: ")
+    assert "The user's cat is called Miso. (asked: what is my cat called?)" in text
     # the channel context (priority 0) comes before the provider (50), joined by ---
-    instr = call.system_instructions
-    assert instr.index("[Current Session Context]") < instr.index("\n---\n") < instr.index("Miso")
-    assert "Miso" not in str(call.input)
+    assert text.index("[Current Session Context]") < text.index("\n---\n") < text.index("Miso")
 
 
 async def test_new_starts_a_fresh_session(make_ext, settings_file):

@@ -10,7 +10,14 @@ import time
 from agents.testing import ModelStep, ScriptedModel, assistant_message
 
 from conftest import ext_code
-from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
+from harness import (
+    CAPTURE_CHANNEL,
+    CAPTURE_MANIFEST,
+    CONVERSING,
+    model_read,
+    running_kernel,
+    wait_for,
+)
 
 
 def replies(kernel, channel="capture"):
@@ -52,7 +59,7 @@ async def test_hung_context_provider_does_not_delay_the_turn_past_its_limit(
     assert replies(k) == [("reply", "u1", "answered")]
     # one limit for all (concurrent), not 5 s + 0.6 s + 0.6 s one after another
     assert elapsed < 4.0, elapsed
-    instructions = model.calls[0].system_instructions
+    instructions = model_read(model.calls[0])  # the turn's note (ADR 0054)
     assert "never seen" not in instructions
     # results keep the priority order, whatever order they finished in
     assert instructions.index("first context") < instructions.index("second context")

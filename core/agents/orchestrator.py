@@ -1,8 +1,12 @@
 """The orchestrator: the ``agents.Agent`` that answers every chat turn.
 
-Built fresh per turn (cheap: the template is compiled once) so the date and
-time in its instructions are current and the context providers' text for this
-turn is appended. Its model is resolved at that moment, so a missing model
+Its instructions are the stable prefix of every request (ADR 0054): the same
+bytes turn after turn, so a model server can reuse its work on them. What
+changes per turn — the clock (``clock``), the context providers' text, the
+conditional prompt additions — is not in them: the turn runner sends it after
+the history. So the ``Agent`` is built once per wiring and set of instructions
+and model and reused by every turn (building one costs the SDK about 1 ms:
+issue 29's profile). Its model is resolved on first use, so a missing model
 fails the turn with ``ModelNotConfiguredError``, never the kernel start. With
 an ``interceptor`` (the kernel's tool hooks) it is a ``HookedAgent``: its
 tools are wrapped once here and MCP tools at each step of a run.
@@ -21,7 +25,7 @@ from core.agents.model_router import ModelRouter
 from core.agents.prompts import PromptTemplate
 from core.agents.toolset import Capability, capabilities_summary
 from core.config import PROJECT_ROOT
-from core.tools.clock import now_in, resolve_timezone, timezone_label
+from core.tools.clock import now_at, resolve_timezone, timezone_label
 from core.tools.failures import tool_error_message
 
 if TYPE_CHECKING:
@@ -31,6 +35,7 @@ __all__ = ["ORCHESTRATOR_ID", "ORCHESTRATOR_TEMPLATE", "GuardrailSource", "Orche
 
 ORCHESTRATOR_ID = "orchestrator"
 ORCHESTRATOR_TEMPLATE = PROJECT_ROOT / "prompts" / "orchestrator.jinja2"
+AGENTS_KEPT = 16  # built agents kept (per additions and routed model); more start over
 
 
 class GuardrailSource(Protocol):
@@ -60,7 +65,9 @@ class Orchestrator:
         agent_hooks: AgentHooks[Any] | None = None,
         guardrails: GuardrailSource | None = None,
     ) -> None:
-        resolve_timezone(timezone)  # a bad name fails here, not in the middle of a turn
+        # resolved once: a bad name fails here, not in the middle of a turn, and a turn
+        # reads no file for ``local``
+        self._zone = resolve_timezone(timezone)
         self._router = model_router
         self._agent_hooks = agent_hooks  # e.g. the kernel's token counter (metrics)
         self._timezone = timezone
@@ -74,7 +81,11 @@ class Orchestrator:
         # the skills' catalog (sorted: the same bytes each turn) follows the tools
         self._summary = "\n\n".join(p for p in (summary, tool_guidance, skill_catalog) if p)
         self._mcp_servers = list(mcp_servers)
-        self._template = PromptTemplate(template_path)
+        self._agents: dict[tuple[str | None, str | None, str | None], Agent[Any]] = {}
+        # rendered once: nothing in it changes until the wiring or the settings do
+        self._system = PromptTemplate(template_path).render(
+            timezone=timezone, capabilities=self._summary
+        )
 
     @property
     def tools(self) -> list[Tool]:
@@ -87,17 +98,17 @@ class Orchestrator:
     def instructions(
         self, extra_instructions: str | None = None, *, system_prefix: str | None = None
     ) -> str:
-        """``system_prefix``, the system prompt for a turn starting now, then
-        ``extra_instructions``."""
-        now = now_in(self._timezone)
-        text = self._template.render(
-            now=now.strftime("%Y-%m-%d %H:%M"),
-            weekday=now.strftime("%A"),
-            timezone=timezone_label(self._timezone, now),
-            capabilities=self._summary,
-        )
-        parts = [(system_prefix or "").strip(), text, (extra_instructions or "").strip()]
+        """``system_prefix``, the system prompt, then ``extra_instructions``: no clock,
+        nothing per turn, so the same arguments give the same bytes (ADR 0054)."""
+        parts = [(system_prefix or "").strip(), self._system, (extra_instructions or "").strip()]
         return "\n\n".join(part for part in parts if part)
+
+    def clock(self) -> str:
+        """The moment a turn starts, for the per-turn note after the history:
+        ``Now: 2026-11-26 19:30 (Thursday), timezone Europe/Berlin (CET, UTC+01:00).``"""
+        now = now_at(self._zone)
+        label = timezone_label(self._timezone, now)
+        return f"Now: {now:%Y-%m-%d %H:%M} ({now:%A}), timezone {label}."
 
     def agent(
         self,
@@ -106,10 +117,24 @@ class Orchestrator:
         system_prefix: str | None = None,
         model_name: str | None = None,
     ) -> Agent[Any]:
-        """The orchestrator for one turn; raises ``ModelNotConfiguredError`` without a model.
+        """The orchestrator for a turn; raises ``ModelNotConfiguredError`` without a model.
 
-        ``model_name`` (a routing hook's decision) replaces the configured model.
+        ``model_name`` (a routing hook's decision) replaces the configured model. The
+        same arguments give the same agent: nothing in it changes from turn to turn
+        (the turn's context is the run's, tools read it from there).
         """
+        key = (extra_instructions, system_prefix, model_name)
+        built = self._agents.get(key)
+        if built is None:
+            built = self._build(extra_instructions, system_prefix, model_name)
+            if len(self._agents) >= AGENTS_KEPT:
+                self._agents.clear()
+            self._agents[key] = built
+        return built
+
+    def _build(
+        self, extra_instructions: str | None, system_prefix: str | None, model_name: str | None
+    ) -> Agent[Any]:
         model = self._router.get_model(ORCHESTRATOR_ID, model_name)
         guardrails = self._guardrails
         return HookedAgent(

@@ -26,26 +26,43 @@ class DeliveryQueue:
     """The FIFO a subscriber's workers share; ``None`` tells one worker to stop.
 
     Lighter than ``asyncio.Queue`` (no task accounting, no bound): a put is an
-    append, and workers are woken once per batch of puts, not per delivery.
+    append and wakes at most one idle worker, so a delivery to a subscriber with
+    many workers (a turn: ``turns.concurrency``) does not wake them all only for
+    all but one to go back to sleep (issue 29's profile: 32 wake-ups per turn).
     """
 
     def __init__(self) -> None:
         self._items: deque[Event | None] = deque()
-        self._ready = asyncio.Event()  # set while items may be waiting
+        self._idle: deque[asyncio.Future[None]] = deque()  # workers waiting, oldest first
 
     def __len__(self) -> int:
         return len(self._items)
 
     def put(self, item: Event | None) -> None:
         self._items.append(item)
-        if not self._ready.is_set():
-            self._ready.set()
+        self._wake_one()
 
     async def get(self) -> Event | None:
         while not self._items:
-            self._ready.clear()
-            await self._ready.wait()
+            waiter = asyncio.get_running_loop().create_future()
+            self._idle.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                waiter.cancel()
+                if waiter in self._idle:
+                    self._idle.remove(waiter)
+                elif self._items:  # woken, then cancelled: the wake-up is passed on
+                    self._wake_one()
+                raise
         return self._items.popleft()
+
+    def _wake_one(self) -> None:
+        while self._idle:
+            waiter = self._idle.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     def take_all(self) -> list[Event | None]:
         items = list(self._items)

@@ -48,7 +48,7 @@ async def stream_run(
 
 async def stream_text(
     agent: Agent[Any],
-    text: str,
+    text: str | list[TResponseInputItem],
     turn: TurnContext,
     max_turns: int,
     on_chunk: Callback | None,

@@ -3,10 +3,9 @@
 ``TurnRunner.run`` compacts the history when it is over its budget
 (``core/kernel/compaction``), reads it (at most ``turns.history_max_items``),
 passes the user's text through the input hooks (plain text ``in``, then
-``on_input_messages``, which may answer instead of the model), adds the
-prompt additions and the context chain to the instructions, asks the routing
-hooks for the model, runs the orchestrator on history + input with no
-``session``, and passes the answer through the output hooks (tags,
+``on_input_messages``, which may answer instead of the model), asks the routing
+hooks for the model, runs the orchestrator on history + the turn's note + input
+with no ``session``, and passes the answer through the output hooks (tags,
 ``on_llm_output``, plain text ``out``). ``#name`` tokens of activated
 post-processors are taken out of the text before any hook sees it, and the
 post-processors run on the rendered answer (``core/kernel/postprocess/``,
@@ -27,6 +26,13 @@ A run the SDK interrupts for the user's approval (``needs_approval``, ADR
 for the approval flow to store. ``resume`` rebuilds the orchestrator for the
 same input, restores the state, applies the user's decisions and runs on;
 the turn then ends (or pauses again) like any other.
+
+The request keeps a stable prefix (ADR 0054): the orchestrator's instructions
+(the system prompt and the unconditional system additions) and its tools are
+the same bytes every turn, and the history is sent as it was stored. What
+changes per turn — the clock, the context chain's text, the conditional
+system additions — is one system message after the history (``turn_note``),
+never stored; the user additions wrap only this turn's message.
 """
 
 from __future__ import annotations
@@ -82,6 +88,8 @@ class OrchestratorLike(Protocol):
         system_prefix: str | None = None,
         model_name: str | None = None,
     ) -> Agent[Any]: ...
+
+    def clock(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +195,8 @@ class TurnRunner:
                 return TurnResult(shaped.reply, [*asked, answer], "short_circuit")
             prompt_text = input_text(shaped)
             additions = await self.additions.for_turn(turn, prompt_text)
-            agent = await self._agent(prompt_text, turn, additions, shaped)
-            given: list[TResponseInputItem] = [*history, *_as_items(additions.wrap_user(shaped))]
+            agent, note = await self._agent(prompt_text, turn, additions, shaped)
+            given = [*history, *note, *_as_items(additions.wrap_user(shaped))]
             if stream is None:
                 result: Any = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
             else:
@@ -218,7 +226,7 @@ class TurnRunner:
 
         async def attempt() -> TurnResult:
             additions = await self.additions.for_turn(turn, text)
-            agent = await self._agent(text, turn, additions, input_items)
+            agent, _ = await self._agent(text, turn, additions, input_items)  # note: in state
             restored = await RunState.from_json(
                 agent, dict(state), context_deserializer=turn_from_json
             )
@@ -284,8 +292,9 @@ class TurnRunner:
         turn = _agent_turn(source)
 
         async def attempt() -> TurnResult:
-            agent = await self._agent(prompt, turn, AppliedAdditions())
-            result = await Runner.run(agent, prompt, max_turns=self.max_turns, context=turn)
+            agent, note = await self._agent(prompt, turn, AppliedAdditions())
+            given = [*note, *_as_items([{"role": "user", "content": prompt}])]
+            result = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
             while result.interruptions:  # nobody to ask in a stateless run (ADR 0021)
                 state = result.to_state()
                 for item in result.interruptions:
@@ -307,9 +316,10 @@ class TurnRunner:
         shaping = self.hooks.shapes_output()
         try:
             async with deadline:
-                agent = await self._agent(prompt, turn, AppliedAdditions())
+                agent, note = await self._agent(prompt, turn, AppliedAdditions())
+                given = [*note, *_as_items([{"role": "user", "content": prompt}])]
                 text = await stream_text(
-                    agent, prompt, turn, self.max_turns, None if shaping else on_chunk, on_tool_call
+                    agent, given, turn, self.max_turns, None if shaping else on_chunk, on_tool_call
                 )
                 if not shaping:
                     return text
@@ -331,15 +341,18 @@ class TurnRunner:
         turn: TurnContext,
         additions: AppliedAdditions,
         messages: list[dict[str, Any]] | None = None,
-    ) -> Agent[Any]:
-        """The orchestrator for this turn: context chain and additions in its
-        instructions, the model a routing hook chose (if one may choose)."""
+    ) -> tuple[Agent[Any], list[TResponseInputItem]]:
+        """The orchestrator for this turn — its instructions the stable prefix, its
+        model the one a routing hook chose (if one may choose) — and the turn's note
+        for after the history: clock, context chain, conditional additions."""
         context = await self.context.build(prompt, turn)
-        extra = "\n\n".join(p for p in (context, additions.system_suffix) if p)
         model_name = await self.hooks.route(messages or [{"role": "user", "content": prompt}], turn)
-        return self.orchestrator.agent(
-            extra or None, system_prefix=additions.system_prefix or None, model_name=model_name
+        agent = self.orchestrator.agent(
+            additions.system_suffix or None,
+            system_prefix=additions.system_prefix or None,
+            model_name=model_name,
         )
+        return agent, turn_note(self.orchestrator.clock(), context, additions.turn_note)
 
     async def _guarded(
         self, attempt: Callable[[], Awaitable[T]], what: str, wrap: Callable[..., T]
@@ -364,6 +377,12 @@ class TurnRunner:
 def input_text(messages: list[dict[str, Any]]) -> str:
     """The text of the input messages (what conditions and routing look at)."""
     return "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+
+
+def turn_note(*parts: str) -> list[TResponseInputItem]:
+    """What changes from turn to turn, as one system message for after the history
+    (ADR 0054); never stored, so the history stays the same bytes turn after turn."""
+    return _as_items([{"role": "system", "content": "\n\n".join(p for p in parts if p)}])
 
 
 def _as_items(messages: list[dict[str, Any]]) -> list[TResponseInputItem]:

@@ -261,6 +261,9 @@ class LiveOrchestrator:
             extra_instructions, system_prefix=system_prefix, model_name=model_name
         )
 
+    def clock(self) -> str:
+        return str(self.current.clock())
+
     @property
     def tools(self) -> list[Any]:
         return list(self.current.tools)

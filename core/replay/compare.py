@@ -37,7 +37,10 @@ _CLOCK = re.compile(
     r"\d{4}-\d{2}-\d{2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?|\b\d{1,2}:\d{2}(:\d{2})?\b"
     r"|\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
 )
-CLOCK_KEYS = frozenset({"instructions"})  # the orchestrator's prompt says what time it is
+# the time a turn ran at: in the instructions of agents that put it there, and in the
+# orchestrator's turn note (a system message after the history, ADR 0054)
+CLOCK_KEYS = frozenset({"instructions"})
+CLOCK_ROLES = frozenset({"system"})
 DIFF_LINES = 24
 
 
@@ -69,8 +72,10 @@ def normalised(frame: Frame) -> dict[str, Any]:
 
 def _clean(value: Any, clock: bool = False) -> Any:
     """``value`` without volatile keys; with ``clock``, date and time readings in
-    its text replaced (only the instructions hold the time the turn ran at)."""
+    its text replaced (only instructions and system messages hold the time the turn
+    ran at)."""
     if isinstance(value, dict):
+        clock = clock or value.get("role") in CLOCK_ROLES
         return {
             k: _clean(v, clock or k in CLOCK_KEYS)
             for k, v in value.items()

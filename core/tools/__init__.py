@@ -1,6 +1,6 @@
 """Tools the kernel gives the orchestrator (SPEC §1 ``core/tools``)."""
 
-from core.tools.clock import now_in, resolve_timezone, timezone_label
+from core.tools.clock import now_at, now_in, resolve_timezone, timezone_label
 from core.tools.core_tools import build_core_tools
 from core.tools.failures import (
     describe_tool_error,
@@ -14,6 +14,7 @@ from core.tools.naming import sanitize_tool_name
 __all__ = [
     "build_core_tools",
     "describe_tool_error",
+    "now_at",
     "now_in",
     "reporting_failures",
     "reporting_failures_all",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from core.extensions.sdk import resolve_zone
 
-__all__ = ["now_in", "resolve_timezone", "timezone_label"]
+__all__ = ["now_at", "now_in", "resolve_timezone", "timezone_label"]
 
 # ``local`` is the host's zone with its DST rules; anything else an IANA name.
 resolve_timezone = resolve_zone
@@ -14,6 +14,11 @@ resolve_timezone = resolve_zone
 
 def now_in(timezone: str) -> datetime:
     return datetime.now(resolve_timezone(timezone))
+
+
+def now_at(zone: tzinfo) -> datetime:
+    """The time now in a zone resolved once (``local`` costs file reads to resolve)."""
+    return datetime.now(zone)
 
 
 def timezone_label(timezone: str, at: datetime | None = None) -> str:

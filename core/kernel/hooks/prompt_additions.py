@@ -3,7 +3,11 @@
 Additions (seed 001 "Prompt Wiring") sit at four positions — before and
 after the system instructions, before and after the user's message for this
 turn — in a deterministic order: by extension id, then as listed in the
-manifest. A ``condition`` is evaluated per turn against the turn's input:
+manifest. The system positions without a ``condition`` are part of the stable
+prefix (the same bytes every turn, ADR 0054); a system addition with a
+``condition`` may differ from turn to turn, so it goes into the turn's note
+after the history (``AppliedAdditions.turn_note``) instead, and the user
+positions wrap the newest message. A ``condition`` is evaluated per turn against the turn's input:
 ``tag_present`` (``<NAME>`` or ``<NAME …>`` in it), ``context_match`` (a
 regular expression found in it) or ``state_value`` (the extension's state
 for the session equals the value; read through ``StateReader``). User-side
@@ -41,12 +45,15 @@ class StateReader(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class AppliedAdditions:
-    """The additions that apply to one turn, joined per position."""
+    """The additions that apply to one turn, joined per position: the system ones
+    without a condition (stable), the conditional system ones (``turn_note``, in
+    the turn's note after the history) and the user ones (this turn's message)."""
 
     system_prefix: str = ""
     system_suffix: str = ""
     user_prefix: str = ""
     user_suffix: str = ""
+    turn_note: str = ""
 
     def wrap_user(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``messages`` with the last user message's text between prefix and suffix."""
@@ -96,7 +103,10 @@ class PromptAdditions:
             if addition.condition is None or await self._holds(
                 ext_id, addition.condition, turn, input_text
             ):
-                chosen.setdefault(addition.position, []).append(addition.content.strip())
+                place: str = addition.position
+                if addition.condition is not None and place.startswith("system_"):
+                    place = "turn_note"  # may change from turn to turn: not in the prefix
+                chosen.setdefault(place, []).append(addition.content.strip())
         return AppliedAdditions(**{pos: "\n\n".join(texts) for pos, texts in chosen.items()})
 
     async def _holds(self, ext_id: str, condition: Condition, turn: TurnContext, text: str) -> bool:

@@ -1,0 +1,312 @@
+"""Prompt reuse with a real local model (issue 29, ADR 0054).
+
+Starts the llama.cpp server of ``../shared/tools/local-llm/`` on a free port
+(its own, so no other client's request evicts its cache), a recording proxy in
+front of it, and ``main.py`` with the bundled extensions that give tools
+(memory, kv, scheduler) and the ``http_api`` channel; then sends three turns of
+one conversation through ``POST /v1/chat/completions`` and prints one JSON
+object: per turn the wall time and, summed over the turn's model requests, the
+server's ``usage.prompt_tokens`` and ``usage.prompt_tokens_details.cached_tokens``
+(and ``timings.prompt_n``, the tokens it processed anew, and ``timings.cache_n``).
+``reused`` = cached / prompt tokens; the target is ≥ 0.9 and ≤ 5 s on turns 2
+and 3 (2 cores). Also the load average before and after.
+
+Skips with one line when the local model is not installed (``install.sh``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from http_api import free_port, wait_ready  # noqa: E402
+
+from conftest import grant_all  # noqa: E402
+
+# ``../shared`` beside the repository (a worktree sits one level deeper)
+LLM_TOOLS = (
+    next(
+        (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
+        ROOT.parent / "shared",
+    )
+    / "tools"
+    / "local-llm"
+)
+LLM_DIR = Path(os.environ.get("HEARTH_LLM_DIR", Path.home() / ".cache" / "hearth-local-llm"))
+MODEL_FILE = LLM_DIR / "models" / "qwen2.5-coder-1.5b-instruct.gguf"
+MODEL = "qwen2.5-coder-1.5b-instruct"
+TOKEN = "bench-token-0123456789abcdef"
+EXTENSIONS = ("http_api", "memory", "kv", "scheduler")
+TURNS = (
+    "Hi! I'm Sam. I water my plants on Sundays.",
+    "Which day do I water my plants?",
+    "Thanks. Say goodbye in three words.",
+)
+SERVER_READY_S = 180.0
+TURN_TIMEOUT_S = 600.0
+
+
+class RecordingProxy:
+    """Forwards every request to the model server; keeps each completion's
+    ``usage`` and ``timings`` (in order) for the turn that caused it. A streamed
+    request (the HTTP API streams its turns) is asked for its usage
+    (``stream_options.include_usage``, which changes nothing in the prompt) and
+    its answer is relayed whole once the server has finished it."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.responses: list[dict[str, Any]] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def do_GET(self) -> None:
+                self._forward(None)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if body.get("stream"):
+                    body["stream_options"] = {"include_usage": True}
+                self._forward(json.dumps(body).encode())
+
+            def _forward(self, body: bytes | None) -> None:
+                request = urllib.request.Request(
+                    proxy.upstream + self.path,
+                    data=body,
+                    method=self.command,
+                    headers={"Content-Type": "application/json"},
+                )
+                kind = "application/json"
+                try:
+                    with urllib.request.urlopen(request, timeout=TURN_TIMEOUT_S) as answer:
+                        status, data = answer.status, answer.read()
+                        kind = answer.headers.get("Content-Type", kind)
+                except urllib.error.HTTPError as exc:
+                    status, data = exc.code, exc.read()
+                if body is not None and status == 200:
+                    proxy.responses.append(figures_of(data))
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> RecordingProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def figures_of(data: bytes) -> dict[str, Any]:
+    """``usage`` and ``timings`` of a completion, JSON or server-sent events (the
+    last chunk that carries each); an answer that is neither is shown on stderr."""
+    found: dict[str, Any] = {"usage": {}, "timings": {}}
+    text = data.decode(errors="replace")
+    chunks = [line[5:] for line in text.splitlines() if line.startswith("data:")]
+    for raw in chunks or [text]:
+        if raw.strip() == "[DONE]":
+            continue
+        try:
+            chunk = json.loads(raw)
+        except json.JSONDecodeError:
+            print(
+                f"prompt_cache: unreadable answer from the model server: {raw[:300]!r}",
+                file=sys.stderr,
+            )
+            continue
+        for key in ("usage", "timings"):
+            if isinstance(chunk, dict) and chunk.get(key):
+                found[key] = chunk[key]
+    return found
+
+
+def start_model_server(port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PORT": str(port), "THREADS": str(min(2, os.cpu_count() or 1))}
+    return subprocess.Popen(
+        ["bash", str(LLM_TOOLS / "start.sh")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def stop_model_server(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server this bench started (its own process group), by force if it
+    is still busy with a prompt after 10 s."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def wait_model_server(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + SERVER_READY_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the model server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"the model server on port {port} was not ready in {SERVER_READY_S:g} s")
+
+
+def write_setup(tmp: Path, base_url: str, port: int) -> Path:
+    for ext_id in EXTENSIONS:
+        shutil.copytree(
+            ROOT / "sandbox" / "extensions" / ext_id,
+            tmp / "ext" / ext_id,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    settings = {
+        "paths": {"extensions": str(tmp / "ext"), "data": str(tmp / "data")},
+        "logging": {"level": "WARNING"},
+        "models": {
+            "default": {"provider": "local", "model": MODEL},
+            "providers": {
+                "local": {
+                    "type": "openai_compatible",
+                    "base_url": base_url,
+                    "max_retries": 0,
+                    "timeout_s": TURN_TIMEOUT_S,
+                }
+            },
+        },
+        "channels": {"default": "http_api"},
+        "turns": {"timeout_s": TURN_TIMEOUT_S},
+        "extensions": {
+            "http_api": {"listen": f"127.0.0.1:{port}", "reply_timeout_s": TURN_TIMEOUT_S}
+        },
+    }
+    grant_all(tmp / "ext", tmp / "data")  # the bundled extensions, granted as a user would
+    path = tmp / "settings.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+async def three_turns(settings: Path, port: int, proxy: RecordingProxy) -> list[dict[str, Any]]:
+    env = {**os.environ, "HEARTH_API_TOKEN": TOKEN, "HEARTH_SUPERVISED": "1"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "main.py"),
+        "--settings",
+        str(settings),
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    turns: list[dict[str, Any]] = []
+    try:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=TURN_TIMEOUT_S + 30,
+        ) as http:
+            await wait_ready(http, proc)
+            for number, text in enumerate(TURNS, start=1):
+                seen = len(proxy.responses)
+                body = {
+                    "model": "hearth",
+                    "user": "sam",
+                    "messages": [{"role": "user", "content": text}],
+                }
+                start = time.perf_counter()
+                response = await http.post("/v1/chat/completions", json=body)
+                wall = time.perf_counter() - start
+                response.raise_for_status()
+                turns.append(turn_figures(number, wall, proxy.responses[seen:]))
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 30)
+    return turns
+
+
+def turn_figures(number: int, wall: float, responses: list[dict[str, Any]]) -> dict[str, Any]:
+    prompt = sum(int(r["usage"].get("prompt_tokens") or 0) for r in responses)
+    cached = sum(
+        int((r["usage"].get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        for r in responses
+    )
+    return {
+        "turn": number,
+        "wall_s": round(wall, 2),
+        "model_requests": len(responses),
+        "prompt_tokens": prompt,
+        "cached_tokens": cached,
+        "reused": round(cached / prompt, 3) if prompt else None,
+        "prompt_n": sum(int(r["timings"].get("prompt_n") or 0) for r in responses),
+        "cache_n": sum(int(r["timings"].get("cache_n") or 0) for r in responses),
+    }
+
+
+def main() -> None:
+    if not MODEL_FILE.is_file() or not (LLM_TOOLS / "start.sh").is_file():
+        print(f"bench/prompt_cache.py: skipped, no local model at {MODEL_FILE} (run install.sh)")
+        return
+    load_before = os.getloadavg()
+    model_port, api_port = free_port(), free_port()
+    server = start_model_server(model_port)
+    try:
+        wait_model_server(model_port, server)
+        with (
+            tempfile.TemporaryDirectory(prefix="hearth-bench-cache-") as tmp_name,
+            RecordingProxy(f"http://127.0.0.1:{model_port}") as proxy,
+        ):
+            settings = write_setup(Path(tmp_name), proxy.base_url, api_port)
+            turns = asyncio.run(three_turns(settings, api_port, proxy))
+    finally:
+        stop_model_server(server)
+    later = turns[1:]
+    result = {
+        "model": MODEL,
+        "turns": turns,
+        "ok": all((t["reused"] or 0) >= 0.9 and t["wall_s"] <= 5.0 for t in later),
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "cpu_count": os.cpu_count(),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
