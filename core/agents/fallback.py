@@ -184,7 +184,6 @@ class FallbackModel(Model):
         if len(self.chain) == 1:
             raise exc  # no chain: the model's own error, as without one
 
-
     async def get_response(
         self,
         system_instructions: str | None,

@@ -66,6 +66,7 @@ from core.kernel.outbox import OpenStream, ReplyOutbox
 from core.kernel.people import Household
 from core.kernel.placement import ROUTER_SUBSCRIBER, Placement
 from core.kernel.postprocess import PostProcessing
+from core.kernel.spending import NO_SPENDING, TurnSpending
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
 
@@ -100,10 +101,12 @@ class MessageRouter:
         placement: Placement | None = None,
         turn_lock: TurnLock | None = None,
         household: Household | None = None,
+        spending: TurnSpending = NO_SPENDING,
     ) -> None:
         self.bus = bus
         self.household = household or Household({}, [])
         self.conversations = conversations
+        self.spending = spending  # usage rows with each turn, the budget (ADR 0061)
         self.commands = commands
         self.context = context
         self.default_channel = default_channel
@@ -119,6 +122,7 @@ class MessageRouter:
             history_max_items=self.limits.history_max_items,
             user_facing_errors=user_facing_errors,
             post=post,
+            ledger_records=spending.records,
         )
         self.channels: dict[str, Any] = {}
         self.placement = placement or Placement()
@@ -285,7 +289,11 @@ class MessageRouter:
                     callbacks = channel_callbacks(channel, turn.user_id)
             started = time.monotonic()
             key = self.conversations.key(turn.channel_id, turn.user_id)
-            ran = await self.running.run(key, self.runner.run(text, turn, session, callbacks))
+            refused = await self.spending.refusal(turn)  # a spent budget (ADR 0061)
+            if refused is not None:
+                ran: TurnResult | None = TurnResult(refused, [], "blocked")
+            else:
+                ran = await self.running.run(key, self.runner.run(text, turn, session, callbacks))
             result = ran if ran is not None else await self._cancelled(event, turn, started)
             if result.paused is not None and self.approvals is not None:
                 if stream is not None:
@@ -296,6 +304,9 @@ class MessageRouter:
                 message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
             stored = await session.commit_turn(reply, result.items, result.records)
+            notice = await self.spending.after_turn(turn) if result.status == "answered" else None
+            if notice is not None:
+                await self.notify_user(notice, key=f"budget-notice:{message_key(event)}")
         await self.outbox.deliver(event.id, stored, stream, origin)
 
     async def _on_cancel(self, event: Event) -> None:

@@ -50,6 +50,7 @@ from core.kernel.router import MessageRouter
 from core.kernel.scale_out import ScaleOut
 from core.kernel.setup_command import extension_commands
 from core.kernel.shaping import TurnShaping
+from core.kernel.spending import Spending, usage_book_for
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
 from core.kernel.tool_stacking import StackedTools, ToolStacking
@@ -141,6 +142,9 @@ class Kernel:
         self.conversations = Conversations.of(settings, self.data_dir / SESSIONS_FILE)
         self.state = StateStore.of(settings, self.data_dir / STATE_FILE)
         self.metrics = KernelMetrics()
+        book = usage_book_for(settings, self.data_dir / SESSIONS_FILE)
+        self.spending = Spending(settings.models, book, timezone=settings.timezone)  # ADR 0061
+        self.metrics.watch_models(self.model_router.health, self.spending.meter)
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
         self.state.size_observer = self.metrics.state_written
         self.metrics_export = MetricsExport(self.metrics, settings.metrics, self.data_dir)
@@ -242,6 +246,7 @@ class Kernel:
         journaled and delivered once the bus runs.
         """
         await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
+        await self.spending.open()
         await self.state.open()
         await self.load()
         await self.scale.open(self.loader.records.values())  # this role's extensions only
@@ -264,6 +269,7 @@ class Kernel:
             placement=self.scale.placement,
             turn_lock=self.scale.turn_lock,
             household=self.household,
+            spending=self.spending,
         )
         self.router.outbox.replies_sent = self.scale.replies_sent  # order across nodes
         builtins = self.shaping.post.commands() + builtin_commands(
@@ -274,6 +280,7 @@ class Kernel:
         )
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
         managing = extension_commands(self.loader, self.consent.ui)  # /grant, /setup
+        builtins.append(self.spending.command())  # /usage
         for command in [*builtins, *managing, self.reloads.command(), *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router)
@@ -328,7 +335,7 @@ class Kernel:
             mcp_servers=self.mcp.active,
             tool_guidance=self.shaping.tool_guidance(c.name for c in toolset.capabilities),
             interceptor=self.consent.wrapper,
-            agent_hooks=self.metrics.token_hooks,
+            agent_hooks=self.spending.meter,  # usage per turn and model, and metrics
             guardrails=self.shaping.guardrails,
         )
 
@@ -372,6 +379,7 @@ class Kernel:
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
             ("post-processing records", self.shaping.post.aclose),
+            ("usage book", self.spending.aclose),
             ("approvals", self.consent.aclose),
             ("extension state", self.state.aclose),
             ("schedule lease", self.scale.aclose),

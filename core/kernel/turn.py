@@ -131,6 +131,7 @@ class TurnRunner:
         history_max_items: int | None,
         user_facing_errors: tuple[type[Exception], ...] = (),
         post: PostProcessing | None = None,
+        ledger_records: Callable[[TurnContext], tuple[LedgerWrite, ...]] | None = None,
     ) -> None:
         self.orchestrator = orchestrator
         self.post = post
@@ -142,6 +143,8 @@ class TurnRunner:
         self.timeout_s = timeout_s
         self.history_max_items = history_max_items
         self.user_facing_errors = user_facing_errors
+        # records of the concluded turn to commit with it (its usage rows, ADR 0061)
+        self.ledger_records = ledger_records or (lambda turn: ())
 
     async def run(
         self,
@@ -265,6 +268,8 @@ class TurnRunner:
                 outcome = replace(outcome, followup=post.followup, records=(post.record,))
         elapsed_ms = (time.monotonic() - started) * 1000
         await self.hooks.turn_ended(turn, TurnOutcome(status, outcome.reply, elapsed_ms))
+        if extra := self.ledger_records(turn):
+            outcome = replace(outcome, records=(*outcome.records, *extra))
         return outcome
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
