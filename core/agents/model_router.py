@@ -149,6 +149,20 @@ class ModelRouter:
                 choices.append(choice)
         return choices
 
+    def fallback_problems(self) -> list[str]:
+        """Why each configured fallback that cannot be used is left out (``doctor``)."""
+        refs = [("models.default", self._settings.default)]
+        refs += [(f"models.agents.{a}", r) for a, r in self._settings.agents.items()]
+        problems = []
+        for where, ref in refs:
+            for index, fallback in enumerate(ref.fallbacks if ref is not None else ()):
+                at = f"{where}.fallbacks.{index}"
+                try:
+                    self._choice(fallback.provider, fallback.model, None, at)
+                except ModelNotConfiguredError as exc:
+                    problems.append(f"{at} ({fallback.provider}/{fallback.model}): {exc.reason}")
+        return problems
+
     def _model_of(self, choice: ModelChoice, agent_id: str | None) -> Model:
         client = self._client(choice.provider_name, choice.provider, agent_id)
         if choice.provider.type == "openai":
