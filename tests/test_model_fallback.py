@@ -180,8 +180,10 @@ def test_the_breaker_doubles_its_cool_down_and_honours_retry_after() -> None:
 
 @pytest.mark.parametrize(
     ("status", "hands_on"),
-    [(400, False), (401, False), (403, False), (404, False), (422, False)]
-    + [(408, True), (409, True), (429, True), (500, True), (503, True)],
+    [
+        *[(status, False) for status in (400, 401, 403, 404, 422)],
+        *[(status, True) for status in (408, 409, 429, 500, 503)],
+    ],
 )
 def test_which_statuses_fall_over(status: int, hands_on: bool) -> None:
     import httpx
