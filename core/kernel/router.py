@@ -289,7 +289,7 @@ class MessageRouter:
                     callbacks = channel_callbacks(channel, turn.user_id)
             started = time.monotonic()
             key = self.conversations.key(turn.channel_id, turn.user_id)
-            refused = await self.spending.refusal(turn)  # a spent budget (ADR 0061)
+            refused = await self.spending.before_turn(turn)  # a spent budget (ADR 0061)
             if refused is not None:
                 ran: TurnResult | None = TurnResult(refused, [], "blocked")
             else:

@@ -162,6 +162,8 @@ class Kernel:
             observer=self.metrics,
         )
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
+        self.spending.tool_runs.inner = self.shaping.tools.tap  # a tool that ran runs once
+        self.shaping.tools.tap = self.spending.tool_runs
         self.household = Household.of(settings)  # who each turn is for (SPEC §11)
         self.consent = KernelConsent(  # ADR 0021: every tool call passes its gate
             settings,

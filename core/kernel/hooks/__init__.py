@@ -13,7 +13,14 @@ from core.kernel.hooks.prompt_additions import (
     tool_guidance,
 )
 from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
-from core.kernel.hooks.tool_calls import Admission, Admitted, ToolInterceptor, is_intercepted
+from core.kernel.hooks.tool_calls import (
+    Admission,
+    Admitted,
+    Invoker,
+    ToolInterceptor,
+    ToolTap,
+    is_intercepted,
+)
 
 __all__ = [
     "SKIPPED",
@@ -28,11 +35,13 @@ __all__ = [
     "HookCaller",
     "HookEntry",
     "HookRegistry",
+    "Invoker",
     "PromptAdditions",
     "RenderedOutput",
     "StateReader",
     "TagPatterns",
     "ToolInterceptor",
+    "ToolTap",
     "TurnGuardrails",
     "TurnHooks",
     "command_hook_entries",

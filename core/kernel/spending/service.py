@@ -29,6 +29,7 @@ from core.kernel.spending.store import (
     UsageEntry,
     UsageRecord,
 )
+from core.kernel.spending.tool_runs import ToolRunJournal
 from core.tools.clock import now_in
 
 __all__ = ["NO_SPENDING", "Spending", "TurnSpending", "usage_book_for"]
@@ -41,7 +42,10 @@ class TurnSpending(Protocol):
 
     def records(self, turn: TurnContext) -> tuple[LedgerWrite, ...]: ...
 
-    async def refusal(self, turn: TurnContext) -> str | None: ...
+    async def before_turn(self, turn: TurnContext) -> str | None:
+        """A new run of ``turn`` starts: the line that refuses it (a spent budget),
+        or ``None``."""
+        ...
 
     async def after_turn(self, turn: TurnContext) -> str | None: ...
 
@@ -52,7 +56,7 @@ class _NoSpending:
     def records(self, turn: TurnContext) -> tuple[LedgerWrite, ...]:
         return ()
 
-    async def refusal(self, turn: TurnContext) -> str | None:
+    async def before_turn(self, turn: TurnContext) -> str | None:
         return None
 
     async def after_turn(self, turn: TurnContext) -> str | None:
@@ -86,6 +90,7 @@ class Spending:
         self.meter = meter or UsageMeter()
         self.now = now or (lambda: now_in(timezone))
         self.budget = Budget(models.budget, models.prices, book, self.now)
+        self.tool_runs = ToolRunJournal(book)  # its ``tap`` goes around every tool
 
     async def open(self) -> None:
         await self.book.open()
@@ -98,7 +103,8 @@ class Spending:
     def records(self, turn: TurnContext) -> tuple[LedgerWrite, ...]:
         """The turn's usage rows (none when no model answered), for its commit."""
         by_model = self.meter.take(turn.turn_id)
-        if not by_model or turn.turn_id is None:
+        self.tool_runs.forget(turn.turn_id)
+        if turn.turn_id is None:
             return ()
         return (
             UsageRecord(
@@ -110,7 +116,8 @@ class Spending:
             ),
         )
 
-    async def refusal(self, turn: TurnContext) -> str | None:
+    async def before_turn(self, turn: TurnContext) -> str | None:
+        self.tool_runs.forget(turn.turn_id)  # a rerun counts its tool calls afresh
         return await self.budget.refusal(turn)
 
     async def after_turn(self, turn: TurnContext) -> str | None:

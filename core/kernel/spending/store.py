@@ -59,7 +59,11 @@ _SQLITE_DDL = (
     "CREATE INDEX IF NOT EXISTS hearth_usage_by_time ON hearth_usage (created_at)",
     "CREATE TABLE IF NOT EXISTS hearth_budget_notices ("
     " period TEXT PRIMARY KEY, created_at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS hearth_tool_runs ("
+    " turn_id TEXT NOT NULL, call_key TEXT NOT NULL, output TEXT NOT NULL,"
+    " created_at REAL NOT NULL, PRIMARY KEY (turn_id, call_key))",
 )
+TOOL_RUNS_RETENTION_S = 2 * 86400.0  # a turn is retried within minutes, never days later
 _V1 = """
 CREATE TABLE hearth_usage (
     message_key   text NOT NULL,
@@ -78,6 +82,13 @@ CREATE INDEX hearth_usage_by_time ON hearth_usage (created_at);
 CREATE TABLE hearth_budget_notices (
     period     text PRIMARY KEY,
     created_at double precision NOT NULL
+);
+CREATE TABLE hearth_tool_runs (
+    turn_id    text NOT NULL,
+    call_key   text NOT NULL,
+    output     text NOT NULL,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (turn_id, call_key)
 );
 """
 register_migrations(USAGE_COMPONENT, (_V1,))
@@ -123,12 +134,16 @@ class UsageRecord:
         ]
 
     def write(self, conn: sqlite3.Connection) -> None:
+        conn.execute("DELETE FROM hearth_tool_runs WHERE turn_id = ?", (self.message_key,))
         conn.executemany(
             f"INSERT OR IGNORE INTO hearth_usage ({_COLUMNS}) VALUES ({', '.join('?' * 10)})",
             self._rows(),
         )
 
     async def write_postgres(self, conn: asyncpg.Connection) -> None:
+        await conn.execute("DELETE FROM hearth_tool_runs WHERE turn_id = $1", self.message_key)
+        if not self.by_model:
+            return
         await conn.executemany(
             f"INSERT INTO hearth_usage ({_COLUMNS})"
             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
@@ -154,6 +169,12 @@ class UsageBook(Protocol):
     async def first_notice(self, period: str) -> bool:
         """Mark ``period`` told; ``True`` only the first time (any process)."""
         ...
+
+    async def tool_output(self, turn_id: str, call_key: str) -> str | None:
+        """The recorded output of a tool call of a turn not yet committed."""
+        ...
+
+    async def record_tool(self, turn_id: str, call_key: str, output: str) -> None: ...
 
     async def aclose(self) -> None: ...
 
@@ -196,6 +217,8 @@ class SQLiteUsageBook:
             cutoff = time.time() - USAGE_RETENTION_S
             conn.execute("DELETE FROM hearth_usage WHERE created_at < ?", (cutoff,))
             conn.execute("DELETE FROM hearth_budget_notices WHERE created_at < ?", (cutoff,))
+            stale = time.time() - TOOL_RUNS_RETENTION_S
+            conn.execute("DELETE FROM hearth_tool_runs WHERE created_at < ?", (stale,))
             conn.commit()
 
     async def totals(
@@ -237,6 +260,23 @@ class SQLiteUsageBook:
             conn.commit()
             return cursor.rowcount == 1
 
+    async def tool_output(self, turn_id: str, call_key: str) -> str | None:
+        sql = "SELECT output FROM hearth_tool_runs WHERE turn_id = ? AND call_key = ?"
+        rows = await asyncio.to_thread(self._fetch, sql, [turn_id, call_key])
+        return str(rows[0][0]) if rows else None
+
+    async def record_tool(self, turn_id: str, call_key: str, output: str) -> None:
+        await asyncio.to_thread(self._record_tool, turn_id, call_key, output)
+
+    def _record_tool(self, turn_id: str, call_key: str, output: str) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO hearth_tool_runs(turn_id, call_key, output, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (turn_id, call_key, output, time.time()),
+            )
+            conn.commit()
+
     async def aclose(self) -> None:
         """Nothing held: every connection is closed after its call."""
 
@@ -252,6 +292,8 @@ class PostgresUsageBook:
         cutoff = time.time() - USAGE_RETENTION_S
         await pool.execute("DELETE FROM hearth_usage WHERE created_at < $1", cutoff)
         await pool.execute("DELETE FROM hearth_budget_notices WHERE created_at < $1", cutoff)
+        stale = time.time() - TOOL_RUNS_RETENTION_S
+        await pool.execute("DELETE FROM hearth_tool_runs WHERE created_at < $1", stale)
 
     async def totals(
         self, since: float, *, person: str | None = None, session_id: str | None = None
@@ -277,6 +319,25 @@ class PostgresUsageBook:
             time.time(),
         )
         return inserted is not None
+
+    async def tool_output(self, turn_id: str, call_key: str) -> str | None:
+        value = await self._pools.pool.fetchval(
+            "SELECT output FROM hearth_tool_runs WHERE turn_id = $1 AND call_key = $2",
+            turn_id,
+            call_key,
+        )
+        return None if value is None else str(value)
+
+    async def record_tool(self, turn_id: str, call_key: str, output: str) -> None:
+        await self._pools.pool.execute(
+            "INSERT INTO hearth_tool_runs(turn_id, call_key, output, created_at)"
+            " VALUES ($1, $2, $3, $4) ON CONFLICT (turn_id, call_key)"
+            " DO UPDATE SET output = excluded.output, created_at = excluded.created_at",
+            turn_id,
+            call_key,
+            output,
+            time.time(),
+        )
 
     async def aclose(self) -> None:
         await self._pools.close()
