@@ -15,6 +15,7 @@ SUBCOMMANDS = (
 def build_parser() -> argparse.ArgumentParser:
     from core.cli.scaffold import add_scaffold_arguments
     from core.cli.skills import add_skills_arguments
+    from core.cli.usage import add_usage_arguments
     from core.events.cli import add_events_arguments
     from core.replay.arguments import add_replay_arguments
     from core.setup import add_setup_arguments
@@ -60,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "metrics", parents=[common], help="print the metrics (running kernel or last snapshot)"
     )
+    usage = sub.add_parser(
+        "usage", parents=[common], help="tokens and cost per day or month, person and model"
+    )
+    add_usage_arguments(usage)
     setup = sub.add_parser(
         "setup", parents=[common], help="choose the model, Telegram, timezone (asks; re-runnable)"
     )
@@ -157,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "skills_command", None) == "check":
             return run_skills_check(args.path)
         return run_skills_list(settings, as_json=args.json)
+    if command == "usage":
+        from core.cli.usage import run_usage
+
+        return run_usage(settings, args)
     if command == "replay":
         from core.replay.cli import run_replay_command
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Failure", "FakeOpenAIServer", "ToolCall", "models_section"]
+__all__ = ["Failure", "FakeOpenAIServer", "Hang", "ToolCall", "models_section"]
 
 MODEL_IDS = ("fake-model", "fake-model-mini")
 
@@ -49,9 +49,18 @@ class Failure:
 
     status: int = 500
     message: str = "scripted failure"
+    retry_after: float | None = None  # sent as the ``retry-after`` header (a 429's)
 
 
-ScriptItem = str | ToolCall | Failure
+@dataclass(frozen=True)
+class Hang:
+    """Script item: answer nothing for ``seconds`` (a client's timeout ends it first),
+    then drop the connection."""
+
+    seconds: float = 60.0
+
+
+ScriptItem = str | ToolCall | Failure | Hang
 
 
 class FakeOpenAIServer:
@@ -197,8 +206,13 @@ class _Handler(BaseHTTPRequestHandler):
         item = self.fake._next(body)
         if self.fake.delay_s:
             time.sleep(self.fake.delay_s)
+        if isinstance(item, Hang):
+            time.sleep(item.seconds)
+            self.close_connection = True
+            return
         if isinstance(item, Failure):
-            self._send_json(item.status, _error_body(item.message))
+            retry = {} if item.retry_after is None else {"retry-after": f"{item.retry_after:g}"}
+            self._send_json(item.status, _error_body(item.message), retry)
         elif body.get("stream"):
             self._send_stream(body, item)
         else:
@@ -208,9 +222,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------- sending
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -41,7 +41,7 @@ FAMILIES = {
     "turns": "counter",
     "turn_errors": "counter",
     "turn_duration_ms": "histogram",
-    "turn_tokens": "counter",
+    "hearth_model_tokens": "counter",
     "tool_calls": "counter",
     "tool_call_duration_ms": "histogram",
     "isolated_host_restarts": "counter",
@@ -233,8 +233,10 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
     assert value(families, "turns", "turns_total", status="answered") == 1
     assert value(families, "turn_errors", "turn_errors_total", status="failed") == 0
     assert value(families, "turn_duration_ms", "turn_duration_ms_count") == 1
-    assert value(families, "turn_tokens", "turn_tokens_total", kind="input") == 300  # 3 calls
-    assert value(families, "turn_tokens", "turn_tokens_total", kind="output") == 21
+    tokens = ("hearth_model_tokens", "hearth_model_tokens_total")
+    assert value(families, *tokens, kind="input", model="ScriptedModel") == 300  # 3 calls
+    assert value(families, *tokens, kind="cached", model="ScriptedModel") == 0
+    assert value(families, *tokens, kind="output", model="ScriptedModel") == 21
     assert value(families, "tool_calls", "tool_calls_total", tool="note", outcome="completed") == 1
     assert value(families, "tool_calls", "tool_calls_total", tool="wipe", outcome="denied") == 1
     assert value(families, "tool_call_duration_ms", "tool_call_duration_ms_count", tool="note") == 1

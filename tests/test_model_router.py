@@ -12,6 +12,7 @@ from agents.models.openai_responses import OpenAIResponsesModel
 from agents.testing import ScriptedModel
 
 from core.agents import ModelNotConfiguredError, ModelRouter, configure_tracing
+from core.agents.fallback import FallbackModel
 from core.config import ModelsSettings
 from fake_openai import FakeOpenAIServer
 
@@ -20,6 +21,12 @@ configure_tracing(False)
 
 def models(**data: Any) -> ModelsSettings:
     return ModelsSettings.model_validate(data)
+
+
+def served_by(model: object) -> object:
+    """The first model of the chain ``get_model`` hands out."""
+    assert isinstance(model, FallbackModel)
+    return model.chain[0][1]
 
 
 def closed_port() -> int:
@@ -33,7 +40,7 @@ LOCAL = {"type": "openai_compatible", "base_url": "http://127.0.0.1:9/v1"}
 
 def test_default_settings_use_openai_responses_model_when_key_is_set() -> None:
     router = ModelRouter(ModelsSettings(), env={"OPENAI_API_KEY": "sk-test"})
-    model = router.get_model("orchestrator")
+    model = served_by(router.get_model("orchestrator"))
     assert isinstance(model, OpenAIResponsesModel)
     assert model.model == "gpt-5-mini"
     assert router.describe() == "openai:openai/gpt-5-mini"
@@ -56,7 +63,7 @@ def test_resolution_order_explicit_then_agent_mapping_then_default() -> None:
     assert router.describe("someone", "local/mistral") == "openai_compatible:local/mistral"
     assert router.describe("someone", "org/model-x") == "openai:openai/org/model-x"
 
-    notes = router.get_model("notes")
+    notes = served_by(router.get_model("notes"))
     assert isinstance(notes, OpenAIChatCompletionsModel)
     assert notes.model == "llama3"
 
@@ -108,7 +115,7 @@ def test_openai_compatible_needs_no_key_and_no_network_at_resolution() -> None:
         ),
         env={},
     )
-    first, second = router.get_model("a"), router.get_model("b")
+    first, second = served_by(router.get_model("a")), served_by(router.get_model("b"))
     assert isinstance(first, OpenAIChatCompletionsModel)
     assert isinstance(second, OpenAIChatCompletionsModel)
     assert router.is_configured("a")

@@ -69,6 +69,10 @@ def test_the_wizard_writes_settings_and_env_that_doctor_accepts(
         term.send(LOCAL_KEY + "\r")
         term.expect("Which model [fake-model]:")
         term.send("\r")
+        term.expect("Prices of fake-model per 1M tokens")
+        term.send("0.5 x 2\r")  # not three numbers: asked again
+        term.expect("Three numbers, none negative")
+        term.send("0.5 0.05 2\r")
         term.expect("Timezone for reminders")
         term.send("\x15Europe/Berlin\r")  # Ctrl-U clears the line first
         # the Telegram channel asks its own questions (its SetupProvider)
@@ -103,6 +107,8 @@ def test_the_wizard_writes_settings_and_env_that_doctor_accepts(
         assert text.startswith("# Your settings: what you (or `main.py setup`) changed")
         written = yaml.safe_load(text)
         assert written["models"]["default"] == {"provider": "local", "model": "fake-model"}
+        price = {"input": 0.5, "cached_input": 0.05, "output": 2.0}
+        assert written["models"]["prices"] == {"fake-model": price}
         local = written["models"]["providers"]["local"]
         assert local["base_url"] == srv.base_url and local["api_key_env"] == "LOCAL_MODEL_API_KEY"
         assert written["extensions"]["telegram_channel"]["allowed_user_ids"] == [4242]

@@ -8,6 +8,7 @@ when an agent actually asks for its model, so the kernel always starts.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -18,10 +19,13 @@ from agents.models.openai_responses import OpenAIResponsesModel
 from openai import AsyncOpenAI
 
 from core.agents.errors import ModelNotConfiguredError
-from core.config import ModelsSettings, ProviderSettings
+from core.agents.fallback import FallbackModel, ModelHealth
+from core.config import FallbackRef, ModelRef, ModelsSettings, ProviderSettings
 from core.runtime import load_secrets
 
 __all__ = ["ModelChoice", "ModelRouter", "ProviderCheck", "configure_tracing"]
+
+log = logging.getLogger("core.agents.model_router")
 
 OVERRIDE_ALL = "*"
 _DEFAULT_OPENAI_KEY_ENV = "OPENAI_API_KEY"
@@ -42,7 +46,12 @@ class ModelChoice:
     model: str
 
     def __str__(self) -> str:
-        return f"{self.provider.type}:{self.provider_name}/{self.model}"
+        return f"{self.provider.type}:{self.label}"
+
+    @property
+    def label(self) -> str:
+        """``provider/model``: how metrics, ``/usage`` and the cool-downs name it."""
+        return f"{self.provider_name}/{self.model}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,8 @@ class ModelRouter:
         self._env: Mapping[str, str] = load_secrets() if env is None else env
         self._overrides = dict(overrides or {})
         self._clients: dict[str, AsyncOpenAI] = {}
+        # one circuit breaker per model, for every chain (ADR 0061)
+        self.health = ModelHealth(settings.cooldown_s, settings.cooldown_max_s)
         # every model handed out passes through it (the replay recorder, ADR 0033)
         self.model_wrapper = model_wrapper
 
@@ -104,6 +115,69 @@ class ModelRouter:
                 "{provider: openai, model: gpt-5-mini} with OPENAI_API_KEY set, or to a model "
                 "of an openai_compatible provider (base_url) under models.providers",
             )
+        return self._choice(provider_name, model, agent_id, where)
+
+    def get_model(self, agent_id: str | None = None, model_name: str | None = None) -> Model:
+        """The Model for ``agent_id``; raises ``ModelNotConfiguredError`` (one-line message).
+
+        It is the agent's fallback chain (``FallbackModel``): the chosen model, then
+        the ``fallbacks`` of its ``models.agents`` entry or of ``models.default``; a
+        fallback that cannot be used (unknown provider, no key) is left out, logged.
+        """
+        model = self._override(agent_id)
+        if model is None:
+            chain = [
+                (c.label, self._model_of(c, agent_id)) for c in self.chain(agent_id, model_name)
+            ]
+            model = FallbackModel(chain, self.health)
+        wrapper = self.model_wrapper
+        return model if wrapper is None else wrapper(model)
+
+    def chain(
+        self, agent_id: str | None = None, model_name: str | None = None
+    ) -> list[ModelChoice]:
+        """The models that may serve ``agent_id``, in order: ``resolve``'s choice, then
+        the usable fallbacks (``ModelNotConfiguredError`` only for the first)."""
+        first = self.resolve(agent_id, model_name)
+        choices = [first]
+        for index, ref in enumerate(self._fallbacks_of(agent_id)):
+            try:
+                choice = self._choice(ref.provider, ref.model, agent_id, f"fallbacks.{index}")
+            except ModelNotConfiguredError as exc:
+                log.warning("fallback %s/%s left out: %s", ref.provider, ref.model, exc.reason)
+                continue
+            if choice.label not in {c.label for c in choices}:
+                choices.append(choice)
+        return choices
+
+    def fallback_problems(self) -> list[str]:
+        """Why each configured fallback that cannot be used is left out (``doctor``)."""
+        refs = [("models.default", self._settings.default)]
+        refs += [(f"models.agents.{a}", r) for a, r in self._settings.agents.items()]
+        problems = []
+        for where, ref in refs:
+            for index, fallback in enumerate(ref.fallbacks if ref is not None else ()):
+                at = f"{where}.fallbacks.{index}"
+                try:
+                    self._choice(fallback.provider, fallback.model, None, at)
+                except ModelNotConfiguredError as exc:
+                    problems.append(f"{at} ({fallback.provider}/{fallback.model}): {exc.reason}")
+        return problems
+
+    def _model_of(self, choice: ModelChoice, agent_id: str | None) -> Model:
+        client = self._client(choice.provider_name, choice.provider, agent_id)
+        if choice.provider.type == "openai":
+            return OpenAIResponsesModel(model=choice.model, openai_client=client)
+        return OpenAIChatCompletionsModel(model=choice.model, openai_client=client)
+
+    def _fallbacks_of(self, agent_id: str | None) -> list[FallbackRef]:
+        mapped = self._settings.agents.get(agent_id) if agent_id else None
+        ref = mapped or self._settings.default
+        return [] if ref is None else list(ref.fallbacks)
+
+    def _choice(
+        self, provider_name: str, model: str, agent_id: str | None, where: str
+    ) -> ModelChoice:
         provider = self._settings.providers.get(provider_name)
         if provider is None:
             known = ", ".join(sorted(self._settings.providers)) or "none"
@@ -115,19 +189,6 @@ class ModelRouter:
         self._api_key(provider_name, provider, agent_id)  # raises when the key is missing
         return ModelChoice(provider_name, provider, model)
 
-    def get_model(self, agent_id: str | None = None, model_name: str | None = None) -> Model:
-        """The Model for ``agent_id``; raises ``ModelNotConfiguredError`` (one-line message)."""
-        model = self._override(agent_id)
-        if model is None:
-            choice = self.resolve(agent_id, model_name)
-            client = self._client(choice.provider_name, choice.provider, agent_id)
-            if choice.provider.type == "openai":
-                model = OpenAIResponsesModel(model=choice.model, openai_client=client)
-            else:
-                model = OpenAIChatCompletionsModel(model=choice.model, openai_client=client)
-        wrapper = self.model_wrapper
-        return model if wrapper is None else wrapper(model)
-
     def is_configured(self, agent_id: str | None = None) -> bool:
         try:
             self.get_model(agent_id)
@@ -136,14 +197,27 @@ class ModelRouter:
         return True
 
     def describe(self, agent_id: str | None = None, model_name: str | None = None) -> str:
-        """E.g. ``openai_compatible:local/llama3``, or ``No model configured: <how to fix>``."""
+        """E.g. ``openai_compatible:local/llama3``, or ``No model configured: <how to fix>``;
+        with fallbacks, each after ``then``, a cooling one with its seconds left."""
         override = self._override(agent_id)
         if override is not None:
             return f"override:{type(override).__name__}"
         try:
-            return str(self.resolve(agent_id, model_name))
+            chain = self.chain(agent_id, model_name)
         except ModelNotConfiguredError as exc:
             return exc.reason
+        return ", then ".join(self._state_of(choice) for choice in chain)
+
+    def health_lines(self) -> list[str]:
+        """What served last and which models cool down (``/status``)."""
+        lines = [f"Last model served: {self.health.last_served}"] if self.health.last_served else []
+        for label, (seconds, error) in self.health.cooling_models().items():
+            lines.append(f"Cooling down: {label} for {seconds:.0f} s more ({error})")
+        return lines
+
+    def _state_of(self, choice: ModelChoice) -> str:
+        seconds = self.health.cooling(choice.label)
+        return f"{choice} (cooling {seconds:.0f} s)" if seconds else str(choice)
 
     # --------------------------------------------------------------- doctor
 
@@ -214,8 +288,10 @@ class ModelRouter:
         )
 
     def _models_of(self, provider_name: str) -> set[str]:
-        refs = [self._settings.default, *self._settings.agents.values()]
-        return {r.model for r in refs if r is not None and r.provider == provider_name}
+        refs: list[ModelRef | None] = [self._settings.default, *self._settings.agents.values()]
+        named = [(r.provider, r.model) for r in refs if r is not None]
+        named += [(f.provider, f.model) for r in refs if r is not None for f in r.fallbacks]
+        return {model for provider, model in named if provider == provider_name}
 
     def _api_key(self, name: str, provider: ProviderSettings, agent_id: str | None) -> str:
         if provider.type == "openai_compatible":

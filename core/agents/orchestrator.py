@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agents import Agent, AgentHooks, InputGuardrail, OutputGuardrail, Tool
+from agents import Agent, AgentHooks, InputGuardrail, ModelSettings, OutputGuardrail, Tool
 
 from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelRouter
@@ -36,6 +36,7 @@ __all__ = ["ORCHESTRATOR_ID", "ORCHESTRATOR_TEMPLATE", "GuardrailSource", "Orche
 ORCHESTRATOR_ID = "orchestrator"
 ORCHESTRATOR_TEMPLATE = PROJECT_ROOT / "prompts" / "orchestrator.jinja2"
 AGENTS_KEPT = 16  # built agents kept (per additions and routed model); more start over
+USAGE_SETTINGS = ModelSettings(include_usage=True)
 
 
 class GuardrailSource(Protocol):
@@ -146,6 +147,9 @@ class Orchestrator:
             mcp_config={"failure_error_function": tool_error_message},
             tool_wrapper=self._interceptor,
             hooks=self._agent_hooks,
+            # streamed answers report their tokens too (``stream_options.include_usage``,
+            # which the SDK asks only of OpenAI's own API by default): /usage, the budget
+            model_settings=USAGE_SETTINGS,
             input_guardrails=guardrails.input_guardrails() if guardrails else [],
             output_guardrails=guardrails.output_guardrails() if guardrails else [],
         )

@@ -13,6 +13,7 @@ import asyncio
 
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
+from core.cli.doctor_models import model_lines
 from core.cli.report import collect_report
 from core.config import Settings, non_defaults
 from core.extensions.isolation.factory import confinement_report
@@ -42,6 +43,9 @@ async def _doctor(settings: Settings) -> int:
     try:
         print(f"{OK if router.is_configured() else BAD} model: {router.describe('orchestrator')}")
         problems += 0 if router.is_configured() else 1
+        for fine, line in model_lines(settings, router):
+            print(f"{OK if fine else BAD} {line}")
+            problems += not fine
         for check in await router.check_providers():
             print(f"{OK if check.ok else BAD} provider {check.name}: {check.detail}")
             problems += 0 if check.ok else 1
@@ -107,6 +111,7 @@ async def _check_storage(settings: Settings) -> int:
     # importing registers their migrations: the journal's and the stores' (ADR 0035)
     import core.events.pg_schema
     import core.kernel.session_schema
+    import core.kernel.spending.store
     import core.scheduling.state
     import core.state.table  # noqa: F401
     from core.storage import StorageError, open_pool, redact_dsn, schema_status

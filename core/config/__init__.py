@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         read_layer,
         validated,
     )
+    from core.config.models import BudgetSettings, FallbackRef, ModelPrice
     from core.config.people import People, PersonSettings, Role
     from core.config.replay import ReplaySettings
     from core.config.scale import KernelRole, ScaleOutSections
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         HooksSettings,
         McpServerSettings,
         McpSettings,
+        ModelRef,
         ModelsSettings,
         PostProcessSettings,
         ProviderSettings,
@@ -54,9 +56,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROJECT_ROOT",
+    "BudgetSettings",
     "CommandHook",
     "DevSettings",
     "EventsSettings",
+    "FallbackRef",
     "HookPoint",
     "HooksSettings",
     "KernelRole",
@@ -64,6 +68,8 @@ __all__ = [
     "McpServerSettings",
     "McpSettings",
     "MetricsSettings",
+    "ModelPrice",
+    "ModelRef",
     "ModelsSettings",
     "People",
     "PersonSettings",
@@ -96,6 +102,10 @@ __all__ = [
 ]
 
 _HOMES = {
+    "BudgetSettings": "models",
+    "FallbackRef": "models",
+    "ModelPrice": "models",
+    "ModelRef": "settings",
     "CommandHook": "settings",
     "DevSettings": "sections",
     "EventsSettings": "settings",

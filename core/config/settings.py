@@ -29,6 +29,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from core.config.consent import PolicySettings
 from core.config.layers import Layer, changed_keys, local_layer_path, read_layer, validated
 from core.config.layers import SettingsError as SettingsError  # its home for every caller
+from core.config.models import BudgetSettings, FallbackRef, ModelPrice
 from core.config.people import People
 from core.config.replay import ReplaySettings
 from core.config.scale import ScaleOutSections
@@ -57,6 +58,7 @@ class LoggingSettings(_Section):
 class ModelRef(_Section):
     provider: str
     model: str
+    fallbacks: list[FallbackRef] = Field(default_factory=list)  # tried in order (ADR 0061)
 
 
 class ProviderSettings(_Section):
@@ -77,6 +79,12 @@ class ModelsSettings(_Section):
     providers: dict[str, ProviderSettings] = Field(default_factory=_default_providers)
     agents: dict[str, ModelRef] = Field(default_factory=dict)
     tracing: bool = False
+    # a model that failed (after its provider's retries) is skipped this long, doubling
+    # while it keeps failing, up to cooldown_max_s (ADR 0061)
+    cooldown_s: float = Field(default=30.0, gt=0)
+    cooldown_max_s: float = Field(default=600.0, gt=0)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)  # MODEL or PROVIDER/MODEL
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
 
 class ChannelsSettings(_Section):

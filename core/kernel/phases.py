@@ -56,6 +56,7 @@ from core.kernel.scale import LocalScale, Scale
 from core.kernel.scale_out import ScaleOut
 from core.kernel.shaping import TurnShaping
 from core.kernel.skills import KernelSkills
+from core.kernel.spending import NO_SPENDING, TurnSpending
 from core.kernel.tool_stacking import ToolStacking
 from core.kernel.turn import TurnRunner
 from core.kernel.wiring import LiveOrchestrator, Wiring
@@ -343,6 +344,7 @@ def build_turns(
     household: Household,
     observer: TurnObserver,
     user_facing_errors: tuple[type[Exception], ...],
+    spending: TurnSpending = NO_SPENDING,
 ) -> Turns:
     """The turn pipeline: runner (observed), outbox and notices (through the ``Scale``
     seam), the consent stage, and the router that calls them."""
@@ -359,6 +361,7 @@ def build_turns(
         user_facing_errors=user_facing_errors,
         post=shaping.post,
         observer=observer,
+        ledger_records=spending.records,
     )
     scale, channels = bus.scale, bus.channels
     outbox = ReplyOutbox(bus.bus, channels.get, send_timeout_s=limits.send_timeout_s, scale=scale)
@@ -387,6 +390,7 @@ def build_turns(
         consent=approvals,
         household=household,
         turns=limits,
+        spending=spending,
     )
     loader = ext.loader
 

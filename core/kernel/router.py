@@ -61,6 +61,7 @@ from core.kernel.outbox import OpenStream, ReplyOutbox
 from core.kernel.people import Household
 from core.kernel.placement import ROUTER_SUBSCRIBER
 from core.kernel.scale import Scale, TurnHandler
+from core.kernel.spending import NO_SPENDING, TurnSpending
 from core.kernel.streaming import channel_callbacks
 from core.kernel.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
 
@@ -87,6 +88,7 @@ class MessageRouter:
         consent: ConsentStage = NO_CONSENT,
         household: Household | None = None,
         turns: TurnsSettings | None = None,
+        spending: TurnSpending = NO_SPENDING,
     ) -> None:
         self.bus = bus
         self.household = household or Household({}, [])
@@ -100,6 +102,7 @@ class MessageRouter:
         self.outbox = outbox
         self.notices = notices
         self.consent = consent  # the approval flow's stage (ADR 0021, 0052)
+        self.spending = spending  # usage rows with each turn, the budget (ADR 0061)
         self.running = RunningTurns()
 
     # ------------------------------------------------------------ wiring
@@ -230,7 +233,11 @@ class MessageRouter:
                     callbacks = channel_callbacks(channel, turn.user_id)
             started = time.monotonic()
             key = self.conversations.key(turn.channel_id, turn.user_id)
-            ran = await self.running.run(key, self.runner.run(text, turn, session, callbacks))
+            refused = await self.spending.before_turn(turn)  # a spent budget (ADR 0061)
+            if refused is not None:
+                ran: TurnResult | None = TurnResult(refused, [], "blocked")
+            else:
+                ran = await self.running.run(key, self.runner.run(text, turn, session, callbacks))
             result = ran if ran is not None else await self._cancelled(event, turn, started)
             if result.paused is not None:
                 if stream is not None:
@@ -242,6 +249,9 @@ class MessageRouter:
                 message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
             stored = await session.commit_turn(reply, result.items, result.records)
+            notice = await self.spending.after_turn(turn) if result.status == "answered" else None
+            if notice is not None:
+                await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
         await self.outbox.deliver(event.id, stored, stream, origin)
 
     async def _on_cancel(self, event: Event) -> None:

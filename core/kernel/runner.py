@@ -44,6 +44,7 @@ from core.kernel.registrations import reconcile_registrations
 from core.kernel.reload import ExtensionReloader
 from core.kernel.reload_control import ReloadControl
 from core.kernel.setup_command import extension_commands
+from core.kernel.spending import Spending, usage_book_for
 from core.kernel.status import KernelOperator
 from core.kernel.status_source import KernelStatusSource
 from core.kernel.tool_stacking import StackedTools
@@ -111,6 +112,10 @@ class Kernel:
         self.metrics_export = MetricsExport(self.metrics, settings.metrics, self.data_dir)
 
         self.household = Household.of(settings)  # who each turn is for (SPEC §11)
+        book = usage_book_for(settings, self.data_dir / SESSIONS_FILE)
+        self.spending = Spending(  # usage, cost and budget of turns (ADR 0061)
+            settings.models, book, timezone=settings.timezone, tap=self.recorder
+        )
         shaped = build_shaping(
             settings,
             storage,
@@ -119,14 +124,15 @@ class Kernel:
             household=self.household,
             model_overrides=model_overrides,
             model_wrapper=self.recorder.wrap_model,
-            tap=self.recorder,
+            tap=self.spending.tool_runs,  # a tool that ran runs once, inside the recorder
             observer=self.metrics,
-            agent_hooks=self.metrics.token_hooks,
+            agent_hooks=self.spending.meter,  # usage per turn and model, and metrics
         )
         self.model_router, self.mcp, self.shaping = shaped.model_router, shaped.mcp, shaped.shaping
         self.context, self.consent = shaped.context, shaped.consent
         self.orchestrator = shaped.orchestrator
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
+        self.metrics.watch_models(self.model_router.health, self.spending.meter)
 
         turns = build_turns(
             settings,
@@ -137,6 +143,7 @@ class Kernel:
             household=self.household,
             observer=TurnObservers([self.recorder, self.metrics]),
             user_facing_errors=(ModelNotConfiguredError,),
+            spending=self.spending,
         )
         self.router, self.agents = turns.router, turns.agents
         self.mcp_desk = McpDesk(  # `main.py mcp` is a front of this kernel (ADR 0059)
@@ -206,6 +213,7 @@ class Kernel:
         journaled and delivered once the bus runs.
         """
         await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
+        await self.spending.open()
         await self.state.open()
         await self.load()
         await self.scale.open(self.loader.records.values())  # this role's extensions only
@@ -219,6 +227,7 @@ class Kernel:
         )
         consent = self.consent.commands(lambda: self.orchestrator.tools, lambda: self.mcp.active)
         managing = extension_commands(self.loader, self.consent.ui)  # /grant, /setup
+        builtins.append(self.spending.command())  # /usage
         kernel_commands = [*builtins, *managing, self.reloads.command(), self.skills.command()]
         for command in [*kernel_commands, *consent]:
             self.commands.add("kernel", command)
@@ -301,6 +310,7 @@ class Kernel:
             ("wiring", self.wiring.detach),
             ("conversations", self.conversations.aclose),
             ("post-processing records", self.shaping.post.aclose),
+            ("usage book", self.spending.aclose),
             ("approvals", self.consent.aclose),
             ("extension state", self.state.aclose),
             ("schedule lease", self.scale.aclose),

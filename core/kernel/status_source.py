@@ -39,7 +39,9 @@ class KernelStatusSource:
         return time.monotonic() - self.started_at
 
     def model_description(self) -> str:
-        return self.model_router.describe("orchestrator")
+        """The orchestrator's chain, then what served last and what cools down."""
+        lines = [self.model_router.describe("orchestrator"), *self.model_router.health_lines()]
+        return "\n  ".join(lines)
 
     def extension_records(self) -> Sequence[ExtensionRecord]:
         return list(self.loader.records.values())

@@ -141,6 +141,7 @@ class TurnRunner:
         user_facing_errors: tuple[type[Exception], ...] = (),
         post: PostProcessing | None = None,
         observer: TurnObserver = NO_TURN_OBSERVER,
+        ledger_records: Callable[[TurnContext], tuple[LedgerWrite, ...]] | None = None,
     ) -> None:
         self.orchestrator = orchestrator
         self.post = post
@@ -153,6 +154,8 @@ class TurnRunner:
         self.timeout_s = timeout_s
         self.history_max_items = history_max_items
         self.user_facing_errors = user_facing_errors
+        # records of the concluded turn to commit with it (its usage rows, ADR 0061)
+        self.ledger_records = ledger_records or (lambda turn: ())
 
     async def run(
         self,
@@ -277,6 +280,8 @@ class TurnRunner:
                 outcome = replace(outcome, followup=post.followup, records=(post.record,))
         elapsed_ms = (time.monotonic() - started) * 1000
         await self.ended(turn, TurnOutcome(status, outcome.reply, elapsed_ms))
+        if extra := self.ledger_records(turn):
+            outcome = replace(outcome, records=(*outcome.records, *extra))
         return outcome
 
     async def ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:

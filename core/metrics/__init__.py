@@ -14,19 +14,19 @@ from core.runtime import lazy_door
 if TYPE_CHECKING:
     from core.metrics.collectors import MetricSources, SourcesCollector, kernel_sources
     from core.metrics.export import MetricsExport
-    from core.metrics.kernel_metrics import KernelMetrics, TokenCounter
+    from core.metrics.kernel_metrics import TOKEN_KINDS, KernelMetrics
     from core.metrics.server import CONTENT_TYPE, MetricsServer
     from core.metrics.snapshot import SNAPSHOT_FILE, fetch_live, read_snapshot
 
 __all__ = [
     "CONTENT_TYPE",
     "SNAPSHOT_FILE",
+    "TOKEN_KINDS",
     "KernelMetrics",
     "MetricSources",
     "MetricsExport",
     "MetricsServer",
     "SourcesCollector",
-    "TokenCounter",
     "fetch_live",
     "kernel_sources",
     "read_snapshot",
@@ -38,7 +38,7 @@ _HOMES = {
     "kernel_sources": "collectors",
     "MetricsExport": "export",
     "KernelMetrics": "kernel_metrics",
-    "TokenCounter": "kernel_metrics",
+    "TOKEN_KINDS": "kernel_metrics",
     "CONTENT_TYPE": "server",
     "MetricsServer": "server",
     "SNAPSHOT_FILE": "snapshot",

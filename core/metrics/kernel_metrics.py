@@ -13,12 +13,16 @@ kernel, not the library's global one, so two kernels in one process (tests,
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
-from agents import Agent, AgentHooks, RunContextWrapper
-from agents.items import ModelResponse
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
+from core.agents.fallback import ModelHealth
+from core.agents.usage import TurnUsage
+from core.agents.usage_meter import UsageMeter
 from core.kernel.observer import QuietObserver
 from core.metrics.collectors import CallCounts, CallsCollector, MetricSources, SourcesCollector
 
@@ -26,7 +30,7 @@ if TYPE_CHECKING:  # not at run time: core.kernel imports this module
     from core.extensions.contract import TurnContext, TurnOutcome
     from core.kernel.hooks.observer import CallOutcome, ToolOutcome
 
-__all__ = ["BYTE_BUCKETS", "MS_BUCKETS", "KernelMetrics", "TokenCounter"]
+__all__ = ["BYTE_BUCKETS", "MS_BUCKETS", "TOKEN_KINDS", "KernelMetrics"]
 
 MS_BUCKETS = (
     0.1,
@@ -51,6 +55,8 @@ MS_BUCKETS = (
 BYTE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 10485760)
 TURN_STATUSES = ("answered", "short_circuit", "failed", "timeout")
 ERROR_STATUSES = frozenset({"failed", "timeout"})
+TOKEN_KINDS = ("input", "cached", "output")  # cached: the part of input served from cache
+MODEL_OUTCOMES = ("ok", "failed", "skipped")
 
 
 class KernelMetrics(QuietObserver):
@@ -95,17 +101,24 @@ class KernelMetrics(QuietObserver):
             buckets=MS_BUCKETS,
             registry=r,
         )
-        self.turn_tokens = Counter(
-            "turn_tokens_total",
-            "Tokens of the orchestrator's model calls (turns and agent runs), by kind.",
-            ["kind"],
+        self.model_tokens = Counter(
+            "hearth_model_tokens_total",
+            "Tokens of the kernel's model calls (turns and agent runs), by kind (input, "
+            "cached: the part of input the server had cached, output) and serving model.",
+            ["kind", "model"],
+            registry=r,
+        )
+        self.model_calls = Counter(
+            "hearth_model_calls_total",
+            "Model calls by model and outcome: ok, failed (fell over to the next model, "
+            "or the last one failed), skipped (cooling down).",
+            ["model", "outcome"],
             registry=r,
         )
         for status in TURN_STATUSES:  # every series exists from the start, at 0
             self.turns.labels(status)
         for status in ERROR_STATUSES:
             self.turn_errors.labels(status)
-        self.token_hooks = TokenCounter(self)
         # hook calls are the hot path here (dozens per turn): plain counts, read at scrape
         self.calls: dict[tuple[str, str], CallCounts] = {}
         self.registry.register(CallsCollector(self.calls, MS_BUCKETS))
@@ -149,19 +162,34 @@ class KernelMetrics(QuietObserver):
         """``StateStore``'s report after a write: the extension's state size now."""
         self.state_size.labels(ext_id).observe(size_bytes)
 
-    def tokens(self, input_tokens: int, output_tokens: int) -> None:
-        self.turn_tokens.labels("input").inc(max(input_tokens, 0))
-        self.turn_tokens.labels("output").inc(max(output_tokens, 0))
+    def tokens(self, model: str, usage: TurnUsage) -> None:
+        """One model response's tokens (``UsageMeter``'s observer)."""
+        counts = (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens)
+        for kind, count in zip(TOKEN_KINDS, counts, strict=True):
+            self.model_tokens.labels(kind, model).inc(max(count, 0))
+
+    def model_call(self, model: str, outcome: str) -> None:
+        """One attempt of a fallback chain (``ModelHealth``'s observer)."""
+        self.model_calls.labels(model, outcome).inc()
+
+    def watch_models(self, health: ModelHealth, meter: UsageMeter) -> None:
+        """Count each model response's tokens and each attempt of a fallback chain;
+        export ``hearth_model_cooling_seconds`` from the breakers."""
+        meter.observers.append(self.tokens)
+        health.observers.append(self.model_call)
+        self.registry.register(_CoolingCollector(health.cooling_models))
 
 
-class TokenCounter(AgentHooks[Any]):
-    """The orchestrator agent's hooks: counts the tokens of each model response."""
+class _CoolingCollector(Collector):
+    def __init__(self, cooling: Callable[[], Mapping[str, tuple[float, str]]]) -> None:
+        self._cooling = cooling
 
-    def __init__(self, metrics: KernelMetrics) -> None:
-        self._metrics = metrics
-
-    async def on_llm_end(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
-    ) -> None:
-        usage = response.usage
-        self._metrics.tokens(usage.input_tokens, usage.output_tokens)
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            "hearth_model_cooling_seconds",
+            "Seconds a model that failed is still skipped by its fallback chains.",
+            labels=["model"],
+        )
+        for model, (seconds, _error) in self._cooling().items():
+            family.add_metric([model], seconds)
+        yield family

@@ -52,6 +52,11 @@ class SetupPlan:
             self.settings[(*base, "api_key_env")] = api_key_env or OPENAI_KEY_ENV
         self.settings[("models", "default")] = {"provider": name, "model": model}
 
+    def use_price(self, model: str, input: float, cached_input: float, output: float) -> None:
+        """``models.prices.<model>`` per million tokens (ADR 0061)."""
+        price = {"input": input, "cached_input": cached_input, "output": output}
+        self.settings[("models", "prices", model)] = price
+
     def use_timezone(self, zone: str) -> None:
         self.settings[("timezone",)] = zone
 

@@ -60,6 +60,7 @@ async def _model_step(
         if key and key != secrets.get(OPENAI_KEY_ENV):
             plan.secrets[OPENAI_KEY_ENV] = key
         plan.use_model("openai", model, base_url=None, api_key_env=OPENAI_KEY_ENV)
+        await _price_step(settings, ask, plan, model)
         return
     known = settings.models.providers.get(LOCAL_PROVIDER)
     url_now = known.base_url if known and known.base_url else DEFAULT_LOCAL_URL
@@ -76,6 +77,31 @@ async def _model_step(
         plan.secrets[LOCAL_KEY_ENV] = key
     env = LOCAL_KEY_ENV if key else None
     plan.use_model("openai_compatible", model, base_url=base_url, api_key_env=env)
+    await _price_step(settings, ask, plan, model)
+
+
+async def _price_step(settings: Settings, ask: TerminalAsker, plan: SetupPlan, model: str) -> None:
+    """Optional: the model's prices per million tokens, for /usage and budgets
+    (docs/models.md). Enter skips; none are guessed."""
+    known = settings.models.prices.get(model)
+    now = f"{known.input:g} {known.cached_input or known.input:g} {known.output:g}" if known else ""
+    currency = settings.models.budget.currency
+    while True:
+        answer = await ask.line(
+            f"Prices of {model} per 1M tokens in {currency}: input, cached input, output "
+            "(e.g. 0.25 0.025 2; Enter: skip)",
+            now or None,
+        )
+        if not answer or answer == now:
+            return
+        try:
+            numbers = [float(part) for part in answer.replace(",", " ").split()]
+        except ValueError:
+            numbers = []
+        if len(numbers) == 3 and all(n >= 0 for n in numbers):
+            plan.use_price(model, *numbers)
+            return
+        ask.say("Three numbers, none negative, please (or Enter to skip).")
 
 
 async def _models_or_none(ask: TerminalAsker, base_url: str | None, key: str) -> list[str] | None:

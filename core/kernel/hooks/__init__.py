@@ -16,6 +16,7 @@ from core.kernel.hooks.registry import HookEntry, HookRegistry, TagPatterns
 from core.kernel.hooks.tool_calls import (
     Admission,
     Admitted,
+    Invoker,
     ToolInterceptor,
     ToolTap,
     is_intercepted,
@@ -34,6 +35,7 @@ __all__ = [
     "HookCaller",
     "HookEntry",
     "HookRegistry",
+    "Invoker",
     "PromptAdditions",
     "RenderedOutput",
     "StateReader",

@@ -1,0 +1,343 @@
+"""Where usage is kept: one row per turn and serving model, next to the ledger.
+
+``UsageRecord`` is a ``LedgerWrite``: a turn's rows are inserted in the
+transaction that commits the turn (``commit_turn``), so a turn is counted
+exactly when it is answered — never twice after a crash and a redelivery,
+never for a turn whose answer was lost. The rows live in ``sessions.db``
+(SQLite) or in the ``usage`` schema component (PostgreSQL, its own
+migrations), in a table of their own (``hearth_usage``): the ledger's rows
+are pruned after a month, usage is kept for the yearly view. The budget's
+"told once" marks are kept there too (``hearth_budget_notices``).
+
+``UsageBook`` reads them back, summed per person and model, for ``/usage``,
+``main.py usage`` and the budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from core.agents.usage import TurnUsage
+from core.storage import ComponentPool, register_migrations
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from core.config import StorageSettings
+
+__all__ = [
+    "USAGE_COMPONENT",
+    "USAGE_RETENTION_S",
+    "PostgresUsageBook",
+    "SQLiteUsageBook",
+    "UsageBook",
+    "UsageEntry",
+    "UsageRecord",
+]
+
+USAGE_COMPONENT = "usage"
+USAGE_RETENTION_S = 400 * 86400.0  # a year and a month of daily and monthly views
+
+_COLUMNS = (
+    "message_key, model, session_id, channel_id, person, created_at,"
+    " input_tokens, cached_tokens, output_tokens, requests"
+)
+_SQLITE_DDL = (
+    "CREATE TABLE IF NOT EXISTS hearth_usage ("
+    " message_key TEXT NOT NULL, model TEXT NOT NULL, session_id TEXT NOT NULL,"
+    " channel_id TEXT NOT NULL, person TEXT NOT NULL, created_at REAL NOT NULL,"
+    " input_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,"
+    " output_tokens INTEGER NOT NULL, requests INTEGER NOT NULL,"
+    " PRIMARY KEY (message_key, model))",
+    "CREATE INDEX IF NOT EXISTS hearth_usage_by_time ON hearth_usage (created_at)",
+    "CREATE TABLE IF NOT EXISTS hearth_budget_notices ("
+    " period TEXT PRIMARY KEY, created_at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS hearth_tool_runs ("
+    " turn_id TEXT NOT NULL, call_key TEXT NOT NULL, output TEXT NOT NULL,"
+    " created_at REAL NOT NULL, PRIMARY KEY (turn_id, call_key))",
+)
+TOOL_RUNS_RETENTION_S = 2 * 86400.0  # a turn is retried within minutes, never days later
+_V1 = """
+CREATE TABLE hearth_usage (
+    message_key   text NOT NULL,
+    model         text NOT NULL,
+    session_id    text NOT NULL,
+    channel_id    text NOT NULL,
+    person        text NOT NULL,
+    created_at    double precision NOT NULL,
+    input_tokens  bigint NOT NULL,
+    cached_tokens bigint NOT NULL,
+    output_tokens bigint NOT NULL,
+    requests      integer NOT NULL,
+    PRIMARY KEY (message_key, model)
+);
+CREATE INDEX hearth_usage_by_time ON hearth_usage (created_at);
+CREATE TABLE hearth_budget_notices (
+    period     text PRIMARY KEY,
+    created_at double precision NOT NULL
+);
+CREATE TABLE hearth_tool_runs (
+    turn_id    text NOT NULL,
+    call_key   text NOT NULL,
+    output     text NOT NULL,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (turn_id, call_key)
+);
+"""
+register_migrations(USAGE_COMPONENT, (_V1,))
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEntry:
+    """Tokens one model used for one person (in one turn, or summed over many)."""
+
+    person: str
+    model: str
+    usage: TurnUsage
+    created_at: float = 0.0
+    session_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """A turn's usage rows, written inside the ledger's transaction (``LedgerWrite``)."""
+
+    message_key: str
+    session_id: str
+    channel_id: str
+    person: str
+    by_model: Mapping[str, TurnUsage]
+
+    def _rows(self) -> list[tuple[Any, ...]]:
+        now = time.time()
+        return [
+            (
+                self.message_key,
+                model,
+                self.session_id,
+                self.channel_id,
+                self.person,
+                now,
+                u.input_tokens,
+                u.cached_input_tokens,
+                u.output_tokens,
+                u.requests,
+            )
+            for model, u in sorted(self.by_model.items())
+        ]
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        conn.execute("DELETE FROM hearth_tool_runs WHERE turn_id = ?", (self.message_key,))
+        conn.executemany(
+            f"INSERT OR IGNORE INTO hearth_usage ({_COLUMNS}) VALUES ({', '.join('?' * 10)})",
+            self._rows(),
+        )
+
+    async def write_postgres(self, conn: asyncpg.Connection) -> None:
+        await conn.execute("DELETE FROM hearth_tool_runs WHERE turn_id = $1", self.message_key)
+        if not self.by_model:
+            return
+        await conn.executemany(
+            f"INSERT INTO hearth_usage ({_COLUMNS})"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
+            self._rows(),
+        )
+
+
+class UsageBook(Protocol):
+    """Usage read back (either backend)."""
+
+    async def open(self) -> None: ...
+
+    async def totals(
+        self, since: float, *, person: str | None = None, session_id: str | None = None
+    ) -> list[UsageEntry]:
+        """Summed per (person, model) from ``since`` (epoch seconds) on."""
+        ...
+
+    async def entries(self, since: float) -> list[UsageEntry]:
+        """Every row from ``since`` on, oldest first (the per-day view)."""
+        ...
+
+    async def first_notice(self, period: str) -> bool:
+        """Mark ``period`` told; ``True`` only the first time (any process)."""
+        ...
+
+    async def tool_output(self, turn_id: str, call_key: str) -> str | None:
+        """The recorded output of a tool call of a turn not yet committed."""
+        ...
+
+    async def record_tool(self, turn_id: str, call_key: str, output: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+_TOTALS = (
+    "SELECT person, model, SUM(input_tokens), SUM(cached_tokens), SUM(output_tokens),"
+    " SUM(requests) FROM hearth_usage WHERE created_at >= {since}{where}"
+    " GROUP BY person, model ORDER BY person, model"
+)
+_ENTRIES = (
+    "SELECT person, model, input_tokens, cached_tokens, output_tokens, requests, created_at,"
+    " session_id FROM hearth_usage WHERE created_at >= {since} ORDER BY created_at"
+)
+
+
+def _entry(row: Sequence[Any]) -> UsageEntry:
+    usage = TurnUsage(int(row[2]), int(row[3]), int(row[4]), int(row[5]))
+    extra = (float(row[6]), str(row[7])) if len(row) > 6 else (0.0, "")
+    return UsageEntry(str(row[0]), str(row[1]), usage, *extra)
+
+
+class SQLiteUsageBook:
+    """``hearth_usage`` in ``sessions.db`` (a connection per call, in a worker thread)."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+
+    def _connect(self) -> closing[sqlite3.Connection]:
+        return closing(sqlite3.connect(self.db_path, timeout=30))
+
+    async def open(self) -> None:
+        """Create the tables (a database written before them gets them now), prune."""
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(self._open)
+
+    def _open(self) -> None:
+        with self._connect() as conn:
+            for statement in _SQLITE_DDL:
+                conn.execute(statement)
+            cutoff = time.time() - USAGE_RETENTION_S
+            conn.execute("DELETE FROM hearth_usage WHERE created_at < ?", (cutoff,))
+            conn.execute("DELETE FROM hearth_budget_notices WHERE created_at < ?", (cutoff,))
+            stale = time.time() - TOOL_RUNS_RETENTION_S
+            conn.execute("DELETE FROM hearth_tool_runs WHERE created_at < ?", (stale,))
+            conn.commit()
+
+    async def totals(
+        self, since: float, *, person: str | None = None, session_id: str | None = None
+    ) -> list[UsageEntry]:
+        where, args = "", list[Any]()
+        args.append(since)
+        for column, value in (("person", person), ("session_id", session_id)):
+            if value is not None:
+                where += f" AND {column} = ?"
+                args.append(value)
+        sql = _TOTALS.format(since="?", where=where)
+        return [_entry(r) for r in await asyncio.to_thread(self._fetch, sql, args)]
+
+    async def entries(self, since: float) -> list[UsageEntry]:
+        sql = _ENTRIES.format(since="?")
+        return [_entry(r) for r in await asyncio.to_thread(self._fetch, sql, [since])]
+
+    def _fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        if not self.db_path.exists():
+            return []
+        with self._connect() as conn:
+            try:
+                return conn.execute(sql, tuple(args)).fetchall()
+            except sqlite3.OperationalError as exc:  # a store no kernel opened since
+                if "no such table" in str(exc):
+                    return []
+                raise
+
+    async def first_notice(self, period: str) -> bool:
+        return await asyncio.to_thread(self._mark, period)
+
+    def _mark(self, period: str) -> bool:
+        with self._connect() as conn:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO hearth_budget_notices(period, created_at) VALUES (?, ?)",
+                (period, time.time()),
+            )
+            conn.commit()
+            return cursor.rowcount == 1
+
+    async def tool_output(self, turn_id: str, call_key: str) -> str | None:
+        sql = "SELECT output FROM hearth_tool_runs WHERE turn_id = ? AND call_key = ?"
+        rows = await asyncio.to_thread(self._fetch, sql, [turn_id, call_key])
+        return str(rows[0][0]) if rows else None
+
+    async def record_tool(self, turn_id: str, call_key: str, output: str) -> None:
+        await asyncio.to_thread(self._record_tool, turn_id, call_key, output)
+
+    def _record_tool(self, turn_id: str, call_key: str, output: str) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO hearth_tool_runs(turn_id, call_key, output, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (turn_id, call_key, output, time.time()),
+            )
+            conn.commit()
+
+    async def aclose(self) -> None:
+        """Nothing held: every connection is closed after its call."""
+
+
+class PostgresUsageBook:
+    """The ``usage`` component's tables in PostgreSQL, through the shared pool."""
+
+    def __init__(self, storage: StorageSettings) -> None:
+        self._pools = ComponentPool(storage, [USAGE_COMPONENT], "the PostgreSQL usage book is")
+
+    async def open(self) -> None:
+        pool = await self._pools.open()
+        cutoff = time.time() - USAGE_RETENTION_S
+        await pool.execute("DELETE FROM hearth_usage WHERE created_at < $1", cutoff)
+        await pool.execute("DELETE FROM hearth_budget_notices WHERE created_at < $1", cutoff)
+        stale = time.time() - TOOL_RUNS_RETENTION_S
+        await pool.execute("DELETE FROM hearth_tool_runs WHERE created_at < $1", stale)
+
+    async def totals(
+        self, since: float, *, person: str | None = None, session_id: str | None = None
+    ) -> list[UsageEntry]:
+        where, args = "", list[Any]()
+        args.append(since)
+        for column, value in (("person", person), ("session_id", session_id)):
+            if value is not None:
+                args.append(value)
+                where += f" AND {column} = ${len(args)}"
+        rows = await self._pools.pool.fetch(_TOTALS.format(since="$1", where=where), *args)
+        return [_entry(r) for r in rows]
+
+    async def entries(self, since: float) -> list[UsageEntry]:
+        rows = await self._pools.pool.fetch(_ENTRIES.format(since="$1"), since)
+        return [_entry(r) for r in rows]
+
+    async def first_notice(self, period: str) -> bool:
+        inserted = await self._pools.pool.fetchval(
+            "INSERT INTO hearth_budget_notices(period, created_at) VALUES ($1, $2)"
+            " ON CONFLICT DO NOTHING RETURNING 1",
+            period,
+            time.time(),
+        )
+        return inserted is not None
+
+    async def tool_output(self, turn_id: str, call_key: str) -> str | None:
+        value = await self._pools.pool.fetchval(
+            "SELECT output FROM hearth_tool_runs WHERE turn_id = $1 AND call_key = $2",
+            turn_id,
+            call_key,
+        )
+        return None if value is None else str(value)
+
+    async def record_tool(self, turn_id: str, call_key: str, output: str) -> None:
+        await self._pools.pool.execute(
+            "INSERT INTO hearth_tool_runs(turn_id, call_key, output, created_at)"
+            " VALUES ($1, $2, $3, $4) ON CONFLICT (turn_id, call_key)"
+            " DO UPDATE SET output = excluded.output, created_at = excluded.created_at",
+            turn_id,
+            call_key,
+            output,
+            time.time(),
+        )
+
+    async def aclose(self) -> None:
+        await self._pools.close()
