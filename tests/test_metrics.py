@@ -231,7 +231,9 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
     assert value(families, "bus_queue_depth", "bus_queue_depth") == 0
     assert value(families, "bus_events_delivered", "bus_events_delivered_total") == 2
     # from publish to the first handler call: the retry is not counted again
-    assert value(families, "bus_delivery_latency_seconds", "bus_delivery_latency_seconds_count") == 2
+    assert (
+        value(families, "bus_delivery_latency_seconds", "bus_delivery_latency_seconds_count") == 2
+    )
     assert value(families, "turns", "turns_total", status="answered") == 1
     assert value(families, "turn_errors", "turn_errors_total", status="failed") == 0
     assert value(families, "turn_duration_seconds", "turn_duration_seconds_count") == 1
@@ -239,7 +241,12 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
     assert value(families, "turn_tokens", "turn_tokens_total", kind="output") == 21
     assert value(families, "tool_calls", "tool_calls_total", tool="note", outcome="completed") == 1
     assert value(families, "tool_calls", "tool_calls_total", tool="wipe", outcome="denied") == 1
-    assert value(families, "tool_call_duration_seconds", "tool_call_duration_seconds_count", tool="note") == 1
+    assert (
+        value(
+            families, "tool_call_duration_seconds", "tool_call_duration_seconds_count", tool="note"
+        )
+        == 1
+    )
     assert (
         value(
             families,

@@ -112,9 +112,7 @@ def test_a_malformed_local_layer_is_an_error_naming_the_file_and_the_field(proje
     assert f"{project}:" not in str(raised.value)  # the base file is not to blame
 
 
-def test_an_extension_setting_from_the_environment_reads_like_its_yaml_line(
-    tmp_path, monkeypatch
-):
+def test_an_extension_setting_from_the_environment_reads_like_its_yaml_line(tmp_path, monkeypatch):
     """A number for an extension set in the environment is a number, as in settings.yaml:
     the HTTP API takes ``REPLY_TIMEOUT_S=4`` instead of refusing ``'4'`` (issue 30)."""
     from sandbox.extensions.http_api.config import parse_config

@@ -272,6 +272,7 @@ class MessageRouter:
         assert turn.user_id is not None and turn.channel_id is not None
         stored = await _recorded(session, event)
         stream: OpenStream | None = None
+        usage = None  # a reply recorded before (a redelivery) goes without its usage
         if stored is None:
             if self.approvals is not None and self.approvals.desk.paused(message_key(event)):
                 return  # delivered again while its questions are open: they stand
@@ -296,7 +297,8 @@ class MessageRouter:
                 message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
             stored = await session.commit_turn(reply, result.items, result.records)
-        await self.outbox.deliver(event.id, stored, stream, origin)
+            usage = result.usage
+        await self.outbox.deliver(event.id, stored, stream, origin, usage)
 
     async def _on_cancel(self, event: Event) -> None:
         """The user stopped their turn; a channel may only stop its own users' turns."""

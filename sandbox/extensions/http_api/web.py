@@ -89,7 +89,7 @@ class _Page:
         body = await self._body(request, MAX_LOGIN_BYTES)
         try:
             token = json.loads(body).get("token", "")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             raise ApiError(400, 'the body must be {"token": "..."}') from None
         logins.check(client)  # again: parallel attempts may have failed meanwhile
         if not isinstance(token, str) or not self.backend.tokens.matches(token):
@@ -128,7 +128,7 @@ class _Page:
         self.backend.tokens.require(request)
         try:
             event_id = json.loads(await self._body(request, MAX_REQUEUE_BYTES))["event_id"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise ApiError(400, 'the body must be {"event_id": N}') from None
         if not isinstance(event_id, int) or isinstance(event_id, bool):
             raise ApiError(400, "event_id must be a whole number", param="event_id")
