@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agents import Agent, AgentHooks, InputGuardrail, OutputGuardrail, Tool
+from agents import Agent, AgentHooks, InputGuardrail, ModelSettings, OutputGuardrail, Tool
 
 from core.agents.hooked import HookedAgent, ToolWrapper
 from core.agents.model_router import ModelRouter
@@ -119,6 +119,9 @@ class Orchestrator:
             mcp_config={"failure_error_function": tool_error_message},
             tool_wrapper=self._interceptor,
             hooks=self._agent_hooks,
+            # streamed calls report their tokens too (the SDK asks only api.openai.com
+            # by itself): a turn's usage is the same streamed or not
+            model_settings=ModelSettings(include_usage=True),
             input_guardrails=guardrails.input_guardrails() if guardrails else [],
             output_guardrails=guardrails.output_guardrails() if guardrails else [],
         )

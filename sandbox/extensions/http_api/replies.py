@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -29,6 +30,7 @@ from typing import Any
 IDEMPOTENT_PREFIX = "k"
 REMEMBERED = 1024
 RUNNING_KEPT = 256  # turns still running whose requests all gave up (a retry joins them)
+RETRY_WINDOW_S = 120.0  # a reply that came while no request waited: a retry still gets it
 
 
 class ReplyGoneError(Exception):
@@ -66,6 +68,7 @@ class PendingReply:
         self.usage: dict[str, int] | None = None  # the turn's tokens, with its reply
         self.questions: dict[str, dict[str, Any]] = {}  # approvals waiting, by id
         self.retry_key: str | None = None
+        self.unclaimed_at: float | None = None  # finished while no request waited
         self.turns: list[Any] | None = None  # the client's chat, when it names no conversation
 
     @property
@@ -143,10 +146,15 @@ class ReplyBook:
         return pending
 
     def running(self, retry_key: str) -> PendingReply | None:
-        """The turn a request with ``retry_key`` started, while it runs: a retry joins it."""
+        """The turn a request with ``retry_key`` started, while it runs (or its reply, for
+        ``RETRY_WINDOW_S`` after it came with no request waiting): a retry joins it."""
         pending = self._pending.get(self._running.get(retry_key, ""))
-        if pending is None or pending.done:
+        if pending is None:
             return None
+        if pending.done:  # answered while nobody waited: the retry gets it, once
+            self._forget(pending)
+            if time.monotonic() - (pending.unclaimed_at or 0.0) > RETRY_WINDOW_S:
+                return None
         pending.waiting += 1
         self._unheld.pop(pending.tag, None)
         return pending
@@ -257,8 +265,10 @@ class ReplyBook:
         if pending is None or pending.done or (pending.streaming and not stream_end):
             return False
         pending.finish(text, usage)
-        if pending.waiting <= 0:
-            self._forget(pending)
+        if pending.waiting <= 0:  # kept a while for a retry (``running``), else forgotten
+            pending.unclaimed_at = time.monotonic()
+            if pending.retry_key is None:
+                self._forget(pending)
             return False
         return True
 
