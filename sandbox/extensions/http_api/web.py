@@ -1,5 +1,6 @@
 """The web page: ``/`` (static HTML, CSS and a small script; no build step) and the
-few JSON endpoints only it uses, under ``/web/``.
+few JSON endpoints only it uses, under ``/web/`` (``/web/history``: the
+page's conversation as it was shown, so a reload shows it again).
 
 The page chats through ``/v1/chat/completions`` (streamed) and hears
 notifications through ``/v1/notifications?stream=true``, authenticated by
@@ -50,6 +51,7 @@ class WebBackend(Protocol):
     async def kernel_status(self) -> dict[str, Any]: ...
     async def requeue(self, event_id: int) -> int: ...
     async def end_session(self, session: str, expires_at: int) -> None: ...
+    async def chat_history(self) -> list[dict[str, object]]: ...
 
 
 def web_routes(backend: WebBackend, static_dir: Path) -> list[BaseRoute]:
@@ -60,6 +62,7 @@ def web_routes(backend: WebBackend, static_dir: Path) -> list[BaseRoute]:
         Route("/web/logout", page.logout, methods=["POST"]),
         Route("/web/session", page.session, methods=["GET"]),
         Route("/web/status", page.status, methods=["GET"]),
+        Route("/web/history", page.history, methods=["GET"]),
         Route("/web/requeue", page.requeue, methods=["POST"]),
         Route("/web/{name}", page.asset, methods=["GET"]),
     ]
@@ -123,6 +126,11 @@ class _Page:
         kernel = await self.backend.kernel_status()
         api = {"listen": self.backend.listening, "in_flight": self.backend.in_flight}
         return JSONResponse({"kernel": kernel, "api": api})
+
+    async def history(self, request: Request) -> Response:
+        """The page's conversation as it was shown (a reload shows it again)."""
+        self.backend.tokens.require(request)
+        return JSONResponse({"messages": await self.backend.chat_history()})
 
     async def requeue(self, request: Request) -> Response:
         self.backend.tokens.require(request)
