@@ -82,7 +82,7 @@ async def test_usage_comes_with_every_reply_and_as_the_last_streamed_chunk(setti
 
 
 async def test_clients_without_a_conversation_name_follow_their_history(settings, model):
-    async with serving(settings) as (kernel, base):
+    async with serving(settings) as (_, base):
         api = client(base)
         first = await api.chat.completions.create(model="hearth", messages=chat("I am Ada"))
         said = first.choices[0].message.content
@@ -96,6 +96,7 @@ async def test_clients_without_a_conversation_name_follow_their_history(settings
         edited = await api.chat.completions.create(
             model="hearth", messages=chat("I am Eve", "echo: I am Eve", "who am I?")
         )
+    assert edited.choices[0].message.content.endswith("who am I?")
     assert other.choices[0].message.content == "echo: I am Bob"
     assert more.choices[0].message.content == "echo: who am I?"
     assert user_texts(model.requests[1]) == ["I am Bob"]  # not Ada's conversation
@@ -172,9 +173,7 @@ async def test_errors_come_in_the_openai_shape(settings, model):
         async with httpx.AsyncClient(base_url=base, headers=AUTH, timeout=30) as http:
             nested = await http.post("/v1/chat/completions", content=deep)
         with pytest.raises(openai.APIStatusError) as too_big:
-            await client(base).chat.completions.create(
-                model="hearth", messages=chat("x" * 300_000)
-            )
+            await client(base).chat.completions.create(model="hearth", messages=chat("x" * 300_000))
     assert nested.status_code == 400
     assert "nested too deeply" in nested.json()["error"]["message"]
     assert too_big.value.status_code == 413
