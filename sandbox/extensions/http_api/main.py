@@ -175,8 +175,9 @@ class HttpApiChannel(BaseExtension):
         try:
             if await self._answered_question(place.conversation, ask.text, pending):
                 return pending
-            if place.conversation == self._config().web_conversation:
-                await self._record_chat(place.conversation, "user", ask.text)
+            if self._on_page(place.conversation, ask.text):
+                pending.on_page = True
+                await self._store().add_chat(place.conversation, "user", ask.text)
             pending.expects_results = await self._asks_post_processors(
                 place.conversation, place.text
             )
@@ -221,12 +222,13 @@ class HttpApiChannel(BaseExtension):
         continues this conversation) and, for the web page, the reply."""
         if pending.turns is not None:
             await self._store().keep_thread(after_reply(pending.turns, shown), pending.conversation)
-        if pending.conversation == self._config().web_conversation:
-            await self._record_chat(pending.conversation, "assistant", shown)
+        if pending.on_page:
+            await self._store().add_chat(pending.conversation, "assistant", shown)
 
-    async def _record_chat(self, conversation: str, role: str, text: str) -> None:
-        if not text.startswith("/"):  # the page's own /reminders, /memories: not the chat
-            await self._store().add_chat(conversation, role, text)
+    def _on_page(self, conversation: str, text: str) -> bool:
+        """Whether a message (and its reply) is part of the web page's chat; the
+        page's own ``/reminders`` and ``/memories`` are not."""
+        return conversation == self._config().web_conversation and not text.startswith("/")
 
     async def chat_history(self) -> list[dict[str, object]]:
         """The web page's conversation as it was shown, oldest first."""

@@ -69,6 +69,7 @@ class PendingReply:
         self.questions: dict[str, dict[str, Any]] = {}  # approvals waiting, by id
         self.retry_key: str | None = None
         self.unclaimed_at: float | None = None  # finished while no request waited
+        self.on_page = False  # a message of the web page's chat: its reply is kept too
         self.turns: list[Any] | None = None  # the client's chat, when it names no conversation
 
     @property
