@@ -118,6 +118,7 @@ async def test_an_approval_is_answered_by_the_same_client(
     path.write_text(text)
     model.script(
         ToolCall("launch", {"target": "moon"}),
+        "Another conversation, another turn.",
         "Launched at the moon.",
         ToolCall("launch", {"target": "mars"}),
         "Mars refused me.",
@@ -129,6 +130,12 @@ async def test_an_approval_is_answered_by_the_same_client(
         )
         question = asked.choices[0].message.content
         assert "Waiting for your answer" in question and "launch" in question
+        assert not log.exists()
+        # a yes from another conversation answers nothing: it is a message of its own
+        other = await api.chat.completions.create(
+            model="hearth", messages=chat("yes"), user="intruder"
+        )
+        assert other.choices[0].message.content == "Another conversation, another turn."
         assert not log.exists()
         yes = await api.chat.completions.create(model="hearth", messages=chat("yes"), user="ops")
         assert log.read_text() == "moon\n"
@@ -172,10 +179,15 @@ async def test_errors_come_in_the_openai_shape(settings, model):
         deep = b'{"messages": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
         async with httpx.AsyncClient(base_url=base, headers=AUTH, timeout=30) as http:
             nested = await http.post("/v1/chat/completions", content=deep)
+            no_input = await http.post("/v1/responses", json={"input": []})
+            image = [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]
+            no_text = await http.post("/v1/responses", json={"input": image})
         with pytest.raises(openai.APIStatusError) as too_big:
             await client(base).chat.completions.create(model="hearth", messages=chat("x" * 300_000))
     assert nested.status_code == 400
     assert "nested too deeply" in nested.json()["error"]["message"]
+    assert no_input.status_code == 400 and no_input.json()["error"]["param"] == "input"
+    assert no_text.status_code == 400 and "no text" in no_text.json()["error"]["message"]
     assert too_big.value.status_code == 413
     error = too_big.value.body
     assert error["code"] == "message_too_large" and "max_message_bytes" in error["message"]

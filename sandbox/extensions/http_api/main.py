@@ -7,7 +7,12 @@ turn in the conversation's history and answers the tagged address, which the
 ``ReplyBook`` hands back to the waiting request (whole, or as SSE deltas).
 ``Idempotency-Key`` derives the tag and the journal's key from the key, so a
 retried POST is journaled once, run once and answered with the same reply.
-Messages no request waits for are kept as notifications.
+Messages no request waits for are kept as notifications. Without a named
+conversation the request's history says which one it continues
+(``threads``, ADR 0056); a retry without a key joins the turn it started
+(``ReplyBook.running``); the turn's token usage comes with the reply
+(``usage=``); questions a turn asks are answered by the client's next
+request (``questions``, ADR 0057). ``/v1/responses`` runs the same path.
 
 The server is bound in ``start()`` and answers 503 until the kernel is ready
 (``run_background`` begins once it is) and again while stopping.
