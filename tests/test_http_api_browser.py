@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import PROJECT_ROOT
-from fake_openai import FakeOpenAIServer
+from fake_openai import FakeOpenAIServer, ToolCall
 from http_api_support import TOKEN, api_settings, client, install, serving
 
 CHROMIUM = (
@@ -190,3 +190,40 @@ async def test_the_page_on_a_phone_and_a_desktop(
             await page.check("#all-events")
             await expect(page.locator("#events tbody tr").first).to_be_visible()
             await browser.close()
+
+
+async def test_the_page_answers_an_approval_with_its_buttons(
+    monkeypatch, ext_root, make_ext, settings_file, model, tmp_path
+):
+    from playwright.async_api import async_playwright, expect
+
+    from test_http_api_clients import ROCKETS
+
+    monkeypatch.setenv("HEARTH_API_TOKEN", TOKEN)
+    install(ext_root)
+    log = tmp_path / "launched"
+    make_ext("rockets", ROCKETS, {"config": {"log": str(log)}})
+    settings = api_settings(settings_file, model)
+    settings.write_text(settings.read_text() + "policy: {profile: safe}\n")
+    model.script(ToolCall("launch", {"target": "moon"}), "Launched at the moon.")
+    async with serving(settings) as (_, base):
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = await browser.new_page(viewport={"width": 390, "height": 844})
+            await page.goto(f"{base}/")
+            await page.fill("#token", TOKEN)
+            await page.click("#login-form button")
+            await page.fill("#prompt", "launch at the moon")
+            await page.click("#send")
+            question = page.locator("#messages li.hearth").first
+            await expect(question).to_contain_text("Waiting for your answer")
+            buttons = question.locator(".choices button")
+            await expect(buttons).to_have_text(["Allow once", "Always allow", "Deny"])
+            assert not log.exists()
+            await buttons.first.click()
+            await expect(page.locator("#messages li.hearth").last).to_have_text(
+                "Launched at the moon."
+            )
+            await expect(buttons.first).to_be_disabled()
+            await browser.close()
+    assert log.read_text() == "moon\n"

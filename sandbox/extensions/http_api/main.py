@@ -42,7 +42,7 @@ from .config import ApiConfig, host_port, parse_config
 from .limits import LoginThrottle
 from .notifications import Notifications
 from .openai_shape import Ask, message_too_large
-from .questions import OpenQuestions, waiting_text
+from .questions import Answer, OpenQuestions, waiting_text
 from .replies import (
     PendingReply,
     ReplyBook,
@@ -178,11 +178,15 @@ class HttpApiChannel(BaseExtension):
         else:
             self.book.started(pending, ask.retry_key)
         try:
-            if await self._answered_question(place.conversation, ask.text, pending):
-                return pending
-            if self._on_page(place.conversation, ask.text):
+            answers = self.questions.answers(place.conversation, ask.text)
+            if self._on_page(place.conversation, ask.text) or (
+                answers and place.conversation == self._config().web_conversation
+            ):
                 pending.on_page = True
                 await self._store().add_chat(place.conversation, "user", ask.text)
+            if answers:
+                await self._answer(answers, pending)
+                return pending
             pending.expects_results = await self._asks_post_processors(
                 place.conversation, place.text
             )
@@ -200,27 +204,30 @@ class HttpApiChannel(BaseExtension):
         """The conversation ``ask`` goes to: the one it names, else the one its history
         continues, else a new one (``threads``, ADR 0056)."""
         if ask.conversation:
-            return Placement(ask.conversation, ask.text, continued=True, branched=False)
+            return Placement(ask.conversation, ask.text)
         prefix = self._config().default_conversation
         before = earlier(normalised(ask.messages))
         if not before:
-            return Placement(new_name(prefix), ask.text, continued=False, branched=False)
+            return Placement(new_name(prefix), ask.text)
         known = await self._store().thread(digest(before))
         if known is not None:
-            return Placement(known, ask.text, continued=True, branched=False)
-        text = branch_text(before, ask.text)
-        return Placement(new_name(prefix), text, continued=False, branched=True)
+            return Placement(known, ask.text)
+        branch = Placement(new_name(prefix), branch_text(before, ask.text))
+        self.context.logger.info(
+            "a request's %d earlier messages match no chat: branched to %s",
+            len(before),
+            branch.conversation,
+        )
+        return branch
 
-    async def _answered_question(self, conversation: str, text: str, pending: PendingReply) -> bool:
-        """``yes`` / ``/approve ID`` … for a question open here: answered for the
-        address it was asked at; the resumed turn's reply comes to ``pending``."""
-        answers = self.questions.answers(conversation, text)
+    async def _answer(self, answers: list[Answer], pending: PendingReply) -> None:
+        """``yes`` / ``/approve ID`` … for questions open in the conversation: answered
+        for the address each was asked at; the resumed turn's reply comes to ``pending``."""
         for answer in answers:
             asked = answer.question
             if asked.tag is not None:
                 self.book.alias(asked.tag, pending)
             await self.context.answer_request(asked.request.id, answer.value, asked.asked_at)
-        return bool(answers)
 
     async def answered(self, pending: PendingReply, shown: str) -> None:
         """The client got ``shown``: remember the chat it now has (its next request

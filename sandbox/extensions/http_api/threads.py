@@ -47,13 +47,11 @@ def digest(turns: Sequence[Turn]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where a request goes: ``conversation``, the text to journal, and whether it
-    continued a known one (else it is new: ``branched`` when it had a history)."""
+    """Where a request goes: its ``conversation`` and the text to journal there (a
+    branch's first message carries the transcript)."""
 
     conversation: str
     text: str
-    continued: bool
-    branched: bool
 
 
 def earlier(turns: list[Turn]) -> list[Turn]:
