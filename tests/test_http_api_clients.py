@@ -214,3 +214,18 @@ async def test_the_responses_api_answers_whole_and_streamed(settings, model):
     assert events[-1].response.output_text == "Streamed hello."
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert user_texts(model.requests[1]) == ["stream it"]
+
+
+async def test_a_message_the_event_bus_refuses_for_its_size_is_a_413(
+    monkeypatch, ext_root, settings_file, model
+):
+    monkeypatch.setenv("HEARTH_API_TOKEN", TOKEN)
+    install(ext_root)
+    path = api_settings(settings_file, model)
+    path.write_text(path.read_text() + "events: {max_payload_bytes: 2048}\n")
+    async with serving(path) as (_, base):
+        with pytest.raises(openai.APIStatusError) as refused:
+            await client(base).chat.completions.create(model="hearth", messages=chat("y" * 5000))
+    assert refused.value.status_code == 413
+    assert "events.max_payload_bytes" in refused.value.body["message"]
+    assert model.requests == []

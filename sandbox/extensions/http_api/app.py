@@ -72,13 +72,29 @@ def build_app(backend: ApiBackend, extra: Sequence[BaseRoute] = ()) -> Starlette
     ]
     return Starlette(
         routes=routes,
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error},
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
     )
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    """Anything else still answers in the OpenAI shape: 413 when the event bus refused
+    the message for its size (``events.max_payload_bytes`` set below the channel's
+    ``max_message_bytes``), else 500 naming the error."""
+    size, limit = getattr(exc, "size", None), getattr(exc, "limit", None)
+    if isinstance(size, int) and isinstance(limit, int) and size > limit:
+        error = ApiError(413, str(exc), code="message_too_large", param="messages")
+    else:
+        error = ApiError(500, f"{type(exc).__name__}: {exc}", kind="server_error")
+    return await _api_error(request, error)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

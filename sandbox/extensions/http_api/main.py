@@ -196,7 +196,7 @@ class HttpApiChannel(BaseExtension):
                 idempotency_key=f"{self.context.extension_id}:{tag}" if key else None,
             )
         except BaseException:
-            self.book.release(pending)
+            self.book.drop(pending)
             raise
         return pending
 

@@ -90,6 +90,7 @@ class PendingReply:
     def fail(self, error: Exception) -> None:
         if not self.done:
             self._done.set_exception(error)
+            self._done.exception()  # retrieved: a turn nobody waits for any more is no leak
             self._chunks.put_nowait(None)
 
     def set_results(self, results: dict[str, Any]) -> None:
@@ -194,6 +195,12 @@ class ReplyBook:
         self._unheld[pending.tag] = None
         while len(self._unheld) > RUNNING_KEPT:
             self._forget(self._pending[self._unheld.popitem(last=False)[0]])
+
+    def drop(self, pending: PendingReply) -> None:
+        """The request's message was never journaled: nothing runs, nobody may join."""
+        pending.waiting -= 1
+        if self._pending.get(pending.tag) is pending and pending.waiting <= 0:
+            self._forget(pending)
 
     def _forget(self, pending: PendingReply) -> None:
         self._pending.pop(pending.tag, None)
