@@ -302,3 +302,19 @@ async def test_an_agents_own_asking_tools_run_only_inside_an_approved_call(
         assert ran == ["moon"] and inner == ["launched at moon"]
     else:  # allowed without asking: nobody approved the launch inside it
         assert ran == [] and inner[0].startswith("denied: launch needs the user's approval")
+
+
+def test_an_answer_counts_from_the_conversation_asked_whatever_its_reply_tag():
+    """The HTTP API tags each request's address (ADR 0024): its next request, with
+    another tag, may answer; another conversation or channel still may not."""
+    from core.kernel.consent.desk import Responder
+
+    asked = ("http_api", "ops#reply:r1", "ops#reply:r1")
+    assert Responder("http_api", "ops#reply:r2").was_asked(*asked)
+    assert Responder("http_api", "ops").was_asked(*asked)
+    assert not Responder("http_api", "dev#reply:r1").was_asked(*asked)
+    assert not Responder("telegram", "ops#reply:r1").was_asked(*asked)
+    # in a group the member who asked, not another member of the same chat
+    group = ("telegram", "-100", "7")
+    assert Responder("telegram", "-100", "7").was_asked(*group)
+    assert not Responder("telegram", "-100", "8").was_asked(*group)

@@ -73,3 +73,25 @@ def test_doctor_names_an_unreachable_postgres(settings_file):
         "FAIL storage: storage.postgres_dsn postgresql://h:***@127.0.0.1:1/hearth" in result.stdout
     )
     assert "pw@" not in result.stdout
+
+
+def test_an_unused_provider_is_a_warning_not_a_failure(settings_file):
+    """After ``setup`` with a local server the shipped ``openai`` provider has no key:
+    no model names it, so doctor warns and still passes (issue 30)."""
+    with FakeOpenAIServer() as srv:
+        models = models_section(srv.base_url)
+        models["providers"]["openai"] = {"type": "openai"}  # no OPENAI_API_KEY here
+        result = doctor(settings_file(models=models), {"OPENAI_API_KEY": ""})
+    out = result.stdout
+    assert result.returncode == 0, out
+    assert "WARN provider openai (no model uses it):" in out
+    assert "FAIL provider" not in out and "doctor: no problems found" in out
+
+
+def test_a_provider_named_only_by_an_agent_still_fails_when_unreachable(settings_file):
+    models = models_section("http://127.0.0.1:9/v1")
+    models["providers"]["spare"] = dict(models["providers"]["local"])
+    models["agents"] = {"researcher": {"provider": "spare", "model": "fake-model"}}
+    result = doctor(settings_file(models=models))
+    assert result.returncode == 1
+    assert "FAIL provider spare" in result.stdout and "FAIL provider local" in result.stdout

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import PROJECT_ROOT
-from fake_openai import FakeOpenAIServer
+from fake_openai import FakeOpenAIServer, ToolCall
 from http_api_support import TOKEN, api_settings, client, install, serving
 
 CHROMIUM = (
@@ -134,3 +134,96 @@ async def test_the_page_in_a_browser(monkeypatch, ext_root, settings_file, model
             await page.screenshot(path=str(SCREENSHOT), full_page=True)
             print(f"screenshot of the web page: {SCREENSHOT}")
             await browser.close()
+
+
+LONG_WORD = "x" * 300
+
+
+@pytest.mark.parametrize("width,height", [(390, 844), (1280, 800)])
+async def test_the_page_on_a_phone_and_a_desktop(
+    monkeypatch, ext_root, settings_file, model, width, height
+):
+    """Issue 30: the page fits the screen (Send on it), the login box shows alone,
+    a long word wraps, an empty answer says so, a reload keeps the chat, and the
+    event list shows conversations unless asked for every topic."""
+    from playwright.async_api import async_playwright, expect
+
+    monkeypatch.setenv("HEARTH_API_TOKEN", TOKEN)
+    install(ext_root)
+    model.script(LONG_WORD, "")
+    async with serving(api_settings(settings_file, model)) as (_, base):
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = await browser.new_page(viewport={"width": width, "height": height})
+            await page.goto(f"{base}/")
+            await expect(page.locator("#login")).to_be_visible()
+            await expect(page.locator("#app")).to_be_hidden()
+            await expect(page.locator("#prompt")).to_be_hidden()
+            await page.fill("#token", TOKEN)
+            await page.click("#login-form button")
+            await expect(page.locator("#app")).to_be_visible()
+
+            await page.fill("#prompt", "a long word please")
+            await page.click("#send")
+            reply = page.locator("#messages li.hearth").last
+            await expect(reply).to_have_text(LONG_WORD)
+            await page.fill("#prompt", "and now nothing")
+            await page.click("#send")
+            await expect(page.locator("#messages li.hearth").last).to_have_text(
+                "(The model answered nothing.)"
+            )
+            page_width = await page.evaluate("document.documentElement.scrollWidth")
+            assert page_width <= width, f"the page is {page_width} px wide on a {width} px screen"
+            send = await page.locator("#send").bounding_box()
+            assert send is not None and send["x"] + send["width"] <= width
+            bubble = await reply.bounding_box()
+            assert bubble is not None and bubble["x"] + bubble["width"] <= width
+
+            await page.reload()
+            await expect(page.locator("#messages li.you")).to_have_count(2)
+            await expect(page.locator("#messages li.hearth").first).to_have_text(LONG_WORD)
+
+            topics = page.locator("#events tbody td:nth-child(3)")
+            await expect(topics.first).not_to_have_text("none")
+            shown = await topics.all_text_contents()
+            assert not [t for t in shown if t.startswith("replay.")]
+            await page.check("#all-events")
+            await expect(page.locator("#events tbody tr").first).to_be_visible()
+            await browser.close()
+
+
+async def test_the_page_answers_an_approval_with_its_buttons(
+    monkeypatch, ext_root, make_ext, settings_file, model, tmp_path
+):
+    from playwright.async_api import async_playwright, expect
+
+    from test_http_api_clients import ROCKETS
+
+    monkeypatch.setenv("HEARTH_API_TOKEN", TOKEN)
+    install(ext_root)
+    log = tmp_path / "launched"
+    make_ext("rockets", ROCKETS, {"config": {"log": str(log)}})
+    settings = api_settings(settings_file, model)
+    settings.write_text(settings.read_text() + "policy: {profile: safe}\n")
+    model.script(ToolCall("launch", {"target": "moon"}), "Launched at the moon.")
+    async with serving(settings) as (_, base):
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = await browser.new_page(viewport={"width": 390, "height": 844})
+            await page.goto(f"{base}/")
+            await page.fill("#token", TOKEN)
+            await page.click("#login-form button")
+            await page.fill("#prompt", "launch at the moon")
+            await page.click("#send")
+            question = page.locator("#messages li.hearth").first
+            await expect(question).to_contain_text("Waiting for your answer")
+            buttons = question.locator(".choices button")
+            await expect(buttons).to_have_text(["Allow once", "Always allow", "Deny"])
+            assert not log.exists()
+            await buttons.first.click()
+            await expect(page.locator("#messages li.hearth").last).to_have_text(
+                "Launched at the moon."
+            )
+            await expect(buttons.first).to_be_disabled()
+            await browser.close()
+    assert log.read_text() == "moon\n"

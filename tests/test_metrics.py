@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kerne
 
 FAMILIES = {
     "extension_registration": "counter",
-    "extension_callback_duration_ms": "histogram",
+    "extension_callback_duration_seconds": "histogram",
     "extension_callback": "counter",
     "extension_state_operations": "counter",
     "extension_state_size_bytes": "histogram",
@@ -37,13 +38,13 @@ FAMILIES = {
     "bus_events_retried": "counter",
     "bus_events_dead_lettered": "counter",
     "bus_queue_depth": "gauge",
-    "bus_delivery_latency_ms": "histogram",
+    "bus_delivery_latency_seconds": "histogram",
     "turns": "counter",
     "turn_errors": "counter",
-    "turn_duration_ms": "histogram",
+    "turn_duration_seconds": "histogram",
     "hearth_model_tokens": "counter",
     "tool_calls": "counter",
-    "tool_call_duration_ms": "histogram",
+    "tool_call_duration_seconds": "histogram",
     "isolated_host_restarts": "counter",
 }
 
@@ -159,6 +160,7 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
         live_out, live_err = await live.communicate()
     assert status == "HTTP/1.1 200 OK" and missing == "HTTP/1.1 404 Not Found"
     families = parse(body)
+    assert_base_units(body, families)
     assert {name: kind for name, (kind, _) in families.items() if name in FAMILIES} == FAMILIES
 
     assert (
@@ -175,8 +177,8 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
     assert (
         value(
             families,
-            "extension_callback_duration_ms",
-            "extension_callback_duration_ms_count",
+            "extension_callback_duration_seconds",
+            "extension_callback_duration_seconds_count",
             **hook,
         )
         == 2
@@ -229,17 +231,24 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
     assert value(families, "bus_queue_depth", "bus_queue_depth") == 0
     assert value(families, "bus_events_delivered", "bus_events_delivered_total") == 2
     # from publish to the first handler call: the retry is not counted again
-    assert value(families, "bus_delivery_latency_ms", "bus_delivery_latency_ms_count") == 2
+    assert (
+        value(families, "bus_delivery_latency_seconds", "bus_delivery_latency_seconds_count") == 2
+    )
     assert value(families, "turns", "turns_total", status="answered") == 1
     assert value(families, "turn_errors", "turn_errors_total", status="failed") == 0
-    assert value(families, "turn_duration_ms", "turn_duration_ms_count") == 1
+    assert value(families, "turn_duration_seconds", "turn_duration_seconds_count") == 1
     tokens = ("hearth_model_tokens", "hearth_model_tokens_total")
     assert value(families, *tokens, kind="input", model="ScriptedModel") == 300  # 3 calls
     assert value(families, *tokens, kind="cached", model="ScriptedModel") == 0
     assert value(families, *tokens, kind="output", model="ScriptedModel") == 21
     assert value(families, "tool_calls", "tool_calls_total", tool="note", outcome="completed") == 1
     assert value(families, "tool_calls", "tool_calls_total", tool="wipe", outcome="denied") == 1
-    assert value(families, "tool_call_duration_ms", "tool_call_duration_ms_count", tool="note") == 1
+    assert (
+        value(
+            families, "tool_call_duration_seconds", "tool_call_duration_seconds_count", tool="note"
+        )
+        == 1
+    )
     assert (
         value(
             families,
@@ -261,6 +270,26 @@ async def test_metrics_after_a_turn(make_ext, settings_file, tmp_path):
     printed = hearth_metrics(path)
     assert printed.returncode == 0 and "metrics snapshot" in printed.stderr
     assert printed.stdout == snapshot
+
+
+def assert_base_units(body: str, families) -> None:
+    """Durations in seconds, as Prometheus names them: no ``*_ms`` family or series
+    (issue 30), a turn's sum a plausible number of seconds, and ``promtool check
+    metrics`` content when the machine has promtool."""
+    samples = [name for _, (_, series) in families.items() for name, _ in series]
+    assert not [n for n in [*families, *samples] if "_ms" in n]
+    turn_s = value(families, "turn_duration_seconds", "turn_duration_seconds_sum")
+    assert 0 < turn_s < 60
+    series = families["turn_duration_seconds"][1]
+    bounds = {float(dict(labels)["le"]) for _, labels in series if "le" in dict(labels)}
+    assert min(bounds) == 0.0001 and max(bounds - {float("inf")}) == 120  # 0.1 ms .. 120 s
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        return  # promtool is not installed here: the parser's check above stands alone
+    checked = subprocess.run(
+        [promtool, "check", "metrics"], input=body, capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_metrics_without_a_kernel_or_snapshot_says_so(settings_file):

@@ -110,3 +110,31 @@ def test_a_malformed_local_layer_is_an_error_naming_the_file_and_the_field(proje
     with pytest.raises(SettingsError, match=message) as raised:
         load_settings(project)
     assert f"{project}:" not in str(raised.value)  # the base file is not to blame
+
+
+def test_an_extension_setting_from_the_environment_reads_like_its_yaml_line(tmp_path, monkeypatch):
+    """A number for an extension set in the environment is a number, as in settings.yaml:
+    the HTTP API takes ``REPLY_TIMEOUT_S=4`` instead of refusing ``'4'`` (issue 30)."""
+    from sandbox.extensions.http_api.config import parse_config
+
+    path = tmp_path / "settings.yaml"
+    path.write_text("extensions: {http_api: {listen: '127.0.0.1:0'}}\n")
+    env = {
+        "REPLY_TIMEOUT_S": "4",
+        "BODY_TIMEOUT_S": "0.5",
+        "DEFAULT_CONVERSATION": "ops",
+        "FLAG": "true",
+        "ITEMS": "[1, two]",
+        "MOTTO": "Hi: there #1",
+        "ZIP": "012a",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(f"HEARTH__EXTENSIONS__HTTP_API__{key}", value)
+    values = load_settings(path).extensions["http_api"]
+    assert values["reply_timeout_s"] == 4 and values["body_timeout_s"] == 0.5
+    assert values["flag"] is True and values["items"] == [1, "two"]
+    # text stays text, whatever YAML would make of it unquoted
+    assert values["motto"] == "Hi: there #1" and values["zip"] == "012a"
+    assert values["default_conversation"] == "ops"
+    config = parse_config(lambda key, default: values.get(key, default))
+    assert config.reply_timeout_s == 4.0 and config.body_timeout_s == 0.5

@@ -3,13 +3,15 @@
 Checks: settings (already valid when we get here; each key that is not the
 default is listed with the file or environment variable that set it), storage (with PostgreSQL:
 the connection and each component's schema version), every model provider
-(reachable, lists models), every MCP server (connects, lists its tools),
+(reachable, lists models; one no model setting names is only warned about:
+an unused provider is not a failure), every MCP server (connects, lists its tools),
 secrets declared by enabled extensions, and the status of every extension.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
@@ -19,11 +21,27 @@ from core.config import Settings, non_defaults
 from core.extensions.isolation.factory import confinement_report
 from core.runtime import load_secrets
 
-OK, BAD = "ok  ", "FAIL"
+OK, BAD, WARN = "ok  ", "FAIL", "WARN"
 
 
 def run_doctor(settings: Settings) -> int:
     return asyncio.run(_doctor(settings))
+
+
+def used_providers(models: Any) -> set[str]:
+    """Providers some model setting names (``{provider: NAME, model: ...}`` anywhere in
+    ``models`` — the default, an agent's, a fallback — but the providers' own table)."""
+    found: set[str] = set()
+    if isinstance(models, dict):
+        if isinstance(models.get("provider"), str):
+            found.add(models["provider"])
+        for key, value in models.items():
+            if key != "providers":
+                found |= used_providers(value)
+    elif isinstance(models, list):
+        for item in models:
+            found |= used_providers(item)
+    return found
 
 
 async def _doctor(settings: Settings) -> int:
@@ -35,7 +53,7 @@ async def _doctor(settings: Settings) -> int:
         print(f"{OK} setting {key}: set in {where}")
     problems += await _check_storage(settings)
     for level, detail in await confinement_report(settings):
-        mark = {"ok": OK, "warn": "WARN"}.get(level, BAD)
+        mark = {"ok": OK, "warn": WARN}.get(level, BAD)
         print(f"{mark} isolation: {detail}")
         problems += level == "fail"
 
@@ -46,9 +64,15 @@ async def _doctor(settings: Settings) -> int:
         for fine, line in model_lines(settings, router):
             print(f"{OK if fine else BAD} {line}")
             problems += not fine
+        used = used_providers(settings.models.model_dump(mode="json"))
         for check in await router.check_providers():
-            print(f"{OK if check.ok else BAD} provider {check.name}: {check.detail}")
-            problems += 0 if check.ok else 1
+            if check.ok:
+                print(f"{OK} provider {check.name}: {check.detail}")
+            elif check.name in used:
+                print(f"{BAD} provider {check.name}: {check.detail}")
+                problems += 1
+            else:
+                print(f"{WARN} provider {check.name} (no model uses it): {check.detail}")
     finally:
         await router.aclose()
 

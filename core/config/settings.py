@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.config.consent import PolicySettings
+from core.config.env_values import YamlValuedEnv
 from core.config.layers import Layer, changed_keys, local_layer_path, read_layer, validated
 from core.config.layers import SettingsError as SettingsError  # its home for every caller
 from core.config.models import BudgetSettings, FallbackRef, ModelPrice
@@ -351,8 +352,9 @@ class Settings(ScaleOutSections, BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Environment beats the file (passed as init kwargs), file beats defaults.
-        return (env_settings, init_settings)
+        # Environment beats the file (passed as init kwargs), file beats defaults;
+        # extensions' values from the environment read as YAML reads them (env_values).
+        return (YamlValuedEnv(settings_cls), init_settings)
 
     # ------------------------------------------------------------------ paths
 

@@ -10,6 +10,10 @@ event (idempotency key ``reply:<message event id>``) and the ``kernel.reply``
 subscriber re-sends the *stored* text with the bus's retries and backoff —
 the turn is never run again (ADR 0014).
 
+The first attempt carries the turn's token usage to a channel whose reply
+method takes ``usage=`` (``channel_protocols.takes_usage``); a retry does not
+(the journal keeps the text alone).
+
 A streaming channel whose stream for the message is open gets
 ``on_stream_end`` with the stored text; anything else, including a reply
 re-sent after a restart or a retry, goes through ``send_to_user``. A
@@ -29,14 +33,23 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from core.agents.usage import TurnUsage
 from core.events import EventBus
 from core.events.models import Event
+from core.extensions.channel_protocols import USAGE_KEYWORD, takes_usage
 from core.extensions.lifecycle import describe_exception
 from core.kernel.ledger import StoredReply
 from core.kernel.placement import REPLY_SUBSCRIBER
 from core.kernel.scale import Scale
 
-__all__ = ["REPLY_SUBSCRIBER", "OpenStream", "ReplyOutbox", "reply_key", "reply_payload"]
+__all__ = [
+    "REPLY_SUBSCRIBER",
+    "OpenStream",
+    "ReplyOutbox",
+    "reply_key",
+    "reply_payload",
+    "usage_fields",
+]
 
 log = logging.getLogger("core.kernel.outbox")
 
@@ -60,6 +73,24 @@ def reply_payload(
     if followup:
         payload["followup"] = followup
     return payload
+
+
+def usage_fields(usage: TurnUsage) -> dict[str, int]:
+    """A turn's usage as channels get it (plain numbers: it crosses the plug-in wire)."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "output_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+        "requests": usage.requests,
+    }
+
+
+def _with_usage(method: Any, usage: TurnUsage | None) -> dict[str, Any]:
+    """``{"usage": ...}`` for a reply method that takes it, else nothing."""
+    if usage is None or not takes_usage(method):
+        return {}
+    return {USAGE_KEYWORD: usage_fields(usage)}
 
 
 class OpenStream:
@@ -126,10 +157,12 @@ class ReplyOutbox:
         reply: StoredReply,
         stream: OpenStream | None = None,
         origin: str | None = None,
+        usage: TurnUsage | None = None,
     ) -> None:
         """First attempt now; on failure journal what was not sent for the retrying
         subscriber. An empty reply (a message that answered a question) is not sent.
-        A message journaled by another node (``origin``) is answered through it."""
+        A message journaled by another node (``origin``) is answered through it.
+        ``usage``: the turn's tokens, for a channel that takes them."""
         if not reply.text and not reply.followup and stream is None:
             return
         channel_here = self._channel_for(reply.channel_id) is not None
@@ -141,9 +174,10 @@ class ReplyOutbox:
         try:
             async with asyncio.timeout(self._send_timeout_s):
                 if stream is not None:
-                    await stream.channel.on_stream_end(stream.user_id, reply.text)
+                    end = stream.channel.on_stream_end
+                    await end(stream.user_id, reply.text, **_with_usage(end, usage))
                 else:
-                    await self._send(reply.channel_id, reply.user_id, reply.text)
+                    await self._send(reply.channel_id, reply.user_id, reply.text, usage)
                 answered = True
                 if reply.followup:
                     await self._send(reply.channel_id, reply.user_id, reply.followup)
@@ -187,11 +221,14 @@ class ReplyOutbox:
             message_id = int(payload["message_id"])
             await self._journal(message_id, channel_id, user_id, str(followup), part="followup")
 
-    async def _send(self, channel_id: str, user_id: str, text: str) -> None:
+    async def _send(
+        self, channel_id: str, user_id: str, text: str, usage: TurnUsage | None = None
+    ) -> None:
         channel = self._channel_for(channel_id)
         if channel is None:
             log.warning(
                 "no channel %r for a reply to %s; dropping: %.80s", channel_id, user_id, text
             )
             return
-        await channel.send_to_user(user_id, text)
+        send = channel.send_to_user
+        await send(user_id, text, **_with_usage(send, usage))

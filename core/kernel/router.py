@@ -220,6 +220,7 @@ class MessageRouter:
         assert turn.user_id is not None and turn.channel_id is not None
         stored = await _recorded(session, event)
         stream: OpenStream | None = None
+        usage = None  # a reply recorded before (a redelivery) goes without its usage
         if stored is None:
             if self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
@@ -249,10 +250,11 @@ class MessageRouter:
                 message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
             )
             stored = await session.commit_turn(reply, result.items, result.records)
+            usage = result.usage
             notice = await self.spending.after_turn(turn) if result.status == "answered" else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
-        await self.outbox.deliver(event.id, stored, stream, origin)
+        await self.outbox.deliver(event.id, stored, stream, origin, usage)
 
     async def _on_cancel(self, event: Event) -> None:
         """The user stopped their turn; a channel may only stop its own users' turns."""

@@ -89,12 +89,12 @@ class SourcesCollector(Collector):
             value=s.bus_queue_depth(),
         )
         cumulative = list(accumulate(bus.latency_counts))
-        bounds = [*(f"{b:g}" for b in LATENCY_BOUNDS_MS), "+Inf"]
+        bounds = [*(f"{b / 1000:g}" for b in LATENCY_BOUNDS_MS), "+Inf"]
         yield HistogramMetricFamily(
-            "bus_delivery_latency_ms",
-            "From publish to a delivery's first handler call, in milliseconds.",
+            "bus_delivery_latency_seconds",
+            "From publish to a delivery's first handler call, in seconds.",
             buckets=list(zip(bounds, cumulative, strict=True)),
-            sum_value=bus.latency_sum_ms,
+            sum_value=bus.latency_sum_ms / 1000,
         )
 
 
@@ -111,7 +111,8 @@ class CallCounts:
 
 
 class CallsCollector(Collector):
-    """``extension_callback_duration_ms`` and ``extension_callback_total``."""
+    """``extension_callback_duration_seconds`` and ``extension_callback_total``; the
+    counts keep milliseconds, ``bounds`` are in seconds."""
 
     def __init__(
         self, calls: Mapping[tuple[str, str], CallCounts], bounds: Sequence[float]
@@ -121,8 +122,8 @@ class CallsCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         durations = HistogramMetricFamily(
-            "extension_callback_duration_ms",
-            "Duration of extension hook calls (callbacks), in milliseconds.",
+            "extension_callback_duration_seconds",
+            "Duration of extension hook calls (callbacks), in seconds.",
             labels=["callback_type", "extension_id"],
         )
         totals = CounterMetricFamily(
@@ -134,7 +135,7 @@ class CallsCollector(Collector):
         for (hook, owner), counts in sorted(list(self._calls.items())):
             cumulative = list(accumulate(counts.buckets))
             durations.add_metric(
-                [hook, owner], list(zip(bounds, cumulative, strict=True)), counts.sum_ms
+                [hook, owner], list(zip(bounds, cumulative, strict=True)), counts.sum_ms / 1000
             )
             for outcome, n in sorted(counts.outcomes.items()):
                 totals.add_metric([hook, owner, outcome], n)

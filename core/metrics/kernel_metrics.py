@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # not at run time: core.kernel imports this module
     from core.extensions.contract import TurnContext, TurnOutcome
     from core.kernel.hooks.observer import CallOutcome, ToolOutcome
 
-__all__ = ["BYTE_BUCKETS", "MS_BUCKETS", "TOKEN_KINDS", "KernelMetrics"]
+__all__ = ["BYTE_BUCKETS", "MS_BUCKETS", "SECOND_BUCKETS", "TOKEN_KINDS", "KernelMetrics"]
 
 MS_BUCKETS = (
     0.1,
@@ -52,6 +52,9 @@ MS_BUCKETS = (
     60000.0,
     120000.0,
 )
+# Prometheus names durations in base units (``*_seconds``): the kernel measures in
+# milliseconds and each family converts as it observes or exports
+SECOND_BUCKETS = tuple(ms / 1000 for ms in MS_BUCKETS)
 BYTE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 10485760)
 TURN_STATUSES = ("answered", "short_circuit", "failed", "timeout")
 ERROR_STATUSES = frozenset({"failed", "timeout"})
@@ -80,10 +83,10 @@ class KernelMetrics(QuietObserver):
             registry=r,
         )
         self.tool_duration = Histogram(
-            "tool_call_duration_ms",
-            "Duration of tool calls (hooks included), in milliseconds.",
+            "tool_call_duration_seconds",
+            "Duration of tool calls (hooks included), in seconds.",
             ["tool"],
-            buckets=MS_BUCKETS,
+            buckets=SECOND_BUCKETS,
             registry=r,
         )
         self.turns = Counter(
@@ -96,9 +99,9 @@ class KernelMetrics(QuietObserver):
             registry=r,
         )
         self.turn_duration = Histogram(
-            "turn_duration_ms",
-            "Duration of conversational turns, in milliseconds.",
-            buckets=MS_BUCKETS,
+            "turn_duration_seconds",
+            "Duration of conversational turns, in seconds.",
+            buckets=SECOND_BUCKETS,
             registry=r,
         )
         self.model_tokens = Counter(
@@ -121,7 +124,7 @@ class KernelMetrics(QuietObserver):
             self.turn_errors.labels(status)
         # hook calls are the hot path here (dozens per turn): plain counts, read at scrape
         self.calls: dict[tuple[str, str], CallCounts] = {}
-        self.registry.register(CallsCollector(self.calls, MS_BUCKETS))
+        self.registry.register(CallsCollector(self.calls, SECOND_BUCKETS))
 
     def watch(self, sources: MetricSources) -> None:
         """Export the counters the kernel's parts keep themselves (read at scrape time)."""
@@ -143,7 +146,7 @@ class KernelMetrics(QuietObserver):
 
     def tool_call(self, tool: str, duration_ms: float, outcome: ToolOutcome) -> None:
         self.tool_calls.labels(tool, outcome).inc()
-        self.tool_duration.labels(tool).observe(duration_ms)
+        self.tool_duration.labels(tool).observe(duration_ms / 1000)
 
     # ------------------------------------------------------------ TurnObserver
     # only the turn's end: tokens are counted for every run (``TokenCounter``), tool
@@ -152,7 +155,7 @@ class KernelMetrics(QuietObserver):
     async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
         status, duration_ms = outcome.status, outcome.duration_ms
         self.turns.labels(status).inc()
-        self.turn_duration.observe(duration_ms)
+        self.turn_duration.observe(duration_ms / 1000)
         if status in ERROR_STATUSES:
             self.turn_errors.labels(status).inc()
 

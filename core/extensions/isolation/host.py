@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.extensions.capabilities import PROTOCOLS, Capability, detect_capabilities
+from core.extensions.channel_protocols import USAGE_KEYWORD, takes_usage
 from core.extensions.contract import Command, TurnContext
 from core.extensions.hook_specs import HOOK_SPECS
 from core.extensions.importer import import_entrypoint
@@ -64,6 +65,7 @@ from core.extensions.state_scope import serving
 
 _PR_SET_PDEATHSIG = 1
 STREAM_LIMIT = 1024 * 1024
+USAGE_METHODS = frozenset({"send_to_user", "on_stream_end"})  # may carry a turn's usage
 
 
 class HostServer:
@@ -171,8 +173,14 @@ class HostServer:
             args, turn = [args[0], invocation], invocation.turn if invocation else None
         elif name == "ask_user" and len(args) == 2:
             args[1] = request_from_wire(args[1])
+        method = getattr(self.ext, name)
+        extra: dict[str, Any] = {}
+        if name in USAGE_METHODS and len(args) == 3:  # the turn's usage (ChannelProxy)
+            usage = args.pop()
+            if takes_usage(method) and isinstance(usage, dict):
+                extra[USAGE_KEYWORD] = usage
         with serving(turn), serving_call(params.served):  # state and questions: this turn
-            result = await getattr(self.ext, name)(*args)
+            result = await method(*args, **extra)
         if name == "invoke":
             return plain(result)
         if name == "on_setup_complete":

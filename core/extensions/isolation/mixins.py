@@ -77,8 +77,12 @@ class ToolProxy(ProxyCore):
 
 
 class ChannelProxy(ProxyCore):
-    async def send_to_user(self, user_id: str, message: str) -> None:
-        await self.call_method("send_to_user", user_id, message)
+    # ``usage`` travels as a third argument; the host passes it on only to a
+    # method that takes it (``channel_protocols.takes_usage``)
+    async def send_to_user(
+        self, user_id: str, message: str, usage: dict[str, int] | None = None
+    ) -> None:
+        await self.call_method("send_to_user", user_id, message, *_usage_arg(usage))
 
     async def send_message(self, message: str) -> None:
         await self.call_method("send_message", message)
@@ -94,8 +98,14 @@ class StreamingChannelProxy(ProxyCore):
     async def on_stream_status(self, user_id: str, status: str) -> None:
         await self.call_method("on_stream_status", user_id, status)
 
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self.call_method("on_stream_end", user_id, full_text)
+    async def on_stream_end(
+        self, user_id: str, full_text: str, usage: dict[str, int] | None = None
+    ) -> None:
+        await self.call_method("on_stream_end", user_id, full_text, *_usage_arg(usage))
+
+
+def _usage_arg(usage: dict[str, int] | None) -> list[dict[str, int]]:
+    return [] if usage is None else [{str(k): int(v) for k, v in usage.items()}]
 
 
 class InteractiveChannelProxy(ProxyCore):

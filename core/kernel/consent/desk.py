@@ -38,6 +38,7 @@ from core.extensions.contract import (
     RequestOption,
     TurnContext,
     UserRequest,
+    split_reply_address,
 )
 from core.extensions.lifecycle import describe_exception
 from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall
@@ -85,8 +86,16 @@ class Responder:
 
         The one comparison behind every answer — an approval, an extension's
         question, ``/approve``, a typed yes — so an answer from another channel,
-        even one naming the same user id, never counts (ADR 0043)."""
-        return (self.channel_id, self.user_id, self.who) == (channel_id, user_id, owner_id)
+        even one naming the same user id, never counts (ADR 0043). Addresses are
+        compared without their reply tags: a tag tells one request of the
+        conversation from another (ADR 0024), so the HTTP API's next request
+        answers the question its earlier one was asked (ADR 0057)."""
+        mine = (self.channel_id, _untagged(self.user_id), _untagged(self.who))
+        return mine == (channel_id, _untagged(user_id), _untagged(owner_id))
+
+
+def _untagged(user_id: str) -> str:
+    return split_reply_address(user_id)[0]
 
 
 class ApprovalDesk:

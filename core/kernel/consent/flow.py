@@ -155,6 +155,7 @@ class ApprovalFlow:
             return
         session = await self._conversations.session_by_id(paused.session_id)
         stored = await session.recorded(message_key)
+        usage = None
         if stored is None:
             interrupted = paused.status == "resuming"
             if interrupted:  # a crash in the middle of the last attempt
@@ -179,8 +180,9 @@ class ApprovalFlow:
                 message_key, paused.channel_id, paused.user_id, result.reply, result.followup
             )
             stored = await session.commit_turn(reply, result.items, result.records)
+            usage = result.usage
         await self.desk.finish(message_key)
-        await self._outbox.deliver(paused.message_id, stored)
+        await self._outbox.deliver(paused.message_id, stored, usage=usage)
 
     def _apply(self, state: RunState[Any, Any], paused: PausedTurn, interrupted: bool) -> None:
         """The user's decisions on the restored state: approve with the arguments the

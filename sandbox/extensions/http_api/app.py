@@ -7,17 +7,15 @@ bearer token; every failure is an OpenAI error object (``openai_shape``).
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
 
 from .auth import TokenCheck
 from .config import ApiConfig
@@ -27,19 +25,21 @@ from .openai_shape import (
     DONE_EVENT,
     MODEL_ID,
     ApiError,
+    Ask,
+    chat_usage,
     chunk_event,
     completion,
     error_event,
     model_object,
     parse_chat_request,
 )
-from .replies import PendingReply, ReplyGoneError
+from .replies import PendingReply
+from .responses import parse_responses_request, response_events, response_object
+from .turns import SSE_HEADERS, Delta, Failed, HeldStream, streamed_reply, whole_reply
 
 CONVERSATION_HEADER = "x-hearth-conversation"
 MAX_NAME_CHARS = 200
 KEEPALIVE_S = 15.0
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-POST_RESULTS_WAIT_S = 5.0  # journaled before the reply: normally already there
 MAX_BODY_KEY = "extensions.http_api.max_body_bytes"
 
 
@@ -55,16 +55,16 @@ class ApiBackend(Protocol):
     def ready(self) -> bool: ...
     @property
     def in_flight(self) -> int: ...
-    async def submit(
-        self, conversation: str, text: str, idempotency_key: str | None
-    ) -> PendingReply: ...
+    async def submit(self, ask: Ask) -> PendingReply: ...
     def release(self, pending: PendingReply) -> None: ...
+    async def answered(self, pending: PendingReply, shown: str) -> None: ...
 
 
 def build_app(backend: ApiBackend, extra: Sequence[BaseRoute] = ()) -> Starlette:
     api = _Api(backend)
     routes = [
         Route("/v1/chat/completions", api.chat_completions, methods=["POST"]),
+        Route("/v1/responses", api.responses, methods=["POST"]),
         Route("/v1/models", api.models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", api.model, methods=["GET"]),
         Route("/v1/notifications", api.notifications, methods=["GET"]),
@@ -72,13 +72,29 @@ def build_app(backend: ApiBackend, extra: Sequence[BaseRoute] = ()) -> Starlette
     ]
     return Starlette(
         routes=routes,
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error},
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
     )
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    """Anything else still answers in the OpenAI shape: 413 when the event bus refused
+    the message for its size (``events.max_payload_bytes`` set below the channel's
+    ``max_message_bytes``), else 500 naming the error."""
+    size, limit = getattr(exc, "size", None), getattr(exc, "limit", None)
+    if isinstance(size, int) and isinstance(limit, int) and size > limit:
+        error = ApiError(413, str(exc), code="message_too_large", param="messages")
+    else:
+        error = ApiError(500, f"{type(exc).__name__}: {exc}", kind="server_error")
+    return await _api_error(request, error)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -106,13 +122,45 @@ class _Api:
     async def chat_completions(self, request: Request) -> Response:
         self._admit(request)
         backend = self.backend
-        body = await read_body(
-            request, backend.config.max_body_bytes, backend.config.body_timeout_s, MAX_BODY_KEY
+        chat = parse_chat_request(await self._body(request))
+        ask = Ask(
+            _optional_conversation(request, chat.user),
+            chat.pairs(),
+            chat.newest_user_text(),
+            _header_value(request, "idempotency-key"),
         )
-        chat = parse_chat_request(body)
-        conversation = conversation_of(request, chat.user, backend.config.default_conversation)
-        text = chat.newest_user_text()
-        key = _header_value(request, "idempotency-key")
+        pending = await self._submit(ask)
+        ident = f"chatcmpl-{pending.tag}"
+        if chat.stream:
+            stream = _chat_stream(backend, pending, ident, chat.include_usage)
+            return HeldStream(stream, lambda: backend.release(pending))
+        reply, extra = await whole_reply(request, backend, pending)
+        return JSONResponse(completion(ident, reply, extra, pending.usage))
+
+    async def responses(self, request: Request) -> Response:
+        """``POST /v1/responses`` (the Responses API) on the same turn path."""
+        self._admit(request)
+        backend = self.backend
+        asked = parse_responses_request(await self._body(request))
+        ask = Ask(
+            _optional_conversation(request, asked.user),
+            asked.pairs(),
+            asked.newest_user_text(),
+            _header_value(request, "idempotency-key"),
+        )
+        pending = await self._submit(ask)
+        if asked.stream:
+            stream = response_events(streamed_reply(backend, pending), pending.tag)
+            return HeldStream(stream, lambda: backend.release(pending))
+        reply, extra = await whole_reply(request, backend, pending)
+        return JSONResponse(response_object(pending.tag, reply, pending.usage, extra))
+
+    async def _body(self, request: Request) -> bytes:
+        config = self.backend.config
+        return await read_body(request, config.max_body_bytes, config.body_timeout_s, MAX_BODY_KEY)
+
+    async def _submit(self, ask: Ask) -> PendingReply:
+        backend = self.backend
         if backend.in_flight >= backend.config.max_inflight:
             raise ApiError(
                 429,
@@ -121,17 +169,7 @@ class _Api:
                 code="rate_limit_exceeded",
                 headers={"Retry-After": "1"},
             )
-        pending = await backend.submit(conversation, text, key)
-        ident = f"chatcmpl-{pending.tag}"
-        if chat.stream:
-            stream = _stream_reply(pending, ident, backend.config.reply_timeout_s)
-            return _HeldStream(stream, lambda: backend.release(pending))
-        try:
-            reply = await _reply_or_gone(request, pending, backend.config.reply_timeout_s)
-            extra = await _post_results(pending)
-        finally:
-            backend.release(pending)
-        return JSONResponse(completion(ident, reply, extra))
+        return await backend.submit(ask)
 
     async def models(self, request: Request) -> Response:
         self._admit(request)
@@ -166,83 +204,23 @@ class _Api:
 # ------------------------------------------------------------ replies
 
 
-async def _reply_or_gone(request: Request, pending: PendingReply, timeout_s: float) -> str:
-    """The reply; a client that hung up first leaves it to become a notification."""
-    reply = asyncio.ensure_future(pending.result())
-    gone = asyncio.ensure_future(_disconnected(request))
-    try:
-        done, _ = await asyncio.wait(
-            {reply, gone}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-        )
-    finally:
-        gone.cancel()
-    if reply in done:
-        try:
-            return reply.result()
-        except ReplyGoneError as exc:
-            raise _stopping(exc) from None
-    reply.cancel()
-    if gone in done:
-        raise ApiError(499, "the client closed the request")  # nobody reads it
-    raise _late(timeout_s)
-
-
-async def _disconnected(request: Request) -> None:
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-
-
-class _HeldStream(StreamingResponse):
-    """The SSE answer to one request: its hold on the pending reply ends with the
-    response — streamed to the end, the client gone, or never started at all."""
-
-    def __init__(self, body: AsyncIterator[str], release: Callable[[], None]) -> None:
-        super().__init__(body, media_type="text/event-stream", headers=SSE_HEADERS)
-        self._release = release
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self._release()
-
-
-async def _stream_reply(pending: PendingReply, ident: str, timeout_s: float) -> AsyncIterator[str]:
-    yield chunk_event(ident, {"role": "assistant", "content": ""})
-    streamed: list[str] = []
-    try:
-        async with asyncio.timeout(timeout_s):
-            async for piece in pending.chunks():
-                streamed.append(piece)
-                yield chunk_event(ident, {"content": piece})
-            reply = await pending.result()
-    except TimeoutError:
-        yield error_event(_late(timeout_s))
-        yield DONE_EVENT
-        return
-    except ReplyGoneError as exc:
-        yield error_event(_stopping(exc))
-        yield DONE_EVENT
-        return
-    tail = _unsent(reply, "".join(streamed))
-    if tail:
-        yield chunk_event(ident, {"content": tail})
-    yield chunk_event(ident, {}, "stop", await _post_results(pending))
+async def _chat_stream(
+    backend: ApiBackend, pending: PendingReply, ident: str, include_usage: bool
+) -> AsyncIterator[str]:
+    usage_field = {"usage": None} if include_usage else {}
+    yield chunk_event(ident, {"role": "assistant", "content": ""}, **usage_field)
+    async for piece in streamed_reply(backend, pending):
+        if isinstance(piece, Delta):
+            yield chunk_event(ident, {"content": piece.text}, **usage_field)
+        elif isinstance(piece, Failed):
+            yield error_event(piece.error)
+        else:
+            if piece.tail:
+                yield chunk_event(ident, {"content": piece.tail}, **usage_field)
+            yield chunk_event(ident, {}, "stop", piece.extra, **usage_field)
+            if include_usage:
+                yield chunk_event(ident, None, usage=chat_usage(piece.usage))
     yield DONE_EVENT
-
-
-async def _post_results(pending: PendingReply) -> dict[str, Any] | None:
-    """``{"postprocess": {name: result}}`` when the message asked for post-processors."""
-    results = await pending.post_results(POST_RESULTS_WAIT_S)
-    return {"postprocess": results} if results is not None else None
-
-
-def _unsent(reply: str, streamed: str) -> str:
-    """What the client has not seen of the recorded reply. It differs from the
-    deltas when a hook rewrote the text or the turn failed after some output."""
-    if reply.startswith(streamed):
-        return reply[len(streamed) :]
-    return f"\n\n{reply}" if streamed else reply
 
 
 async def _stream_notifications(
@@ -258,25 +236,7 @@ async def _stream_notifications(
             yield f"id: {note.id}\ndata: {json.dumps(note.to_json())}\n\n"
 
 
-def _late(timeout_s: float) -> ApiError:
-    return ApiError(
-        504,
-        f"no reply within {timeout_s:g} s; it will be kept at GET /v1/notifications",
-        kind="server_error",
-        code="timeout",
-    )
-
-
-def _stopping(exc: ReplyGoneError) -> ApiError:
-    return ApiError(503, str(exc), kind="server_error", code="unavailable")
-
-
 # ------------------------------------------------------------ request parts
-
-
-def conversation_of(request: Request, user: str | None, default: str) -> str:
-    """``X-Hearth-Conversation``, else the request's ``user``, else ``default``."""
-    return _optional_conversation(request, user) or default
 
 
 def _optional_conversation(request: Request, user: str | None = None) -> str | None:

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 PREFIX = "extensions.http_api"
+# a message is journaled as a bus event, which may hold events.max_payload_bytes
+# (256 KiB by default) of JSON: the message's JSON, and room for the event's other fields
+MAX_MESSAGE_BYTES = 250_000
 
 
 class ApiConfigError(ValueError):
@@ -18,6 +21,7 @@ class ApiConfig:
     host: str
     port: int
     max_body_bytes: int
+    max_message_bytes: int
     body_timeout_s: float
     header_timeout_s: float
     max_connections: int
@@ -38,6 +42,7 @@ def parse_config(get: Callable[[str, Any], Any]) -> ApiConfig:
         host=host,
         port=port,
         max_body_bytes=_positive(get, "max_body_bytes", 1_048_576),
+        max_message_bytes=_positive(get, "max_message_bytes", MAX_MESSAGE_BYTES),
         body_timeout_s=float(_positive(get, "body_timeout_s", 60)),
         header_timeout_s=float(_positive(get, "header_timeout_s", 10)),
         max_connections=_positive(get, "max_connections", 256),

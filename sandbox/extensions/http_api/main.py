@@ -7,7 +7,12 @@ turn in the conversation's history and answers the tagged address, which the
 ``ReplyBook`` hands back to the waiting request (whole, or as SSE deltas).
 ``Idempotency-Key`` derives the tag and the journal's key from the key, so a
 retried POST is journaled once, run once and answered with the same reply.
-Messages no request waits for are kept as notifications.
+Messages no request waits for are kept as notifications. Without a named
+conversation the request's history says which one it continues
+(``threads``, ADR 0056); a retry without a key joins the turn it started
+(``ReplyBook.running``); the turn's token usage comes with the reply
+(``usage=``); questions a turn asks are answered by the client's next
+request (``questions``, ADR 0057). ``/v1/responses`` runs the same path.
 
 The server is bound in ``start()`` and answers 503 until the kernel is ready
 (``run_background`` begins once it is) and again while stopping.
@@ -15,6 +20,7 @@ The server is bound in ``start()`` and answers 503 until the kernel is ready
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -24,6 +30,7 @@ from core.extensions.contract import (
     Event,
     ExtensionContext,
     PostProcessTopics,
+    UserRequest,
     reply_address,
     split_reply_address,
 )
@@ -34,6 +41,8 @@ from .auth import TOKEN_SECRET, TokenCheck
 from .config import ApiConfig, host_port, parse_config
 from .limits import LoginThrottle
 from .notifications import Notifications
+from .openai_shape import Ask, message_too_large
+from .questions import Answer, OpenQuestions, waiting_text
 from .replies import (
     PendingReply,
     ReplyBook,
@@ -44,6 +53,7 @@ from .replies import (
 )
 from .server import ApiServer
 from .store import ApiStore
+from .threads import Placement, after_reply, branch_text, digest, earlier, new_name, normalised
 from .web import web_routes
 
 STORE_FILE = "http_api.db"
@@ -67,6 +77,7 @@ class HttpApiChannel(BaseExtension):
         self.notifications: Notifications | None = None
         self.server: ApiServer | None = None
         self.book = ReplyBook()
+        self.questions = OpenQuestions()
         self.created = int(time.time())
         self._ready = False
         self._stopping = False
@@ -144,31 +155,96 @@ class HttpApiChannel(BaseExtension):
     def base_url(self) -> str:
         return f"http://{self.listening}"
 
-    async def submit(
-        self, conversation: str, text: str, idempotency_key: str | None
-    ) -> PendingReply:
-        """Journal ``text`` for ``conversation`` (once per idempotency key) and return
-        what the request waits on; release it with ``release``."""
-        tag = idempotent_tag(conversation, idempotency_key) if idempotency_key else request_tag()
-        pending = self.book.open(conversation, tag)
-        if pending.waiting > 1 or pending.done:
-            return pending  # a retry of a request still waiting: same reply
-        if idempotency_key:
+    async def submit(self, ask: Ask) -> PendingReply:
+        """Journal the newest message of ``ask`` (once per idempotency key; a retry of
+        a request whose turn still runs joins it) and return what the request waits
+        on; release it with ``release``. A typed answer to a question open in the
+        conversation is passed on instead of being journaled (``questions``)."""
+        key = ask.idempotency_key
+        tag = idempotent_tag(ask.conversation or "", key) if key else request_tag()
+        joined = self.book.join(tag) if key else self.book.running(ask.retry_key)
+        if joined is not None:
+            return joined  # a retry of a request still waiting: same reply
+        place = await self._place(ask)
+        if len(json.dumps(place.text).encode()) > self._config().max_message_bytes:
+            raise message_too_large(self._config().max_message_bytes)
+        pending = self.book.open(place.conversation, tag)
+        pending.turns = None if ask.conversation else normalised(ask.messages)
+        if key:
             known = self.book.remembered(tag) or await self._store().reply(tag)
             if known is not None:
                 pending.finish(known)
                 return pending
-        pending.expects_results = await self._asks_post_processors(conversation, text)
+        else:
+            self.book.started(pending, ask.retry_key)
         try:
+            answers = self.questions.answers(place.conversation, ask.text)
+            if self._on_page(place.conversation, ask.text) or (
+                answers and place.conversation == self._config().web_conversation
+            ):
+                pending.on_page = True
+                await self._store().add_chat(place.conversation, "user", ask.text)
+            if answers:
+                await self._answer(answers, pending)
+                return pending
+            pending.expects_results = await self._asks_post_processors(
+                place.conversation, place.text
+            )
             await self.context.on_user_message(
-                text,
-                reply_address(conversation, tag),
-                idempotency_key=f"{self.context.extension_id}:{tag}" if idempotency_key else None,
+                place.text,
+                reply_address(place.conversation, tag),
+                idempotency_key=f"{self.context.extension_id}:{tag}" if key else None,
             )
         except BaseException:
-            self.book.release(pending)
+            self.book.drop(pending)
             raise
         return pending
+
+    async def _place(self, ask: Ask) -> Placement:
+        """The conversation ``ask`` goes to: the one it names, else the one its history
+        continues, else a new one (``threads``, ADR 0056)."""
+        if ask.conversation:
+            return Placement(ask.conversation, ask.text)
+        prefix = self._config().default_conversation
+        before = earlier(normalised(ask.messages))
+        if not before:
+            return Placement(new_name(prefix), ask.text)
+        known = await self._store().thread(digest(before))
+        if known is not None:
+            return Placement(known, ask.text)
+        branch = Placement(new_name(prefix), branch_text(before, ask.text))
+        self.context.logger.info(
+            "a request's %d earlier messages match no chat: branched to %s",
+            len(before),
+            branch.conversation,
+        )
+        return branch
+
+    async def _answer(self, answers: list[Answer], pending: PendingReply) -> None:
+        """``yes`` / ``/approve ID`` … for questions open in the conversation: answered
+        for the address each was asked at; the resumed turn's reply comes to ``pending``."""
+        for answer in answers:
+            asked = answer.question
+            if asked.tag is not None:
+                self.book.alias(asked.tag, pending)
+            await self.context.answer_request(asked.request.id, answer.value, asked.asked_at)
+
+    async def answered(self, pending: PendingReply, shown: str) -> None:
+        """The client got ``shown``: remember the chat it now has (its next request
+        continues this conversation) and, for the web page, the reply."""
+        if pending.turns is not None:
+            await self._store().keep_thread(after_reply(pending.turns, shown), pending.conversation)
+        if pending.on_page:
+            await self._store().add_chat(pending.conversation, "assistant", shown)
+
+    def _on_page(self, conversation: str, text: str) -> bool:
+        """Whether a message (and its reply) is part of the web page's chat; the
+        page's own ``/reminders`` and ``/memories`` are not."""
+        return conversation == self._config().web_conversation and not text.startswith("/")
+
+    async def chat_history(self) -> list[dict[str, object]]:
+        """The web page's conversation as it was shown, oldest first."""
+        return await self._store().chat(self._config().web_conversation)
 
     def release(self, pending: PendingReply) -> None:
         self.book.release(pending)
@@ -210,8 +286,10 @@ class HttpApiChannel(BaseExtension):
 
     # ------------------------------------------------------------ output
 
-    async def send_to_user(self, user_id: str, message: str) -> None:
-        await self._delivered(user_id, message, stream_end=False)
+    async def send_to_user(
+        self, user_id: str, message: str, usage: dict[str, int] | None = None
+    ) -> None:
+        await self._delivered(user_id, message, stream_end=False, usage=usage)
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: offered to every conversation."""
@@ -226,14 +304,40 @@ class HttpApiChannel(BaseExtension):
     async def on_stream_status(self, user_id: str, status: str) -> None:
         return None  # OpenAI chunks have no place for "using a tool…"
 
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._delivered(user_id, full_text, stream_end=True)
+    async def on_stream_end(
+        self, user_id: str, full_text: str, usage: dict[str, int] | None = None
+    ) -> None:
+        if not full_text and usage is None:
+            # the kernel ends the stream of a turn that paused for an approval
+            # (outbox.end_stream): the question comes next (ask_user), then, once
+            # answered, the reply through send_to_user
+            self.book.stream_paused(split_reply_address(user_id)[1])
+            return
+        await self._delivered(user_id, full_text, stream_end=True, usage=usage)
 
-    async def _delivered(self, user_id: str, text: str, *, stream_end: bool) -> None:
+    async def ask_user(self, user_id: str, request: UserRequest) -> None:
+        """A question of the turn a request waits on: the request is answered with it
+        (what waits, how to answer); a later request of the conversation answers."""
+        question = self.questions.add(user_id, request)
+        tag = question.tag
+        if not self.book.question(tag, question.to_json()):
+            conversation = question.conversation
+            await self._notes().add(conversation, waiting_text([question.to_json()]))
+            return
+        pending = self.book.find(tag)
+        if pending is not None and not pending.done:
+            pending.finish(waiting_text(list(pending.questions.values())))
+
+    async def close_request(self, user_id: str, request_id: str, outcome: str) -> None:
+        self.questions.close(request_id)
+
+    async def _delivered(
+        self, user_id: str, text: str, *, stream_end: bool, usage: dict[str, int] | None = None
+    ) -> None:
         """To the request waiting under the tag; else kept as a notification."""
         conversation, tag = split_reply_address(user_id)
         waiting = self.book.waiting(tag)
-        taken = self.book.deliver(tag, text, stream_end=stream_end)
+        taken = self.book.deliver(tag, text, stream_end=stream_end, usage=usage)
         if tag is not None and is_idempotent(tag) and (taken or not waiting):
             self.book.remember(tag, text)
             await self._store().keep_reply(tag, text)

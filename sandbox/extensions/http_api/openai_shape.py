@@ -1,16 +1,21 @@
 """The OpenAI Chat Completions wire format: requests in, completions, chunks and errors out.
 
 Only what Hearth uses is read from a request (``messages``, ``stream``,
-``user``); other fields clients send (temperature, tools, …) are ignored,
-since Hearth picks its own model, tools and history. Of ``messages`` only
-the newest user message is taken: Hearth keeps the conversation itself.
+``stream_options.include_usage``, ``user``); other fields clients send
+(temperature, tools, …) are ignored, since Hearth picks its own model, tools
+and history. Of ``messages`` the newest user message is journaled: Hearth
+keeps the conversation itself; the others only say which conversation a
+request continues when it names none (``threads``). ``usage`` counts the
+tokens of the turn's model calls (zero for a command's answer).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -49,16 +54,19 @@ class ApiError(Exception):
         }
 
 
-class _Loose(BaseModel):
+class Loose(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class ContentPart(_Loose):
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class ContentPart(Loose):
     type: str
     text: str | None = None
 
 
-class ChatMessage(_Loose):
+class ChatMessage(Loose):
     role: str
     content: str | list[ContentPart] | None = None
 
@@ -68,11 +76,23 @@ class ChatMessage(_Loose):
         return self.content or ""
 
 
-class ChatRequest(_Loose):
+class StreamOptions(Loose):
+    include_usage: bool = False
+
+
+class ChatRequest(Loose):
     model: str = MODEL_ID
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    stream_options: StreamOptions | None = None
     user: str | None = None
+
+    @property
+    def include_usage(self) -> bool:
+        return self.stream_options is not None and self.stream_options.include_usage
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return [(m.role, m.text()) for m in self.messages]
 
     def newest_user_text(self) -> str:
         for message in reversed(self.messages):
@@ -84,25 +104,81 @@ class ChatRequest(_Loose):
         raise ApiError(400, "messages: the newest user message has no text", param="messages")
 
 
-def parse_chat_request(raw: bytes) -> ChatRequest:
-    """The request, or ``ApiError`` 400 naming the field at fault."""
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One request for a turn, whichever endpoint it came to: the conversation it
+    names (``None``: follow its history), its messages as (role, text), the
+    newest user message's text, the caller's ``Idempotency-Key``."""
+
+    conversation: str | None
+    messages: list[tuple[str, str]]
+    text: str
+    idempotency_key: str | None
+
+    @property
+    def retry_key(self) -> str:
+        """The same request sent again has the same key (conversation and messages)."""
+        data = json.dumps([self.conversation, self.messages], ensure_ascii=False)
+        return hashlib.sha256(data.encode()).hexdigest()
+
+
+def message_too_large(limit: int) -> ApiError:
+    return ApiError(
+        413,
+        f"the message is larger than {limit} bytes of JSON "
+        "(extensions.http_api.max_message_bytes; the event bus keeps events.max_payload_bytes)",
+        code="message_too_large",
+        param="messages",
+    )
+
+
+def load_json(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or ``ApiError`` 400 saying why not."""
     try:
         body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, f"the body is not JSON: {exc}") from None
+    except RecursionError:  # [[[[…]]]] thousands deep: Python's parser gives up
+        raise ApiError(400, "the body's JSON is nested too deeply") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object")
+    return body
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    """The request, or ``ApiError`` 400 naming the field at fault."""
+    return validated(ChatRequest, load_json(raw))
+
+
+def validated(model: type[_M], body: dict[str, Any]) -> _M:
+    """``body`` as ``model``, or ``ApiError`` 400 naming the first field at fault."""
     try:
-        return ChatRequest.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
         raise ApiError(400, f"{where}: {first['msg']}", param=where) from None
 
 
-def completion(ident: str, text: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A whole ``chat.completion`` (no token counts: Hearth's model calls are its own);
-    ``extra`` goes under the field ``hearth`` (post-processor results)."""
+def chat_usage(usage: dict[str, int] | None) -> dict[str, Any]:
+    """A turn's tokens (``None``: none counted) in Chat Completions' ``usage`` shape."""
+    usage = usage or {}
+    return {
+        "prompt_tokens": usage.get("input_tokens", 0),
+        "completion_tokens": usage.get("output_tokens", 0),
+        "total_tokens": usage.get("total_tokens", 0),
+        "prompt_tokens_details": {"cached_tokens": usage.get("cached_input_tokens", 0)},
+    }
+
+
+def completion(
+    ident: str,
+    text: str,
+    extra: dict[str, Any] | None = None,
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """A whole ``chat.completion`` with the turn's ``usage``; ``extra`` goes under the
+    field ``hearth`` (post-processor results, questions waiting)."""
     body = {
         "id": ident,
         "object": "chat.completion",
@@ -115,6 +191,7 @@ def completion(ident: str, text: str, extra: dict[str, Any] | None = None) -> di
                 "finish_reason": "stop",
             }
         ],
+        "usage": chat_usage(usage),
     }
     if extra:
         body["hearth"] = extra
@@ -123,18 +200,24 @@ def completion(ident: str, text: str, extra: dict[str, Any] | None = None) -> di
 
 def chunk_event(
     ident: str,
-    delta: dict[str, Any],
+    delta: dict[str, Any] | None,
     finish: str | None = None,
     extra: dict[str, Any] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> str:
-    """One SSE event carrying a ``chat.completion.chunk`` (``extra`` as in ``completion``)."""
+    """One SSE event carrying a ``chat.completion.chunk`` (``extra`` as in
+    ``completion``); ``delta`` ``None``: the closing chunk with no choices and the
+    ``usage`` (``stream_options.include_usage``)."""
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
     chunk: dict[str, Any] = {
         "id": ident,
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": MODEL_ID,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        "choices": choices,
     }
+    if usage is not None:
+        chunk["usage"] = usage
     if extra:
         chunk["hearth"] = extra
     return f"data: {json.dumps(chunk)}\n\n"

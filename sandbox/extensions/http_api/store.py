@@ -6,7 +6,11 @@ its tag), so a retry gets the same answer even after a restart; kept
 (reminders, messages no request waited for), offered at
 ``GET /v1/notifications``; the newest ``keep`` of at most ``NOTE_KEEP_S``.
 ``revoked_sessions``: the web page's sessions ended by logging out, until
-their cookies would have expired (``auth``).
+their cookies would have expired (``auth``). ``threads``: the digest of each
+chat as a client has it after a reply, and its conversation (``threads``,
+ADR 0056), kept ``THREAD_KEEP_S``. ``chat``: the web page's conversation as
+it was shown (its messages and replies), so a reload shows it again; the
+newest ``CHAT_KEEP``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from core.extensions.sdk import SQLiteStore
 
 REPLY_KEEP_S = 24 * 3600.0
 NOTE_KEEP_S = 7 * 86400.0
+THREAD_KEEP_S = 90 * 86400.0
+CHAT_KEEP = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +55,52 @@ class ApiStore(SQLiteStore):
             text TEXT NOT NULL, created_at REAL NOT NULL);
         CREATE TABLE IF NOT EXISTS revoked_sessions (
             session TEXT PRIMARY KEY, expires_at REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS threads (
+            digest TEXT PRIMARY KEY, conversation TEXT NOT NULL, created_at REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS chat (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT NOT NULL,
+            role TEXT NOT NULL, text TEXT NOT NULL, created_at REAL NOT NULL);
+        CREATE INDEX IF NOT EXISTS chat_by_conversation ON chat(conversation, id);
     """
 
     async def prune(self, keep: int) -> None:
         now = time.time()
         await self.execute("DELETE FROM replies WHERE created_at < ?", (now - REPLY_KEEP_S,))
+        await self.execute("DELETE FROM threads WHERE created_at < ?", (now - THREAD_KEEP_S,))
         await self.execute(
             "DELETE FROM notifications WHERE created_at < ? OR id <= "
             "(SELECT COALESCE(MAX(id), 0) FROM notifications) - ?",
             (now - NOTE_KEEP_S, keep),
         )
+
+    async def keep_thread(self, digest: str, conversation: str) -> None:
+        await self.execute(
+            "INSERT OR REPLACE INTO threads(digest, conversation, created_at) VALUES (?, ?, ?)",
+            (digest, conversation, time.time()),
+        )
+
+    async def thread(self, digest: str) -> str | None:
+        row = await self.fetch_one("SELECT conversation FROM threads WHERE digest = ?", (digest,))
+        return None if row is None else str(row[0])
+
+    async def add_chat(self, conversation: str, role: str, text: str) -> None:
+        await self.execute(
+            "INSERT INTO chat(conversation, role, text, created_at) VALUES (?, ?, ?, ?)",
+            (conversation, role, text, time.time()),
+        )
+        await self.execute(
+            "DELETE FROM chat WHERE conversation = ? AND id <= "
+            "(SELECT COALESCE(MAX(id), 0) FROM chat WHERE conversation = ?) - ?",
+            (conversation, conversation, CHAT_KEEP),
+        )
+
+    async def chat(self, conversation: str) -> list[dict[str, object]]:
+        """The conversation as the page showed it, oldest first."""
+        rows = await self.fetch_all(
+            "SELECT role, text, created_at FROM chat WHERE conversation = ? ORDER BY id",
+            (conversation,),
+        )
+        return [{"role": r, "text": t, "created": int(at)} for r, t, at in rows]
 
     async def revoke_session(self, session: str, expires_at: float) -> None:
         await self.execute(

@@ -1,5 +1,6 @@
 """The web page: ``/`` (static HTML, CSS and a small script; no build step) and the
-few JSON endpoints only it uses, under ``/web/``.
+few JSON endpoints only it uses, under ``/web/`` (``/web/history``: the
+page's conversation as it was shown, so a reload shows it again).
 
 The page chats through ``/v1/chat/completions`` (streamed) and hears
 notifications through ``/v1/notifications?stream=true``, authenticated by
@@ -50,6 +51,7 @@ class WebBackend(Protocol):
     async def kernel_status(self) -> dict[str, Any]: ...
     async def requeue(self, event_id: int) -> int: ...
     async def end_session(self, session: str, expires_at: int) -> None: ...
+    async def chat_history(self) -> list[dict[str, object]]: ...
 
 
 def web_routes(backend: WebBackend, static_dir: Path) -> list[BaseRoute]:
@@ -60,6 +62,7 @@ def web_routes(backend: WebBackend, static_dir: Path) -> list[BaseRoute]:
         Route("/web/logout", page.logout, methods=["POST"]),
         Route("/web/session", page.session, methods=["GET"]),
         Route("/web/status", page.status, methods=["GET"]),
+        Route("/web/history", page.history, methods=["GET"]),
         Route("/web/requeue", page.requeue, methods=["POST"]),
         Route("/web/{name}", page.asset, methods=["GET"]),
     ]
@@ -89,7 +92,7 @@ class _Page:
         body = await self._body(request, MAX_LOGIN_BYTES)
         try:
             token = json.loads(body).get("token", "")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             raise ApiError(400, 'the body must be {"token": "..."}') from None
         logins.check(client)  # again: parallel attempts may have failed meanwhile
         if not isinstance(token, str) or not self.backend.tokens.matches(token):
@@ -124,11 +127,16 @@ class _Page:
         api = {"listen": self.backend.listening, "in_flight": self.backend.in_flight}
         return JSONResponse({"kernel": kernel, "api": api})
 
+    async def history(self, request: Request) -> Response:
+        """The page's conversation as it was shown (a reload shows it again)."""
+        self.backend.tokens.require(request)
+        return JSONResponse({"messages": await self.backend.chat_history()})
+
     async def requeue(self, request: Request) -> Response:
         self.backend.tokens.require(request)
         try:
             event_id = json.loads(await self._body(request, MAX_REQUEUE_BYTES))["event_id"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise ApiError(400, 'the body must be {"event_id": N}') from None
         if not isinstance(event_id, int) or isinstance(event_id, bool):
             raise ApiError(400, "event_id must be a whole number", param="event_id")

@@ -49,6 +49,7 @@ async function start() {
   $("#app").hidden = false;
   $("#logout").hidden = false;
   listenForNotifications();
+  await loadHistory();
   await Promise.all([refreshStatus(), refreshReminders(), refreshMemories()]);
   session.timer = setInterval(refreshStatus, 5000);
 }
@@ -81,6 +82,8 @@ $("#logout").addEventListener("click", async () => {
 
 // ------------------------------------------------------------------ chat
 
+const EMPTY_ANSWER = "(The model answered nothing.)";
+
 function addMessage(kind, text) {
   const item = document.createElement("li");
   item.className = kind;
@@ -90,14 +93,67 @@ function addMessage(kind, text) {
   return item;
 }
 
+// The conversation as the server showed it (a reload keeps the chat).
+async function loadHistory() {
+  const response = await fetch("/web/history", { credentials: "same-origin" });
+  if (!response.ok) return;
+  const { messages } = await response.json();
+  $("#messages").replaceChildren();
+  for (const m of messages) {
+    const bubble = addMessage(m.role === "user" ? "you" : "hearth", m.text);
+    if (m.role !== "user") markEmpty(bubble);
+  }
+}
+
+function markEmpty(bubble) {
+  if (!bubble.textContent.trim() && !bubble.classList.contains("error")) {
+    bubble.textContent = EMPTY_ANSWER;
+    bubble.classList.add("empty");
+  }
+}
+
+// A question the turn waits for (an approval): a button per answer, sent as a message.
+const ANSWERS = { once: (id) => `/approve ${id}`, always: (id) => `/approve ${id} always`, deny: (id) => `/deny ${id}` };
+
+function addChoices(bubble, questions) {
+  for (const q of questions) {
+    const row = document.createElement("div");
+    row.className = "choices";
+    for (const option of q.options) {
+      const answer = ANSWERS[option.value];
+      if (!answer) continue;
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = option.label;
+      button.dataset.answer = option.value;
+      button.addEventListener("click", () => {
+        row.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+        send(answer(q.id));
+      });
+      row.append(button);
+    }
+    bubble.append(row);
+  }
+}
+
 // Reads an SSE response of chat.completion.chunk objects into `bubble`.
 async function streamInto(response, bubble) {
+  try {
+    return await readChunks(response, bubble);
+  } finally {
+    markEmpty(bubble);
+  }
+}
+
+// The text into `bubble`; returns the questions the turn waits for, if any.
+async function readChunks(response, bubble) {
+  let questions = null;
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) return;
+    if (done) return questions;
     buffer += decoder.decode(value, { stream: true });
     let end;
     while ((end = buffer.indexOf("\n\n")) >= 0) {
@@ -105,14 +161,16 @@ async function streamInto(response, bubble) {
       buffer = buffer.slice(end + 2);
       if (!event.startsWith("data: ")) continue;
       const data = event.slice(6);
-      if (data === "[DONE]") return;
+      if (data === "[DONE]") return questions;
       const chunk = JSON.parse(data);
       if (chunk.error) {
         bubble.className = "hearth error";
         bubble.textContent += chunk.error.message;
-        return;
+        return null;
       }
+      if (!chunk.choices.length) continue;  // a usage chunk
       bubble.textContent += chunk.choices[0].delta.content || "";
+      if (chunk.hearth && chunk.hearth.questions) questions = chunk.hearth.questions;
     }
   }
 }
@@ -122,6 +180,10 @@ $("#chat-form").addEventListener("submit", async (event) => {
   const text = $("#prompt").value.trim();
   if (!text) return;
   $("#prompt").value = "";
+  await send(text);
+});
+
+async function send(text) {
   addMessage("you", text);
   const bubble = addMessage("hearth", "");
   $("#send").disabled = true;
@@ -132,12 +194,13 @@ $("#chat-form").addEventListener("submit", async (event) => {
       bubble.textContent = await errorText(response);
       return;
     }
-    await streamInto(response, bubble);
+    const questions = await streamInto(response, bubble);
+    if (questions) addChoices(bubble, questions);
   } finally {
     $("#send").disabled = false;
   }
   if (/^\/(remind|cancel)\b/.test(text)) await refreshReminders();
-});
+}
 
 $("#prompt").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) {
@@ -221,7 +284,8 @@ async function refreshStatus() {
     button.addEventListener("click", () => requeue(d.event_id));
     row.insertCell().append(button);
   });
-  fill("#events", kernel.recent_events, (row, e) => {
+  const shown = $("#all-events").checked ? kernel.recent_events : kernel.recent_events.filter(conversational);
+  fill("#events", shown, (row, e) => {
     cell(row, e.id);
     cell(row, when(e.created_at));
     cell(row, e.topic);
@@ -229,6 +293,17 @@ async function refreshStatus() {
     cell(row, e.deliveries.map((d) => `${d.subscriber}: ${d.status}`).join(", "));
   });
 }
+
+// By default the events of conversations (messages, replies, turns, answers), not
+// the replay recorder's or the kernel's housekeeping; the checkbox shows all.
+function conversational(event) {
+  const topic = event.topic;
+  if (topic.startsWith("replay.")) return false;
+  if (topic.startsWith("system.")) return /^system\.(reply|ui|turn)/.test(topic);
+  return true;
+}
+
+$("#all-events").addEventListener("change", refreshStatus);
 
 async function requeue(eventId) {
   const response = await post("/web/requeue", { event_id: eventId });
