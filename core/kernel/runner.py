@@ -281,6 +281,7 @@ class Kernel:
             self.settings.people,
         )
         self.router.register_channel(MCP_CHANNEL, self.mcp_desk.channel)
+        self.services.mcp = self.mcp_desk  # http_api's /mcp (ADR 0062)
         builtins = self.shaping.post.commands() + builtin_commands(
             help_text=self.commands.help_text,
             conversations=self.conversations,

@@ -28,6 +28,8 @@ from core.extensions.contract import (
     EventHandler,
     KernelStatus,
     Leadership,
+    McpAnswer,
+    McpOp,
     StateScope,
     StoreLocation,
 )
@@ -48,6 +50,7 @@ from core.extensions.isolation.messages import (
     ListPostProcessorsParams,
     LoadParams,
     LogParams,
+    McpRequestParams,
     Notice,
     NotifyUserParams,
     RequeueParams,
@@ -171,6 +174,14 @@ class ClientContext:
     async def requeue_dead_letter(self, event_id: int) -> int:
         params = RequeueParams(event_id)
         return int(await self._peer.call(ContextMethod.REQUEUE_DEAD_LETTER, params.to_wire()))
+
+    async def mcp_request(
+        self, op: McpOp, user_id: str, name: str | None = None, arguments: str = "{}"
+    ) -> McpAnswer:
+        params = McpRequestParams(op, user_id, name, arguments)
+        return McpAnswer.from_json(
+            await self._peer.call(ContextMethod.MCP_REQUEST, params.to_wire())
+        )
 
     async def leadership(self) -> Leadership:
         leader, recheck_s = await self._peer.call(ContextMethod.LEADERSHIP, Empty().to_wire())

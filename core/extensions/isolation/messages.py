@@ -45,6 +45,7 @@ __all__ = [
     "ListPostProcessorsParams",
     "LoadParams",
     "LogParams",
+    "McpRequestParams",
     "Notice",
     "NotifyUserParams",
     "PingResult",
@@ -96,6 +97,7 @@ class ContextMethod(StrEnum):
     KERNEL_STATUS = "ctx.kernel_status"
     REQUEUE_DEAD_LETTER = "ctx.requeue_dead_letter"
     LEADERSHIP = "ctx.leadership"
+    MCP_REQUEST = "ctx.mcp_request"
 
 
 class Notice(StrEnum):
@@ -336,6 +338,14 @@ class RequeueParams(Wire):
 
 
 @dataclass(frozen=True, slots=True)
+class McpRequestParams(Wire):
+    op: str
+    user_id: str
+    name: str | None = None
+    arguments: str = "{}"
+
+
+@dataclass(frozen=True, slots=True)
 class ListPostProcessorsParams(Wire):
     user_id: str
     channel_id: str | None = None
@@ -392,6 +402,7 @@ KERNEL_REQUESTS: dict[str, type[Wire]] = {
     ContextMethod.KERNEL_STATUS: Empty,
     ContextMethod.REQUEUE_DEAD_LETTER: RequeueParams,
     ContextMethod.LEADERSHIP: Empty,
+    ContextMethod.MCP_REQUEST: McpRequestParams,
 }
 
 KERNEL_NOTIFICATIONS: dict[str, type[Wire]] = {

@@ -38,6 +38,7 @@ from core.extensions.contract import (
     RequestOption,
     TurnContext,
     UserRequest,
+    split_reply_address,
 )
 from core.extensions.lifecycle import describe_exception
 from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall
@@ -85,8 +86,14 @@ class Responder:
 
         The one comparison behind every answer — an approval, an extension's
         question, ``/approve``, a typed yes — so an answer from another channel,
-        even one naming the same user id, never counts (ADR 0043)."""
-        return (self.channel_id, self.user_id, self.who) == (channel_id, user_id, owner_id)
+        even one naming the same user id, never counts (ADR 0043). A reply tag
+        (``#reply:``, one HTTP request's address) is no part of the conversation."""
+        asked = (channel_id, _untagged(user_id), _untagged(owner_id))
+        return (self.channel_id, _untagged(self.user_id), _untagged(self.who)) == asked
+
+
+def _untagged(address: str) -> str:
+    return split_reply_address(address)[0]
 
 
 class ApprovalDesk:
