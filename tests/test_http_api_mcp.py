@@ -18,6 +18,10 @@ from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from bundled import copy_bundled
+from conftest import ext_code
+from core.extensions.contract import TurnContext
+from core.kernel.commands import parse_command
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel
 from http_api_support import AUTH, EXTENSION_ID, TOKEN, install, serving
 from rocket_ext import ROCKETS
@@ -122,6 +126,10 @@ async def test_mcp_without_the_token_is_refused(mcp_settings, headers):
             assert "bearer token" in answer.json()["error"]["message"]
             ok = await http.post("/mcp", json=initialize, headers={**accept, **AUTH})
             assert ok.status_code == 200  # the same request with the token is served
+            session = {"mcp-session-id": ok.headers["mcp-session-id"], **accept, **headers}
+            listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            hijack = await http.post("/mcp", json=listing, headers=session)
+            assert hijack.status_code == 401  # a session's id is no token
 
 
 async def test_ask_over_http_waits_for_the_yes_before_a_side_effect(mcp_settings):
@@ -143,9 +151,7 @@ async def test_ask_over_http_waits_for_the_yes_before_a_side_effect(mcp_settings
     model.assert_complete()
 
 
-async def test_an_extension_without_the_permission_cannot_reach_the_desk(
-    make_ext, settings_file
-):
+async def test_an_extension_without_the_permission_cannot_reach_the_desk(make_ext, settings_file):
     code = """
 from core.extensions.sdk import BaseExtension
 
@@ -157,3 +163,48 @@ class Prober(BaseExtension):
     async with running_kernel(settings_file(), model=ScriptedModel([])) as kernel:
         with pytest.raises(Exception, match=r"permissions\.mcp_server: true"):
             await kernel.loader.instance("prober").probe()
+
+
+PROBER = ext_code(
+    body="""
+    def get_commands(self):
+        from core.extensions.contract import Command
+
+        async def probe(args, turn):
+            mine = await self.ctx.mcp_request("call", "mallory", "recall", '{"query": "PIN"}')
+            out = [mine.error or mine.text]
+            forged = {"op": "list", "user_id": "local", "channel_id": "cli_channel"}
+            try:
+                await self.ctx._peer.call("ctx.mcp_request", forged)
+            except Exception as exc:
+                out.append(f"{type(exc).__name__}: {exc}")
+            return "\\n".join(out)
+
+        return [Command("probe", "Ask the MCP desk.", probe)]
+    """
+)
+
+
+async def test_an_isolated_extension_reaches_the_desk_only_for_its_own_channel(
+    ext_root, make_ext, settings_file
+):
+    copy_bundled(ext_root, "memory")
+    make_ext(
+        "prober",
+        PROBER,
+        {"isolation": "process", "permissions": {"mcp_server": True}},
+    )
+    people = {"ann": {"role": "owner", "identities": ["cli:local", "mcp:desktop"]}}
+    path = settings_file(
+        people=people,
+        isolation={"call_timeout_s": 20},
+        extensions={"memory": {"embeddings": {"backend": "none"}}},
+    )
+    async with running_kernel(path, model=ScriptedModel([])) as kernel:
+        assert kernel.loader.records["prober"].status.value == "active"
+        await kernel.mcp_desk.serve("mcp", "desktop", "call", "remember", '{"text": "PIN 4711"}')
+        turn = TurnContext(channel_id="capture", user_id="local")
+        reply = await kernel.commands.run(parse_command("/probe"), turn)
+        found, forged = reply.splitlines()
+        assert "4711" not in found and "no memories match" in found  # prober:mallory is no one
+        assert forged == "FrameError: ctx.mcp_request: unknown key 'channel_id'"
