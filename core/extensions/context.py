@@ -35,6 +35,8 @@ from core.extensions.contract import (
     AgentResponse,
     EventHandler,
     Leadership,
+    McpAnswer,
+    McpOp,
     StoreLocation,
 )
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
@@ -389,6 +391,16 @@ class KernelContext(ContextStateCalls):
     async def requeue_dead_letter(self, event_id: int) -> int:
         self._require(self.permissions.control, "control", "requeue a dead letter")
         return await self._operations().requeue(event_id)
+
+    async def mcp_request(
+        self, op: McpOp, user_id: str, name: str | None = None, arguments: str = "{}"
+    ) -> McpAnswer:
+        self._require(self.permissions.mcp_server, "mcp_server", "serve MCP clients")
+        desk = self._services.mcp
+        if desk is None:
+            raise NotAvailableError("this kernel serves no MCP clients (it is not running)")
+        # the person is whoever user_id is on this extension's own channel, never another's
+        return await desk.serve(self.extension_id, user_id, op, name, arguments)
 
     async def leadership(self) -> Leadership:
         return self._services.leadership()

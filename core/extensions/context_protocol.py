@@ -14,6 +14,8 @@ from core.extensions.contract_data import (
     AgentInvocationContext,
     AgentResponse,
     Leadership,
+    McpAnswer,
+    McpOp,
     StateScope,
     StoreLocation,
 )
@@ -151,6 +153,15 @@ class ExtensionContext(Protocol):
     async def requeue_dead_letter(self, event_id: int) -> int:
         """Put the dead deliveries of ``event_id`` back on the bus; how many (needs
         ``permissions.control``)."""
+        ...
+
+    async def mcp_request(
+        self, op: McpOp, user_id: str, name: str | None = None, arguments: str = "{}"
+    ) -> McpAnswer:
+        """Hearth as an MCP server for a client this channel serves (ADR 0059): ``list``
+        the person's tools, ``call`` tool ``name`` with ``arguments`` (a JSON object as
+        text) or read ``resource`` ``name``, as the person whom ``user_id`` on this
+        channel is — exactly as for a message of theirs (needs ``permissions.mcp_server``)."""
         ...
 
     async def leadership(self) -> Leadership:

@@ -23,6 +23,8 @@ __all__ = [
     "CompactionPlan",
     "GuardrailTrip",
     "Leadership",
+    "McpAnswer",
+    "McpOp",
     "ModelRoute",
     "RequestOption",
     "ShortCircuit",
@@ -278,3 +280,25 @@ class Leadership:
 
     leader: bool
     recheck_s: float | None = None
+
+
+McpOp = Literal["list", "call", "resource"]
+
+
+@dataclass(frozen=True, slots=True)
+class McpAnswer:
+    """The kernel's answer to an MCP request of an extension's client
+    (``ExtensionContext.mcp_request``, ADR 0059): ``text`` (a tool's result or a
+    resource), ``error`` when it failed, ``tools`` for ``list`` — each
+    ``{"name", "description", "schema", "side_effects"}`` — as ``main.py mcp`` gets them."""
+
+    text: str = ""
+    error: str | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "error": self.error, "tools": list(self.tools)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> McpAnswer:
+        return cls(str(data["text"]), data.get("error"), tuple(data.get("tools") or ()))

@@ -92,6 +92,8 @@ class GrantRequest:
             words.append("may restart or stop Hearth and requeue failed events")
         if perms.conversations:
             words.append(CONVERSATIONS_WORDS)
+        if perms.mcp_server:
+            words.append("serves your memories, reminders and kv to MCP clients (mcp_server)")
         return words
 
     def sentence(self) -> str:
@@ -158,5 +160,7 @@ def _digest(isolation: str, secrets: tuple[str, ...], perms: ResolvedPermissions
         body["status"] = True
     if perms.conversations:  # likewise (ADR 0041)
         body["conversations"] = True
+    if perms.mcp_server:  # likewise (ADR 0059)
+        body["mcp_server"] = True
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]

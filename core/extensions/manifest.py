@@ -109,6 +109,7 @@ class Permissions(_Strict):
     status: bool = False  # read the kernel's status, events and dead letters (ADR 0024)
     # see or change turns: hooks, context providers, prompt additions, ui_request (ADR 0041)
     conversations: bool = False
+    mcp_server: bool = False  # serve the person's tools to MCP clients (ADR 0059)
 
     def resolved(self, ext_id: str, *, isolated: bool) -> ResolvedPermissions:
         """The permissions in force: an isolated extension that does not say gets
@@ -127,6 +128,7 @@ class Permissions(_Strict):
             control=self.control,
             status=self.status,
             conversations=self.conversations,
+            mcp_server=self.mcp_server,
         )
 
 
@@ -144,6 +146,7 @@ class ResolvedPermissions:
     control: bool
     status: bool = False
     conversations: bool = False
+    mcp_server: bool = False
 
 
 class SecretSpec(_Strict):

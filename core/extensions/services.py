@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.extensions.agent_gateway import AgentGateway
-from core.extensions.contract_data import Leadership
+from core.extensions.contract_data import Leadership, McpAnswer
 from core.extensions.shared_services import ServiceRegistry
 from core.extensions.status_data import KernelStatus
 from core.extensions.ui_gateway import UiGateway
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from core.events import EventBus
     from core.state import StateStore
 
-__all__ = ["KernelOperations", "KernelServices"]
+__all__ = ["KernelOperations", "KernelServices", "McpService"]
 
 
 async def _none_listed() -> list[tuple[str, str]]:
@@ -30,6 +30,15 @@ class KernelOperations(Protocol):
 
     async def status(self) -> KernelStatus: ...
     async def requeue(self, event_id: int) -> int: ...
+
+
+class McpService(Protocol):
+    """Hearth as an MCP server for clients a channel extension serves
+    (``core.kernel.mcp_desk.McpDesk.serve``, ADR 0059)."""
+
+    async def serve(
+        self, channel_id: str, user_id: str, op: str, name: str | None, arguments: str
+    ) -> McpAnswer: ...
 
 
 @dataclass
@@ -62,3 +71,5 @@ class KernelServices:
     node: str | None = None
     # whether this process fires schedules now (ADR 0036); one process always does
     leadership: Callable[[], Leadership] = field(default=lambda: Leadership(True))
+    # the MCP desk, for ``context.mcp_request`` (ADR 0059)
+    mcp: McpService | None = None

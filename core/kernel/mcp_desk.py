@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -37,7 +38,7 @@ from core.config import PersonSettings
 from core.events import EventBus
 from core.events.system_payloads import McpRequest, McpResponse, UserMessage, read_system_payload
 from core.events.topics import SystemTopics
-from core.extensions.contract import TurnContext, split_reply_address
+from core.extensions.contract import McpAnswer, TurnContext, split_reply_address
 from core.kernel.people import Household
 
 __all__ = ["MCP_CHANNEL", "MCP_RESOURCES", "MCP_TOOLS", "McpChannel", "McpDesk", "side_effects_of"]
@@ -172,47 +173,86 @@ class McpDesk:
             return None  # the turn's reply is the response (``McpChannel``)
         return McpResponse(request.request_id, "", error=f"unknown op {request.op!r}")
 
-    def turn(self, client: str, request_id: str) -> TurnContext:
+    async def serve(
+        self, channel_id: str, user_id: str, op: str, name: str | None, arguments: str
+    ) -> McpAnswer:
+        """A request of an MCP client that a channel extension serves in the kernel
+        (``http_api``'s ``/mcp``, ADR 0059): the person is whoever ``user_id`` is on
+        ``channel_id``, as for a message of theirs. ``ask`` is not here: the channel
+        runs it as an ordinary message of its own."""
+        try:
+            if op == "list":
+                return McpAnswer(tools=tuple(side_effects_of(self._tools(), self._said)))
+            if op == "call":
+                return await self._run(channel_id, user_id, name or "", arguments, False)
+            if op == "resource":
+                tool_name, listed = MCP_RESOURCES.get(name or "", ("", ""))
+                if not tool_name:
+                    return McpAnswer(error=f"no resource {name!r}")
+                return await self._run(channel_id, user_id, tool_name, listed, True)
+            return McpAnswer(error=f"unknown op {op!r} (list, call or resource)")
+        except Exception as exc:  # an answer the client can read, as over the journal
+            log.exception("mcp request of %s on %s (%s) failed", user_id, channel_id, op)
+            return McpAnswer(error=f"{type(exc).__name__}: {exc}")
+
+    def turn(self, client: str, request_id: str, channel_id: str = MCP_CHANNEL) -> TurnContext:
         """A direct call's context: the client's person, no conversation to pause in,
         and where what it schedules reaches them (``home``)."""
-        person = self._household.person(MCP_CHANNEL, client)
-        channel_id, user_id = self.home(client, person.name, person.is_owner)
+        person = self._household.person(channel_id, client)
+        home_channel, home_user = self.home(client, person.name, person.is_owner, channel_id)
         return TurnContext(
             agent_id="mcp",
-            channel_id=channel_id,
-            user_id=user_id,
+            channel_id=home_channel,
+            user_id=home_user,
             turn_id=f"mcp:{request_id}",
             person=person.name,
             role=person.role,
         )
 
-    def home(self, client: str, person: str, owner: bool) -> tuple[str | None, str | None]:
+    def home(
+        self, client: str, person: str, owner: bool, channel_id: str = MCP_CHANNEL
+    ) -> tuple[str | None, str | None]:
         """Where a reminder set by a direct call fires: the owner's on the default
         channel; a member's on their Telegram chat when ``people:`` names one, else
-        with the client's next answer — never on a channel that is someone else's."""
+        on the client's own channel — never on a channel that is someone else's."""
         if owner:
             return None, None
         for identity in self._people.get(person, PersonSettings()).identities:
             prefix, _, user_id = identity.partition(":")
             if prefix == "telegram":
                 return TELEGRAM_CHANNEL, user_id
-        return MCP_CHANNEL, client
+        return channel_id, client
 
     async def _call(self, request: McpRequest, name: str, raw: str) -> McpResponse:
+        resource = request.op == "resource"
+        answer = await self._run(
+            MCP_CHANNEL, request.client, name, raw, resource, request.request_id
+        )
+        return McpResponse(request.request_id, answer.text, error=answer.error)
+
+    async def _run(
+        self,
+        channel_id: str,
+        client: str,
+        name: str,
+        raw: str,
+        resource: bool,
+        request_id: str | None = None,
+    ) -> McpAnswer:
         tool = next(
             (t for t in self._tools() if isinstance(t, FunctionTool) and t.name == name), None
         )
-        resource = request.op == "resource"
         if tool is None or not (exposed(name) or resource):
-            return McpResponse(request.request_id, "", error=f"no tool {name!r} for MCP clients")
+            return McpAnswer(error=f"no tool {name!r} for MCP clients")
+        request_id = request_id or uuid.uuid4().hex
         context = ToolContext(
-            context=self.turn(request.client, request.request_id),
+            context=self.turn(client, request_id, channel_id),
             tool_name=name,
-            tool_call_id=f"mcp-{request.request_id}",
+            tool_call_id=f"mcp-{request_id}",
             tool_arguments=raw,
         )
         result = await tool.on_invoke_tool(context, raw)
-        return McpResponse(request.request_id, str(result))
+        return McpAnswer(str(result))
 
     async def _ask(self, request: McpRequest) -> None:
         self.channel.expect(request.client, request.request_id, float(request.expires_at))

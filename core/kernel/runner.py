@@ -179,6 +179,7 @@ class Kernel:
             is_wired=self.wiring.is_wired,
             operations=KernelOperator(self.status, self.bus.journal),
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),
+            mcp=self.mcp_desk,  # http_api's /mcp (ADR 0059)
             node=self.scale.placement.node,
             leadership=self.scale.leadership,  # ADR 0036
         )

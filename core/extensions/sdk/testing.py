@@ -34,6 +34,8 @@ from core.extensions.contract import (
     Extension,
     KernelStatus,
     Leadership,
+    McpAnswer,
+    McpOp,
     ServiceProvider,
     StateScope,
     StoreLocation,
@@ -100,6 +102,9 @@ class FakeContext:
     requeued: list[int] = field(default_factory=list)
     # what leadership() answers: set ``Leadership(False, 1.0)`` to test a follower
     leading: Leadership = field(default_factory=lambda: Leadership(True))
+    # what mcp_request answers, and the requests made: (op, user id, name, arguments)
+    mcp_answer: McpAnswer = field(default_factory=McpAnswer)
+    mcp_requests: list[tuple[str, str, str | None, str]] = field(default_factory=list)
     # context.services, with the kernel's rules; ``running`` closes it at the end.
     # Give two contexts one registry to test sharing between extensions.
     shared_services: ServiceRegistry = field(default_factory=ServiceRegistry)
@@ -280,6 +285,12 @@ class FakeContext:
     async def requeue_dead_letter(self, event_id: int) -> int:
         self.requeued.append(event_id)
         return 1
+
+    async def mcp_request(
+        self, op: McpOp, user_id: str, name: str | None = None, arguments: str = "{}"
+    ) -> McpAnswer:
+        self.mcp_requests.append((op, user_id, name, arguments))
+        return self.mcp_answer
 
     async def leadership(self) -> Leadership:
         return self.leading

@@ -40,6 +40,7 @@ from .app import build_app
 from .auth import TOKEN_SECRET, TokenCheck
 from .config import ApiConfig, host_port, parse_config
 from .limits import LoginThrottle
+from .mcp_route import McpEndpoint
 from .notifications import Notifications
 from .openai_shape import Ask, message_too_large
 from .questions import Answer, OpenQuestions, waiting_text
@@ -81,6 +82,7 @@ class HttpApiChannel(BaseExtension):
         self.created = int(time.time())
         self._ready = False
         self._stopping = False
+        self.mcp = McpEndpoint(self)  # /mcp (ADR 0059)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -98,7 +100,7 @@ class HttpApiChannel(BaseExtension):
         self.tokens = TokenCheck(token, await self.store.revoked_sessions())
         await self.store.prune(config.notifications_keep)
         self.notifications = Notifications(self.store, config.notifications_keep, context.logger)
-        app = build_app(self, web_routes(self, Path(__file__).parent / "web"))
+        app = build_app(self, [*web_routes(self, Path(__file__).parent / "web"), self.mcp.route])
         self.server = ApiServer(app, config, context.logger)
 
     async def start(self) -> None:
@@ -126,6 +128,7 @@ class HttpApiChannel(BaseExtension):
         self.book.fail_all(ReplyGoneError("Hearth is stopping; the reply will not come here"))
         if self.notifications is not None:
             self.notifications.close()
+        await self.mcp.close()
         if self.server is not None:
             await self.server.stop()
 
