@@ -4,14 +4,18 @@
 fact (checked by ``shared_words``), so only meaning can connect them.
 ``lexical_set``: facts with names and numbers, and questions using the same
 words, among distractors that share some of them — what BM25 is good at.
+``heldout``: 172 such pairs written apart from both, in a tuning and a test
+half (bench/memory_heldout.json).
 ``distractors``: everyday facts about the user that answer none of the
 questions; both sets are searched among at least 150 of them.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from pathlib import Path
 
 PARAPHRASE: list[tuple[str, str]] = [
     ("My cat is named Miso.", "What is my pet called?"),
@@ -76,6 +80,22 @@ MULTILINGUAL: list[tuple[str, str]] = [
     ("The user works as a nurse at the city hospital.", "Qual é a minha profissão?"),
     ("The user speaks fluent Japanese.", "¿Qué idioma extranjero hablo?"),
 ]
+
+HELDOUT = Path(__file__).with_name("memory_heldout.json")
+
+
+def heldout() -> dict[str, list[tuple[str, str]]]:
+    """The held-out set's ``tune`` and ``test`` halves as ``(fact, question)`` pairs.
+
+    Written apart from ``PARAPHRASE`` (ADR 0060); each topic's pairs, ordered by
+    the SHA-256 of the fact, alternate between the halves. Constants and choices
+    are made on ``tune``; ``test`` is only measured.
+    """
+    halves: dict[str, list[tuple[str, str]]] = {"tune": [], "test": []}
+    for pair in json.loads(HELDOUT.read_text(encoding="utf-8"))["pairs"]:
+        halves[pair["half"]].append((pair["fact"], pair["question"]))
+    return halves
+
 
 PEOPLE = "Anna Marta Tom Ines Paulo Sofia Omar Yuki Karl Nina Luis Eva Ravi Mia Jan".split()
 PLACES = "Lisbon Berlin Madrid Rome Oslo Dublin Prague Warsaw Kyoto Lima Boston Seoul".split()

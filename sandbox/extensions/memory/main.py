@@ -37,7 +37,7 @@ from core.extensions.contract import Command, ExtensionContext, TurnContext
 from core.extensions.sdk import BaseExtension
 
 from .config import MemoryConfig, load_config
-from .fusion import convex_fusion, reciprocal_rank_fusion
+from .fusion import convex_fusion, full_match_score, reciprocal_rank_fusion, relative_fusion
 from .semantic import SemanticRecall
 from .store import Memory, MemoryStore
 
@@ -186,18 +186,23 @@ class MemoryExtension(BaseExtension):
         store, semantic = await self.shelf(person)
         if not semantic.enabled or len(semantic.index) == 0:  # no vector to find
             return await store.search(query, limit)
-        words, found = await asyncio.gather(
-            store.search(query, FUSION_POOL), semantic.search(query, FUSION_POOL)
+        (words, doc_freqs), found = await asyncio.gather(
+            store.search_counting(query, FUSION_POOL), semantic.search(query, FUSION_POOL)
         )
         if found is None:
             return words[:limit]
-        vector, meaning = found
-        if semantic.config.fusion == "convex":
-            cosines = dict(meaning) | semantic.index.similarities([m.id for m in words], vector)
-            lexical = [(m.id, m.score) for m in words]
-            fused = convex_fusion(lexical, cosines, semantic.config.similarity_floor)
+        lexical = [(m.id, m.score) for m in words]
+        if semantic.config.fusion == "rrf":
+            fused = reciprocal_rank_fusion([[m.id for m in words], [i for i, _ in found.hits]])
         else:
-            fused = reciprocal_rank_fusion([[m.id for m in words], [i for i, _ in meaning]])
+            cosines = dict(found.hits) | semantic.index.similarities(
+                [m.id for m in words], found.vector
+            )
+            if semantic.config.fusion == "convex":
+                fused = convex_fusion(lexical, cosines, semantic.config.similarity_floor)
+            else:
+                full = full_match_score(doc_freqs, len(semantic.index))
+                fused = relative_fusion(lexical, cosines, found.spread, full)
         best = sorted(fused, key=lambda i: -fused[i])[: limit * 2]
         known = {m.id: m for m in words}
         missing = [i for i in best if i not in known]
