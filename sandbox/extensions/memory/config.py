@@ -72,6 +72,9 @@ class MemoryConfig(BaseModel):
     max_context_items: int = Field(default=5, ge=1)
     max_fact_chars: int = Field(default=2000, ge=10)
     dedupe_jaccard: float = Field(default=0.9, gt=0, le=1)
+    # conversation turns stay searchable this long: the kernel's ledger keeps an answered
+    # message 30 days (LEDGER_RETENTION_S), and the index never outlives what it points at
+    conversation_days: float = Field(default=30.0, gt=0)
     embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
 
     @model_validator(mode="before")

@@ -69,8 +69,13 @@ def full_match_score(doc_freqs: dict[str, int], total: int) -> float:
     """BM25 (FTS5's idf) of a fact holding each of the query's terms once, at the
     average length: ``Σ idf``. A term no fact holds counts too (the query asks for
     something no fact says in those words)."""
-    total = max(total, *doc_freqs.values(), 1) if doc_freqs else max(total, 1)
-    return sum(max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6) for df in doc_freqs.values())
+    return sum(idf(df, total) for df in doc_freqs.values())
+
+
+def idf(df: int, total: int) -> float:
+    """FTS5's BM25 idf of a term held by ``df`` of ``total`` documents (never below 1e-6)."""
+    total = max(total, df, 1)
+    return max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
 
 
 def relative_fusion(

@@ -33,15 +33,18 @@ from typing import Any
 
 from agents import FunctionTool, RunContextWrapper, function_tool
 
-from core.extensions.contract import Command, ExtensionContext, TurnContext
+from core.extensions.contract import Command, ExtensionContext, TurnContext, TurnOutcome
 from core.extensions.sdk import BaseExtension
 
 from .config import MemoryConfig, load_config
+from .conversation_search import ConversationSearch, search_command, search_tool
 from .fusion import convex_fusion, full_match_score, reciprocal_rank_fusion, relative_fusion
 from .semantic import SemanticRecall
 from .store import Memory, MemoryStore
+from .turn_store import TurnStore
 
 DB_FILE = "memory.sqlite3"
+TURNS_FILE = "conversations.sqlite3"  # on PostgreSQL: the extension's schema (ADR 0035)
 HEADER = "[Relevant memories]"
 FUSION_POOL = 50
 RECALL_LIMIT = 5
@@ -61,6 +64,7 @@ class MemoryExtension(BaseExtension):
         self._members: dict[str, tuple[MemoryStore, SemanticRecall]] = {}
         self._opening = asyncio.Lock()
         self._api_key: str | None = None
+        self._turns: ConversationSearch | None = None
 
     # -------------------------------------------------------------- lifecycle
 
@@ -76,6 +80,11 @@ class MemoryExtension(BaseExtension):
         self._api_key = api_key
         self._semantic = self._semantic_for(self._store)
         await self._semantic.load_index()
+        turns = TurnStore.at(context.storage, TURNS_FILE)
+        self._turns = ConversationSearch(
+            turns, self._semantic, self._log(), self._config.conversation_days
+        )
+        await self._turns.open()
 
     def _semantic_for(self, store: MemoryStore) -> SemanticRecall:
         """Meaning search over one person's store (the embedding model is shared)."""
@@ -108,8 +117,9 @@ class MemoryExtension(BaseExtension):
 
     async def run_background(self) -> None:
         """Embed the memories that have no vector yet (after an upgrade), then any
-        stored while the backend was failing; supervised by the loader."""
-        await self.semantic.backfill(self._write_lock)
+        stored while the backend was failing; embed new conversation turns and purge
+        old ones; supervised by the loader."""
+        await asyncio.gather(self.semantic.backfill(self._write_lock), self.turns.run())
 
     async def status_lines(self) -> list[str]:
         """What ``doctor`` and ``/status`` show: backend, model, embedded count."""
@@ -119,6 +129,8 @@ class MemoryExtension(BaseExtension):
         # the embedding backend is a shared service: the kernel closes it at teardown
         if self._store is not None:
             await self._store.close()
+        if self._turns is not None:
+            await self._turns.store.close()
         for store, _ in self._members.values():
             await store.close()
         self._members.clear()
@@ -131,6 +143,13 @@ class MemoryExtension(BaseExtension):
         if self._store is None:
             raise RuntimeError("memory is not initialized yet")
         return self._store
+
+    @property
+    def turns(self) -> ConversationSearch:
+        """Search over past conversations (``search_conversations``, ``/search``)."""
+        if self._turns is None:
+            raise RuntimeError("memory is not initialized yet")
+        return self._turns
 
     @property
     def semantic(self) -> SemanticRecall:
@@ -223,15 +242,26 @@ class MemoryExtension(BaseExtension):
         return self._config.context_priority
 
     async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None:
+        self.turns.heard(turn_context, prompt)  # stored with the answer at the turn's end
         memories = await self.recall(
             prompt, self._config.max_context_items, turn_context.person_key
         )
         return format_context(memories, self._config.max_context_chars)
 
+    async def on_turn_end(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        """``TurnEndHook``: an answered turn's message and answer become searchable."""
+        await self.turns.ended(turn, outcome)
+
     # ------------------------------------------------------------------ tools
 
     def get_tools(self) -> list[FunctionTool]:
-        return [_remember(self), _recall(self), _forget(self), _list_memories(self)]
+        return [
+            _remember(self),
+            _recall(self),
+            _forget(self),
+            _list_memories(self),
+            search_tool(self.turns),
+        ]
 
     # --------------------------------------------------------------- commands
 
@@ -243,7 +273,10 @@ class MemoryExtension(BaseExtension):
             head = f"{total} {'memory' if total == 1 else 'memories'} kept"
             return "\n".join([head, *(f"#{m.id}: {m.text}" for m in newest)])
 
-        return [Command("memories", "how many memories are kept, and the newest", memories)]
+        return [
+            Command("memories", "how many memories are kept, and the newest", memories),
+            search_command(self.turns),
+        ]
 
 
 def format_context(memories: list[Memory], max_chars: int) -> str | None:
