@@ -54,7 +54,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memory_sets import MULTILINGUAL, PARAPHRASE, distractors, heldout, lexical_set  # noqa: E402
+from memory_sets import (  # noqa: E402
+    CONVERSATION_PAIRS,
+    MULTILINGUAL,
+    PARAPHRASE,
+    distractors,
+    heldout,
+    lexical_set,
+)
 
 from core.config import load_settings  # noqa: E402
 from core.extensions.contract import TurnContext  # noqa: E402
@@ -256,12 +263,49 @@ async def quality(tmp: Path) -> dict[str, Any]:
         out["paraphrase"] = {"facts": len(PARAPHRASE), "distractors": len(noise)}
         out["paraphrase"] |= await hit_rates(memory, PARAPHRASE)
         out["multilingual"] = await hit_rates(memory, MULTILINGUAL)
+    out["conversations"] = await conversation_rates(tmp, noise)
     pairs, look_alikes = lexical_set()
     async with memory_kernel(tmp / "lexical") as memory:
         await backfilled(memory, [*noise, *look_alikes, *(f for f, _ in pairs)])
         out["lexical"] = {"facts": len(pairs), "distractors": len(noise) + len(look_alikes)}
         out["lexical"] |= await hit_rates(memory, pairs)
     return out
+
+
+async def conversation_rates(tmp: Path, noise: list[str]) -> dict[str, Any]:
+    """``search_conversations`` over the owner's turns: ``CONVERSATION_PAIRS``' turns
+    among the distractors said over four conversations and 20 days (each answered),
+    asked by the questions sharing no word (``meaning``) and by three of the turn's
+    own words (``words``); top-1 / top-5 of the results."""
+    from sandbox.extensions.memory.text import query_terms
+
+    async with memory_kernel(tmp / "conversations") as memory:
+        search, now = memory.turns, time.time()
+        for i, text in enumerate(noise):
+            turn = TurnContext(channel_id=f"chat{i % 4}", user_id="u1", session_id=f"s{i % 4}")
+            when = now - 86400.0 * (i % 20) - i
+            await search.record(turn, [("user", text, when), ("assistant", "Noted.", when + 1)])
+        for i, (text, role, _) in enumerate(CONVERSATION_PAIRS):
+            turn = TurnContext(channel_id=f"chat{i % 4}", user_id="u1", session_id=f"s{i % 4}")
+            await search.record(turn, [(role, text, now - 86400.0 * (1 + i))])
+        total = 2 * len(noise) + len(CONVERSATION_PAIRS)
+        while sum(len(index) for index in search.indexes.values()) < total:
+            await asyncio.sleep(0.05)
+        ranks: dict[str, list[int]] = {"meaning": [], "words": []}
+        for text, _, question in CONVERSATION_PAIRS:
+            for kind, query in (("meaning", question), ("words", " ".join(query_terms(text)[:3]))):
+                found = [t.text for t in await search.search(query, None, limit=5)]
+                ranks[kind].append(found.index(text) + 1 if text in found else 0)
+    return {
+        "turns": total,
+        **{
+            kind: {
+                "top1": round(sum(r == 1 for r in got) / len(got), 3),
+                "top5": round(sum(r >= 1 for r in got) / len(got), 3),
+            }
+            for kind, got in ranks.items()
+        },
+    }
 
 
 def write_synthetic_vectors(db_path: str, model: str, count: int, dim: int, seed: int) -> None:

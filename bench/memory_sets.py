@@ -81,6 +81,60 @@ MULTILINGUAL: list[tuple[str, str]] = [
     ("The user speaks fluent Japanese.", "¿Qué idioma extranjero hablo?"),
 ]
 
+# Past-conversation search (tests/test_memory_conversations.py, bench/memory.py): a turn,
+# who said it (the person or Hearth), a question sharing no content word with it.
+CONVERSATION_PAIRS = [
+    (
+        "The boiler has been making a clanking noise since Monday.",
+        "user",
+        "What did I say about the heating system being loud?",
+    ),
+    (
+        "Try bleeding the radiators first; trapped air often causes that.",
+        "assistant",
+        "Which fix did you propose for the heaters?",
+    ),
+    (
+        "My sister Karen is flying in from Toronto on the 14th.",
+        "user",
+        "When does my sibling land from Canada?",
+    ),
+    (
+        "I finally booked the dentist for a filling next Wednesday.",
+        "user",
+        "When is my tooth appointment?",
+    ),
+    ("We adopted a kitten and named her Pixel.", "user", "What is our new cat called?"),
+    ("My knee has been hurting after running.", "user", "Which joint was sore following a jog?"),
+    (
+        "The landlord wants to raise the rent by 50 euros.",
+        "user",
+        "How much more will the apartment cost?",
+    ),
+    (
+        "I'm thinking about learning Portuguese before the trip to Lisbon.",
+        "user",
+        "Which language did I want to study?",
+    ),
+    (
+        "The car failed its inspection because of the brakes.",
+        "user",
+        "Why didn't my vehicle pass the check?",
+    ),
+    ("I lost my wallet on the tram yesterday.", "user", "Where did I misplace my purse?"),
+    (
+        "The kids have swimming lessons every Tuesday afternoon.",
+        "user",
+        "When do my children go to the pool?",
+    ),
+    ("My boss offered me a promotion to team lead.", "user", "Did my manager suggest a new role?"),
+    (
+        "A good gift for a five-year-old could be a wooden train set.",
+        "assistant",
+        "What present idea did you give for the young child?",
+    ),
+]
+
 HELDOUT = Path(__file__).with_name("memory_heldout.json")
 
 

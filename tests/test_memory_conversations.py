@@ -10,7 +10,7 @@ import time
 
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from bench.memory_sets import distractors, shared_words
+from bench.memory_sets import CONVERSATION_PAIRS, distractors, shared_words
 from bundled import copy_bundled, tool_output
 from core.extensions.contract import TurnContext
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
@@ -19,53 +19,9 @@ PEOPLE = {
     "alice": {"role": "owner", "identities": ["capture:alice", "cli:local"]},
     "bob": {"role": "member", "identities": ["capture:bob"]},
 }
-BOILER = "The boiler has been making a clanking noise since Monday."
-BLEED = "Try bleeding the radiators first; trapped air often causes that."
 DAY = 86400.0
-# (a turn, who said it, a question sharing no content word with it)
-PAIRS = [
-    (BOILER, "user", "What did I say about the heating system being loud?"),
-    (BLEED, "assistant", "Which fix did you propose for the heaters?"),
-    (
-        "My sister Karen is flying in from Toronto on the 14th.",
-        "user",
-        "When does my sibling land from Canada?",
-    ),
-    (
-        "I finally booked the dentist for a filling next Wednesday.",
-        "user",
-        "When is my tooth appointment?",
-    ),
-    ("We adopted a kitten and named her Pixel.", "user", "What is our new cat called?"),
-    ("My knee has been hurting after running.", "user", "Which joint was sore following a jog?"),
-    (
-        "The landlord wants to raise the rent by 50 euros.",
-        "user",
-        "How much more will the apartment cost?",
-    ),
-    (
-        "I'm thinking about learning Portuguese before the trip to Lisbon.",
-        "user",
-        "Which language did I want to study?",
-    ),
-    (
-        "The car failed its inspection because of the brakes.",
-        "user",
-        "Why didn't my vehicle pass the check?",
-    ),
-    ("I lost my wallet on the tram yesterday.", "user", "Where did I misplace my purse?"),
-    (
-        "The kids have swimming lessons every Tuesday afternoon.",
-        "user",
-        "When do my children go to the pool?",
-    ),
-    ("My boss offered me a promotion to team lead.", "user", "Did my manager suggest a new role?"),
-    (
-        "A good gift for a five-year-old could be a wooden train set.",
-        "assistant",
-        "What present idea did you give for the young child?",
-    ),
-]
+PAIRS = CONVERSATION_PAIRS
+BOILER, BLEED = PAIRS[0][0], PAIRS[1][0]
 FILLER_REPLIES = ("Okay, noted.", "Sounds good.", "I will keep that in mind.", "Got it, thanks.")
 
 

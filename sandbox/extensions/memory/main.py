@@ -11,7 +11,12 @@ de-duplicated: a fact whose normalised text equals, or whose words almost all
 match (token Jaccard ≥ ``dedupe_jaccard``), a stored one refreshes that fact
 instead of adding one.
 
-Tools: ``remember``, ``recall``, ``forget``, ``list_memories``; the command ``/memories``. Other
+Past conversations (``conversation_search.py``, ``turn_store.py``): each
+answered turn's message (seen by the context provider) and answer (seen by
+``on_turn_end``) are stored for ``search_conversations`` and ``/search``.
+
+Tools: ``remember``, ``recall``, ``forget``, ``list_memories``,
+``search_conversations``; the commands ``/memories`` and ``/search``. Other
 extensions that declare ``depends_on: [memory]`` may call ``await
 memory.remember_fact(text, source)`` and ``await memory.recall(query, limit)``.
 
