@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from bench.memory_sets import CONVERSATION_PAIRS, distractors, shared_words
 from bundled import copy_bundled, tool_output
 from core.extensions.contract import TurnContext
 from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from sandbox.extensions.memory.conversation_search import Window, window_of
 
 PEOPLE = {
     "alice": {"role": "owner", "identities": ["capture:alice", "cli:local"]},
@@ -122,6 +124,11 @@ async def test_conversations_are_searchable_by_words_and_meaning_per_person(
         bobs_own = await say(kernel, "/search flat tyre", "bob")
         usage = await say(kernel, "/search", "alice")
         window = await search.search(PAIRS[4][2], None, window_of_days(search, 1, 0))
+        hostile = [
+            await search.search(text, None)
+            for text in ('"boiler" OR * NEAR(a b)', "boiler & !x | y:*", "'); DROP TABLE turns; --")
+        ]
+        stopwords_only = await search.search("what did I say about it", None)
         old = [("user", "Our old fridge hums loudly at night.", time.time() - 40 * DAY)]
         await search.record(turn_of("alice", 2), old)
         await wait_for(
@@ -147,6 +154,9 @@ async def test_conversations_are_searchable_by_words_and_meaning_per_person(
         "error: since: 'last week' is not a date (YYYY-MM-DD) or an ISO 8601 time"
     )
     assert usage.startswith("usage: /search TEXT")
+    # search syntax of either backend is words to search, never syntax
+    assert all(BOILER in [t.text for t in found_by[:3]] for found_by in hostile[:2])
+    assert hostile[2] and stopwords_only  # meaning still ranks; the table is still there
     # meaning: questions sharing no word with the turn find it in the top 5
     assert sum(rank > 0 for rank in found.values()) >= len(PAIRS) - 2, found
     # a time range: the kitten (4 days ago) is not in the last day
@@ -157,8 +167,26 @@ async def test_conversations_are_searchable_by_words_and_meaning_per_person(
     model.assert_complete()
 
 
-def window_of_days(search, days_back: float, days_until: float):
-    from sandbox.extensions.memory.conversation_search import Window
-
+def window_of_days(search, days_back: float, days_until: float) -> Window:
     now = time.time()
     return Window(now - days_back * DAY, now - days_until * DAY + 1)
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "error"),
+    [
+        ("yesterday", None, "since: 'yesterday' is not a date (YYYY-MM-DD) or an ISO 8601 time"),
+        (None, "2026-13-45", "until: '2026-13-45' is not a date (YYYY-MM-DD) or an ISO 8601 time"),
+        ("2026-05-02", "2026-05-01", "since '2026-05-02' is not before until '2026-05-01'"),
+    ],
+)
+def test_a_bad_time_range_is_refused_naming_the_value(since, until, error):
+    with pytest.raises(ValueError) as caught:
+        window_of(since, until)
+    assert str(caught.value) == error
+
+
+def test_until_a_day_includes_that_whole_day_and_times_without_zone_are_utc():
+    window = window_of("2026-05-01", "2026-05-01")
+    assert window.until - window.since == DAY
+    assert window_of("2026-05-01T10:00", None).since == window_of("2026-05-01T10:00Z", None).since

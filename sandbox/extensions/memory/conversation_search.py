@@ -223,13 +223,18 @@ def window_of(since: str | None, until: str | None) -> Window:
     return window
 
 
+def when_text(ts: float) -> str:
+    """``2026-11-20 14:03 UTC``: how memory shows a moment (facts and turns alike)."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def format_turns(turns: list[StoredTurn], query: str) -> str:
     """One dated snippet per turn, with the conversation it comes from."""
     if not turns:
         return f"no past conversation matches {query!r}"
     lines = []
     for t in turns:
-        when = datetime.fromtimestamp(t.created_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        when = when_text(t.created_at)
         speaker = "you" if t.role == "user" else "Hearth"
         text = " ".join(t.text.split())
         if len(text) > SNIPPET_CHARS:

@@ -33,7 +33,6 @@ import asyncio
 import hashlib
 import logging
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from agents import FunctionTool, RunContextWrapper, function_tool
@@ -42,7 +41,7 @@ from core.extensions.contract import Command, ExtensionContext, TurnContext, Tur
 from core.extensions.sdk import BaseExtension
 
 from .config import MemoryConfig, load_config
-from .conversation_search import ConversationSearch, search_command, search_tool
+from .conversation_search import ConversationSearch, search_command, search_tool, when_text
 from .fusion import convex_fusion, full_match_score, reciprocal_rank_fusion, relative_fusion
 from .semantic import SemanticRecall
 from .store import Memory, MemoryStore
@@ -331,14 +330,10 @@ def _declared_secret(context: ExtensionContext, name: str) -> str:
     return value
 
 
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def _describe(memory: Memory, *, score: bool) -> str:
-    meta = f"source {memory.source}, created {_when(memory.created_at)}"
+    meta = f"source {memory.source}, created {when_text(memory.created_at)}"
     if memory.updated_at - memory.created_at >= 1:
-        meta += f", updated {_when(memory.updated_at)}"
+        meta += f", updated {when_text(memory.updated_at)}"
     if score:
         meta = f"score {memory.score:.3f}, " + meta
     return f"#{memory.id} ({meta}): {memory.text}"
