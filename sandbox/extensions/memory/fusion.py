@@ -1,23 +1,34 @@
 """Combining the word ranking (BM25) with the meaning ranking (cosine).
 
-Two ways, both measured by ``bench/memory.py`` on a paraphrase set (no
-shared content words) and a lexical set (names and numbers):
+``relative`` (the default, docs/adr/0060-recall-that-generalises.md) has no
+constant fitted to any set of questions: each candidate scores its cosine
+plus its *word coverage* times the *spread* of the query's cosines —
 
-* ``rrf`` — reciprocal rank fusion, ``Σ 1/(k + rank)``: scale-free, so one
-  strong list cannot drown the other;
-* ``convex`` — ``(1-w)·cosine + w·bm25/best`` for every candidate of either
-  list, with ``w`` small (0.02): cosines of e5 differ by hundredths, so words
-  decide between facts of about the same meaning, and a fact found only by
-  its words still enters the results.
+* the spread is the standard deviation of the query's cosine over every
+  memory: how far apart this query's similarities lie, measured on the
+  query itself, whatever the model's scale (e5's cosines all sit in
+  [0.7, 1], an endpoint's elsewhere);
+* the coverage is the fact's BM25 as a share of what a fact of average
+  length holding every term of the query once would score (``Σ idf``): a
+  fact with all the query's rare words gains about one spread (a little more
+  when it is short: BM25's length normalisation, bounded by its ``k1 + 1``),
+  one sharing a common word almost nothing.
 
-On the paraphrase set ``rrf`` loses facts the vectors alone find (0.81 top-5
-against 0.90: BM25 hits on incidental words push them out), ``convex`` keeps
-them (0.90, top-1 0.62 against 0.43); on the lexical set both score 1.0.
-``convex`` is the default (docs/adr/0029-local-embeddings.md).
+So words decide between facts of about the same meaning, a fact found by a
+name or a number enters the results, and an incidental shared word cannot
+push out the fact the meaning found.
+
+Two older rules stay selectable (``embeddings.fusion``): ``convex``
+(``0.98·max(cosine, floor) + 0.02·bm25/best`` with an absolute cosine floor,
+ADR 0029) and ``rrf`` (``Σ 1/(60 + rank)``). Both constants of ``convex``
+were set on bench/memory.py's paraphrase set; on the held-out set
+(bench/memory_heldout.json) ``convex`` and ``rrf`` fall below the plain
+vector ranking, ``relative`` does not fall further than a few questions.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 RRF_K = 60
@@ -50,5 +61,43 @@ def convex_fusion(
     return {
         memory_id: (1 - weight) * max(cosines.get(memory_id, floor), floor)
         + weight * max(words.get(memory_id, 0.0), 0.0)
+        for memory_id in {*cosines, *words}
+    }
+
+
+def full_match_score(doc_freqs: dict[str, int], total: int) -> float:
+    """BM25 (FTS5's idf) of a fact holding each of the query's terms once, at the
+    average length: ``Σ idf``. A term no fact holds counts too (the query asks for
+    something no fact says in those words)."""
+    return sum(idf(df, total) for df in doc_freqs.values())
+
+
+def idf(df: int, total: int) -> float:
+    """FTS5's BM25 idf of a term held by ``df`` of ``total`` documents (never below 1e-6)."""
+    total = max(total, df, 1)
+    return max(math.log((total - df + 0.5) / (df + 0.5)), 1e-6)
+
+
+def relative_fusion(
+    lexical: Sequence[tuple[int, float]],
+    cosines: dict[int, float],
+    spread: float,
+    full_match: float,
+) -> dict[int, float]:
+    """``id -> cosine + spread · bm25 / full_match`` over every candidate.
+
+    ``cosines`` holds the cosine of every candidate that has a vector; a BM25
+    hit without one (not embedded yet) counts as the lowest cosine seen. A spread
+    of 0 (fewer than two vectors: no distribution yet) leaves words to decide.
+    """
+    lowest = min(cosines.values(), default=0.0)
+    spread = spread if spread > 0 else 1.0
+    words = (
+        {memory_id: max(score, 0.0) / full_match for memory_id, score in lexical}
+        if full_match > 0
+        else {}
+    )
+    return {
+        memory_id: cosines.get(memory_id, lowest) + spread * words.get(memory_id, 0.0)
         for memory_id in {*cosines, *words}
     }

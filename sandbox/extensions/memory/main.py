@@ -11,7 +11,12 @@ de-duplicated: a fact whose normalised text equals, or whose words almost all
 match (token Jaccard ≥ ``dedupe_jaccard``), a stored one refreshes that fact
 instead of adding one.
 
-Tools: ``remember``, ``recall``, ``forget``, ``list_memories``; the command ``/memories``. Other
+Past conversations (``conversation_search.py``, ``turn_store.py``): each
+answered turn's message (seen by the context provider) and answer (seen by
+``on_turn_end``) are stored for ``search_conversations`` and ``/search``.
+
+Tools: ``remember``, ``recall``, ``forget``, ``list_memories``,
+``search_conversations``; the commands ``/memories`` and ``/search``. Other
 extensions that declare ``depends_on: [memory]`` may call ``await
 memory.remember_fact(text, source)`` and ``await memory.recall(query, limit)``.
 
@@ -28,20 +33,22 @@ import asyncio
 import hashlib
 import logging
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from agents import FunctionTool, RunContextWrapper, function_tool
 
-from core.extensions.contract import Command, ExtensionContext, TurnContext
+from core.extensions.contract import Command, ExtensionContext, TurnContext, TurnOutcome
 from core.extensions.sdk import BaseExtension
 
 from .config import MemoryConfig, load_config
-from .fusion import convex_fusion, reciprocal_rank_fusion
+from .conversation_search import ConversationSearch, search_command, search_tool, when_text
+from .fusion import convex_fusion, full_match_score, reciprocal_rank_fusion, relative_fusion
 from .semantic import SemanticRecall
 from .store import Memory, MemoryStore
+from .turn_store import TurnStore
 
 DB_FILE = "memory.sqlite3"
+TURNS_FILE = "conversations.sqlite3"  # on PostgreSQL: the extension's schema (ADR 0035)
 HEADER = "[Relevant memories]"
 FUSION_POOL = 50
 RECALL_LIMIT = 5
@@ -61,6 +68,7 @@ class MemoryExtension(BaseExtension):
         self._members: dict[str, tuple[MemoryStore, SemanticRecall]] = {}
         self._opening = asyncio.Lock()
         self._api_key: str | None = None
+        self._turns: ConversationSearch | None = None
 
     # -------------------------------------------------------------- lifecycle
 
@@ -76,6 +84,11 @@ class MemoryExtension(BaseExtension):
         self._api_key = api_key
         self._semantic = self._semantic_for(self._store)
         await self._semantic.load_index()
+        turns = TurnStore.at(context.storage, TURNS_FILE)
+        self._turns = ConversationSearch(
+            turns, self._semantic, self._log(), self._config.conversation_days
+        )
+        await self._turns.open()
 
     def _semantic_for(self, store: MemoryStore) -> SemanticRecall:
         """Meaning search over one person's store (the embedding model is shared)."""
@@ -108,8 +121,9 @@ class MemoryExtension(BaseExtension):
 
     async def run_background(self) -> None:
         """Embed the memories that have no vector yet (after an upgrade), then any
-        stored while the backend was failing; supervised by the loader."""
-        await self.semantic.backfill(self._write_lock)
+        stored while the backend was failing; embed new conversation turns and purge
+        old ones; supervised by the loader."""
+        await asyncio.gather(self.semantic.backfill(self._write_lock), self.turns.run())
 
     async def status_lines(self) -> list[str]:
         """What ``doctor`` and ``/status`` show: backend, model, embedded count."""
@@ -119,6 +133,8 @@ class MemoryExtension(BaseExtension):
         # the embedding backend is a shared service: the kernel closes it at teardown
         if self._store is not None:
             await self._store.close()
+        if self._turns is not None:
+            await self._turns.store.close()
         for store, _ in self._members.values():
             await store.close()
         self._members.clear()
@@ -131,6 +147,13 @@ class MemoryExtension(BaseExtension):
         if self._store is None:
             raise RuntimeError("memory is not initialized yet")
         return self._store
+
+    @property
+    def turns(self) -> ConversationSearch:
+        """Search over past conversations (``search_conversations``, ``/search``)."""
+        if self._turns is None:
+            raise RuntimeError("memory is not initialized yet")
+        return self._turns
 
     @property
     def semantic(self) -> SemanticRecall:
@@ -186,18 +209,23 @@ class MemoryExtension(BaseExtension):
         store, semantic = await self.shelf(person)
         if not semantic.enabled or len(semantic.index) == 0:  # no vector to find
             return await store.search(query, limit)
-        words, found = await asyncio.gather(
-            store.search(query, FUSION_POOL), semantic.search(query, FUSION_POOL)
+        (words, doc_freqs), found = await asyncio.gather(
+            store.search_counting(query, FUSION_POOL), semantic.search(query, FUSION_POOL)
         )
         if found is None:
             return words[:limit]
-        vector, meaning = found
-        if semantic.config.fusion == "convex":
-            cosines = dict(meaning) | semantic.index.similarities([m.id for m in words], vector)
-            lexical = [(m.id, m.score) for m in words]
-            fused = convex_fusion(lexical, cosines, semantic.config.similarity_floor)
+        lexical = [(m.id, m.score) for m in words]
+        if semantic.config.fusion == "rrf":
+            fused = reciprocal_rank_fusion([[m.id for m in words], [i for i, _ in found.hits]])
         else:
-            fused = reciprocal_rank_fusion([[m.id for m in words], [i for i, _ in meaning]])
+            cosines = dict(found.hits) | semantic.index.similarities(
+                [m.id for m in words], found.vector
+            )
+            if semantic.config.fusion == "convex":
+                fused = convex_fusion(lexical, cosines, semantic.config.similarity_floor)
+            else:
+                full = full_match_score(doc_freqs, len(semantic.index))
+                fused = relative_fusion(lexical, cosines, found.spread, full)
         best = sorted(fused, key=lambda i: -fused[i])[: limit * 2]
         known = {m.id: m for m in words}
         missing = [i for i in best if i not in known]
@@ -218,15 +246,26 @@ class MemoryExtension(BaseExtension):
         return self._config.context_priority
 
     async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None:
+        self.turns.heard(turn_context, prompt)  # stored with the answer at the turn's end
         memories = await self.recall(
             prompt, self._config.max_context_items, turn_context.person_key
         )
         return format_context(memories, self._config.max_context_chars)
 
+    async def on_turn_end(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        """``TurnEndHook``: an answered turn's message and answer become searchable."""
+        await self.turns.ended(turn, outcome)
+
     # ------------------------------------------------------------------ tools
 
     def get_tools(self) -> list[FunctionTool]:
-        return [_remember(self), _recall(self), _forget(self), _list_memories(self)]
+        return [
+            _remember(self),
+            _recall(self),
+            _forget(self),
+            _list_memories(self),
+            search_tool(self.turns),
+        ]
 
     # --------------------------------------------------------------- commands
 
@@ -238,7 +277,10 @@ class MemoryExtension(BaseExtension):
             head = f"{total} {'memory' if total == 1 else 'memories'} kept"
             return "\n".join([head, *(f"#{m.id}: {m.text}" for m in newest)])
 
-        return [Command("memories", "how many memories are kept, and the newest", memories)]
+        return [
+            Command("memories", "how many memories are kept, and the newest", memories),
+            search_command(self.turns),
+        ]
 
 
 def format_context(memories: list[Memory], max_chars: int) -> str | None:
@@ -288,14 +330,10 @@ def _declared_secret(context: ExtensionContext, name: str) -> str:
     return value
 
 
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def _describe(memory: Memory, *, score: bool) -> str:
-    meta = f"source {memory.source}, created {_when(memory.created_at)}"
+    meta = f"source {memory.source}, created {when_text(memory.created_at)}"
     if memory.updated_at - memory.created_at >= 1:
-        meta += f", updated {_when(memory.updated_at)}"
+        meta += f", updated {when_text(memory.updated_at)}"
     if score:
         meta = f"score {memory.score:.3f}, " + meta
     return f"#{memory.id} ({meta}): {memory.text}"

@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,6 +36,15 @@ LOAD_PAGE = 5000
 QUERY_CACHE = 32
 PROGRESS_EVERY_S = 10.0
 RETRY_S = 5.0
+
+
+class Found(NamedTuple):
+    """What a meaning search found: the query's vector, its nearest memories and the
+    standard deviation of its cosine over every memory."""
+
+    vector: np.ndarray
+    hits: list[tuple[int, float]]
+    spread: float
 
 
 class SemanticRecall:
@@ -103,16 +112,17 @@ class SemanticRecall:
         self._cache(text, rows[0])
         return rows[0]
 
-    async def search(self, text: str, k: int) -> tuple[np.ndarray, list[tuple[int, float]]] | None:
-        """The query's unit vector and ``(id, cosine)`` of its ``k`` nearest memories
-        (at or above the floor, best first), or None: use words only.
+    async def search(self, text: str, k: int) -> Found | None:
+        """The query's unit vector, ``(id, cosine)`` of its ``k`` nearest memories (best
+        first; with ``fusion: convex`` only those at or above its floor) and the spread
+        of the query's cosines over every memory; or None: use words only.
 
         With the local model the query is embedded and the index scanned in ONE
         worker thread: one hop off the loop and back, not two (on a loaded
         machine each hop can wait behind other work). The per-turn context
         provider and a ``recall`` of the same text share the cached vector.
         """
-        view, floor = self.index.view(), self.config.similarity_floor
+        view = self.index.view()
         vector = self._cached(text)
         if vector is None:
             embedder = await self._backend()
@@ -121,27 +131,34 @@ class SemanticRecall:
             vector = await self.query_vector(text)
             if vector is None:
                 return None
-        return vector, await asyncio.to_thread(view.nearest, vector, k, floor)
+        hits, spread = await asyncio.to_thread(view.nearest_and_spread, vector, k)
+        return Found(vector, self._floored(hits), spread)
+
+    def _floored(self, hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """Hits under an absolute cosine are dropped by ``convex`` fusion, or when
+        ``min_similarity`` is set; the default ``relative`` fusion has no floor (ADR 0060)."""
+        if self.config.fusion != "convex" and self.config.min_similarity is None:
+            return hits
+        floor = self.config.similarity_floor
+        return [(i, c) for i, c in hits if c >= floor]
 
     async def _embed_and_scan(
         self, embedder: LocalEmbedder, text: str, view: IndexView, k: int
-    ) -> tuple[np.ndarray, list[tuple[int, float]]] | None:
-        floor = self.config.similarity_floor
-
+    ) -> Found | None:
         query = first_person(self._bounded(text))
 
-        def work() -> tuple[np.ndarray, list[tuple[int, float]]]:
+        def work() -> tuple[np.ndarray, list[tuple[int, float]], float]:
             vector = embedder.embed_sync([query], "query")[0]
-            return vector, view.nearest(vector, k, floor)
+            return vector, *view.nearest_and_spread(vector, k)
 
         try:
-            vector, hits = await asyncio.to_thread(work)
+            vector, hits, spread = await asyncio.to_thread(work)
         except (EmbeddingError, ValueError, OSError) as exc:
             self._degrade(f"{type(exc).__name__}: {exc}")
             return None
         self._recovered()
         self._cache(text, vector)
-        return vector, hits
+        return Found(vector, self._floored(hits), spread)
 
     def _cached(self, text: str) -> np.ndarray | None:
         cached = self._queries.get(text)

@@ -145,7 +145,16 @@ class MemoryStore(SQLiteStore):
 
         Equal scores: most recently updated first. ``score`` is ``-bm25``.
         """
-        plan = plan_search(await self._doc_freqs(query_terms(query)))
+        return (await self.search_counting(query, limit))[0]
+
+    async def search_counting(self, query: str, limit: int) -> tuple[list[Memory], dict[str, int]]:
+        """``search``, and how many facts hold each of the query's terms (the
+        ``relative`` fusion weighs a fact's words by them)."""
+        doc_freqs = await self._doc_freqs(query_terms(query))
+        return await self._ranked(doc_freqs, limit), doc_freqs
+
+    async def _ranked(self, doc_freqs: dict[str, int], limit: int) -> list[Memory]:
+        plan = plan_search(doc_freqs)
         if plan is None:
             return []
         floor = await self._recent_floor(plan.anchors[0]) if plan.recent_only else 0

@@ -166,10 +166,24 @@ class IndexView:
     ids: np.ndarray
 
     def nearest(self, query: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
-        """One exact pass: int8 dot products of every row with the query (itself
-        scaled to int8, like the rows), times both scales."""
+        """``(id, cosine)`` of the ``k`` most similar rows at or above ``floor``, best first."""
         if len(self.ids) == 0:
             return []
+        return _top(self._scores(query), self.ids, k, floor)
+
+    def nearest_and_spread(
+        self, query: np.ndarray, k: int
+    ) -> tuple[list[tuple[int, float]], float]:
+        """The ``k`` most similar rows, best first, and the standard deviation of the
+        query's cosine over every row: the unit the ``relative`` fusion measures in."""
+        if len(self.ids) == 0:
+            return [], 0.0
+        scores = self._scores(query)
+        return _top(scores, self.ids, k, -1.0), float(np.std(scores))
+
+    def _scores(self, query: np.ndarray) -> np.ndarray:
+        """One exact pass: int8 dot products of every row with the query (itself
+        scaled to int8, like the rows), times both scales."""
         peak = float(np.max(np.abs(query)))
         query_scale = peak / 127.0 if peak > 0 else 1.0
         quantised = np.clip(np.rint(query / query_scale), -127, 127).astype(np.int8)
@@ -185,7 +199,7 @@ class IndexView:
         )
         scores *= self.scales
         scores *= query_scale
-        return _top(scores, self.ids, k, floor)
+        return scores
 
 
 def _top(scores: np.ndarray, ids: np.ndarray, k: int, floor: float) -> list[tuple[int, float]]:
