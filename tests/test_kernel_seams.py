@@ -56,4 +56,5 @@ async def test_the_kernel_is_whole_once_built(make_ext, settings_file):
         assert k.router.consent.holds("no-such-message") is False
         assert k.loader.agent_factory is declarative_agent
         assert k.model_router.model_wrapper == k.recorder.wrap_model
-        assert k.shaping.tools.tap is k.recorder
+        assert k.shaping.tools.tap is k.spending.tool_runs  # a tool that ran runs once
+    assert k.spending.tool_runs.inner is k.recorder  # inside the recorder

@@ -33,7 +33,7 @@ from core.extensions.contract import ExtensionContext, McpAnswer
 from .auth import TokenCheck
 from .config import ApiConfig
 from .notifications import Notifications
-from .openai_shape import ApiError
+from .openai_shape import ApiError, Ask
 from .replies import PendingReply, ReplyGoneError
 
 MCP_PATH = "/mcp"
@@ -70,9 +70,7 @@ class McpBackend(Protocol):
     def context(self) -> ExtensionContext: ...
     @property
     def ready(self) -> bool: ...
-    async def submit(
-        self, conversation: str, text: str, idempotency_key: str | None
-    ) -> PendingReply: ...
+    async def submit(self, ask: Ask) -> PendingReply: ...
     def release(self, pending: PendingReply) -> None: ...
 
 
@@ -117,7 +115,7 @@ class McpEndpoint:
         notes = self._backend.notifications
         assert notes is not None, "initialize() was not called"
         seen = await self._newest_seen(notes)
-        pending = await self._backend.submit(MCP_CONVERSATION, text, None)
+        pending = await self._backend.submit(Ask(MCP_CONVERSATION, [("user", text)], text, None))
         timeout_s = self._backend.config.reply_timeout_s
         reply = asyncio.ensure_future(pending.result())
         try:
