@@ -1,6 +1,6 @@
 """A Hearth turn next to the SDK's own floor (issue 29 part 3, ADR 0055).
 
-One process, one event loop, the scripted model server (``tests/fake_openai.py``)
+One process, one event loop, the scripted model server (``tests/support/fake_openai.py``)
 in a thread. A kernel runs with the bundled extensions that give tools (memory,
 kv, scheduler), a channel and the ``http_api`` extension. The floor is a bare
 ``Runner.run`` of the openai-agents SDK with the same instructions, the same
@@ -71,7 +71,7 @@ def percentile(values: list[float], share: float) -> float:
 
 def write_setup(tmp: Path, base_url: str, port: int) -> Path:
     from conftest import grant_all
-    from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
+    from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
 
     ext = tmp / "ext"
     for ext_id in BUNDLED:
@@ -238,8 +238,8 @@ async def concurrent(paths: Paths, model: Any) -> dict[str, Any]:
 async def with_kernel(work: Callable[[Paths, Any], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
     from http_api import free_port, wait_ready
 
-    from fake_openai import FakeOpenAIServer
-    from harness import running_kernel
+    from support.fake_openai import FakeOpenAIServer
+    from support.harness import running_kernel
 
     with (
         tempfile.TemporaryDirectory(prefix="hearth-bench-floor-") as tmp_name,

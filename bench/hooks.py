@@ -81,7 +81,7 @@ def write_setup(tmp: Path, name: str, extensions: dict[str, tuple[str, dict[str,
     import yaml
 
     from conftest import grant_all
-    from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
+    from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
 
     ext_root = tmp / name / "ext"
     data = tmp / name / "data"
@@ -150,10 +150,10 @@ def timed_model(turns: int) -> tuple[Any, list[float]]:
 
 
 async def measure_turns(tmp: Path, turns: int, blocks: int) -> dict[str, Any]:
-    from harness import running_kernel
+    from support.harness import running_kernel
 
     bare = write_setup(tmp, "a", {})
-    from harness import CONVERSING
+    from support.harness import CONVERSING
 
     hooked = write_setup(tmp, "b", {f"noop{i}": (NOOP_HOOKS, CONVERSING) for i in range(10)})
     total = turns * blocks + 40
@@ -256,7 +256,7 @@ async def time_tool_calls(variants: dict[str, Any], calls: int, rounds: int) -> 
 async def measure_tools(tmp: Path, calls: int, rounds: int) -> dict[str, Any]:
     """(c): one no-op before + after hook, in-process and in an isolated extension."""
     from core.extensions.isolation.confinement import probe
-    from harness import running_kernel
+    from support.harness import running_kernel
 
     inprocess = await time_tool_calls(tool_variants(NoOpToolHooks()), calls, rounds)
     result: dict[str, Any] = {
@@ -266,7 +266,7 @@ async def measure_tools(tmp: Path, calls: int, rounds: int) -> dict[str, Any]:
     if not probe().available:
         result["tool_isolated"] = f"skipped: {probe().detail}"
         return result
-    from harness import conversing
+    from support.harness import conversing
 
     isolated = conversing({"isolation": "process"})
     settings = write_setup(tmp, "c", {"hooks": (TOOL_HOOKS, isolated)})

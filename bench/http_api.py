@@ -2,7 +2,7 @@
 
 A kernel (``main.py``, its own process, only the ``http_api`` extension) serves
 ``POST /v1/chat/completions``; the model is the fake OpenAI server
-(``tests/fake_openai.py``) in this process. Prints one JSON object:
+(``tests/support/fake_openai.py``) in this process. Prints one JSON object:
 
 - ``conversations`` × ``messages``: each conversation sends its messages one
   after the other, all conversations at once, against a model answering in
@@ -39,7 +39,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_openai import FakeOpenAIServer  # noqa: E402
+from support.fake_openai import FakeOpenAIServer  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 MODEL_LATENCY_S = 0.2

@@ -81,7 +81,7 @@ MULTILINGUAL: list[tuple[str, str]] = [
     ("The user speaks fluent Japanese.", "¿Qué idioma extranjero hablo?"),
 ]
 
-# Past-conversation search (tests/test_memory_conversations.py, bench/memory.py): a turn,
+# Past-conversation search (tests/integration/test_memory_conversations.py, bench/memory.py): a turn,
 # who said it (the person or Hearth), a question sharing no content word with it.
 CONVERSATION_PAIRS = [
     (

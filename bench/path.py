@@ -119,7 +119,7 @@ async def trace_turn(tmp: Path) -> PathRecorder:
     from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
     from conftest import ext_code, grant_all
-    from harness import CAPTURE_CHANNEL, running_kernel
+    from support.harness import CAPTURE_CHANNEL, running_kernel
 
     ext = tmp / "ext"
     for name, code, manifest in (

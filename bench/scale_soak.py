@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import ext_code  # noqa: E402
-from fake_openai import FakeOpenAIServer  # noqa: E402
-from pg_helpers import fresh_database, run_sync  # noqa: E402
-from scale_support import CHANNEL_ID, CHANNEL_MANIFEST, REPLY_SINK, Cluster  # noqa: E402
+from support.fake_openai import FakeOpenAIServer  # noqa: E402
+from support.pg_helpers import fresh_database, run_sync  # noqa: E402
+from support.scale_support import CHANNEL_ID, CHANNEL_MANIFEST, REPLY_SINK, Cluster  # noqa: E402
 
 USERS = 4
 INTERVAL_S = 0.3

@@ -38,7 +38,7 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
     from agents.testing import ModelStep, ScriptedModel, assistant_message
 
     from conftest import grant_all
-    from harness import CAPTURE_CHANNEL, running_kernel
+    from support.harness import CAPTURE_CHANNEL, running_kernel
 
     ext_dir = tmp / "ext" / "capture"
     ext_dir.mkdir(parents=True)

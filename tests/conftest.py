@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bus_helpers import make_journal  # noqa: F401  (fixture: a bus test on both journals)
-from pg_helpers import postgres_dsn, storage_backend  # noqa: F401  (fixtures: PostgreSQL)
+from support.bus_helpers import make_journal  # noqa: F401  (fixture: a bus test on both journals)
+from support.pg_helpers import postgres_dsn, storage_backend  # noqa: F401  (fixtures: PostgreSQL)
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
@@ -102,8 +102,8 @@ def memory_settings(
 ) -> Callable[..., Path]:
     """Writes settings with the bundled memory extension (``config`` as its
     section) and the capture channel as the default channel."""
-    from bundled import copy_bundled  # both import this module
-    from harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
+    from support.bundled import copy_bundled  # both import this module
+    from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
 
     copy_bundled(ext_root, "memory")
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)

@@ -2,7 +2,7 @@
 
 One namespace for every tool the model sees: core tools, ``ToolProvider`` tools
 and agents in ``integration_mode: tool``. The kernel settles contested names
-before it gets here (``core/kernel/tool_stacking.py``, ADR 0027); what is
+before it gets here (``core/kernel/shaping/tool_stacking.py``, ADR 0027); what is
 left is first-wins: a later tool of a name is dropped with a warning naming
 both extensions, never a crash.
 """

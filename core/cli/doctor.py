@@ -134,7 +134,7 @@ async def _check_storage(settings: Settings) -> int:
         return 0
     # importing registers their migrations: the journal's and the stores' (ADR 0035)
     import core.events.pg_schema
-    import core.kernel.session_schema
+    import core.kernel.conversations.session_schema
     import core.kernel.spending.store
     import core.scheduling.state
     import core.state.table  # noqa: F401

@@ -15,7 +15,7 @@ from typing import Any
 from core.config import Settings
 from core.extensions.status_lines import collect_status_lines
 from core.kernel.runner import Kernel
-from core.kernel.tool_stacking import stacks_by_extension
+from core.kernel.shaping.tool_stacking import stacks_by_extension
 
 
 def run_extensions_report(settings: Settings, *, as_json: bool) -> int:

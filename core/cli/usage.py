@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from core.config import ModelPrice, Settings
-from core.kernel.conversations import SESSIONS_FILE
+from core.kernel.conversations.sessions import SESSIONS_FILE
 from core.kernel.spending import Periods, UsageEntry, summarise, usage_book_for, usage_table
 from core.tools.clock import now_in, resolve_timezone
 

@@ -5,7 +5,7 @@ use, one per channel account: ``telegram:111`` (a Telegram user id),
 ``cli:local`` (the local terminal), ``http:default`` (the HTTP API token).
 One person on several channels is one person: one memory, one set of
 reminders, one "always allow" list. The section is optional; without it
-the household is the owner alone (``core.kernel.people``).
+the household is the owner alone (``core.kernel.conversations.people``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 router, commands, context chain, conversations) and orders start and stop;
 each module here does one job behind it. The door is lazy (PEP 562), as
 ``core.replay``'s: the replay recorder imports the turn observer seam
-(``core.kernel.observer``) without building a kernel, while the kernel
+(``core.kernel.turns.observer``) without building a kernel, while the kernel
 imports the recorder.
 """
 

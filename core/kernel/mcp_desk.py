@@ -39,7 +39,7 @@ from core.events import EventBus
 from core.events.system_payloads import McpRequest, McpResponse, UserMessage, read_system_payload
 from core.events.topics import SystemTopics
 from core.extensions.contract import McpAnswer, TurnContext, split_reply_address
-from core.kernel.people import Household
+from core.kernel.conversations.people import Household
 
 __all__ = ["MCP_CHANNEL", "MCP_RESOURCES", "MCP_TOOLS", "McpChannel", "McpDesk", "side_effects_of"]
 

@@ -38,27 +38,27 @@ from core.extensions.records import ExtensionRecord
 from core.extensions.services import KernelServices
 from core.extensions.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
-from core.kernel.commands import CommandRegistry
+from core.kernel.commands.table import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.consent.flow import ApprovalFlow
-from core.kernel.context_chain import ContextChain
-from core.kernel.conversations import SESSIONS_FILE, Conversations
+from core.kernel.conversations.people import Household
+from core.kernel.conversations.sessions import SESSIONS_FILE, Conversations
 from core.kernel.hooks.observer import PipelineObserver
 from core.kernel.hooks.tool_calls import ToolTap
-from core.kernel.notices import Notices
-from core.kernel.observer import TurnObserver
-from core.kernel.outbox import ReplyOutbox
-from core.kernel.people import Household
-from core.kernel.placement import placement_of
-from core.kernel.registrations import before_extension_code
-from core.kernel.router import MessageRouter
-from core.kernel.scale import LocalScale, Scale
-from core.kernel.scale_out import ScaleOut
-from core.kernel.shaping import TurnShaping
+from core.kernel.reload.registrations import before_extension_code
+from core.kernel.scale.placement import placement_of
+from core.kernel.scale.scale_out import ScaleOut
+from core.kernel.scale.seam import LocalScale, Scale
+from core.kernel.shaping.assembly import TurnShaping
+from core.kernel.shaping.context_chain import ContextChain
+from core.kernel.shaping.tool_stacking import ToolStacking
 from core.kernel.skills import KernelSkills
 from core.kernel.spending import NO_SPENDING, TurnSpending
-from core.kernel.tool_stacking import ToolStacking
-from core.kernel.turn import TurnRunner
+from core.kernel.turns.notices import Notices
+from core.kernel.turns.observer import TurnObserver
+from core.kernel.turns.outbox import ReplyOutbox
+from core.kernel.turns.router import MessageRouter
+from core.kernel.turns.turn import TurnRunner
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.runtime import HearthError
 from core.scheduling import ManifestScheduler

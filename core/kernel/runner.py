@@ -25,11 +25,12 @@ from core.config import Settings
 from core.extensions.capabilities import Capability
 from core.extensions.services import KernelServices
 from core.extensions.shared_services import ServiceRegistry
-from core.kernel.builtin_commands import builtin_commands
-from core.kernel.conversations import SESSIONS_FILE
+from core.kernel.commands.builtin import builtin_commands
+from core.kernel.commands.setup import extension_commands
+from core.kernel.commands.status_source import KernelStatusSource
+from core.kernel.conversations.people import Household
+from core.kernel.conversations.sessions import SESSIONS_FILE
 from core.kernel.mcp_desk import MCP_CHANNEL, McpDesk
-from core.kernel.observer import TurnObservers
-from core.kernel.people import Household
 from core.kernel.phases import (
     JOURNAL_FILE,
     SCHEDULES_FILE,
@@ -40,14 +41,13 @@ from core.kernel.phases import (
     build_storage,
     build_turns,
 )
-from core.kernel.registrations import reconcile_registrations
-from core.kernel.reload import ExtensionReloader
-from core.kernel.reload_control import ReloadControl
-from core.kernel.setup_command import extension_commands
+from core.kernel.reload.control import ReloadControl
+from core.kernel.reload.registrations import reconcile_registrations
+from core.kernel.reload.reloader import ExtensionReloader
+from core.kernel.shaping.tool_stacking import StackedTools
 from core.kernel.spending import Spending, usage_book_for
 from core.kernel.status import KernelOperator
-from core.kernel.status_source import KernelStatusSource
-from core.kernel.tool_stacking import StackedTools
+from core.kernel.turns.observer import TurnObservers
 from core.metrics import KernelMetrics, MetricsExport, kernel_sources
 from core.replay.recording import ReplayRecorder
 from core.runtime import (

@@ -16,7 +16,7 @@ from core.extensions.status_data import (
     KernelStatus,
     McpServerState,
 )
-from core.kernel.builtin_commands import StatusSource
+from core.kernel.commands.builtin import StatusSource
 
 __all__ = ["KernelOperator"]
 

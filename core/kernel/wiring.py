@@ -32,7 +32,7 @@ from core.extensions.errors import PermissionDeniedError
 from core.extensions.lifecycle import describe_exception
 from core.extensions.loader import Loader
 from core.extensions.records import ExtensionRecord, ExtensionStatus
-from core.kernel.commands import CommandRegistry
+from core.kernel.commands.table import CommandRegistry
 
 log = logging.getLogger("core.kernel.wiring")
 

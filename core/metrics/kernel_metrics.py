@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 from core.agents.fallback import ModelHealth
 from core.agents.usage import TurnUsage
 from core.agents.usage_meter import UsageMeter
-from core.kernel.observer import QuietObserver
+from core.kernel.turns.observer import QuietObserver
 from core.metrics.collectors import CallCounts, CallsCollector, MetricSources, SourcesCollector
 
 if TYPE_CHECKING:  # not at run time: core.kernel imports this module

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from core.config import Settings
-from core.kernel.conversations import SESSIONS_FILE
+from core.kernel.conversations.sessions import SESSIONS_FILE
 from core.kernel.runner import JOURNAL_FILE
 from core.replay.driver import ReplayReport, replay_trace
 from core.replay.errors import ReplayError

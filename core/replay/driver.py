@@ -33,7 +33,7 @@ from core.extensions.grant_store import GRANTS_FILE
 from core.extensions.manifest import ManifestError, load_manifest
 from core.kernel.consent import CORE_SOURCE, Responder
 from core.kernel.consent.wording import Choice
-from core.kernel.conversations import Conversations
+from core.kernel.conversations.sessions import Conversations
 from core.kernel.runner import JOURNAL_FILE, Kernel
 from core.replay.compare import Divergence, first_divergence
 from core.replay.errors import ReplayError

@@ -49,7 +49,7 @@ from openai.types.responses.response_prompt_param import ResponsePromptParam
 from core.events.topics import RecordTopics
 from core.extensions.contract import TurnContext, TurnOutcome
 from core.extensions.state_scope import current_turn
-from core.kernel.observer import ModelCall, ToolCall
+from core.kernel.turns.observer import ModelCall, ToolCall
 from core.replay.payloads import DEFAULT_MAX_BYTES, PayloadStore
 
 if TYPE_CHECKING:

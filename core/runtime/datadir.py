@@ -56,7 +56,7 @@ _DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
 # Every name the kernel and the supervisor create directly in ``paths.data``
-# (tests/test_hygiene_datadir.py checks the module constants that name them).
+# (tests/integration/test_hygiene_datadir.py checks the module constants that name them).
 KERNEL_DATA_NAMES: frozenset[str] = frozenset(
     {
         EXTENSIONS_SUBDIR,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.config import TurnsSettings
-from core.kernel.ledger import StoredItem
+from core.kernel.conversations.ledger import StoredItem
 
 __all__ = [
     "CHARS_PER_TOKEN",

@@ -33,8 +33,8 @@ from core.extensions.contract import CompactionPlan, TurnContext
 from core.extensions.lifecycle import describe_exception
 from core.kernel.compaction.budget import HistoryBudget, choose_cut, summary_item
 from core.kernel.compaction.summariser import COMPACTION_INSTRUCTIONS, ModelSummariser, Summarise
+from core.kernel.conversations.ledger import ConversationSession
 from core.kernel.hooks import SKIPPED, FrameRecorder, HookCaller, HookRegistry
-from core.kernel.ledger import ConversationSession
 
 __all__ = ["HistoryCompactor"]
 

@@ -33,10 +33,10 @@ from core.kernel.consent.gate import ConsentGate, ConsentWrapper
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.consent.store import ApprovalStore
 from core.kernel.consent.ui import UiRequests
+from core.kernel.conversations.people import Household
+from core.kernel.conversations.session_schema import sessions_database
 from core.kernel.hooks.frames import FrameSink
-from core.kernel.people import Household
-from core.kernel.session_schema import sessions_database
-from core.kernel.shaping import TurnShaping
+from core.kernel.shaping.assembly import TurnShaping
 
 __all__ = ["KernelConsent", "declared_tools"]
 

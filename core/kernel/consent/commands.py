@@ -14,12 +14,12 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from core.extensions.contract import Command, TurnContext
-from core.kernel.commands import NOT_OWNER
+from core.kernel.commands.table import NOT_OWNER
 from core.kernel.consent.desk import ApprovalDesk, Responder
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.consent.ui import UiRequests
 from core.kernel.consent.wording import Choice
-from core.kernel.conversations import Conversations
+from core.kernel.conversations.sessions import Conversations
 
 __all__ = ["consent_commands", "policy_summary"]
 

@@ -51,9 +51,9 @@ from core.kernel.consent.wording import (
     new_request_id,
     question_text,
 )
+from core.kernel.conversations.people import Household
 from core.kernel.hooks import FrameRecorder
 from core.kernel.hooks.frames import FrameSink
-from core.kernel.people import Household
 
 __all__ = ["ApprovalDesk", "Responder"]
 

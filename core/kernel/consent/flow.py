@@ -38,13 +38,13 @@ from core.kernel.consent.gate import ConsentGate
 from core.kernel.consent.store import PausedTurn
 from core.kernel.consent.ui import UiRequests
 from core.kernel.consent.wording import denial_for_model, parse_answer
-from core.kernel.conversations import Conversations
-from core.kernel.ledger import StoredReply
-from core.kernel.outbox import ReplyOutbox
-from core.kernel.people import Household
+from core.kernel.conversations.ledger import StoredReply
+from core.kernel.conversations.people import Household
+from core.kernel.conversations.sessions import Conversations
 from core.kernel.postprocess import PostQuery, PostSpec
-from core.kernel.scale import TurnHandler, TurnLock
-from core.kernel.turn import Decide, TurnResult
+from core.kernel.scale.seam import TurnHandler, TurnLock
+from core.kernel.turns.outbox import ReplyOutbox
+from core.kernel.turns.turn import Decide, TurnResult
 
 __all__ = ["ApprovalFlow", "Resumer"]
 

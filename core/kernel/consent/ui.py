@@ -28,7 +28,7 @@ from core.extensions.contract import InteractiveChannel, RequestOption, TurnCont
 from core.extensions.errors import NotAvailableError
 from core.extensions.lifecycle import describe_exception
 from core.extensions.ui_gateway import UI_KINDS, UiGateway
-from core.kernel.commands import parse_command
+from core.kernel.commands.table import parse_command
 from core.kernel.consent.desk import SHOW_TIMEOUT_S, Responder
 from core.kernel.consent.wording import new_request_id
 from core.kernel.hooks import FrameRecorder

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.extensions.contract import Command, TurnContext
-from core.kernel.conversations import Conversations
+from core.kernel.conversations.sessions import Conversations
 from core.kernel.postprocess.activations import ActivationError
 from core.kernel.postprocess.parsing import NAME_RE
 from core.kernel.postprocess.render import body

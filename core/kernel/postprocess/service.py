@@ -31,7 +31,8 @@ from core.extensions.contract import (
     TurnContext,
 )
 from core.extensions.records import ExtensionRecord
-from core.kernel.conversations import LEDGER_RETENTION_S, Conversations
+from core.kernel.conversations.session_schema import sessions_database
+from core.kernel.conversations.sessions import LEDGER_RETENTION_S, Conversations
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.postprocess.activations import ActivationStore
 from core.kernel.postprocess.builtin import builtin_processors
@@ -42,7 +43,6 @@ from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
 from core.kernel.postprocess.render import followup_text
 from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
-from core.kernel.session_schema import sessions_database
 
 __all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
 

@@ -19,8 +19,8 @@ from typing import Protocol
 from core.agents.usage_meter import UsageMeter
 from core.config import ModelsSettings, Settings
 from core.extensions.contract import Command, TurnContext
+from core.kernel.conversations.ledger import LedgerWrite
 from core.kernel.hooks import ToolTap
-from core.kernel.ledger import LedgerWrite
 from core.kernel.spending.budget import Budget
 from core.kernel.spending.report import Periods, usage_lines
 from core.kernel.spending.store import (

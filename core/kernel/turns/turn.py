@@ -1,0 +1,432 @@
+"""One model turn under a deadline, shaped by the extensions' hooks.
+
+``TurnRunner.run`` compacts the history when it is over its budget
+(``core/kernel/compaction``), reads it (at most ``turns.history_max_items``),
+passes the user's text through the input hooks (plain text ``in``, then
+``on_input_messages``, which may answer instead of the model), asks the routing
+hooks for the model, runs the orchestrator on history + the turn's note + input
+with no ``session``, and passes the answer through the output hooks (tags,
+``on_llm_output``, plain text ``out``). ``#name`` tokens of activated
+post-processors are taken out of the text before any hook sees it, and the
+post-processors run on the rendered answer (``core/kernel/postprocess/``,
+ADR 0023). It returns the reply with the turn's
+new history items — the input items as the hooks left them and the run's
+``new_items`` — which the caller stores with the ledger row in one
+transaction (``LedgerSession.commit_turn``), so a crash can never leave half
+a turn or a doubled one in the history.
+
+Whatever happens the turn has an answer: the model's, a hook's short
+circuit, a user-facing error line, an apology naming the failure, or —
+after ``turns.timeout_s`` — a line saying the turn took too long; a failed
+turn adds nothing to the history. Turn start and end are told to the
+lifecycle hooks, the end with how it went.
+
+A run the SDK interrupts for the user's approval (``needs_approval``, ADR
+0021) comes back ``paused``: its ``RunState`` as JSON and the input items,
+for the approval flow to store. ``resume`` rebuilds the orchestrator for the
+same input, restores the state, applies the user's decisions and runs on;
+the turn then ends (or pauses again) like any other.
+
+The request keeps a stable prefix (ADR 0054): the orchestrator's instructions
+(the system prompt and the unconditional system additions) and its tools are
+the same bytes every turn, and the history is sent as it was stored. What
+changes per turn — the clock, the context chain's text, the conditional
+system additions — is one system message after the history (``turn_note``),
+never stored; the user additions wrap only this turn's message.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from asyncio import timeout
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal, Protocol, TypeVar
+
+from agents import (
+    Agent,
+    InputGuardrailTripwireTriggered,
+    OutputGuardrailTripwireTriggered,
+    Runner,
+    RunState,
+)
+from agents.items import ToolApprovalItem, TResponseInputItem
+from agents.result import RunResult, RunResultBase, RunResultStreaming
+
+from core.agents.usage import TurnUsage, usage_of
+from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
+from core.extensions.lifecycle import describe_exception
+from core.extensions.state_scope import serving
+from core.kernel.commands.table import TOO_SLOW
+from core.kernel.compaction import HistoryCompactor
+from core.kernel.conversations.ledger import ConversationSession, LedgerWrite
+from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
+from core.kernel.postprocess import PostProcessing, PostQuery
+from core.kernel.shaping.context_chain import ContextChain
+from core.kernel.turns.observer import NO_TURN_OBSERVER, TurnObserver
+from core.kernel.turns.streaming import Callback, stream_run, stream_text
+
+__all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult", "TurnRunner"]
+
+log = logging.getLogger("core.kernel.turns.turn")
+
+T = TypeVar("T")
+Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused", "cancelled"]
+Decide = Callable[[RunState[Any, Any]], None]
+
+NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
+APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
+
+
+class OrchestratorLike(Protocol):
+    def agent(
+        self,
+        extra_instructions: str | None = None,
+        *,
+        system_prefix: str | None = None,
+        model_name: str | None = None,
+    ) -> Agent[Any]: ...
+
+    def clock(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PausedRun:
+    """A run stopped for the user's approval: the SDK's ``RunState`` as JSON, the
+    turn's input items (stored in the history once it finishes) and the calls
+    waiting (``ToolApprovalItem``, not stored: read them at once)."""
+
+    state: dict[str, Any]
+    input_items: list[dict[str, Any]]
+    interruptions: list[ToolApprovalItem]
+    query: PostQuery | None = None  # the post-processors the message asked for
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """The reply, and the items to append to the history (empty when the turn failed);
+    post-processor output to send after it and records to commit with it;
+    ``paused`` (status ``paused``, no reply yet) when the run waits for approvals."""
+
+    reply: str
+    items: list[TResponseInputItem] = field(default_factory=list)
+    status: Status = "answered"
+    followup: str | None = None
+    records: tuple[LedgerWrite, ...] = ()
+    run: RunResultBase | None = field(default=None, repr=False)
+    paused: PausedRun | None = None
+
+    @property
+    def usage(self) -> TurnUsage:
+        """The tokens the turn's model calls used (``NO_USAGE`` when none ran)."""
+        return usage_of(self.run)
+
+
+class TurnRunner:
+    """Runs turns and stateless agent calls, each cut off at ``timeout_s``."""
+
+    def __init__(
+        self,
+        *,
+        orchestrator: OrchestratorLike,
+        context: ContextChain,
+        hooks: TurnHooks,
+        additions: PromptAdditions,
+        compactor: HistoryCompactor,
+        max_turns: int,
+        timeout_s: float,
+        history_max_items: int | None,
+        user_facing_errors: tuple[type[Exception], ...] = (),
+        post: PostProcessing | None = None,
+        observer: TurnObserver = NO_TURN_OBSERVER,
+        ledger_records: Callable[[TurnContext], tuple[LedgerWrite, ...]] | None = None,
+    ) -> None:
+        self.orchestrator = orchestrator
+        self.post = post
+        self.observer = observer  # replay recording and metrics (ADR 0052)
+        self.context = context
+        self.hooks = hooks
+        self.additions = additions
+        self.compactor = compactor
+        self.max_turns = max_turns
+        self.timeout_s = timeout_s
+        self.history_max_items = history_max_items
+        self.user_facing_errors = user_facing_errors
+        # records of the concluded turn to commit with it (its usage rows, ADR 0061)
+        self.ledger_records = ledger_records or (lambda turn: ())
+
+    async def run(
+        self,
+        text: str,
+        turn: TurnContext,
+        session: ConversationSession,
+        stream: tuple[Callback, Callback] | None = None,
+    ) -> TurnResult:
+        """One conversational turn; ``stream`` = (on_chunk, on_tool_call) for live output.
+
+        While an output hook may rewrite the answer, only tool statuses are
+        streamed: the user never sees raw text the hooks would have changed.
+        """
+        with serving(turn):  # extensions' session state is this turn's session
+            return await self._run(text, turn, session, stream)
+
+    async def _run(
+        self,
+        text: str,
+        turn: TurnContext,
+        session: ConversationSession,
+        stream: tuple[Callback, Callback] | None,
+    ) -> TurnResult:
+        started = time.monotonic()
+        self.observer.turn_started(turn, text)  # the text as the user sent it
+        query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
+        await self.hooks.turn_started(turn)
+
+        async def attempt() -> TurnResult:
+            await self.compactor.compact_if_needed(session, turn)
+            history = await session.history(self.history_max_items)
+            self.observer.history_given(turn, history)
+            if not history:
+                await self.hooks.session_started(turn)
+            said = await self.hooks.plain_text(query.clean, "in", turn)
+            shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
+            if isinstance(shaped, ShortCircuit):
+                answer: TResponseInputItem = {"role": "assistant", "content": shaped.reply}
+                asked = _as_items([{"role": "user", "content": said}])
+                return TurnResult(shaped.reply, [*asked, answer], "short_circuit")
+            prompt_text = input_text(shaped)
+            additions = await self.additions.for_turn(turn, prompt_text)
+            agent, note = await self._agent(prompt_text, turn, additions, shaped)
+            given = [*history, *note, *_as_items(additions.wrap_user(shaped))]
+            if stream is None:
+                result: Any = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
+            else:
+                on_chunk, on_tool = stream
+                live_text = None if self.hooks.shapes_output() else on_chunk
+                result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
+            return await self._finished(result, shaped, turn)
+
+        outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
+        return await self._concluded(turn, outcome, query, started, stream[1] if stream else None)
+
+    async def resume(
+        self,
+        state: Mapping[str, Any],
+        input_items: list[dict[str, Any]],
+        turn: TurnContext,
+        decide: Decide,
+        query: PostQuery | None = None,
+    ) -> TurnResult:
+        """Go on with a paused turn: the orchestrator as it was built for this input
+        (context, additions, routing), the ``RunState`` restored, ``decide`` applying
+        the user's answers (``approve`` / ``reject``), then the run to its end and the
+        post-processors the message asked for (``query``)."""
+        started = time.monotonic()
+        text = input_text(input_items)
+        query = query or PostQuery(text, text)
+
+        async def attempt() -> TurnResult:
+            additions = await self.additions.for_turn(turn, text)
+            agent, _ = await self._agent(text, turn, additions, input_items)  # note: in state
+            restored = await RunState.from_json(
+                agent, dict(state), context_deserializer=turn_from_json
+            )
+            decide(restored)
+            result = await Runner.run(agent, restored)
+            return await self._finished(result, input_items, turn)
+
+        with serving(turn):  # as in ``run``: tools see this turn (state, questions)
+            outcome = await self._guarded(
+                attempt, f"resumed turn for {turn.session_id}", TurnResult
+            )
+            return await self._concluded(turn, outcome, query, started)
+
+    async def _finished(
+        self,
+        result: RunResult | RunResultStreaming,
+        input_items: list[dict[str, Any]],
+        turn: TurnContext,
+    ) -> TurnResult:
+        if result.interruptions:
+            state = result.to_state().to_json(context_serializer=turn_to_json)
+            paused = PausedRun(state, input_items, list(result.interruptions))
+            return TurnResult("", [], "paused", paused=paused)
+        rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
+        items = [*_as_items(input_items), *new_history_items(result)]
+        return TurnResult(rendered.text, items, run=result)
+
+    async def _concluded(
+        self,
+        turn: TurnContext,
+        outcome: TurnResult,
+        query: PostQuery,
+        started: float,
+        on_status: Callback | None = None,
+    ) -> TurnResult:
+        """The post-processors the message asked for, then turn end for the lifecycle
+        hooks. A paused turn has not ended: it keeps ``query`` for its resumption."""
+        status = outcome.status
+        if outcome.paused is not None or status == "paused":
+            paused = outcome.paused and replace(outcome.paused, query=query)
+            await self.observer.turn_paused(turn)
+            return replace(outcome, paused=paused)
+        if self.post is not None:
+            post = await self.post.finish(
+                query, outcome.reply, outcome.status, outcome.run, turn, on_status
+            )
+            if post is not None:
+                outcome = replace(outcome, followup=post.followup, records=(post.record,))
+        elapsed_ms = (time.monotonic() - started) * 1000
+        await self.ended(turn, TurnOutcome(status, outcome.reply, elapsed_ms))
+        if extra := self.ledger_records(turn):
+            outcome = replace(outcome, records=(*outcome.records, *extra))
+        return outcome
+
+    async def ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
+        """The turn is over: the lifecycle hooks, then its observers."""
+        await self.hooks.turn_ended(turn, outcome)
+        await self.observer.turn_ended(turn, outcome)
+
+    async def run_stateless(self, prompt: str, *, source: str) -> str:
+        """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``).
+
+        The prompt comes from an extension, not the user: input hooks do not
+        apply; the answer may reach the user, so output hooks do."""
+        turn = _agent_turn(source)
+
+        async def attempt() -> TurnResult:
+            agent, note = await self._agent(prompt, turn, AppliedAdditions())
+            given = [*note, *_as_items([{"role": "user", "content": prompt}])]
+            result = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
+            while result.interruptions:  # nobody to ask in a stateless run (ADR 0021)
+                state = result.to_state()
+                for item in result.interruptions:
+                    state.reject(item, rejection_message=f"not run: {item.tool_name} {NO_ONE}")
+                result = await Runner.run(agent, state)
+            rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
+            return TurnResult(rendered.text)
+
+        outcome = await self._guarded(attempt, f"agent run for {source}", TurnResult)
+        return outcome.reply
+
+    async def run_stateless_streamed(
+        self, prompt: str, *, source: str, on_chunk: Callback | None, on_tool_call: Callback | None
+    ) -> str:
+        """Like ``run_stateless``, feeding text deltas and tool names to the callbacks
+        (text deltas only while no output hook may rewrite the answer)."""
+        turn = _agent_turn(source)
+        deadline = timeout(self.timeout_s)
+        shaping = self.hooks.shapes_output()
+        try:
+            async with deadline:
+                agent, note = await self._agent(prompt, turn, AppliedAdditions())
+                given = [*note, *_as_items([{"role": "user", "content": prompt}])]
+                text = await stream_text(
+                    agent, given, turn, self.max_turns, None if shaping else on_chunk, on_tool_call
+                )
+                if not shaping:
+                    return text
+                rendered = (await self.hooks.render_output(text, turn)).text
+                if on_chunk is not None:
+                    await on_chunk(rendered)
+                return rendered
+        except TimeoutError as exc:
+            if not deadline.expired():
+                raise
+            raise TimeoutError(
+                f"streamed agent run for {source} took longer than {self.timeout_s:g} s"
+                " (turns.timeout_s)"
+            ) from exc
+
+    async def _agent(
+        self,
+        prompt: str,
+        turn: TurnContext,
+        additions: AppliedAdditions,
+        messages: list[dict[str, Any]] | None = None,
+    ) -> tuple[Agent[Any], list[TResponseInputItem]]:
+        """The orchestrator for this turn — its instructions the stable prefix, its
+        model the one a routing hook chose (if one may choose) — and the turn's note
+        for after the history: clock, context chain, conditional additions."""
+        context = await self.context.build(prompt, turn)
+        model_name = await self.hooks.route(messages or [{"role": "user", "content": prompt}], turn)
+        agent = self.orchestrator.agent(
+            additions.system_suffix or None,
+            system_prefix=additions.system_prefix or None,
+            model_name=model_name,
+        )
+        return agent, turn_note(self.orchestrator.clock(), context, additions.turn_note)
+
+    async def _guarded(
+        self, attempt: Callable[[], Awaitable[T]], what: str, wrap: Callable[..., T]
+    ) -> T:
+        deadline = timeout(self.timeout_s)
+        try:
+            async with deadline:
+                return await attempt()
+        except self.user_facing_errors as exc:
+            return wrap(str(exc), status="failed")
+        except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
+            log.info("%s stopped by a guardrail", what)  # journaled as hook.guardrail
+            return wrap(guardrail_reply(exc), status="blocked")
+        except Exception as exc:
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                log.error("%s stopped after %s s (turns.timeout_s)", what, self.timeout_s)
+                return wrap(TOO_SLOW.format(what="That", seconds=self.timeout_s), status="timeout")
+            log.error("%s failed: %s", what, describe_exception(exc), exc_info=True)
+            return wrap(APOLOGY.format(reason=_short_reason(exc)), status="failed")
+
+
+def input_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the input messages (what conditions and routing look at)."""
+    return "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+
+
+def turn_note(*parts: str) -> list[TResponseInputItem]:
+    """What changes from turn to turn, as one system message for after the history
+    (ADR 0054); never stored, so the history stays the same bytes turn after turn."""
+    return _as_items([{"role": "system", "content": "\n\n".join(p for p in parts if p)}])
+
+
+def _as_items(messages: list[dict[str, Any]]) -> list[TResponseInputItem]:
+    """Input messages as the SDK's input items (they are ``{"role", "content"}`` dicts)."""
+    return [message for message in messages]  # type: ignore[misc]
+
+
+def turn_to_json(context: Any) -> Mapping[str, Any]:
+    """A run's ``TurnContext`` as the ``RunState`` JSON stores it."""
+    return asdict(context) if isinstance(context, TurnContext) else {}
+
+
+def turn_from_json(data: Mapping[str, Any]) -> TurnContext:
+    """The ``TurnContext`` back from a stored ``RunState`` (unknown keys dropped)."""
+    known = {f.name for f in fields(TurnContext)}
+    return TurnContext(**{k: v for k, v in data.items() if k in known})
+
+
+def _agent_turn(source: str) -> TurnContext:
+    return TurnContext(agent_id="orchestrator", user_id=source, turn_id=f"agent-{uuid.uuid4().hex}")
+
+
+def new_history_items(result: RunResultBase) -> list[TResponseInputItem]:
+    """The run's new items as history input, as an SDK session would store them
+    (``save_result_to_session``): approvals skipped, a ``status: None`` dropped.
+
+    ``result.to_input_list()`` gives the same items after the whole input, but
+    re-converts the entire history on every turn; this converts only the new ones."""
+    items: list[TResponseInputItem] = []
+    for run_item in result.new_items:
+        if run_item.type == "tool_approval_item":
+            continue
+        item: Any = run_item.to_input_item()
+        if isinstance(item, dict) and "status" in item and item["status"] is None:
+            item = {k: v for k, v in item.items() if k != "status"}
+        items.append(item)
+    return items
+
+
+def _short_reason(exc: BaseException) -> str:
+    text = describe_exception(exc)
+    return text if len(text) <= 120 else text[:117] + "..."

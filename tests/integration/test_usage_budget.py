@@ -1,0 +1,101 @@
+"""Usage and budgets in a running kernel (SPEC §11, ADR 0061): every turn's tokens
+are recorded with it, ``/usage`` shows this conversation, today and this month
+with their cost, per person; at 80 % of a budget the owner is told once, at
+100 % new turns are refused with a line that says why and until when, while
+commands still answer. On both storage backends."""
+
+from __future__ import annotations
+
+from agents.testing import ScriptedModel, assistant_message
+from agents.usage import Usage
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+
+# one model call: 100k tokens in (20k of them cached), 10k out; at the prices below
+# 80k * 10 + 20k * 1 + 10k * 40 per million = 0.8 + 0.02 + 0.4 = 1.22 USD
+USAGE = Usage(
+    requests=1,
+    input_tokens=100_000,
+    input_tokens_details=InputTokensDetails(cached_tokens=20_000, cache_write_tokens=0),
+    output_tokens=10_000,
+    output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+    total_tokens=110_000,
+)
+PRICES = {"ScriptedModel": {"input": 10.0, "cached_input": 1.0, "output": 40.0}}
+TURN_COST = 1.22
+
+
+def scripted(turns: int) -> ScriptedModel:
+    model = ScriptedModel([[assistant_message(f"Answer {n}.")] for n in range(1, turns + 1)])
+    model.set_default_usage(USAGE)
+    return model
+
+
+def replies(capture, kind: str = "reply", user: str | None = None) -> list[str]:
+    return [m for k, u, m in capture.sent or [] if k == kind and (user is None or u == user)]
+
+
+async def say(capture, text: str, user: str = "u1") -> str:
+    before = len(replies(capture, user=user))
+    await capture.say(text, user)
+    await wait_for(lambda: len(replies(capture, user=user)) > before, timeout=30)
+    return replies(capture, user=user)[-1]
+
+
+async def test_usage_and_a_household_budget(make_ext, settings_file, storage_backend):
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    path = settings_file(
+        channels={"default": "capture"},
+        models={"default": None, "prices": PRICES, "budget": {"daily": 2.0, "currency": "EUR"}},
+        storage=storage_backend,
+    )
+    async with running_kernel(path, model=scripted(3)) as kernel:
+        capture = kernel.loader.instance("capture")
+        assert await say(capture, "first") == "Answer 1."
+        usage = await say(capture, "/usage")
+        assert "This conversation: 100,000 in (20,000 cached), 10,000 out — 1.22 EUR" in usage
+        assert "Today" in usage and "This month" in usage
+        assert "Budget daily: 1.22 of 2.00 EUR (61%)" in usage
+        assert replies(capture, "notify") == []  # 61 %: nobody is told yet
+
+        assert await say(capture, "second") == "Answer 2."  # 2.44 of 2.00: over 80 %
+        await wait_for(lambda: replies(capture, "notify"))
+        (notice,) = replies(capture, "notify")
+        assert "daily model budget is 122% used: 2.44 EUR of 2.00 EUR" in notice
+
+        refused = await say(capture, "third")
+        assert refused.startswith("Sorry, the household's daily model budget is spent")
+        assert "2.44 EUR of 2.00 EUR" in refused and "tomorrow" in refused
+        assert "models.budget.daily" in refused
+        assert "Commands and reminders still work" in refused
+        assert "Budget daily" in await say(capture, "/usage")  # commands still answer
+        assert len(replies(capture, "notify")) == 1  # told once
+        assert len(kernel.spending.meter._tallies) == 0  # nothing left behind
+
+
+async def test_per_person_budgets_and_usage(make_ext, settings_file):
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    path = settings_file(
+        channels={"default": "capture"},
+        models={
+            "default": None,
+            "prices": PRICES,
+            "budget": {"daily": 1.0, "scope": "person"},
+        },
+        people={
+            "ann": {"role": "owner", "identities": ["capture:u1"]},
+            "bob": {"role": "member", "identities": ["capture:u2"]},
+        },
+    )
+    async with running_kernel(path, model=scripted(3)) as kernel:
+        capture = kernel.loader.instance("capture")
+        assert await say(capture, "hi from bob", "u2") == "Answer 1."
+        refused = await say(capture, "more from bob", "u2")
+        assert refused.startswith("Sorry, your daily model budget is spent")
+        assert await say(capture, "hi from ann", "u1") == "Answer 2."  # her own budget
+        bob = await say(capture, "/usage", "u2")
+        assert "Today" in bob and "1.22 USD" in bob and "per person" not in bob
+        ann = await say(capture, "/usage", "u1")
+        assert "This month per person:" in ann
+        assert "  ann: " in ann and "  bob: " in ann
