@@ -52,6 +52,10 @@ class CliChannel(BaseExtension):
         self._questions: deque[UserRequest] = deque()  # asked, not yet answered here
         self._status_shown = False  # a status line is on screen, to be replaced
         self._stream_open = False  # a turn's reply is streaming: it ends in on_stream_end
+        # a message (not a command, not an answer) was sent and its turn's stream has
+        # not started yet: its reply comes through the stream, so what is sent to the
+        # user meanwhile is proactive (a reminder firing before the turn starts)
+        self._turn_pending = False
         self._cancelling = False  # Ctrl-C was pressed during this turn
         self._keys: Any = None  # the terminal's input (prompt_toolkit), read during turns
 
@@ -147,10 +151,12 @@ class CliChannel(BaseExtension):
         and wait for what comes back: a reply, or the next question."""
         self._replied.clear()
         if self._questions:
+            self._turn_pending = False
             request = self._questions.popleft()
             answer = _answer_value(request, text)
             await self.context.answer_request(request.id, answer, self._user_id)
         else:
+            self._turn_pending = not text.lstrip().startswith("/")
             await self.context.on_user_message(text, self._user_id)
         self._cancelling = False
         try:
@@ -196,9 +202,9 @@ class CliChannel(BaseExtension):
 
     async def send_to_user(self, user_id: str, message: str) -> None:
         """A reply (a command's answer) or a proactive message (a reminder). While a
-        turn's reply streams, it can only be the latter: shown on its own line, and
-        the wait for the reply goes on."""
-        if self._stream_open:
+        turn's reply streams, or before the stream of a message's turn has started,
+        it can only be the latter: shown on its own line, and the wait goes on."""
+        if self._stream_open or self._turn_pending:
             if self._streamed:
                 sys.stdout.write("\n")
             self._write(message)
@@ -210,6 +216,7 @@ class CliChannel(BaseExtension):
         self._write(message)
 
     async def on_stream_start(self, user_id: str) -> None:
+        self._turn_pending = False
         self._streamed = False
         self._stream_open = True
 
@@ -243,6 +250,7 @@ class CliChannel(BaseExtension):
 
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         self._questions.append(request)
+        self._turn_pending = False
         self._write(_prompt(request))
         self._replied.set()  # the next line typed is the answer
 
