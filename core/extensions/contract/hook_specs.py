@@ -1,19 +1,20 @@
 """The one table of the turn pipeline's hook points (SPEC §9; issue 27, ADR 0041).
 
-Each row says, once, what a hook point is: its protocol (``hook_protocols``),
+Each row says, once, what a hook point is: its protocol (``contract.hooks``),
 the method the kernel awaits, the kinds of its positional arguments and of
 the results it may return besides ``None``, how several hooks at the point
 combine, data its owner reports at load, the ``hooks.commands`` event name
 when a program may implement it, and the permission it needs. Everything
-else is built from this table: the capability detection (``capabilities``),
-the settings' hook names (``settings``), the isolated proxy and the plugin
-host (``isolation/hook_mixins``, ``isolation/host``), the wire codec
-(``isolation/hook_wire``), the command-hook targets (``kernel/hooks/
-command_hooks``) and the permission check (``capabilities.
-require_permissions``). Adding a hook point means a protocol in
-``hook_protocols`` (re-exported by ``contract``, named in the ``Capability``
-enum), a row here, and the kernel code that calls it. Light: the plugin
-host imports it before the extension.
+else is built from this table: the capability detection
+(``loading.capabilities``), the settings' hook names (``core.config``), the
+isolated proxy and the plugin host (``isolation.kernel.hook_mixins``,
+``isolation.host.plugin_host``), the wire codec
+(``isolation.protocol.hook_wire``), the command-hook targets
+(``core.kernel.hooks.command_hooks``) and the permission check
+(``loading.capabilities.require_permissions``). Adding a hook point means a
+protocol in ``contract.hooks`` (re-exported by ``contract``, named in the
+``Capability`` enum), a row here, and the kernel code that calls it. Light:
+the plugin host imports it before the extension.
 """
 
 from __future__ import annotations

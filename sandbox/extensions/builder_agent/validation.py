@@ -24,8 +24,9 @@ import yaml
 
 import core.extensions.contract as contract
 
-# The kernel's command line sits next to the package that holds the contract.
-HEARTH_MAIN = Path(contract.__file__).resolve().parents[2] / "main.py"
+# The kernel's command line sits next to the package that holds the contract
+# (core/extensions/contract/__init__.py).
+HEARTH_MAIN = Path(contract.__file__).resolve().parents[3] / "main.py"
 MANIFEST_FILE = "manifest.yaml"
 
 
