@@ -2,13 +2,6 @@
 speaks MCP over stdio (docs/mcp-server.md, ADR 0059)."""
 
 from core.mcp_server.link import KernelLink, KernelUnavailableError
-from core.mcp_server.server import ASK_TOOL, RESOURCES, build_server, serve_stdio
+from core.mcp_server.server import JournalRequests, serve_stdio
 
-__all__ = [
-    "ASK_TOOL",
-    "RESOURCES",
-    "KernelLink",
-    "KernelUnavailableError",
-    "build_server",
-    "serve_stdio",
-]
+__all__ = ["JournalRequests", "KernelLink", "KernelUnavailableError", "serve_stdio"]

@@ -17,18 +17,15 @@ channel's ``stop``) ends it.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Protocol
 
-from mcp import types
-from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from core.extensions.contract import ExtensionContext, McpAnswer
+from core.extensions.contract import ExtensionContext, McpAnswer, McpOp
+from core.extensions.sdk.mcp_front import build_mcp_server
 
 from .auth import TokenCheck
 from .config import ApiConfig
@@ -38,25 +35,6 @@ from .replies import PendingReply, ReplyGoneError
 
 MCP_PATH = "/mcp"
 MCP_CONVERSATION = "mcp"  # the conversation of ``ask``, and where a member's reminders land
-ASK_TOOL = types.Tool(
-    name="ask",
-    description=(
-        "Ask Hearth, the user's personal assistant, as in a chat: one turn of its "
-        "orchestrator with all its tools. It may answer with a question (e.g. to allow "
-        'an action); answer it with another ask ("yes", "always", "no").'
-    ),
-    input_schema={
-        "type": "object",
-        "properties": {"text": {"type": "string", "description": "The message to Hearth."}},
-        "required": ["text"],
-        "additionalProperties": False,
-    },
-    annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
-)
-RESOURCES = {
-    "hearth://memories": ("memories", "Memories", "What Hearth remembers about you."),
-    "hearth://reminders": ("reminders", "Reminders", "Your reminders and recurring tasks."),
-}
 
 
 class McpBackend(Protocol):
@@ -79,7 +57,7 @@ class McpEndpoint:
 
     def __init__(self, backend: McpBackend) -> None:
         self._backend = backend
-        self._server = build_server(backend, self.ask)
+        self._server = build_mcp_server(self)
         self._manager: StreamableHTTPSessionManager | None = None
         self._task: asyncio.Task[None] | None = None
         self._starting = asyncio.Lock()
@@ -105,13 +83,16 @@ class McpEndpoint:
                 self._manager = manager
             return self._manager
 
-    async def ask(self, text: str) -> types.CallToolResult:
+    async def request(self, op: McpOp, name: str | None = None, arguments: str = "") -> McpAnswer:
+        """The token holder's tools and resources, through the kernel's MCP desk."""
+        context = self._backend.context
+        return await context.mcp_request(op, MCP_CONVERSATION, name, arguments or "{}")
+
+    async def ask(self, text: str) -> McpAnswer:
         """One chat message of conversation ``mcp``; the answer is its reply, or — when
         the turn paused to ask first, or the message answered such a question — what
         this channel sends the conversation next (the question, the resumed turn's
         reply), as ``main.py mcp``'s answers are (ADR 0059)."""
-        if not text.strip():
-            return _text("ask needs a non-empty `text`", error=True)
         notes = self._backend.notifications
         assert notes is not None, "initialize() was not called"
         seen = await self._newest_seen(notes)
@@ -131,11 +112,11 @@ class McpEndpoint:
                     if reply.done() and reply.result():
                         texts.append(reply.result())
                     if texts:
-                        return _text("\n\n".join(texts))
+                        return McpAnswer("\n\n".join(texts))
         except TimeoutError:
-            return _text(f"no reply within {timeout_s:g} s", error=True)
+            return McpAnswer(error=f"no reply within {timeout_s:g} s")
         except ReplyGoneError as exc:
-            return _text(str(exc), error=True)
+            return McpAnswer(error=str(exc))
         finally:
             reply.cancel()
             self._backend.release(pending)
@@ -159,76 +140,3 @@ async def _run(manager: StreamableHTTPSessionManager, started: asyncio.Event) ->
     async with manager.run():
         started.set()
         await asyncio.Event().wait()  # until ``close`` cancels it
-
-
-def _tool(row: dict[str, Any]) -> types.Tool:
-    side_effects = bool(row["side_effects"])
-    return types.Tool(
-        name=str(row["name"]),
-        description=str(row["description"]),
-        input_schema=row["schema"],
-        annotations=types.ToolAnnotations(
-            read_only_hint=not side_effects, destructive_hint=side_effects
-        ),
-    )
-
-
-def _text(text: str, *, error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
-
-
-def build_server(
-    backend: McpBackend, ask: Callable[[str], Awaitable[types.CallToolResult]]
-) -> Server[Any]:
-    """The MCP server whose tools are the token holder's own, plus ``ask``."""
-
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        answer = await backend.context.mcp_request("list", MCP_CONVERSATION)
-        return types.ListToolsResult(tools=[*map(_tool, answer.tools), ASK_TOOL])
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        arguments = dict(params.arguments or {})
-        if params.name == ASK_TOOL.name:
-            return await ask(str(arguments.get("text", "")))
-        answer = await backend.context.mcp_request(
-            "call", MCP_CONVERSATION, params.name, json.dumps(arguments)
-        )
-        return _answered(answer)
-
-    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    uri=uri, name=name, title=title, description=about, mime_type="text/plain"
-                )
-                for uri, (name, title, about) in RESOURCES.items()
-            ]
-        )
-
-    async def read_resource(
-        ctx: Any, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        uri = str(params.uri)
-        if uri not in RESOURCES:
-            raise ValueError(f"no resource {uri}; there are {', '.join(RESOURCES)}")
-        answer = await backend.context.mcp_request("resource", MCP_CONVERSATION, RESOURCES[uri][0])
-        if answer.error is not None:
-            raise ValueError(answer.error)
-        contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text=answer.text)
-        return types.ReadResourceResult(contents=[contents])
-
-    return Server(
-        "hearth",
-        instructions="Hearth, the user's personal assistant: their memories, reminders and "
-        "key-value store, and `ask` for anything else.",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
-    )
-
-
-def _answered(answer: McpAnswer) -> types.CallToolResult:
-    if answer.error is not None:
-        return _text(answer.error, error=True)
-    return _text(answer.text)
