@@ -1,4 +1,4 @@
-"""The ``relative`` fusion of words and meaning (ADR 0060) and the held-out set it
+"""The ``relative`` fusion of words and meaning (ADRs 0060, 0066) and the held-out set it
 is measured on: the rule's edges, and the set's promises (size, no shared
 content word, a split nothing can move)."""
 
@@ -23,6 +23,16 @@ def test_an_incidental_shared_word_does_not_push_out_the_meaning_hit():
     full = full_match_score({"appointment": 40, "optician": 0}, 100)
     fused = relative_fusion([(2, 0.4)], cosines, spread=0.02, full_match=full)
     assert best(fused)[0] == 1
+
+
+def test_words_that_cover_only_part_of_the_query_leave_the_meaning_order_alone():
+    # "Which weekday is my rehab appointment?": no fact says "weekday" or "rehab", the
+    # dentist's appointment shares "appointment" and sits a hair under the meaning hit
+    cosines = {1: 0.900, 2: 0.899, 3: 0.85}
+    full = full_match_score({"weekday": 0, "rehab": 0, "appointment": 3}, 300)
+    fused = relative_fusion([(2, 0.9 * full)], cosines, spread=0.02, full_match=full)
+    assert best(fused) == [1, 2, 3]
+    assert fused[2] == pytest.approx(0.899)
 
 
 def test_a_fact_holding_every_rare_word_of_the_query_comes_first():
