@@ -49,6 +49,14 @@ def test_unembedded_words_hits_count_as_the_lowest_cosine_and_words_order_them()
     assert best(fused)[0] == 1
 
 
+def test_a_fact_not_embedded_yet_keeps_its_words_when_they_cover_part_of_the_query():
+    # 7 was stored a moment ago (no vector yet) and shares one of the query's words
+    full = full_match_score({"weekday": 0, "rehab": 3}, 300)
+    fused = relative_fusion([(7, 0.5 * full)], {1: 0.9, 2: 0.8}, spread=0.05, full_match=full)
+    assert fused[7] == pytest.approx(0.8 + 0.05 * 0.5)
+    assert best(fused) == [1, 7, 2]
+
+
 def test_with_no_distribution_yet_words_decide():
     # one vector in the index: its spread is 0, the word scores still order the rest
     fused = relative_fusion([(5, 2.0), (6, 1.0)], {9: 0.94}, spread=0.0, full_match=2.0)

@@ -93,21 +93,29 @@ def relative_fusion(
     full_match: float,
 ) -> dict[int, float]:
     """``id -> cosine + spread · bm25 / full_match`` over every candidate, the words
-    counted only when the best of them reaches ``full_match`` (they are decisive).
+    of a candidate with a vector counted only when the best of them reaches
+    ``full_match`` (they are decisive).
 
     ``cosines`` holds the cosine of every candidate that has a vector; a BM25
-    hit without one (not embedded yet) counts as the lowest cosine seen. A spread
-    of 0 (fewer than two vectors: no distribution yet) leaves words to decide,
-    decisive or not: there is no meaning ranking to stand alone.
+    hit without one (not embedded yet) counts as the lowest cosine seen plus its
+    words, decisive or not: the meaning did not find it, words are all it has. A
+    spread of 0 (fewer than two vectors: no distribution yet) leaves words to
+    decide, decisive or not: there is no meaning ranking to stand alone.
     """
     lowest = min(cosines.values(), default=0.0)
     best = max((score for _, score in lexical), default=0.0)
-    counted = full_match > 0 and (spread <= 0 or best >= full_match)
+    decisive = spread <= 0 or best >= full_match
     spread = spread if spread > 0 else 1.0
     words = (
-        {memory_id: max(score, 0.0) / full_match for memory_id, score in lexical} if counted else {}
+        {memory_id: max(score, 0.0) / full_match for memory_id, score in lexical}
+        if full_match > 0
+        else {}
     )
-    return {
-        memory_id: cosines.get(memory_id, lowest) + spread * words.get(memory_id, 0.0)
-        for memory_id in {*cosines, *(memory_id for memory_id, _ in lexical)}
-    }
+    fused: dict[int, float] = {}
+    for memory_id in {*cosines, *words}:
+        cosine = cosines.get(memory_id)
+        if cosine is None:
+            fused[memory_id] = lowest + spread * words[memory_id]
+        else:
+            fused[memory_id] = cosine + (spread * words.get(memory_id, 0.0) if decisive else 0.0)
+    return fused
