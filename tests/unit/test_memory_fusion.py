@@ -1,4 +1,4 @@
-"""The ``relative`` fusion of words and meaning (ADR 0060) and the held-out set it
+"""The ``relative`` fusion of words and meaning (ADRs 0060, 0066) and the held-out set it
 is measured on: the rule's edges, and the set's promises (size, no shared
 content word, a split nothing can move)."""
 
@@ -25,6 +25,16 @@ def test_an_incidental_shared_word_does_not_push_out_the_meaning_hit():
     assert best(fused)[0] == 1
 
 
+def test_words_that_cover_only_part_of_the_query_leave_the_meaning_order_alone():
+    # "Which weekday is my rehab appointment?": no fact says "weekday" or "rehab", the
+    # dentist's appointment shares "appointment" and sits a hair under the meaning hit
+    cosines = {1: 0.900, 2: 0.899, 3: 0.85}
+    full = full_match_score({"weekday": 0, "rehab": 0, "appointment": 3}, 300)
+    fused = relative_fusion([(2, 0.9 * full)], cosines, spread=0.02, full_match=full)
+    assert best(fused) == [1, 2, 3]
+    assert fused[2] == pytest.approx(0.899)
+
+
 def test_a_fact_holding_every_rare_word_of_the_query_comes_first():
     # "Whose locker code is 4821?": the meaning ranks a look-alike first, the words decide
     cosines = {1: 0.91, 2: 0.90}
@@ -37,6 +47,14 @@ def test_unembedded_words_hits_count_as_the_lowest_cosine_and_words_order_them()
     fused = relative_fusion([(7, 3.0), (8, 1.0)], {1: 0.9, 2: 0.8}, spread=0.05, full_match=3.0)
     assert fused[7] == pytest.approx(0.8 + 0.05) and fused[8] == pytest.approx(0.8 + 0.05 / 3)
     assert best(fused)[0] == 1
+
+
+def test_a_fact_not_embedded_yet_keeps_its_words_when_they_cover_part_of_the_query():
+    # 7 was stored a moment ago (no vector yet) and shares one of the query's words
+    full = full_match_score({"weekday": 0, "rehab": 3}, 300)
+    fused = relative_fusion([(7, 0.5 * full)], {1: 0.9, 2: 0.8}, spread=0.05, full_match=full)
+    assert fused[7] == pytest.approx(0.8 + 0.05 * 0.5)
+    assert best(fused) == [1, 7, 2]
 
 
 def test_with_no_distribution_yet_words_decide():

@@ -32,7 +32,7 @@ class EmbeddingsConfig(BaseModel):
     timeout_s: float = Field(default=2.0, gt=0)  # openai: per request; turns never wait longer
     scan_limit: int = Field(default=1_000_000, ge=1)  # vectors searched: the most recent N
     min_similarity: float | None = Field(default=None, ge=-1, le=1)  # convex: None = backend's
-    # how BM25 and vector rankings are combined (fusion.py; ADR 0060)
+    # how BM25 and vector rankings are combined (fusion.py; ADRs 0060, 0066)
     fusion: Literal["relative", "rrf", "convex"] = "relative"
     # local: CPU threads per embedding (two: ~9 ms a query instead of ~13 here, and no
     # worse with the other core busy, since ONNX Runtime's threads do not spin)

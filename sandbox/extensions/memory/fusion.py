@@ -1,8 +1,9 @@
 """Combining the word ranking (BM25) with the meaning ranking (cosine).
 
-``relative`` (the default, docs/adr/0060-recall-that-generalises.md) has no
-constant fitted to any set of questions: each candidate scores its cosine
-plus its *word coverage* times the *spread* of the query's cosines —
+``relative`` (the default, docs/adr/0066-words-count-when-they-decide.md,
+after 0060) has no constant fitted to any set of questions: each candidate
+scores its cosine plus its *word coverage* times the *spread* of the query's
+cosines, and the words count only when they are *decisive* —
 
 * the spread is the standard deviation of the query's cosine over every
   memory: how far apart this query's similarities lie, measured on the
@@ -12,11 +13,18 @@ plus its *word coverage* times the *spread* of the query's cosines —
   length holding every term of the query once would score (``Σ idf``): a
   fact with all the query's rare words gains about one spread (a little more
   when it is short: BM25's length normalisation, bounded by its ``k1 + 1``),
-  one sharing a common word almost nothing.
+  one sharing a common word almost nothing;
+* the words are decisive when the best word match reaches that full-match
+  score: some fact says what the query says in its own words (a name, a
+  number, the same terms). Otherwise the query was put in other words than
+  any fact, the words it shares with facts are incidental, and the meaning
+  ranking stands alone: on bench/memory_heldout.json's tuning half, such
+  partial overlaps only ever pushed a wrong fact up ("my rehab appointment"
+  → the dentist appointment), never the right one.
 
-So words decide between facts of about the same meaning, a fact found by a
-name or a number enters the results, and an incidental shared word cannot
-push out the fact the meaning found.
+So words decide between facts of about the same meaning when they say the
+query's words, a fact found by a name or a number enters the results, and
+an incidental shared word cannot reorder what the meaning found.
 
 Two older rules stay selectable (``embeddings.fusion``): ``convex``
 (``0.98·max(cosine, floor) + 0.02·bm25/best`` with an absolute cosine floor,
@@ -84,20 +92,30 @@ def relative_fusion(
     spread: float,
     full_match: float,
 ) -> dict[int, float]:
-    """``id -> cosine + spread · bm25 / full_match`` over every candidate.
+    """``id -> cosine + spread · bm25 / full_match`` over every candidate, the words
+    of a candidate with a vector counted only when the best of them reaches
+    ``full_match`` (they are decisive).
 
     ``cosines`` holds the cosine of every candidate that has a vector; a BM25
-    hit without one (not embedded yet) counts as the lowest cosine seen. A spread
-    of 0 (fewer than two vectors: no distribution yet) leaves words to decide.
+    hit without one (not embedded yet) counts as the lowest cosine seen plus its
+    words, decisive or not: the meaning did not find it, words are all it has. A
+    spread of 0 (fewer than two vectors: no distribution yet) leaves words to
+    decide, decisive or not: there is no meaning ranking to stand alone.
     """
     lowest = min(cosines.values(), default=0.0)
+    best = max((score for _, score in lexical), default=0.0)
+    decisive = spread <= 0 or best >= full_match
     spread = spread if spread > 0 else 1.0
     words = (
         {memory_id: max(score, 0.0) / full_match for memory_id, score in lexical}
         if full_match > 0
         else {}
     )
-    return {
-        memory_id: cosines.get(memory_id, lowest) + spread * words.get(memory_id, 0.0)
-        for memory_id in {*cosines, *words}
-    }
+    fused: dict[int, float] = {}
+    for memory_id in {*cosines, *words}:
+        cosine = cosines.get(memory_id)
+        if cosine is None:
+            fused[memory_id] = lowest + spread * words[memory_id]
+        else:
+            fused[memory_id] = cosine + (spread * words.get(memory_id, 0.0) if decisive else 0.0)
+    return fused
