@@ -26,6 +26,11 @@ newer one), an older build of the same package is AVX2-only::
     HEARTH_LLM_SERVER=~/.cache/hearth-local-llm-alt/venv/bin/llama-server-vulkan \
         .venv/bin/python bench/prompt_cache.py
 
+``HEARTH_BENCH_TURN_TIMEOUT_S`` (default 1800): how long a turn may take.
+``HEARTH_BENCH_REQUESTS``: a file to write each model request (the JSON
+body Hearth sent) and its ``usage``/``timings`` to, one JSON line each, to see
+what a turn's new tokens are.
+
 If the server exits before the bench is done, the bench says so in one line
 with its exit status and the end of what it wrote on stderr.
 """
@@ -33,6 +38,7 @@ with its exit status and the end of what it wrote on stderr.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import shlex
@@ -80,7 +86,8 @@ TURNS = (
     "Thanks. Say goodbye in three words.",
 )
 SERVER_READY_S = 180.0
-TURN_TIMEOUT_S = 600.0
+# a first turn reads the whole prompt (~3.6k tokens): minutes on 2 busy cores
+TURN_TIMEOUT_S = float(os.environ.get("HEARTH_BENCH_TURN_TIMEOUT_S", "1800"))
 
 
 class RecordingProxy:
@@ -125,8 +132,12 @@ class RecordingProxy:
                         kind = answer.headers.get("Content-Type", kind)
                 except urllib.error.HTTPError as exc:
                     status, data = exc.code, exc.read()
+                except (OSError, http.client.HTTPException) as exc:  # the server went away
+                    status, data = 502, f"model server: {exc!r}".encode()
+                    kind = "text/plain"
                 if body is not None and status == 200:
                     proxy.responses.append(figures_of(data))
+                    proxy.record(body, proxy.responses[-1])
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
@@ -135,6 +146,12 @@ class RecordingProxy:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def record(self, body: bytes, figures: dict[str, Any]) -> None:
+        dump = os.environ.get("HEARTH_BENCH_REQUESTS")
+        if dump:
+            with open(dump, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"request": json.loads(body), **figures}) + "\n")
 
     @property
     def base_url(self) -> str:
