@@ -9,7 +9,9 @@ object: per turn the wall time and, summed over the turn's model requests, the
 server's ``usage.prompt_tokens`` and ``usage.prompt_tokens_details.cached_tokens``
 (and ``timings.prompt_n``, the tokens it processed anew, and ``timings.cache_n``).
 ``reused`` = cached / prompt tokens; the target is ≥ 0.9 and ≤ 5 s on turns 2
-and 3 (2 cores). Also the load average before and after.
+and 3 (2 cores). Also the load average before and after, and per turn the
+server's CPU seconds (on a busy machine its wall time mostly waits for a core)
+and its ``prompt_ms``, ``predicted_n`` and ``predicted_ms``.
 
 Skips with one line when the local model is not installed (``install.sh``).
 
@@ -235,6 +237,16 @@ class ModelServer:
         tail = " | ".join(line.strip() for line in lines[-3:] if line.strip())
         return f"the model server ({shlex.join(self.command)}) ended with {how}; stderr: {tail}"
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the server has used (Linux): on a busy machine its wall
+        time says more about the neighbours than about the prompt."""
+        try:
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
+        except OSError:
+            return None
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def wait_ready(self) -> None:
         deadline = time.monotonic() + SERVER_READY_S
         url = f"http://127.0.0.1:{self.port}/health"
@@ -299,7 +311,9 @@ def write_setup(tmp: Path, base_url: str, port: int) -> Path:
     return path
 
 
-async def three_turns(settings: Path, port: int, proxy: RecordingProxy) -> list[dict[str, Any]]:
+async def three_turns(
+    settings: Path, port: int, proxy: RecordingProxy, server: ModelServer
+) -> list[dict[str, Any]]:
     env = {**os.environ, "HEARTH_API_TOKEN": TOKEN, "HEARTH_SUPERVISED": "1"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -324,11 +338,14 @@ async def three_turns(settings: Path, port: int, proxy: RecordingProxy) -> list[
                     "user": "sam",
                     "messages": [{"role": "user", "content": text}],
                 }
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), server.cpu_seconds()
                 response = await http.post("/v1/chat/completions", json=body)
                 wall = time.perf_counter() - start
                 response.raise_for_status()
                 turns.append(turn_figures(number, wall, proxy.responses[seen:]))
+                cpu_end = server.cpu_seconds()
+                if cpu_start is not None and cpu_end is not None:
+                    turns[-1]["server_cpu_s"] = round(cpu_end - cpu_start, 1)
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 30)
@@ -369,7 +386,7 @@ def main() -> None:
             server.wait_ready()
             with RecordingProxy(f"http://127.0.0.1:{model_port}") as proxy:
                 settings = write_setup(Path(tmp_name), proxy.base_url, api_port)
-                turns = asyncio.run(three_turns(settings, api_port, proxy))
+                turns = asyncio.run(three_turns(settings, api_port, proxy, server))
         except Exception:
             if server.proc.poll() is None:
                 raise
