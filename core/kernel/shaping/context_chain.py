@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.extensions.access.served_calls import serving_extension
-from core.extensions.contract import TurnContext
+from core.extensions.contract import TurnContext, split_reply_address
 
 log = logging.getLogger("core.context")
 
@@ -24,7 +24,10 @@ PROVIDER_TIMEOUT_S = 5.0  # default of ``turns.context_timeout_s``
 
 
 class ActiveChannelContext:
-    """Built-in provider (priority 0): tells the agent where the user is."""
+    """Built-in provider (priority 0): tells the agent where the user is. The address
+    goes without its reply tag: the tag is the channel's per-request bookkeeping
+    (ADR 0024), new random text in every turn's note that a model server would
+    read anew each time (ADR 0054) and the model has no use for."""
 
     context_priority = 0
 
@@ -33,7 +36,8 @@ class ActiveChannelContext:
             return None
         return (
             "[Current Session Context]\n"
-            f"Channel: {turn_context.channel_id}; user: {turn_context.user_id}. "
+            f"Channel: {turn_context.channel_id}; "
+            f"user: {split_reply_address(turn_context.user_id or '')[0]}. "
             "Replies are delivered on this channel."
         )
 
