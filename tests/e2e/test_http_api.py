@@ -81,6 +81,27 @@ async def test_a_streamed_reply_arrives_in_chunks_and_ends_with_done(settings, m
     assert chunks[0].choices[0].delta.role == "assistant"
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert {c.model for c in chunks} == {"hearth"}
+    assert model.requests[-1].get("stream") is True  # the model streamed for it
+
+
+async def test_a_whole_reply_is_asked_of_the_model_whole(settings, model):
+    """A client that does not read a stream gets a turn run unstreamed (cheaper for
+    the kernel, ADR 0065); one that does still gets the model's deltas."""
+    async with serving(settings) as (_, base):
+        api = client(base)
+        whole = await api.chat.completions.create(
+            model="hearth", messages=[{"role": "user", "content": "all at once"}], user="dan"
+        )
+        stream = await api.chat.completions.create(
+            model="hearth",
+            messages=[{"role": "user", "content": "bit by bit"}],
+            user="dan",
+            stream=True,
+        )
+        pieces = [c.choices[0].delta.content async for c in stream if c.choices[0].delta.content]
+    assert whole.choices[0].message.content == "echo: all at once"
+    assert "".join(pieces) == "echo: bit by bit"
+    assert [bool(r.get("stream")) for r in model.requests] == [False, True]
 
 
 async def test_a_tool_call_runs_inside_hearth(settings, model):

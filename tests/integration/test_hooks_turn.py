@@ -8,6 +8,7 @@ which frames the journal has.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -482,7 +483,9 @@ async def test_a_state_value_condition_follows_the_extensions_session_state(
         await say(kernel, "hello")
         await say(kernel, "/drive on")
         await say(kernel, "where to?")
-        assert kernel.loader.instance("car").seen is True  # hooks see the turn's session state
+        car = kernel.loader.instance("car")
+        await wait_for(lambda: car.seen is not None)  # the turn's end comes after its reply
+        assert car.seen is True  # hooks see the turn's session state
         await say(kernel, "/drive off")
         await say(kernel, "thanks")
     assert [user_texts(model, n)[-1] for n in range(3)] == [
@@ -526,3 +529,30 @@ async def test_a_quiet_conversation_expires_into_a_new_session(
         ("start", "capture:u1#1"),
     ]
     assert user_texts(model, 1) == ["second, a day later"]  # the old exchange is gone
+
+
+async def test_a_reply_does_not_wait_for_the_turn_end_hooks(make_ext, settings_file):
+    """The user has the answer while the turn-end hooks still work (ADR 0065); they
+    end before the conversation's next turn starts."""
+    path = setup(
+        make_ext,
+        settings_file,
+        (
+            "slow_end",
+            """
+            async def on_turn_end(self, turn, outcome):
+                await self.release.wait()
+                self.ended.append(outcome.reply)
+            """,
+            {},
+        ),
+    )
+    model = ScriptedModel([[assistant_message("first")], [assistant_message("second")]])
+    async with running_kernel(path, model=model) as kernel:
+        slow = kernel.loader.instance("slow_end")
+        slow.release, slow.ended = asyncio.Event(), []
+        assert await say(kernel, "one") == "first"  # its end hook is still waiting
+        assert slow.ended == []
+        slow.release.set()
+        assert await say(kernel, "two") == "second"
+        await wait_for(lambda: slow.ended == ["first", "second"])

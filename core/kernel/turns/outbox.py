@@ -94,11 +94,13 @@ def _with_usage(method: Any, usage: TurnUsage | None) -> dict[str, Any]:
 
 
 class OpenStream:
-    """A stream started on a ``StreamingChannelProvider`` for one turn."""
+    """A stream started on a ``StreamingChannelProvider`` for one turn; ``live``:
+    the channel shows text as it comes (else only the stream's end, the reply)."""
 
-    def __init__(self, channel: Any, user_id: str) -> None:
+    def __init__(self, channel: Any, user_id: str, live: bool = True) -> None:
         self.channel = channel
         self.user_id = user_id
+        self.live = live
 
 
 class ReplyOutbox:
@@ -130,17 +132,19 @@ class ReplyOutbox:
         )
 
     async def open_stream(self, channel: Any, user_id: str) -> OpenStream | None:
-        """Start a live stream; its end carries the recorded reply (``deliver``).
+        """Start a stream; its end carries the recorded reply (``deliver``). Not
+        ``live`` when ``on_stream_start`` returned ``False`` (nobody there reads text
+        as it comes, ADR 0065): the turn then runs unstreamed.
 
         ``None`` when the channel cannot start one (it raised or passed
         ``send_timeout_s``): the turn then runs unstreamed and its reply is sent."""
         try:
             async with asyncio.timeout(self._send_timeout_s):
-                await channel.on_stream_start(user_id)
+                started = await channel.on_stream_start(user_id)
         except Exception as exc:
             log.warning("stream for %s did not start (%s)", user_id, describe_exception(exc))
             return None
-        return OpenStream(channel, user_id)
+        return OpenStream(channel, user_id, live=started is not False)
 
     async def end_stream(self, stream: OpenStream) -> None:
         """End a live stream without a reply (the turn paused for an approval; its

@@ -16,6 +16,8 @@ delivered again (a crash, a failed step) whose reply is already recorded is
 answered from the record: the model is never called twice for it and the
 history never holds the exchange twice. Slash commands go the same way, so a
 command's side effects are not repeated either once its reply is recorded.
+The turn's end reaches the lifecycle hooks and observers after its reply is
+sent, still under the conversation's lock (``TurnRunner.tell_end``, ADR 0065).
 
 A turn that waits for the user's approval (ADR 0021) is handed to the
 consent stage (``ConsentStage``, ADR 0052: the ``ApprovalFlow``) instead of
@@ -221,6 +223,7 @@ class MessageRouter:
         stored = await _recorded(session, event)
         stream: OpenStream | None = None
         usage = None  # a reply recorded before (a redelivery) goes without its usage
+        result: TurnResult | None = None
         if stored is None:
             if self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
@@ -230,7 +233,7 @@ class MessageRouter:
             if channel is not None and isinstance(channel, StreamingChannelProvider):
                 await self.outbox.in_order(turn.channel_id, turn.user_id)
                 stream = await self.outbox.open_stream(channel, turn.user_id)
-                if stream is not None:
+                if stream is not None and stream.live:
                     callbacks = channel_callbacks(channel, turn.user_id)
             started = time.monotonic()
             key = self.conversations.key(turn.channel_id, turn.user_id)
@@ -255,6 +258,8 @@ class MessageRouter:
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
         await self.outbox.deliver(event.id, stored, stream, origin, usage)
+        if result is not None:  # the turn's end, off the reply's path (ADR 0065)
+            await self.runner.tell_end(turn, result)
 
     async def _on_cancel(self, event: Event) -> None:
         """The user stopped their turn; a channel may only stop its own users' turns."""

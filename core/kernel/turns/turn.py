@@ -19,7 +19,9 @@ Whatever happens the turn has an answer: the model's, a hook's short
 circuit, a user-facing error line, an apology naming the failure, or —
 after ``turns.timeout_s`` — a line saying the turn took too long; a failed
 turn adds nothing to the history. Turn start and end are told to the
-lifecycle hooks, the end with how it went.
+lifecycle hooks, the end with how it went — for a conversational turn after
+its reply is recorded and sent (``tell_end``, ADR 0065), so what the hooks and
+observers store (a memory's turn record, the replay record) does not delay it.
 
 A run the SDK interrupts for the user's approval (``needs_approval``, ADR
 0021) comes back ``paused``: its ``RunState`` as JSON and the input items,
@@ -108,7 +110,9 @@ class PausedRun:
 class TurnResult:
     """The reply, and the items to append to the history (empty when the turn failed);
     post-processor output to send after it and records to commit with it;
-    ``paused`` (status ``paused``, no reply yet) when the run waits for approvals."""
+    ``paused`` (status ``paused``, no reply yet) when the run waits for approvals;
+    ``ending``: how a conversational turn went, for its lifecycle hooks and observers
+    once its reply is out (``TurnRunner.tell_end``, ADR 0065)."""
 
     reply: str
     items: list[TResponseInputItem] = field(default_factory=list)
@@ -117,6 +121,7 @@ class TurnResult:
     records: tuple[LedgerWrite, ...] = ()
     run: RunResultBase | None = field(default=None, repr=False)
     paused: PausedRun | None = None
+    ending: TurnOutcome | None = None
 
     @property
     def usage(self) -> TurnUsage:
@@ -209,7 +214,8 @@ class TurnRunner:
             return await self._finished(result, shaped, turn)
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
-        return await self._concluded(turn, outcome, query, started, stream[1] if stream else None)
+        on_status = stream[1] if stream else None
+        return await self._concluded(turn, outcome, query, started, on_status, tell=False)
 
     async def resume(
         self,
@@ -264,9 +270,13 @@ class TurnRunner:
         query: PostQuery,
         started: float,
         on_status: Callback | None = None,
+        *,
+        tell: bool = True,
     ) -> TurnResult:
         """The post-processors the message asked for, then turn end for the lifecycle
-        hooks. A paused turn has not ended: it keeps ``query`` for its resumption."""
+        hooks — told now, or (``tell=False``) kept in ``ending`` for the caller to tell
+        once the reply is out (``tell_end``). A paused turn has not ended: it keeps
+        ``query`` for its resumption."""
         status = outcome.status
         if outcome.paused is not None or status == "paused":
             paused = outcome.paused and replace(outcome.paused, query=query)
@@ -279,10 +289,23 @@ class TurnRunner:
             if post is not None:
                 outcome = replace(outcome, followup=post.followup, records=(post.record,))
         elapsed_ms = (time.monotonic() - started) * 1000
-        await self.ended(turn, TurnOutcome(status, outcome.reply, elapsed_ms))
+        ending = TurnOutcome(status, outcome.reply, elapsed_ms)
+        if tell:
+            await self.ended(turn, ending)
+        else:
+            outcome = replace(outcome, ending=ending)
         if extra := self.ledger_records(turn):
             outcome = replace(outcome, records=(*outcome.records, *extra))
         return outcome
+
+    async def tell_end(self, turn: TurnContext, result: TurnResult) -> None:
+        """The end of a turn ``run`` returned, told once its reply is recorded and
+        sent: hooks and observers (the memory's turn record, the replay record, a
+        ``turn_end`` command) are not on the reply's path (ADR 0065). The caller
+        still holds the conversation's lock, so the next turn sees what they stored."""
+        if result.ending is not None:
+            with serving(turn):  # as in ``run``: the hooks see this turn
+                await self.ended(turn, result.ending)
 
     async def ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
         """The turn is over: the lifecycle hooks, then its observers."""

@@ -128,6 +128,7 @@ class _Api:
             chat.pairs(),
             chat.newest_user_text(),
             _header_value(request, "idempotency-key"),
+            chat.stream,
         )
         pending = await self._submit(ask)
         ident = f"chatcmpl-{pending.tag}"
@@ -147,6 +148,7 @@ class _Api:
             asked.pairs(),
             asked.newest_user_text(),
             _header_value(request, "idempotency-key"),
+            asked.stream,
         )
         pending = await self._submit(ask)
         if asked.stream:

@@ -172,6 +172,7 @@ class HttpApiChannel(BaseExtension):
         if len(json.dumps(place.text).encode()) > self._config().max_message_bytes:
             raise message_too_large(self._config().max_message_bytes)
         pending = self.book.open(place.conversation, tag)
+        pending.wants_stream = pending.wants_stream or ask.stream
         pending.turns = None if ask.conversation else normalised(ask.messages)
         if key:
             known = self.book.remembered(tag) or await self._store().reply(tag)
@@ -298,8 +299,10 @@ class HttpApiChannel(BaseExtension):
         """A proactive message with no address: offered to every conversation."""
         await self._notes().add(None, message)
 
-    async def on_stream_start(self, user_id: str) -> None:
-        self.book.stream_started(split_reply_address(user_id)[1])
+    async def on_stream_start(self, user_id: str) -> bool:
+        """``False`` (no text as it comes; the reply still ends the stream) when no
+        request waiting on the address reads SSE (issue 29, ADR 0065)."""
+        return self.book.stream_started(split_reply_address(user_id)[1])
 
     async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
         self.book.chunk(split_reply_address(user_id)[1], chunk)

@@ -108,12 +108,14 @@ class ChatRequest(Loose):
 class Ask:
     """One request for a turn, whichever endpoint it came to: the conversation it
     names (``None``: follow its history), its messages as (role, text), the
-    newest user message's text, the caller's ``Idempotency-Key``."""
+    newest user message's text, the caller's ``Idempotency-Key``; ``stream``: the
+    client reads the reply as it is generated (else the kernel need not stream it)."""
 
     conversation: str | None
     messages: list[tuple[str, str]]
     text: str
     idempotency_key: str | None
+    stream: bool = False
 
     @property
     def retry_key(self) -> str:

@@ -58,6 +58,7 @@ class PendingReply:
         self.tag = tag
         self.waiting = 1  # requests holding it (a retry with the same key joins)
         self.streaming = False  # the kernel opened a stream for it
+        self.wants_stream = False  # a request holding it reads the reply as SSE
         self._chunks: asyncio.Queue[str | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
         self._done: asyncio.Future[str] = loop.create_future()
@@ -227,10 +228,15 @@ class ReplyBook:
 
     # ------------------------------------------------------------ from the kernel
 
-    def stream_started(self, tag: str | None) -> None:
+    def stream_started(self, tag: str | None) -> bool:
+        """The turn ``tag`` names began (its reply is the stream's end); whether it
+        should send text as it comes: only for a request that reads the reply as SSE
+        (a whole reply is cheaper for the kernel to produce)."""
         pending = self.find(tag)
-        if pending is not None:
-            pending.streaming = True
+        if pending is None:
+            return False
+        pending.streaming = True
+        return pending.wants_stream
 
     def chunk(self, tag: str | None, text: str) -> None:
         pending = self.find(tag)

@@ -89,8 +89,9 @@ class ChannelProxy(ProxyCore):
 
 
 class StreamingChannelProxy(ProxyCore):
-    async def on_stream_start(self, user_id: str) -> None:
-        await self.call_method("on_stream_start", user_id)
+    async def on_stream_start(self, user_id: str) -> bool | None:
+        started = await self.call_method("on_stream_start", user_id)
+        return started if isinstance(started, bool) else None  # False: no live text
 
     async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
         await self.call_method("on_stream_chunk", user_id, chunk)
