@@ -3,8 +3,9 @@
 A ``PostTurnRecord`` holds the user's original text, the clean text the
 model saw, the specs, every result, the progress events and the token
 totals. The router hands it to ``LedgerSession.commit_turn``, which calls
-``write_to`` inside the same transaction as the reply and the history: a turn is recorded whole or not at all, and
-``/last`` reads it back after any restart. Rows are keyed by the message
+``write_to`` inside the same transaction as the reply and the history: a
+turn is recorded whole or not at all, and ``/last`` reads it back after any
+restart. Rows are keyed by the message
 (the ledger key) and pruned with the ledger's retention. ``PostRecords``
 reads them on either database (``core.storage``, ADR 0051); the tables are
 the ``sessions`` component's.
