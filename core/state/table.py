@@ -231,9 +231,7 @@ class StateTable:
         db = await self._ready()
         async with db.transaction() as tx:
             await lock_named(tx, f"hearth_state:{ext_id}")
-            await tx.execute(
-                f"DELETE FROM {TABLE} WHERE ext_id = ? AND expires_at <= ?", ext_id, now
-            )
+            await tx.write(f"DELETE FROM {TABLE} WHERE ext_id = ? AND expires_at <= ?", ext_id, now)
             # the key's old size, the extension's and the session's bytes: one statement
             sizes = await tx.fetch_one(
                 "SELECT COALESCE(SUM(CASE WHEN session_id = ? AND key = ? THEN size END), 0),"
@@ -256,9 +254,7 @@ class StateTable:
                     limits.max_bytes_per_session,
                     PER_SESSION,
                 )
-            await tx.execute(
-                _PUT, ext_id, session_id, key, value_json, size, now, now + limits.ttl_s
-            )
+            await tx.write(_PUT, ext_id, session_id, key, value_json, size, now, now + limits.ttl_s)
             extension_after = extension_before - old + size
             evicted = await _evict(
                 tx, ext_id, (session_id, key), extension_after - limits.max_bytes_per_extension
@@ -325,7 +321,7 @@ class StateTable:
             await lock_named(tx, _REGISTRY_LOCK)
             elsewhere: set[str] = set()
             if roster is not None:
-                await tx.execute(f"DELETE FROM {NODE_EXTENSIONS} WHERE node = ?", roster.node)
+                await tx.write(f"DELETE FROM {NODE_EXTENSIONS} WHERE node = ?", roster.node)
                 await tx.execute_many(
                     f"INSERT INTO {NODE_EXTENSIONS} (node, ext_id, seen_at) VALUES (?, ?, ?)",
                     [(roster.node, e, now) for e in sorted(installed)],

@@ -16,10 +16,10 @@ from core.storage.database import (
     Database,
     DatabaseClosedError,
     Dialect,
+    DuplicateKeyError,
     Executor,
     PostgresDatabase,
     PostgresExecutor,
-    SQLiteDatabase,
     lock_named,
 )
 from core.storage.dsn import dsn_passwords, hide_dsn_secrets, redact_dsn
@@ -48,6 +48,7 @@ from core.storage.sql import (
     statements,
     upsert,
 )
+from core.storage.sqlite import SQLiteDatabase
 
 __all__ = [
     "SCHEMA_TABLE",
@@ -55,6 +56,7 @@ __all__ = [
     "Database",
     "DatabaseClosedError",
     "Dialect",
+    "DuplicateKeyError",
     "Executor",
     "Migration",
     "PostgresDatabase",

@@ -27,8 +27,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.storage.database import Dialect, Executor, PostgresExecutor, SQLiteDatabase
+from core.storage.database import Dialect, Executor, PostgresExecutor
 from core.storage.postgres import StorageError, pool_for, release_pool
+from core.storage.sqlite import SQLiteDatabase
 
 if TYPE_CHECKING:
     from core.config import StorageSettings

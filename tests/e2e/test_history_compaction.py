@@ -7,6 +7,7 @@ in one transaction, journaled as a ``hook.compaction`` frame."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
@@ -39,7 +40,7 @@ from core.kernel.conversations.ledger import (
     StoredItem,
     StoredReply,
 )
-from core.kernel.conversations.session_storage import session_storage_for
+from core.kernel.conversations.session_storage import SessionStorage, session_storage_for
 from core.kernel.conversations.sessions import Conversations
 from core.kernel.hooks import FrameRecorder, HookCaller, HookEntry, HookRegistry
 from support.harness import (
@@ -414,48 +415,63 @@ async def test_a_failing_or_late_summary_drops_the_old_items(
 # ------------------------------------------------------------------ atomicity
 
 
+class FailsAtCommit(sqlite3.Connection):
+    """A connection whose ``COMMIT`` fails once ``armed`` (a disk error), after counting
+    the history rows the transaction sees."""
+
+    armed = False
+    deleted_rows_seen: int | None = None
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT" and FailsAtCommit.armed:
+            seen = super().execute("SELECT COUNT(*) FROM agent_messages").fetchone()[0]
+            FailsAtCommit.deleted_rows_seen = seen
+            raise sqlite3.OperationalError("disk I/O error")
+        return super().execute(sql, *args)
+
+
 async def test_a_failure_before_commit_leaves_the_old_history(
     sqlite_session: LedgerSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    session = sqlite_session
     db = tmp_path / "sessions.db"
-    await store(session, *(exchange(n) for n in range(6)))
+    await store(sqlite_session, *(exchange(n) for n in range(6)))
     before = rows(db)
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", functools.partial(connect, factory=FailsAtCommit))
+    failing = SessionStorage.at(db)
+    await failing.open()
+    session = await failing.session("cli:u1")
+    FailsAtCommit.armed = True
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            await compactor(summary_model("lost")).compact_if_needed(session, TURN)
+        FailsAtCommit.armed = False
 
-    class FailsAtCommit(sqlite3.Connection):
-        deleted_rows_seen: int | None = None
-
-        def commit(self) -> None:
-            self.deleted_rows_seen = self.execute("SELECT COUNT(*) FROM agent_messages").fetchone()[
-                0
-            ]
-            raise sqlite3.OperationalError("disk I/O error")
-
-    conn = sqlite3.connect(db, check_same_thread=False, factory=FailsAtCommit)
-    monkeypatch.setattr(session, "_get_connection", lambda: conn)
-
-    with pytest.raises(sqlite3.OperationalError):
-        await compactor(summary_model("lost")).compact_if_needed(session, TURN)
-
-    assert conn.deleted_rows_seen == 5  # inside the transaction: summary + 4 kept
-    conn.close()
-    monkeypatch.undo()
-    assert rows(db) == before
-    assert await session.history(None) == [item for _, item in before]
+        assert FailsAtCommit.deleted_rows_seen == 5  # inside the transaction: summary + 4 kept
+        assert rows(db) == before
+        assert await session.history(None) == [item for _, item in before]
+    finally:
+        FailsAtCommit.armed = False
+        await failing.aclose()
 
 
 CRASHING_CHILD = textwrap.dedent(
     """
-    import asyncio, os, sqlite3, sys
+    import asyncio, functools, os, sqlite3, sys
+    from pathlib import Path
     from core.extensions.contract import TurnContext
     from core.kernel.compaction import HistoryCompactor
     from core.kernel.hooks import FrameRecorder, HookCaller, HookRegistry
-    from core.kernel.conversations.ledger import LedgerSession
+    from core.kernel.conversations.session_storage import SessionStorage
     from core.config import TurnsSettings
 
+    ARMED = []
+
     class DiesAtCommit(sqlite3.Connection):
-        def commit(self):
-            os._exit(17)  # the process dies inside the transaction, after the delete
+        def execute(self, sql, *args):
+            if sql == "COMMIT" and ARMED:
+                os._exit(17)  # the process dies inside the transaction, after the delete
+            return super().execute(sql, *args)
 
     class NoFrames:
         async def publish(self, *args, **kwargs):
@@ -465,9 +481,11 @@ CRASHING_CHILD = textwrap.dedent(
         return "never stored"
 
     async def main():
-        session = LedgerSession("cli:u1", sys.argv[1])
-        conn = sqlite3.connect(sys.argv[1], check_same_thread=False, factory=DiesAtCommit)
-        session._get_connection = lambda: conn
+        sqlite3.connect = functools.partial(sqlite3.connect, factory=DiesAtCommit)
+        storage = SessionStorage.at(Path(sys.argv[1]))
+        await storage.open()
+        session = await storage.session("cli:u1")
+        ARMED.append(True)
         compactor = HistoryCompactor(
             TurnsSettings(history_max_items=8), summarise, HookRegistry(lambda: ()),
             HookCaller(1.0), FrameRecorder(NoFrames()),
@@ -499,12 +517,14 @@ async def test_a_crash_inside_the_transaction_leaves_the_old_history(
 
     assert child.returncode == 17, stderr.decode()
     assert rows(db) == before
-    reopened = LedgerSession("cli:u1", db)
+    storage = SessionStorage.at(db)
+    await storage.open()
     try:
+        reopened = await storage.session("cli:u1")
         assert await compactor(summary_model("after the crash")).compact_if_needed(reopened, TURN)
         assert summary_text((await reopened.history(None))[0]) == "after the crash"
     finally:
-        reopened.close()
+        await storage.aclose()
 
 
 # ------------------------------------------------------------------ in the kernel

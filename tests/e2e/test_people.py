@@ -411,9 +411,8 @@ async def test_last_in_a_group_chat_shows_only_the_askers_results(tmp_path):
         query = await post.parse("Is the disk full? #decision", alice)
         outcome = await post.finish(query, "The disk is down to 2% free.", "answered", None, alice)
         assert outcome is not None and isinstance(post.records, PostRecords)
-        with sqlite3.connect(tmp_path / "sessions.db") as conn:  # as the ledger commits it
-            outcome.record.write(conn)
-        conn.close()
+        async with post.records.db.transaction() as tx:  # as the ledger commits it
+            await outcome.record.write_to(tx)
         assert (await last("", alice)).startswith("Results for “Is the disk full? #decision”")
         assert await last("", bob) == "No post-processed message yet."
     finally:

@@ -26,14 +26,12 @@ from core.extensions.sdk import PostgresTarget, Store
 from core.kernel.commands.table import parse_command
 from core.kernel.consent.policy import Grant
 from core.kernel.consent.store import Approval, ApprovalStore, PausedTurn
-from core.kernel.conversations.ledger import StoredReply
-from core.kernel.conversations.ledger_pg import PostgresLedgerSession
+from core.kernel.conversations.ledger import LedgerSession, StoredReply
 from core.kernel.conversations.session_schema import sessions_database
-from core.kernel.conversations.session_storage import PostgresSessionStorage
+from core.kernel.conversations.session_storage import SessionStorage
 from core.kernel.conversations.sessions import Conversations
 from core.kernel.postprocess.activations import ActivationStore
 from core.scheduling.state import FireState
-from core.storage import pool_for, release_pool
 from support.bundled import copy_bundled
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
@@ -52,8 +50,8 @@ async def processes(
     storage: StorageSettings, tmp_path: Path
 ) -> AsyncIterator[tuple[Conversations, Conversations]]:
     """Two kernels' conversation stores on one database."""
-    first = Conversations(tmp_path / "a.db", storage=PostgresSessionStorage(storage))
-    second = Conversations(tmp_path / "b.db", storage=PostgresSessionStorage(storage))
+    first = Conversations(tmp_path / "a.db", storage=SessionStorage.at(tmp_path / "a.db", storage))
+    second = Conversations(tmp_path / "b.db", storage=SessionStorage.at(tmp_path / "b.db", storage))
     await first.open()
     await second.open()
     yield first, second
@@ -94,11 +92,13 @@ async def test_new_in_one_process_moves_the_conversation_in_every_process(proces
 
 
 async def test_the_postgres_session_is_an_sdk_session_the_runner_can_use(storage):
-    pool = await pool_for(storage.postgres_dsn or "")
+    conversations = Conversations(
+        Path("unused.db"), storage=SessionStorage.at(Path("unused.db"), storage)
+    )
     try:
-        conversations = Conversations(Path("unused.db"), storage=PostgresSessionStorage(storage))
         await conversations.open()  # migrates
-        session = PostgresLedgerSession("cli:bo", pool)
+        session = await conversations.session_by_id("cli:bo")
+        assert isinstance(session, LedgerSession)
         model = ScriptedModel([[assistant_message("Hello Bo.")], [assistant_message("Bo.")]])
         agent = Agent(name="t", model=model)
         await Runner.run(agent, "I am Bo", session=session)
@@ -109,9 +109,8 @@ async def test_the_postgres_session_is_an_sdk_session_the_runner_can_use(storage
         assert (await session.pop_item()) is not None and len(await session.get_items()) == 3
         await session.clear_session()
         assert await session.get_items() == []
-        await conversations.aclose()
     finally:
-        await release_pool(pool)
+        await conversations.aclose()
 
 
 async def test_compaction_replaces_the_oldest_items_only_if_nothing_moved(processes):

@@ -103,12 +103,12 @@ class ApprovalStore:
         old = time.time() - RETENTION_S
         order = insertion_order(self.db.dialect, "seq")
         async with self.db.transaction() as tx:
-            await tx.execute(
+            await tx.write(
                 "DELETE FROM hearth_approvals WHERE message_key IN (SELECT message_key FROM"
                 " hearth_paused_turns WHERE status = 'done' AND updated_at < ?)",
                 old,
             )
-            await tx.execute(
+            await tx.write(
                 "DELETE FROM hearth_paused_turns WHERE status = 'done' AND updated_at < ?", old
             )
             turns = [
@@ -140,7 +140,7 @@ class ApprovalStore:
                     new_id = new_request_id()
                 approvals.append(replace(approval, id=new_id))
             now = time.time()
-            await tx.execute(
+            await tx.write(
                 _SAVE_TURN,
                 turn.message_key,
                 turn.message_id,

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
         StoredSize,
         trim_to_user_turn,
     )
-    from core.kernel.conversations.ledger_pg import PostgresLedgerSession
     from core.kernel.conversations.people import (
         CHANNEL_PREFIXES,
         Household,
@@ -43,9 +42,7 @@ if TYPE_CHECKING:
     )
     from core.kernel.conversations.session_storage import (
         LEDGER_RETENTION_S,
-        PostgresSessionStorage,
         SessionStorage,
-        SQLiteSessionStorage,
         session_storage_for,
     )
     from core.kernel.conversations.sessions import SESSIONS_FILE, Conversations
@@ -63,9 +60,6 @@ __all__ = [
     "LedgerSession",
     "LedgerWrite",
     "Person",
-    "PostgresLedgerSession",
-    "PostgresSessionStorage",
-    "SQLiteSessionStorage",
     "SessionStorage",
     "StoredItem",
     "StoredReply",
@@ -90,13 +84,10 @@ _HOMES = {
     "LedgerSession": "ledger",
     "LedgerWrite": "ledger",
     "Person": "people",
-    "PostgresLedgerSession": "ledger_pg",
-    "PostgresSessionStorage": "session_storage",
     "SESSIONS_COMPONENT": "session_schema",
     "SESSIONS_FILE": "sessions",
     "SESSION_MIGRATIONS": "session_schema",
     "SQLITE_SESSION_MIGRATIONS": "session_schema",
-    "SQLiteSessionStorage": "session_storage",
     "SessionStorage": "session_storage",
     "StoredItem": "ledger",
     "StoredReply": "ledger",

@@ -1,33 +1,36 @@
 """The per-message ledger: a turn's outcome is written once, with its history.
 
-Every ``user.message`` the kernel answers leaves one row in ``hearth_turns``
-(in ``sessions.db``), keyed by the message, holding the reply. The new
-history items of a model turn are inserted into the SDK's own tables in the
-*same transaction* as that row. So after any crash the history holds the
-exchange either completely and once (row present) or not at all (row
-absent), and a redelivered message finds its reply here instead of calling
-the model again (ADR 0014). A compaction replaces the oldest items with one
-summary item in one transaction too (``replace_oldest``, ADR 0020). A reply
-may have a follow-up message (answer post-processors, ADR 0023), recorded in
-the same row, and other records of the turn (``LedgerWrite``) are written in
-the same transaction.
+Every ``user.message`` the kernel answers leaves one row in ``hearth_turns``,
+keyed by the message, holding the reply. The new history items of a model
+turn are inserted in the *same transaction* as that row. So after any crash
+the history holds the exchange either completely and once (row present) or
+not at all (row absent), and a redelivered message finds its reply here
+instead of calling the model again (ADR 0014). A compaction replaces the
+oldest items with one summary item in one transaction too (``replace_oldest``,
+ADR 0020). A reply may have a follow-up message (answer post-processors, ADR
+0023), recorded in the same row, and other records of the turn
+(``LedgerWrite``: usage, post-processing) are written in the same transaction.
+
+``LedgerSession`` is written once against the storage layer (ADR 0051, 0062):
+``sessions.db`` or PostgreSQL's ``sessions`` component. The history items
+live in the SDK's own ``agent_messages`` table on SQLite (where the SDK's
+``SQLiteSession`` kept them, so a user's history is read as it is) and in
+``hearth_session_items`` on PostgreSQL (ADR 0035).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from agents.items import TResponseInputItem
-from agents.memory import SQLiteSession
+from agents.memory import SessionABC
+from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
-if TYPE_CHECKING:
-    import asyncpg
+from core.storage import Database, Dialect, DuplicateKeyError, Executor, for_update
 
 __all__ = [
     "ConversationSession",
@@ -36,17 +39,15 @@ __all__ = [
     "StoredItem",
     "StoredReply",
     "StoredSize",
+    "items_table",
     "trim_to_user_turn",
 ]
 
 
 class LedgerWrite(Protocol):
-    """Another record of the turn, written inside the ledger's transaction (SQLite's,
-    or PostgreSQL's with ``storage.backend: postgres``)."""
+    """Another record of the turn, written inside the ledger's transaction."""
 
-    def write(self, conn: sqlite3.Connection) -> None: ...
-
-    async def write_postgres(self, conn: asyncpg.Connection) -> None: ...
+    async def write_to(self, tx: Executor) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +81,8 @@ class StoredSize:
 
 
 class ConversationSession(Protocol):
-    """What the kernel asks of a conversation's session, whichever backend holds it:
-    ``LedgerSession`` (SQLite) or ``PostgresLedgerSession`` (ADR 0035)."""
+    """What the kernel asks of a conversation's session (``LedgerSession``; tests'
+    stand-ins)."""
 
     session_id: str
 
@@ -111,27 +112,109 @@ class ConversationSession(Protocol):
     def close(self) -> None: ...
 
 
-class LedgerSession(SQLiteSession):
-    """An SDK ``SQLiteSession`` that also records turns atomically with their items.
+def items_table(dialect: Dialect) -> str:
+    """Where a session's history items are: the SDK's ``agent_messages`` in
+    ``sessions.db``, ``hearth_session_items`` in PostgreSQL."""
+    return "agent_messages" if dialect == "sqlite" else "hearth_session_items"
 
-    Reading history is the SDK's ``get_items``; writing goes only through
-    ``commit_turn`` (the kernel runs the model without a session, so the SDK
-    never writes half a turn on its own). The kernel is the only writer of a
-    conversation's session, under the conversation's lock, so ``history``
-    keeps the latest items in memory after the first read instead of reading
-    them back every turn. Writing uses the parent's protected helpers
-    (``_write_connection``, ``_insert_items``) — the subclass's business — so
-    items are stored exactly as ``SQLiteSession.add_items`` stores them.
+
+_TURN = (
+    "INSERT INTO hearth_turns"
+    "(message_key, session_id, channel_id, user_id, reply, created_at, followup)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+# the SDK's row per session (SQLite only: its ``agent_messages`` rows refer to it)
+_SDK_SESSION = (
+    "INSERT INTO agent_sessions (session_id) VALUES (?)"
+    " ON CONFLICT (session_id) DO UPDATE SET updated_at = CURRENT_TIMESTAMP"
+)
+
+
+class LedgerSession(SessionABC):
+    """One session's history and ledger rows: an SDK ``Session`` with the kernel's
+    turn-at-once writes.
+
+    Reading history is the SDK's ``get_items``; the kernel writes only through
+    ``commit_turn`` (it runs the model without a session, so the SDK never writes
+    half a turn). When no other process writes the database (SQLite: the kernel
+    is its only writer, under the conversation's lock), ``history`` and
+    ``last_activity`` are kept in memory after the first read instead of read
+    back every turn; on PostgreSQL another process may have answered the
+    conversation meanwhile, so they are read back each time.
     """
 
-    synchronous = "NORMAL"  # like the journal (events.synchronous): FULL also survives power loss
+    def __init__(
+        self, session_id: str, db: Database, session_settings: SessionSettings | None = None
+    ) -> None:
+        self.session_id = session_id
+        self.db = db
+        self.session_settings = session_settings or SessionSettings()
+        self.items = items_table(db.dialect)
+        self._tail: list[TResponseInputItem] | None = None
+        self._tail_limit: int | None = None
+        self._last_at: float | None = None  # cached last_activity (0.0: never)
 
-    _tail: list[TResponseInputItem] | None = None
-    _last_at: float | None = None  # cached last_activity (0.0: never)
-    _tail_limit: int | None = None
+    # ------------------------------------------------------------ the SDK's Session
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The latest ``limit`` items (all with ``None``; else ``session_settings.limit``),
+        oldest first. Rows that are not JSON are skipped and do not count, as in the
+        SDK's ``SQLiteSession``; a negative limit means all of them, as there."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        select = f"SELECT message_data FROM {self.items} WHERE session_id = ?"
+        if limit is None or limit < 0:
+            return _decoded(await self.db.fetch_all(select + " ORDER BY id", self.session_id))
+        if limit == 0:
+            return []
+        window = limit
+        while True:  # widen the window while undecodable rows hide wanted ones
+            rows = await self.db.fetch_all(
+                select + " ORDER BY id DESC LIMIT ?", self.session_id, window
+            )
+            items = _decoded(list(reversed(rows)))
+            if len(items) >= limit or len(rows) < window:
+                return items[-limit:]
+            window *= 2
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        if not items:
+            return
+        async with self.db.transaction() as tx:
+            await self._insert_items(tx, items)
+        self._tail = None
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        self._tail = None
+        while True:
+            data = await self.db.fetch_value(
+                f"DELETE FROM {self.items} WHERE id = (SELECT id FROM {self.items}"
+                " WHERE session_id = ? ORDER BY id DESC LIMIT 1) RETURNING message_data",
+                self.session_id,
+            )
+            if data is None:
+                return None
+            try:
+                item: TResponseInputItem = json.loads(data)
+            except (json.JSONDecodeError, TypeError):
+                continue
+            return item
+
+    async def clear_session(self) -> None:
+        self._tail = None
+        async with self.db.transaction() as tx:
+            await tx.write(f"DELETE FROM {self.items} WHERE session_id = ?", self.session_id)
+            if tx.dialect == "sqlite":
+                await tx.write("DELETE FROM agent_sessions WHERE session_id = ?", self.session_id)
+
+    def close(self) -> None:
+        """Nothing to close: the connection belongs to the database."""
+
+    # ------------------------------------------------------------ the kernel's ledger
 
     async def history(self, limit: int | None) -> list[TResponseInputItem]:
         """The latest ``limit`` items (all with ``None``), starting at a user message."""
+        if self.db.shared:
+            return trim_to_user_turn(await self.get_items(limit))
         if self._tail is None or self._tail_limit != limit:
             self._tail = await self.get_items(limit)
             self._tail_limit = limit
@@ -139,21 +222,20 @@ class LedgerSession(SQLiteSession):
 
     async def last_activity(self) -> float | None:
         """When this session last answered a message (epoch seconds), ``None`` if never."""
-        if self._last_at is None:
-            self._last_at = await asyncio.to_thread(self._read_last_activity)
+        if self._last_at is None or self.db.shared:
+            value = await self.db.fetch_value(
+                "SELECT MAX(created_at) FROM hearth_turns WHERE session_id = ?", self.session_id
+            )
+            self._last_at = 0.0 if value is None else float(value)
         return self._last_at or None
-
-    def _read_last_activity(self) -> float:
-        with self._locked_connection() as conn:
-            row = conn.execute(
-                "SELECT MAX(created_at) FROM hearth_turns WHERE session_id = ?",
-                (self.session_id,),
-            ).fetchone()
-        return float(row[0]) if row and row[0] is not None else 0.0
 
     async def recorded(self, message_key: str) -> StoredReply | None:
         """The stored reply to ``message_key``, if that message was answered before."""
-        return await asyncio.to_thread(self._read_reply, message_key)
+        row = await self.db.fetch_one(
+            "SELECT channel_id, user_id, reply, followup FROM hearth_turns WHERE message_key = ?",
+            message_key,
+        )
+        return None if row is None else StoredReply(message_key, *row)
 
     async def commit_turn(
         self,
@@ -164,57 +246,57 @@ class LedgerSession(SQLiteSession):
         """Store ``items``, the ledger row and ``extra`` in one transaction; return
         what is stored.
 
-        When the row already exists (the message was answered before a crash
-        or a redelivery), nothing is written and the earlier reply is returned.
+        The ledger row goes in first and nothing is read before ``COMMIT``, so on
+        SQLite the whole turn is one hop to the database's thread. When the row
+        exists already (the message was answered before a crash or a redelivery;
+        on PostgreSQL, by another process that committed first), its key refuses
+        the insert, the transaction is rolled back and the earlier reply returned.
         """
-        stored = await asyncio.to_thread(self._commit, reply, items, extra)
-        if stored is not reply:
-            self._tail = None  # written by an earlier attempt: read it back next time
-        elif self._tail is not None and items:
+        now = time.time()
+        try:
+            async with self.db.transaction() as tx:
+                await tx.write(
+                    _TURN,
+                    reply.message_key,
+                    self.session_id,
+                    reply.channel_id,
+                    reply.user_id,
+                    reply.text,
+                    now,
+                    reply.followup,
+                )
+                await self._insert_items(tx, items)
+                for record in extra:
+                    await record.write_to(tx)
+        except DuplicateKeyError:
+            earlier = await self.recorded(reply.message_key)
+            if earlier is None:  # another key was broken: not the ledger's to explain
+                raise
+            self._tail = None  # written by the earlier attempt: read it back next time
+            return earlier
+        self._last_at = now
+        if self._tail is not None and items:
             self._tail = self._tail + list(items)
             if self._tail_limit is not None:
                 self._tail = self._tail[-self._tail_limit :]
-        return stored
+        return reply
 
     async def stored_size(self) -> StoredSize:
-        """The whole stored history's size, counted by SQLite (no item is decoded)."""
-        return await asyncio.to_thread(self._read_size)
+        """The whole stored history's size, counted by the database (nothing decoded)."""
+        row = await self.db.fetch_one(
+            f"SELECT COUNT(*), COALESCE(SUM(LENGTH(message_data)), 0) FROM {self.items}"
+            " WHERE session_id = ?",
+            self.session_id,
+        )
+        return StoredSize(0, 0) if row is None else StoredSize(int(row[0]), int(row[1]))
 
     async def stored_items(self) -> list[StoredItem]:
         """Every stored item, oldest first, with its row id (undecodable rows skipped,
         as ``get_items`` skips them)."""
-        return await asyncio.to_thread(self._read_items)
-
-    async def replace_oldest(
-        self, through_id: int, newest_id: int, summary: dict[str, Any] | None
-    ) -> bool:
-        """Replace the items up to row ``through_id`` with ``summary`` (or nothing).
-
-        One transaction: the summary takes the place of row ``through_id`` (so
-        it sorts before every kept item) and the rows before it are deleted;
-        after a crash the history is the old one or the new one. Nothing is
-        changed (``False``) when the history moved since it was read: its
-        newest row is no longer ``newest_id`` or row ``through_id`` is gone.
-        """
-        self._tail = None  # read back next time, whatever happens below
-        return await asyncio.to_thread(self._replace, through_id, newest_id, summary)
-
-    def _read_size(self) -> StoredSize:
-        with self._locked_connection() as conn:
-            row = conn.execute(
-                f"SELECT COUNT(*), COALESCE(SUM(LENGTH(message_data)), 0)"
-                f" FROM {self.messages_table} WHERE session_id = ?",
-                (self.session_id,),
-            ).fetchone()
-        return StoredSize(int(row[0]), int(row[1]))
-
-    def _read_items(self) -> list[StoredItem]:
-        with self._locked_connection() as conn:
-            rows = conn.execute(
-                f"SELECT id, message_data FROM {self.messages_table}"
-                " WHERE session_id = ? ORDER BY id",
-                (self.session_id,),
-            ).fetchall()
+        rows = await self.db.fetch_all(
+            f"SELECT id, message_data FROM {self.items} WHERE session_id = ? ORDER BY id",
+            self.session_id,
+        )
         items: list[StoredItem] = []
         for row_id, data in rows:
             try:
@@ -225,82 +307,65 @@ class LedgerSession(SQLiteSession):
                 items.append(StoredItem(int(row_id), item, len(data)))
         return items
 
-    def _replace(self, through_id: int, newest_id: int, summary: dict[str, Any] | None) -> bool:
-        table = self.messages_table
-        with self._write_connection() as conn:
-            conn.execute(f"PRAGMA synchronous={self.synchronous}")
-            conn.execute("BEGIN IMMEDIATE")
-            newest = conn.execute(
-                f"SELECT MAX(id) FROM {table} WHERE session_id = ?", (self.session_id,)
-            ).fetchone()[0]
-            present = conn.execute(
-                f"SELECT 1 FROM {table} WHERE session_id = ? AND id = ?",
-                (self.session_id, through_id),
-            ).fetchone()
-            if newest != newest_id or present is None:
-                conn.rollback()
+    async def replace_oldest(
+        self, through_id: int, newest_id: int, summary: dict[str, Any] | None
+    ) -> bool:
+        """Replace the items up to row ``through_id`` with ``summary`` (or nothing).
+
+        One transaction: the summary takes the place of row ``through_id`` (so it
+        sorts before every kept item) and the rows before it are deleted; after a
+        crash the history is the old one or the new one. Nothing is changed
+        (``False``) when the history moved since it was read: its newest row is no
+        longer ``newest_id`` or row ``through_id`` is gone. The session's rows are
+        locked first (PostgreSQL), so a turn committing meanwhile waits.
+        """
+        self._tail = None  # read back next time, whatever happens below
+        async with self.db.transaction() as tx:
+            ids = [
+                int(row[0])
+                for row in await tx.fetch_all(
+                    f"SELECT id FROM {self.items} WHERE session_id = ?"
+                    f" ORDER BY id{for_update(tx.dialect)}",
+                    self.session_id,
+                )
+            ]
+            if not ids or ids[-1] != newest_id or through_id not in ids:
                 return False
-            if summary is None:
-                conn.execute(
-                    f"DELETE FROM {table} WHERE session_id = ? AND id <= ?",
-                    (self.session_id, through_id),
+            keep = "<="
+            if summary is not None:
+                keep = "<"
+                await tx.write(
+                    f"UPDATE {self.items} SET message_data = ? WHERE id = ?",
+                    json.dumps(summary),
+                    through_id,
                 )
-            else:
-                conn.execute(
-                    f"UPDATE {table} SET message_data = ? WHERE id = ?",
-                    (json.dumps(summary), through_id),
-                )
-                conn.execute(
-                    f"DELETE FROM {table} WHERE session_id = ? AND id < ?",
-                    (self.session_id, through_id),
-                )
-            conn.commit()
+            await tx.write(
+                f"DELETE FROM {self.items} WHERE session_id = ? AND id {keep} ?",
+                self.session_id,
+                through_id,
+            )
         return True
 
-    def _read_reply(self, message_key: str) -> StoredReply | None:
-        with self._locked_connection() as conn:
-            return _select_reply(conn, message_key)
-
-    def _commit(
-        self, reply: StoredReply, items: list[TResponseInputItem], extra: Sequence[LedgerWrite]
-    ) -> StoredReply:
-        with self._write_connection() as conn:
-            conn.execute(f"PRAGMA synchronous={self.synchronous}")
-            conn.execute("BEGIN IMMEDIATE")
-            earlier = _select_reply(conn, reply.message_key)
-            if earlier is not None:
-                conn.rollback()
-                return earlier
-            if items:
-                self._insert_items(conn, items)
-            now = time.time()
-            conn.execute(
-                "INSERT INTO hearth_turns"
-                "(message_key, session_id, channel_id, user_id, reply, created_at, followup)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    reply.message_key,
-                    self.session_id,
-                    reply.channel_id,
-                    reply.user_id,
-                    reply.text,
-                    now,
-                    reply.followup,
-                ),
-            )
-            for record in extra:
-                record.write(conn)
-            conn.commit()
-        self._last_at = now
-        return reply
+    async def _insert_items(self, tx: Executor, items: list[TResponseInputItem]) -> None:
+        """Items stored as the SDK stores them (``json.dumps`` of each)."""
+        if not items:
+            return
+        if tx.dialect == "sqlite":
+            await tx.write(_SDK_SESSION, self.session_id)
+        await tx.execute_many(
+            f"INSERT INTO {self.items} (session_id, message_data) VALUES (?, ?)",
+            [(self.session_id, json.dumps(item)) for item in items],
+        )
 
 
-def _select_reply(conn: sqlite3.Connection, message_key: str) -> StoredReply | None:
-    row = conn.execute(
-        "SELECT channel_id, user_id, reply, followup FROM hearth_turns WHERE message_key = ?",
-        (message_key,),
-    ).fetchone()
-    return None if row is None else StoredReply(message_key, *row)
+def _decoded(rows: Sequence[Sequence[Any]]) -> list[TResponseInputItem]:
+    items: list[TResponseInputItem] = []
+    for (data,) in rows:
+        try:
+            items.append(json.loads(data))
+        except (json.JSONDecodeError, TypeError):
+            continue
+    return items
 
 
 def trim_to_user_turn(items: list[TResponseInputItem]) -> list[TResponseInputItem]:

@@ -1,6 +1,7 @@
 """The ``sessions`` component's schema, in ``sessions.db`` (SQLite) and in PostgreSQL.
 
-Histories (the SDK ``Session`` items), the ledger, conversations' session
+Histories (the SDK ``Session`` items: ``agent_messages`` in ``sessions.db``,
+``hearth_session_items`` in PostgreSQL), the ledger, conversations' session
 generations, post-processing records and activations, paused turns with
 their approvals and the "always allow" grants (ADR 0035). Registered with
 the storage foundation's migrations runner at import, for both databases
@@ -224,7 +225,25 @@ async def _sqlite_session_ids(tx: Executor) -> None:
     await upgrade_sqlite_session_ids(tx)
 
 
-SQLITE_SESSION_MIGRATIONS = (_SQLITE_V1, _sqlite_followup, _sqlite_session_ids)
+# the SDK's history tables exactly as its ``SQLiteSession`` created them (where the
+# ledger keeps a session's items on SQLite: ADR 0062), for a file that has none yet
+_SQLITE_V4 = """
+CREATE TABLE IF NOT EXISTS agent_sessions (
+    session_id TEXT PRIMARY KEY,
+    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+    updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS agent_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    message_data TEXT NOT NULL,
+    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+    FOREIGN KEY (session_id) REFERENCES agent_sessions (session_id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS idx_agent_messages_session_id ON agent_messages (session_id, id);
+"""
+
+SQLITE_SESSION_MIGRATIONS = (_SQLITE_V1, _sqlite_followup, _sqlite_session_ids, _SQLITE_V4)
 register_migrations(SESSIONS_COMPONENT, SESSION_MIGRATIONS, sqlite=SQLITE_SESSION_MIGRATIONS)
 
 

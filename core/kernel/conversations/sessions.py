@@ -4,11 +4,10 @@ A conversation is (channel, user). ``/new`` moves it to a fresh session id
 (``session_ids``: the key escaped, then ``#<generation>``); old histories
 stay in the sessions database, and the ``session_ended`` callbacks (the
 kernel's: forget extension state of that session) get the old id. Sessions
-are cached so a turn does not open a new SQLite connection; building one (a
-connect and DDL) runs in a worker thread, never on the event loop, and every
-connection opened here is closed. Storage goes through a ``SessionStorage``
-(``sessions.db``, or PostgreSQL: ADR 0035); when other processes share it, a
-conversation's generation is read back before each use.
+are cached so a turn finds the history it keeps in memory (``LedgerSession``).
+Storage goes through a ``SessionStorage`` (``sessions.db``, or PostgreSQL:
+ADR 0035, 0062), whose one database every session uses; when other processes
+share it, a conversation's generation is read back before each use.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from core.kernel.conversations.session_ids import conversation_of, session_id_of
 from core.kernel.conversations.session_storage import (
     LEDGER_RETENTION_S,
     SessionStorage,
-    SQLiteSessionStorage,
     session_storage_for,
 )
 
@@ -56,7 +54,7 @@ class Conversations:
         self.db_path = db_path
         self.cache_size = cache_size
         self.synchronous = synchronous.upper()  # ``events.synchronous``: same durability
-        self.storage = storage or SQLiteSessionStorage(db_path, synchronous=synchronous)
+        self.storage = storage or SessionStorage.at(db_path, synchronous=synchronous)
         self._generations: dict[str, int] = {}
         self._sessions: OrderedDict[str, tuple[str, ConversationSession]] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
@@ -75,15 +73,15 @@ class Conversations:
         self._generations = await self.storage.open()
 
     def close(self) -> None:
-        """Close every cached session's connections (``aclose`` from a coroutine)."""
+        """Forget every cached session (``aclose`` also closes the database)."""
         for _, session in self._sessions.values():
             session.close()
         self._sessions.clear()
 
     async def aclose(self) -> None:
-        """``close`` in a worker thread (closing the last SQLite connection checkpoints
-        the WAL), then the storage's own resources (a PostgreSQL pool)."""
-        await asyncio.to_thread(self.close)
+        """``close``, then the storage's database (closing the SQLite connection
+        checkpoints the WAL; a PostgreSQL pool is given back)."""
+        self.close()
         await self.storage.aclose()
 
     @staticmethod

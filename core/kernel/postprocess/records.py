@@ -3,9 +3,9 @@
 A ``PostTurnRecord`` holds the user's original text, the clean text the
 model saw, the specs, every result, the progress events and the token
 totals. The router hands it to ``LedgerSession.commit_turn``, which calls
-``write`` (``write_postgres`` on PostgreSQL) inside the same transaction as
-the reply and the history: a turn is recorded whole or not at all, and
-``/last`` reads it back after any restart. Rows are keyed by the message
+``write_to`` inside the same transaction as the reply and the history: a
+turn is recorded whole or not at all, and ``/last`` reads it back after any
+restart. Rows are keyed by the message
 (the ledger key) and pruned with the ledger's retention. ``PostRecords``
 reads them on either database (``core.storage``, ADR 0051); the tables are
 the ``sessions`` component's.
@@ -14,17 +14,16 @@ the ``sessions`` component's.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.extensions.contract import PostProcessResult
 from core.kernel.postprocess.parsing import PostSpec
-from core.storage import Database, Executor, PostgresExecutor, insertion_order, upsert
+from core.storage import Database, Executor, insertion_order, upsert
 
 if TYPE_CHECKING:
-    import asyncpg
+    pass
 
 __all__ = ["PostRecords", "PostTurnRecord", "StoredResult"]
 
@@ -65,17 +64,9 @@ class PostTurnRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     created_at: float = field(default_factory=time.time)
 
-    def write(self, conn: sqlite3.Connection) -> None:
-        """Insert the rows inside the SQLite ledger's open transaction."""
-        for sql, rows in self._statements():
-            conn.executemany(sql, rows)
-
-    async def write_postgres(self, conn: asyncpg.Connection) -> None:
-        """The same rows inside the PostgreSQL ledger's open transaction."""
-        await self.write_to(PostgresExecutor(conn))
-
     async def write_to(self, tx: Executor) -> None:
-        """The same rows through a ``core.storage`` transaction, on either database."""
+        """The rows, inside the ledger's open transaction (``LedgerWrite``) or one of
+        their own."""
         for sql, rows in self._statements():
             await tx.execute_many(sql, rows)
 

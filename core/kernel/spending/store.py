@@ -25,11 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.agents.usage import TurnUsage
-from core.storage import ComponentPool, register_migrations
+from core.storage import ComponentPool, Executor, register_migrations
 
 if TYPE_CHECKING:
-    import asyncpg
-
     from core.config import StorageSettings
 
 __all__ = [
@@ -133,20 +131,12 @@ class UsageRecord:
             for model, u in sorted(self.by_model.items())
         ]
 
-    def write(self, conn: sqlite3.Connection) -> None:
-        conn.execute("DELETE FROM hearth_tool_runs WHERE turn_id = ?", (self.message_key,))
-        conn.executemany(
-            f"INSERT OR IGNORE INTO hearth_usage ({_COLUMNS}) VALUES ({', '.join('?' * 10)})",
-            self._rows(),
-        )
-
-    async def write_postgres(self, conn: asyncpg.Connection) -> None:
-        await conn.execute("DELETE FROM hearth_tool_runs WHERE turn_id = $1", self.message_key)
-        if not self.by_model:
-            return
-        await conn.executemany(
-            f"INSERT INTO hearth_usage ({_COLUMNS})"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING",
+    async def write_to(self, tx: Executor) -> None:
+        """The turn's rows, and its tool-run journal gone (the turn is answered)."""
+        await tx.write("DELETE FROM hearth_tool_runs WHERE turn_id = ?", self.message_key)
+        await tx.execute_many(
+            f"INSERT INTO hearth_usage ({_COLUMNS}) VALUES ({', '.join('?' * 10)})"
+            " ON CONFLICT DO NOTHING",
             self._rows(),
         )
 
