@@ -110,9 +110,10 @@ def build_storage(
     """The stores; ``size_observer`` hears each extension's state size (metrics).
     A session that ends clears its session-scoped state."""
     data_dir = settings.data_dir
-    conversations = Conversations.of(settings, data_dir / SESSIONS_FILE)
     state = StateStore.of(settings, data_dir / STATE_FILE, size_observer)
-    conversations.session_ended.append(state.clear_session)
+    conversations = Conversations.of(
+        settings, data_dir / SESSIONS_FILE, session_ended=[state.clear_session]
+    )
     return Storage(conversations, state)
 
 
@@ -272,6 +273,14 @@ def build_shaping(
     )
     mcp = McpServers(settings.mcp)
     wired = ext.wiring.wired
+    consent = KernelConsent(  # ADR 0021: every tool call passes its gate
+        settings,
+        settings.data_dir / SESSIONS_FILE,
+        bus.bus,
+        declared=lambda: declared_tools(wired(), ext.core_tools()),
+        channel_for=bus.channels.get,
+        household=household,
+    )
     shaping = TurnShaping(
         settings,
         wired=wired,
@@ -279,21 +288,14 @@ def build_shaping(
         state=storage.state,
         model_router=model_router,
         observer=observer,
+        admission=consent.gate,
         tap=tap,
     )
     context = ContextChain(
         lambda: [(r.ext_id, r.instance) for r in wired(Capability.CONTEXT)],
         provider_timeout_s=settings.turns.context_timeout_s,
     )
-    consent = KernelConsent(  # ADR 0021: every tool call passes its gate
-        settings,
-        settings.data_dir / SESSIONS_FILE,
-        bus.bus,
-        shaping,
-        declared=lambda: declared_tools(wired(), ext.core_tools()),
-        channel_for=bus.channels.get,
-        household=household,
-    )
+    consent_wrapper = consent.wrapper(shaping.tools)
 
     def orchestrator() -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents, one active
@@ -309,7 +311,7 @@ def build_shaping(
             mcp_servers=mcp.active,
             tool_guidance=shaping.tool_guidance(c.name for c in toolset.capabilities),
             skill_catalog=ext.skills.prompt_text(),
-            interceptor=ext.skills.wrapper(consent.wrapper),
+            interceptor=ext.skills.wrapper(consent_wrapper),
             agent_hooks=agent_hooks,
             guardrails=shaping.guardrails,
         )
