@@ -7,11 +7,15 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 from test_reply_outbox import FLAKY_CHANNEL, STREAM_CHANNEL
 
 from conftest import ext_code
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
+
+# the bundled post-processors (#json, #decision, …), as in a fresh install
+pytestmark = pytest.mark.usefixtures("postprocessors")
 
 HEADER = "from core.extensions.contract import PostProcessResult"
 
