@@ -5,9 +5,12 @@ its own collaborators in a frozen record; every collaborator gets what it
 needs through its constructor. Where two parts need each other, the cycle is
 broken at a named place instead of by a lambda that reads an attribute not
 assigned yet: the loader builds a declarative agent through the services it
-is handed at load time (``declarative_agent``), the wiring is told whom to
-tell of a change when it is attached, the router's channel table is built
-first (``Bus.channels``) and filled by the wiring. The replay recorder and
+is handed at load time (``declarative_agent``; a reload builds through the
+same services, ``Loader.services``), the consent gate is built before the tool
+hooks it admits calls for and is given their ``before_tool_call`` chain where it
+guards a tool (ADR 0063), the wiring is told whom to tell of a change when it
+is attached, the router's channel table is built first (``Bus.channels``) and
+filled by the wiring. The replay recorder and
 the metrics come from outside (the kernel's runner builds them) and are
 handed in as observers.
 """
