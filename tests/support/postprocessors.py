@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from conftest import PROJECT_ROOT
-from core.extensions.capabilities import Capability
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.records import ExtensionRecord
 from sandbox.extensions.postprocessors.main import PostProcessorsExtension
 
 BUNDLED_ID = "postprocessors"
