@@ -97,6 +97,15 @@ def settings_file(tmp_path: Path, ext_root: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture
+def postprocessors(ext_root: Path) -> None:
+    """The bundled ``postprocessors`` extension (``#json``, ``#decision``, ``#extract``,
+    ``#classify``) among the test's extensions, as in a fresh install (ADR 0063)."""
+    from support.bundled import copy_bundled  # it imports this module
+
+    copy_bundled(ext_root, "postprocessors")
+
+
+@pytest.fixture
 def memory_settings(
     ext_root: Path, make_ext: MakeExtension, settings_file: Callable[..., Path]
 ) -> Callable[..., Path]:

@@ -200,6 +200,9 @@ class PostProcessSettings(_Section):
     """Answer post-processors (``#json``, SPEC §9, docs/postprocessors.md)."""
 
     timeout_s: float = Field(default=30.0, gt=0)  # one post-processor, param check included
+    # what every conversation starts with activated (the bundled ``postprocessors``
+    # extension's, ADR 0063); a name no extension provides shows as "not available now"
+    activate_by_default: tuple[str, ...] = ("json", "decision", "extract", "classify")
 
 
 # the hook methods a program may implement: the rows of the spec table with a

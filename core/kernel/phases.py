@@ -5,9 +5,12 @@ its own collaborators in a frozen record; every collaborator gets what it
 needs through its constructor. Where two parts need each other, the cycle is
 broken at a named place instead of by a lambda that reads an attribute not
 assigned yet: the loader builds a declarative agent through the services it
-is handed at load time (``declarative_agent``), the wiring is told whom to
-tell of a change when it is attached, the router's channel table is built
-first (``Bus.channels``) and filled by the wiring. The replay recorder and
+is handed at load time (``declarative_agent``; a reload builds through the
+same services, ``Loader.services``), the consent gate is built before the tool
+hooks it admits calls for and is given their ``before_tool_call`` chain where it
+guards a tool (ADR 0063), the wiring is told whom to tell of a change when it
+is attached, the router's channel table is built first (``Bus.channels``) and
+filled by the wiring. The replay recorder and
 the metrics come from outside (the kernel's runner builds them) and are
 handed in as observers.
 """
@@ -110,9 +113,10 @@ def build_storage(
     """The stores; ``size_observer`` hears each extension's state size (metrics).
     A session that ends clears its session-scoped state."""
     data_dir = settings.data_dir
-    conversations = Conversations.of(settings, data_dir / SESSIONS_FILE)
     state = StateStore.of(settings, data_dir / STATE_FILE, size_observer)
-    conversations.session_ended.append(state.clear_session)
+    conversations = Conversations.of(
+        settings, data_dir / SESSIONS_FILE, session_ended=[state.clear_session]
+    )
     return Storage(conversations, state)
 
 
@@ -272,6 +276,14 @@ def build_shaping(
     )
     mcp = McpServers(settings.mcp)
     wired = ext.wiring.wired
+    consent = KernelConsent(  # ADR 0021: every tool call passes its gate
+        settings,
+        settings.data_dir / SESSIONS_FILE,
+        bus.bus,
+        declared=lambda: declared_tools(wired(), ext.core_tools()),
+        channel_for=bus.channels.get,
+        household=household,
+    )
     shaping = TurnShaping(
         settings,
         wired=wired,
@@ -279,21 +291,14 @@ def build_shaping(
         state=storage.state,
         model_router=model_router,
         observer=observer,
+        admission=consent.gate,
         tap=tap,
     )
     context = ContextChain(
         lambda: [(r.ext_id, r.instance) for r in wired(Capability.CONTEXT)],
         provider_timeout_s=settings.turns.context_timeout_s,
     )
-    consent = KernelConsent(  # ADR 0021: every tool call passes its gate
-        settings,
-        settings.data_dir / SESSIONS_FILE,
-        bus.bus,
-        shaping,
-        declared=lambda: declared_tools(wired(), ext.core_tools()),
-        channel_for=bus.channels.get,
-        household=household,
-    )
+    consent_wrapper = consent.wrapper(shaping.tools)
 
     def orchestrator() -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents, one active
@@ -309,7 +314,7 @@ def build_shaping(
             mcp_servers=mcp.active,
             tool_guidance=shaping.tool_guidance(c.name for c in toolset.capabilities),
             skill_catalog=ext.skills.prompt_text(),
-            interceptor=ext.skills.wrapper(consent.wrapper),
+            interceptor=ext.skills.wrapper(consent_wrapper),
             agent_hooks=agent_hooks,
             guardrails=shaping.guardrails,
         )

@@ -164,6 +164,21 @@ class Kernel:
             self.consent.summary,
             self.tool_stacks,
         )
+        # ADR 0032: /reload, the command line, dev.watch. A reload builds the new instance
+        # with the services the loader was handed at load time (``Loader.services``), so
+        # the services below can carry the reload door from their construction (ADR 0063)
+        self.reloads = ReloadControl(
+            ExtensionReloader(
+                self.loader,
+                self.supervision,
+                self.wiring,
+                self.bus,
+                drain_s=settings.dev.reload_drain_s,
+            ),
+            self.bus,
+            self.loader,
+            settings.dev,
+        )
         self.services = KernelServices(
             settings=settings,
             bus=self.bus,
@@ -182,23 +197,8 @@ class Kernel:
             mcp=self.mcp_desk,  # http_api's /mcp (ADR 0059)
             node=self.scale.placement.node,
             leadership=self.scale.leadership,  # ADR 0036
+            reload_extension=self.reloads.attempt,  # an extension's request_reload
         )
-        self.reloads = ReloadControl(  # ADR 0032: /reload, the command line, dev.watch
-            ExtensionReloader(
-                self.loader,
-                self.services,
-                self.supervision,
-                self.wiring,
-                self.bus,
-                drain_s=settings.dev.reload_drain_s,
-            ),
-            self.bus,
-            self.loader,
-            settings.dev,
-        )
-        # the one link made after construction: extensions' contexts ask for a reload
-        # through the services the reloader itself loads them with (ADR 0052)
-        self.services.reload_extension = self.reloads.attempt
 
     # ------------------------------------------------------------ bootstrap
 

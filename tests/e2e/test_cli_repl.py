@@ -12,6 +12,7 @@ import shutil
 import sys
 import time
 
+import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
@@ -117,6 +118,7 @@ def test_repl_answers_commands_prints_proactive_messages_and_exits(
     assert b"Traceback" not in term.output
 
 
+@pytest.mark.usefixtures("postprocessors")
 def test_repl_completes_commands_and_post_processor_names(settings_file, ext_root):
     """Keys are typed at a drawn prompt, as a person would (see the test above)."""
     shutil.copytree(CLI_EXT, ext_root / "cli_channel")
@@ -134,8 +136,8 @@ def test_repl_completes_commands_and_post_processor_names(settings_file, ext_roo
     term.send("\t")
     term.expect("ision")
     term.send("\r")
-    term.expect("decision (built-in)")  # "#dec" became #decision
-    term.expect("you>", after="decision (built-in)")
+    term.expect("decision (postprocessors)")  # "#dec" became #decision
+    term.expect("you>", after="decision (postprocessors)")
     term.send("\x04")
     assert term.wait() == 0
     assert b"Traceback" not in term.output

@@ -185,6 +185,7 @@ async def test_reminders_and_unaddressed_messages_wait_at_notifications(settings
     assert [n["text"] for n in for_bob["data"]] == ["Hearth restarts at noon"]
 
 
+@pytest.mark.usefixtures("postprocessors")
 async def test_post_processor_results_come_in_the_hearth_field(settings, model):
     ask = "how is the disk? #json:minimal #decision"
     async with serving(settings) as (_, base):

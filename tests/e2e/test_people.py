@@ -400,11 +400,12 @@ async def test_last_in_a_group_chat_shows_only_the_askers_results(tmp_path):
 
     from core.kernel.postprocess import PostProcessing
     from core.kernel.postprocess.records import PostRecords
+    from support.postprocessors import wired_processors
 
     group = {"channel_id": "telegram_channel", "user_id": "-100", "session_id": "tg:-100"}
     alice = TurnContext(**group, turn_id="1@1.0", sender_id="42", person="alice", role="owner")
     bob = TurnContext(**group, turn_id="2@1.0", sender_id="43", person="bob", role="member")
-    post = PostProcessing.build(tmp_path / "sessions.db", Sink())
+    post = PostProcessing.build(tmp_path / "sessions.db", Sink(), wired_processors())
     await post.open()
     try:
         last = {c.name: c.handler for c in post.commands()}["last"]

@@ -10,6 +10,9 @@ from test_postprocess_turn import BOOM
 from support.fake_openai import FakeOpenAIServer
 from support.harness import CONVERSING
 
+# the bundled post-processors (#json, #decision, …), as in a fresh install
+pytestmark = pytest.mark.usefixtures("postprocessors")
+
 ANSWER = "CPU usage is critical at 97% and the web tier is down. We recommend scaling out."
 BRANCH = '  "branch_key": "threshold_exceeded_critical",'
 

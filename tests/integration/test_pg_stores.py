@@ -163,7 +163,7 @@ async def test_a_question_decided_from_two_processes_is_decided_once(storage):
 
 async def test_built_ins_are_seeded_once_when_two_processes_read_a_new_conversation(storage):
     stores = [
-        ActivationStore(sessions_database(Path("unused.db"), storage), lambda: ["json", "decision"])
+        ActivationStore(sessions_database(Path("unused.db"), storage), ["json", "decision"])
         for _ in range(2)
     ]
     for store in stores:

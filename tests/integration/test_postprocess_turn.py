@@ -7,11 +7,15 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 from test_reply_outbox import FLAKY_CHANNEL, STREAM_CHANNEL
 
 from conftest import ext_code
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
+
+# the bundled post-processors (#json, #decision, …), as in a fresh install
+pytestmark = pytest.mark.usefixtures("postprocessors")
 
 HEADER = "from core.extensions.contract import PostProcessResult"
 
@@ -205,3 +209,29 @@ async def test_an_extension_cannot_forge_a_result_for_the_webhooks(make_ext, set
         forged = await kernel.bus.journal.recent_events(5, topic="postprocess.completed")
     assert reply.startswith("PermissionDeniedError") and "results are the kernel's own" in reply
     assert forged == []
+
+
+async def test_a_fresh_install_has_the_four_active_with_no_grant_asked(
+    make_ext, settings_file, ext_root
+):
+    """The bundled ``postprocessors`` extension loads on the project's grant alone (no
+    grants.json entry for it) and every conversation starts with its four (ADR 0063)."""
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    path = settings_file(channels={"default": "capture"})
+    model = ScriptedModel([[assistant_message(ANSWER)]])
+    async with running_kernel(path, model=model) as kernel:
+        assert "postprocessors" not in (kernel.data_dir / "grants.json").read_text()
+        assert kernel.wiring.is_wired("postprocessors")
+        listing = (await say(kernel, "/ext"))[0]
+        assert [line.strip() for line in listing.splitlines()[1:5]] == [
+            "#json → json (chat_append)",
+            "#decision → decision (silent)",
+            "#extract → extract (silent)",
+            "#classify → classify (silent)",
+        ]
+        assert "  classify (postprocessors) — the answer's category" in listing
+        await say(kernel, "Status? #classify")
+        assert (await say(kernel, "/last classify"))[0].startswith(
+            "Results for “Status? #classify”:\n#classify (silent, ok, "
+        )
+        assert '"primary_category": "alert"' in sent(kernel)[-1]

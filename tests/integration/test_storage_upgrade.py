@@ -34,6 +34,7 @@ from core.kernel.postprocess import PostProcessing
 from core.state import StateStore
 from core.storage import SCHEMA_TABLE, numbered
 from support.pg_helpers import run_sync
+from support.postprocessors import wired_processors
 
 ANA = TurnContext(channel_id="cli", user_id="ana", session_id="cli:ana", turn_id="1@1.0")
 NOW = time.time()
@@ -180,7 +181,7 @@ async def open_every_store(path: Path, storage: StorageSettings) -> dict[str, ob
         generations = await sessions.open()
         await sessions.aclose()
         assert generations == {"cli:ana": 0, "http:a#b": 0}
-    post = PostProcessing.build(path, Sink(), storage=storage)
+    post = PostProcessing.build(path, Sink(), wired_processors(), storage=storage)
     approvals = ApprovalStore(sessions_database(path, storage))
     await post.open()
     try:

@@ -19,6 +19,9 @@ from test_postprocess_turn import say
 from support.bundled import copy_bundled
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
+# the bundled post-processors (#json, #decision, …), as in a fresh install
+pytestmark = pytest.mark.usefixtures("postprocessors")
+
 ANSWER = "Disk usage exceeded 95% on db-1. We recommend adding storage."
 
 

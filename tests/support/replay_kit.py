@@ -13,6 +13,7 @@ from conftest import ext_code
 from core.config import Settings, load_settings
 from core.kernel.runner import Kernel
 from core.replay.trace import Trace, load_session
+from support.bundled import copy_bundled
 from support.fake_openai import FakeOpenAIServer, ToolCall
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from support.rocket_ext import ROCKETS
@@ -46,7 +47,11 @@ def model_settings(srv: FakeOpenAIServer | None) -> dict[str, Any]:
 
 
 def write_extensions(make_ext: Callable[..., Path], destination: str = "mars") -> None:
-    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    """The capture channel, the rockets and their guard, and the bundled
+    post-processors (``#json`` is asked for)."""
+    ext_root = make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST).parent
+    if not (ext_root / "postprocessors").exists():
+        copy_bundled(ext_root, "postprocessors")
     make_ext("rockets", ROCKETS)
     make_ext("guard", guard(destination), CONVERSING)
 

@@ -12,6 +12,7 @@ from test_postprocess_runner import Sink
 from core.config import StorageSettings
 from core.extensions.contract import TurnContext
 from core.kernel.postprocess import PostProcessing
+from support.postprocessors import wired_processors
 
 ANA = TurnContext(channel_id="cli", user_id="ana", session_id="cli:ana", turn_id="1@1.0")
 BEN = TurnContext(channel_id="cli", user_id="ben", session_id="cli:ben", turn_id="2@1.0")
@@ -27,7 +28,9 @@ async def started(
     opened: list[PostProcessing] = []
 
     async def start() -> tuple[PostProcessing, dict]:
-        post = PostProcessing.build(tmp_path / "sessions.db", Sink(), storage=storage)
+        post = PostProcessing.build(
+            tmp_path / "sessions.db", Sink(), wired_processors(), storage=storage
+        )
         await post.open()
         opened.append(post)
         return post, {c.name: c.handler for c in post.commands()}
@@ -47,7 +50,7 @@ async def test_built_ins_are_activated_for_everyone_and_listed(started, tmp_path
     listing = await cmd["ext"]("", ANA)
     for line in ("#json → json (chat_append)", "#decision → decision (silent)", "#classify"):
         assert line in listing
-    assert "extract (built-in) — numbers, percentages and entity names" in listing
+    assert "extract (postprocessors) — numbers, percentages and entity names" in listing
     assert [n for n, _, _ in await names(post, BEN)] == ["json", "decision", "extract", "classify"]
 
 
@@ -105,7 +108,7 @@ async def test_show_prints_the_processor_source(started, tmp_path):
     _, cmd = await started()
     await cmd["ext"]("activate decision binary", ANA)
     shown = await cmd["ext"]("show decision2", ANA)
-    assert shown.startswith("decision (built-in), ")
+    assert shown.startswith("decision (postprocessors), ")
     assert "class Decision:" in shown and shown.endswith("```")
     assert await cmd["ext"]("show #json", ANA) == await cmd["ext"]("show json", ANA)
 

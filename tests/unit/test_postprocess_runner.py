@@ -12,7 +12,7 @@ import pytest
 from core.config import PostProcessSettings
 from core.extensions.contract import PostProcessContext, PostProcessResult, TurnContext
 from core.kernel.postprocess import PostProcessing, parse_query
-from core.kernel.postprocess.builtin import builtin_processors
+from support.postprocessors import wired_processors
 
 TURN = TurnContext(channel_id="cli", user_id="ana", session_id="cli:ana", turn_id="7@1.0")
 
@@ -99,6 +99,9 @@ def test_parsing_takes_out_activated_names_only_in_order_once(text, clean, specs
     assert [(s.name, s.param) for s in query.specs] == specs
 
 
+DEFAULTS = PostProcessSettings().activate_by_default
+
+
 def service(
     tmp_path: Path, *extra: Processor, timeout_s: float = 5.0
 ) -> tuple[PostProcessing, Sink]:
@@ -106,8 +109,12 @@ def service(
     post = PostProcessing.build(
         tmp_path / "sessions.db",
         sink,
-        settings=PostProcessSettings(timeout_s=timeout_s),
-        builtins=[*builtin_processors(), *extra],
+        wired_processors(*extra),
+        # the test's processors are activated for every conversation, like the bundled ones
+        settings=PostProcessSettings(
+            timeout_s=timeout_s,
+            activate_by_default=(*DEFAULTS, *(p.name for p in extra)),
+        ),
     )
     return post, sink
 

@@ -78,6 +78,8 @@ class Loader:
         self.order: list[str] = []
         self.directory_found = False  # whether the last discover() found extensions_dir
         self.on_discovered = on_discovered
+        # what ``load_all`` was handed: a reload builds the new instance with the same
+        self.services: KernelServices | None = None
 
     # ------------------------------------------------------------ queries
 
@@ -314,6 +316,7 @@ class Loader:
 
     async def load_all(self, services: KernelServices) -> None:
         """Discover, then import, instantiate and initialize in dependency order."""
+        self.services = services
         self.discover()
         if self.on_discovered is not None:
             self.on_discovered([r.manifest for r in self.records.values() if r.manifest])

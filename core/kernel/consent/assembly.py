@@ -1,9 +1,10 @@
 """The consent parts of one kernel, built together (ADR 0021).
 
 ``KernelConsent`` builds the store (``sessions.db``), the desk, the policy,
-the side-effect catalog and the gate, and makes the gate the tool hooks'
-``admission``, so every tool call of every agent passes it. ``wrapper`` is
-the orchestrator's tool wrapper (hooks + ``needs_approval``).
+the side-effect catalog and the gate. It is built before the turn's shaping,
+which hands the gate to the tool hooks as their ``admission`` (so every tool
+call of every agent passes it); ``wrapper`` gives the orchestrator's tool
+wrapper over those hooks (hooks + ``needs_approval``).
 ``declared_tools`` reads what the wired extensions' manifests say about their
 own tools (a ``tools.<name>`` naming another's tool is a load error, ADR 0044).
 """
@@ -29,14 +30,13 @@ from core.extensions.loading.records import ExtensionRecord
 from core.kernel.consent.catalog import CORE_SOURCE, DeclaredTools, ToolCatalog
 from core.kernel.consent.commands import consent_commands, policy_summary
 from core.kernel.consent.desk import ApprovalDesk
-from core.kernel.consent.gate import ConsentGate, ConsentWrapper
+from core.kernel.consent.gate import ConsentGate, ConsentWrapper, HookedTools
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.consent.store import ApprovalStore
 from core.kernel.consent.ui import UiRequests
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.session_schema import sessions_database
-from core.kernel.hooks.frames import FrameSink
-from core.kernel.shaping.assembly import TurnShaping
+from core.kernel.hooks.frames import FrameRecorder, FrameSink
 
 __all__ = ["KernelConsent", "declared_tools"]
 
@@ -53,13 +53,12 @@ class KernelConsent:
         settings: Settings,
         db_path: Path,
         bus: FrameSink,
-        shaping: TurnShaping,
         *,
         declared: Callable[[], Iterable[DeclaredTools]],
         channel_for: Callable[[str], Any | None],
         household: Household | None = None,
     ) -> None:
-        frames, interceptor = shaping.hooks.frames, shaping.tools
+        frames = FrameRecorder(bus)
         store = ApprovalStore(
             sessions_database(
                 db_path,
@@ -78,10 +77,13 @@ class KernelConsent:
         )
         self.policy = ConsentPolicy(settings.policy, self.desk)
         self.catalog = ToolCatalog(declared, settings.policy.side_effects)
-        self.gate = ConsentGate(self.policy, self.catalog, interceptor, frames)
-        interceptor.admission = self.gate
-        self.wrapper = ConsentWrapper(interceptor, self.gate)
+        self.gate = ConsentGate(self.policy, self.catalog, frames)
         self.ui = UiRequests(channel_for, frames, self.desk.holds)
+
+    def wrapper(self, hooks: HookedTools) -> ConsentWrapper:
+        """The orchestrator's tool wrapper: ``hooks`` (the tool hooks whose admission is
+        this gate), then the gate's ``needs_approval``."""
+        return ConsentWrapper(hooks, self.gate)
 
     async def start(self) -> None:
         """Read the open paused turns, then time out, resume or ask again (before the

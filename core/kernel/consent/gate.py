@@ -13,7 +13,7 @@ evaluates the policy for the tool and the turn's channel:
   never asked, and the user is asked about the final arguments. The SDK
   then interrupts the run; the turn pauses (``ApprovalFlow``).
 
-``admit`` (``ToolInterceptor.admission``) runs first at invoke time, for every
+``admit`` (the ``ToolInterceptor``'s ``admission``) runs first at invoke time, for every
 agent's calls: a remembered decision is used as it is (an approved call runs
 with its final arguments inside an *approval scope*); otherwise the policy is
 evaluated again. A nested agent's run (an agent used as a tool) cannot pause,
@@ -79,6 +79,12 @@ class BeforeChain(Protocol):
     ) -> ToolCall | str: ...
 
 
+class HookedTools(BeforeChain, Protocol):
+    """The tool hooks (``ToolInterceptor``): wraps a tool, runs the ``before`` chain alone."""
+
+    def wrap(self, tool: Tool) -> Tool: ...
+
+
 class ConsentGate:
     """``needs_approval`` for the orchestrator's tools, ``admit`` for every call."""
 
@@ -86,19 +92,18 @@ class ConsentGate:
         self,
         policy: ConsentPolicy,
         catalog: ToolCatalog,
-        hooks: BeforeChain,
         frames: FrameRecorder,
     ) -> None:
         self.policy = policy
         self.catalog = catalog
-        self._hooks = hooks
         self._frames = frames
         self._decided: OrderedDict[Key, _Approved | _Refused | AskedCall] = OrderedDict()
 
     # ------------------------------------------------------------ the SDK's side
 
-    def guard(self, tool: Tool) -> Tool:
-        """A copy of ``tool`` whose calls the SDK checks with the gate (others as they are)."""
+    def guard(self, tool: Tool, hooks: BeforeChain) -> Tool:
+        """A copy of ``tool`` whose calls the SDK checks with the gate (others as they are);
+        a call to ask about first runs ``hooks``' ``before_tool_call`` chain."""
         if not isinstance(tool, FunctionTool) or getattr(tool.needs_approval, "gate", None) is self:
             return tool
         guarded = copy.copy(tool)
@@ -107,14 +112,19 @@ class ConsentGate:
         async def needs_approval(
             ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
         ) -> bool:
-            return await gate._needs_approval(guarded, ctx, params, call_id)
+            return await gate._needs_approval(guarded, hooks, ctx, params, call_id)
 
         needs_approval.gate = self  # type: ignore[attr-defined]
         guarded.needs_approval = needs_approval
         return guarded
 
     async def _needs_approval(
-        self, tool: FunctionTool, ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
+        self,
+        tool: FunctionTool,
+        hooks: BeforeChain,
+        ctx: RunContextWrapper[Any],
+        params: dict[str, Any],
+        call_id: str,
     ) -> bool:
         turn = _turn(ctx)
         info = self.catalog.info(tool)
@@ -129,7 +139,7 @@ class ConsentGate:
         if not askable(turn):
             self._remember(key, _Refused(await self._cannot_ask(call, turn, verdict)))
             return False
-        decided = await self._hooks.run_before(tool, call, turn)
+        decided = await hooks.run_before(tool, call, turn)
         if isinstance(decided, str):  # a hook denied it: nothing to ask
             self._remember(key, _Refused(decided))
             return False
@@ -220,12 +230,12 @@ class ConsentGate:
 class ConsentWrapper:
     """The orchestrator's ``ToolWrapper``: the tool hooks, then the gate's ``needs_approval``."""
 
-    def __init__(self, hooks: Any, gate: ConsentGate) -> None:
+    def __init__(self, hooks: HookedTools, gate: ConsentGate) -> None:
         self._hooks = hooks
         self._gate = gate
 
     def wrap(self, tool: Tool) -> Tool:
-        return self._gate.guard(self._hooks.wrap(tool))
+        return self._gate.guard(self._hooks.wrap(tool), self._hooks)
 
 
 def askable(turn: TurnContext) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +50,7 @@ class Conversations:
         synchronous: str = "normal",
         cache_size: int = CACHE_SIZE,
         storage: SessionStorage | None = None,
+        session_ended: Sequence[SessionEnded] = (),
     ) -> None:
         self.db_path = db_path
         self.cache_size = cache_size
@@ -60,14 +61,22 @@ class Conversations:
         self._locks: dict[str, asyncio.Lock] = {}
         self._command_locks: dict[str, asyncio.Lock] = {}
         self._held: Counter[str] = Counter()
-        self.session_ended: list[SessionEnded] = []
+        self.session_ended: list[SessionEnded] = list(session_ended)
 
     @classmethod
-    def of(cls, settings: Settings, db_path: Path) -> Conversations:
+    def of(
+        cls, settings: Settings, db_path: Path, session_ended: Sequence[SessionEnded] = ()
+    ) -> Conversations:
         """The kernel's: on ``db_path`` or PostgreSQL (``storage.backend``), written with
-        the journal's durability (``events.synchronous``)."""
+        the journal's durability (``events.synchronous``); ``session_ended`` run after a
+        session ends."""
         storage = session_storage_for(settings, db_path)
-        return cls(db_path, synchronous=settings.events.synchronous, storage=storage)
+        return cls(
+            db_path,
+            synchronous=settings.events.synchronous,
+            storage=storage,
+            session_ended=session_ended,
+        )
 
     async def open(self) -> None:
         self._generations = await self.storage.open()

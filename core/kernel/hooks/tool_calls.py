@@ -158,12 +158,13 @@ class ToolInterceptor:
         caller: HookCaller,
         frames: FrameRecorder,
         *,
+        admission: Admission | None = None,
         tap: ToolTap | None = None,
     ) -> None:
         self._registry = registry
         self._caller = caller
         self._frames = frames
-        self.admission: Admission | None = None  # the consent gate, once the kernel has one
+        self._admission = admission  # the consent gate (ADR 0021); None: none asked
         self.tap = tap  # the replay recorder (ADR 0033): sees each tool run
 
     def wrap(self, tool: Tool) -> Tool:
@@ -183,7 +184,7 @@ class ToolInterceptor:
             started = perf_counter()
             outcome: ToolOutcome = "failed"
             try:
-                gate = self.admission
+                gate = self._admission
                 admitted = None if gate is None else await gate.admit(tool, ctx, raw)
                 if admitted is not None and admitted.denial is not None:
                     outcome = "denied"

@@ -6,24 +6,25 @@ activated several times: auto-naming gives ``json``, ``json2``, ``json3``…
 and ``/ext rename`` picks any free name. Activations belong to a
 conversation key (``channel:user``), so ``/new`` keeps them.
 
-The built-ins are activated for every conversation by default: the first
-time a conversation's activations are read, each built-in it has never been
-given is activated once (and remembered in ``hearth_post_defaults``), so a
-built-in the user deactivated stays deactivated and one added in a later
-version still arrives. Seeding is one transaction that inserts with ``ON
-CONFLICT DO NOTHING``, so two processes reading a new conversation at once
-seed it once. Rows live in the ``sessions`` component's database —
-``sessions.db`` or PostgreSQL — through ``core.storage`` (ADR 0051). A
-conversation's list is cached after the first read when this kernel is the
-only writer; with a database other processes share it is read back each
-time.
+The processors named by ``postprocess.activate_by_default`` (the bundled
+``postprocessors`` extension's four, ADR 0063) are activated for every
+conversation: the first time a conversation's activations are read, each
+default it has never been given is activated once (and remembered in
+``hearth_post_defaults``), so a default the user deactivated stays
+deactivated and one added in a later version still arrives. Seeding is one
+transaction that inserts with ``ON CONFLICT DO NOTHING``, so two processes
+reading a new conversation at once seed it once. Rows live in the
+``sessions`` component's database — ``sessions.db`` or PostgreSQL — through
+``core.storage`` (ADR 0051). A conversation's list is cached after the first
+read when this kernel is the only writer; with a database other processes
+share it is read back each time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.runtime.errors import HearthError
@@ -46,11 +47,11 @@ class Activation:
 
 
 class ActivationStore:
-    """Activations of every conversation; ``defaults`` gives the built-ins' names."""
+    """Activations of every conversation; ``defaults``: the processors each one starts with."""
 
-    def __init__(self, db: Database, defaults: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, db: Database, defaults: Sequence[str]) -> None:
         self.db = db
-        self._defaults = defaults
+        self._defaults = tuple(defaults)
         self._cache: dict[str, tuple[Activation, ...]] = {}
         self._lock = asyncio.Lock()  # one writer at a time keeps the cache true
 
@@ -69,8 +70,7 @@ class ActivationStore:
             cached = None if self.db.shared else self._cache.get(conversation)
             if cached is not None:  # filled while this task waited
                 return cached
-            defaults = list(self._defaults())
-            found = await self._seed_and_read(conversation, defaults)
+            found = await self._seed_and_read(conversation, self._defaults)
             self._cache[conversation] = found
             return found
 
@@ -130,9 +130,9 @@ class ActivationStore:
         raise ActivationError(f"you have no #{name}; /ext lists your activations")
 
     async def _seed_and_read(
-        self, conversation: str, defaults: list[str]
+        self, conversation: str, defaults: Sequence[str]
     ) -> tuple[Activation, ...]:
-        """Activate each built-in never given to ``conversation`` (under its own name,
+        """Activate each default never given to ``conversation`` (under its own name,
         unless the user gave that name to another activation), then read them all."""
         async with self.db.transaction() as tx:
             for processor in defaults:

@@ -1,12 +1,14 @@
-"""Which post-processors exist: the built-ins, then those of wired extensions.
+"""Which post-processors exist: those of the wired extensions.
 
-An extension provides one by *being* a ``PostProcessor`` or several through
+The kernel has none of its own: the ones every conversation has come from the
+bundled ``postprocessors`` extension like any other (ADR 0063). An extension
+provides one by *being* a ``PostProcessor`` or several through
 ``get_post_processors()``. Each is checked before it is listed (a name users
 can type, a known output target, an ``async`` ``execute`` taking
 ``(context, param)``); a bad one is logged with its extension and left out,
-the others stay. A name is kept by whoever listed it first (built-ins, then
-extensions in load order). The table is rebuilt when the set of wired
-providers changes (an extension wired, unwired or reloaded as a new object).
+the others stay. A name is kept by whoever listed it first (extensions in
+load order). The table is rebuilt when the set of wired providers changes
+(an extension wired, unwired or reloaded as a new object).
 """
 
 from __future__ import annotations
@@ -24,11 +26,10 @@ from core.extensions.loading.records import ExtensionRecord
 from core.extensions.loading.signatures import SignatureError, check_signatures
 from core.kernel.postprocess.parsing import NAME_RE
 
-__all__ = ["BUILTIN_OWNER", "CatalogEntry", "PostProcessorCatalog", "problem_with"]
+__all__ = ["CatalogEntry", "PostProcessorCatalog", "problem_with"]
 
 log = logging.getLogger("core.kernel.postprocess")
 
-BUILTIN_OWNER = "built-in"
 PROVIDES = {Capability.POST_PROCESSOR, Capability.POST_PROCESSOR_PROVIDER}
 
 
@@ -37,7 +38,7 @@ class CatalogEntry:
     """One available post-processor, who provides it and what it does."""
 
     processor: PostProcessor
-    owner: str  # ``built-in`` or an extension id
+    owner: str  # the providing extension's id
 
     @property
     def name(self) -> str:
@@ -55,12 +56,7 @@ class CatalogEntry:
 class PostProcessorCatalog:
     """The available post-processors by name."""
 
-    def __init__(
-        self,
-        builtins: Sequence[PostProcessor],
-        records: Callable[[], Sequence[ExtensionRecord]] = lambda: (),
-    ) -> None:
-        self._builtins = list(builtins)
+    def __init__(self, records: Callable[[], Sequence[ExtensionRecord]]) -> None:
         self._records = records
         self._table: dict[str, CatalogEntry] | None = None
         self._built_for: tuple[tuple[str, int], ...] = ()
@@ -69,11 +65,8 @@ class PostProcessorCatalog:
         return self._entries().get(name)
 
     def entries(self) -> list[CatalogEntry]:
-        """Built-ins first, then extensions' processors in load order."""
+        """The extensions' processors in load order."""
         return list(self._entries().values())
-
-    def builtin_names(self) -> list[str]:
-        return [str(p.name) for p in self._builtins]
 
     def _entries(self) -> dict[str, CatalogEntry]:
         records = [r for r in self._records() if PROVIDES & set(r.capabilities)]
@@ -83,7 +76,7 @@ class PostProcessorCatalog:
         return self._table
 
     def _build(self, records: Sequence[ExtensionRecord]) -> dict[str, CatalogEntry]:
-        table = {str(p.name): CatalogEntry(p, BUILTIN_OWNER) for p in self._builtins}
+        table: dict[str, CatalogEntry] = {}
         for record in records:
             for processor in _provided(record):
                 problem = problem_with(processor)

@@ -25,7 +25,6 @@ from core.config import PostProcessSettings, StorageSettings
 from core.extensions.contract import (
     Command,
     PostProcessContext,
-    PostProcessor,
     PostProcessResult,
     PostProcessTopics,
     TurnContext,
@@ -35,7 +34,6 @@ from core.kernel.conversations.session_schema import sessions_database
 from core.kernel.conversations.sessions import LEDGER_RETENTION_S, Conversations
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.postprocess.activations import ActivationStore
-from core.kernel.postprocess.builtin import builtin_processors
 from core.kernel.postprocess.catalog import PostProcessorCatalog
 from core.kernel.postprocess.commands import postprocess_commands, results_key
 from core.kernel.postprocess.facts import RunFacts, run_facts
@@ -89,21 +87,20 @@ class PostProcessing:
         *,
         settings: PostProcessSettings | None = None,
         model_of: ModelOf = lambda: (None, None),
-        builtins: Sequence[PostProcessor] | None = None,
         storage: StorageSettings | None = None,
     ) -> PostProcessing:
-        """Post-processing over ``db_path`` (``sessions.db``) and the ``wired`` extensions;
-        over PostgreSQL instead when ``storage`` says so (ADR 0035)."""
+        """Post-processing over ``db_path`` (``sessions.db``) and the ``wired`` extensions'
+        processors; over PostgreSQL instead when ``storage`` says so (ADR 0035). Each
+        conversation starts with ``settings.activate_by_default`` activated (ADR 0063)."""
         settings = settings or PostProcessSettings()
-        catalog = PostProcessorCatalog(
-            builtin_processors() if builtins is None else builtins, wired
-        )
+        catalog = PostProcessorCatalog(wired)
         records = PostRecords(
             sessions_database(db_path, storage, what="post-processing records are"),
             retention_s=LEDGER_RETENTION_S,
         )
         activations = ActivationStore(
-            sessions_database(db_path, storage, what="activations are"), catalog.builtin_names
+            sessions_database(db_path, storage, what="activations are"),
+            settings.activate_by_default,
         )
         return cls(
             catalog=catalog,

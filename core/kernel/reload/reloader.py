@@ -129,7 +129,6 @@ class ExtensionReloader:
     def __init__(
         self,
         loader: Loader,
-        services: KernelServices,
         supervision: ExtensionSupervisor,
         wiring: Wiring,
         bus: EventBus,
@@ -137,7 +136,6 @@ class ExtensionReloader:
         drain_s: float,
     ) -> None:
         self._loader = loader
-        self._services = services
         self._supervision = supervision
         self._wiring = wiring
         self._bus = bus
@@ -152,16 +150,20 @@ class ExtensionReloader:
             if record is None:
                 known = ", ".join(sorted(self._loader.records)) or "none"
                 raise ReloadError(ext_id, f"no such extension (known: {known})", kept=False)
+            services = self._loader.services
+            if services is None:
+                raise ReloadError(ext_id, "extensions are not loaded yet", kept=False)
             manifest, code = await self._manifest(record)
             modules = imported_modules(ext_id)
             try:
-                instance = await self._loader.instantiate(manifest, record.ext_dir, self._services)
+                instance = await self._loader.instantiate(manifest, record.ext_dir, services)
             except Exception as exc:
                 restore_modules(ext_id, modules)
                 log.error("reload of %s: import failed", ext_id, exc_info=True)
                 raise ReloadError(ext_id, failure_reason("import", exc), kept=record.live) from None
             async with self._supervision.holding(ext_id):
-                still = await self._swap(record, _Loaded(manifest, code, instance, None), modules)
+                loaded = _Loaded(manifest, code, instance, None)
+                still = await self._swap(record, loaded, modules, services)
             report = ReloadReport(ext_id, record.tool_names, time.monotonic() - started, still)
             log.info("%s", report.text())
             return report
@@ -181,7 +183,13 @@ class ExtensionReloader:
             raise ReloadError(record.ext_id, refusal, kept=kept)
         return manifest, code
 
-    async def _swap(self, record: ExtensionRecord, new: _Loaded, modules: dict[str, Any]) -> int:
+    async def _swap(
+        self,
+        record: ExtensionRecord,
+        new: _Loaded,
+        modules: dict[str, Any],
+        services: KernelServices,
+    ) -> int:
         """Steps 2-5; returns the old instance's calls still running at the deadline."""
         old = _Loaded.of(record)
         was_started, was_initialized = record.started, record.initialized
@@ -197,7 +205,7 @@ class ExtensionReloader:
             record.mark_started(False)  # the wiring unwires it, its service is cancelled
             await self._quietly(record.ext_id, old.instance, "stop")
         try:
-            await self._bring_up(record.ext_id, new)
+            await self._bring_up(record.ext_id, new, services)
         except _BringUpError as exc:
             reason = exc.reason
             log.error("reload of %s failed: %s; putting the old one back", record.ext_id, reason)
@@ -217,13 +225,13 @@ class ExtensionReloader:
         await self._bus.forget_subscribers(f"{record.ext_id}/")
         return still
 
-    async def _bring_up(self, ext_id: str, new: _Loaded) -> None:
+    async def _bring_up(self, ext_id: str, new: _Loaded, services: KernelServices) -> None:
         """Initialize and start ``new`` (filling in what the record will hold); on a
         failure whatever it already did is undone and the error carries its stage."""
         assert new.manifest is not None
         timeout = self._loader.lifecycle_timeout_s
         record_dir = self._loader.records[ext_id].ext_dir
-        new.context = KernelContext(new.manifest, record_dir, self._services)
+        new.context = KernelContext(new.manifest, record_dir, services)
         new.context.release_subscriptions()  # held until it is wired
         new.calls = CallGate(ext_id)
         stage, initialized = "initialize", False

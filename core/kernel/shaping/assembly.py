@@ -20,6 +20,7 @@ from core.extensions.loading.records import ExtensionRecord
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.conversations.sessions import SESSIONS_FILE
 from core.kernel.hooks import (
+    Admission,
     FrameRecorder,
     FrameSink,
     HookCaller,
@@ -54,6 +55,7 @@ class TurnShaping:
         state: StateReader,
         model_router: ModelRouter,
         observer: PipelineObserver = NO_OBSERVER,
+        admission: Admission | None = None,
         tap: ToolTap | None = None,
     ) -> None:
         self._wired = wired
@@ -74,9 +76,12 @@ class TurnShaping:
             authoritative_routing=settings.hooks.authoritative_routing,
         )
         self.additions = PromptAdditions(wired, state=state)
-        # every tool call of every agent the kernel runs goes through the tool hooks
-        # (``tap``: the replay recorder sees each tool run, ADR 0033)
-        self.tools = ToolInterceptor(self.registry, self.hooks.caller, self.hooks.frames, tap=tap)
+        # every tool call of every agent the kernel runs goes through the tool hooks,
+        # after ``admission`` (the consent gate, ADR 0021); ``tap``: the replay recorder
+        # sees each tool run (ADR 0033)
+        self.tools = ToolInterceptor(
+            self.registry, self.hooks.caller, self.hooks.frames, admission=admission, tap=tap
+        )
         # the extensions' guardrails, as the orchestrator's SDK guardrails (ADR 0021)
         self.guardrails = TurnGuardrails(self.registry, self.hooks.caller, self.hooks.frames)
         self.compactor = HistoryCompactor(

@@ -1,5 +1,6 @@
-"""The built-in post-processors reproduce seed 000's examples: same fields, same
-values, same branch keys for the same answers (docs/postprocessors.md)."""
+"""The bundled ``postprocessors`` extension's post-processors reproduce seed 000's
+examples: same fields, same values, same branch keys for the same answers
+(docs/postprocessors.md)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,11 @@ import json
 import pytest
 
 from core.extensions.contract import PostProcessContext, PostProcessor
-from core.kernel.postprocess.builtin import (
-    Classify,
-    Decision,
-    Extract,
-    JsonOutput,
-    builtin_processors,
-)
+from sandbox.extensions.postprocessors.classify import Classify
+from sandbox.extensions.postprocessors.decision import Decision
+from sandbox.extensions.postprocessors.extract import Extract
+from sandbox.extensions.postprocessors.json_output import JsonOutput
+from sandbox.extensions.postprocessors.main import PostProcessorsExtension
 
 
 def context(
@@ -40,15 +39,17 @@ async def run(processor: PostProcessor, answer: str, param: str | None = None, *
     return result.content
 
 
-def test_the_four_built_ins_are_post_processors_with_the_seed_targets():
-    targets = {p.name: p.output_target for p in builtin_processors()}
+def test_the_extension_offers_the_four_with_the_seed_targets_in_listing_order():
+    offered = PostProcessorsExtension().get_post_processors()
+    targets = {p.name: p.output_target for p in offered}
     assert targets == {
         "json": "chat_append",
         "decision": "silent",
         "extract": "silent",
         "classify": "silent",
     }
-    assert all(isinstance(p, PostProcessor) for p in builtin_processors())
+    assert list(targets) == ["json", "decision", "extract", "classify"]
+    assert all(isinstance(p, PostProcessor) for p in offered)
 
 
 # ------------------------------------------------------------ #json

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.extensions.contract import OutputTarget, PostProcessContext, PostProcessResult
-from core.kernel.postprocess.builtin.keywords import count_keywords
+
+from .keywords import count_keywords
 
 __all__ = ["SIGNALS", "Decision"]
 
