@@ -81,8 +81,10 @@ def _adapter(known: FieldHints) -> TypeAdapter[dict[str, Any]]:
 
 
 def _frame_error(known: FieldHints, where: str, exc: ValidationError) -> FrameError:
-    """pydantic's first error as a sentence naming ``where``, the key and what came."""
-    error: ErrorDetails = exc.errors(include_url=False)[0]
+    """pydantic's error as a sentence naming ``where``, the key and what came."""
+    errors = exc.errors(include_url=False)
+    # an unknown key first (pydantic lists errors in field order), as before
+    error: ErrorDetails = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     kind, loc = error["type"], error["loc"]
     if kind == "extra_forbidden":
         return FrameError(f"{where}: unknown key {str(loc[0])[:40]!r}")
