@@ -3,13 +3,14 @@
 A system-topic payload used to be a dict read with ``payload.get("text")``, so a
 misspelled key silently dropped a message. Each topic now has one frozen pydantic
 model (strict: no coercion; unknown keys refused), its errors turned into
-``SystemPayloadError`` naming topic and key. Publishers build it (``to_payload()`` gives the journaled JSON object, same shape
-as before), the bus refuses a payload that does not fit its topic's model at
-publish (``check_system_payload``: unknown key, missing key or wrong type, named
-in the error), and the kernel's handlers read events back with
-``read_system_payload``, which logs a payload that no longer fits (journaled by
-an older kernel, or written by another process) once and drops it with a clear
-line instead of guessing.
+``SystemPayloadError`` naming topic and key. Publishers build it
+(``to_payload()`` gives the journaled JSON object, same shape as before), the
+bus refuses a payload that does not fit its topic's model at publish
+(``check_system_payload``: unknown key, missing key or wrong type, named in the
+error), and the kernel's handlers read events back with ``read_system_payload``,
+which logs a payload that no longer fits (journaled by an older kernel, or
+written by another process) once and drops it with a clear line instead of
+guessing.
 """
 
 from __future__ import annotations
