@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from prometheus_client.registry import Collector
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CONTENT_TYPE", "MetricsServer"]
+__all__ = ["CONTENT_TYPE", "GuardedH11Protocol", "MetricsServer", "metrics_app"]
 
 log = logging.getLogger("core.metrics")
 
