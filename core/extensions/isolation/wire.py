@@ -6,6 +6,8 @@ unknown keys, no missing required ones, no coercion (``"1"`` is not an int,
 instead. The check is pydantic's (strict, unknown keys forbidden), on a
 ``TypedDict`` made once per payload from its fields; the error is turned into a
 ``FrameError`` sentence. The payloads stay dataclasses, built from what passed.
+pydantic is loaded on the first payload with fields, not at import: the plugin
+host imports this before the extension and answers its first ping without it.
 """
 
 from __future__ import annotations
@@ -14,20 +16,27 @@ import functools
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields, is_dataclass
-from typing import Any, Literal, NotRequired, Self, Union, get_args, get_origin, get_type_hints
-
-from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
-from pydantic_core import ErrorDetails
-from typing_extensions import TypedDict
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    NotRequired,
+    Self,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from core.runtime.errors import HearthError
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 __all__ = ["FieldHints", "FrameError", "Wire", "check_fields", "decode", "plain", "rebuilder"]
 
 # each field's type hint and whether it is required
 FieldHints = Mapping[str, tuple[Any, bool]]
-
-_STRICT = ConfigDict(strict=True, extra="forbid")
 
 
 class FrameError(HearthError, ValueError):
@@ -53,21 +62,24 @@ def check_fields(known: FieldHints, data: Any, where: str) -> dict[str, Any]:
         data = {}
     elif not isinstance(data, dict):
         raise FrameError(f"{where}: params must be an object, got {_kind(data)}")
-    try:
-        values: dict[str, Any] = _adapter(known).validate_python(data)
-    except ValidationError as exc:
-        raise _frame_error(known, where, exc) from None
-    return values
+    if not known and not data:
+        return {}  # ``ping``: the host answers it before pydantic is loaded
+    return _validator(known)(data, where)
 
 
-_ADAPTERS: dict[int, tuple[FieldHints, TypeAdapter[dict[str, Any]]]] = {}
+_VALIDATORS: dict[int, tuple[FieldHints, Callable[[dict[str, Any], str], dict[str, Any]]]] = {}
 
 
-def _adapter(known: FieldHints) -> TypeAdapter[dict[str, Any]]:
-    """pydantic's validator of a payload with the ``known`` fields, made once per
-    field table (tables live as long as their payload class or context call)."""
-    entry = _ADAPTERS.get(id(known))
+def _validator(known: FieldHints) -> Callable[[dict[str, Any], str], dict[str, Any]]:
+    """pydantic's check of a payload with the ``known`` fields, made once per field
+    table (tables live as long as their payload class or context call). pydantic
+    is imported here, on the first payload with fields: a plugin host answers its
+    first ping without it (spawn to ready, ADR 0012)."""
+    entry = _VALIDATORS.get(id(known))
     if entry is None or entry[0] is not known:
+        from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+        from typing_extensions import TypedDict
+
         shape: Any = TypedDict(  # type: ignore[misc]  # a table known at run time
             "Payload",
             {
@@ -75,14 +87,21 @@ def _adapter(known: FieldHints) -> TypeAdapter[dict[str, Any]]:
                 for name, (hint, required) in known.items()
             },
         )
-        strict: Any = with_config(_STRICT)(shape)
-        entry = _ADAPTERS[id(known)] = (known, TypeAdapter(strict))
+        strict: Any = with_config(ConfigDict(strict=True, extra="forbid"))(shape)
+        adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(strict)
+
+        def validate(data: dict[str, Any], where: str) -> dict[str, Any]:
+            try:
+                return adapter.validate_python(data)
+            except ValidationError as exc:
+                raise _frame_error(known, where, exc.errors(include_url=False)) from None
+
+        entry = _VALIDATORS[id(known)] = (known, validate)
     return entry[1]
 
 
-def _frame_error(known: FieldHints, where: str, exc: ValidationError) -> FrameError:
+def _frame_error(known: FieldHints, where: str, errors: list[ErrorDetails]) -> FrameError:
     """pydantic's error as a sentence naming ``where``, the key and what came."""
-    errors = exc.errors(include_url=False)
     # an unknown key first (pydantic lists errors in field order), as before
     error: ErrorDetails = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     kind, loc = error["type"], error["loc"]
