@@ -46,7 +46,7 @@ bench-gate: install
 
 # after changing a bundled extension: the project's grant binds its code (ADR 0044)
 bundled-grants: install
-	$(BIN)/python -c "from core.extensions.grant_store import write_bundled_grants as w; w()"
+	$(BIN)/python -c "from core.extensions.access.grant_store import write_bundled_grants as w; w()"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

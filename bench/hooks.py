@@ -212,7 +212,7 @@ def tool_variants(hook_target: Any) -> dict[str, Any]:
     of ``hook_target`` (an in-process object or an isolated extension's proxy)."""
     from agents import function_tool
 
-    from core.extensions.capabilities import Capability
+    from core.extensions.loading.capabilities import Capability
     from core.kernel.hooks import (
         FrameRecorder,
         HookCaller,
@@ -255,7 +255,7 @@ async def time_tool_calls(variants: dict[str, Any], calls: int, rounds: int) -> 
 
 async def measure_tools(tmp: Path, calls: int, rounds: int) -> dict[str, Any]:
     """(c): one no-op before + after hook, in-process and in an isolated extension."""
-    from core.extensions.isolation.confinement import probe
+    from core.extensions.isolation.kernel.confinement import probe
     from support.harness import running_kernel
 
     inprocess = await time_tool_calls(tool_variants(NoOpToolHooks()), calls, rounds)
@@ -278,7 +278,7 @@ async def measure_tools(tmp: Path, calls: int, rounds: int) -> dict[str, Any]:
 
 
 def _points() -> list[Any]:
-    from core.extensions.capabilities import HOOKS
+    from core.extensions.loading.capabilities import HOOKS
 
     return sorted(HOOKS)
 

@@ -34,16 +34,16 @@ from agents.tool_context import ToolContext
 
 from core.config import load_settings
 from core.extensions.contract import ToolCall, TurnContext
-from core.extensions.isolation.confinement import (
+from core.extensions.isolation.host.limits import HostLimits
+from core.extensions.isolation.kernel.confinement import (
     SandboxSpec,
     bwrap_argv,
     probe,
 )
-from core.extensions.isolation.launch import host_environment
-from core.extensions.isolation.limits import HostLimits
-from core.extensions.isolation.process import HostProcess
-from core.extensions.isolation.rpc import RpcPeer
-from core.extensions.isolation.watchdog import GuardConfig, HostGuard, cgroup_support
+from core.extensions.isolation.kernel.launch import host_environment
+from core.extensions.isolation.kernel.process import HostProcess
+from core.extensions.isolation.kernel.watchdog import GuardConfig, HostGuard, cgroup_support
+from core.extensions.isolation.protocol.rpc import RpcPeer
 from core.kernel.runner import Kernel
 
 CALLS = 2000

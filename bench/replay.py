@@ -54,8 +54,8 @@ async def recorder_cost() -> dict[str, float]:
     from agents.models.interface import ModelTracing
     from agents.testing import ScriptedModel, assistant_message
 
+    from core.extensions.access.state_scope import serving
     from core.extensions.contract import TurnContext, TurnOutcome
-    from core.extensions.state_scope import serving
     from core.replay.recording import ReplayRecorder
 
     sink = _NoJournal()

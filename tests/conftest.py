@@ -121,10 +121,10 @@ def grant_all(extensions_dir: Path, data_dir: Path, *, only: str | None = None) 
     A grant for the in-process request also covers the same manifest isolated;
     it binds the code as it is now, so a test that changes an extension's code
     grants it again (ADR 0044)."""
-    from core.extensions.code_digest import code_digest
-    from core.extensions.grant_store import GrantStore
-    from core.extensions.grants import GrantRequest
-    from core.extensions.manifest import ManifestError, load_manifest
+    from core.extensions.access.grant_store import GrantStore
+    from core.extensions.access.grants import GrantRequest
+    from core.extensions.loading.code_digest import code_digest
+    from core.extensions.loading.manifest import ManifestError, load_manifest
 
     store = GrantStore(data_dir)
     granted = []

@@ -29,7 +29,7 @@ from core.extensions.contract import (
     AgentResponse,
     ExtensionContext,
 )
-from core.extensions.manifest import MANIFEST_FILE, AgentSection, Manifest
+from core.extensions.loading.manifest import MANIFEST_FILE, AgentSection, Manifest
 from core.tools.failures import reporting_failures_all
 
 __all__ = ["PROMPT_FILE", "DeclarativeAgentAdapter", "ResolveTools"]

@@ -18,7 +18,7 @@ from core.agents.model_router import ModelRouter
 from core.cli.doctor_models import model_lines
 from core.cli.report import collect_report
 from core.config import Settings, non_defaults
-from core.extensions.isolation.factory import confinement_report
+from core.extensions.isolation.kernel.factory import confinement_report
 from core.runtime import load_secrets
 
 OK, BAD, WARN = "ok  ", "FAIL", "WARN"
@@ -84,7 +84,7 @@ async def _doctor(settings: Settings) -> int:
     problems += await _check_mcp(settings)
     report = await collect_report(settings)
     secrets = load_secrets()
-    from core.extensions.manifest import ManifestError, load_manifest
+    from core.extensions.loading.manifest import ManifestError, load_manifest
 
     for entry in report:
         status = entry["status"]

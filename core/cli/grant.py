@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.config import Settings
-from core.extensions.capabilities import Capability
-from core.extensions.grant_store import GrantStore, GrantStoreError
-from core.extensions.grants import GrantRequest, replaces_words
-from core.extensions.loader import Loader
-from core.extensions.records import ExtensionStatus
+from core.extensions.access.grant_store import GrantStore, GrantStoreError
+from core.extensions.access.grants import GrantRequest, replaces_words
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.loader import Loader
+from core.extensions.loading.records import ExtensionStatus
 
 Ask = Callable[[str], bool]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core.config import Settings
-from core.extensions.status_lines import collect_status_lines
+from core.extensions.context.status_lines import collect_status_lines
 from core.kernel.runner import Kernel
 from core.kernel.shaping.tool_stacking import stacks_by_extension
 

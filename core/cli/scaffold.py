@@ -26,10 +26,10 @@ from core.cli.scaffold_templates import (
     TOOL_TEST,
 )
 from core.config import Settings
-from core.extensions.code_digest import code_digest
-from core.extensions.grant_store import GrantStore
-from core.extensions.grants import GrantRequest
-from core.extensions.manifest import EXTENSION_ID_RE, load_manifest
+from core.extensions.access.grant_store import GrantStore
+from core.extensions.access.grants import GrantRequest
+from core.extensions.loading.code_digest import code_digest
+from core.extensions.loading.manifest import EXTENSION_ID_RE, load_manifest
 from core.runtime import RESERVED_IDS
 from core.runtime.errors import HearthError
 

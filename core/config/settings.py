@@ -36,7 +36,7 @@ from core.config.replay import ReplaySettings
 from core.config.scale import ScaleOutSections
 from core.config.sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
 from core.config.skills import SkillsSettings
-from core.extensions.hook_specs import HOOK_SPECS
+from core.extensions.contract.hook_specs import HOOK_SPECS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
@@ -203,7 +203,7 @@ class PostProcessSettings(_Section):
 
 
 # the hook methods a program may implement: the rows of the spec table with a
-# ``hooks.commands`` event (core/extensions/hook_specs.py); those given a tool call
+# ``hooks.commands`` event (core/extensions/contract/hook_specs.py); those given a tool call
 # may take a ``matcher``
 HookPoint = str
 HOOK_POINTS: tuple[HookPoint, ...] = tuple(s.method for s in HOOK_SPECS if s.command_event)

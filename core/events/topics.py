@@ -48,7 +48,7 @@ class SystemTopics:
 class RecordTopics:
     """The kernel's own records in the journal: hook frames (``hook.<kind>``, ADR 0019)
     and a conversation's replay records (ADR 0033). Only the kernel publishes them
-    (``core.extensions.topic_rules``); a replay trusts them."""
+    (``core.extensions.access.topic_rules``); a replay trusts them."""
 
     HOOK_PREFIX = "hook."
     HOOK_APPROVAL = "hook.approval"  # consent's frame: a tool call asked about, answered

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.hooked import ToolWrapper
 from core.agents.model_router import ModelRouter
-from core.extensions.agent_gateway import AgentGateway
+from core.extensions.context.agent_gateway import AgentGateway
 from core.extensions.contract import TurnContext
-from core.extensions.manifest import Manifest
+from core.extensions.loading.manifest import Manifest
 
 CORE_TOOLS = "core_tools"
 

@@ -27,16 +27,16 @@ from core.agents.model_router import ModelRouter
 from core.agents.orchestrator import Orchestrator
 from core.config import Settings
 from core.events import EventBus
-from core.extensions.agent_gateway import AgentGateway
-from core.extensions.capabilities import Capability
-from core.extensions.grant_store import GrantStore
-from core.extensions.isolation.factory import isolated_factory
-from core.extensions.loader import Loader
-from core.extensions.manifest import Manifest
-from core.extensions.names import NamePolicy
-from core.extensions.records import ExtensionRecord
-from core.extensions.services import KernelServices
-from core.extensions.supervision import ExtensionSupervisor
+from core.extensions.access.grant_store import GrantStore
+from core.extensions.context.agent_gateway import AgentGateway
+from core.extensions.context.services import KernelServices
+from core.extensions.isolation.kernel.factory import isolated_factory
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.loader import Loader
+from core.extensions.loading.manifest import Manifest
+from core.extensions.loading.names import NamePolicy
+from core.extensions.loading.records import ExtensionRecord
+from core.extensions.loading.supervision import ExtensionSupervisor
 from core.kernel.agents import KernelAgents
 from core.kernel.commands.table import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools

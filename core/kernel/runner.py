@@ -22,9 +22,9 @@ from agents.models.interface import Model
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import configure_tracing
 from core.config import Settings
-from core.extensions.capabilities import Capability
-from core.extensions.services import KernelServices
-from core.extensions.shared_services import ServiceRegistry
+from core.extensions.context.services import KernelServices
+from core.extensions.context.shared_services import ServiceRegistry
+from core.extensions.loading.capabilities import Capability
 from core.kernel.commands.builtin import builtin_commands
 from core.kernel.commands.setup import extension_commands
 from core.kernel.commands.status_source import KernelStatusSource

@@ -8,7 +8,7 @@ inspection calls, so the web page and the command never disagree.
 from __future__ import annotations
 
 from core.events.journal import Journal
-from core.extensions.status_data import (
+from core.extensions.contract.status import (
     DeadLetterState,
     DeliveryState,
     EventState,

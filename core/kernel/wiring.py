@@ -26,12 +26,12 @@ from typing import Any, Protocol
 from core.events import EventBus
 from core.events.models import Event
 from core.events.system_payloads import UserNotify, read_system_payload
-from core.extensions.capabilities import Capability
 from core.extensions.contract import AgentInvocationContext, Command
 from core.extensions.errors import PermissionDeniedError
-from core.extensions.lifecycle import describe_exception
-from core.extensions.loader import Loader
-from core.extensions.records import ExtensionRecord, ExtensionStatus
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.lifecycle import describe_exception
+from core.extensions.loading.loader import Loader
+from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
 from core.kernel.commands.table import CommandRegistry
 
 log = logging.getLogger("core.kernel.wiring")

@@ -23,8 +23,8 @@ from prometheus_client.registry import Collector
 
 from core.events.bus import EventBus
 from core.events.stats import LATENCY_BOUNDS_MS, BusStats
-from core.extensions.isolation.proxy import IsolatedExtension
-from core.extensions.loader import Loader
+from core.extensions.isolation.kernel.proxy import IsolatedExtension
+from core.extensions.loading.loader import Loader
 from core.state import StateStore
 
 __all__ = ["CallCounts", "CallsCollector", "MetricSources", "SourcesCollector", "kernel_sources"]

@@ -29,8 +29,8 @@ from agents import FunctionTool
 
 from core.config import ReplaySettings, Settings
 from core.events.topics import PostProcessTopics, RecordTopics, SystemTopics
-from core.extensions.grant_store import GRANTS_FILE
-from core.extensions.manifest import ManifestError, load_manifest
+from core.extensions.access.grant_store import GRANTS_FILE
+from core.extensions.loading.manifest import ManifestError, load_manifest
 from core.kernel.consent import CORE_SOURCE, Responder
 from core.kernel.consent.wording import Choice
 from core.kernel.conversations.sessions import Conversations

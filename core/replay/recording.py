@@ -47,8 +47,8 @@ from agents.tool_context import ToolContext
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from core.events.topics import RecordTopics
+from core.extensions.access.state_scope import current_turn
 from core.extensions.contract import TurnContext, TurnOutcome
-from core.extensions.state_scope import current_turn
 from core.kernel.turns.observer import ModelCall, ToolCall
 from core.replay.payloads import DEFAULT_MAX_BYTES, PayloadStore
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.extensions.contract_data import StoreLocation
+from core.extensions.contract.data import StoreLocation
 from core.runtime.errors import HearthError
 
 if TYPE_CHECKING:

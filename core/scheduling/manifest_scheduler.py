@@ -27,7 +27,7 @@ from core.events import EventBus
 from core.events.models import Event
 from core.events.topics import SystemTopics
 from core.extensions.contract import Leadership, SchedulerProvider
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.records import ExtensionRecord
 from core.extensions.sdk import (
     Clock,
     CronError,

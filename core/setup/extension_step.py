@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 
 from core.config import Settings
-from core.extensions.capabilities import Capability
-from core.extensions.setup_schema import SetupSchemaError, run_setup
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.setup_schema import SetupSchemaError, run_setup
 from core.kernel.runner import Kernel
 from core.runtime import save_secrets
 from core.setup.plan import local_layer

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from prompt_toolkit import PromptSession
 
-from core.extensions.setup_schema import SetupField
+from core.extensions.loading.setup_schema import SetupField
 from core.runtime.errors import HearthError
 
 __all__ = ["SetupCancelled", "TerminalAsker"]

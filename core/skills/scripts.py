@@ -1,7 +1,7 @@
 """Run one file of a skill's ``scripts/`` folder, confined like an isolated extension.
 
 The script runs under bubblewrap with the plugin hosts' confinement
-(``core.extensions.isolation.confinement``): its own namespaces, no
+(``core.extensions.isolation.kernel.confinement``): its own namespaces, no
 capabilities, a read-only root, the skill's folder read-only, a fresh scratch
 directory writable (its working directory and ``HOME``), a size-limited
 ``/tmp``, and no network unless ``skills.network`` names the skill. Resource
@@ -29,15 +29,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.extensions.isolation.cgroups import HostCgroup
-from core.extensions.isolation.confinement import SandboxSpec, bwrap_argv
-from core.extensions.isolation.launch import (
+from core.extensions.isolation.host.limits import HostLimits, apply_limits
+from core.extensions.isolation.kernel.cgroups import HostCgroup
+from core.extensions.isolation.kernel.confinement import SandboxSpec, bwrap_argv
+from core.extensions.isolation.kernel.launch import (
     confinement_status,
     host_environment,
     warn_unconfined,
 )
-from core.extensions.isolation.limits import HostLimits, apply_limits
-from core.extensions.isolation.watchdog import cgroup_support
+from core.extensions.isolation.kernel.watchdog import cgroup_support
 from core.skills.errors import SkillScriptError
 from core.skills.files import resolve_inside
 from core.skills.format import Skill

@@ -2,7 +2,7 @@
 
 ``store`` is the async front (logging, counts, warnings); ``table`` the
 SQLite table it runs in worker threads. Which session a call addresses is
-decided by ``core.extensions.state_scope`` (shared with the plugin host).
+decided by ``core.extensions.access.state_scope`` (shared with the plugin host).
 """
 
 from core.state.store import WARN_FRACTION, StateStore

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.config import StateSettings, StorageSettings
-from core.extensions.state_scope import check_key, encode_value
+from core.extensions.access.state_scope import check_key, encode_value
 from core.state.table import (
     EXTENSION_SCOPE,
     PER_EXTENSION,

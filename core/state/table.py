@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.extensions.access.state_scope import PERSON_MARK
 from core.extensions.errors import StateLimitError
-from core.extensions.state_scope import PERSON_MARK
 from core.storage import (
     Database,
     Executor,

@@ -35,8 +35,8 @@ from test_isolation_privileges import (
 )
 
 from conftest import PROJECT_ROOT
-from core.extensions.isolation.confinement import SandboxSpec, bwrap_argv, probe
-from core.extensions.isolation.launch import host_environment
+from core.extensions.isolation.kernel.confinement import SandboxSpec, bwrap_argv, probe
+from core.extensions.isolation.kernel.launch import host_environment
 
 UNIT = PROJECT_ROOT / "deploy" / "hearth.service"
 MAX_EXPOSURE = 3.5

@@ -312,7 +312,7 @@ async def test_reload_fixes_an_extension_the_supervisor_keeps_restarting(make_ex
 
 
 async def test_a_call_gate_drain_stops_waiting_at_its_deadline():
-    from core.extensions.call_gate import CallGate
+    from core.extensions.access.call_gate import CallGate
 
     gate = CallGate("slowpoke")
     release = asyncio.Event()

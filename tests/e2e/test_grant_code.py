@@ -19,7 +19,7 @@ import pytest
 
 from conftest import ext_code, grant_all
 from core.config import load_settings
-from core.extensions.code_digest import code_digest
+from core.extensions.loading.code_digest import code_digest
 from core.kernel.commands.table import parse_command
 from core.kernel.runner import Kernel
 from support.bundled import copy_bundled

@@ -15,18 +15,18 @@ import yaml
 from conftest import PROJECT_ROOT, ext_code, grant_all
 from core.cli.grant import grant_extensions
 from core.config import load_settings
-from core.extensions.code_digest import code_digest
-from core.extensions.context import KernelContext
-from core.extensions.contract import TurnContext
-from core.extensions.grant_store import (
+from core.extensions.access.grant_store import (
     BUNDLED_GRANTS_FILE,
     GrantStore,
     GrantStoreError,
     bundled_grants,
     load_bundled_grants,
 )
-from core.extensions.grants import GrantRequest
-from core.extensions.manifest import load_manifest
+from core.extensions.access.grants import GrantRequest
+from core.extensions.context.kernel_context import KernelContext
+from core.extensions.contract import TurnContext
+from core.extensions.loading.code_digest import code_digest
+from core.extensions.loading.manifest import load_manifest
 from core.kernel.commands.table import parse_command
 from core.kernel.runner import Kernel
 from support.bundled import BUNDLED, copy_bundled

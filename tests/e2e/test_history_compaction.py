@@ -23,8 +23,8 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message
 from conftest import PROJECT_ROOT, ext_code
 from core.agents.model_router import ModelRouter
 from core.config import ModelsSettings, Settings, StorageSettings, TurnsSettings
-from core.extensions.capabilities import Capability
 from core.extensions.contract import CompactionPlan, TurnContext
+from core.extensions.loading.capabilities import Capability
 from core.kernel.compaction import (
     COMPACTION_INSTRUCTIONS,
     SUMMARY_HEADER,

@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 
 from core.config import HooksSettings, SettingsError, load_settings
-from core.extensions.capabilities import Capability
 from core.extensions.contract import (
     AfterToolCallHook,
     BeforeToolCallHook,
@@ -39,7 +38,8 @@ from core.extensions.contract import (
     TurnOutcome,
     TurnStartHook,
 )
-from core.extensions.signatures import check_signatures
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.signatures import check_signatures
 from core.kernel.hooks import (
     CommandHookError,
     FrameRecorder,

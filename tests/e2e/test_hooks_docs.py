@@ -18,7 +18,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from test_cli_e2e import CLI_EXT, run_main
 
 from conftest import PROJECT_ROOT, grant_all
-from core.extensions.isolation.confinement import probe
+from core.extensions.isolation.kernel.confinement import probe
 from support.fake_openai import FakeOpenAIServer, ToolCall, models_section
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 

@@ -10,9 +10,9 @@ import pytest
 from test_isolation_hostile import isolated, settings
 
 from conftest import ext_code
-from core.extensions.isolation.cgroups import PARENT, CgroupSupport, HostCgroup
-from core.extensions.isolation.limits import HostLimits
-from core.extensions.isolation.watchdog import cgroup_support
+from core.extensions.isolation.host.limits import HostLimits
+from core.extensions.isolation.kernel.cgroups import PARENT, CgroupSupport, HostCgroup
+from core.extensions.isolation.kernel.watchdog import cgroup_support
 from support.harness import running_kernel
 
 SUPPORT = cgroup_support("auto")

@@ -16,7 +16,7 @@ import pytest
 from test_isolation_hostile import command, isolated, needs_bwrap, settings
 
 from conftest import ext_code
-from core.extensions.isolation.watchdog import cgroup_support, data_dir_bytes
+from core.extensions.isolation.kernel.watchdog import cgroup_support, data_dir_bytes
 from support.harness import running_kernel, wait_for
 
 needs_cgroups = pytest.mark.skipif(

@@ -24,9 +24,9 @@ from test_doctor import doctor
 from test_isolation_hostile import command, isolated, needs_bwrap, settings
 
 from conftest import PROJECT_ROOT, ext_code
-from core.extensions.isolation.confinement import SandboxSpec, bwrap_argv, probe
-from core.extensions.isolation.launch import host_environment
-from core.extensions.isolation.selfcheck import HostProbe, judge
+from core.extensions.isolation.kernel.confinement import SandboxSpec, bwrap_argv, probe
+from core.extensions.isolation.kernel.launch import host_environment
+from core.extensions.isolation.kernel.selfcheck import HostProbe, judge
 from support.harness import running_kernel
 
 # Shared by the isolated extension and the unprivileged run: returns what each attempt did.

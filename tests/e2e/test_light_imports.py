@@ -79,5 +79,5 @@ async def test_a_plugin_host_stays_light_after_a_subscription(make_ext, settings
         await wait_for(marker.exists, 20)
         reply = await kernel.commands.run(parse_command("/modules"), TurnContext(user_id="u"))
     modules = json.loads(reply or "[]")
-    assert "core.extensions.isolation.host" in modules  # it really ran in the host
+    assert "core.extensions.isolation.host.plugin_host" in modules  # it really ran in the host
     assert loaded_heavy(modules) == []

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from conftest import PROJECT_ROOT, ext_code
-from core.extensions.manifest import ManifestError, load_manifest
+from core.extensions.loading.manifest import ManifestError, load_manifest
 from core.runtime import secret_file_names
 from support.harness import running_kernel
 

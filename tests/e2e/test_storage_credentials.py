@@ -18,8 +18,8 @@ import pytest
 
 from conftest import PROJECT_ROOT
 from core.config import load_settings
-from core.extensions.capabilities import Capability
 from core.extensions.contract import TurnContext
+from core.extensions.loading.capabilities import Capability
 from core.kernel.reload.registrations import before_extension_code
 from core.kernel.runner import Kernel
 from core.runtime import REDACTOR

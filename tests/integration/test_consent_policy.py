@@ -19,7 +19,7 @@ from agents.testing import ScriptedModel
 
 from conftest import ext_code, grant_all
 from core.config import PolicySettings, SettingsError, load_settings
-from core.extensions.manifest import ManifestError, load_manifest
+from core.extensions.loading.manifest import ManifestError, load_manifest
 from core.extensions.sdk import side_effects
 from core.kernel.consent import ConsentPolicy, DeclaredTools, Grant, ToolCatalog, ToolInfo
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for

@@ -22,21 +22,21 @@ import pytest
 from test_isolation_hostile import command, isolated, running_kernel, settings
 
 from conftest import ext_code
-from core.extensions.context import KernelContext
+from core.extensions.access.state_scope import serving
+from core.extensions.context.kernel_context import KernelContext
 from core.extensions.contract import ExtensionContext, TurnContext
-from core.extensions.isolation import kernel_side
-from core.extensions.isolation.client_context import ClientContext
-from core.extensions.isolation.context_calls import (
+from core.extensions.isolation.host.client_context import ClientContext
+from core.extensions.isolation.kernel import kernel_side
+from core.extensions.isolation.kernel.kernel_side import ContextServer
+from core.extensions.isolation.protocol.context_calls import (
     CONTEXT_CALLS,
     HOST_SERVED,
     RESHAPED,
     derive_calls,
 )
-from core.extensions.isolation.kernel_side import ContextServer
-from core.extensions.isolation.messages import LoadParams
-from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.isolation.protocol.messages import LoadParams
+from core.extensions.isolation.protocol.rpc import RpcPeer
 from core.extensions.sdk.testing import FakeContext
-from core.extensions.state_scope import serving
 from support.harness import wait_for
 
 IMPLEMENTATIONS = (KernelContext, ClientContext, FakeContext)
@@ -288,7 +288,8 @@ def shouter(name: str) -> str:
 # extension declares the method there first, as if the contract's source had it
 IN_THE_HOST = """
 from core.extensions.contract import ExtensionContext
-from core.extensions.isolation import client_context, context_calls
+from core.extensions.isolation.host import client_context
+from core.extensions.isolation.protocol import context_calls
 
 
 async def shout(self, text: str, *, times: int = 1) -> list[str]: ...

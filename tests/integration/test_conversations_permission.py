@@ -19,8 +19,8 @@ from agents.testing import ScriptedModel, assistant_message
 from conftest import ext_code
 from core.cli.grant import grant_extensions
 from core.config import load_settings
-from core.extensions.grants import CONVERSATIONS_WORDS, GrantRequest
-from core.extensions.manifest import Manifest
+from core.extensions.access.grants import CONVERSATIONS_WORDS, GrantRequest
+from core.extensions.loading.manifest import Manifest
 from support.harness import (
     CAPTURE_CHANNEL,
     CAPTURE_MANIFEST,

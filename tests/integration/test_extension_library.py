@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 import pytest
 
 from conftest import PROJECT_ROOT
-from core.extensions.capabilities import detect_capabilities
 from core.extensions.contract import Command
+from core.extensions.loading.capabilities import detect_capabilities
 from core.extensions.sdk import (
     BaseExtension,
     DueLoop,

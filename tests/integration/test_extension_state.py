@@ -21,10 +21,10 @@ from agents.tool_context import ToolContext
 
 from conftest import ext_code
 from core.config import StateSettings, StorageSettings
+from core.extensions.access.state_scope import person_session
 from core.extensions.contract import TurnContext
 from core.extensions.errors import StateLimitError, StateScopeError
 from core.extensions.sdk.testing import FakeContext, serving
-from core.extensions.state_scope import person_session
 from core.kernel.commands.table import parse_command
 from core.state import StateStore
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for

@@ -19,7 +19,7 @@ from agents import Runner
 
 from core.agents import DeclarativeAgentAdapter, ModelRouter, Orchestrator, configure_tracing
 from core.config import ModelsSettings
-from core.extensions.manifest import load_manifest
+from core.extensions.loading.manifest import load_manifest
 from core.tools import build_core_tools
 from support.fake_openai import Failure, FakeOpenAIServer, ToolCall
 

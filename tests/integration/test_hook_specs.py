@@ -13,14 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from core.config import CommandHook
-from core.extensions.capabilities import (
-    HOOKS,
-    PERMISSIONS,
-    PROTOCOLS,
-    Capability,
-    CapabilityError,
-    require_permissions,
-)
+from core.extensions.access.grants import CONVERSATIONS_WORDS, GrantRequest
 from core.extensions.contract import (
     HOOK_SPECS,
     Annotated,
@@ -34,10 +27,9 @@ from core.extensions.contract import (
     TurnContext,
     TurnOutcome,
 )
-from core.extensions.grants import CONVERSATIONS_WORDS, GrantRequest
-from core.extensions.hook_specs import ArgKind, ResultKind
-from core.extensions.isolation.hook_mixins import HOOK_MIXINS, hook_mixin
-from core.extensions.isolation.hook_wire import (
+from core.extensions.contract.hook_specs import ArgKind, ResultKind
+from core.extensions.isolation.kernel.hook_mixins import HOOK_MIXINS, hook_mixin
+from core.extensions.isolation.protocol.hook_wire import (
     HOOK_METHODS,
     RESULT_TYPES,
     decode_hook_result,
@@ -45,8 +37,16 @@ from core.extensions.isolation.hook_wire import (
     hook_args_from_wire,
     hook_args_to_wire,
 )
-from core.extensions.isolation.messages import InvokeParams
-from core.extensions.manifest import Manifest
+from core.extensions.isolation.protocol.messages import InvokeParams
+from core.extensions.loading.capabilities import (
+    HOOKS,
+    PERMISSIONS,
+    PROTOCOLS,
+    Capability,
+    CapabilityError,
+    require_permissions,
+)
+from core.extensions.loading.manifest import Manifest
 from core.kernel.hooks.command_hooks import EVENT_NAMES, TARGETS
 
 SPECS = pytest.mark.parametrize("spec", HOOK_SPECS, ids=lambda s: s.method)

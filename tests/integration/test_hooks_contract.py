@@ -15,7 +15,6 @@ import logging
 import pytest
 
 from conftest import ext_code
-from core.extensions.capabilities import HOOKS, Capability, detect_capabilities
 from core.extensions.contract import (
     Annotated,
     ShortCircuit,
@@ -24,8 +23,9 @@ from core.extensions.contract import (
     TurnOutcome,
 )
 from core.extensions.errors import PermissionDeniedError
-from core.extensions.isolation.mixins import proxy_class
-from core.extensions.isolation.proxy import IsolatedExtension
+from core.extensions.isolation.kernel.mixins import proxy_class
+from core.extensions.isolation.kernel.proxy import IsolatedExtension
+from core.extensions.loading.capabilities import HOOKS, Capability, detect_capabilities
 from support.hooks_kit import (
     HOOK_LOG,
     KernelFor,

@@ -23,9 +23,9 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from conftest import ext_code
 from core.agents import HookedAgent, ModelRouter, Orchestrator
 from core.config import ModelsSettings
-from core.extensions.capabilities import Capability
 from core.extensions.contract import ToolDecision
-from core.extensions.isolation.proxy import IsolatedExtension
+from core.extensions.isolation.kernel.proxy import IsolatedExtension
+from core.extensions.loading.capabilities import Capability
 from core.kernel.hooks import (
     FrameRecorder,
     HookCaller,

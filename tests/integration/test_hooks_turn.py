@@ -389,7 +389,7 @@ async def test_routing_is_advisory_unless_settings_let_the_extension_decide(
 
 
 def test_bad_hook_manifest_keys_name_the_file_and_the_field(make_ext):
-    from core.extensions.manifest import ManifestError, load_manifest
+    from core.extensions.loading.manifest import ManifestError, load_manifest
 
     ext_dir = make_ext(
         "sloppy",

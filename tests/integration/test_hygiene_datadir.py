@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ext_code
 from core.config import load_settings
-from core.extensions.loader import Loader
+from core.extensions.loading.loader import Loader
 from core.kernel import runner
 from core.metrics import SNAPSHOT_FILE
 from core.runtime import (

@@ -17,8 +17,9 @@ import pytest
 from test_isolation_hostile import answers_quickly, command, isolated, running_kernel, settings
 
 from conftest import ext_code
-from core.extensions.isolation.context_calls import CONTEXT_CALLS
-from core.extensions.isolation.messages import (
+from core.extensions.isolation.protocol.context_calls import CONTEXT_CALLS
+from core.extensions.isolation.protocol.framing import ProtocolError, check_frame
+from core.extensions.isolation.protocol.messages import (
     HOST_REQUESTS,
     KERNEL_NOTIFICATIONS,
     FrameError,
@@ -26,8 +27,7 @@ from core.extensions.isolation.messages import (
     Notice,
     decode,
 )
-from core.extensions.isolation.protocol import ProtocolError, check_frame
-from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.isolation.protocol.rpc import RpcPeer
 from support.harness import wait_for
 
 FORGER = ext_code(

@@ -17,7 +17,7 @@ from agents.tool_context import ToolContext
 from conftest import ext_code
 from core.events.models import Event
 from core.extensions.contract import TurnContext
-from core.extensions.isolation.confinement import probe
+from core.extensions.isolation.kernel.confinement import probe
 from core.kernel.commands.table import parse_command
 from support.harness import running_kernel, wait_for
 

@@ -14,7 +14,7 @@ from core.config import load_settings
 from core.events import EventBus
 from core.events.errors import BusStateError
 from core.events.sqlite_journal import SQLiteJournal
-from core.extensions.loader import Loader
+from core.extensions.loading.loader import Loader
 from core.kernel.runner import Kernel
 from support.harness import wait_for
 

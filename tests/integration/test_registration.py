@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ext_code
 from core.extensions.contract import TurnContext
-from core.extensions.manifest import ManifestError, load_manifest
+from core.extensions.loading.manifest import ManifestError, load_manifest
 from core.extensions.sdk.testing import serving
 from core.kernel.commands.table import parse_command
 from support.harness import running_kernel, wait_for

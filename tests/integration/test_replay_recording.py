@@ -10,9 +10,9 @@ from agents.models.interface import ModelTracing
 from agents.testing import ScriptedModel, assistant_message
 
 from core.events.topics import RecordTopics
+from core.extensions.access.state_scope import serving
+from core.extensions.access.topic_rules import KERNEL_ONLY
 from core.extensions.contract import TurnContext, TurnOutcome
-from core.extensions.state_scope import serving
-from core.extensions.topic_rules import KERNEL_ONLY
 from core.replay.payloads import PayloadStore
 from core.replay.recording import ReplayRecorder
 from core.replay.trace import build_trace

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.config import Settings
-from core.extensions.capabilities import Capability
-from core.extensions.manifest import Manifest
-from core.extensions.records import ExtensionRecord, ExtensionStatus
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.manifest import Manifest
+from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
 from core.kernel.scale.placement import Placement, apply_role, node_name, placement_of
 
 

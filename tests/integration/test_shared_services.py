@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ext_code
+from core.extensions.context.shared_services import ServiceRegistry, ServicesClosedError
 from core.extensions.contract import TurnContext
 from core.extensions.sdk.testing import FakeContext, running
-from core.extensions.shared_services import ServiceRegistry, ServicesClosedError
 from core.kernel.commands.table import parse_command
 from support.harness import running_kernel
 

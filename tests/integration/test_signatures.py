@@ -10,10 +10,10 @@ import pytest
 
 from conftest import ext_code
 from core.config import load_settings
-from core.extensions.capabilities import detect_capabilities
 from core.extensions.contract import ChannelProvider, ContextProvider
+from core.extensions.loading.capabilities import detect_capabilities
+from core.extensions.loading.signatures import SignatureError, check_signatures
 from core.extensions.sdk import BaseExtension
-from core.extensions.signatures import SignatureError, check_signatures
 from core.kernel.runner import Kernel
 
 GOOD = ext_code("def get_commands(self):\n    return []")

@@ -12,7 +12,7 @@ import re
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from core.extensions.isolation.confinement import probe
+from core.extensions.isolation.kernel.confinement import probe
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 from support.rocket_ext import ROCKETS
 from support.skills_kit import public_layout, write_skill

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from core.extensions.isolation.confinement import probe
+from core.extensions.isolation.kernel.confinement import probe
 from core.skills import (
     ScriptLimits,
     SkillFileError,

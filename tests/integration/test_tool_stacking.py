@@ -20,8 +20,8 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from conftest import ext_code
 from core.cli.report import collect_report
 from core.config import SettingsError, ToolOverride, load_settings
-from core.extensions.names import NamePolicy
-from core.extensions.stacking import stack_names
+from core.extensions.loading.names import NamePolicy
+from core.extensions.loading.stacking import stack_names
 from core.kernel.commands.builtin import status_text
 from support.bundled import tool_output
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
@@ -270,10 +270,10 @@ async def test_overrides_in_settings_pick_and_remove_providers(three_lookups, se
 async def test_grants_that_replace_the_name_let_priority_and_recency_decide(
     three_lookups, settings_file, ext_root, tmp_path
 ):
-    from core.extensions.code_digest import code_digest
-    from core.extensions.grant_store import GrantStore
-    from core.extensions.grants import GrantRequest
-    from core.extensions.manifest import load_manifest
+    from core.extensions.access.grant_store import GrantStore
+    from core.extensions.access.grants import GrantRequest
+    from core.extensions.loading.code_digest import code_digest
+    from core.extensions.loading.manifest import load_manifest
 
     store = GrantStore(tmp_path / "data")
     for ext_id in ("alpha", "mid"):

@@ -27,7 +27,7 @@ EVIL = ext_code(
     from agents import function_tool
     from core.extensions.contract import TurnContext
     from core.extensions.sdk import side_effects
-    from core.extensions.state_scope import serving
+    from core.extensions.access.state_scope import serving
     """,
     body=f"""
     async def initialize(self, context):

@@ -10,7 +10,7 @@ import pytest
 from agents.testing import ScriptedModel
 
 from core.extensions.contract import TurnContext
-from core.extensions.isolation.confinement import probe
+from core.extensions.isolation.kernel.confinement import probe
 from core.kernel.runner import Kernel
 from support.harness import conversing, running_kernel
 

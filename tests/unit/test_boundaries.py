@@ -51,7 +51,12 @@ def test_the_boundary_rule_admits_exactly_the_two_packages():
     assert _allowed_for_extensions("core.extensions.contract")
     assert _allowed_for_extensions("core.extensions.sdk.timemath")
     assert _allowed_for_extensions("aiosqlite")
-    for refused in ("core.extensions.context", "core.extensions.sdkx", "core.events", "core"):
+    for refused in (
+        "core.extensions.context.kernel_context",
+        "core.extensions.sdkx",
+        "core.events",
+        "core",
+    ):
         assert not _allowed_for_extensions(refused), refused
 
 

@@ -27,7 +27,7 @@ from core.agents import (
 )
 from core.config import ModelsSettings
 from core.extensions.contract import AgentProvider, Extension
-from core.extensions.manifest import load_manifest
+from core.extensions.loading.manifest import load_manifest
 
 configure_tracing(False)
 

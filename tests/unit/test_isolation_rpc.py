@@ -13,9 +13,13 @@ from typing import Any
 import pytest
 
 from core.extensions.errors import PermissionDeniedError
-from core.extensions.isolation.errors import CallTimeoutError, PeerClosedError, RemoteError
-from core.extensions.isolation.protocol import MAX_MESSAGE_BYTES, ProtocolError, read_message
-from core.extensions.isolation.rpc import RpcPeer
+from core.extensions.isolation.protocol.errors import CallTimeoutError, PeerClosedError, RemoteError
+from core.extensions.isolation.protocol.framing import (
+    MAX_MESSAGE_BYTES,
+    ProtocolError,
+    read_message,
+)
+from core.extensions.isolation.protocol.rpc import RpcPeer
 
 SERVING: contextvars.ContextVar[str] = contextvars.ContextVar("serving", default="nobody")
 

@@ -5,7 +5,7 @@ never stops growing is cut off."""
 
 from __future__ import annotations
 
-from core.extensions.setup_schema import ANSWER_ATTEMPTS, SetupField, run_setup
+from core.extensions.loading.setup_schema import ANSWER_ATTEMPTS, SetupField, run_setup
 
 
 class Script:

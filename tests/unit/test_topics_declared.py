@@ -41,7 +41,7 @@ def test_topics_are_named_only_in_the_topics_module():
 
 def test_the_kernel_only_prefixes_cover_every_record_topic():
     """What only the kernel may publish is derived from the same constants."""
-    from core.extensions.topic_rules import KERNEL_ONLY
+    from core.extensions.access.topic_rules import KERNEL_ONLY
 
     for topic in _declared():
         if topic.startswith((RecordTopics.HOOK_PREFIX, RecordTopics.REPLAY_PREFIX)):

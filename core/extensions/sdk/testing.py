@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 
 from core.events.models import Event
 from core.events.topics import SystemTopics, topic_matches
-from core.extensions.capabilities import detect_capabilities
+from core.extensions.access.state_scope import check_key, encode_value, serving, state_session
+from core.extensions.context.shared_services import ExtensionServices, ServiceRegistry
 from core.extensions.contract import (
     CommandProvider,
     EventHandler,
@@ -42,8 +43,7 @@ from core.extensions.contract import (
     ToolProvider,
     TurnContext,
 )
-from core.extensions.shared_services import ExtensionServices, ServiceRegistry
-from core.extensions.state_scope import check_key, encode_value, serving, state_session
+from core.extensions.loading.capabilities import detect_capabilities
 
 __all__ = [
     "Emitted",
@@ -305,8 +305,8 @@ class FakeContext:
 def load_extension(ext_dir: str | Path) -> Any:
     """A new instance of the extension in ``ext_dir``, imported the way the loader
     imports it (its manifest's ``entrypoint``, relative imports working)."""
-    from core.extensions.importer import import_entrypoint
-    from core.extensions.manifest import load_manifest
+    from core.extensions.loading.importer import import_entrypoint
+    from core.extensions.loading.manifest import load_manifest
 
     manifest = load_manifest(Path(ext_dir))
     if manifest.entrypoint is None:

@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from core.agents.mcp_servers import McpServerStatus
+from core.extensions.context.status_lines import collect_status_lines
 from core.extensions.contract import Command, TurnContext
-from core.extensions.records import ExtensionRecord, ExtensionStatus
-from core.extensions.status_lines import collect_status_lines
+from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
 from core.kernel.shaping.tool_stacking import StackedTools
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 
-from core.extensions.code_digest import code_digest
+from core.extensions.access.grant_store import GrantStore, GrantStoreError
+from core.extensions.access.grants import GrantRequest
 from core.extensions.contract import Command, TurnContext
-from core.extensions.grant_store import GrantStore, GrantStoreError
-from core.extensions.grants import GrantRequest
-from core.extensions.loader import Loader
-from core.extensions.manifest import ManifestError, load_manifest
+from core.extensions.loading.code_digest import code_digest
+from core.extensions.loading.loader import Loader
+from core.extensions.loading.manifest import ManifestError, load_manifest
 
 USAGE = "Usage: /grant ID — shows what the extension asks; /grant ID yes — allows it."
 

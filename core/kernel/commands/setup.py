@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 
-from core.extensions.capabilities import Capability
+from core.extensions.context.ui_gateway import UiGateway
 from core.extensions.contract import Command, TurnContext
-from core.extensions.lifecycle import describe_exception
-from core.extensions.loader import Loader
-from core.extensions.setup_schema import SetupField, SetupSchemaError, run_setup
-from core.extensions.ui_gateway import UiGateway
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.lifecycle import describe_exception
+from core.extensions.loading.loader import Loader
+from core.extensions.loading.setup_schema import SetupField, SetupSchemaError, run_setup
 from core.kernel.commands.grant import grant_command
 from core.kernel.commands.table import AskingCommand
 from core.runtime import save_secrets

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from core.agents.mcp_servers import McpServers, McpServerStatus
 from core.agents.model_router import ModelRouter
 from core.events import EventBus
-from core.extensions.loader import Loader
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.loader import Loader
+from core.extensions.loading.records import ExtensionRecord
 from core.kernel.shaping.tool_stacking import StackedTools
 
 __all__ = ["KernelStatusSource"]

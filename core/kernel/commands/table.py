@@ -13,10 +13,10 @@ import logging
 import re
 from dataclasses import dataclass
 
+from core.extensions.access.state_scope import serving
 from core.extensions.contract import Command, TurnContext
-from core.extensions.lifecycle import describe_exception
-from core.extensions.names import NamePolicy
-from core.extensions.state_scope import serving
+from core.extensions.loading.lifecycle import describe_exception
+from core.extensions.loading.names import NamePolicy
 
 log = logging.getLogger("core.kernel.commands.table")
 

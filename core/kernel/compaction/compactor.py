@@ -28,9 +28,9 @@ from typing import Any
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import ModelRouter
 from core.config import TurnsSettings
-from core.extensions.capabilities import Capability
 from core.extensions.contract import CompactionPlan, TurnContext
-from core.extensions.lifecycle import describe_exception
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.compaction.budget import HistoryBudget, choose_cut, summary_item
 from core.kernel.compaction.summariser import COMPACTION_INSTRUCTIONS, ModelSummariser, Summarise
 from core.kernel.conversations.ledger import ConversationSession

@@ -21,11 +21,11 @@ from agents.mcp import MCPServer
 
 from core.agents import tool_name_of
 from core.config import Settings
-from core.extensions.capabilities import Capability
 from core.extensions.contract import Command
-from core.extensions.declarations import provided_tool_names
-from core.extensions.manifest import MANIFEST_FILE
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.declarations import provided_tool_names
+from core.extensions.loading.manifest import MANIFEST_FILE
+from core.extensions.loading.records import ExtensionRecord
 from core.kernel.consent.catalog import CORE_SOURCE, DeclaredTools, ToolCatalog
 from core.kernel.consent.commands import consent_commands, policy_summary
 from core.kernel.consent.desk import ApprovalDesk

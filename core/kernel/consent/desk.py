@@ -40,7 +40,7 @@ from core.extensions.contract import (
     UserRequest,
     split_reply_address,
 )
-from core.extensions.lifecycle import describe_exception
+from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall
 from core.kernel.consent.policy import Grant
 from core.kernel.consent.store import Approval, ApprovalStatus, ApprovalStore, PausedTurn

@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from core.extensions.context.ui_gateway import UI_KINDS, UiGateway
 from core.extensions.contract import InteractiveChannel, RequestOption, TurnContext, UserRequest
 from core.extensions.errors import NotAvailableError
-from core.extensions.lifecycle import describe_exception
-from core.extensions.ui_gateway import UI_KINDS, UiGateway
+from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.commands.table import parse_command
 from core.kernel.consent.desk import SHOW_TIMEOUT_S, Responder
 from core.kernel.consent.wording import new_request_id

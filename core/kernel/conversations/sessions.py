@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.extensions.addresses import split_reply_address
+from core.extensions.contract.addresses import split_reply_address
 from core.kernel.conversations.ledger import ConversationSession
 from core.kernel.conversations.session_ids import conversation_of, session_id_of
 from core.kernel.conversations.session_storage import (

@@ -22,9 +22,9 @@ from dataclasses import fields, is_dataclass
 from time import perf_counter
 from typing import Any, Final
 
+from core.extensions.access.served_calls import serving_extension
 from core.extensions.contract import Annotated, TurnContext
-from core.extensions.lifecycle import describe_exception
-from core.extensions.served_calls import serving_extension
+from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.hooks.observer import NO_OBSERVER, CallOutcome, PipelineObserver
 from core.kernel.hooks.registry import HookEntry
 from core.runtime import Resumed

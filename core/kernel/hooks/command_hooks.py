@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.config import PROJECT_ROOT, CommandHook, HookPoint, HooksSettings
-from core.extensions.capabilities import Capability
 from core.extensions.contract import (
     HOOK_SPECS,
     ShortCircuit,
@@ -39,6 +38,7 @@ from core.extensions.contract import (
     TurnContext,
     TurnOutcome,
 )
+from core.extensions.loading.capabilities import Capability
 from core.kernel.hooks.command_answers import (
     Answer,
     check_status,

@@ -27,8 +27,8 @@ from agents import (
     RunContextWrapper,
 )
 
-from core.extensions.capabilities import Capability
 from core.extensions.contract import GuardrailTrip, TurnContext
+from core.extensions.loading.capabilities import Capability
 from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.registry import HookRegistry

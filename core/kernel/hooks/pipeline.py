@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.extensions.capabilities import Capability
 from core.extensions.contract import (
     ModelRoute,
     ShortCircuit,
     TurnContext,
     TurnOutcome,
 )
+from core.extensions.loading.capabilities import Capability
 from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.registry import HookRegistry

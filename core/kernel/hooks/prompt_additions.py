@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.extensions.contract import TurnContext
-from core.extensions.manifest import Condition, PromptAddition, ToolConfig
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.manifest import Condition, PromptAddition, ToolConfig
+from core.extensions.loading.records import ExtensionRecord
 
 __all__ = ["AppliedAdditions", "PromptAdditions", "StateReader", "tool_guidance"]
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.extensions.capabilities import HOOKS, Capability
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.capabilities import HOOKS, Capability
+from core.extensions.loading.records import ExtensionRecord
 
 __all__ = ["HookEntry", "HookRegistry", "TagPatterns"]
 

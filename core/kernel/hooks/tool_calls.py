@@ -59,8 +59,8 @@ from agents.tool_context import ToolContext
 from jsonschema import validators
 from jsonschema.exceptions import best_match
 
-from core.extensions.capabilities import Capability
 from core.extensions.contract import ToolCall, ToolDecision, TurnContext
+from core.extensions.loading.capabilities import Capability
 from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.observer import ToolOutcome

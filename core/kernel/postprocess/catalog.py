@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.extensions.capabilities import Capability
 from core.extensions.contract import OUTPUT_TARGETS, PostProcessor
-from core.extensions.lifecycle import describe_exception
-from core.extensions.records import ExtensionRecord
-from core.extensions.signatures import SignatureError, check_signatures
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.lifecycle import describe_exception
+from core.extensions.loading.records import ExtensionRecord
+from core.extensions.loading.signatures import SignatureError, check_signatures
 from core.kernel.postprocess.parsing import NAME_RE
 
 __all__ = ["BUILTIN_OWNER", "CatalogEntry", "PostProcessorCatalog", "problem_with"]

@@ -27,7 +27,7 @@ from core.extensions.contract import (
     PostProcessResult,
     PostProcessTopics,
 )
-from core.extensions.lifecycle import describe_exception
+from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.postprocess.catalog import CatalogEntry
 from core.kernel.postprocess.parsing import PostSpec

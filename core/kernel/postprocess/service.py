@@ -30,7 +30,7 @@ from core.extensions.contract import (
     PostProcessTopics,
     TurnContext,
 )
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.records import ExtensionRecord
 from core.kernel.conversations.session_schema import sessions_database
 from core.kernel.conversations.sessions import LEDGER_RETENTION_S, Conversations
 from core.kernel.hooks.frames import FrameSink

@@ -22,7 +22,7 @@ from core.events.models import Event
 from core.events.system_payloads import KernelReload, KernelReloadResult, read_system_payload
 from core.events.topics import SystemTopics
 from core.extensions.contract import Command, TurnContext
-from core.extensions.loader import Loader
+from core.extensions.loading.loader import Loader
 from core.kernel.reload.reloader import ExtensionReloader, ReloadError
 from core.kernel.reload.watch import watch_extensions
 

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 from core.config import Settings
 from core.events import EventBus
-from core.extensions.loader import Loader
-from core.extensions.manifest import Manifest
+from core.extensions.loading.loader import Loader
+from core.extensions.loading.manifest import Manifest
 from core.runtime import REDACTOR, migrate_extension_data
 from core.state import StateStore
 from core.state.table import NodeRoster

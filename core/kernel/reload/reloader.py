@@ -35,18 +35,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.events import EventBus
-from core.extensions.call_gate import CallGate
-from core.extensions.capabilities import Capability, detect_capabilities
-from core.extensions.code_digest import code_digest
-from core.extensions.context import KernelContext
-from core.extensions.declarations import check_tool_declarations
-from core.extensions.importer import imported_modules, restore_modules
-from core.extensions.lifecycle import call_with_timeout, describe_exception, failure_reason
-from core.extensions.loader import Loader
-from core.extensions.manifest import Manifest, ManifestError, load_manifest
-from core.extensions.records import ExtensionRecord
-from core.extensions.services import KernelServices
-from core.extensions.supervision import ExtensionSupervisor
+from core.extensions.access.call_gate import CallGate
+from core.extensions.context.kernel_context import KernelContext
+from core.extensions.context.services import KernelServices
+from core.extensions.loading.capabilities import Capability, detect_capabilities
+from core.extensions.loading.code_digest import code_digest
+from core.extensions.loading.declarations import check_tool_declarations
+from core.extensions.loading.importer import imported_modules, restore_modules
+from core.extensions.loading.lifecycle import call_with_timeout, describe_exception, failure_reason
+from core.extensions.loading.loader import Loader
+from core.extensions.loading.manifest import Manifest, ManifestError, load_manifest
+from core.extensions.loading.records import ExtensionRecord
+from core.extensions.loading.supervision import ExtensionSupervisor
 from core.kernel.wiring import Wiring
 from core.runtime.errors import HearthError
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from core.config import KernelRole, Settings
 from core.events.topics import SystemTopics
-from core.extensions.capabilities import Capability
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.records import ExtensionRecord
 
 __all__ = ["ROUTER_SUBSCRIBER", "Placement", "apply_role", "node_name", "placement_of"]
 

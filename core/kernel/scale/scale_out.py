@@ -23,7 +23,7 @@ from core.events import EventBus
 from core.events.system_payloads import UserNotify
 from core.events.topics import SystemTopics
 from core.extensions.contract import Leadership
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.records import ExtensionRecord
 from core.kernel.conversations.ledger import StoredReply
 from core.kernel.scale.placement import Placement, apply_role, placement_of
 from core.kernel.scale.seam import ReplySubscription, TurnHandler, subscribe_all

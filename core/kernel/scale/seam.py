@@ -26,7 +26,7 @@ from core.events.subscriptions import EventHandler
 from core.events.system_payloads import UserNotify
 from core.events.topics import SystemTopics
 from core.extensions.contract import Leadership
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.records import ExtensionRecord
 from core.kernel.conversations.ledger import StoredReply
 from core.kernel.scale.placement import NOTIFY_SUBSCRIBER, REPLY_SUBSCRIBER, Placement
 from core.scheduling import SOLE_LEADER

@@ -35,7 +35,7 @@ import asyncpg
 from asyncpg.exceptions import InternalClientError
 
 from core.events.errors import DeliveryDeferred
-from core.extensions.addresses import REPLY_TAG_MARK, split_reply_address
+from core.extensions.contract.addresses import REPLY_TAG_MARK, split_reply_address
 from core.kernel.scale.placement import ROUTER_SUBSCRIBER
 from core.storage import connect
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from core.agents.model_router import ModelRouter
 from core.config import Settings
-from core.extensions.records import ExtensionRecord
+from core.extensions.loading.records import ExtensionRecord
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.conversations.sessions import SESSIONS_FILE
 from core.kernel.hooks import (

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from core.extensions.access.served_calls import serving_extension
 from core.extensions.contract import TurnContext
-from core.extensions.served_calls import serving_extension
 
 log = logging.getLogger("core.context")
 

@@ -1,7 +1,7 @@
 """The orchestrator's tools, stacked by name (ADR 0027): core tools, wired
 extensions' tools and their agents in ``integration_mode: tool``.
 
-``ToolStacking`` feeds ``core.extensions.stacking`` the kernel's facts — who
+``ToolStacking`` feeds ``core.extensions.loading.stacking`` the kernel's facts — who
 is established (``NamePolicy``), manifest priorities, ``tools.overrides`` —
 and hands the survivors to ``build_toolset``. ``/status`` and ``extensions
 --json`` read the same stacks, so what they show is what the model gets.
@@ -19,11 +19,11 @@ from agents import Tool
 
 from core.agents import CORE_SOURCE, Toolset, build_toolset, tool_name_of
 from core.config import ToolOverride
-from core.extensions.capabilities import Capability
 from core.extensions.contract import AgentProvider
-from core.extensions.names import NamePolicy
-from core.extensions.records import ExtensionRecord
-from core.extensions.stacking import NameStack, stack_names
+from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.names import NamePolicy
+from core.extensions.loading.records import ExtensionRecord
+from core.extensions.loading.stacking import NameStack, stack_names
 from core.tools import sanitize_tool_name
 
 __all__ = ["StackedTools", "ToolStacking", "stacks_by_extension"]

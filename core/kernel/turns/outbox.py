@@ -36,8 +36,8 @@ from typing import Any
 from core.agents.usage import TurnUsage
 from core.events import EventBus
 from core.events.models import Event
-from core.extensions.channel_protocols import USAGE_KEYWORD, takes_usage
-from core.extensions.lifecycle import describe_exception
+from core.extensions.contract.channels import USAGE_KEYWORD, takes_usage
+from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.conversations.ledger import StoredReply
 from core.kernel.scale.placement import REPLY_SUBSCRIBER
 from core.kernel.scale.seam import Scale

@@ -56,9 +56,9 @@ from agents.items import ToolApprovalItem, TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.agents.usage import TurnUsage, usage_of
+from core.extensions.access.state_scope import serving
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
-from core.extensions.lifecycle import describe_exception
-from core.extensions.state_scope import serving
+from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.commands.table import TOO_SLOW
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.conversations.ledger import ConversationSession, LedgerWrite
