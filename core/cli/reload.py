@@ -53,7 +53,12 @@ async def _reload(
     try:
         request_id = uuid.uuid4().hex
         started = time.monotonic()
-        await _publish(journal, KernelReload(request_id, ext_id, str(time.time() + answer_s)))
+        await _publish(
+            journal,
+            KernelReload(
+                request_id=request_id, ext_id=ext_id, expires_at=str(time.time() + answer_s)
+            ),
+        )
         accepted = False
         while True:
             waited = time.monotonic() - started

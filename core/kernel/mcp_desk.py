@@ -111,7 +111,7 @@ class McpChannel:
         request_id, _ = waiting.popleft()
         earlier = self._unread.pop(client, deque())
         text = "\n\n".join([*earlier, message])
-        await _respond(self._bus, McpResponse(request_id, text))
+        await _respond(self._bus, McpResponse(request_id=request_id, text=text))
 
     async def send_message(self, message: str) -> None:
         log.info("mcp channel: a notification was dropped (MCP clients only ask)")
@@ -153,25 +153,31 @@ class McpDesk:
             response = await self._answer(request)
         except Exception as exc:  # an answer the client can read, never a dead request
             log.exception("mcp request %s (%s) failed", request.request_id, request.op)
-            response = McpResponse(request.request_id, "", error=f"{type(exc).__name__}: {exc}")
+            response = McpResponse(
+                request_id=request.request_id, text="", error=f"{type(exc).__name__}: {exc}"
+            )
         if response is not None:
             await _respond(self._bus, response)
 
     async def _answer(self, request: McpRequest) -> McpResponse | None:
         if request.op == "list":
             rows = side_effects_of(self._tools(), self._said)
-            return McpResponse(request.request_id, "", tools=json.dumps(rows))
+            return McpResponse(request_id=request.request_id, text="", tools=json.dumps(rows))
         if request.op == "call":
             return await self._call(request, request.name or "", request.arguments or "{}")
         if request.op == "resource":
             tool_name, arguments = MCP_RESOURCES.get(request.name or "", ("", ""))
             if not tool_name:
-                return McpResponse(request.request_id, "", error=f"no resource {request.name!r}")
+                return McpResponse(
+                    request_id=request.request_id, text="", error=f"no resource {request.name!r}"
+                )
             return await self._call(request, tool_name, arguments)
         if request.op == "ask":
             await self._ask(request)
             return None  # the turn's reply is the response (``McpChannel``)
-        return McpResponse(request.request_id, "", error=f"unknown op {request.op!r}")
+        return McpResponse(
+            request_id=request.request_id, text="", error=f"unknown op {request.op!r}"
+        )
 
     async def serve(
         self, channel_id: str, user_id: str, op: str, name: str | None, arguments: str
@@ -228,7 +234,7 @@ class McpDesk:
         answer = await self._run(
             MCP_CHANNEL, request.client, name, raw, resource, request.request_id
         )
-        return McpResponse(request.request_id, answer.text, error=answer.error)
+        return McpResponse(request_id=request.request_id, text=answer.text, error=answer.error)
 
     async def _run(
         self,

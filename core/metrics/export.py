@@ -27,7 +27,7 @@ class MetricsExport:
         self.server: MetricsServer | None = None
         if settings.listen is not None:
             host, port = listen_address(settings.listen)
-            self.server = MetricsServer(host, port, metrics.exposition)
+            self.server = MetricsServer(host, port, metrics.registry)
 
     async def start(self) -> None:
         """Open ``/metrics`` (a port in use is logged, and the kernel runs without it)."""

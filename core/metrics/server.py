@@ -1,38 +1,69 @@
-"""``GET /metrics`` on ``metrics.listen``: a minimal HTTP/1.1 server on the event loop.
+"""``GET /metrics`` on ``metrics.listen``: prometheus_client's ASGI exposition behind
+uvicorn's HTTP/1.1 protocol, on the kernel's event loop.
 
-On the loop, not in a thread: the exposition reads the kernel's own counters
-(dicts the loop changes), so it is generated where they change, never
-concurrently. One request per connection (``Connection: close``), a request
-head of at most 8 KiB; the whole exchange (head read, answer written) within
-5 s, and at most ``MAX_CONNECTIONS`` at once — one more is closed unanswered
-(ADR 0047); only ``GET``/``HEAD`` of ``/metrics``. A body is never read.
+The libraries do the work: ``make_asgi_app`` renders the registry (the text
+format, or OpenMetrics when the scraper asks for it, gzip when it accepts it,
+``?name[]=`` to pick families) and uvicorn's h11 protocol parses the request.
+On the loop, not in ``start_http_server``'s thread: the exposition reads the
+kernel's own counters (dicts the loop changes), so it is generated where they
+change, never concurrently. ``uvicorn.Server`` is not used either: it wants the
+signals and exits the process when it cannot bind, and the kernel owns both; the
+protocol is served from the loop's own ``create_server``.
+
+What neither library has is added by ``MetricsServer`` (ADR 0047): the whole
+exchange (head read, answer written) within ``EXCHANGE_TIMEOUT_S``, at most
+``MAX_CONNECTIONS`` at once (one more is closed unanswered), a request head of
+at most ``HEAD_LIMIT`` bytes, one request per connection (``Connection:
+close``), only ``GET``/``HEAD`` of ``/metrics``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-__all__ = ["CONTENT_TYPE", "MetricsServer"]
+import uvicorn
+from prometheus_client import make_asgi_app
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
+
+if TYPE_CHECKING:
+    from prometheus_client.registry import Collector
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["CONTENT_TYPE", "GuardedH11Protocol", "MetricsServer", "metrics_app"]
 
 log = logging.getLogger("core.metrics")
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# what a scraper that states no preference gets (prometheus_client's choice)
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 HEAD_LIMIT = 8192
 EXCHANGE_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 32  # a scraper needs one; the rest is someone holding sockets open
+_CLOSE = (b"connection", b"close")
 
 
 class MetricsServer:
-    """Serves the exposition ``render()`` returns."""
+    """Serves ``registry`` (a prometheus_client ``Collector``) at ``/metrics``."""
 
-    def __init__(self, host: str, port: int, render: Callable[[], bytes]) -> None:
+    def __init__(self, host: str, port: int, registry: Collector) -> None:
         self.host = host
         self.port = port
-        self._render = render
+        self._state = ServerState()
+        self._config = uvicorn.Config(
+            metrics_app(registry),
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            http=GuardedH11Protocol,
+            ws="none",
+            proxy_headers=False,
+            h11_max_incomplete_event_size=HEAD_LIMIT,
+        )
+        self._config.load()
         self._server: asyncio.Server | None = None
-        self._open = 0
 
     @property
     def address(self) -> tuple[str, int]:
@@ -44,62 +75,93 @@ class MetricsServer:
 
     @property
     def open_connections(self) -> int:
-        """Connections being answered now, at most ``MAX_CONNECTIONS``."""
-        return self._open
+        """Connections open now, at most ``MAX_CONNECTIONS`` once a refused one is gone."""
+        return len(self._state.connections)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, limit=HEAD_LIMIT
+        """Listen (``OSError`` when the address is taken or not of this machine)."""
+        config, state = self._config, self._state
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: GuardedH11Protocol(config=config, server_state=state, app_state={}),
+            self.host,
+            self.port,
         )
         host, port = self.address
         log.info("metrics: serving http://%s:%d/metrics", host, port)
 
     async def aclose(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= MAX_CONNECTIONS:
-            writer.transport.abort()
+        """Stop listening and drop the connections still open (a scrape cut short
+        is retried by the scraper; the kernel's stop does not wait for one)."""
+        if self._server is None:
             return
-        self._open += 1
-        try:
-            async with asyncio.timeout(EXCHANGE_TIMEOUT_S):
-                await self._answer(reader, writer)
-                writer.close()
-                await writer.wait_closed()  # every byte sent, or the timeout
-        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass  # a client that went away or sent garbage gets nothing
-        except asyncio.LimitOverrunError:
-            pass
-        except Exception:
-            log.exception("metrics: failed to answer a request")
-        finally:
-            self._open -= 1
-            writer.transport.abort()  # a no-op once closed; else what a stalled client left
+        self._server.close()
+        for connection in list(self._state.connections):
+            connection.transport.abort()
+        await self._server.wait_closed()
+        self._server = None
 
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        method, target = _request_line(head)
-        if method not in ("GET", "HEAD"):
-            status, body = "405 Method Not Allowed", b"only GET /metrics\n"
-        elif target.split("?", 1)[0] != "/metrics":
-            status, body = "404 Not Found", b"see /metrics\n"
+
+def metrics_app(registry: Collector) -> ASGIApp:
+    """prometheus_client's app for ``GET``/``HEAD /metrics``, 405 and 404 around it."""
+    exposition = make_asgi_app(registry)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        framed = _framed(send)
+        if scope["method"] not in ("GET", "HEAD"):
+            await _answer(framed, 405, b"only GET /metrics\n")
+        elif scope["path"] != "/metrics":
+            await _answer(framed, 404, b"see /metrics\n")
         else:
-            status, body = "200 OK", self._render()
-        headers = (
-            f"HTTP/1.1 {status}\r\nContent-Type: {CONTENT_TYPE}\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        )
-        writer.write(headers.encode() + (b"" if method == "HEAD" else body))
-        await writer.drain()
+            await exposition(scope, receive, framed)
+
+    return app
 
 
-def _request_line(head: bytes) -> tuple[str, str]:
-    line = head.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = line.split(" ")
-    if len(parts) != 3:
-        raise ValueError(f"not an HTTP request line: {line[:80]!r}")
-    return parts[0], parts[1]
+def _framed(send: Send) -> Send:
+    """``send`` with the head held until the body is known: an answer in one piece
+    goes out with ``Content-Length`` (not chunked, as a bare client reads it) and
+    ``Connection: close`` (one request per connection: the deadline is per
+    exchange, and a scraper opens one per scrape)."""
+    held: list[Message] = []
+
+    async def framed(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            held.append(message)
+            return
+        if held:
+            start = held.pop()
+            headers = [*start.get("headers", ()), _CLOSE]
+            if not message.get("more_body", False):
+                length = str(len(message.get("body", b""))).encode()
+                headers.append((b"content-length", length))
+            await send({**start, "headers": headers})
+        await send(message)
+
+    return framed
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"text/plain; charset=utf-8")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with the connection cap and the exchange deadline
+    (read from this module when a connection opens, so tests may lower them)."""
+
+    deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        if len(self.connections) > MAX_CONNECTIONS:
+            self.transport.abort()
+            return
+        # abort, not close: a client that never reads would keep a close pending
+        self.deadline = self.loop.call_later(EXCHANGE_TIMEOUT_S, self.transport.abort)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+        super().connection_lost(exc)

@@ -1,9 +1,9 @@
 """What answers in place of the model and of some tools during a replay.
 
-``ReplayedModel`` answers each model request of the turn being replayed with
-the next recorded response (``get_response`` and ``stream_response`` alike:
-a recorded stream is played back event by event; a recorded plain response
-is streamed as one ``response.completed`` event). ``RecordedTools`` gives a
+``ReplayedModel``, the SDK's ``ScriptedModel``, answers each model request of
+the turn being replayed with the next recorded response (``get_response`` and
+``stream_response`` alike: a recorded stream is played back event by event; a
+recorded plain response is streamed as the SDK streams a scripted one). ``RecordedTools`` gives a
 tool call its recorded result when the tool is side-effecting (what consent
 says, ADR 0021) or one of the kernel's own tools (clock, extension list,
 restart: they read the live system); every other tool runs.
@@ -15,20 +15,11 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agents import FunctionTool, Tool
-from agents.agent_output import AgentOutputSchemaBase
-from agents.handoffs import Handoff
-from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
-from agents.model_settings import ModelSettings
-from agents.models.interface import Model, ModelTracing
+from agents import FunctionTool
+from agents.items import ModelResponse, TResponseStreamEvent
+from agents.testing import ModelCall, ModelStep, ScriptedModel
 from agents.usage import Usage
-from openai.types.responses import (
-    Response,
-    ResponseCompletedEvent,
-    ResponseOutputItem,
-    ResponseStreamEvent,
-)
-from openai.types.responses.response_prompt_param import ResponsePromptParam
+from openai.types.responses import ResponseOutputItem, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from core.events.topics import RecordTopics
@@ -93,71 +84,48 @@ class RecordedTools:
         return self._state.tool_result(tool.name, call_id)
 
 
-class ReplayedModel(Model):
-    """A ``Model`` answering from the recording of the turn being replayed."""
+class ReplayedModel(ScriptedModel):
+    """The SDK's ``ScriptedModel`` playing the recording of the turn being replayed.
+
+    Each model call is one scripted step whose answer is taken when the call is
+    made: the next recorded response, skipping those recorded inside a tool call
+    that was stood in (known only by then). ``ScriptedModel`` turns it into the
+    ``ModelResponse`` or, for a streamed call, plays the recorded events back (a
+    response recorded unstreamed is streamed as the SDK streams a scripted one);
+    a recorded failure is raised again, as it happened.
+    """
 
     def __init__(self, state: ReplayState) -> None:
+        super().__init__()
         self._state = state
 
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> ModelResponse:
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        self.enqueue(ModelStep.respond(self._recorded))
+        return await super().get_response(*args, **kwargs)
+
+    async def stream_response(
+        self, *args: Any, **kwargs: Any
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        self.enqueue(ModelStep.respond(self._recorded))
+        async for event in super().stream_response(*args, **kwargs):
+            yield event
+
+    def _recorded(self, call: ModelCall) -> ModelStep:
         response = _answer(self._state.next_model())
         output = [_OUTPUT.validate_python(item) for item in response.get("output", [])]
         usage = response.get("usage") or {}
-        return ModelResponse(
-            output=output,
-            usage=Usage(
-                requests=1,
-                input_tokens=int(usage.get("input_tokens", 0)),
-                output_tokens=int(usage.get("output_tokens", 0)),
-                total_tokens=int(usage.get("total_tokens", 0)),
-            ),
-            response_id=response.get("response_id"),
+        used = Usage(
+            requests=1,
+            input_tokens=int(usage.get("input_tokens", 0)),
+            output_tokens=int(usage.get("output_tokens", 0)),
+            total_tokens=int(usage.get("total_tokens", 0)),
         )
-
-    async def stream_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> AsyncIterator[TResponseStreamEvent]:
-        response = _answer(self._state.next_model())
+        response_id = response.get("response_id")
         events = response.get("events")
-        if isinstance(events, list):
-            for event in events:
-                yield _EVENT.validate_python(event)
-            return
-        output = [_OUTPUT.validate_python(item) for item in response.get("output", [])]
-        done = Response.model_construct(
-            id=response.get("response_id") or "replayed",
-            object="response",
-            output=output,
-            usage=None,
-            status="completed",
-            created_at=0.0,
-            model="replayed",
-        )
-        yield ResponseCompletedEvent(type="response.completed", response=done, sequence_number=0)
+        if call.streamed and isinstance(events, list):
+            played = [_EVENT.validate_python(event) for event in events]
+            return ModelStep.stream(played, output=output, usage=used, response_id=response_id)
+        return ModelStep(output=output, usage=used, response_id=response_id)
 
 
 def _answer(record: dict[str, Any]) -> dict[str, Any]:

@@ -10,16 +10,19 @@ family with the numbers that turn produced; the snapshot file and
 from __future__ import annotations
 
 import asyncio
+import gzip
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
+from prometheus_client.metrics_core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import PROJECT_ROOT, ext_code
@@ -341,9 +344,9 @@ async def test_metrics_connections_are_capped_and_a_stalled_reader_is_dropped(mo
 
     monkeypatch.setattr(metrics_server, "MAX_CONNECTIONS", 4)
     monkeypatch.setattr(metrics_server, "EXCHANGE_TIMEOUT_S", 1.0)
-    big = b"# filler\n" * (2 * 1024 * 1024)  # 20 MB: more than the socket buffers hold
-    exposition = [b"hearth_up 1\n"]
-    served = metrics_server.MetricsServer("127.0.0.1", 0, lambda: exposition[0])
+    big = 20 * 1024 * 1024  # a 20 MB help text: more than the socket buffers hold
+    registry = Exposition("hearth_up", "1 when the kernel runs")
+    served = metrics_server.MetricsServer("127.0.0.1", 0, registry)
     await served.start()
     host, port = served.address
     try:
@@ -356,7 +359,7 @@ async def test_metrics_connections_are_capped_and_a_stalled_reader_is_dropped(mo
         await wait_for(lambda: served.open_connections == 0)
         assert (await http_get(host, port, "/metrics"))[0] == "HTTP/1.1 200 OK"
 
-        exposition[0] = big
+        registry.help = "x" * big
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect((host, port))
@@ -368,7 +371,18 @@ async def test_metrics_connections_are_capped_and_a_stalled_reader_is_dropped(mo
         sock.close()
     finally:
         await served.aclose()
-    assert received < len(big)
+    assert received < big
+
+
+class Exposition:
+    """A registry of one gauge whose help text a test can make large."""
+
+    def __init__(self, name: str, help_text: str) -> None:
+        self.name = name
+        self.help = help_text
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(self.name, self.help, value=1)
 
 
 async def _drain(sock: socket.socket) -> int:
@@ -380,3 +394,49 @@ async def _drain(sock: socket.socket) -> int:
     except ConnectionError:
         pass
     return total
+
+
+async def test_metrics_answers_a_scraper_in_the_format_it_asks_for(monkeypatch):
+    """Prometheus asks for OpenMetrics and gzip; curl -I asks for the head only; a
+    POST or another path is refused; a connection that never sends its request
+    is closed at the exchange deadline."""
+    from core.metrics import server as metrics_server
+
+    monkeypatch.setattr(metrics_server, "EXCHANGE_TIMEOUT_S", 0.5)
+    served = metrics_server.MetricsServer("127.0.0.1", 0, Exposition("hearth_up", "up"))
+    await served.start()
+    host, port = served.address
+
+    async def exchange(request: str) -> tuple[str, dict[str, str], bytes]:
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(request.encode())
+        raw = await reader.read()
+        writer.close()
+        head, _, body = raw.partition(b"\r\n\r\n")
+        status, *lines = head.decode().split("\r\n")
+        headers = dict(line.lower().split(": ", 1) for line in lines)
+        return status, headers, body
+
+    try:
+        status, headers, body = await exchange(
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n"
+            "Accept-Encoding: gzip\r\n\r\n"
+        )
+        assert status == "HTTP/1.1 200 OK"
+        assert headers["content-type"].startswith("application/openmetrics-text")
+        assert headers["content-encoding"] == "gzip"
+        assert gzip.decompress(body).decode().endswith("hearth_up 1.0\n# EOF\n")
+
+        status, headers, body = await exchange("HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (status, body) == ("HTTP/1.1 200 OK", b"")
+        assert int(headers["content-length"]) > 0 and headers["connection"] == "close"
+
+        status, _, body = await exchange("POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (status, body) == ("HTTP/1.1 405 Method Not Allowed", b"only GET /metrics\n")
+
+        silent_reader, _ = await asyncio.open_connection(host, port)
+        async with asyncio.timeout(5):  # closed at the 0.5 s deadline, unanswered
+            assert await silent_reader.read() == b""
+        await wait_for(lambda: served.open_connections == 0)
+    finally:
+        await served.aclose()

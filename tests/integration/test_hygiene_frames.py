@@ -184,3 +184,42 @@ async def test_a_list_id_ends_serve_with_a_reason_instead_of_a_traceback() -> No
     reason = await asyncio.wait_for(peer.serve(), 10)
     assert reason.startswith("protocol error: frame id must be an integer or a string")
     wb.close()
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "expected"),
+    [
+        (
+            "load",
+            {
+                "ext_id": "x",
+                "ext_dir": "d",
+                "entrypoint": "e",
+                "data_dir": "d",
+                "subscribe": ["*", 2],
+            },
+            "load: subscribe[1] must be str, got int",
+        ),
+        (
+            "load",
+            {
+                "ext_id": "x",
+                "ext_dir": "d",
+                "entrypoint": "e",
+                "data_dir": "d",
+                "secrets": {"KEY": 7},
+            },
+            "load: secrets.KEY must be str or null, got int",
+        ),
+        ("lifecycle", {"name": "explode"}, "lifecycle: name must be one of ['start', 'stop'"),
+        ("ping", [], "ping: params must be an object, got list"),
+        ("call_tool", {"name": "t", "args": 1.5}, "call_tool: args must be str, got float"),
+        ("event", {"handler": "1", "event": {}}, "event: handler must be int, got str"),
+    ],
+)
+def test_a_frame_error_names_the_path_the_type_wanted_and_what_came(
+    method: str, params: Any, expected: str
+) -> None:
+    with pytest.raises(FrameError) as err:
+        decode(HOST_REQUESTS, method, params)
+    assert str(err.value).startswith(expected)

@@ -106,12 +106,14 @@ async def test_journaled_payloads_keep_their_shape_and_round_trip(make_ext, sett
         "message_id": "m1",
     }
     assert notice.payload == {"text": "ding", "channel_id": None}
-    assert UserMessage.from_payload(message.payload) == UserMessage("hi", "u7", "capture", "m1")
-    assert UserNotify.from_payload(notice.payload) == UserNotify("ding")
+    assert UserMessage.from_payload(message.payload) == UserMessage(
+        text="hi", user_id="u7", channel_id="capture", message_id="m1"
+    )
+    assert UserNotify.from_payload(notice.payload) == UserNotify(text="ding")
     for model_obj in (
-        UserNotify("ding", "telegram", user_id="42"),
-        AgentTask("summarise my day", "telegram"),
-        AgentBackground("tidy up", correlation_id="c-1"),
+        UserNotify(text="ding", channel_id="telegram", user_id="42"),
+        AgentTask(prompt="summarise my day", channel_id="telegram"),
+        AgentBackground(prompt="tidy up", correlation_id="c-1"),
     ):
         assert type(model_obj).from_payload(model_obj.to_payload()) == model_obj
 
@@ -123,3 +125,14 @@ def test_models_refuse_missing_and_mistyped_fields():
         AgentTask(prompt=None)  # type: ignore[arg-type]
     with pytest.raises(SystemPayloadError, match="key 'user_id' must be a string or null"):
         UserNotify.from_payload({"text": "x", "user_id": 42})
+    with pytest.raises(SystemPayloadError, match="key 'text' must be a string, got bool"):
+        UserNotify.from_payload({"text": True})  # no coercion, not even of a bool
+    with pytest.raises(SystemPayloadError, match="key '1' is not a text key"):
+        UserNotify.from_payload({"text": "x", 1: "y"})
+    with pytest.raises(SystemPayloadError, match="key 'txt' is unknown"):
+        UserNotify(text="x", txt="y")  # type: ignore[call-arg]
+    loose = AgentTask.from_payload({"prompt": "p", "extra": 1}, strict=False)
+    assert loose == AgentTask(prompt="p") and loose.to_payload() == {
+        "prompt": "p",
+        "channel_id": None,
+    }

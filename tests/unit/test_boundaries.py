@@ -133,3 +133,29 @@ def test_every_exception_of_the_kernel_derives_from_the_one_root():
         and all(isinstance(b, ast.Name) and b.id in builtin_errors for b in node.bases)
     ]
     assert not loose, "derive these from core.runtime.errors.HearthError:\n" + "\n".join(loose)
+
+
+def test_every_exception_class_in_the_kernel_is_a_hearth_error_once_imported():
+    """The same rule on the classes themselves, which the source scan cannot see
+    through: a base imported from a library (``agents``, ``asyncio``, ``pydantic``)
+    or an alias. Every module of ``core`` is imported and each exception class it
+    defines must have ``HearthError`` among its ancestors."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import core
+    from core.runtime.errors import HearthError
+
+    loose = []
+    for info in pkgutil.walk_packages(core.__path__, "core."):
+        module = importlib.import_module(info.name)
+        loose.extend(
+            f"{info.name}.{name} ({', '.join(base.__name__ for base in cls.__bases__)})"
+            for name, cls in vars(module).items()
+            if inspect.isclass(cls)
+            and cls.__module__ == info.name
+            and issubclass(cls, BaseException)
+            and not issubclass(cls, HearthError)
+        )
+    assert not loose, "derive these from core.runtime.errors.HearthError:\n" + "\n".join(loose)

@@ -127,5 +127,7 @@ class ReloadControl:
         await self._answer(request, "reloaded" if reloaded else "failed", text)
 
     async def _answer(self, request: KernelReload, outcome: str, text: str) -> None:
-        result = KernelReloadResult(request.request_id, request.ext_id, outcome, text)
+        result = KernelReloadResult(
+            request_id=request.request_id, ext_id=request.ext_id, outcome=outcome, text=text
+        )
         await self._bus.publish(result.TOPIC, "kernel", result.to_payload())
