@@ -66,7 +66,7 @@ def open_fds(path: Path) -> int:
     return count
 
 
-async def test_opening_a_session_while_the_database_is_busy_does_not_block_the_loop(tmp_path):
+async def test_a_turn_written_while_the_database_is_busy_does_not_block_the_loop(tmp_path):
     db = tmp_path / "sessions.db"
     conversations = Conversations(db)
     await conversations.open()
@@ -78,7 +78,10 @@ async def test_opening_a_session_while_the_database_is_busy_does_not_block_the_l
         async with loop_gaps() as gaps:
             start = time.monotonic()
             session = await conversations.session("chan:alice")
+            reply = StoredReply("1@alice", "chan", "alice", "hi")
+            await session.commit_turn(reply, [{"role": "user", "content": "hello"}])  # a write
             waited = time.monotonic() - start
+        assert await session.history(None) == [{"role": "user", "content": "hello"}]
     finally:
         holder.join()
         await conversations.aclose()

@@ -4,8 +4,9 @@ Both sides import this module: senders build a payload object and send
 ``to_wire()``; receivers turn what arrived into that object with
 ``decode(...)`` (``wire.py``), which refuses an unknown method, an unknown
 or missing key and a value of the wrong type with a ``FrameError`` naming
-the method, the key and what came instead (pydantic's strict check, ADR
-0064). Frozen dataclasses, built from what passed.
+the method, the key and what came instead. Frozen dataclasses rather than
+pydantic: the plugin host imports this before the extension and must stay
+light.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Typed wire payloads: frozen dataclasses checked strictly by pydantic.
+"""Typed wire payloads: frozen dataclasses checked strictly against their annotations.
 
 ``Wire.from_wire`` accepts exactly the JSON a payload's fields describe — no
 unknown keys, no missing required ones, no coercion (``"1"`` is not an int,
 ``true`` is not an int) — and names the method, the key and what came
-instead. The check is pydantic's (strict, unknown keys forbidden), on a
-``TypedDict`` made once per payload from its fields; the error is turned into a
-``FrameError`` sentence. The payloads stay dataclasses, built from what passed.
-pydantic is loaded on the first payload with fields, not at import: the plugin
-host imports this before the extension and answers its first ping without it.
+instead. Small on purpose: the plugin host imports it before the extension.
 """
 
 from __future__ import annotations
@@ -16,22 +12,9 @@ import functools
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields, is_dataclass
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Literal,
-    NotRequired,
-    Self,
-    Union,
-    get_args,
-    get_origin,
-    get_type_hints,
-)
+from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
 
 from core.runtime.errors import HearthError
-
-if TYPE_CHECKING:
-    from pydantic_core import ErrorDetails
 
 __all__ = ["FieldHints", "FrameError", "Wire", "check_fields", "decode", "plain", "rebuilder"]
 
@@ -60,68 +43,19 @@ def check_fields(known: FieldHints, data: Any, where: str) -> dict[str, Any]:
     ``where``, the key and what came instead. Absent optional fields are left out."""
     if data is None:
         data = {}
-    elif not isinstance(data, dict):
+    if not isinstance(data, dict):
         raise FrameError(f"{where}: params must be an object, got {_kind(data)}")
-    if not known and not data:
-        return {}  # ``ping``: the host answers it before pydantic is loaded
-    return _validator(known)(data, where)
-
-
-_VALIDATORS: dict[int, tuple[FieldHints, Callable[[dict[str, Any], str], dict[str, Any]]]] = {}
-
-
-def _validator(known: FieldHints) -> Callable[[dict[str, Any], str], dict[str, Any]]:
-    """pydantic's check of a payload with the ``known`` fields, made once per field
-    table (tables live as long as their payload class or context call). pydantic
-    is imported here, on the first payload with fields: a plugin host answers its
-    first ping without it (spawn to ready, ADR 0012)."""
-    entry = _VALIDATORS.get(id(known))
-    if entry is None or entry[0] is not known:
-        from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
-        from typing_extensions import TypedDict
-
-        shape: Any = TypedDict(  # type: ignore[misc]  # a table known at run time
-            "Payload",
-            {
-                name: hint if required else NotRequired[hint]
-                for name, (hint, required) in known.items()
-            },
-        )
-        strict: Any = with_config(ConfigDict(strict=True, extra="forbid"))(shape)
-        adapter: TypeAdapter[dict[str, Any]] = TypeAdapter(strict)
-
-        def validate(data: dict[str, Any], where: str) -> dict[str, Any]:
-            try:
-                return adapter.validate_python(data)
-            except ValidationError as exc:
-                raise _frame_error(known, where, exc.errors(include_url=False)) from None
-
-        entry = _VALIDATORS[id(known)] = (known, validate)
-    return entry[1]
-
-
-def _frame_error(known: FieldHints, where: str, errors: list[ErrorDetails]) -> FrameError:
-    """pydantic's error as a sentence naming ``where``, the key and what came."""
-    # an unknown key first (pydantic lists errors in field order), as before
-    error: ErrorDetails = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    kind, loc = error["type"], error["loc"]
-    if kind == "extra_forbidden":
-        return FrameError(f"{where}: unknown key {str(loc[0])[:40]!r}")
-    if kind == "missing":
-        return FrameError(f"{where}: missing key {loc[0]!r}")
-    path, hint, value = f"{where}: {loc[0]}", known[str(loc[0])][0], error["input"]
-    for step in loc[1:]:  # down lists and objects, to the union or value at fault
-        origin, arms = _shape(hint)
-        if origin is list and isinstance(step, int):
-            path, hint = f"{path}[{step}]", arms[0]
-        elif origin is dict and isinstance(step, str):
-            path, hint = f"{path}.{step}", arms[1]
-        else:
-            break
-    origin, arms = _shape(hint)
-    if origin is Literal:
-        return FrameError(f"{path} must be one of {list(arms)}, got {str(value)[:40]!r}")
-    return FrameError(f"{path} must be {_wanted(hint)}, got {_kind(value)}")
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        raise FrameError(f"{where}: unknown key {str(unknown[0])[:40]!r}")
+    values: dict[str, Any] = {}
+    for name, (hint, required) in known.items():
+        if name not in data:
+            if required:
+                raise FrameError(f"{where}: missing key {name!r}")
+            continue
+        values[name] = _check(data[name], hint, f"{where}: {name}")
+    return values
 
 
 _FIELDS: dict[type, dict[str, tuple[Any, bool]]] = {}
@@ -150,15 +84,46 @@ def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _wanted(tp: Any) -> str:
-    origin, _ = _shape(tp)
+def _check(value: Any, tp: Any, where: str) -> Any:
+    """``value`` if it is of type ``tp`` (JSON types only), else ``FrameError``."""
+    origin, arms = _shape(tp)
+    if tp is Any:
+        return value
     if origin in (Union, types.UnionType):
-        return _name(tp)
+        if value is None and type(None) in arms:  # an optional left empty: the common case
+            return None
+        for arm in arms:
+            try:
+                return _check(value, arm, where)
+            except FrameError:
+                continue
+        raise FrameError(f"{where} must be {_name(tp)}, got {_kind(value)}")
+    if origin is Literal:
+        if value in arms and isinstance(value, str):
+            return value
+        raise FrameError(f"{where} must be one of {list(arms)}, got {str(value)[:40]!r}")
     if origin is list:
-        return "a list"
+        if not isinstance(value, list):
+            raise FrameError(f"{where} must be a list, got {_kind(value)}")
+        (item,) = arms
+        return [_check(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
-        return "an object"
-    return _name(tp)
+        if not isinstance(value, dict):
+            raise FrameError(f"{where} must be an object, got {_kind(value)}")
+        _, item = arms
+        return {k: _check(v, item, f"{where}.{k}") for k, v in value.items()}
+    if tp is type(None):
+        if value is None:
+            return None
+    elif tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(value, tp):
+        return value
+    raise FrameError(f"{where} must be {_name(tp)}, got {_kind(value)}")
 
 
 def _name(tp: Any) -> str:
