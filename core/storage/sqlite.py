@@ -17,6 +17,7 @@ import asyncio
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -245,7 +246,7 @@ class SQLiteDatabase(_SQLiteStatements):
             self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
         if self.wal:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
         return conn
 
@@ -296,3 +297,22 @@ def _begin(conn: sqlite3.Connection) -> None:
 def _rollback(conn: sqlite3.Connection) -> None:
     if conn.in_transaction:  # BEGIN itself may have failed (the file stayed locked)
         conn.execute("ROLLBACK")
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Put the database in WAL mode (it stays so in the file). Switching needs the
+    database to itself, and SQLite answers ``database is locked`` at once rather than
+    through the busy timeout when another connection (another store on the same file,
+    starting at the same moment) holds it: so the switch is skipped when the file is
+    already in WAL mode, and retried until ``BUSY_TIMEOUT_S`` when it is busy."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)  # on the database's own thread: the loop is not held
