@@ -239,3 +239,19 @@ async def test_callers_opening_at_once_all_wait_for_the_migrations(make_db):
     await asyncio.gather(*(db.open() for _ in range(3)))
     assert db.is_open
     assert await db.fetch_all("SELECT n FROM widget_runs") == [(1,)]
+
+
+async def test_stores_opening_one_new_file_together_all_open(tmp_path):
+    """Several stores open ``sessions.db`` at the same moment at start: switching a
+    new file to WAL answers ``database is locked`` at once to all but one of them
+    (not through the busy timeout), so each must wait for the switch instead of
+    failing the kernel's start. Forty rounds of four: the unguarded switch failed
+    two runs in three here."""
+    from core.storage.sqlite import SQLiteDatabase
+
+    for round_ in range(40):
+        path = tmp_path / f"sessions-{round_}.db"
+        dbs = [SQLiteDatabase(path, wal=True) for _ in range(4)]
+        await asyncio.gather(*(db.open() for db in dbs))
+        assert await dbs[0].fetch_value("PRAGMA journal_mode") == "wal"
+        await asyncio.gather(*(db.close() for db in dbs))
