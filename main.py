@@ -2,88 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-SUBCOMMANDS = (
-    "run", "daemon", "extensions", "events", "doctor", "metrics", "setup", "new-extension",
-    "replay", "skills", "mcp",
-)  # fmt: skip
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from core.cli.scaffold import add_scaffold_arguments
-    from core.cli.skills import add_skills_arguments
-    from core.cli.usage import add_usage_arguments
-    from core.events.cli import add_events_arguments
-    from core.replay.arguments import add_replay_arguments
-    from core.setup import add_setup_arguments
-
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--settings",
-        metavar="FILE",
-        default=argparse.SUPPRESS,
-        help="base settings file (default: settings.yaml in the project root); "
-        "its local layer NAME.local.yaml beside it is read over it",
-    )
-    common.add_argument(
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="interactive run: show the logs in the terminal (default: <data>/hearth.log)",
-    )
-    parser = argparse.ArgumentParser(
-        prog="main.py", description="Hearth personal-assistant kernel", parents=[common]
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("run", parents=[common], help="run the kernel in the foreground (default)")
-    sub.add_parser("daemon", parents=[common], help="run the kernel under the supervisor")
-    ext = sub.add_parser("extensions", parents=[common], help="load all extensions and report")
-    ext.add_argument("--json", action="store_true", help="one JSON array, one object each")
-    ext_sub = ext.add_subparsers(dest="ext_command", metavar="ACTION")
-    grant = ext_sub.add_parser(
-        "grant", parents=[common], help="grant what extensions ask (shown in plain words)"
-    )
-    grant.add_argument("ids", nargs="+", metavar="ID", help="extension ids")
-    grant.add_argument("--yes", action="store_true", help="grant without asking (scripts)")
-    reload = ext_sub.add_parser(
-        "reload", parents=[common], help="reload one extension in the running kernel"
-    )
-    reload.add_argument("id", metavar="ID", help="extension id")
-    reload.add_argument(
-        "--timeout", type=float, default=120.0, metavar="S", help="wait this long (default 120)"
-    )
-    events = sub.add_parser("events", parents=[common], help="inspect the event journal")
-    add_events_arguments(events)
-    sub.add_parser("doctor", parents=[common], help="check settings, models, secrets")
-    sub.add_parser(
-        "metrics", parents=[common], help="print the metrics (running kernel or last snapshot)"
-    )
-    usage = sub.add_parser(
-        "usage", parents=[common], help="tokens and cost per day or month, person and model"
-    )
-    add_usage_arguments(usage)
-    setup = sub.add_parser(
-        "setup", parents=[common], help="choose the model, Telegram, timezone (asks; re-runnable)"
-    )
-    add_setup_arguments(setup)
-    scaffold = sub.add_parser(
-        "new-extension", parents=[common], help="write a working extension skeleton"
-    )
-    add_scaffold_arguments(scaffold)
-    replay = sub.add_parser(
-        "replay", parents=[common], help="re-run a recorded conversation, report divergence"
-    )
-    add_replay_arguments(replay)
-    skills = sub.add_parser("skills", parents=[common], help="list the skills, with any errors")
-    add_skills_arguments(skills, common)
-    mcp = sub.add_parser("mcp", parents=[common], help="serve MCP over stdio (docs/mcp-server.md)")
-    mcp.add_argument(
-        "--client", default="local", metavar="NAME", help="who the client is: identity mcp:NAME"
-    )
-    return parser
+from core.cli.arguments import build_parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from core.events.backend import journal_for
         from core.events.cli import run_events_command
-        from core.kernel.runner import JOURNAL_FILE
+        from core.runtime import JOURNAL_FILE
 
         path = settings.data_dir / JOURNAL_FILE
         postgres = settings.storage.backend == "postgres"

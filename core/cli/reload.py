@@ -23,10 +23,10 @@ from core.events.backend import journal_for
 from core.events.journal import Journal, NewEvent, WriteBatch
 from core.events.system_payloads import KernelReload, KernelReloadResult
 from core.events.topics import SystemTopics
+from core.runtime import JOURNAL_FILE
 
 __all__ = ["run_reload"]
 
-JOURNAL_FILE = "events.db"  # core.kernel.runner.JOURNAL_FILE, without importing the kernel
 POLL_S = 0.1
 
 

@@ -33,20 +33,11 @@ from core.extensions.loading.manifest import EXTENSION_ID_RE, load_manifest
 from core.runtime import RESERVED_IDS
 from core.runtime.errors import HearthError
 
-__all__ = ["ScaffoldError", "add_scaffold_arguments", "run_new_extension", "write_skeleton"]
+__all__ = ["ScaffoldError", "run_new_extension", "write_skeleton"]
 
 
 class ScaffoldError(HearthError, ValueError):
     """The extension cannot be written there; the message names the id or path."""
-
-
-def add_scaffold_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", metavar="NAME", help="the extension id (and directory name)")
-    parser.add_argument("--tool", action="store_true", help="a tool the model can call (default)")
-    parser.add_argument("--channel", action="store_true", help="a channel that reaches the user")
-    parser.add_argument(
-        "--isolated", action="store_true", help="run it in its own process (isolation: process)"
-    )
 
 
 def run_new_extension(settings: Settings, args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ exits 1 when one is invalid, 2 when PATH holds no skill.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import tempfile
@@ -20,14 +19,7 @@ from typing import Any
 from core.config import Settings
 from core.skills import SKILL_FILE, Catalog, SkillRoot, discover
 
-__all__ = ["add_skills_arguments", "catalog_rows", "run_skills_check", "run_skills_list"]
-
-
-def add_skills_arguments(parser: argparse.ArgumentParser, common: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="one JSON array, one object each")
-    actions = parser.add_subparsers(dest="skills_command", metavar="ACTION")
-    check = actions.add_parser("check", parents=[common], help="validate a skill folder")
-    check.add_argument("path", metavar="PATH", help="a skill folder, or a folder of them")
+__all__ = ["catalog_rows", "run_skills_check", "run_skills_list"]
 
 
 def run_skills_list(settings: Settings, *, as_json: bool) -> int:

@@ -16,21 +16,11 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from core.config import ModelPrice, Settings
-from core.kernel.conversations.sessions import SESSIONS_FILE
 from core.kernel.spending import Periods, UsageEntry, summarise, usage_book_for, usage_table
+from core.runtime import SESSIONS_FILE
 from core.tools.clock import now_in, resolve_timezone
 
-__all__ = ["add_usage_arguments", "run_usage"]
-
-
-def add_usage_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--days", type=int, default=31, metavar="N", help="the last N days (default 31)"
-    )
-    parser.add_argument(
-        "--by", choices=("day", "month"), default="day", help="one row per day (default) or month"
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON object (rows, totals)")
+__all__ = ["run_usage"]
 
 
 def run_usage(settings: Settings, args: argparse.Namespace) -> int:

@@ -20,21 +20,7 @@ from core.events.errors import JournalError
 from core.events.journal import DeadLetter, EventRecord, Journal
 from core.events.sqlite_journal import SQLiteJournal
 
-__all__ = ["add_events_arguments", "run_events_command"]
-
-
-def add_events_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``events`` subcommand's options to ``parser``."""
-    parser.add_argument("--limit", type=int, default=20, metavar="N", help="rows to show (20)")
-    parser.add_argument("--topic", metavar="T", help="only events with this exact topic")
-    parser.add_argument("--dead", action="store_true", help="list dead letters with their error")
-    parser.add_argument(
-        "--requeue", type=int, metavar="ID", help="put the dead deliveries of event ID back"
-    )
-    parser.add_argument(
-        "--subscriber", metavar="S", help="with --requeue: only this subscriber's delivery"
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON array")
+__all__ = ["run_events_command"]
 
 
 async def run_events_command(journal: Path | Journal, args: argparse.Namespace) -> int:

@@ -45,7 +45,7 @@ from core.kernel.commands.table import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.consent.flow import ApprovalFlow
 from core.kernel.conversations.people import Household
-from core.kernel.conversations.sessions import SESSIONS_FILE, Conversations
+from core.kernel.conversations.sessions import Conversations
 from core.kernel.hooks.observer import PipelineObserver
 from core.kernel.hooks.tool_calls import ToolTap
 from core.kernel.reload.registrations import before_extension_code
@@ -63,15 +63,12 @@ from core.kernel.turns.outbox import ReplyOutbox
 from core.kernel.turns.router import MessageRouter
 from core.kernel.turns.turn import TurnRunner
 from core.kernel.wiring import LiveOrchestrator, Wiring
-from core.runtime import HearthError
+from core.runtime import SCHEDULES_FILE, SESSIONS_FILE, STATE_FILE, HearthError
 from core.scheduling import ManifestScheduler
 from core.state import StateStore
 from core.tools import build_core_tools
 
 __all__ = [
-    "JOURNAL_FILE",
-    "SCHEDULES_FILE",
-    "STATE_FILE",
     "Bus",
     "Extensions",
     "KernelAssemblyError",
@@ -86,10 +83,6 @@ __all__ = [
     "declarative_agent",
     "scale_of",
 ]
-
-JOURNAL_FILE = "events.db"
-SCHEDULES_FILE = "schedules.db"
-STATE_FILE = "state.db"
 
 
 class KernelAssemblyError(HearthError):

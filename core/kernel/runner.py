@@ -29,12 +29,8 @@ from core.kernel.commands.builtin import builtin_commands
 from core.kernel.commands.setup import extension_commands
 from core.kernel.commands.status_source import KernelStatusSource
 from core.kernel.conversations.people import Household
-from core.kernel.conversations.sessions import SESSIONS_FILE
 from core.kernel.mcp_desk import MCP_CHANNEL, McpDesk
 from core.kernel.phases import (
-    JOURNAL_FILE,
-    SCHEDULES_FILE,
-    STATE_FILE,
     build_bus,
     build_extensions,
     build_shaping,
@@ -51,6 +47,10 @@ from core.kernel.turns.observer import TurnObservers
 from core.metrics import KernelMetrics, MetricsExport, kernel_sources
 from core.replay.recording import ReplayRecorder
 from core.runtime import (
+    JOURNAL_FILE,
+    SCHEDULES_FILE,
+    SESSIONS_FILE,
+    STATE_FILE,
     create_private,
     load_secrets,
     make_private,
@@ -59,7 +59,7 @@ from core.runtime import (
 )
 from core.scheduling import manifest_schedules
 
-__all__ = ["JOURNAL_FILE", "SCHEDULES_FILE", "STATE_FILE", "Kernel"]
+__all__ = ["Kernel"]
 
 log = logging.getLogger("core.kernel.runner")
 

@@ -22,11 +22,11 @@ from core.events.backend import journal_for
 from core.events.journal import Journal, NewEvent, WriteBatch
 from core.events.system_payloads import McpRequest, McpResponse
 from core.events.topics import SystemTopics
+from core.runtime import JOURNAL_FILE
 from core.runtime.errors import HearthError
 
-__all__ = ["JOURNAL_FILE", "KernelLink", "KernelUnavailableError"]
+__all__ = ["KernelLink", "KernelUnavailableError"]
 
-JOURNAL_FILE = "events.db"  # core.kernel.runner.JOURNAL_FILE, without importing the kernel
 POLL_S = 0.05
 SCAN = 500  # recent responses read per poll
 

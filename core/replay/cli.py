@@ -13,13 +13,15 @@ import datetime
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.config import Settings
-from core.kernel.conversations.sessions import SESSIONS_FILE
-from core.kernel.runner import JOURNAL_FILE
-from core.replay.driver import ReplayReport, replay_trace
 from core.replay.errors import ReplayError
 from core.replay.trace import Trace, list_sessions, load_session, read_trace, write_trace
+from core.runtime import JOURNAL_FILE, SESSIONS_FILE
+
+if TYPE_CHECKING:
+    from core.replay.driver import ReplayReport
 
 __all__ = ["describe", "run_replay_command"]
 
@@ -49,6 +51,8 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
         count = write_trace(trace, Path(file))
         print(f"{file}: {len(trace.turns)} turns, {count} events")
         return 0
+    from core.replay.driver import replay_trace  # the kernel and the SDK: only to replay
+
     trace = read_trace(Path(args.trace)) if args.trace else await _load(settings, args.session)
     report = await replay_trace(trace, settings, upto=args.turn)
     print(json.dumps(report.as_dict()) if args.json else describe(report))

@@ -34,11 +34,12 @@ from core.extensions.loading.manifest import ManifestError, load_manifest
 from core.kernel.consent import CORE_SOURCE, Responder
 from core.kernel.consent.wording import Choice
 from core.kernel.conversations.sessions import Conversations
-from core.kernel.runner import JOURNAL_FILE, Kernel
+from core.kernel.runner import Kernel
 from core.replay.compare import Divergence, first_divergence
 from core.replay.errors import ReplayError
 from core.replay.standins import RecordedTools, ReplayedModel, ReplayState
 from core.replay.trace import Frame, RecordedTurn, Trace, build_trace, frames_of
+from core.runtime import JOURNAL_FILE
 
 __all__ = ["ReplayReport", "replay_trace"]
 

@@ -14,8 +14,12 @@ from core.runtime.lazy_door import lazy_door
 if TYPE_CHECKING:
     from core.runtime.backoff import Backoff, backoff_delay
     from core.runtime.datadir import (
+        JOURNAL_FILE,
         KERNEL_DATA_NAMES,
         RESERVED_IDS,
+        SCHEDULES_FILE,
+        SESSIONS_FILE,
+        STATE_FILE,
         SymlinkRefusedError,
         create_private,
         extension_data_dir,
@@ -54,10 +58,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXIT_CLEAN",
+    "JOURNAL_FILE",
     "KERNEL_DATA_NAMES",
     "REDACTOR",
     "RESERVED_IDS",
     "RESTART_REQUEST_FILE",
+    "SCHEDULES_FILE",
+    "SESSIONS_FILE",
+    "STATE_FILE",
     "SUPERVISED_ENV",
     "TEXT_FORMAT",
     "Backoff",
@@ -92,7 +100,11 @@ _HOMES = {
     "backoff_delay": "backoff",
     "HearthError": "errors",
     "EXIT_CLEAN": "lifecycle",
+    "JOURNAL_FILE": "datadir",
     "KERNEL_DATA_NAMES": "datadir",
+    "SCHEDULES_FILE": "datadir",
+    "SESSIONS_FILE": "datadir",
+    "STATE_FILE": "datadir",
     "REDACTOR": "logs",
     "RESERVED_IDS": "datadir",
     "RESTART_REQUEST_FILE": "lifecycle",

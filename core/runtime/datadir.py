@@ -35,8 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXTENSIONS_SUBDIR",
+    "JOURNAL_FILE",
     "KERNEL_DATA_NAMES",
     "RESERVED_IDS",
+    "SCHEDULES_FILE",
+    "SESSIONS_FILE",
+    "STATE_FILE",
     "SymlinkRefusedError",
     "create_private",
     "extension_data_dir",
@@ -50,6 +54,13 @@ __all__ = [
 log = logging.getLogger("core.runtime.datadir")
 
 EXTENSIONS_SUBDIR = "extensions"
+# The kernel's databases in ``paths.data`` (SQLite; with ``storage.backend: postgres``
+# their tables live in PostgreSQL instead), named once here so a command reading one
+# (``main.py usage``, ``events``) needs no import of the kernel that writes it.
+JOURNAL_FILE = "events.db"  # the event journal (+ -wal, -shm)
+SESSIONS_FILE = "sessions.db"  # histories, the ledger, post-processing, usage
+SCHEDULES_FILE = "schedules.db"  # reminders (core/scheduling/)
+STATE_FILE = "state.db"  # extension state (core/state/)
 _PRIVATE_DIR_MODE = 0o700
 _PRIVATE_FILE_MODE = 0o600
 _DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
@@ -61,10 +72,10 @@ KERNEL_DATA_NAMES: frozenset[str] = frozenset(
     {
         EXTENSIONS_SUBDIR,
         "logs",  # core/supervisor/logs.py LOG_FILE
-        "events.db",  # core/kernel/runner.py JOURNAL_FILE (+ -wal, -shm)
-        "sessions.db",  # SESSIONS_FILE
-        "schedules.db",  # SCHEDULES_FILE
-        "state.db",  # STATE_FILE (extension state, core/state/)
+        JOURNAL_FILE,
+        SESSIONS_FILE,
+        SCHEDULES_FILE,
+        STATE_FILE,
         "metrics.prom",  # core/metrics/export.py SNAPSHOT_FILE
         "outbox.db",
         "grants.json",

@@ -1,8 +1,7 @@
 """``main.py setup``: the wizard, its scripted form, and the file writers behind it.
 
-The door is lazy (PEP 562, as ``core.events``): ``main.py`` builds its parser
-with ``add_setup_arguments`` for every command, and must not pay for the
-wizard's imports (the kernel, for extension setups) unless ``setup`` runs.
+The door is lazy (PEP 562, as ``core.events``): nothing pays for the wizard's
+imports (the kernel, for extension setups) unless ``setup`` runs.
 """
 
 from __future__ import annotations
@@ -12,15 +11,14 @@ from typing import TYPE_CHECKING
 from core.runtime import lazy_door
 
 if TYPE_CHECKING:
-    from core.setup.command import add_setup_arguments, run_setup_command
+    from core.setup.command import run_setup_command
     from core.setup.plan import SetupPlan
     from core.setup.settings_file import write_changes
 
-__all__ = ["SetupPlan", "add_setup_arguments", "run_setup_command", "write_changes"]
+__all__ = ["SetupPlan", "run_setup_command", "write_changes"]
 
 _HOMES = {
     "SetupPlan": "plan",
-    "add_setup_arguments": "command",
     "run_setup_command": "command",
     "write_changes": "settings_file",
 }

@@ -20,16 +20,7 @@ from core.setup.plan import SetupPlan, local_layer
 from core.setup.probes import ProbeError, list_models
 from core.setup.terminal import SetupCancelled, TerminalAsker
 
-__all__ = ["add_setup_arguments", "run_setup_command"]
-
-
-def add_setup_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--provider", choices=("openai", "openai_compatible"))
-    parser.add_argument("--base-url", metavar="URL", help="openai_compatible: the server's /v1")
-    parser.add_argument("--model", metavar="NAME", help="the model id to use by default")
-    parser.add_argument(
-        "--api-key-env", metavar="VAR", help="the environment variable (or .env name) of the key"
-    )
+__all__ = ["run_setup_command"]
 
 
 def run_setup_command(settings: Settings, args: argparse.Namespace) -> int:

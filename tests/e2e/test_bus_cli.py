@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from core.cli.arguments import build_parser
 from core.events import Event, EventBus, Journal, SQLiteJournal
-from core.events.cli import add_events_arguments, run_events_command
+from core.events.cli import run_events_command
 from support.bus_helpers import JournalFactory, eventually
 
 
 def _args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="main.py events")
-    add_events_arguments(parser)
-    return parser.parse_args(list(argv))
+    return build_parser().parse_args(["events", *argv])
 
 
 @pytest.fixture

@@ -81,3 +81,44 @@ async def test_a_plugin_host_stays_light_after_a_subscription(make_ext, settings
     modules = json.loads(reply or "[]")
     assert "core.extensions.isolation.host.plugin_host" in modules  # it really ran in the host
     assert loaded_heavy(modules) == []
+
+
+# Each runs in a second at most once the SDK is not imported: the commands that read
+# what the kernel recorded, and the parser every command builds first (ADR 0068).
+LIGHT_COMMANDS = (
+    ["--help"],
+    ["usage", "--json"],
+    ["events", "--limit", "1"],
+    ["replay", "--list"],
+    ["skills", "check", "{tmp}"],
+    ["metrics"],
+    ["new-extension", "--help"],
+)
+
+
+def test_commands_reading_records_do_not_load_the_sdk(settings_file, tmp_path):
+    """One process runs each command through ``main.main`` and lists what it loaded."""
+    settings = settings_file()
+    (tmp_path / "data").mkdir()
+    commands = [[*c[:1], "--settings", str(settings), *c[1:]] for c in LIGHT_COMMANDS[1:]]
+    commands = [[a.replace("{tmp}", str(tmp_path)) for a in c] for c in commands]
+    code = (
+        "import json, sys, contextlib, io, main\n"
+        "out = {}\n"
+        f"for argv in {[LIGHT_COMMANDS[0], *commands]!r}:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "        try:\n"
+        "            main.main(argv)\n"
+        "        except SystemExit:\n"
+        "            pass\n"
+        "    out[argv[0]] = sorted(sys.modules)\n"
+        "print(json.dumps(out))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(run.stdout)
+    assert list(loaded) == [c[0] for c in LIGHT_COMMANDS]
+    for command, modules in loaded.items():
+        assert [m for m in modules if m == "agents" or m.startswith("agents.")] == [], command
+        assert "core.kernel.runner" not in modules, command

@@ -20,28 +20,32 @@ def hearth(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize(
-    ("flags", "capabilities"),
-    [
-        ((), ["ToolProvider"]),
-        (("--tool",), ["ToolProvider"]),
-        (("--channel",), ["ChannelProvider"]),
-        (("--tool", "--channel"), ["ToolProvider", "ChannelProvider"]),
-        (("--isolated",), ["ToolProvider"]),
-        (("--channel", "--isolated"), ["ChannelProvider"]),
-        (("--tool", "--channel", "--isolated"), ["ToolProvider", "ChannelProvider"]),
-    ],
-)
-def test_the_skeleton_passes_its_test_and_loads_active(
-    flags, capabilities, settings_file, ext_root, tmp_path
+# Each kind of skeleton, by the flags that make it: the capabilities it declares.
+KINDS = {
+    "plain": ((), ["ToolProvider"]),
+    "tool": (("--tool",), ["ToolProvider"]),
+    "chan": (("--channel",), ["ChannelProvider"]),
+    "both": (("--tool", "--channel"), ["ToolProvider", "ChannelProvider"]),
+    "iso": (("--isolated",), ["ToolProvider"]),
+    "isochan": (("--channel", "--isolated"), ["ChannelProvider"]),
+    "isoboth": (("--tool", "--channel", "--isolated"), ["ToolProvider", "ChannelProvider"]),
+}
+
+
+def test_every_kind_of_skeleton_passes_its_test_and_loads_active(
+    settings_file, ext_root, tmp_path
 ):
+    """All seven kinds side by side in one extensions folder: one pytest run, one
+    lint and one ``main.py extensions`` report judge them all (a report or test
+    failure names the skeleton, ``my-<kind>``)."""
     settings = settings_file()
-    made = hearth("new-extension", "my-ext", *flags, "--settings", str(settings))
-    assert made.returncode == 0, made.stderr
-    ext_dir = ext_root / "my-ext"
-    assert (ext_dir / "manifest.yaml").is_file() and (ext_dir / "tests").is_dir()
-    if "--isolated" in flags:
-        assert "isolation: process" in (ext_dir / "manifest.yaml").read_text()
+    for kind, (flags, _) in KINDS.items():
+        made = hearth("new-extension", f"my-{kind}", *flags, "--settings", str(settings))
+        assert made.returncode == 0, (kind, made.stderr)
+        ext_dir = ext_root / f"my-{kind}"
+        assert (ext_dir / "manifest.yaml").is_file() and (ext_dir / "tests").is_dir()
+        isolated = "isolation: process" in (ext_dir / "manifest.yaml").read_text()
+        assert isolated == ("--isolated" in flags), kind
 
     tested = subprocess.run(
         [
@@ -59,18 +63,18 @@ def test_the_skeleton_passes_its_test_and_loads_active(
             str(PROJECT_ROOT / "pyproject.toml"),
             "--rootdir",
             str(PROJECT_ROOT),
-            str(ext_dir),
+            *(str(ext_root / f"my-{kind}") for kind in KINDS),
         ],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=tmp_path,
     )
-    expected = len(capabilities)
+    expected = sum(len(capabilities) for _, capabilities in KINDS.values())
     assert tested.returncode == 0 and f"{expected} passed" in tested.stdout, tested.stdout
 
     lint = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", str(ext_dir)],
+        [sys.executable, "-m", "ruff", "check", "--no-cache", str(ext_root)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -79,10 +83,13 @@ def test_the_skeleton_passes_its_test_and_loads_active(
     assert lint.returncode == 0, lint.stdout
 
     report = hearth("extensions", "--json", "--settings", str(settings))
-    entry = next(e for e in json.loads(report.stdout) if e["id"] == "my-ext")
-    assert entry["status"] == "active", entry
-    assert entry["capabilities"] == capabilities
-    assert entry["tools"] == (["my_ext_hello"] if "ToolProvider" in capabilities else [])
+    entries = {e["id"]: e for e in json.loads(report.stdout)}
+    for kind, (_, capabilities) in KINDS.items():
+        entry = entries[f"my-{kind}"]
+        assert entry["status"] == "active", entry
+        assert entry["capabilities"] == capabilities, entry
+        tools = [f"my_{kind}_hello"] if "ToolProvider" in capabilities else []
+        assert entry["tools"] == tools, entry
 
 
 def test_the_project_collects_extension_tests():

@@ -15,6 +15,7 @@ from core.extensions.loading.loader import Loader
 from core.kernel import runner
 from core.metrics import SNAPSHOT_FILE
 from core.runtime import (
+    JOURNAL_FILE,
     KERNEL_DATA_NAMES,
     RESERVED_IDS,
     RESTART_REQUEST_FILE,
@@ -40,10 +41,6 @@ WRITER = ext_code(
 
 def test_every_kernel_file_name_is_reserved() -> None:
     names = {
-        runner.JOURNAL_FILE,
-        runner.SESSIONS_FILE,
-        runner.SCHEDULES_FILE,
-        runner.STATE_FILE,
         SNAPSHOT_FILE,
         RESTART_REQUEST_FILE,
         pidfile.PID_FILE,
@@ -195,7 +192,7 @@ def test_a_symlinked_journal_is_refused_before_it_is_opened(settings_file, tmp_p
     settings = load_settings(settings_file())
     settings.data_dir.mkdir(parents=True)
     target = tmp_path / "elsewhere.db"
-    (settings.data_dir / runner.JOURNAL_FILE).symlink_to(target)
+    (settings.data_dir / JOURNAL_FILE).symlink_to(target)
     with pytest.raises(SymlinkRefusedError, match=r"events\.db: it is a symbolic link"):
         runner.Kernel(settings)
     assert not target.exists()

@@ -45,13 +45,12 @@ if TYPE_CHECKING:
         SessionStorage,
         session_storage_for,
     )
-    from core.kernel.conversations.sessions import SESSIONS_FILE, Conversations
+    from core.kernel.conversations.sessions import Conversations
 
 __all__ = [
     "CHANNEL_PREFIXES",
     "LEDGER_RETENTION_S",
     "SESSIONS_COMPONENT",
-    "SESSIONS_FILE",
     "SESSION_MIGRATIONS",
     "SQLITE_SESSION_MIGRATIONS",
     "ConversationSession",
@@ -85,7 +84,6 @@ _HOMES = {
     "LedgerWrite": "ledger",
     "Person": "people",
     "SESSIONS_COMPONENT": "session_schema",
-    "SESSIONS_FILE": "sessions",
     "SESSION_MIGRATIONS": "session_schema",
     "SQLITE_SESSION_MIGRATIONS": "session_schema",
     "SessionStorage": "session_storage",

@@ -35,9 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("core.kernel.conversations.sessions")
 
 SessionEnded = Callable[[str], Awaitable[object]]
-SESSIONS_FILE = "sessions.db"  # in paths.data: histories, the ledger, post-processing
 CACHE_SIZE = 64  # open sessions kept (more while messages use them)
-__all__ = ["LEDGER_RETENTION_S", "SESSIONS_FILE", "Conversations", "conversation_of"]
+__all__ = ["LEDGER_RETENTION_S", "Conversations", "conversation_of"]
 
 
 class Conversations:

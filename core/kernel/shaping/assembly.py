@@ -18,7 +18,6 @@ from core.agents.model_router import ModelRouter
 from core.config import Settings
 from core.extensions.loading.records import ExtensionRecord
 from core.kernel.compaction import HistoryCompactor
-from core.kernel.conversations.sessions import SESSIONS_FILE
 from core.kernel.hooks import (
     Admission,
     FrameRecorder,
@@ -36,7 +35,7 @@ from core.kernel.hooks import (
 )
 from core.kernel.hooks.observer import NO_OBSERVER, PipelineObserver
 from core.kernel.postprocess import PostProcessing, orchestrator_model
-from core.runtime import secret_file_names
+from core.runtime import SESSIONS_FILE, secret_file_names
 
 __all__ = ["TurnShaping"]
 

@@ -13,19 +13,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Protocol
 
 from core.agents.usage_meter import UsageMeter
-from core.config import ModelsSettings, Settings
+from core.config import ModelsSettings
 from core.extensions.contract import Command, TurnContext
 from core.kernel.conversations.ledger import LedgerWrite
 from core.kernel.hooks import ToolTap
 from core.kernel.spending.budget import Budget
 from core.kernel.spending.report import Periods, usage_lines
 from core.kernel.spending.store import (
-    PostgresUsageBook,
-    SQLiteUsageBook,
     UsageBook,
     UsageEntry,
     UsageRecord,
@@ -33,7 +30,7 @@ from core.kernel.spending.store import (
 from core.kernel.spending.tool_runs import ToolRunJournal
 from core.tools.clock import now_in
 
-__all__ = ["NO_SPENDING", "Spending", "TurnSpending", "usage_book_for"]
+__all__ = ["NO_SPENDING", "Spending", "TurnSpending"]
 
 OWNER = "owner"  # a turn with no person (a scheduled run) is the owner's
 
@@ -65,13 +62,6 @@ class _NoSpending:
 
 
 NO_SPENDING: TurnSpending = _NoSpending()
-
-
-def usage_book_for(settings: Settings, db_path: Path) -> UsageBook:
-    """PostgreSQL with ``storage.backend: postgres``, else ``db_path`` (``sessions.db``)."""
-    if settings.storage.backend == "postgres":
-        return PostgresUsageBook(settings.storage)
-    return SQLiteUsageBook(db_path)
 
 
 class Spending:

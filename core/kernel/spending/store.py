@@ -28,7 +28,7 @@ from core.agents.usage import TurnUsage
 from core.storage import ComponentPool, Executor, register_migrations
 
 if TYPE_CHECKING:
-    from core.config import StorageSettings
+    from core.config import Settings, StorageSettings
 
 __all__ = [
     "USAGE_COMPONENT",
@@ -38,6 +38,7 @@ __all__ = [
     "UsageBook",
     "UsageEntry",
     "UsageRecord",
+    "usage_book_for",
 ]
 
 USAGE_COMPONENT = "usage"
@@ -331,3 +332,10 @@ class PostgresUsageBook:
 
     async def aclose(self) -> None:
         await self._pools.close()
+
+
+def usage_book_for(settings: Settings, db_path: Path) -> UsageBook:
+    """PostgreSQL with ``storage.backend: postgres``, else ``db_path`` (``sessions.db``)."""
+    if settings.storage.backend == "postgres":
+        return PostgresUsageBook(settings.storage)
+    return SQLiteUsageBook(db_path)
