@@ -32,9 +32,7 @@ KINDS = {
 }
 
 
-def test_every_kind_of_skeleton_passes_its_test_and_loads_active(
-    settings_file, ext_root, tmp_path
-):
+def test_every_kind_of_skeleton_passes_its_test_and_loads_active(settings_file, ext_root, tmp_path):
     """All seven kinds side by side in one extensions folder: one pytest run, one
     lint and one ``main.py extensions`` report judge them all (a report or test
     failure names the skeleton, ``my-<kind>``)."""
