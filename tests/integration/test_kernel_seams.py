@@ -3,6 +3,7 @@ scale-out code and journals one replay record; the kernel is whole once built.""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -39,7 +40,13 @@ async def test_a_single_process_turn_runs_no_scale_out_code(make_ext, settings_f
             await wait_for(lambda: len(replies(k)) == 1)
         finally:
             sys.setprofile(None)
-        records = await k.bus.journal.recent_events(10, topic=RecordTopics.REPLAY_TURN)
+        # the turn's record is written when the turn ends, after the reply (ADR 0065)
+        records = []
+        for _ in range(1000):
+            records = await k.bus.journal.recent_events(10, topic=RecordTopics.REPLAY_TURN)
+            if records:
+                break
+            await asyncio.sleep(0.01)
         models = await k.bus.journal.recent_events(10, topic=RecordTopics.REPLAY_MODEL)
     assert replies(k) == [("reply", "u1", "Hello!")]
     assert entered == set()  # no placement branch, no turn lock, no waiting for other nodes
