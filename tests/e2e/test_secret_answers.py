@@ -92,6 +92,33 @@ async def test_a_secret_typed_on_telegram_is_never_journaled(
     assert not [r for r in caplog.records if SECRET in r.getMessage()]
 
 
+async def test_a_secret_typed_before_telegram_confirms_the_question_still_answers_it(
+    make_ext, settings_file, ext_root, monkeypatch
+):
+    """The owner answers while the bot still waits for Telegram's reply to the
+    question's sendMessage: the answer is the answer, not a new message."""
+    with FakeOpenAIServer() as srv, FakeTelegram() as tg:
+        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", tg.token)
+        install_extension(ext_root)
+        make_ext("asker", ASKER, conversing())
+        settings = settings_file(
+            channels={"default": "telegram_channel"},
+            extensions={"telegram_channel": telegram_config(tg)},
+            models=models_section(srv.base_url),
+        )
+        srv.script(ToolCall("ask_secret", {}), "Done.")
+        tg.reply_before_sent("Your API key?", SECRET, user_id=ALICE)
+        async with running_kernel(settings) as kernel:
+            record = kernel.loader.records["telegram_channel"]
+            assert record.status.value == "active", record.error
+            tg.send_update("set up my key", user_id=ALICE)
+            await wait_for(lambda: "Done." in tg.chat_texts(ALICE), 30)
+            data_dir = kernel.data_dir
+    assert srv.requests[-1]["messages"][-1]["content"] == "secret received: True"
+    assert len(srv.requests) == 2  # the secret was never a message of its own
+    assert nowhere_in(data_dir) == []
+
+
 async def test_a_secret_typed_as_an_answer_command_is_never_journaled(
     make_ext, settings_file, caplog
 ):

@@ -113,6 +113,7 @@ class FakeTelegram:
         self._next_message = 1
         self._messages: list[_Message] = []
         self._failures: dict[str, deque[Failure]] = {}
+        self._early: list[tuple[str, str, int]] = []  # see ``reply_before_sent``
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.fake = self  # type: ignore[attr-defined]
@@ -234,6 +235,13 @@ class FakeTelegram:
             self._confirmed = min(self._confirmed, update_id)
             self._cond.notify_all()
 
+    def reply_before_sent(self, fragment: str, text: str, *, user_id: int) -> None:
+        """When the bot sends a message containing ``fragment``, the user replies
+        ``text`` at once, and the bot's sendMessage is answered only once the bot has
+        fetched that reply (or after 5 s): a user faster than the network."""
+        with self._cond:
+            self._early.append((fragment, text, user_id))
+
     def fail_next(self, method: str, *failures: Failure) -> None:
         """The next calls of ``method`` fail like this, in order."""
         with self._cond:
@@ -294,8 +302,9 @@ class FakeTelegram:
             self.on_get_updates(offset)
         deadline = time.monotonic() + min(float(params.get("timeout") or 0), self.max_poll_s)
         with self._cond:
-            if offset is not None:
-                self._confirmed = max(self._confirmed, int(offset))
+            if offset is not None and int(offset) > self._confirmed:
+                self._confirmed = int(offset)
+                self._cond.notify_all()  # a sendMessage held by ``reply_before_sent``
             while True:
                 pending = [u for u in self._updates if u["update_id"] >= self._confirmed]
                 remaining = deadline - time.monotonic()
@@ -318,6 +327,12 @@ class FakeTelegram:
         )
         self._next_message += 1
         self._messages.append(message)
+        for early in [e for e in self._early if e[0] in text]:
+            self._early.remove(early)
+            update_id = self.send_update(early[1], user_id=early[2])
+            deadline = time.monotonic() + 5.0
+            while self._confirmed <= update_id and time.monotonic() < deadline:
+                self._cond.wait(deadline - time.monotonic())
         return 200, _ok(_message_json(message))
 
     def _edit_message_text(self, params: dict[str, Any]) -> tuple[int, Any]:

@@ -80,14 +80,22 @@ class QuestionBoard:
         hint = "" if options else f"\n{_REPLY_HINT[request.kind]}"
         prompt = _fitted(request, MAX_MESSAGE_UNITS - utf16_len(hint))
         text = prompt + hint
-        message = await self._sender.call(
-            f"question {request.id} to {chat_id}",
-            lambda: self._bot.send_message(
-                chat_id, text, reply_markup=keyboard if options else None
-            ),
-        )
+        # open before it is sent: the owner may read it and answer before Telegram's
+        # reply to sendMessage is back, and that answer must not become a new message
+        known = request.id in self._questions
         question = self._questions.setdefault(request.id, _Question(request, chat_id))
         question.request, question.text = request, prompt
+        try:
+            message = await self._sender.call(
+                f"question {request.id} to {chat_id}",
+                lambda: self._bot.send_message(
+                    chat_id, text, reply_markup=keyboard if options else None
+                ),
+            )
+        except BaseException:
+            if not known:  # never shown: nobody can answer it here
+                self._questions.pop(request.id, None)
+            raise
         question.shown.add(message.message_id)
 
     async def close(self, user_id: str, request_id: str, outcome: str) -> None:
