@@ -3,7 +3,6 @@ scale-out code and journals one replay record; the kernel is whole once built.""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from agents.testing import ScriptedModel, assistant_message
 from core.events.topics import RecordTopics
 from core.kernel.phases import declarative_agent
 from core.kernel.scale.seam import LocalScale
+from support.bus_helpers import eventually
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 SCALE_OUT_MODULES = ("scale_out.py", "turn_lock.py", "placement.py")
@@ -41,12 +41,9 @@ async def test_a_single_process_turn_runs_no_scale_out_code(make_ext, settings_f
         finally:
             sys.setprofile(None)
         # the turn's record is written when the turn ends, after the reply (ADR 0065)
-        records = []
-        for _ in range(1000):
-            records = await k.bus.journal.recent_events(10, topic=RecordTopics.REPLAY_TURN)
-            if records:
-                break
-            await asyncio.sleep(0.01)
+        records = await eventually(
+            lambda: k.bus.journal.recent_events(10, topic=RecordTopics.REPLAY_TURN), 10
+        )
         models = await k.bus.journal.recent_events(10, topic=RecordTopics.REPLAY_MODEL)
     assert replies(k) == [("reply", "u1", "Hello!")]
     assert entered == set()  # no placement branch, no turn lock, no waiting for other nodes
