@@ -33,10 +33,10 @@ from agents.mcp import (
     MCPServerStreamableHttp,
     create_static_tool_filter,
 )
-from mcp.shared.exceptions import MCPError
+from httpx import codes
+from mcp.shared.exceptions import McpError
 from mcp.types import (
     CONNECTION_CLOSED,
-    REQUEST_TIMEOUT,
     CallToolResult,
     GetPromptResult,
     ListPromptsResult,
@@ -314,8 +314,8 @@ async def _answers_ping(server: MCPServer) -> bool:
     try:
         async with asyncio.timeout(_PING_TIMEOUT_S):
             await session.send_ping()
-    except MCPError as exc:
-        return exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+    except McpError as exc:  # ``mcp`` reports a timeout with HTTP's code
+        return exc.error.code not in (CONNECTION_CLOSED, codes.REQUEST_TIMEOUT)
     except Exception:
         return False
     return True

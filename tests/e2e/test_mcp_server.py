@@ -73,11 +73,11 @@ async def test_tools_are_listed_with_annotations_and_remember_then_recall(mcp_se
         assert {"remember", "recall", "forget", "kv_get", "kv_set"} <= set(tools)
         assert {"schedule_once", "list_schedules", "cancel_schedule", "ask"} <= set(tools)
         assert "launch" not in tools and "request_restart" not in tools  # not the person's data
-        assert tools["remember"].annotations.read_only_hint is True
-        assert tools["remember"].annotations.destructive_hint is False
-        assert "query" in tools["recall"].input_schema["required"]
+        assert tools["remember"].annotations.readOnlyHint is True
+        assert tools["remember"].annotations.destructiveHint is False
+        assert "query" in tools["recall"].inputSchema["required"]
         stored = await mcp.call_tool("remember", {"text": "My sister Ada lives in Lyon."})
-        assert not stored.is_error, text_of(stored)
+        assert not stored.isError, text_of(stored)
         found = await mcp.call_tool("recall", {"query": "Where does Ada live?", "limit": 5})
         assert "Lyon" in text_of(found)
         set_ = await mcp.call_tool("kv_set", {"key": "colour", "value": '"green"'})
@@ -86,7 +86,7 @@ async def test_tools_are_listed_with_annotations_and_remember_then_recall(mcp_se
         memories = await mcp.read_resource("hearth://memories")
         assert "Lyon" in memories.contents[0].text
         wrong = await mcp.call_tool("launch", {"target": "moon"})
-        assert wrong.is_error and "no tool 'launch' for MCP clients" in text_of(wrong)
+        assert wrong.isError and "no tool 'launch' for MCP clients" in text_of(wrong)
 
 
 async def test_a_reminder_set_through_mcp_fires_on_the_kernels_channel(mcp_settings):
@@ -150,13 +150,13 @@ async def test_without_a_running_kernel_a_call_says_so(mcp_settings, tmp_path):
     async with mcp_client(path) as mcp:  # no kernel ever ran on this data dir
         assert [t.name for t in (await mcp.list_tools()).tools] == ["ask"]
         result = await mcp.call_tool("ask", {"text": "hello"})
-    assert result.is_error and "no Hearth kernel has run (data dir" in text_of(result)
+    assert result.isError and "no Hearth kernel has run (data dir" in text_of(result)
     assert not (tmp_path / "data" / "events.db").exists()  # the front made no journal
     async with running_kernel(path, model=ScriptedModel([])):
         pass  # a kernel ran once, then stopped: its journal is there, nobody answers
     async with mcp_client(path) as mcp:
         result = await mcp.call_tool("remember", {"text": "x"})
-    assert result.is_error and "no running Hearth kernel answered within" in text_of(result)
+    assert result.isError and "no running Hearth kernel answered within" in text_of(result)
 
 
 async def test_an_extension_cannot_forge_a_request_of_an_mcp_client(make_ext, settings_file):

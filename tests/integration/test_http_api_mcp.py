@@ -55,7 +55,7 @@ async def mcp_client(base_url, token=TOKEN):
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
     async with (
         http,
-        streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write),
+        streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write, _),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -73,14 +73,14 @@ async def test_tools_are_listed_and_remember_then_recall_over_http(mcp_settings)
         assert {"remember", "recall", "forget", "kv_get", "kv_set", "ask"} <= set(tools)
         assert {"schedule_once", "list_schedules", "cancel_schedule"} <= set(tools)
         assert "launch" not in tools  # not the person's data
-        assert tools["recall"].annotations.read_only_hint is True
+        assert tools["recall"].annotations.readOnlyHint is True
         stored = await mcp.call_tool("remember", {"text": "My sister Ada lives in Lyon."})
-        assert not stored.is_error, text_of(stored)
+        assert not stored.isError, text_of(stored)
         found = await mcp.call_tool("recall", {"query": "Where does Ada live?", "limit": 5})
         assert "Lyon" in text_of(found)
         assert "Lyon" in (await mcp.read_resource("hearth://memories")).contents[0].text
         wrong = await mcp.call_tool("launch", {"target": "moon"})
-        assert wrong.is_error and "no tool 'launch' for MCP clients" in text_of(wrong)
+        assert wrong.isError and "no tool 'launch' for MCP clients" in text_of(wrong)
 
 
 async def test_a_members_token_sees_only_the_members_data(mcp_settings):

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from mcp import types
 from mcp.server.lowlevel import Server
+from pydantic import AnyUrl
 
 from core.extensions.contract import McpAnswer, McpOp
 
@@ -34,14 +35,14 @@ ASK_TOOL = types.Tool(
         "orchestrator with all its tools. It may answer with a question (e.g. to allow "
         'an action); answer it with another ask ("yes", "always", "no").'
     ),
-    input_schema={
+    inputSchema={
         "type": "object",
         "properties": {"text": {"type": "string", "description": "The message to Hearth."}},
         "required": ["text"],
         "additionalProperties": False,
     },
     # the turn asks the user itself before anything with side effects
-    annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False),
+    annotations=types.ToolAnnotations(readOnlyHint=False, destructiveHint=False),
 )
 # uri -> (the kernel's resource name, title, description)
 RESOURCES = {
@@ -64,55 +65,66 @@ class McpRequests(Protocol):
         ...
 
 
-def build_mcp_server(requests: McpRequests) -> Server[Any]:
-    """The MCP server whose every request goes to the kernel through ``requests``."""
+def build_mcp_server(requests: McpRequests) -> Server[Any, Any]:
+    """The MCP server whose every request goes to the kernel through ``requests``.
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    The handlers are registered by request type rather than with ``Server``'s
+    decorators: those are untyped, and the one for tool calls would validate the
+    arguments against a listing it caches for every client alike, while what a
+    person may call, and with what, is the kernel's to say."""
+
+    async def list_tools(request: types.ListToolsRequest) -> types.ServerResult:
         answer = await requests.request("list")
         if answer.error is not None:  # ``ask`` is still listed, and says why it fails
             log.warning("%s", answer.error)
-        return types.ListToolsResult(tools=[*map(_tool, answer.tools), ASK_TOOL])
+        return types.ServerResult(
+            types.ListToolsResult(tools=[*map(_tool, answer.tools), ASK_TOOL])
+        )
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        arguments = dict(params.arguments or {})
-        if params.name == ASK_TOOL.name:
+    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        name, arguments = request.params.name, dict(request.params.arguments or {})
+        if name == ASK_TOOL.name:
             text = str(arguments.get("text", ""))
             if not text.strip():
                 return _text("ask needs a non-empty `text`", error=True)
             return _answered(await requests.ask(text))
-        return _answered(await requests.request("call", params.name, json.dumps(arguments)))
+        return _answered(await requests.request("call", name, json.dumps(arguments)))
 
-    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    uri=uri, name=name, title=title, description=about, mime_type="text/plain"
-                )
-                for uri, (name, title, about) in RESOURCES.items()
-            ]
-        )
+    async def list_resources(request: types.ListResourcesRequest) -> types.ServerResult:
+        resources = [
+            types.Resource(
+                uri=AnyUrl(uri), name=name, title=title, description=about, mimeType="text/plain"
+            )
+            for uri, (name, title, about) in RESOURCES.items()
+        ]
+        return types.ServerResult(types.ListResourcesResult(resources=resources))
 
-    async def read_resource(
-        ctx: Any, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        uri = str(params.uri)
+    async def read_resource(request: types.ReadResourceRequest) -> types.ServerResult:
+        uri = str(request.params.uri)
         if uri not in RESOURCES:
             raise ValueError(f"no resource {uri}; there are {', '.join(RESOURCES)}")
         answer = await requests.request("resource", RESOURCES[uri][0])
         if answer.error is not None:
             raise ValueError(answer.error)
-        contents = types.TextResourceContents(uri=uri, mime_type="text/plain", text=answer.text)
-        return types.ReadResourceResult(contents=[contents])
+        contents = types.TextResourceContents(
+            uri=request.params.uri, mimeType="text/plain", text=answer.text
+        )
+        return types.ServerResult(types.ReadResourceResult(contents=[contents]))
 
-    return Server(
+    server: Server[Any, Any] = Server(
         "hearth",
         instructions="Hearth, the user's personal assistant: their memories, reminders and "
         "key-value store, and `ask` for anything else.",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
     )
+    server.request_handlers.update(
+        {
+            types.ListToolsRequest: list_tools,
+            types.CallToolRequest: call_tool,
+            types.ListResourcesRequest: list_resources,
+            types.ReadResourceRequest: read_resource,
+        }
+    )
+    return server
 
 
 def _tool(row: dict[str, Any]) -> types.Tool:
@@ -120,18 +132,19 @@ def _tool(row: dict[str, Any]) -> types.Tool:
     return types.Tool(
         name=str(row["name"]),
         description=str(row["description"]),
-        input_schema=row["schema"],
+        inputSchema=row["schema"],
         annotations=types.ToolAnnotations(
-            read_only_hint=not side_effects, destructive_hint=side_effects
+            readOnlyHint=not side_effects, destructiveHint=side_effects
         ),
     )
 
 
-def _text(text: str, *, error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+def _text(text: str, *, error: bool = False) -> types.ServerResult:
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    return types.ServerResult(types.CallToolResult(content=content, isError=error))
 
 
-def _answered(answer: McpAnswer) -> types.CallToolResult:
+def _answered(answer: McpAnswer) -> types.ServerResult:
     if answer.error is not None:
         return _text(answer.error, error=True)
     return _text(answer.text)
