@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -150,14 +151,18 @@ def test_a_reminder_during_a_turn_reads_as_a_reminder_and_the_answer_still_comes
     from support.scheduler_helpers import install_scheduler
 
     install_scheduler(ext_root)
-    with FakeOpenAIServer(delay_s=4) as model:
+    with FakeOpenAIServer() as model:
+        # the answer waits for the reminder; the question has 5 s to be typed before it
+        model.chunk_gate = answer = threading.Semaphore(0)
         path = cli_settings(settings_file, ext_root, model.base_url)
         term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(path)])
         term.expect("you>")
-        term.send("/remind 2s tea\r")
+        term.send("/remind 5s tea\r")
         term.expect("Reminder #1 set for ")
         term.expect("you>", after="Reminder #1 set for ")
         term.send("a slow question\r")
+        term.expect("Reminder: tea", timeout=60)
+        answer.release(1000)
         term.expect("echo: a slow question", timeout=60)
         term.expect("you>", after="echo: a slow question")
         term.send("\x04")
