@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 
 import onnxruntime
@@ -164,6 +165,26 @@ async def test_the_context_provider_and_a_recall_of_the_same_text_embed_it_once(
     assert context is not None and "red automobile" in context
     assert found[0].text == "The user drives a red automobile."
     assert len(embedded) == 1
+
+
+async def test_a_turn_waiting_for_a_pause_to_be_embedded_is_found_by_meaning_at_once(
+    memory_settings, monkeypatch
+):
+    """Conversation turns are embedded when the conversations pause, not beside a
+    turn in progress; a search meanwhile embeds the waiting ones first, once."""
+    parked = "I left the automobile by the river."
+    with FakeEmbeddingServer() as srv:
+        path = memory_settings(embeddings={"base_url": srv.base_url, "model": "fake-embed"})
+        async with running_kernel(path) as kernel:
+            turns = kernel.loader.instance("memory").turns
+            loop_module = sys.modules[type(turns).__module__]
+            monkeypatch.setattr(loop_module, "QUIET_S", 3600.0)  # no pause in this test
+            monkeypatch.setattr(loop_module, "LATEST_S", 3600.0)
+            await turns.record(TURN, [("user", parked, time.time())])
+            hits = await turns.search("where is my car", TURN.person_key)
+            passages = [r for r in srv.requests if parked in str(r["body"].get("input"))]
+    assert [t.text for t in hits][:1] == [parked]
+    assert len(passages) == 1
 
 
 async def test_a_long_prompt_embeds_only_its_start_and_still_finds_the_fact(memory_settings):

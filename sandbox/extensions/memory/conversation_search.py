@@ -4,7 +4,10 @@ Fed by the turn itself: the context provider sees the person's message
 (``heard``), ``on_turn_end`` the answer (``ended``); an answered turn stores
 both in ``TurnStore`` at once (one short write, no model call: no turn waits
 for the embedding). The background loop (``run``) embeds new turns with the
-shared model, a page at a time, into one int8 index per person, and deletes
+shared model, a page at a time, into one int8 index per person, once the
+conversations pause (``QUIET_S``; at the latest ``LATEST_S`` after a turn) so
+the model does not take a core from a turn in progress; a search embeds what
+is still waiting first. It also deletes
 turns older than ``keep_days`` — the time the kernel's ledger keeps an
 answered message (``LEDGER_RETENTION_S``, 30 days), so the index never
 outlives the history it points at. Ranking is memory's ``relative`` fusion
@@ -37,6 +40,8 @@ WIDE_POOL = 400  # meaning candidates when a time range will drop some
 EMBED_PAGE = 16
 PURGE_EVERY_S = 3600.0
 RETRY_S = 5.0
+QUIET_S = 2.0  # new turns are embedded once no turn has ended for this long,
+LATEST_S = 30.0  # or this long after the first of them, while turns keep coming
 HEARD_KEPT = 256  # messages waiting for their turn's end (a turn that never ends is dropped)
 SNIPPET_CHARS = 240
 RESULTS = 8
@@ -63,6 +68,7 @@ class ConversationSearch:
         self.indexes: dict[str, VectorIndex] = {}
         self._heard: OrderedDict[str, str] = OrderedDict()
         self._pending = asyncio.Event()
+        self._embedding = asyncio.Lock()  # the loop and a search: one page at a time
         self.embedded = 0
 
     async def open(self) -> None:
@@ -118,27 +124,41 @@ class ConversationSearch:
             if time.monotonic() - last_purge >= PURGE_EVERY_S or last_purge == 0.0:
                 await self.purge()
                 last_purge = time.monotonic()
+            self._pending.clear()  # before embedding: a turn stored meanwhile sets it again
             if self.semantic.enabled and not await self.embed_pending():
                 await asyncio.sleep(RETRY_S)  # the backend fails: try again shortly
                 continue
-            self._pending.clear()
             try:
                 await asyncio.wait_for(self._pending.wait(), PURGE_EVERY_S)
             except TimeoutError:
-                pass
+                continue
+            await self._quiet()
+
+    async def _quiet(self) -> None:
+        """Until no turn has ended for ``QUIET_S``, or ``LATEST_S`` have passed: on a
+        small machine the model beside a turn in progress slows that turn down (its
+        tokenizer holds the interpreter, its engine a core); between turns it is free."""
+        deadline = time.monotonic() + LATEST_S
+        while (left := deadline - time.monotonic()) > 0:
+            self._pending.clear()
+            try:
+                await asyncio.wait_for(self._pending.wait(), min(QUIET_S, left))
+            except TimeoutError:
+                return
 
     async def embed_pending(self) -> bool:
         """Embed every turn without a vector; False when the backend failed."""
         model = self.semantic.model
-        while page := await self.store.unembedded(model, EMBED_PAGE):
-            blobs = await self.semantic.passage_blobs([text for _, _, text in page])
-            if blobs is None:
-                return False
-            rows = [(turn_id, blob) for (turn_id, _, _), blob in zip(page, blobs, strict=True)]
-            await self.store.set_embeddings(rows, model)
-            for (turn_id, who, _), blob in zip(page, blobs, strict=True):
-                self._index(who).add_blob(turn_id, blob)
-            self.embedded += len(rows)
+        async with self._embedding:
+            while page := await self.store.unembedded(model, EMBED_PAGE):
+                blobs = await self.semantic.passage_blobs([text for _, _, text in page])
+                if blobs is None:
+                    return False
+                rows = [(turn_id, blob) for (turn_id, _, _), blob in zip(page, blobs, strict=True)]
+                await self.store.set_embeddings(rows, model)
+                for (turn_id, who, _), blob in zip(page, blobs, strict=True):
+                    self._index(who).add_blob(turn_id, blob)
+                self.embedded += len(rows)
         return True
 
     async def purge(self) -> int:
@@ -158,6 +178,8 @@ class ConversationSearch:
         """``person``'s turns best matching ``query`` inside ``window``, best first."""
         window = window or Window()
         who = who_of(person)
+        if self.semantic.enabled:  # the turns the loop has not embedded yet count too
+            await self.embed_pending()
         terms = query_terms(query)
         words = await self.store.words(who, terms, window.since, window.until, POOL)
         found = {t.id: t for t in words}
