@@ -95,16 +95,18 @@ class SQLiteStore:
 
     # ------------------------------------------------------------ helpers
 
+    # One trip to the connection's thread per statement where aiosqlite has a helper
+    # for it (a cursor costs three: execute, fetch, close); on a busy machine each
+    # trip waits for the thread to be scheduled, and a turn makes several.
+
     async def fetch_all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of ``sql`` as a tuple."""
-        async with self.db.execute(sql, args) as cursor:
-            return [tuple(row) for row in await cursor.fetchall()]
+        return [tuple(row) for row in await self.db.execute_fetchall(sql, args)]
 
     async def fetch_one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        """The first row of ``sql``, or ``None``."""
-        async with self.db.execute(sql, args) as cursor:
-            row = await cursor.fetchone()
-        return None if row is None else tuple(row)
+        """The first row of ``sql``, or ``None`` (for queries of one row: all are read)."""
+        rows = list(await self.db.execute_fetchall(sql, args))
+        return tuple(rows[0]) if rows else None
 
     async def execute(self, sql: str, args: Sequence[Any] = ()) -> int:
         """Run one statement; the number of rows it changed."""
@@ -113,11 +115,10 @@ class SQLiteStore:
 
     async def execute_insert(self, sql: str, args: Sequence[Any] = ()) -> int:
         """Run one ``INSERT``; the new row's rowid."""
-        async with self.db.execute(sql, args) as cursor:
-            rowid = cursor.lastrowid
-        if rowid is None:
+        row = await self.db.execute_insert(sql, args)
+        if row is None or row[0] is None:
             raise RuntimeError(f"{self.path}: {sql.split()[0]} produced no rowid")
-        return int(rowid)
+        return int(row[0])
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
