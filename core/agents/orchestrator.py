@@ -25,7 +25,7 @@ from core.agents.model_router import ModelRouter
 from core.agents.prompts import PromptTemplate
 from core.agents.toolset import Capability, capabilities_summary
 from core.config import PROJECT_ROOT
-from core.tools.clock import now_at, resolve_timezone, timezone_label
+from core.tools.clock import now_at, offset_label, resolve_timezone
 from core.tools.failures import tool_error_message
 
 if TYPE_CHECKING:
@@ -106,10 +106,11 @@ class Orchestrator:
 
     def clock(self) -> str:
         """The moment a turn starts, for the per-turn note after the history:
-        ``Now: 2026-11-26 19:30 (Thursday), timezone Europe/Berlin (CET, UTC+01:00).``"""
+        ``Now: 2026-11-26 19:30 (Thursday, CET, UTC+01:00).`` The zone's name is in
+        the system prompt; the note holds only what changes (every token of it is
+        read anew each turn by a model server reusing the prompt, ADR 0054)."""
         now = now_at(self._zone)
-        label = timezone_label(self._timezone, now)
-        return f"Now: {now:%Y-%m-%d %H:%M} ({now:%A}), timezone {label}."
+        return f"Now: {now:%Y-%m-%d %H:%M} ({now:%A}, {offset_label(self._timezone, now)})."
 
     def agent(
         self,

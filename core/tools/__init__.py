@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.tools.clock import now_at, now_in, resolve_timezone, timezone_label
+    from core.tools.clock import now_at, now_in, offset_label, resolve_timezone, timezone_label
     from core.tools.core_tools import build_core_tools
     from core.tools.failures import (
         describe_tool_error,
@@ -27,6 +27,7 @@ __all__ = [
     "describe_tool_error",
     "now_at",
     "now_in",
+    "offset_label",
     "reporting_failures",
     "reporting_failures_all",
     "resolve_timezone",
@@ -39,6 +40,7 @@ __all__ = [
 _HOMES = {
     "now_at": "clock",
     "now_in": "clock",
+    "offset_label": "clock",
     "resolve_timezone": "clock",
     "timezone_label": "clock",
     "build_core_tools": "core_tools",

@@ -6,7 +6,7 @@ from datetime import datetime, tzinfo
 
 from core.extensions.sdk import resolve_zone
 
-__all__ = ["now_at", "now_in", "resolve_timezone", "timezone_label"]
+__all__ = ["now_at", "now_in", "offset_label", "resolve_timezone", "timezone_label"]
 
 # ``local`` is the host's zone with its DST rules; anything else an IANA name.
 resolve_timezone = resolve_zone
@@ -24,8 +24,13 @@ def now_at(zone: tzinfo) -> datetime:
 def timezone_label(timezone: str, at: datetime | None = None) -> str:
     """``Europe/Berlin (CEST, UTC+02:00)`` or ``local (CET, UTC+01:00)``."""
     moment = at or now_in(timezone)
+    return f"{timezone} ({offset_label(timezone, moment)})"
+
+
+def offset_label(timezone: str, moment: datetime) -> str:
+    """What of ``timezone`` changes with the date: ``CEST, UTC+02:00`` (``UTC+00:00``
+    for UTC itself, whose abbreviation is its name)."""
     offset = moment.strftime("%z")
     utc = f"UTC{offset[:3]}:{offset[3:]}" if offset else "UTC"
     abbrev = moment.tzname() or ""
-    details = f"{abbrev}, {utc}" if abbrev and abbrev != timezone else utc
-    return f"{timezone} ({details})"
+    return f"{abbrev}, {utc}" if abbrev and abbrev != timezone else utc

@@ -126,7 +126,7 @@ async def test_the_prefix_stays_across_a_minute_and_a_recalled_memory(
     assert first["messages"][0] == second["messages"][0]
     system = first["messages"][0]["content"]
     assert "Units are metric." in system  # an unconditional addition is part of it
-    for per_turn in ("Now:", "10:59", "Miso", "[Current Session Context]", "be warm"):
+    for per_turn in ("Now:", "10:59", "Miso", "Channel: capture", "be warm"):
         assert per_turn not in system
 
     # turn 1 is sent again unchanged: every message but its note, in order, then the reply
@@ -149,12 +149,12 @@ async def test_the_prefix_stays_across_a_minute_and_a_recalled_memory(
     # the clock, the session context, the memory and the conditional addition reach
     # the model in the turn's note, just before the newest message
     assert note_1 == first["messages"][-2]
-    assert note_1["content"].startswith("Now: 2026-11-26 10:59 (Thursday), timezone Europe/Berlin")
+    assert note_1["content"].startswith("Now: 2026-11-26 10:59 (Thursday, CET, UTC+01:00).")
     assert "Miso" not in note_1["content"] and "be warm" not in note_1["content"]
     (note_2,) = notes(second)
     assert note_2 == second["messages"][-2]
-    assert note_2["content"].startswith("Now: 2026-11-26 11:00 (Thursday)")
-    assert "[Current Session Context]" in note_2["content"]
+    assert note_2["content"].startswith("Now: 2026-11-26 11:00 (Thursday, CET")
+    assert "Channel: capture; user: " in note_2["content"]
     assert "[Relevant memories]\n- The user's cat is called Miso." in note_2["content"]
     assert "The user mentioned a cat: be warm." in note_2["content"]
 

@@ -105,7 +105,7 @@ async def test_context_providers_go_into_the_turn_note_not_the_user_text(make_ex
     assert text.startswith("Now: ")
     assert "The user's cat is called Miso. (asked: what is my cat called?)" in text
     # the channel context (priority 0) comes before the provider (50), joined by ---
-    assert text.index("[Current Session Context]") < text.index("\n---\n") < text.index("Miso")
+    assert text.index("Channel: ") < text.index("\n---\n") < text.index("Miso")
 
 
 async def test_new_starts_a_fresh_session(make_ext, settings_file):

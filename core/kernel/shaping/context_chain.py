@@ -24,22 +24,20 @@ PROVIDER_TIMEOUT_S = 5.0  # default of ``turns.context_timeout_s``
 
 
 class ActiveChannelContext:
-    """Built-in provider (priority 0): tells the agent where the user is. The address
-    goes without its reply tag: the tag is the channel's per-request bookkeeping
-    (ADR 0024), new random text in every turn's note that a model server would
-    read anew each time (ADR 0054) and the model has no use for."""
+    """Built-in provider (priority 0): tells the agent where the user is, in as few
+    words as say it (``Channel: telegram; user: 42.``): the note is read anew every
+    turn by a model server reusing the prompt (ADR 0054), and the system prompt
+    says what the note is. The address goes without its reply tag: the tag is the
+    channel's per-request bookkeeping (ADR 0024), new random text every turn that
+    the model has no use for."""
 
     context_priority = 0
 
     async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None:
         if turn_context.channel_id is None:
             return None
-        return (
-            "[Current Session Context]\n"
-            f"Channel: {turn_context.channel_id}; "
-            f"user: {split_reply_address(turn_context.user_id or '')[0]}. "
-            "Replies are delivered on this channel."
-        )
+        user = split_reply_address(turn_context.user_id or "")[0]
+        return f"Channel: {turn_context.channel_id}; user: {user}."
 
 
 class ContextChain:
