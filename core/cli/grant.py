@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
 from core.config import Settings
 from core.extensions.access.grant_store import GrantStore, GrantStoreError
@@ -104,23 +102,18 @@ def requests_for(settings: Settings, ext_ids: list[str]) -> list[GrantRequest] |
 async def shadowed_names(settings: Settings, ext_ids: list[str]) -> dict[str, dict[str, str]]:
     """For each of ``ext_ids``: ``{name: other extension}`` for every tool or
     ``/command`` it provides that another loaded extension provides too."""
-    from core.kernel.runner import Kernel
+    from core.kernel.runner import kernel_apart
 
-    with tempfile.TemporaryDirectory(prefix="hearth-grant-") as tmp:
-        kernel = Kernel(settings, journal_path=Path(tmp) / "events.db")
-        try:
-            await kernel.load()
-            provided: dict[str, set[str]] = {}
-            for record in kernel.loader.records.values():
-                if record.status is not ExtensionStatus.ACTIVE:
-                    continue
-                names = set(record.tool_names)
-                if Capability.COMMAND in record.capabilities:
-                    names |= {f"/{c.name.lstrip('/')}" for c in record.instance.get_commands()}
-                provided[record.ext_id] = names
-        finally:
-            await kernel.loader.shutdown()
-            await kernel.bus.stop()
+    async with kernel_apart(settings, "grant") as kernel:
+        await kernel.load()
+        provided: dict[str, set[str]] = {}
+        for record in kernel.loader.records.values():
+            if record.status is not ExtensionStatus.ACTIVE:
+                continue
+            names = set(record.tool_names)
+            if Capability.COMMAND in record.capabilities:
+                names |= {f"/{c.name.lstrip('/')}" for c in record.instance.get_commands()}
+            provided[record.ext_id] = names
     out: dict[str, dict[str, str]] = {}
     for ext_id in ext_ids:
         mine = provided.get(ext_id, set())

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from core.config import Settings
 from core.extensions.context.status_lines import collect_status_lines
-from core.kernel.runner import Kernel
+from core.kernel.runner import kernel_apart
 from core.kernel.shaping.tool_stacking import stacks_by_extension
 
 
@@ -28,20 +26,15 @@ def run_extensions_report(settings: Settings, *, as_json: bool) -> int:
 
 
 async def collect_report(settings: Settings) -> list[dict[str, Any]]:
-    with tempfile.TemporaryDirectory(prefix="hearth-report-") as tmp:
-        kernel = Kernel(settings, journal_path=Path(tmp) / "events.db")
-        try:
-            await kernel.load()
-            stacks = stacks_by_extension(kernel.tool_stacking.stacked(kernel.loader.active()))
-            said = await collect_status_lines(kernel.loader.records.values())
-            report = kernel.loader.report()
-            for entry in report:
-                entry["tool_stacks"] = stacks.get(entry["id"], {})
-                entry["status_lines"] = said.get(entry["id"], [])
-            return report
-        finally:
-            await kernel.loader.shutdown()
-            await kernel.bus.stop()
+    async with kernel_apart(settings, "report") as kernel:
+        await kernel.load()
+        stacks = stacks_by_extension(kernel.tool_stacking.stacked(kernel.loader.active()))
+        said = await collect_status_lines(kernel.loader.records.values())
+        report = kernel.loader.report()
+        for entry in report:
+            entry["tool_stacks"] = stacks.get(entry["id"], {})
+            entry["status_lines"] = said.get(entry["id"], [])
+        return report
 
 
 def format_report(report: list[dict[str, Any]]) -> str:

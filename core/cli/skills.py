@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -79,15 +78,10 @@ def catalog_rows(catalog: Catalog) -> list[dict[str, Any]]:
 
 async def _catalog(settings: Settings) -> Catalog:
     """The kernel's catalog: extensions loaded (their ``skills/`` count), not started."""
-    from core.kernel.runner import Kernel  # heavy: only the listing needs it, not ``check``
+    from core.kernel.runner import kernel_apart  # heavy: only the listing needs it, not ``check``
     from core.kernel.skills import KernelSkills
 
-    with tempfile.TemporaryDirectory(prefix="hearth-skills-") as tmp:
-        kernel = Kernel(settings, journal_path=Path(tmp) / "events.db")
-        try:
-            await kernel.load()
-            live = [(r.ext_id, r.ext_dir) for r in kernel.loader.active()]
-            return KernelSkills(settings, lambda: live).catalog()
-        finally:
-            await kernel.loader.shutdown()
-            await kernel.bus.stop()
+    async with kernel_apart(settings, "skills") as kernel:
+        await kernel.load()
+        live = [(r.ext_id, r.ext_dir) for r in kernel.loader.active()]
+        return KernelSkills(settings, lambda: live).catalog()

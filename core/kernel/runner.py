@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
 from agents.models.interface import Model
@@ -59,7 +60,7 @@ from core.runtime import (
 )
 from core.scheduling import manifest_schedules
 
-__all__ = ["Kernel"]
+__all__ = ["Kernel", "kernel_apart"]
 
 log = logging.getLogger("core.kernel.runner")
 
@@ -351,6 +352,21 @@ class Kernel:
     def tool_stacks(self) -> StackedTools:
         """The wired extensions' tool stacks (what the orchestrator gets), for ``/status``."""
         return self.tool_stacking.stacked(self.wiring.wired())
+
+
+@contextlib.asynccontextmanager
+async def kernel_apart(settings: Settings, purpose: str) -> AsyncIterator[Kernel]:
+    """A kernel on a journal of its own in a temporary directory, for a command that
+    loads the extensions to read what they declare (``extensions``, ``grant``,
+    ``skills``, ``setup``) beside a running kernel without touching its events; the
+    caller loads it, and its extensions and bus are shut down on the way out."""
+    with tempfile.TemporaryDirectory(prefix=f"hearth-{purpose}-") as tmp:
+        kernel = Kernel(settings, journal_path=Path(tmp) / JOURNAL_FILE)
+        try:
+            yield kernel
+        finally:
+            await kernel.loader.shutdown()
+            await kernel.bus.stop()
 
 
 def _private_data_dir(settings: Settings, journal_path: Path | None) -> None:

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -25,7 +23,7 @@ import yaml
 from core.config import Settings
 from core.extensions.loading.capabilities import Capability
 from core.extensions.loading.setup_schema import SetupSchemaError, run_setup
-from core.kernel.runner import Kernel
+from core.kernel.runner import kernel_apart
 from core.runtime import save_secrets
 from core.setup.plan import local_layer
 from core.setup.settings_file import KeyPath, write_changes
@@ -36,8 +34,7 @@ __all__ = ["run_extension_setups"]
 
 async def run_extension_setups(settings: Settings, ask: TerminalAsker) -> None:
     """Offer each active ``SetupProvider``'s setup; report how each went."""
-    with tempfile.TemporaryDirectory(prefix="hearth-setup-") as tmp:
-        kernel = Kernel(settings, journal_path=Path(tmp) / "events.db")
+    async with kernel_apart(settings, "setup") as kernel:
         kernel.loader.secrets = None  # a missing secret is what a setup may ask for
         quiet = logging.getLogger("core.loader")
         level, quiet.level = quiet.level, logging.CRITICAL  # one without it may fail to load
@@ -76,8 +73,6 @@ async def run_extension_setups(settings: Settings, ask: TerminalAsker) -> None:
                 ask.say(("ok: " if ok else "not ok: ") + message)
         finally:
             quiet.level = level
-            await kernel.loader.shutdown()
-            await kernel.bus.stop()
 
 
 def _config_keeper(
