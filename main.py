@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     if command == "mcp":
         import asyncio
 
-        from core.mcp_server import KernelLink, serve_stdio
+        from core.mcp_server import KernelLink, ToolListing, serve_stdio
 
-        asyncio.run(serve_stdio(KernelLink(settings, args.client)))
+        asyncio.run(serve_stdio(KernelLink(settings, args.client), ToolListing(settings)))
         return 0
     if command == "daemon":
         from core.supervisor import run_supervisor

@@ -39,9 +39,11 @@ from core.events import EventBus
 from core.events.system_payloads import McpRequest, McpResponse, UserMessage, read_system_payload
 from core.events.topics import SystemTopics
 from core.extensions.contract import McpAnswer, TurnContext, split_reply_address
+from core.extensions.loading import ExtensionRecord
 from core.kernel.conversations.people import Household
+from core.kernel.shaping.tool_stacking import StackedTools
 
-__all__ = ["MCP_CHANNEL", "MCP_RESOURCES", "MCP_TOOLS", "McpChannel", "McpDesk", "side_effects_of"]
+__all__ = ["MCP_CHANNEL", "MCP_RESOURCES", "MCP_TOOLS", "McpChannel", "McpDesk", "mcp_listing"]
 
 log = logging.getLogger("core.mcp_server")
 
@@ -57,26 +59,34 @@ MCP_RESOURCES = {
     "memories": ("list_memories", '{"limit": 100}'),
     "reminders": ("list_schedules", "{}"),
 }
-SideEffects = Callable[[Tool], bool]
 
 
 def exposed(name: str) -> bool:
     return name in MCP_TOOLS or name.startswith(KV_PREFIX)
 
 
-def side_effects_of(tools: Sequence[Tool], said: SideEffects) -> list[dict[str, Any]]:
-    """The exposed tools as the front lists them: name, description, schema, side effects."""
+def mcp_listing(
+    stacked: StackedTools, records: Mapping[str, ExtensionRecord]
+) -> list[dict[str, Any]]:
+    """The exposed tools as a front lists them: name, description, schema and the
+    ``effect`` the providing extension's manifest declares (``tools.<name>.effect``;
+    ``None``: not said). Only declarations: the running kernel and ``main.py mcp``
+    without one (extensions loaded apart) list the same rows (ADR 0074)."""
     rows = []
-    for tool in tools:
-        if isinstance(tool, FunctionTool) and exposed(tool.name):
-            rows.append(
-                {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "schema": tool.params_json_schema,
-                    "side_effects": said(tool),
-                }
-            )
+    for owner, tools in stacked.tools:
+        record = records.get(owner)
+        declared = record.manifest.tools if record is not None and record.manifest else {}
+        for tool in tools:
+            if isinstance(tool, FunctionTool) and exposed(tool.name):
+                said = declared.get(tool.name)
+                rows.append(
+                    {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "schema": tool.params_json_schema,
+                        "effect": said.effect if said is not None else None,
+                    }
+                )
     return sorted(rows, key=lambda row: row["name"])
 
 
@@ -125,14 +135,14 @@ class McpDesk:
         bus: EventBus,
         household: Household,
         tools: Callable[[], Sequence[Tool]],
-        said: SideEffects,
+        listing: Callable[[], list[dict[str, Any]]],
         people: Mapping[str, PersonSettings] | None = None,
     ) -> None:
         self._bus = bus
         self._household = household
         self._people = dict(people or {})
         self._tools = tools
-        self._said = said
+        self._listing = listing
         self.channel = McpChannel(bus)
 
     def subscribe(self) -> None:
@@ -161,7 +171,7 @@ class McpDesk:
 
     async def _answer(self, request: McpRequest) -> McpResponse | None:
         if request.op == "list":
-            rows = side_effects_of(self._tools(), self._said)
+            rows = self._listing()
             return McpResponse(request_id=request.request_id, text="", tools=json.dumps(rows))
         if request.op == "call":
             return await self._call(request, request.name or "", request.arguments or "{}")
@@ -188,7 +198,7 @@ class McpDesk:
         runs it as an ordinary message of its own."""
         try:
             if op == "list":
-                return McpAnswer(tools=tuple(side_effects_of(self._tools(), self._said)))
+                return McpAnswer(tools=tuple(self._listing()))
             if op == "call":
                 return await self._run(channel_id, user_id, name or "", arguments, False)
             if op == "resource":

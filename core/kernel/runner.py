@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from agents.models.interface import Model
 
@@ -30,7 +31,7 @@ from core.kernel.commands.builtin import builtin_commands
 from core.kernel.commands.setup import extension_commands
 from core.kernel.commands.status_source import KernelStatusSource
 from core.kernel.conversations.people import Household
-from core.kernel.mcp_desk import MCP_CHANNEL, McpDesk
+from core.kernel.mcp_desk import MCP_CHANNEL, McpDesk, mcp_listing
 from core.kernel.phases import (
     build_bus,
     build_extensions,
@@ -151,7 +152,7 @@ class Kernel:
             self.bus,
             self.household,
             lambda: self.orchestrator.tools,
-            lambda tool: self.consent.catalog.info(tool).side_effects,
+            self.mcp_listing,
             self.settings.people,
         )
         self.router.register_channel(MCP_CHANNEL, self.mcp_desk.channel)
@@ -352,6 +353,13 @@ class Kernel:
     def tool_stacks(self) -> StackedTools:
         """The wired extensions' tool stacks (what the orchestrator gets), for ``/status``."""
         return self.tool_stacking.stacked(self.wiring.wired())
+
+    def mcp_listing(self) -> list[dict[str, Any]]:
+        """The tools an MCP client is offered: of the wired extensions once started,
+        of the loaded ones in a kernel only loaded (``main.py mcp`` with no kernel
+        running, ADR 0074)."""
+        records = self.wiring.wired() if self.ready.is_set() else self.loader.active()
+        return mcp_listing(self.tool_stacking.stacked(records), self.loader.records)
 
 
 @contextlib.asynccontextmanager

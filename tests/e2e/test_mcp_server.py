@@ -66,6 +66,26 @@ def text_of(result: types.CallToolResult) -> str:
     return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
+READ_ONLY = ("recall", "list_schedules", "kv_get", "kv_list")
+ADDITIVE = ("remember", "schedule_once")  # they add, never change or remove
+DESTRUCTIVE = ("forget", "kv_delete", "cancel_schedule", "kv_set")  # kv_set overwrites
+
+
+def assert_hints_follow_the_spec(tools):
+    """MCP's tool annotations: ``readOnlyHint`` only for a tool that changes nothing
+    (clients may run those without asking); ``destructiveHint`` for one that removes
+    or overwrites."""
+    hints = {
+        name: (tools[name].annotations.readOnlyHint, tools[name].annotations.destructiveHint)
+        for name in (*READ_ONLY, *ADDITIVE, *DESTRUCTIVE)
+    }
+    assert hints == {
+        **{name: (True, False) for name in READ_ONLY},
+        **{name: (False, False) for name in ADDITIVE},
+        **{name: (False, True) for name in DESTRUCTIVE},
+    }
+
+
 async def test_tools_are_listed_with_annotations_and_remember_then_recall(mcp_settings):
     path = mcp_settings()
     async with running_kernel(path, model=ScriptedModel([])), mcp_client(path) as mcp:
@@ -73,8 +93,7 @@ async def test_tools_are_listed_with_annotations_and_remember_then_recall(mcp_se
         assert {"remember", "recall", "forget", "kv_get", "kv_set"} <= set(tools)
         assert {"schedule_once", "list_schedules", "cancel_schedule", "ask"} <= set(tools)
         assert "launch" not in tools and "request_restart" not in tools  # not the person's data
-        assert tools["remember"].annotations.readOnlyHint is True
-        assert tools["remember"].annotations.destructiveHint is False
+        assert_hints_follow_the_spec(tools)
         assert "query" in tools["recall"].inputSchema["required"]
         stored = await mcp.call_tool("remember", {"text": "My sister Ada lives in Lyon."})
         assert not stored.isError, text_of(stored)
@@ -145,12 +164,22 @@ async def test_a_member_client_sees_only_their_own_data(mcp_settings):
             assert not any("pills" in text for text in notified(kernel))
 
 
-async def test_without_a_running_kernel_a_call_says_so(mcp_settings, tmp_path):
+async def test_without_a_running_kernel_the_tools_are_listed_and_a_call_says_so(
+    mcp_settings, tmp_path
+):
     path = mcp_settings(turns={"timeout_s": 1})
     async with mcp_client(path) as mcp:  # no kernel ever ran on this data dir
-        assert [t.name for t in (await mcp.list_tools()).tools] == ["ask"]
+        tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
+        assert {"remember", "recall", "forget", "kv_get", "cancel_schedule", "ask"} <= set(tools)
+        assert "launch" not in tools
+        assert_hints_follow_the_spec(tools)  # from the extensions' declarations on disk
+        assert "query" in tools["recall"].inputSchema["required"]
         result = await mcp.call_tool("ask", {"text": "hello"})
-    assert result.isError and "no Hearth kernel has run (data dir" in text_of(result)
+        recalled = await mcp.call_tool("recall", {"query": "x"})
+    for answer in (result, recalled):
+        said = text_of(answer)
+        assert answer.isError and "no Hearth kernel has run (data dir" in said
+        assert "start it with `python main.py`" in said
     assert not (tmp_path / "data" / "events.db").exists()  # the front made no journal
     async with running_kernel(path, model=ScriptedModel([])):
         pass  # a kernel ran once, then stopped: its journal is there, nobody answers

@@ -17,6 +17,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from test_mcp_server import assert_hints_follow_the_spec
 
 from conftest import ext_code
 from core.extensions.contract import TurnContext
@@ -73,7 +74,7 @@ async def test_tools_are_listed_and_remember_then_recall_over_http(mcp_settings)
         assert {"remember", "recall", "forget", "kv_get", "kv_set", "ask"} <= set(tools)
         assert {"schedule_once", "list_schedules", "cancel_schedule"} <= set(tools)
         assert "launch" not in tools  # not the person's data
-        assert tools["recall"].annotations.readOnlyHint is True
+        assert_hints_follow_the_spec(tools)  # as over stdio: one server for both fronts
         stored = await mcp.call_tool("remember", {"text": "My sister Ada lives in Lyon."})
         assert not stored.isError, text_of(stored)
         found = await mcp.call_tool("recall", {"query": "Where does Ada live?", "limit": 5})

@@ -290,7 +290,7 @@ class McpAnswer:
     """The kernel's answer to an MCP request of an extension's client
     (``ExtensionContext.mcp_request``, ADR 0059): ``text`` (a tool's result or a
     resource), ``error`` when it failed, ``tools`` for ``list`` — each
-    ``{"name", "description", "schema", "side_effects"}`` — as ``main.py mcp`` gets them."""
+    ``{"name", "description", "schema", "effect"}`` — as ``main.py mcp`` gets them."""
 
     text: str = ""
     error: str | None = None

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         PromptAddition,
         ResolvedPermissions,
         ToolConfig,
+        ToolEffect,
         load_manifest,
     )
     from core.extensions.loading.names import NamePolicy
@@ -85,6 +86,7 @@ __all__ = [
     "SetupSchemaError",
     "SignatureError",
     "ToolConfig",
+    "ToolEffect",
     "call_with_timeout",
     "check_signatures",
     "check_tool_declarations",
@@ -128,6 +130,7 @@ _HOMES = {
     "SetupSchemaError": "setup_schema",
     "SignatureError": "signatures",
     "ToolConfig": "manifest",
+    "ToolEffect": "manifest",
     "call_with_timeout": "lifecycle",
     "check_signatures": "signatures",
     "check_tool_declarations": "declarations",

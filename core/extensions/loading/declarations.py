@@ -67,8 +67,8 @@ def check_tool_declarations(
         raise ManifestError(
             ext_dir / MANIFEST_FILE,
             f"{fields}: {manifest.id} provides no tool of that name (its tools: "
-            f"{', '.join(provided) or 'none'}); a manifest declares side effects only "
-            "for its own tools (settings policy.side_effects speaks for any tool)",
+            f"{', '.join(provided) or 'none'}); a manifest declares side effects and "
+            "effects only for its own tools (settings policy.side_effects speaks for any tool)",
         )
 
 

@@ -232,16 +232,24 @@ class ToolConfig(_Strict):
         return not self.names
 
 
+ToolEffect = Literal["read_only", "additive", "destructive"]
+
+
 class ToolDeclaration(_Strict):
     """What the manifest says about one of the extension's own tools (``tools.<name>``).
 
     ``side_effects``: whether a call acts outside Hearth's own data or cannot
     be undone (consent, docs/consent.md); it beats the tool's own attribute
-    and the manifest's ``side_effects`` default. A name the extension does not
+    and the manifest's ``side_effects`` default. ``effect``: what a call does to
+    the data it reaches — ``read_only`` (changes nothing), ``additive`` (adds,
+    never changes or removes) or ``destructive`` (removes or overwrites; the
+    default) — from which an MCP client's ``readOnlyHint`` and
+    ``destructiveHint`` are derived (ADR 0074). A name the extension does not
     provide is a load error (ADR 0044): a manifest speaks for its own tools only.
     """
 
-    side_effects: bool
+    side_effects: bool | None = None
+    effect: ToolEffect | None = None
 
 
 class Manifest(_Strict):

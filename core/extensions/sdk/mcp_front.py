@@ -2,9 +2,10 @@
 
 ``main.py mcp`` (stdio, in ``core.mcp_server``) and the HTTP API's ``/mcp``
 (an extension, which may import only the contract and this library) serve the
-same server: the person's own tools as the kernel lists them, each annotated
-from its ``side_effects`` (``readOnlyHint`` when it has none,
-``destructiveHint`` when it has), plus ``ask`` — one turn of the
+same server: the person's own tools as their extensions declare them, each
+annotated from the ``effect`` its manifest declares (``hints``: MCP's
+``readOnlyHint`` only for ``read_only``, ``destructiveHint`` unless it is
+``read_only`` or ``additive``; ADR 0074), plus ``ask`` — one turn of the
 orchestrator, answered as on a channel — and the resources
 ``hearth://memories`` and ``hearth://reminders``. A front only says how it
 reaches the kernel (``McpRequests``). Imports the ``mcp`` package: not
@@ -24,7 +25,7 @@ from pydantic import AnyUrl
 
 from core.extensions.contract import McpAnswer, McpOp
 
-__all__ = ["ASK_TOOL", "RESOURCES", "McpRequests", "build_mcp_server"]
+__all__ = ["ASK_TOOL", "RESOURCES", "McpRequests", "build_mcp_server", "hints"]
 
 log = logging.getLogger(__name__)
 
@@ -127,15 +128,26 @@ def build_mcp_server(requests: McpRequests) -> Server[Any, Any]:
     return server
 
 
+def hints(effect: str | None) -> types.ToolAnnotations:
+    """MCP's annotations for a tool's declared ``effect`` (``tools.<name>.effect``).
+
+    A client may run a ``readOnlyHint`` tool without asking, so only a tool that
+    changes nothing is read-only; ``destructiveHint`` (meaningful only when not
+    read-only) is false only for a tool that adds and never removes or
+    overwrites. Not declared: the specification's defaults, not read-only and
+    destructive."""
+    return types.ToolAnnotations(
+        readOnlyHint=effect == "read_only",
+        destructiveHint=effect not in ("read_only", "additive"),
+    )
+
+
 def _tool(row: dict[str, Any]) -> types.Tool:
-    side_effects = bool(row["side_effects"])
     return types.Tool(
         name=str(row["name"]),
         description=str(row["description"]),
         inputSchema=row["schema"],
-        annotations=types.ToolAnnotations(
-            readOnlyHint=not side_effects, destructiveHint=side_effects
-        ),
+        annotations=hints(row.get("effect")),
     )
 
 

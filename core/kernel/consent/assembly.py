@@ -144,7 +144,11 @@ def declared_tools(
         except Exception as exc:  # the agent's descriptor: reported where it is wrapped as a tool
             log.debug("agent descriptor of %s: %s", record.ext_id, exc)
             provides = [tool_name_of(t) for t in tools]
-        declared = {n: e.side_effects for n, e in manifest.tools.items() if n in provides}
+        declared = {
+            n: e.side_effects
+            for n, e in manifest.tools.items()
+            if n in provides and e.side_effects is not None
+        }
         where = f"{record.ext_id}/{MANIFEST_FILE}"
         groups.append(
             DeclaredTools(record.ext_id, provides, declared, manifest.side_effects, where)
