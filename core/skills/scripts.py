@@ -6,12 +6,13 @@ capabilities, a read-only root, the skill's folder read-only, a fresh scratch
 directory writable (its working directory and ``HOME``), a size-limited
 ``/tmp``, and no network unless ``skills.network`` names the skill. Resource
 limits (address space, CPU time, file size, open files) are set on the
-process before it starts, its tree goes into a cgroup where the machine
-offers one, and a wall-clock limit kills the whole tree (bwrap's PID
-namespace dies with it). Where bubblewrap cannot run, a script is refused
-unless network was granted — then the network cannot be taken away anyway,
-and it runs with the limits only, loudly — the same rule as for isolated
-extensions (``launch.plan_launch``).
+process before it starts, its tree is born in a cgroup where the machine
+offers one (the plugin hosts' gate, ``process.GATE``: ``/bin/sh`` waits until
+it has been moved there, then ``exec``s bwrap), and a wall-clock limit kills
+the whole tree (bwrap's PID namespace dies with it). Where bubblewrap cannot
+run, a script is refused unless network was granted — then the network
+cannot be taken away anyway, and it runs with the limits only, loudly — the
+same rule as for isolated extensions (``launch.plan_launch``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from core.extensions.isolation.kernel.launch import (
     host_environment,
     warn_unconfined,
 )
+from core.extensions.isolation.kernel.process import GATE
 from core.extensions.isolation.kernel.watchdog import cgroup_support
 from core.skills.errors import SkillScriptError
 from core.skills.files import resolve_inside
@@ -177,8 +179,9 @@ async def _run(
     cgroup = await _cgroup(skill, rlimits, limits.cgroups)
     started = time.monotonic()
     process = await asyncio.create_subprocess_exec(
+        *(GATE if cgroup is not None else ()),
         *argv,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE if cgroup is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=scratch,
@@ -188,8 +191,11 @@ async def _run(
     )
     timed_out = False
     try:
-        if cgroup is not None:
+        if cgroup is not None and process.stdin is not None:
+            # the gate runs nothing before it is inside: what it execs is born there
             await asyncio.to_thread(cgroup.add, process.pid)
+            process.stdin.write(b"go\n")
+            process.stdin.close()
         cap = limits.output_max_chars
         assert process.stdout is not None and process.stderr is not None
         reading = asyncio.gather(_read(process.stdout, cap), _read(process.stderr, cap))

@@ -11,7 +11,9 @@ import time
 
 import pytest
 
+from core.extensions.isolation.host.limits import HostLimits
 from core.extensions.isolation.kernel.confinement import probe
+from core.extensions.isolation.kernel.watchdog import cgroup_support
 from core.skills import (
     ScriptLimits,
     SkillFileError,
@@ -25,6 +27,7 @@ from support.skills_kit import public_layout, write_skill
 pytestmark = pytest.mark.skipif(
     not probe().available, reason=f"bubblewrap is needed: {probe().detail}"
 )
+CGROUPS = cgroup_support("auto")
 
 LIMITS = ScriptLimits(timeout_s=20.0)
 HOSTILE = {
@@ -55,6 +58,20 @@ HOSTILE = {
     """,
     "scripts/flood.py": "import sys\nsys.stdout.write('y' * 5_000_000)\n",
     "scripts/fail.py": "import sys\nprint('bad input', file=sys.stderr)\nsys.exit(3)\n",
+    "scripts/forks.py": """
+        import os
+        started = 0
+        for _ in range(400):
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                print(f"fork refused: {exc.strerror}")
+                break
+            if pid == 0:  # a child sleeps in the background, as `sleep 30 &` would
+                os.execv("/bin/sleep", ["sleep", "30"])
+            started += 1
+        print(f"started {started}")
+    """,
     "scripts/hog.py": """
         try:
             block = bytearray(2 * 1024 * 1024 * 1024)
@@ -135,6 +152,17 @@ async def test_a_flood_of_output_is_cut_and_says_so(skills, tmp_path):
 async def test_memory_beyond_the_limit_is_refused(skills, tmp_path):
     result = await run(skills, tmp_path, "hostile", "scripts/hog.py")
     assert "allocated" not in result.stdout
+
+
+@pytest.mark.skipif(not CGROUPS.available, reason=f"no usable cgroups: {CGROUPS.detail}")
+async def test_a_scripts_forks_fail_at_the_cgroups_task_limit(skills, tmp_path):
+    # the script and every process it starts are born inside the run's cgroup (v1 or
+    # v2): moving bwrap there after it has cloned the script left them all outside
+    result = await run(skills, tmp_path, "hostile", "scripts/forks.py")
+    assert result.exit_code == 0, result.text()
+    started = int(result.stdout.split("started ")[1])
+    assert started < HostLimits().pids_max, result.stdout  # 400 ran before
+    assert "fork refused: Resource temporarily unavailable" in result.stdout
 
 
 async def test_only_files_of_the_scripts_folder_run(skills, tmp_path):
