@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from core.agents.declarative import DeclarativeAgentAdapter, ResolveTools
     from core.agents.errors import (
         AgentLayerError,
+        ModelFailedError,
         ModelNotConfiguredError,
         PromptTemplateError,
         TokenBudgetExceededError,
@@ -40,6 +41,7 @@ __all__ = [
     "DeclarativeAgentAdapter",
     "HookedAgent",
     "ModelChoice",
+    "ModelFailedError",
     "ModelNotConfiguredError",
     "ModelRouter",
     "Orchestrator",
@@ -61,6 +63,7 @@ _HOMES = {
     "DeclarativeAgentAdapter": "declarative",
     "ResolveTools": "declarative",
     "AgentLayerError": "errors",
+    "ModelFailedError": "errors",
     "ModelNotConfiguredError": "errors",
     "PromptTemplateError": "errors",
     "TokenBudgetExceededError": "errors",

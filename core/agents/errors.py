@@ -50,3 +50,24 @@ class McpServerUnavailableError(AgentLayerError):
         )
         self.server = server
         self.state = state
+
+
+class ModelFailedError(AgentLayerError):
+    """A model failed one step of a turn with nothing left to take over: it
+    ``refused`` the request (a 4xx that is the request's or the settings' fault),
+    or failed (unreachable, too slow, 429, 5xx) and no other model of its chain
+    could answer. ``str(exc)`` is what the user reads — which model, at which
+    provider, the status — with the provider's own words (``detail``) masked of
+    every configured secret, since a provider or a proxy may echo the API key."""
+
+    def __init__(
+        self, provider: str, model: str, status: int | None, detail: str, *, refused: bool
+    ) -> None:
+        what = "refused the request" if refused else "failed"
+        code = f" ({status})" if status is not None else ""
+        super().__init__(f"the model {model} at provider {provider} {what}{code}: {detail}")
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.detail = detail
+        self.refused = refused

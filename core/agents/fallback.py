@@ -10,11 +10,14 @@ A model falls over on what is not the request's fault — the server
 unreachable, no answer before the provider's ``timeout_s``, 408/409/429, or
 a 5xx — after the provider's own retries (``max_retries``). A 400, 401,
 403, 404 or 422 is the request's (or the settings') fault: it is raised at
-once, whatever the chain holds. A model that failed cools down
-(``ModelHealth``, a circuit breaker): it is skipped for ``cooldown_s``,
-doubling while it keeps failing (a 429's ``retry-after`` when that is
-longer), and tried again after. When every model of a chain cools, they are
-tried all the same, in order: a turn is never refused for cooling alone.
+once, whatever the chain holds, as a ``ModelFailedError`` that names the
+model, its provider and the status, the provider's words masked of every
+configured secret (the same for a chain of one model that failed). A model
+that failed cools down (``ModelHealth``, a circuit breaker): it is skipped
+for ``cooldown_s``, doubling while it keeps failing (a 429's ``retry-after``
+when that is longer), and tried again after. When every model of a chain
+cools, they are tried all the same, in order: a turn is never refused for
+cooling alone.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import TYPE_CHECKING
 import openai
 from agents.models.interface import Model, ModelTracing
 
-from core.agents.errors import AgentLayerError
+from core.agents.errors import AgentLayerError, ModelFailedError
+from core.runtime import REDACTOR
 
 if TYPE_CHECKING:
     from agents.agent_output import AgentOutputSchemaBase
@@ -177,12 +181,14 @@ class FallbackModel(Model):
 
     def _failed(self, label: str, exc: Exception, failures: list[tuple[str, str]]) -> None:
         if not falls_over(exc):
+            if isinstance(exc, openai.APIStatusError):  # the request's or settings' fault
+                raise _model_failed(label, exc, refused=True) from exc
             raise exc
         seconds = self.health.failed(label, exc)
         failures.append((label, _one_line(exc)))
         log.warning("model %s failed (%s); cooling %.0f s", label, _one_line(exc), seconds)
         if len(self.chain) == 1:
-            raise exc  # no chain: the model's own error, as without one
+            raise _model_failed(label, exc, refused=False) from exc  # no chain to go on
 
     async def get_response(
         self,
@@ -274,8 +280,27 @@ class FallbackModel(Model):
             await model.close()
 
 
+def _model_failed(label: str, exc: BaseException, *, refused: bool) -> ModelFailedError:
+    """``exc`` of the model ``label`` (``provider/model``) as the user may read it:
+    the provider's own message (the ``error.message`` of its body, else the
+    exception's text) on one line, every configured secret masked, cut short."""
+    provider, _, model = label.partition("/")
+    body = getattr(exc, "body", None)
+    said = body.get("message") if isinstance(body, dict) else None
+    text = " ".join(str(said or exc).split()) or type(exc).__name__
+    return ModelFailedError(
+        provider, model, getattr(exc, "status_code", None), _cut(text), refused=refused
+    )
+
+
 def _one_line(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     text = " ".join(str(exc).split()) or type(exc).__name__
     text = f"{status} {text}" if status and not text.startswith(str(status)) else text
+    return _cut(text)
+
+
+def _cut(text: str) -> str:
+    """Masked before it is cut, which could split a secret."""
+    text = REDACTOR.redact(text)
     return text if len(text) <= 160 else text[:159] + "…"

@@ -17,7 +17,13 @@ import pytest
 import yaml
 from agents import Runner
 
-from core.agents import DeclarativeAgentAdapter, ModelRouter, Orchestrator, configure_tracing
+from core.agents import (
+    DeclarativeAgentAdapter,
+    ModelFailedError,
+    ModelRouter,
+    Orchestrator,
+    configure_tracing,
+)
 from core.config import ModelsSettings
 from core.extensions.loading.manifest import load_manifest
 from core.tools import build_core_tools
@@ -109,11 +115,15 @@ async def test_empty_script_echoes_the_user(server: FakeOpenAIServer) -> None:
     await router.aclose()
 
 
-async def test_http_500_surfaces_as_an_api_error(server: FakeOpenAIServer) -> None:
+async def test_http_500_surfaces_naming_the_model_provider_and_status(
+    server: FakeOpenAIServer,
+) -> None:
     server.script(Failure(500, "model crashed"))
     router = router_for(server)
-    with pytest.raises(openai.InternalServerError, match="model crashed"):
+    with pytest.raises(ModelFailedError) as failed:
         await Runner.run(orchestrator(router, []).agent(), "hi")
+    assert str(failed.value) == "the model fake-model at provider local failed (500): model crashed"
+    assert isinstance(failed.value.__cause__, openai.InternalServerError)
     await router.aclose()
 
 

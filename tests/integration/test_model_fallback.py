@@ -15,7 +15,7 @@ import openai
 import pytest
 from agents import Agent, Runner, function_tool
 
-from core.agents import ModelRouter, configure_tracing
+from core.agents import ModelFailedError, ModelRouter, configure_tracing
 from core.agents.fallback import AllModelsFailedError, ModelHealth, falls_over
 from core.config import ModelsSettings
 from support.fake_openai import Failure, FakeOpenAIServer, Hang, ToolCall
@@ -94,9 +94,14 @@ async def test_a_400_is_reported_and_never_handed_on() -> None:
     with FakeOpenAIServer() as first, FakeOpenAIServer() as second:
         first.script(Failure(400, "unknown parameter: temprature"))
         router = ModelRouter(chain(first.base_url, second.base_url), env={})
-        with pytest.raises(openai.BadRequestError, match="temprature"):
+        with pytest.raises(ModelFailedError) as refused:
             await ask(router)
         await router.aclose()
+    assert str(refused.value) == (
+        "the model fake-model at provider first refused the request (400): "
+        "unknown parameter: temprature"
+    )
+    assert isinstance(refused.value.__cause__, openai.BadRequestError)
     assert second.requests == []
     assert router.health.cooling("first/fake-model") == 0  # not the model's fault
 

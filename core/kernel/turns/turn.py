@@ -57,6 +57,7 @@ from agents import (
 from agents.items import ToolApprovalItem, TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
+from core.agents import ModelFailedError
 from core.agents.usage import TurnUsage, usage_of
 from core.extensions.access.state_scope import serving
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
@@ -69,6 +70,7 @@ from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.shaping.context_chain import ContextChain
 from core.kernel.turns.observer import NO_TURN_OBSERVER, TurnObserver
 from core.kernel.turns.streaming import Callback, stream_run, stream_text
+from core.runtime import REDACTOR
 
 __all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult", "TurnRunner"]
 
@@ -80,6 +82,7 @@ Decide = Callable[[RunState[Any, Any]], None]
 
 NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
+REASON_MAX = 240  # the reason's characters: model, provider, status and the provider's words
 
 
 class OrchestratorLike(Protocol):
@@ -451,5 +454,9 @@ def new_history_items(result: RunResultBase) -> list[TResponseInputItem]:
 
 
 def _short_reason(exc: BaseException) -> str:
-    text = describe_exception(exc)
-    return text if len(text) <= 120 else text[:117] + "..."
+    """The apology's reason: a model's failure as it names itself (model, provider,
+    status), anything else by its type; every configured secret masked before the
+    text is cut, which could split one (a provider may echo the API key)."""
+    text = str(exc) if isinstance(exc, ModelFailedError) else describe_exception(exc)
+    text = REDACTOR.redact(text)
+    return text if len(text) <= REASON_MAX else text[: REASON_MAX - 3] + "..."
