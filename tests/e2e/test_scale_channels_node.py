@@ -1,0 +1,108 @@
+"""The bundled channels on a ``channels`` node (issue 41, ADR 0070): a ``kernel.role:
+channels`` process runs the CLI or Telegram, a ``workers`` process the turns, on one
+fresh PostgreSQL database. Every line the user types is journaled and answered, in
+order, once — with the worker up, and on a fresh deployment where the lines were
+typed before the first worker ever started."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import asyncpg
+import pytest
+
+from conftest import PROJECT_ROOT
+from support.fake_openai import FakeOpenAIServer
+from support.fake_telegram import FakeTelegram
+from support.kernel_process import wait_until
+from support.pg_helpers import run_sync
+from support.scale_support import Cluster
+from support.telegram_support import ALICE, EXTENSION_ID, install_extension, telegram_config
+
+READY = "kernel ready"
+CLI = "cli_channel"
+LINES = ["first", "second", "third"]
+ECHOES = [f"echo: {line}" for line in LINES]
+
+
+async def _user_messages(dsn: str) -> list[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT payload FROM journal_events WHERE topic = 'user.message' ORDER BY id"
+        )
+    finally:
+        await conn.close()
+    return [json.loads(r["payload"])["text"] for r in rows]
+
+
+def _journaled(dsn: str) -> list[str]:
+    return run_sync(lambda: _user_messages(dsn))
+
+
+@pytest.mark.parametrize("worker_first", [True, False], ids=["worker-up", "fresh-deployment"])
+def test_every_line_piped_into_a_channels_node_is_answered_in_order_once(
+    ext_root, tmp_path, postgres_dsn, worker_first
+):
+    shutil.copytree(PROJECT_ROOT / "sandbox" / "extensions" / CLI, ext_root / CLI)
+    with FakeOpenAIServer(delay_s=0.1) as srv:
+        cluster = Cluster(tmp_path, ext_root, postgres_dsn, srv)
+        cli_sections = {"channels": {"default": CLI}, "extensions": {}}
+        try:
+            if worker_first:
+                cluster.start("worker", "workers", **cli_sections)
+                cluster.wait_log("worker", READY)
+            front = cluster.start_piped("front", "channels", **cli_sections)
+            cluster.wait_log("front", READY)
+            for line in LINES:  # printf 'first\nsecond\nthird\n' | main.py
+                front.type(line)
+            front.close()  # end of input: once all is answered, the process shuts down
+            if not worker_first:  # the first line waits for the first worker
+                wait_until(lambda: _journaled(postgres_dsn) == LINES[:1], 60)
+                assert front.lines == []
+                cluster.start("worker", "workers", **cli_sections)
+            wait_until(
+                lambda: len(front.lines) >= len(LINES),
+                120,
+                lambda: f"{front.lines}\n{cluster.log('front')[-3000:]}",
+            )
+            assert front.proc.wait(timeout=60) == 0, cluster.log("front")[-3000:]
+        finally:
+            codes = cluster.stop_all()
+    assert set(codes.values()) <= {0}, {n: cluster.log(n)[-2000:] for n in codes}
+    assert front.lines == ECHOES
+    assert _journaled(postgres_dsn) == LINES
+    assert [r.get("messages", [{}])[-1].get("content") for r in srv.requests] == LINES
+
+
+@pytest.mark.parametrize("worker_first", [True, False], ids=["worker-up", "fresh-deployment"])
+def test_every_telegram_message_to_a_channels_node_is_answered_in_order_once(
+    ext_root, tmp_path, postgres_dsn, worker_first
+):
+    install_extension(ext_root)
+    with FakeTelegram() as tg, FakeOpenAIServer(delay_s=0.1) as srv:
+        cluster = Cluster(tmp_path, ext_root, postgres_dsn, srv)
+        sections = {
+            "channels": {"default": EXTENSION_ID},
+            "extensions": {EXTENSION_ID: telegram_config(tg)},
+        }
+        env = {"TELEGRAM_BOT_TOKEN": tg.token}
+        try:
+            if worker_first:
+                cluster.start("worker", "workers", env, **sections)
+                cluster.wait_log("worker", READY)
+            cluster.start("front", "channels", env, **sections)
+            cluster.wait_log("front", READY)
+            for line in LINES:
+                tg.send_update(line, user_id=ALICE)
+            if not worker_first:
+                wait_until(lambda: _journaled(postgres_dsn) == LINES, 60)
+                assert tg.chat_texts(ALICE) == []
+                cluster.start("worker", "workers", env, **sections)
+            tg.wait_until(lambda: len(tg.chat_texts(ALICE)) >= len(LINES), timeout_s=120)
+        finally:
+            codes = cluster.stop_all()
+    assert set(codes.values()) == {0}, {n: cluster.log(n)[-2000:] for n in codes}
+    assert tg.chat_texts(ALICE) == ECHOES
+    assert _journaled(postgres_dsn) == LINES
