@@ -106,3 +106,31 @@ def test_every_telegram_message_to_a_channels_node_is_answered_in_order_once(
     assert set(codes.values()) == {0}, {n: cluster.log(n)[-2000:] for n in codes}
     assert tg.chat_texts(ALICE) == ECHOES
     assert _journaled(postgres_dsn) == LINES
+
+
+def test_lines_typed_by_hand_at_a_channels_node_are_answered_in_order(
+    ext_root, tmp_path, postgres_dsn, monkeypatch
+):
+    from test_cli_repl import Terminal
+
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    shutil.copytree(PROJECT_ROOT / "sandbox" / "extensions" / CLI, ext_root / CLI)
+    with FakeOpenAIServer(delay_s=0.1) as srv:
+        cluster = Cluster(tmp_path, ext_root, postgres_dsn, srv)
+        cli_sections = {"channels": {"default": CLI}, "extensions": {}}
+        try:
+            cluster.start("worker", "workers", **cli_sections)
+            cluster.wait_log("worker", READY)
+            settings = cluster.settings_for("front", "channels", **cli_sections)
+            term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(settings)])
+            term.expect("you>", timeout=60)
+            for line, echo in zip(LINES, ECHOES, strict=True):
+                term.send(f"{line}\r")
+                term.expect(echo, timeout=60, after=f"you> {line}")
+                term.expect("you>", timeout=30, after=echo)  # the prompt is back
+            term.send("\x04")  # Ctrl-D
+            assert term.wait(timeout=60) == 0
+        finally:
+            codes = cluster.stop_all()
+    assert set(codes.values()) == {0}, {n: cluster.log(n)[-2000:] for n in codes}
+    assert _journaled(postgres_dsn) == LINES
