@@ -16,7 +16,8 @@ method takes ``usage=`` (``channel_protocols.takes_usage``); a retry does not
 
 A streaming channel whose stream for the message is open gets
 ``on_stream_end`` with the stored text; anything else, including a reply
-re-sent after a restart or a retry, goes through ``send_to_user``. A
+this process re-sends after a restart or a retry, goes through
+``send_to_user`` (another node's reply: see below). A
 recorded follow-up (post-processor output, ADR 0023) is sent right after
 the answer with ``send_to_user``; when only it failed, only it is retried
 (its own ``system.reply``, key ``reply:<id>:followup``).
