@@ -134,3 +134,38 @@ def test_lines_typed_by_hand_at_a_channels_node_are_answered_in_order(
             codes = cluster.stop_all()
     assert set(codes.values()) == {0}, {n: cluster.log(n)[-2000:] for n in codes}
     assert _journaled(postgres_dsn) == LINES
+
+
+async def test_the_http_api_on_a_channels_node_answers_whole_and_streamed(
+    ext_root, tmp_path, postgres_dsn, monkeypatch
+):
+    """The HTTP API gets another node's reply as the message's stream too (ADR 0070):
+    a request reading it whole and one reading SSE are both answered."""
+    from support.http_api_support import TOKEN, client, install, serving
+
+    monkeypatch.setenv("HEARTH_API_TOKEN", TOKEN)
+    install(ext_root)
+    with FakeOpenAIServer(delay_s=0.1) as srv:
+        cluster = Cluster(tmp_path, ext_root, postgres_dsn, srv)
+        sections = {
+            "channels": {"default": "http_api"},
+            "extensions": {"http_api": {"listen": "127.0.0.1:0"}},
+        }
+        try:
+            cluster.start("worker", "workers", {"HEARTH_API_TOKEN": TOKEN}, **sections)
+            cluster.wait_log("worker", READY)
+            settings = cluster.settings_for("front", "channels", **sections)
+            async with serving(settings) as (_, base):
+                api = client(base)
+                whole = await api.chat.completions.create(
+                    model="hearth", messages=[{"role": "user", "content": "first"}]
+                )
+                stream = await api.chat.completions.create(
+                    model="hearth", messages=[{"role": "user", "content": "second"}], stream=True
+                )
+                pieces = [c.choices[0].delta.content async for c in stream if c.choices]
+        finally:
+            codes = cluster.stop_all()
+    assert set(codes.values()) == {0}, {n: cluster.log(n)[-2000:] for n in codes}
+    assert whole.choices[0].message.content == "echo: first"
+    assert "".join(p for p in pieces if p) == "echo: second"
