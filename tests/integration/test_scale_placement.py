@@ -69,15 +69,16 @@ def test_replies_are_bound_to_the_node_that_owns_the_channel(tmp_path):
     assert shared.runs_channels and not shared.runs_workers
 
 
-def _worker_scale(tmp_path: Path, bus):
-    """The ``Scale`` of a worker sharing PostgreSQL (not opened: nothing here needs the pool)."""
+def _worker_scale(tmp_path: Path, bus, name: str = "worker", role: str = "all"):
+    """The ``Scale`` of a node sharing PostgreSQL (not opened: nothing here needs the pool)."""
     import asyncio
 
     from core.kernel.scale.scale_out import ScaleOut
 
     settings = Settings(
-        paths={"data": str(tmp_path / "worker")},
+        paths={"data": str(tmp_path / name)},
         storage={"backend": "postgres", "postgres_dsn": "postgresql://h/db"},
+        kernel={"role": role},
     )
     locks: dict[str, asyncio.Lock] = {}
     return ScaleOut(settings, bus, lambda key: locks.setdefault(key, asyncio.Lock()))
@@ -133,7 +134,72 @@ async def test_a_worker_hands_replies_to_the_process_that_runs_the_channel(tmp_p
     assert seen == [
         (
             "system.reply.front-1",
-            {"message_id": 7, "channel_id": "telegram", "user_id": "42", "text": "hi"},
+            {
+                "message_id": 7,
+                "channel_id": "telegram",
+                "user_id": "42",
+                "text": "hi",
+                "stream": True,  # the channel's node ends the message's stream with it
+            },
         ),
         ("system.user.notify", {"text": "later", "channel_id": "telegram", "user_id": "42"}),
+    ]
+
+
+async def test_a_channels_node_ends_the_messages_stream_with_a_reply_another_node_sent(tmp_path):
+    """Issue 41: the CLI waits for its reply through the message's stream. A reply a
+    worker forwarded reaches a streaming channel as a stream (started, ended with the
+    text, as from a turn here that streamed nothing); a plain channel gets it whole."""
+    from core.events import EventBus, SQLiteJournal
+    from core.kernel.conversations.ledger import StoredReply
+    from core.kernel.turns.outbox import ReplyOutbox
+    from support.harness import wait_for
+
+    bus = EventBus(SQLiteJournal(tmp_path / "events.db"))  # stands for the shared journal
+    calls: list[tuple[str, ...]] = []
+
+    class Cli:
+        async def send_to_user(self, user_id, message):
+            calls.append(("cli.send_to_user", user_id, message))
+
+        async def send_message(self, message):
+            calls.append(("cli.send_message", message))
+
+        async def on_stream_start(self, user_id):
+            calls.append(("cli.on_stream_start", user_id))
+
+        async def on_stream_chunk(self, user_id, chunk):
+            calls.append(("cli.on_stream_chunk", user_id, chunk))
+
+        async def on_stream_status(self, user_id, status):
+            calls.append(("cli.on_stream_status", user_id, status))
+
+        async def on_stream_end(self, user_id, full_text):
+            calls.append(("cli.on_stream_end", user_id, full_text))
+
+    class Plain:
+        async def send_to_user(self, user_id, message):
+            calls.append(("plain.send_to_user", user_id, message))
+
+        async def send_message(self, message):
+            calls.append(("plain.send_message", message))
+
+    front = _worker_scale(tmp_path, bus, "front", "channels")
+    channels = {"cli_channel": Cli(), "plain": Plain()}
+    ReplyOutbox(bus, channels.get, send_timeout_s=5, scale=front).subscribe()
+    worker = ReplyOutbox(bus, {}.get, send_timeout_s=5, scale=_worker_scale(tmp_path, bus))
+    node = front.placement.node
+    await bus.start()
+    try:
+        await worker.deliver(1, StoredReply("1@1", "cli_channel", "me", "one", "#tag"), origin=node)
+        await wait_for(lambda: len(calls) >= 3)
+        await worker.deliver(2, StoredReply("2@1", "plain", "you", "two"), origin=node)
+        await wait_for(lambda: len(calls) >= 4)
+    finally:
+        await bus.stop()
+    assert calls == [
+        ("cli.on_stream_start", "me"),
+        ("cli.on_stream_end", "me", "one"),
+        ("cli.send_to_user", "me", "#tag"),  # a follow-up comes after, as from a local turn
+        ("plain.send_to_user", "you", "two"),
     ]

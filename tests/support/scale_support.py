@@ -4,20 +4,24 @@
 extensions directory is shared), starts them with a role, kills or stops
 them, and reads what the test channel ``chan`` was sent. ``chan`` journals the
 messages of its config once (idempotency keys) when it starts, and appends
-every reply as one JSON line naming the process that sent it.
+every reply as one JSON line naming the process that sent it. ``PipedKernel``
+is a process run as a user runs the CLI with a pipe: lines in, replies out.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
-from conftest import ext_code, grant_all
+from conftest import PROJECT_ROOT, ext_code, grant_all
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.kernel_process import kill, start_kernel, wait_until
 
@@ -57,6 +61,31 @@ CHANNEL_MANIFEST = {"permissions": {"user_messages": True}}
 def conversation_messages(users: int, per_user: int) -> list[tuple[str, str]]:
     """``(user, text)`` pairs, interleaved: m0 for u0, m1 for u1, …"""
     return [(f"u{i % users}", f"m{i}") for i in range(users * per_user)]
+
+
+class PipedKernel:
+    """A kernel process whose stdin the test types into; ``lines``: its stdout so far."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        assert proc.stdout is not None
+        threading.Thread(target=self._read, args=(proc.stdout,), daemon=True).start()
+
+    def _read(self, stdout: IO[str]) -> None:
+        for line in stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def type(self, line: str) -> None:
+        """One line, as typed: written and flushed at once."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        """End of input (Ctrl-D): the CLI finishes its work and shuts the kernel down."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
 
 
 class Cluster:
@@ -103,13 +132,34 @@ class Cluster:
         self.settings[name] = path
         return path
 
-    def start(self, name: str, role: str, **sections: Any) -> subprocess.Popen[str]:
+    def start(
+        self, name: str, role: str, env: dict[str, str] | None = None, **sections: Any
+    ) -> subprocess.Popen[str]:
+        """Start process ``name`` under a supervisor's conditions (``env`` added to ours)."""
         settings = self.settings.get(name) or self.settings_for(name, role, **sections)
         log = open(self.root / name / "stderr.log", "a")  # the child keeps its own copy
-        proc = start_kernel(settings, log, OPENAI_AGENTS_DISABLE_TRACING="1")
+        extra = {"OPENAI_AGENTS_DISABLE_TRACING": "1", **(env or {})}
+        proc = start_kernel(settings, log, **extra)
         log.close()
         self.procs[name] = proc
         return proc
+
+    def start_piped(self, name: str, role: str, **sections: Any) -> PipedKernel:
+        """``main.py`` as a user runs it with a pipe (not supervised, so the CLI
+        channel runs): the test writes lines to its stdin and reads its stdout."""
+        settings = self.settings.get(name) or self.settings_for(name, role, **sections)
+        log = open(self.root / name / "stderr.log", "a")
+        proc = subprocess.Popen(
+            [sys.executable, str(PROJECT_ROOT / "main.py"), "--settings", str(settings)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "OPENAI_AGENTS_DISABLE_TRACING": "1"},
+        )
+        log.close()
+        self.procs[name] = proc
+        return PipedKernel(proc)
 
     def log(self, name: str) -> str:
         return (self.root / name / "stderr.log").read_text(errors="replace")

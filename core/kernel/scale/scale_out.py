@@ -125,12 +125,19 @@ class ScaleOut:
         self, message_id: int, reply: StoredReply, origin: str | None, channel_here: bool
     ) -> bool:
         """A reply to a message another node journaled goes back through that node's
-        ``system.reply.<node>``; one whose message names no node (a turn resumed after
-        an approval) for a channel another process runs becomes a notification for
-        that user, which every channels process sees and the one running it sends."""
+        ``system.reply.<node>``, to reach a streaming channel as the message's stream
+        (the CLI's wait for its reply ends with it, ADR 0070); one whose message names
+        no node (a turn resumed after an approval) for a channel another process runs
+        becomes a notification for that user, which every channels process sees and
+        the one running it sends."""
         if self.answered_elsewhere(origin):
             payload = reply_payload(
-                message_id, reply.channel_id, reply.user_id, reply.text, reply.followup
+                message_id,
+                reply.channel_id,
+                reply.user_id,
+                reply.text,
+                reply.followup,
+                as_stream=True,
             )
             await self._bus.publish(
                 self.placement.reply_topic(origin),

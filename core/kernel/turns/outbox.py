@@ -16,14 +16,20 @@ method takes ``usage=`` (``channel_protocols.takes_usage``); a retry does not
 
 A streaming channel whose stream for the message is open gets
 ``on_stream_end`` with the stored text; anything else, including a reply
-re-sent after a restart or a retry, goes through ``send_to_user``. A
+this process re-sends after a restart or a retry, goes through
+``send_to_user`` (another node's reply: see below). A
 recorded follow-up (post-processor output, ADR 0023) is sent right after
 the answer with ``send_to_user``; when only it failed, only it is retried
 (its own ``system.reply``, key ``reply:<id>:followup``).
 
 Where several kernel processes share the work (ADR 0036), the ``Scale`` seam
 (ADR 0052) binds the retry topic to this node and forwards a reply whose
-channel another node runs; with one process it forwards nothing.
+channel another node runs; with one process it forwards nothing. A reply
+another node's turn forwarded here reaches a streaming channel as that
+message's stream — ``on_stream_start``, then ``on_stream_end`` with the whole
+text — as it would from a turn run here that streamed no text: a channel that
+waits for the end of the stream (the CLI) knows it from a notification
+(ADR 0070).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 from core.agents.usage import TurnUsage
 from core.events import EventBus
 from core.events.models import Event
+from core.extensions.contract import StreamingChannelProvider
 from core.extensions.contract.channels import USAGE_KEYWORD, takes_usage
 from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.conversations.ledger import StoredReply
@@ -53,6 +60,8 @@ __all__ = [
 
 log = logging.getLogger("core.kernel.turns.outbox")
 
+AS_STREAM = "stream"  # payload flag: deliver as the message's stream (``reply_payload``)
+
 
 def reply_key(message_id: int, part: str = "") -> str:
     """Idempotency key of the retried reply to the ``user.message`` event ``message_id``
@@ -61,9 +70,17 @@ def reply_key(message_id: int, part: str = "") -> str:
 
 
 def reply_payload(
-    message_id: int, channel_id: str, user_id: str, text: str, followup: str | None = None
+    message_id: int,
+    channel_id: str,
+    user_id: str,
+    text: str,
+    followup: str | None = None,
+    *,
+    as_stream: bool = False,
 ) -> dict[str, Any]:
-    """The payload of a journaled ``system.reply`` (what ``_resend`` sends)."""
+    """The payload of a journaled ``system.reply`` (what ``_resend`` sends);
+    ``as_stream``: the reply of a turn another node ran, which a streaming channel
+    gets as the message's stream (its end is how the CLI knows the reply)."""
     payload: dict[str, Any] = {
         "message_id": message_id,
         "channel_id": channel_id,
@@ -72,6 +89,8 @@ def reply_payload(
     }
     if followup:
         payload["followup"] = followup
+    if as_stream:
+        payload[AS_STREAM] = True
     return payload
 
 
@@ -219,11 +238,27 @@ class ReplyOutbox:
     async def _resend(self, event: Event) -> None:
         payload = event.payload
         channel_id, user_id = str(payload["channel_id"]), str(payload["user_id"])
-        await self._send(channel_id, user_id, str(payload["text"]))
+        text = str(payload["text"])
+        if payload.get(AS_STREAM) and text:
+            await self._send_as_stream(channel_id, user_id, text)
+        else:
+            await self._send(channel_id, user_id, text)
         followup = payload.get("followup")
         if followup:  # once the answer is sent, a failure retries the follow-up alone
             message_id = int(payload["message_id"])
             await self._journal(message_id, channel_id, user_id, str(followup), part="followup")
+
+    async def _send_as_stream(self, channel_id: str, user_id: str, text: str) -> None:
+        """Another node's turn's reply, as a stream here that carried no text: started,
+        then ended with ``text``. A channel that does not stream, or whose stream does
+        not start, is sent it whole."""
+        channel = self._channel_for(channel_id)
+        if isinstance(channel, StreamingChannelProvider):
+            stream = await self.open_stream(channel, user_id)
+            if stream is not None:
+                await channel.on_stream_end(user_id, text)
+                return
+        await self._send(channel_id, user_id, text)
 
     async def _send(
         self, channel_id: str, user_id: str, text: str, usage: TurnUsage | None = None
