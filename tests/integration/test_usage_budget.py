@@ -152,3 +152,28 @@ async def test_concurrent_turns_hold_their_estimate_against_the_budget(
         assert "held by answers in progress" in refused[0]
         assert "Budget daily: 4.88 of 5.00 USD (98%)" in usage
         assert len(kernel.spending.budget.holds) == 0  # every hold went with its turn
+
+
+async def test_a_failed_turn_gives_back_what_it_held(make_ext, settings_file):
+    """A turn whose model fails ends with an apology and its hold goes with it: the
+    next turn is admitted against what was spent, not against a leftover hold."""
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    path = settings_file(
+        channels={"default": "capture"},
+        models={"default": None, "prices": PRICES, "budget": {"daily": 2.5}},
+    )
+    model = ScriptedModel(
+        [
+            [assistant_message("Answer 1.")],
+            ModelStep.raise_error(RuntimeError("the model fell over")),
+            [assistant_message("Answer 2.")],
+        ]
+    )
+    model.set_default_usage(USAGE)
+    async with running_kernel(path, model=model) as kernel:
+        capture = kernel.loader.instance("capture")
+        assert await say(capture, "first") == "Answer 1."
+        failed = await say(capture, "second")
+        assert not failed.startswith("Sorry, the household's") and "Answer" not in failed
+        assert len(kernel.spending.budget.holds) == 0
+        assert await say(capture, "third") == "Answer 2."  # 1.22 + about 1.22 <= 2.50
