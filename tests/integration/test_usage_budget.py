@@ -107,7 +107,7 @@ async def test_per_person_budgets_and_usage(make_ext, settings_file):
 
 
 async def test_concurrent_turns_hold_their_estimate_against_the_budget(
-    monkeypatch, ext_root, settings_file
+    monkeypatch, ext_root, settings_file, storage_backend
 ):
     """Eight requests at once with room for three more turns (issue 41): a turn in
     flight holds its estimated cost (ADR 0075), so three run and five are refused;
@@ -118,6 +118,7 @@ async def test_concurrent_turns_hold_their_estimate_against_the_budget(
         models={"default": None, "prices": PRICES, "budget": {"daily": 5.0}},
         channels={"default": "http_api"},
         extensions={"http_api": {"listen": "127.0.0.1:0"}},
+        storage=storage_backend,
     )
     gate, asked = asyncio.Event(), []
 
@@ -177,3 +178,20 @@ async def test_a_failed_turn_gives_back_what_it_held(make_ext, settings_file):
         assert not failed.startswith("Sorry, the household's") and "Answer" not in failed
         assert len(kernel.spending.budget.holds) == 0
         assert await say(capture, "third") == "Answer 2."  # 1.22 + about 1.22 <= 2.50
+
+
+async def test_after_a_restart_the_estimate_comes_from_the_recorded_turns(make_ext, settings_file):
+    """A restarted kernel holds nothing (holds live in memory), and reads what the
+    recorded turns cost for its estimate: with 1.22 spent of 2.00, a turn of about
+    1.22 more is refused at once, not let through as a first, unknown turn."""
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    path = settings_file(
+        channels={"default": "capture"},
+        models={"default": None, "prices": PRICES, "budget": {"daily": 2.0}},
+    )
+    async with running_kernel(path, model=scripted(1)) as kernel:
+        assert await say(kernel.loader.instance("capture"), "first") == "Answer 1."
+    async with running_kernel(path, model=scripted(1)) as kernel:
+        refused = await say(kernel.loader.instance("capture"), "second")
+    assert refused.startswith("Sorry, the household's daily model budget has too little")
+    assert "1.22 USD of 2.00 USD; an answer costs about 1.22 USD" in refused
