@@ -5,6 +5,7 @@ turn, errors in the OpenAI shape, and the Responses API."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -104,6 +105,59 @@ async def test_clients_without_a_conversation_name_follow_their_history(settings
     branch = user_texts(model.requests[3])
     assert len(branch) == 1 and "User: I am Eve" in branch[0] and "who am I?" in branch[0]
     assert "Ada" not in str(model.requests[3]["messages"])
+
+
+async def test_two_clients_with_the_same_first_exchange_keep_their_chats_apart(settings, model):
+    """Issue 41: a chat is found from its history *and* its caller (ADR 0075). Two
+    clients that cannot be told apart (one token, no client id) and open with the
+    same exchange each branch with their own transcript; clients that name
+    themselves (``X-Hearth-Client``) each continue their own conversation."""
+    async with serving(settings) as (_, base):
+        ada, bob = client(base), client(base)
+        said = await ada.chat.completions.create(model="hearth", messages=chat("hi"))
+        said = said.choices[0].message.content
+        await bob.chat.completions.create(model="hearth", messages=chat("hi"))
+        await ada.chat.completions.create(model="hearth", messages=chat("hi", said, "PIN 4711"))
+        await bob.chat.completions.create(model="hearth", messages=chat("hi", said, "my PIN?"))
+        carol = client(base, headers={"X-Hearth-Client": "carol"})
+        dave = client(base, headers={"X-Hearth-Client": "dave"})
+        for who in (carol, dave):
+            await who.chat.completions.create(model="hearth", messages=chat("hello"))
+        said = "echo: hello"
+        await carol.chat.completions.create(model="hearth", messages=chat("hello", said, "PIN 1"))
+        await dave.chat.completions.create(model="hearth", messages=chat("hello", said, "PIN?"))
+    bobs = model.requests[3]
+    assert "4711" not in json.dumps(bobs["messages"])  # ada's secret stays hers
+    assert "my PIN?" in user_texts(bobs)[-1]
+    assert user_texts(model.requests[6]) == ["hello", "PIN 1"]  # carol's own conversation
+    assert user_texts(model.requests[7]) == ["hello", "PIN?"]  # dave's: no carol in it
+
+
+async def test_an_idempotency_key_is_bound_to_its_caller_and_body(settings, model):
+    """Issue 41: the same key with another body is a 422 naming the key, not
+    another chat's reply; the same body gets the same reply once; another caller's
+    key is its own (ADR 0075)."""
+    key = {"Idempotency-Key": "req-1"}
+    async with serving(settings) as (_, base):
+        api = client(base)
+        ask = {"model": "hearth", "messages": chat("book the train"), "extra_headers": key}
+        first = await api.chat.completions.create(**ask)
+        again = await api.chat.completions.create(**ask)
+        with pytest.raises(openai.UnprocessableEntityError) as reused:
+            await api.chat.completions.create(
+                model="hearth", messages=chat("cancel everything"), extra_headers=key
+            )
+        phone = client(base, headers={"X-Hearth-Client": "phone"})
+        theirs = await phone.chat.completions.create(
+            model="hearth", messages=chat("cancel everything"), extra_headers=key
+        )
+    assert first.choices[0].message.content == "echo: book the train"
+    assert again.choices[0].message.content == "echo: book the train"
+    assert reused.value.status_code == 422
+    error = reused.value.body
+    assert error["code"] == "idempotency_key_reused" and "req-1" in error["message"]
+    assert theirs.choices[0].message.content == "echo: cancel everything"
+    assert len(model.requests) == 2  # the train once, the phone's request once
 
 
 async def test_an_approval_is_answered_by_the_same_client(

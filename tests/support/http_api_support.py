@@ -72,9 +72,16 @@ async def serving(settings: Path, **kernel_args: Any) -> AsyncIterator[tuple[Ker
 _clients: list[AsyncOpenAI] = []
 
 
-def client(base_url: str, token: str = TOKEN) -> AsyncOpenAI:
-    """The real ``openai`` client for the API (closed when ``serving`` ends)."""
-    api = AsyncOpenAI(base_url=f"{base_url}/v1", api_key=token, max_retries=0, timeout=30)
+def client(base_url: str, token: str = TOKEN, headers: dict[str, str] | None = None) -> AsyncOpenAI:
+    """The real ``openai`` client for the API (closed when ``serving`` ends), sending
+    ``headers`` with every request."""
+    api = AsyncOpenAI(
+        base_url=f"{base_url}/v1",
+        api_key=token,
+        max_retries=0,
+        timeout=30,
+        default_headers=headers,
+    )
     _clients.append(api)
     return api
 

@@ -3,9 +3,11 @@
 Spent is what ``/usage`` shows: the recorded usage of the period (the
 user's day and month, ``settings.timezone``) times ``models.prices``. With
 ``scope: household`` everyone's turns count against one limit; with
-``scope: person`` each person's against their own. Before a turn, a spent
-limit refuses it with a line that says which limit, how much, and until
-when; commands and reminders never ask. After a turn, crossing
+``scope: person`` each person's against their own. Before a turn, a limit
+that cannot take it — what is spent, what the turns in flight hold and this
+turn's estimate (``holds``, ADR 0075) — refuses it with a line that says
+which limit, how much, and until when; an admitted turn holds its estimate
+until it ends (``release``). Commands and reminders never ask. After a turn, crossing
 ``notify_at`` (80 %) of a limit tells the owner, once per period and limit
 (the mark is stored: a restart or a second kernel process does not tell
 again).
@@ -13,14 +15,16 @@ again).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from core.config import BudgetSettings, ModelPrice
 from core.extensions.contract import TurnContext
+from core.kernel.spending.holds import Holds, TurnEstimate
 from core.kernel.spending.report import Periods, summarise
-from core.kernel.spending.store import UsageBook
+from core.kernel.spending.store import UsageBook, UsageEntry
 
 __all__ = ["Budget", "BudgetState"]
 
@@ -48,11 +52,16 @@ class Budget:
         prices: Mapping[str, ModelPrice],
         book: UsageBook,
         now: Callable[[], datetime],
+        default_model: str | None = None,
     ) -> None:
         self.settings = settings
         self.prices = prices
         self.book = book
         self.now = now
+        self.holds = Holds()
+        self.estimate = TurnEstimate(prices, book, default_model)
+        # admissions one at a time: each reads what the one before it holds
+        self._admitting = asyncio.Lock()
 
     def _person(self, turn: TurnContext) -> str | None:
         return (turn.person or "owner") if self.settings.scope == "person" else None
@@ -72,21 +81,50 @@ class Budget:
             states.append(BudgetState(name, limit, spent, period))
         return states
 
-    async def refusal(self, turn: TurnContext) -> str | None:
-        """The line that refuses a new turn, or ``None`` while the budget allows it."""
+    async def admit(self, turn: TurnContext, text: str = "") -> str | None:
+        """The line that refuses a new turn, or ``None`` once it holds its estimate
+        (until ``release``): admitted only while spent + held + estimate fit."""
         if not self.settings.limited:
             return None
-        for state in await self.states(turn):
-            if state.spent >= state.limit:
-                whose = "your" if self.settings.scope == "person" else "the household's"
-                until = "tomorrow" if state.name == "daily" else "next month"
-                return (
-                    f"Sorry, {whose} {state.name} model budget is spent "
-                    f"({self._money(state.spent)} of {self._money(state.limit)}). "
-                    f"I can answer again {until}, or when the owner raises "
-                    f"models.budget.{state.name}. Commands and reminders still work."
-                )
+        async with self._admitting:
+            estimate = await self.estimate.cost(text)
+            person = self._person(turn)
+            held = self.holds.total(person)
+            for state in await self.states(turn):
+                if state.spent + held + estimate > state.limit or state.spent >= state.limit:
+                    return self._refusal(state, held, estimate)
+            if turn.turn_id is not None:
+                self.holds.hold(turn.turn_id, person, estimate)
         return None
+
+    async def release(self, turn: TurnContext) -> None:
+        """``turn`` ended (committed, failed, cancelled or paused): its hold goes."""
+        if self.settings.limited:
+            async with self._admitting:
+                self.holds.release(turn.turn_id)
+
+    def learn(self, entries: list[UsageEntry]) -> None:
+        """A turn's recorded tokens, for the next turns' estimate."""
+        if self.settings.limited:
+            self.estimate.learn(entries)
+
+    def _refusal(self, state: BudgetState, held: float, estimate: float) -> str:
+        whose = "your" if self.settings.scope == "person" else "the household's"
+        until = "tomorrow" if state.name == "daily" else "next month"
+        standing = f"{self._money(state.spent + held)} of {self._money(state.limit)}"
+        if held:
+            standing += f", {self._money(held)} of it held by answers in progress"
+        state_of = "is spent"
+        if state.spent + held < state.limit:
+            state_of = "has too little left for another answer"
+            standing += f"; an answer costs about {self._money(estimate)}"
+        if held and state.spent + estimate <= state.limit:
+            until = f"when the answers in progress leave room, at the latest {until}"
+        return (
+            f"Sorry, {whose} {state.name} model budget {state_of} ({standing}). "
+            f"I can answer again {until}, or when the owner raises "
+            f"models.budget.{state.name}. Commands and reminders still work."
+        )
 
     async def notice(self, turn: TurnContext) -> str | None:
         """The owner's notice when ``turn`` took a limit past ``notify_at``, the first

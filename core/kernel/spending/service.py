@@ -3,8 +3,10 @@
 One object the kernel assembles once: the ``UsageMeter`` (the orchestrator's
 agent hooks) counts each model response under its turn and model; the turn
 runner asks ``records`` for the turn's rows when it concludes, which the
-ledger commits with the turn; the router asks ``refusal`` before a turn and
-``after_turn`` after one (the budget); ``/usage`` reads the ``UsageBook``.
+ledger commits with the turn; the router asks ``before_turn`` before a turn
+(the budget admits it and holds its estimate), ``after_turn`` after one, and
+``end_turn`` when it ends however it ends (the hold goes; ADR 0075);
+``/usage`` reads the ``UsageBook``.
 The router's default is ``NO_SPENDING``, which records and refuses nothing.
 """
 
@@ -40,12 +42,17 @@ class TurnSpending(Protocol):
 
     def records(self, turn: TurnContext) -> tuple[LedgerWrite, ...]: ...
 
-    async def before_turn(self, turn: TurnContext) -> str | None:
-        """A new run of ``turn`` starts: the line that refuses it (a spent budget),
-        or ``None``."""
+    async def before_turn(self, turn: TurnContext, text: str = "") -> str | None:
+        """A new run of ``turn`` (its message ``text``) starts: the line that refuses
+        it (a spent budget), or ``None``; an admitted run holds its estimated cost
+        until ``end_turn``."""
         ...
 
     async def after_turn(self, turn: TurnContext) -> str | None: ...
+
+    async def end_turn(self, turn: TurnContext) -> None:
+        """The run ``before_turn`` admitted ended, answered or not."""
+        ...
 
 
 class _NoSpending:
@@ -54,10 +61,13 @@ class _NoSpending:
     def records(self, turn: TurnContext) -> tuple[LedgerWrite, ...]:
         return ()
 
-    async def before_turn(self, turn: TurnContext) -> str | None:
+    async def before_turn(self, turn: TurnContext, text: str = "") -> str | None:
         return None
 
     async def after_turn(self, turn: TurnContext) -> str | None:
+        return None
+
+    async def end_turn(self, turn: TurnContext) -> None:
         return None
 
 
@@ -81,7 +91,14 @@ class Spending:
         self.book = book
         self.meter = meter or UsageMeter()
         self.now = now or (lambda: now_in(timezone))
-        self.budget = Budget(models.budget, models.prices, book, self.now)
+        default = models.default
+        self.budget = Budget(
+            models.budget,
+            models.prices,
+            book,
+            self.now,
+            f"{default.provider}/{default.model}" if default is not None else None,
+        )
         # its ``tap`` goes around every tool, inside ``tap`` (the replay recorder's)
         self.tool_runs = ToolRunJournal(book, tap)
 
@@ -97,24 +114,25 @@ class Spending:
         """The turn's usage rows (none when no model answered), for its commit."""
         by_model = self.meter.take(turn.turn_id)
         self.tool_runs.forget(turn.turn_id)
+        person = turn.person or OWNER
+        self.budget.learn([UsageEntry(person, model, used) for model, used in by_model.items()])
         if turn.turn_id is None:
             return ()
         return (
             UsageRecord(
-                turn.turn_id,
-                turn.session_id or "",
-                turn.channel_id or "",
-                turn.person or OWNER,
-                by_model,
+                turn.turn_id, turn.session_id or "", turn.channel_id or "", person, by_model
             ),
         )
 
-    async def before_turn(self, turn: TurnContext) -> str | None:
+    async def before_turn(self, turn: TurnContext, text: str = "") -> str | None:
         self.tool_runs.forget(turn.turn_id)  # a rerun counts its tool calls afresh
-        return await self.budget.refusal(turn)
+        return await self.budget.admit(turn, text)
 
     async def after_turn(self, turn: TurnContext) -> str | None:
         return await self.budget.notice(turn)
+
+    async def end_turn(self, turn: TurnContext) -> None:
+        await self.budget.release(turn)
 
     # ------------------------------------------------------------ /usage
 

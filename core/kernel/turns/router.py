@@ -237,22 +237,29 @@ class MessageRouter:
                     callbacks = channel_callbacks(channel, turn.user_id)
             started = time.monotonic()
             key = self.conversations.key(turn.channel_id, turn.user_id)
-            refused = await self.spending.before_turn(turn)  # a spent budget (ADR 0061)
-            if refused is not None:
-                ran: TurnResult | None = TurnResult(refused, [], "blocked")
-            else:
-                ran = await self.running.run(key, self.runner.run(text, turn, session, callbacks))
-            result = ran if ran is not None else await self._cancelled(event, turn, started)
-            if result.paused is not None:
-                if stream is not None:
-                    await self.outbox.end_stream(stream)
-                    stream = None
-                if await self.consent.pause(event.id, turn, result):
-                    return
-            reply = StoredReply(
-                message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
-            )
-            stored = await session.commit_turn(reply, result.items, result.records)
+            # a spent budget refuses (ADR 0061); an admitted turn holds its estimate
+            # until it ends, however it ends (ADR 0075)
+            refused = await self.spending.before_turn(turn, text)
+            try:
+                if refused is not None:
+                    ran: TurnResult | None = TurnResult(refused, [], "blocked")
+                else:
+                    ran = await self.running.run(
+                        key, self.runner.run(text, turn, session, callbacks)
+                    )
+                result = ran if ran is not None else await self._cancelled(event, turn, started)
+                if result.paused is not None:
+                    if stream is not None:
+                        await self.outbox.end_stream(stream)
+                        stream = None
+                    if await self.consent.pause(event.id, turn, result):
+                        return
+                reply = StoredReply(
+                    message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
+                )
+                stored = await session.commit_turn(reply, result.items, result.records)
+            finally:
+                await self.spending.end_turn(turn)
             usage = result.usage
             notice = await self.spending.after_turn(turn) if result.status == "answered" else None
             if notice is not None:

@@ -129,6 +129,7 @@ class _Api:
             chat.newest_user_text(),
             _header_value(request, "idempotency-key"),
             chat.stream,
+            self.backend.tokens.caller(request),
         )
         pending = await self._submit(ask)
         ident = f"chatcmpl-{pending.tag}"
@@ -149,6 +150,7 @@ class _Api:
             asked.newest_user_text(),
             _header_value(request, "idempotency-key"),
             asked.stream,
+            self.backend.tokens.caller(request),
         )
         pending = await self._submit(ask)
         if asked.stream:

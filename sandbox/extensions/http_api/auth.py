@@ -30,6 +30,8 @@ COOKIE = "hearth_session"
 CSRF_HEADER = "x-csrf-token"
 SESSION_S = 7 * 86400
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+# a client's own id: Hearth's header, and Open WebUI's (ENABLE_FORWARD_USER_INFO_HEADERS)
+CLIENT_HEADERS = ("x-hearth-client", "x-openwebui-user-id")
 
 
 class TokenCheck:
@@ -57,6 +59,15 @@ class TokenCheck:
             code="invalid_api_key",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+    def caller(self, request: Request) -> str:
+        """Who sends ``request`` (it passed ``require``), as far as the API can tell:
+        the token or the page's session, and the client's id when it sends one
+        (``CLIENT_HEADERS``). A chat and an idempotency key belong to their caller."""
+        session = self.session_of(request)
+        credential = f"web:{session[0]}" if session is not None else "token"
+        clients = [request.headers.get(header, "") for header in CLIENT_HEADERS]
+        return "\0".join([credential, *clients])
 
     # ------------------------------------------------------------ the page's session
 

@@ -8,8 +8,9 @@ turn in the conversation's history and answers the tagged address, which the
 ``Idempotency-Key`` derives the tag and the journal's key from the key, so a
 retried POST is journaled once, run once and answered with the same reply.
 Messages no request waits for are kept as notifications. Without a named
-conversation the request's history says which one it continues
-(``threads``, ADR 0056); a retry without a key joins the turn it started
+conversation the request's history and its caller say which one it
+continues (``threads``, ADR 0056, 0075); a key sent again with another body
+is refused (422); a retry without a key joins the turn it started
 (``ReplyBook.running``); the turn's token usage comes with the reply
 (``usage=``); questions a turn asks are answered by the client's next
 request (``questions``, ADR 0057). ``/v1/responses`` runs the same path.
@@ -42,7 +43,7 @@ from .config import ApiConfig, host_port, parse_config
 from .limits import LoginThrottle
 from .mcp_route import McpEndpoint
 from .notifications import Notifications
-from .openai_shape import Ask, message_too_large
+from .openai_shape import Ask, key_reused, message_too_large
 from .questions import Answer, OpenQuestions, waiting_text
 from .replies import (
     PendingReply,
@@ -164,7 +165,9 @@ class HttpApiChannel(BaseExtension):
         on; release it with ``release``. A typed answer to a question open in the
         conversation is passed on instead of being journaled (``questions``)."""
         key = ask.idempotency_key
-        tag = idempotent_tag(ask.conversation or "", key) if key else request_tag()
+        tag = idempotent_tag(ask.caller, ask.conversation or "", key) if key else request_tag()
+        if key and await self._store().bind_key(tag, ask.body_hash) != ask.body_hash:
+            raise key_reused(key)
         joined = self.book.join(tag) if key else self.book.running(ask.retry_key)
         if joined is not None:
             return joined  # a retry of a request still waiting: same reply
@@ -174,6 +177,7 @@ class HttpApiChannel(BaseExtension):
         pending = self.book.open(place.conversation, tag)
         pending.wants_stream = pending.wants_stream or ask.stream
         pending.turns = None if ask.conversation else normalised(ask.messages)
+        pending.caller = ask.caller
         if key:
             known = self.book.remembered(tag) or await self._store().reply(tag)
             if known is not None:
@@ -213,13 +217,14 @@ class HttpApiChannel(BaseExtension):
         before = earlier(normalised(ask.messages))
         if not before:
             return Placement(new_name(prefix), ask.text)
-        known = await self._store().thread(digest(before))
-        if known is not None:
+        known = await self._store().thread(digest(ask.caller, before))
+        if known:
             return Placement(known, ask.text)
         branch = Placement(new_name(prefix), branch_text(before, ask.text))
         self.context.logger.info(
-            "a request's %d earlier messages match no chat: branched to %s",
+            "a request's %d earlier messages match %s: branched to %s",
             len(before),
+            "no chat" if known is None else "two chats of callers alike",
             branch.conversation,
         )
         return branch
@@ -237,7 +242,8 @@ class HttpApiChannel(BaseExtension):
         """The client got ``shown``: remember the chat it now has (its next request
         continues this conversation) and, for the web page, the reply."""
         if pending.turns is not None:
-            await self._store().keep_thread(after_reply(pending.turns, shown), pending.conversation)
+            chat = after_reply(pending.caller, pending.turns, shown)
+            await self._store().keep_thread(chat, pending.conversation)
         if pending.on_page:
             await self._store().add_chat(pending.conversation, "assistant", shown)
 

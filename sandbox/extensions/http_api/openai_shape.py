@@ -109,19 +109,38 @@ class Ask:
     """One request for a turn, whichever endpoint it came to: the conversation it
     names (``None``: follow its history), its messages as (role, text), the
     newest user message's text, the caller's ``Idempotency-Key``; ``stream``: the
-    client reads the reply as it is generated (else the kernel need not stream it)."""
+    client reads the reply as it is generated (else the kernel need not stream it);
+    ``caller``: who sent it (``TokenCheck.caller``)."""
 
     conversation: str | None
     messages: list[tuple[str, str]]
     text: str
     idempotency_key: str | None
     stream: bool = False
+    caller: str = ""
+
+    @property
+    def body_hash(self) -> str:
+        """What the request asks (its conversation and messages), hashed: an
+        idempotency key is bound to it."""
+        data = json.dumps([self.conversation, self.messages], ensure_ascii=False)
+        return hashlib.sha256(data.encode()).hexdigest()
 
     @property
     def retry_key(self) -> str:
-        """The same request sent again has the same key (conversation and messages)."""
-        data = json.dumps([self.conversation, self.messages], ensure_ascii=False)
-        return hashlib.sha256(data.encode()).hexdigest()
+        """The same request sent again by the same caller has the same key."""
+        return hashlib.sha256(f"{self.caller}\0{self.body_hash}".encode()).hexdigest()
+
+
+def key_reused(key: str) -> ApiError:
+    """422: ``key`` was sent before with another body (payment APIs answer so)."""
+    return ApiError(
+        422,
+        f"Idempotency-Key {key!r} was used for a different request (other messages or "
+        "conversation); a retry must send the same body, a new request a new key",
+        code="idempotency_key_reused",
+        param="Idempotency-Key",
+    )
 
 
 def message_too_large(limit: int) -> ApiError:

@@ -7,9 +7,11 @@ command or a retried reply — to the tagged id, so ``ReplyBook`` hands it to
 the request that asked. A tag with no request waiting (the client left, or a
 reminder set in that turn fires later) is the caller's to keep as a
 notification. Tags of requests with an ``Idempotency-Key`` are derived from
-the key, so a retry waits on the same tag and gets the same reply.
+the key, its caller and the conversation it names, so a retry waits on the
+same tag and gets the same reply (the channel refuses the key with another
+body: ``openai_shape.key_reused``).
 
-A request without one still has a *retry key* (its conversation and its
+A request without one still has a *retry key* (its caller, conversation and
 messages, hashed): while the turn it started runs — also after the request
 itself gave up with 504 — the same request again joins it instead of
 running the message a second time. A reply to a question's old tag (the
@@ -41,8 +43,9 @@ def request_tag() -> str:
     return f"r{uuid.uuid4().hex}"
 
 
-def idempotent_tag(conversation: str, key: str) -> str:
-    digest = hashlib.sha256(f"{conversation}\0{key}".encode()).hexdigest()
+def idempotent_tag(caller: str, conversation: str, key: str) -> str:
+    """A key is its caller's, in the conversation it names (ADR 0075)."""
+    digest = hashlib.sha256(f"{caller}\0{conversation}\0{key}".encode()).hexdigest()
     return f"{IDEMPOTENT_PREFIX}{digest[:40]}"
 
 
@@ -72,6 +75,7 @@ class PendingReply:
         self.unclaimed_at: float | None = None  # finished while no request waited
         self.on_page = False  # a message of the web page's chat: its reply is kept too
         self.turns: list[Any] | None = None  # the client's chat, when it names no conversation
+        self.caller = ""  # who asked (the chat's digest is the caller's)
 
     @property
     def done(self) -> bool:

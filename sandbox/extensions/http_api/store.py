@@ -1,14 +1,17 @@
 """What the channel keeps across restarts, in one SQLite file in its data dir.
 
 ``replies``: the reply of each request sent with an ``Idempotency-Key`` (by
-its tag), so a retry gets the same answer even after a restart; kept
-``REPLY_KEEP_S``. ``notifications``: proactive messages for API users
-(reminders, messages no request waited for), offered at
-``GET /v1/notifications``; the newest ``keep`` of at most ``NOTE_KEEP_S``.
+its tag), so a retry gets the same answer even after a restart, and
+``idempotency_keys``: the body each such tag was first sent with (another
+body under it is refused); both kept ``REPLY_KEEP_S``. ``notifications``:
+proactive messages for API users (reminders, messages no request waited for),
+offered at ``GET /v1/notifications``; the newest ``keep`` of at most
+``NOTE_KEEP_S``.
 ``revoked_sessions``: the web page's sessions ended by logging out, until
 their cookies would have expired (``auth``). ``threads``: the digest of each
 chat as a client has it after a reply, and its conversation (``threads``,
-ADR 0056), kept ``THREAD_KEEP_S``. ``chat``: the web page's conversation as
+ADR 0056; ``AMBIGUOUS`` when two conversations claimed it), kept
+``THREAD_KEEP_S``. ``chat``: the web page's conversation as
 it was shown (its messages and replies), so a reload shows it again; the
 newest ``CHAT_KEEP``.
 """
@@ -25,6 +28,7 @@ REPLY_KEEP_S = 24 * 3600.0
 NOTE_KEEP_S = 7 * 86400.0
 THREAD_KEEP_S = 90 * 86400.0
 CHAT_KEEP = 500
+AMBIGUOUS = ""  # a chat digest two conversations claimed: it continues neither
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,8 @@ class ApiStore(SQLiteStore):
             text TEXT NOT NULL, created_at REAL NOT NULL);
         CREATE TABLE IF NOT EXISTS revoked_sessions (
             session TEXT PRIMARY KEY, expires_at REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS idempotency_keys (
+            tag TEXT PRIMARY KEY, body TEXT NOT NULL, created_at REAL NOT NULL);
         CREATE TABLE IF NOT EXISTS threads (
             digest TEXT PRIMARY KEY, conversation TEXT NOT NULL, created_at REAL NOT NULL);
         CREATE TABLE IF NOT EXISTS chat (
@@ -66,6 +72,9 @@ class ApiStore(SQLiteStore):
     async def prune(self, keep: int) -> None:
         now = time.time()
         await self.execute("DELETE FROM replies WHERE created_at < ?", (now - REPLY_KEEP_S,))
+        await self.execute(
+            "DELETE FROM idempotency_keys WHERE created_at < ?", (now - REPLY_KEEP_S,)
+        )
         await self.execute("DELETE FROM threads WHERE created_at < ?", (now - THREAD_KEEP_S,))
         await self.execute(
             "DELETE FROM notifications WHERE created_at < ? OR id <= "
@@ -74,10 +83,25 @@ class ApiStore(SQLiteStore):
         )
 
     async def keep_thread(self, digest: str, conversation: str) -> None:
+        """``digest`` continues ``conversation``; claimed by another one already, it
+        becomes ``AMBIGUOUS``."""
         await self.execute(
-            "INSERT OR REPLACE INTO threads(digest, conversation, created_at) VALUES (?, ?, ?)",
-            (digest, conversation, time.time()),
+            "INSERT INTO threads(digest, conversation, created_at) VALUES (?, ?, ?)"
+            " ON CONFLICT(digest) DO UPDATE SET created_at = excluded.created_at,"
+            " conversation = CASE WHEN threads.conversation = excluded.conversation"
+            " THEN threads.conversation ELSE ? END",
+            (digest, conversation, time.time(), AMBIGUOUS),
         )
+
+    async def bind_key(self, tag: str, body: str) -> str:
+        """The body ``tag`` is bound to: ``body``, unless a request sent it first with
+        another."""
+        await self.execute(
+            "INSERT OR IGNORE INTO idempotency_keys(tag, body, created_at) VALUES (?, ?, ?)",
+            (tag, body, time.time()),
+        )
+        row = await self.fetch_one("SELECT body FROM idempotency_keys WHERE tag = ?", (tag,))
+        return body if row is None else str(row[0])
 
     async def thread(self, digest: str) -> str | None:
         row = await self.fetch_one("SELECT conversation FROM threads WHERE digest = ?", (digest,))

@@ -12,6 +12,12 @@ branches: a new conversation whose first message carries the client's
 earlier messages as a transcript, so the model sees what the client shows.
 The conversation it branched from is left as it was.
 
+The digest covers who sends the chat too (the caller: the token or the web
+page's session, and the client's id when it sends one; ADR 0075), so two
+clients whose chats begin alike never continue each other's conversation.
+Two conversations that claim one digest (clients that cannot be told apart,
+with the same chat) are continued by neither: the request branches.
+
 System and developer messages are not part of the digest (Hearth has its own
 instructions), nor are tool messages; text is compared with its outer
 whitespace stripped.
@@ -40,8 +46,8 @@ def normalised(messages: Sequence[tuple[str, str]]) -> list[Turn]:
     return [Turn(role, text.strip()) for role, text in messages if role in ROLES]
 
 
-def digest(turns: Sequence[Turn]) -> str:
-    data = json.dumps([[t.role, t.text] for t in turns], ensure_ascii=False)
+def digest(caller: str, turns: Sequence[Turn]) -> str:
+    data = json.dumps([caller, [[t.role, t.text] for t in turns]], ensure_ascii=False)
     return hashlib.sha256(data.encode()).hexdigest()
 
 
@@ -75,9 +81,9 @@ def branch_text(before: list[Turn], newest: str) -> str:
     return "\n".join(lines) + f"\n\n{BRANCH_NEW}\n{newest}"
 
 
-def after_reply(turns: list[Turn], reply: str) -> str:
-    """The digest of the chat as the client has it once it shows ``reply``."""
+def after_reply(caller: str, turns: list[Turn], reply: str) -> str:
+    """The digest of the chat as ``caller`` has it once it shows ``reply``."""
     before = earlier(turns)
     newest = turns[len(before)] if len(before) < len(turns) else None
     chat = [*before, *([newest] if newest else []), Turn("assistant", reply.strip())]
-    return digest(chat)
+    return digest(caller, chat)
