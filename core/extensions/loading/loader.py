@@ -31,8 +31,8 @@ from core.extensions.loading.dependencies import dependents_of, order_by_depende
 from core.extensions.loading.importer import import_entrypoint
 from core.extensions.loading.lifecycle import call_in_thread, call_with_timeout, failure_reason
 from core.extensions.loading.manifest import MANIFEST_FILE, Manifest, ManifestError, load_manifest
-from core.extensions.loading.optional_groups import missing_group_reason
 from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
+from core.extensions.sdk import missing_group_reason
 
 log = logging.getLogger("core.loader")
 

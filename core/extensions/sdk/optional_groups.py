@@ -1,5 +1,5 @@
-"""Hearth's optional dependency groups, and the line an extension gets when its
-group is not installed.
+"""Hearth's optional dependency groups, and the line an extension gets when a
+package of its group is not installed.
 
 The groups are declared once, in ``pyproject.toml``'s
 ``[project.optional-dependencies]`` (``memory``: the embedding model and vector
@@ -8,21 +8,22 @@ imports from with ``optional_group:`` in its manifest. ``make install``
 installs every group; a bare ``pip install -e .`` installs none, and an
 extension whose import then fails for a module of its group is skipped with
 one line naming the module, the group and the command that installs it,
-instead of an ``error`` with a traceback (docs/adr/0077-optional-dependency-groups.md).
+instead of an ``error`` with a traceback; memory says the same line when only
+its model's packages are missing and ranks by words (docs/adr/0077-optional-dependency-groups.md).
+The metadata and TOML readers are imported when a failure is explained, so the
+library stays light.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import re
-import tomllib
 from pathlib import Path
 
 __all__ = ["install_line", "missing_group_reason", "missing_module", "optional_groups"]
 
 DISTRIBUTION = "hearth"
-# the checkout's pyproject.toml (core/extensions/loading/ is three levels below it)
+# the checkout's pyproject.toml (core/extensions/sdk/ is three levels below it)
 PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
 _EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 _REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -48,6 +49,9 @@ def optional_groups() -> dict[str, frozenset[str]]:
     Otherwise from the installed distribution's ``Requires-Dist`` markers
     (``extra == "memory"``); ``{}`` when neither is there.
     """
+    import importlib.metadata
+    import tomllib
+
     if PYPROJECT.is_file():
         project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8")).get("project", {})
         if project.get("name") == DISTRIBUTION:
@@ -81,6 +85,8 @@ def missing_module(exc: BaseException) -> str | None:
 
 
 def _installed(distribution: str) -> bool:
+    import importlib.metadata
+
     try:
         importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -93,6 +99,8 @@ def _belongs_to(module: str, distributions: frozenset[str]) -> bool:
     distribution that provides it, or, when none does, by its name or by a
     distribution of the group not being installed (``telegram`` is the module of
     ``python-telegram-bot``, which says so only once it is installed)."""
+    import importlib.metadata
+
     owners = importlib.metadata.packages_distributions().get(module, [])
     if owners:
         return any(_normalized(owner) in distributions for owner in owners)
