@@ -121,7 +121,9 @@ def missing_group_reason(group: str | None, exc: BaseException) -> str | None:
     the extension names no group, the group is unknown, or the module is not of it
     (then the failure is an ordinary error)."""
     module = missing_module(exc)
-    distributions = optional_groups().get(group or "")
-    if group is None or module is None or not distributions:
+    if group is None or module is None:
+        return None
+    distributions = optional_groups().get(group)
+    if not distributions:
         return None
     return install_line(module, group) if _belongs_to(module, distributions) else None
