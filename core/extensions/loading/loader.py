@@ -32,6 +32,7 @@ from core.extensions.loading.importer import import_entrypoint
 from core.extensions.loading.lifecycle import call_in_thread, call_with_timeout, failure_reason
 from core.extensions.loading.manifest import MANIFEST_FILE, Manifest, ManifestError, load_manifest
 from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
+from core.extensions.sdk import missing_group_reason
 
 log = logging.getLogger("core.loader")
 
@@ -357,6 +358,11 @@ class Loader:
                 record.manifest, record.ext_dir, record.instance, record.capabilities, record.tools
             )
         except Exception as exc:
+            missing = missing_group_reason(record.manifest.optional_group, exc)
+            if missing is not None:  # the user's install, not a failure: no traceback
+                self._mark_failed(record, missing, skip=True)
+                log.warning("extension %s skipped: %s", record.ext_id, missing)
+                return
             self._mark_failed(record, failure_reason(stage, exc))
             log.error("extension %s: %s", record.ext_id, record.error, exc_info=stage == "import")
 
@@ -380,8 +386,13 @@ class Loader:
             raise RuntimeError("declarative agents are not available in this kernel")
         return self.agent_factory(manifest, ext_dir, services)
 
-    def _mark_failed(self, record: ExtensionRecord, reason: str) -> None:
-        record.fail(reason)
+    def _mark_failed(self, record: ExtensionRecord, reason: str, *, skip: bool = False) -> None:
+        """``error`` (or ``skipped``) with ``reason``; its dependents not yet started
+        are skipped."""
+        if skip:
+            record.skip(reason)
+        else:
+            record.fail(reason)
         for dep_id in dependents_of(record.ext_id, self.dependency_map()):
             dependent = self.records[dep_id]
             if dependent.status is ExtensionStatus.ACTIVE and not dependent.started:

@@ -277,6 +277,9 @@ class Manifest(_Strict):
     # unless a tool says otherwise), and per-tool declarations
     side_effects: bool | None = None
     tools: dict[str, ToolDeclaration] = Field(default_factory=dict)
+    # a bundled extension's group of Hearth's optional dependencies (pyproject.toml):
+    # without it installed the extension is skipped with how to install it (ADR 0077)
+    optional_group: str | None = None
 
     @field_validator("id")
     @classmethod

