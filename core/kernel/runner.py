@@ -314,6 +314,7 @@ class Kernel:
             ("post-processing records", self.shaping.post.aclose),
             ("usage book", self.spending.aclose),
             ("approvals", self.consent.aclose),
+            ("held notifications", self.router.notices.aclose),
             ("extension state", self.state.aclose),
             ("schedule lease", self.scale.aclose),
             ("model router", self.model_router.aclose),

@@ -110,7 +110,9 @@ class MessageRouter:
     # ------------------------------------------------------------ wiring
 
     def register_channel(self, channel_id: str, channel: Any) -> None:
+        """The channel's extension is active: it gets traffic, and what waited for it."""
         self.channels[channel_id] = channel
+        self.notices.channel_up(channel_id)
 
     def unregister_channel(self, channel_id: str) -> None:
         """The channel's extension is no longer active: nothing is sent to it."""

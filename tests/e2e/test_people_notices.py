@@ -1,0 +1,98 @@
+"""A member's reminder never reaches another person (issue 41, ADR 0076). Alice is the
+owner on the ``capture`` channel (the default one); Bob is a member on ``bobchan``.
+Bob's reminder comes due while his channel is not loaded — it failed, or it is
+not installed across a restart — and Alice's channel is: nothing reaches Alice,
+and Bob gets it once when his channel is up again."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+from support.bundled import copy_bundled
+from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+
+PEOPLE = {
+    "alice": {"role": "owner", "identities": ["capture:alice"]},
+    "bob": {"role": "member", "identities": ["bobchan:bob"]},
+}
+REMINDER = "⏰ Reminder: take the pills"
+
+
+def sent(kernel, ext_id: str) -> list[tuple[str, str | None, str]]:
+    return kernel.loader.instance(ext_id)._log()
+
+
+def held_rows(data: Path) -> list[tuple[str, str, str]]:
+    """What waits in ``state.db`` (none while the table does not exist)."""
+    try:
+        with sqlite3.connect(data / "state.db") as db:
+            rows = db.execute("SELECT channel_id, user_id, text FROM hearth_held_notices")
+            return [tuple(row) for row in rows]
+    except sqlite3.OperationalError:
+        return []
+
+
+def fire_handled(kernel, data: Path) -> bool:
+    """Bob's fire has been dealt with: held for him, or sent to someone."""
+    leaked = any("take the pills" in text for _, _, text in sent(kernel, "capture"))
+    return leaked or bool(held_rows(data))
+
+
+async def set_bobs_reminder(kernel) -> None:
+    await kernel.loader.instance("bobchan").say("/remind 2s take the pills", "bob")
+    await wait_for(lambda: any("Reminder #1 set" in t for _, _, t in sent(kernel, "bobchan")))
+
+
+def setup(ext_root: Path, make_ext, settings_file) -> tuple[Path, Path]:
+    copy_bundled(ext_root, "scheduler")
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("bobchan", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    path = settings_file(channels={"default": "capture"}, people=PEOPLE)
+    return path, ext_root.parent / "data"
+
+
+async def test_a_members_reminder_waits_for_their_channel_not_the_owners(
+    ext_root, make_ext, settings_file
+):
+    path, data = setup(ext_root, make_ext, settings_file)
+    async with running_kernel(path) as kernel:
+        await set_bobs_reminder(kernel)
+        bobchan = kernel.loader.records["bobchan"]
+        bobchan.disable("the test took it down")  # not loaded: no traffic
+        await wait_for(lambda: fire_handled(kernel, data), timeout=30)
+        assert [t for _, _, t in sent(kernel, "capture") if "pills" in t] == []
+        assert held_rows(data) == [("bobchan", "bob", REMINDER)]
+
+        bobchan.activate()  # up again: what waited for it is sent, once
+        await wait_for(lambda: ("reply", "bob", REMINDER) in sent(kernel, "bobchan"))
+        await wait_for(lambda: not held_rows(data))
+        bobchan.disable("down again")
+        bobchan.activate()
+        bobs = sent(kernel, "bobchan")
+    assert bobs.count(("reply", "bob", REMINDER)) == 1
+    assert [t for _, _, t in sent(kernel, "capture") if "pills" in t] == []
+
+
+async def test_a_held_reminder_survives_a_restart_and_is_sent_once(
+    ext_root, make_ext, settings_file, tmp_path
+):
+    path, data = setup(ext_root, make_ext, settings_file)
+    async with running_kernel(path) as kernel:
+        await set_bobs_reminder(kernel)
+    away = tmp_path / "bobchan-away"
+    shutil.move(ext_root / "bobchan", away)  # Bob's channel is not installed for a while
+
+    async with running_kernel(path) as kernel:  # the reminder comes due, late
+        await wait_for(lambda: fire_handled(kernel, data), timeout=30)
+        assert [t for _, _, t in sent(kernel, "capture") if "pills" in t] == []
+
+    shutil.move(away, ext_root / "bobchan")
+    async with running_kernel(path) as kernel:
+        await wait_for(lambda: any("pills" in t for _, _, t in sent(kernel, "bobchan")))
+        await wait_for(lambda: not held_rows(data))
+        bobs = [row for row in sent(kernel, "bobchan") if "pills" in row[2]]
+        alices = [t for _, _, t in sent(kernel, "capture") if "pills" in t]
+    assert len(bobs) == 1 and bobs[0][:2] == ("reply", "bob") and "take the pills" in bobs[0][2]
+    assert alices == []
