@@ -1,8 +1,9 @@
 """A member's reminder never reaches another person (issue 41, ADR 0076). Alice is the
-owner on the ``capture`` channel (the default one); Bob is a member on ``bobchan``.
-Bob's reminder comes due while his channel is not loaded — it failed, or it is
-not installed across a restart — and Alice's channel is: nothing reaches Alice,
-and Bob gets it once when his channel is up again."""
+owner on the ``capture`` channel (the default one); Bob is a member on ``bobchan``
+(and, as ``bob``, on ``capture`` too). Bob's reminder comes due while his channel
+is not loaded — disabled, or not installed across a restart — and Alice's channel
+is: nothing reaches Alice, Bob's ``/reminders`` says it waits, and Bob gets it once
+on ``bobchan`` when that channel is up again."""
 
 from __future__ import annotations
 
@@ -15,13 +16,26 @@ from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, w
 
 PEOPLE = {
     "alice": {"role": "owner", "identities": ["capture:alice"]},
-    "bob": {"role": "member", "identities": ["bobchan:bob"]},
+    "bob": {"role": "member", "identities": ["bobchan:bob", "capture:bob"]},
 }
 REMINDER = "⏰ Reminder: take the pills"
 
 
 def sent(kernel, ext_id: str) -> list[tuple[str, str | None, str]]:
     return kernel.loader.instance(ext_id)._log()
+
+
+def leaked(kernel) -> list[tuple[str, str | None, str]]:
+    """What reached anyone but Bob about his reminder."""
+    return [row for row in sent(kernel, "capture") if "pills" in row[2] and row[1] != "bob"]
+
+
+async def ask(kernel, text: str, who: str) -> str:
+    """``text`` from ``who`` on ``capture``; the first reply to them after it."""
+    before = len(sent(kernel, "capture"))
+    await kernel.loader.instance("capture").say(text, who)
+    await wait_for(lambda: any(u == who for _, u, _ in sent(kernel, "capture")[before:]))
+    return next(m for _, u, m in sent(kernel, "capture")[before:] if u == who)
 
 
 def held_rows(data: Path) -> list[tuple[str, str, str]]:
@@ -36,8 +50,7 @@ def held_rows(data: Path) -> list[tuple[str, str, str]]:
 
 def fire_handled(kernel, data: Path) -> bool:
     """Bob's fire has been dealt with: held for him, or sent to someone."""
-    leaked = any("take the pills" in text for _, _, text in sent(kernel, "capture"))
-    return leaked or bool(held_rows(data))
+    return bool(leaked(kernel) or held_rows(data))
 
 
 async def set_bobs_reminder(kernel) -> None:
@@ -62,8 +75,12 @@ async def test_a_members_reminder_waits_for_their_channel_not_the_owners(
         bobchan = kernel.loader.records["bobchan"]
         bobchan.disable("the test took it down")  # not loaded: no traffic
         await wait_for(lambda: fire_handled(kernel, data), timeout=30)
-        assert [t for _, _, t in sent(kernel, "capture") if "pills" in t] == []
+        assert leaked(kernel) == []
         assert held_rows(data) == [("bobchan", "bob", REMINDER)]
+        assert await ask(kernel, "/reminders", "bob") == (
+            f"waiting for bobchan to be up (it is not loaded): {REMINDER}"
+        )
+        assert (await ask(kernel, "/reminders", "alice")).startswith("No reminders.")
 
         bobchan.activate()  # up again: what waited for it is sent, once
         await wait_for(lambda: ("reply", "bob", REMINDER) in sent(kernel, "bobchan"))
@@ -71,8 +88,10 @@ async def test_a_members_reminder_waits_for_their_channel_not_the_owners(
         bobchan.disable("down again")
         bobchan.activate()
         bobs = sent(kernel, "bobchan")
+        after = await ask(kernel, "/reminders", "bob")
     assert bobs.count(("reply", "bob", REMINDER)) == 1
-    assert [t for _, _, t in sent(kernel, "capture") if "pills" in t] == []
+    assert leaked(kernel) == []
+    assert after.startswith("No reminders.")
 
 
 async def test_a_held_reminder_survives_a_restart_and_is_sent_once(
@@ -86,13 +105,14 @@ async def test_a_held_reminder_survives_a_restart_and_is_sent_once(
 
     async with running_kernel(path) as kernel:  # the reminder comes due, late
         await wait_for(lambda: fire_handled(kernel, data), timeout=30)
-        assert [t for _, _, t in sent(kernel, "capture") if "pills" in t] == []
+        assert leaked(kernel) == []
+        assert "waiting for bobchan" in await ask(kernel, "/reminders", "bob")
 
     shutil.move(away, ext_root / "bobchan")
     async with running_kernel(path) as kernel:
         await wait_for(lambda: any("pills" in t for _, _, t in sent(kernel, "bobchan")))
         await wait_for(lambda: not held_rows(data))
         bobs = [row for row in sent(kernel, "bobchan") if "pills" in row[2]]
-        alices = [t for _, _, t in sent(kernel, "capture") if "pills" in t]
+        others = leaked(kernel)
     assert len(bobs) == 1 and bobs[0][:2] == ("reply", "bob") and "take the pills" in bobs[0][2]
-    assert alices == []
+    assert others == []

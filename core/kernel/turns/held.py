@@ -33,7 +33,7 @@ register_migrations(
         f"""
         CREATE TABLE {TABLE} (
             key text PRIMARY KEY, channel_id text NOT NULL, user_id text NOT NULL,
-            text text NOT NULL, held_at double precision NOT NULL
+            text text NOT NULL, source text NOT NULL, held_at double precision NOT NULL
         );
         CREATE INDEX {TABLE}_by_channel ON {TABLE} (channel_id, held_at);
         """
@@ -42,23 +42,25 @@ register_migrations(
         f"""
         CREATE TABLE IF NOT EXISTS {TABLE} (
             key TEXT PRIMARY KEY, channel_id TEXT NOT NULL, user_id TEXT NOT NULL,
-            text TEXT NOT NULL, held_at REAL NOT NULL
+            text TEXT NOT NULL, source TEXT NOT NULL, held_at REAL NOT NULL
         );
         CREATE INDEX IF NOT EXISTS {TABLE}_by_channel ON {TABLE} (channel_id, held_at);
         """
     ],
 )
-_COLUMNS = "key, channel_id, user_id, text, held_at"
+_COLUMNS = "key, channel_id, user_id, text, source, held_at"
 
 
 @dataclass(frozen=True, slots=True)
 class HeldNotice:
-    """One message waiting for its channel: where it goes and what it says."""
+    """One message waiting for its channel: where it goes, what it says, who sent it
+    (an extension's id, or ``kernel``)."""
 
     key: str
     channel_id: str
     user_id: str
     text: str
+    source: str
     held_at: float
 
 
@@ -86,27 +88,38 @@ class HeldNotices:
             await self.db.open()
         return self.db
 
-    async def hold(self, channel_id: str, user_id: str, text: str, key: str | None) -> None:
+    async def hold(
+        self, channel_id: str, user_id: str, text: str, key: str | None, source: str
+    ) -> None:
         """Keep one notice (a key held already is kept once)."""
         db = await self._ready()
         await db.execute(
-            f"INSERT INTO {TABLE} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+            f"INSERT INTO {TABLE} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (key) DO NOTHING",
             key or f"held:{uuid.uuid4().hex}",
             channel_id,
             user_id,
             text,
+            source,
             time.time(),
         )
 
-    async def waiting(self, channel_id: str, user_id: str | None = None) -> list[HeldNotice]:
-        """What waits for ``channel_id`` (for ``user_id`` there, when given), oldest first."""
+    async def waiting(
+        self, channel_id: str, user_id: str | None = None, source: str | None = None
+    ) -> list[HeldNotice]:
+        """What waits for ``channel_id`` (for ``user_id`` there, sent by ``source``, when
+        given), oldest first."""
         sql = f"SELECT {_COLUMNS} FROM {TABLE} WHERE channel_id = ?"
-        args: tuple[str, ...] = (channel_id,)
-        if user_id is not None:
-            sql, args = sql + " AND user_id = ?", (channel_id, user_id)
+        args = [channel_id]
+        for column, value in (("user_id", user_id), ("source", source)):
+            if value is not None:
+                sql, args = f"{sql} AND {column} = ?", [*args, value]
         db = await self._ready()
         rows = await db.fetch_all(sql + " ORDER BY held_at, key", *args)
-        return [HeldNotice(str(k), str(c), str(u), str(t), float(h)) for k, c, u, t, h in rows]
+        return [
+            HeldNotice(str(k), str(c), str(u), str(t), str(s), float(h))
+            for k, c, u, t, s, h in rows
+        ]
 
     async def release(self, key: str) -> None:
         """Forget a notice its channel took."""

@@ -29,9 +29,11 @@ from core.kernel.conversations.people import Household
 from core.kernel.scale.seam import Scale
 from core.kernel.turns.held import HeldNotices
 
-__all__ = ["Notices"]
+__all__ = ["KERNEL_SOURCE", "Notices"]
 
 log = logging.getLogger("core.kernel.turns.notices")
+
+KERNEL_SOURCE = "kernel"  # who sends a notice the kernel makes (a budget notice, an answer)
 
 
 class Notices:
@@ -71,6 +73,7 @@ class Notices:
         *,
         user_id: str | None = None,
         key: str | None = None,
+        source: str = KERNEL_SOURCE,
     ) -> None:
         """Deliver a proactive message on the named or the default channel: to
         ``user_id`` there (``send_to_user``) when given, else to the channel's own
@@ -78,16 +81,22 @@ class Notices:
         fallback to the default channel drops it (ADR 0017) — and is only taken for
         the owner's: anyone else's waits for its channel (ADR 0076). With several
         processes, a channel this one does not run is reached through the journal
-        (``system.user.notify``, idempotency ``key``): its own node sends it."""
+        (``system.user.notify``, idempotency ``key``): its own node sends it.
+        ``source``: the extension that sends it (what it may ask about, ``waiting``)."""
         target = channel_id or self.default_channel
         if target not in self._channels:
             notice = UserNotify(text=text, channel_id=channel_id, user_id=user_id)
             if await self._scale.forward_notice(notice, key):
                 return
-        await self.send_here(text, channel_id, user_id, key)
+        await self.send_here(text, channel_id, user_id, key, source)
 
     async def send_here(
-        self, text: str, channel_id: str | None, user_id: str | None, key: str | None = None
+        self,
+        text: str,
+        channel_id: str | None,
+        user_id: str | None,
+        key: str | None = None,
+        source: str = KERNEL_SOURCE,
     ) -> None:
         """Send on a channel of this process (with several processes, one it does not
         run is left to the process that does). When the channel is not loaded, a
@@ -97,7 +106,7 @@ class Notices:
         if channel is None and self._scale.sent_elsewhere(target):
             return  # another node runs that channel and sends it
         if channel is None and user_id and self._household.key_of(target, user_id) is not None:
-            await self.held.hold(target, user_id, text, key)
+            await self.held.hold(target, user_id, text, key, source)
             log.info(
                 "channel %r is not loaded: a notification for %s waits for it", target, user_id
             )
@@ -116,7 +125,7 @@ class Notices:
         notice = read_system_payload(UserNotify, event, subscriber="kernel.notify")
         if notice is not None and notice.text:
             key = f"notify:{event.id}"  # a re-delivered event is held once
-            await self.send_here(notice.text, notice.channel_id, notice.user_id, key)
+            await self.send_here(notice.text, notice.channel_id, notice.user_id, key, event.source)
 
     # ------------------------------------------------------------ held notices
 
@@ -150,6 +159,11 @@ class Notices:
         if sent:
             log.info("sent %d held notification(s) on %r", sent, channel_id)
         return sent
+
+    async def waiting(self, source: str, channel_id: str, user_id: str) -> list[str]:
+        """What ``source`` sent to ``user_id`` on ``channel_id`` that waits for that
+        channel, oldest first (``context.held_notices``: only an extension's own)."""
+        return [n.text for n in await self.held.waiting(channel_id, user_id, source)]
 
     async def aclose(self) -> None:
         """Finish the releases under way, then close the held notices' store."""

@@ -62,7 +62,7 @@ from core.kernel.shaping.context_chain import ContextChain
 from core.kernel.spending import NO_SPENDING, TurnSpending
 from core.kernel.turns.cancelling import CANCELLED_REPLY, RunningTurns
 from core.kernel.turns.consent_stage import NO_CONSENT, ConsentStage
-from core.kernel.turns.notices import Notices
+from core.kernel.turns.notices import KERNEL_SOURCE, Notices
 from core.kernel.turns.outbox import OpenStream, ReplyOutbox
 from core.kernel.turns.streaming import channel_callbacks
 from core.kernel.turns.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
@@ -301,9 +301,10 @@ class MessageRouter:
         *,
         user_id: str | None = None,
         key: str | None = None,
+        source: str = KERNEL_SOURCE,
     ) -> None:
         """A proactive message, where its channel lives (``Notices.notify_user``)."""
-        await self.notices.notify_user(text, channel_id, user_id=user_id, key=key)
+        await self.notices.notify_user(text, channel_id, user_id=user_id, key=key, source=source)
 
     async def _on_agent_task(self, event: Event) -> None:
         task = read_system_payload(AgentTask, event, subscriber="kernel.agent_task")
