@@ -12,13 +12,16 @@ import sqlite3
 from pathlib import Path
 
 from support.bundled import copy_bundled
+from support.fake_telegram import FakeTelegram
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from support.telegram_support import ALICE, EXTENSION_ID, install_extension, telegram_config
 
 PEOPLE = {
     "alice": {"role": "owner", "identities": ["capture:alice"]},
     "bob": {"role": "member", "identities": ["bobchan:bob", "capture:bob"]},
 }
 REMINDER = "⏰ Reminder: take the pills"
+BOB = 43  # a member on Telegram
 
 
 def sent(kernel, ext_id: str) -> list[tuple[str, str | None, str]]:
@@ -116,3 +119,43 @@ async def test_a_held_reminder_survives_a_restart_and_is_sent_once(
         others = leaked(kernel)
     assert len(bobs) == 1 and bobs[0][:2] == ("reply", "bob") and "take the pills" in bobs[0][2]
     assert others == []
+
+
+async def test_a_members_telegram_reminder_never_reaches_the_owners_terminal(
+    ext_root, make_ext, settings_file, tmp_path, monkeypatch
+):
+    """The issue's case: Bob's reminder, set on Telegram, comes due while Telegram is
+    not installed and the owner's terminal is up; Bob's chat gets it once, later."""
+    with FakeTelegram() as tg:
+        monkeypatch.setenv("TELEGRAM_BOT_TOKEN", tg.token)
+        copy_bundled(ext_root, "scheduler")
+        install_extension(ext_root)
+        make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)  # the owner's terminal
+        people = {
+            "alice": {"role": "owner", "identities": ["capture:alice", f"telegram:{ALICE}"]},
+            "bob": {"role": "member", "identities": [f"telegram:{BOB}"]},
+        }
+        path = settings_file(
+            channels={"default": "capture"},
+            people=people,
+            extensions={EXTENSION_ID: telegram_config(tg, (ALICE, BOB))},
+        )
+        async with running_kernel(path):
+            tg.send_update("/remind 2s take the pills", user_id=BOB)
+            await wait_for(lambda: any("Reminder #1 set" in t for t in tg.chat_texts(BOB)))
+        away = tmp_path / "telegram-away"
+        shutil.move(ext_root / EXTENSION_ID, away)
+
+        data = ext_root.parent / "data"
+        async with running_kernel(path) as kernel:
+            await wait_for(lambda: fire_handled(kernel, data), timeout=30)
+            on_terminal = [row for row in sent(kernel, "capture") if "pills" in row[2]]
+        assert on_terminal == []
+
+        shutil.move(away, ext_root / EXTENSION_ID)
+        async with running_kernel(path):
+            await wait_for(lambda: any("take the pills" in t for t in tg.chat_texts(BOB)[1:]))
+            await wait_for(lambda: not held_rows(data))
+        bobs = [t for t in tg.chat_texts(BOB) if "take the pills" in t and "Reminder #1" not in t]
+    assert len(bobs) == 1 and bobs[0].startswith("⏰ Reminder: take the pills")
+    assert not any("pills" in t for t in tg.chat_texts(ALICE))
