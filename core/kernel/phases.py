@@ -367,7 +367,15 @@ def build_turns(
     held = HeldNotices.at(
         settings.data_dir / STATE_FILE, settings.storage, synchronous=settings.events.synchronous
     )
-    notices = Notices(bus.bus, channels, settings.channels.default, scale, household, held)
+    notices = Notices(
+        bus.bus,
+        channels,
+        settings.channels.default,
+        scale,
+        household,
+        held,
+        send_timeout_s=limits.send_timeout_s,
+    )
     consent = shaped.consent
     approvals = ApprovalFlow(
         consent.desk,

@@ -47,6 +47,8 @@ class Notices:
         scale: Scale,
         household: Household,
         held: HeldNotices,
+        *,
+        send_timeout_s: float = 30.0,
     ) -> None:
         self._bus = bus
         self._channels = channels  # the router's live table
@@ -54,8 +56,10 @@ class Notices:
         self._scale = scale
         self._household = household
         self.held = held
+        self._send_timeout_s = send_timeout_s  # each held notice's send (turns.send_timeout_s)
         self._releasing = asyncio.Lock()
         self._releases: set[asyncio.Task[int]] = set()
+        self._up_before_start: set[str] = set()
 
     def subscribe(self) -> None:
         """The notification sender of a process that runs channels."""
@@ -106,11 +110,9 @@ class Notices:
         if channel is None and self._scale.sent_elsewhere(target):
             return  # another node runs that channel and sends it
         if channel is None and user_id and self._household.key_of(target, user_id) is not None:
-            await self.held.hold(target, user_id, text, key, source)
-            log.info(
-                "channel %r is not loaded: a notification for %s waits for it", target, user_id
-            )
-            return
+            if await self._hold(text, target, user_id, key, source):
+                return
+            channel = self._channels.get(target)  # it came up meanwhile
         if channel is None:
             channel, user_id = self._channels.get(self.default_channel), None
         if channel is None:
@@ -129,12 +131,38 @@ class Notices:
 
     # ------------------------------------------------------------ held notices
 
+    async def _hold(
+        self, text: str, channel_id: str, user_id: str, key: str | None, source: str
+    ) -> bool:
+        """Keep a notice for ``channel_id`` unless it is up by now (``False``): under the
+        release lock, so a channel coming up meanwhile sends it once, never misses it."""
+        async with self._releasing:
+            if channel_id in self._channels:
+                return False
+            await self.held.hold(channel_id, user_id, text, key, source)
+        log.info(
+            "channel %r is not loaded: a notification for %s waits for it", channel_id, user_id
+        )
+        return True
+
     def channel_up(self, channel_id: str) -> None:
         """``channel_id`` is wired: send what waits for it (in a task of this object's,
-        awaited by ``aclose``)."""
+        awaited by ``aclose``); one wired while the kernel is built, before its loop
+        runs, when the kernel starts (``start``)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            self._up_before_start.add(channel_id)
+            return
         task = asyncio.create_task(self.release(channel_id), name=f"held-notices:{channel_id}")
         self._releases.add(task)
         task.add_done_callback(self._releases.discard)
+
+    def start(self) -> None:
+        """The kernel runs: send what waits for the channels wired before it did."""
+        for channel_id in sorted(self._up_before_start):
+            self.channel_up(channel_id)
+        self._up_before_start.clear()
 
     async def release(self, channel_id: str) -> int:
         """Send every notice held for ``channel_id``, oldest first, each deleted once its
@@ -147,7 +175,8 @@ class Notices:
                     channel = self._channels.get(channel_id)
                     if channel is None:
                         break  # gone again meanwhile
-                    await channel.send_to_user(notice.user_id, notice.text)
+                    async with asyncio.timeout(self._send_timeout_s):
+                        await channel.send_to_user(notice.user_id, notice.text)
                     await self.held.release(notice.key)
                     sent += 1
             except Exception as exc:

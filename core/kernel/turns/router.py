@@ -123,6 +123,7 @@ class MessageRouter:
         process's share of the work: ``Scale.subscribe``)."""
         senders = (self.outbox.subscribe, self.notices.subscribe)
         self.scale.subscribe(self.bus, senders, self._turn_handlers())
+        self.notices.start()  # what waits for a channel wired before the loop ran
 
     def _turn_handlers(self) -> list[TurnHandler]:
         """(topic, handler, subscriber id, concurrency) of the turn side."""
