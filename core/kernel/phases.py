@@ -57,6 +57,7 @@ from core.kernel.shaping.context_chain import ContextChain
 from core.kernel.shaping.tool_stacking import ToolStacking
 from core.kernel.skills import KernelSkills
 from core.kernel.spending import NO_SPENDING, TurnSpending
+from core.kernel.turns.held import HeldNotices
 from core.kernel.turns.notices import Notices
 from core.kernel.turns.observer import TurnObserver
 from core.kernel.turns.outbox import ReplyOutbox
@@ -363,7 +364,18 @@ def build_turns(
     )
     scale, channels = bus.scale, bus.channels
     outbox = ReplyOutbox(bus.bus, channels.get, send_timeout_s=limits.send_timeout_s, scale=scale)
-    notices = Notices(bus.bus, channels, settings.channels.default, scale)
+    held = HeldNotices.at(
+        settings.data_dir / STATE_FILE, settings.storage, synchronous=settings.events.synchronous
+    )
+    notices = Notices(
+        bus.bus,
+        channels,
+        settings.channels.default,
+        scale,
+        household,
+        held,
+        send_timeout_s=limits.send_timeout_s,
+    )
     consent = shaped.consent
     approvals = ApprovalFlow(
         consent.desk,

@@ -51,6 +51,7 @@ class ChannelTarget(Protocol):
         *,
         user_id: str | None = None,
         key: str | None = None,
+        source: str = ...,
     ) -> None: ...
 
 
@@ -206,6 +207,7 @@ class Wiring:
                 notice.channel_id,
                 user_id=notice.user_id,
                 key=f"notify:{ext_id}:{event.id}",  # forwarded once to another node
+                source=ext_id,
             )
 
         return notify

@@ -131,3 +131,37 @@ async def test_always_allow_by_button_stops_asking(tg, kernel_for):
         await wait_for(lambda: "Two." in tg.chat_texts(ALICE))
         assert launched(kernel) == ["moon", "mars"]
     assert len([m for m in tg.messages(ALICE) if "Allow launch" in m.text]) == 1
+
+
+async def test_another_members_message_in_a_group_leaves_the_question_open(tg, kernel_for):
+    """Only the person asked supersedes their question: Bob writing in the group gets
+    his own answer while Alice's approval stays open, and her press still allows it;
+    her own new message then denies her next question, as before."""
+    model = ScriptedModel(
+        [
+            [function_call("launch", {"target": "moon"}, call_id="c1")],
+            [assistant_message("Hello Bob.")],
+            [assistant_message("Launched from the group.")],
+            [function_call("launch", {"target": "mars"}, call_id="c2")],
+            [assistant_message("Mars not launched.")],
+            [assistant_message("Something else, then.")],
+        ]
+    )
+    async with kernel_for(model) as kernel:
+        tg.send_update("launch at the moon", user_id=ALICE, chat_id=GROUP)
+        asked = await wait_for(lambda: question(tg, GROUP))
+        tg.send_update("hello everyone", user_id=BOB, chat_id=GROUP)
+        await wait_for(lambda: "Hello Bob." in tg.chat_texts(GROUP))
+        assert asked.buttons and launched(kernel) == []  # Alice's question is still open
+        tg.press(GROUP, asked.message_id, asked.buttons[0][1], user_id=ALICE)
+        await wait_for(lambda: "Launched from the group." in tg.chat_texts(GROUP))
+        assert launched(kernel) == ["moon"]
+
+        tg.send_update("launch at mars", user_id=ALICE, chat_id=GROUP)
+        mars = await wait_for(lambda: question(tg, GROUP))
+        tg.send_update("never mind", user_id=ALICE, chat_id=GROUP)  # her own: supersedes
+        await wait_for(lambda: "Something else, then." in tg.chat_texts(GROUP))
+        assert launched(kernel) == ["moon"]
+        await wait_for(lambda: not mars.buttons)
+    assert mars.text.endswith('A new message came instead: denied: launch(target="mars")')
+    model.assert_complete()

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from core.extensions.sdk import wall
+from core.extensions.sdk.testing import FakeContext
 from sandbox.extensions.scheduler.commands import build_commands
 from sandbox.extensions.scheduler.describe import rule_text
 from sandbox.extensions.scheduler.firing import following_due
@@ -223,7 +224,8 @@ async def test_remind_command_confirms_and_names_the_dst_shift(tmp_path):
     await store.open()
     try:
         scheduler = Scheduler(store, "Europe/Berlin", FakeClock(NOW), lambda: None)
-        remind = next(c for c in build_commands(scheduler) if c.name == "remind")
+        commands = build_commands(scheduler, FakeContext(tmp_path).held_notices)
+        remind = next(c for c in commands if c.name == "remind")
         reply = await remind.handler("tomorrow 2:30 call mom", _turn())
         assert reply == (
             "Reminder #1 set for tomorrow 03:00 (02:30 does not exist on 2026-03-29 "

@@ -415,6 +415,9 @@ class KernelContext(ContextStateCalls):
     ) -> list[tuple[str, str]]:
         return await self._services.list_post_processors(channel_id or self.extension_id, user_id)
 
+    async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
+        return await self._services.held_notices(self.extension_id, channel_id, user_id)
+
     def request_restart(self) -> None:
         self._require_control("restart Hearth")
         self._services.request_restart(f"requested by extension {self.extension_id}")

@@ -25,6 +25,10 @@ async def _none_listed() -> list[tuple[str, str]]:
     return []
 
 
+async def _none_held() -> list[str]:
+    return []
+
+
 class KernelOperations(Protocol):
     """The kernel's status and the one act on it (``core.kernel.status``)."""
 
@@ -58,6 +62,11 @@ class KernelServices:
     # (channel id, user id) -> that conversation's activated post-processors
     list_post_processors: Callable[[str, str], Awaitable[list[tuple[str, str]]]] = (
         lambda _channel, _user: _none_listed()
+    )
+    # (extension id, channel id, user id) -> what that extension sent there that waits
+    # for the channel (ADR 0076)
+    held_notices: Callable[[str, str, str], Awaitable[list[str]]] = lambda _ext, _channel, _user: (
+        _none_held()
     )
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it

@@ -176,6 +176,13 @@ class ExtensionContext(Protocol):
         extension's channel), as (name, description): for autocompletion."""
         ...
 
+    async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
+        """What this extension sent to ``user_id`` on ``channel_id`` (``notify_user``, or
+        its manifest's ``notify_user`` subscription) that waits for that channel to be
+        loaded, oldest first (ADR 0076): e.g. a member's reminder due while their
+        channel was down. Only this extension's own notifications."""
+        ...
+
     def request_restart(self) -> None: ...
     def request_shutdown(self) -> None: ...
 

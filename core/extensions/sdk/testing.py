@@ -91,6 +91,8 @@ class FakeContext:
     subscriptions: list[tuple[str, EventHandler]] = field(default_factory=list)
     commands: list[tuple[str, str]] = field(default_factory=list)
     post_processors: list[tuple[str, str]] = field(default_factory=list)
+    # what held_notices answers: (channel id, user id) -> the texts waiting there
+    held: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     restarts_requested: int = 0
     shutdowns_requested: int = 0
     # (session id, or None for extension scope; key) -> the stored value
@@ -239,6 +241,9 @@ class FakeContext:
         self, user_id: str, channel_id: str | None = None
     ) -> list[tuple[str, str]]:
         return list(self.post_processors)
+
+    async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
+        return list(self.held.get((channel_id, user_id), []))
 
     # ------------------------------------------------------------ agents
 

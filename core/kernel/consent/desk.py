@@ -11,8 +11,9 @@
 - ``answer`` accepts an answer only from the conversation and the sender the
   question belongs to (in a group: the member who asked); ``always`` also
   records a grant;
-- ``expire`` (the timer) and ``supersede`` (a new message instead of an
-  answer) deny, and the user is told.
+- ``expire`` (the timer) and ``supersede`` (a new message from the person
+  asked instead of an answer) deny, and the user is told; in a group chat
+  another member's message leaves the question open.
 
 Each decision is one conditional update, journaled as a ``hook.approval``
 frame, and closes the question on the channel. When the last question of a
@@ -181,12 +182,14 @@ class ApprovalDesk:
     def paused(self, message_key: str) -> PausedTurn | None:
         return self._turns.get(message_key)
 
-    def pending_in(self, conversation: str) -> list[Approval]:
-        """The conversation's unanswered questions, oldest first."""
+    def pending_in(self, conversation: str, asked: Responder | None = None) -> list[Approval]:
+        """The conversation's unanswered questions, oldest first; with ``asked``, only
+        those put to that responder (in a group chat: the member who asked)."""
         return [
             approval
             for turn in self._turns.values()
             if turn.conversation == conversation
+            and (asked is None or asked.was_asked(turn.channel_id, turn.user_id, turn.owner_id))
             for approval in _pending(turn)
         ]
 
@@ -302,9 +305,11 @@ class ApprovalDesk:
             await self._decide(*found, "timeout", "timeout")
 
     async def supersede(self, conversation: str, responder: Responder) -> None:
-        """A new message instead of an answer: every open question there is denied."""
+        """A new message instead of an answer: every open question there that was put
+        to ``responder`` is denied. Another member's message in a group chat is not
+        an answer to someone else's question, so theirs stay open."""
         by = f"{responder.channel_id}:{responder.who}"
-        for approval in self.pending_in(conversation):
+        for approval in self.pending_in(conversation, responder):
             found = self._find(approval.id)
             if found is not None:
                 await self._decide(*found, "superseded", by)

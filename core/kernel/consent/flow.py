@@ -17,9 +17,11 @@ reads that it was interrupted. A tool therefore runs at most once.
 
 While questions are open, the conversation's next message is checked first
 (``on_message``): an answer word from the person asked (``yes``, ``always``,
-``no``) answers the oldest question; anything else denies them all
+``no``) answers their oldest question; anything else from them denies theirs
 ("superseded") and the paused turn finishes before the new message is
-answered, so the history keeps its order.
+answered, so the history keeps its order. In a group chat a message from
+another member is not about someone else's question: it is answered as
+usual and the question stays open for the person asked.
 """
 
 from __future__ import annotations
@@ -223,19 +225,14 @@ class ApprovalFlow:
         """A message in a conversation with open questions (the caller holds the lock).
 
         ``True``: it was the answer (nothing else to do). ``False``: it was not; the
-        open questions are denied and their turns finished, and the message is
-        answered as usual after that."""
+        questions put to its sender are denied and their turns finished (another
+        member's stay open), and the message is answered as usual after that."""
         conversation = Conversations.key(responder.channel_id, responder.user_id)
-        pending = self.desk.pending_in(conversation)
+        pending = self.desk.pending_in(conversation, responder)
         if not pending:
-            return False
+            return False  # none, or only another member's: theirs stay open
         choice = parse_answer(text)
-        asked_in = self.desk.paused(pending[0].message_key)
-        if (
-            choice is not None
-            and asked_in is not None
-            and responder.was_asked(asked_in.channel_id, asked_in.user_id, asked_in.owner_id)
-        ):
+        if choice is not None:
             await self.desk.answer(pending[0].id, choice, responder)
             return True
         await self.desk.supersede(conversation, responder)

@@ -62,7 +62,7 @@ from core.kernel.shaping.context_chain import ContextChain
 from core.kernel.spending import NO_SPENDING, TurnSpending
 from core.kernel.turns.cancelling import CANCELLED_REPLY, RunningTurns
 from core.kernel.turns.consent_stage import NO_CONSENT, ConsentStage
-from core.kernel.turns.notices import Notices
+from core.kernel.turns.notices import KERNEL_SOURCE, Notices
 from core.kernel.turns.outbox import OpenStream, ReplyOutbox
 from core.kernel.turns.streaming import channel_callbacks
 from core.kernel.turns.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
@@ -110,7 +110,9 @@ class MessageRouter:
     # ------------------------------------------------------------ wiring
 
     def register_channel(self, channel_id: str, channel: Any) -> None:
+        """The channel's extension is active: it gets traffic, and what waited for it."""
         self.channels[channel_id] = channel
+        self.notices.channel_up(channel_id)
 
     def unregister_channel(self, channel_id: str) -> None:
         """The channel's extension is no longer active: nothing is sent to it."""
@@ -121,6 +123,7 @@ class MessageRouter:
         process's share of the work: ``Scale.subscribe``)."""
         senders = (self.outbox.subscribe, self.notices.subscribe)
         self.scale.subscribe(self.bus, senders, self._turn_handlers())
+        self.notices.start()  # what waits for a channel wired before the loop ran
 
     def _turn_handlers(self) -> list[TurnHandler]:
         """(topic, handler, subscriber id, concurrency) of the turn side."""
@@ -306,9 +309,10 @@ class MessageRouter:
         *,
         user_id: str | None = None,
         key: str | None = None,
+        source: str = KERNEL_SOURCE,
     ) -> None:
         """A proactive message, where its channel lives (``Notices.notify_user``)."""
-        await self.notices.notify_user(text, channel_id, user_id=user_id, key=key)
+        await self.notices.notify_user(text, channel_id, user_id=user_id, key=key, source=source)
 
     async def _on_agent_task(self, event: Event) -> None:
         task = read_system_payload(AgentTask, event, subscriber="kernel.agent_task")

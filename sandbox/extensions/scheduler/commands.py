@@ -11,7 +11,7 @@ from core.extensions.contract import Command, TurnContext
 
 from .describe import describe_all, rule_text, when_text
 from .model import ScheduleError
-from .scheduler import Scheduler
+from .scheduler import HeldNotices, Scheduler
 from .when import parse_remind
 
 
@@ -24,7 +24,9 @@ def parse_id(text: str) -> int:
     return int(token)
 
 
-def build_commands(scheduler: Scheduler) -> list[Command]:
+def build_commands(scheduler: Scheduler, held: HeldNotices) -> list[Command]:
+    """``held``: ``context.held_notices``, for the reminders that wait for their channel."""
+
     async def remind(args: str, turn: TurnContext) -> str:
         try:
             timing, text = parse_remind(args, scheduler.now(), scheduler.zone)
@@ -46,7 +48,9 @@ def build_commands(scheduler: Scheduler) -> list[Command]:
         return f"Reminder #{schedule.id} set for {when}{note}: {text}"
 
     async def reminders(args: str, turn: TurnContext) -> str:
-        return describe_all(await scheduler.list(turn.person_key), scheduler.zone, scheduler.now())
+        person = turn.person_key
+        waiting = await scheduler.waiting(person, held)
+        return describe_all(await scheduler.list(person), scheduler.zone, scheduler.now(), waiting)
 
     async def cancel(args: str, turn: TurnContext) -> str:
         try:

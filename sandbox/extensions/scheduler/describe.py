@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta, tzinfo
 
 from core.extensions.sdk import wall
@@ -64,7 +65,19 @@ def describe(schedule: Schedule, zone: tzinfo, now: datetime) -> str:
     return f"#{schedule.id}  {when}{rule}  {action}{schedule.text}"
 
 
-def describe_all(schedules: list[Schedule], zone: tzinfo, now: datetime) -> str:
-    if not schedules:
+def describe_all(
+    schedules: list[Schedule],
+    zone: tzinfo,
+    now: datetime,
+    waiting: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The active schedules, then the fired reminders that wait for their channel
+    (``waiting``: (channel id, text))."""
+    if not schedules and not waiting:
         return "No reminders. Set one with /remind WHEN TEXT, e.g. /remind 10m tea."
-    return "\n".join(describe(s, zone, now) for s in schedules)
+    lines = [describe(s, zone, now) for s in schedules]
+    lines += [
+        f"waiting for {channel.removesuffix('_channel')} to be up (it is not loaded): {text}"
+        for channel, text in waiting
+    ]
+    return "\n".join(lines)

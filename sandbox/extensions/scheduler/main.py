@@ -71,7 +71,7 @@ class SchedulerExtension(BaseExtension):
         return list(build_tools(self._scheduler()))
 
     def get_commands(self) -> list[Command]:
-        return build_commands(self._scheduler())
+        return build_commands(self._scheduler(), self.context.held_notices)
 
     async def run_background(self) -> None:
         assert self.loop is not None, "initialize() was not called"

@@ -8,7 +8,7 @@ the fire loop so a new earliest due time is honoured at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, tzinfo
 
 from core.extensions.sdk import UnknownTimezoneError, resolve_zone, wall
@@ -18,6 +18,8 @@ from .store import ScheduleStore
 from .when import check_cron, next_cron
 
 MIN_INTERVAL_S = 1
+# ``context.held_notices``: (channel, address) -> what this extension sent there that waits
+HeldNotices = Callable[[str, str], Awaitable[list[str]]]
 
 
 class Scheduler:
@@ -80,6 +82,15 @@ class Scheduler:
     async def list(self, person: str | None = None) -> list[Schedule]:
         """``person``'s active schedules (``None``: the owner's)."""
         return [s for s in await self.store.active() if s.person == person]
+
+    async def waiting(self, person: str | None, held: HeldNotices) -> list[tuple[str, str]]:
+        """(channel, text) of ``person``'s fired reminders that wait for their channel
+        to be loaded (``held``: ``context.held_notices``, ADR 0076)."""
+        return [
+            (channel, text)
+            for channel, user in await self.store.addresses(person)
+            for text in await held(channel, user)
+        ]
 
     async def cancel(self, schedule_id: int, person: str | None = None) -> Schedule:
         schedule = await self._active(schedule_id, person)

@@ -187,6 +187,18 @@ class ScheduleStore(Store):
         row = await self.fetch_one("SELECT MIN(next_due) FROM schedules WHERE status = 'active'")
         return None if row is None else _instant(row[0])
 
+    async def addresses(self, person: str | None) -> list[tuple[str, str]]:
+        """Every (channel, address) ``person``'s reminders fired or fire to (``None``:
+        the owner's), for what may wait there."""
+        whose = "person IS NULL" if person is None else "person = ?"
+        rows = await self.fetch_all(
+            "SELECT DISTINCT channel_id, user_id FROM schedules"
+            f" WHERE channel_id IS NOT NULL AND user_id IS NOT NULL AND {whose}"
+            " ORDER BY channel_id, user_id",
+            () if person is None else (person,),
+        )
+        return [(str(channel), str(user)) for channel, user in rows]
+
     async def _select(self, sql: str, args: tuple[Any, ...]) -> list[Schedule]:
         return [_schedule(row) for row in await self.fetch_all(sql, args)]
 
