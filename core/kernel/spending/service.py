@@ -21,7 +21,6 @@ from core.agents.usage_meter import UsageMeter
 from core.config import ModelsSettings
 from core.extensions.contract import Command, TurnContext
 from core.kernel.conversations.ledger import LedgerWrite
-from core.kernel.hooks import ToolTap
 from core.kernel.spending.budget import Budget
 from core.kernel.spending.report import Periods, usage_lines
 from core.kernel.spending.store import (
@@ -85,7 +84,6 @@ class Spending:
         timezone: str = "local",
         meter: UsageMeter | None = None,
         now: Callable[[], datetime] | None = None,
-        tap: ToolTap | None = None,
     ) -> None:
         self.models = models
         self.book = book
@@ -99,8 +97,8 @@ class Spending:
             self.now,
             f"{default.provider}/{default.model}" if default is not None else None,
         )
-        # its ``tap`` goes around every tool, inside ``tap`` (the replay recorder's)
-        self.tool_runs = ToolRunJournal(book, tap)
+        # its ``tap`` goes around every tool (the ``tool_runs`` layer, ADR 0079)
+        self.tool_runs = ToolRunJournal(book)
 
     async def open(self) -> None:
         await self.book.open()
