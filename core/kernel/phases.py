@@ -267,12 +267,11 @@ def build_shaping(
     observer: PipelineObserver,
     agent_hooks: Any,
 ) -> Shaping:
-    """Everything a turn is shaped by; ``recorder`` (its ``model_wrapper``) sees every
-    tool (model) call while ``replay.record`` is on (off, it is in no call's way),
-    ``tool_runs`` every tool run
-    (ADR 0061), ``observer`` every hook and tool call (metrics), ``agent_hooks`` the
-    orchestrator's runs (token counts). The tool calls' layers are ``TOOL_LAYERS``'
-    that are on (ADR 0079)."""
+    """Everything a turn is shaped by; ``recorder`` (through ``model_wrapper``) sees
+    every tool (model) call while ``replay.record`` is on (off, it is in no call's
+    way), ``tool_runs`` every tool run (ADR 0061), ``observer`` every hook and tool
+    call (metrics), ``agent_hooks`` the orchestrator's runs (token counts). A tool
+    call crosses the rows of ``TOOL_LAYERS`` that are on (ADR 0079)."""
     features = ToolFeatures.of(settings, skills=False)  # skills: per orchestrator build
     model_router = ModelRouter(
         settings.models,

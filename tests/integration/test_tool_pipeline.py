@@ -48,7 +48,7 @@ OFF_CODE = (
     "core/replay/",
     "core/skills/",
 )
-NULL_OBJECTS = {"FullAutoGate.admit", "_turn"}  # the owner's turn: no policy lookup
+NULL_OBJECTS = {"FullAutoGate.admit"}  # the owner's turn: no policy lookup
 
 
 def names(features: ToolFeatures, *, agents: bool = False) -> list[str]:

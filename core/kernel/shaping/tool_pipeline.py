@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 _TAPPED: Final = "__hearth_tapped_by__"  # on the invoker a tap layer made: the tap
+_PIPED: Final = "_hearth_piped_by"  # on a tool this pipeline wrapped: the pipeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,8 +173,8 @@ class ToolPipeline:
         """``tool`` inside every layer, innermost first; a tool that already passed a
         layer (wrapped where it was built, then again at each step) gets only the
         layers outside it, so each runs once per call."""
-        if not isinstance(tool, FunctionTool):
-            return tool
+        if not isinstance(tool, FunctionTool) or tool.__dict__.get(_PIPED) is self:
+            return tool  # the orchestrator's tools, offered again at each step
         outside = self.layers
         for index, (_, layer) in enumerate(self.layers):
             if layer.wraps(tool):
@@ -182,6 +183,8 @@ class ToolPipeline:
         wrapped: Tool = tool
         for _, layer in reversed(outside):
             wrapped = layer.wrap(wrapped)
+        if wrapped is not tool:  # a copy: marking it leaves ``tool`` as it was
+            wrapped.__dict__[_PIPED] = self
         return wrapped
 
 
