@@ -17,7 +17,8 @@ prints one JSON object:
 
 ``--off`` runs the turn with the optional features off (``replay.record:
 false``, ``policy.profile: full_auto``): what they cost when off is what
-they add to the path. ``--check budgets.json`` fails when a count is over
+they add to the path; ``--both`` runs the defaults, then ``--off``, each in a
+fresh kernel. ``--check budgets.json`` fails when a count is over
 its budget (``path`` in ``bench/budgets.json``; deterministic counts).
 
 Only the event loop's thread is profiled (the SQLite worker threads run

@@ -43,6 +43,7 @@ from core.skills import ActiveSkills
 
 __all__ = [
     "TOOL_LAYERS",
+    "LayerWrapper",
     "ToolFeatures",
     "ToolLayer",
     "ToolParts",
