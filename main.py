@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_replay_command(settings, args)
     from core.cli.doctor import run_doctor
 
-    return run_doctor(settings)
+    return run_doctor(settings, verbose=getattr(args, "verbose", False))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,12 @@ prints one JSON object:
   a call that goes through the SDK and back still counts once);
 - ``top_packages``: functions per package, most first.
 
+``--off`` runs the turn with the optional features off (``replay.record:
+false``, ``policy.profile: full_auto``): what they cost when off is what
+they add to the path; ``--both`` runs the defaults, then ``--off``, each in a
+fresh kernel. ``--check budgets.json`` fails when a count is over
+its budget (``path`` in ``bench/budgets.json``; deterministic counts).
+
 Only the event loop's thread is profiled (the SQLite worker threads run
 library code). Numbers compare between commits of the same machine only
 through their ratios; they do not depend on the machine's speed.
@@ -22,6 +28,7 @@ through their ratios; they do not depend on the machine's speed.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import collections
 import json
@@ -52,6 +59,10 @@ TOOL_HEADER = """
 
     from core.extensions.sdk import side_effects
 """
+
+
+# the optional features off: what they cost then is what they add to the path
+OFF: dict[str, Any] = {"replay": {"record": False}, "policy": {"profile": "full_auto"}}
 
 
 def _project_file(filename: str) -> str | None:
@@ -114,7 +125,7 @@ def package(module_file: str) -> str:
     return "/".join(parts[:-1])
 
 
-async def trace_turn(tmp: Path) -> PathRecorder:
+async def trace_turn(tmp: Path, *, off: bool = False) -> PathRecorder:
     import yaml
     from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
@@ -139,6 +150,7 @@ async def trace_turn(tmp: Path) -> PathRecorder:
                 "paths": {"extensions": str(ext), "data": str(tmp / "data")},
                 "channels": {"default": "capture"},
                 "logging": {"level": "WARNING"},
+                **(OFF if off else {}),
             }
         )
     )
@@ -173,23 +185,51 @@ async def trace_turn(tmp: Path) -> PathRecorder:
     return recorder
 
 
-def main() -> None:
+def measure(*, off: bool) -> dict[str, Any]:
+    """The path of one turn in a fresh kernel: the counts the module docstring names."""
     with tempfile.TemporaryDirectory(prefix="hearth-path-") as tmp:
-        recorder = asyncio.run(trace_turn(Path(tmp)))
+        recorder = asyncio.run(trace_turn(Path(tmp), off=off))
     modules = {f for f, _ in recorder.functions}
     per_package = collections.Counter(package(f) for f, _ in recorder.functions)
-    print(
-        json.dumps(
-            {
-                "functions": len(recorder.functions),
-                "modules": len(modules),
-                "packages": len(per_package),
-                "crossings": len(recorder.crossings),
-                "top_packages": dict(per_package.most_common(8)),
-                "cores": os.cpu_count(),
-            }
-        )
-    )
+    return {
+        "config": "off" if off else "defaults",
+        "functions": len(recorder.functions),
+        "modules": len(modules),
+        "packages": len(per_package),
+        "crossings": len(recorder.crossings),
+        "top_packages": dict(per_package.most_common(8)),
+        "cores": os.cpu_count(),
+    }
+
+
+def over_budget(result: dict[str, Any], budgets: dict[str, Any]) -> list[str]:
+    """Each count over its budget (``<config>_functions``, ``crossings``), as a sentence."""
+    limits = {
+        "functions": budgets.get(f"{result['config']}_functions"),
+        "crossings": budgets.get("crossings"),
+    }
+    return [
+        f"path ({result['config']}): {name} {result[name]} > budget {limit}"
+        for name, limit in limits.items()
+        if limit is not None and result[name] > limit
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--off", action="store_true", help="replay off and policy full_auto")
+    parser.add_argument("--both", action="store_true", help="defaults, then --off")
+    parser.add_argument("--check", type=Path, help="budgets.json: fail on a count over budget")
+    args = parser.parse_args()
+    configs = [False, True] if args.both else [args.off]
+    budgets = json.loads(args.check.read_text())["path"] if args.check else {}
+    problems: list[str] = []
+    for off in configs:
+        result = measure(off=off)
+        print(json.dumps(result))
+        problems += over_budget(result, budgets)
+    if problems:
+        sys.exit("\n".join(problems))
 
 
 if __name__ == "__main__":

@@ -24,8 +24,27 @@ from core.runtime import load_secrets
 OK, BAD, WARN = "ok  ", "FAIL", "WARN"
 
 
-def run_doctor(settings: Settings) -> int:
-    return asyncio.run(_doctor(settings))
+def run_doctor(settings: Settings, *, verbose: bool = False) -> int:
+    """``verbose`` adds the layers a tool call crosses, in order (ADR 0079)."""
+    return asyncio.run(_doctor(settings, verbose=verbose))
+
+
+def tool_layer_lines(settings: Settings) -> list[str]:
+    """The orchestrator's tool call, outermost layer first, as these settings and the
+    installed skills make it (``TOOL_LAYERS``); then the layers that are off."""
+    from core.kernel.shaping.tool_pipeline import TOOL_LAYERS, ToolFeatures, layers_on
+    from core.kernel.skills import KernelSkills
+
+    ext_root = settings.extensions_dir
+    folders = sorted(p for p in ext_root.iterdir() if p.is_dir()) if ext_root.is_dir() else []
+    skills = KernelSkills(settings, lambda: [(p.name, p) for p in folders])
+    features = ToolFeatures.of(settings, skills=bool(skills.catalog().skills))
+    on = layers_on(features)
+    stack = " → ".join([*(row.name for row in on), "the tool"])
+    lines = [f"tool call layers (outermost first): {stack}"]
+    lines += [f"  {row.name}: {row.what}" for row in on]
+    lines += [f"  off: {row.name} ({row.what})" for row in TOOL_LAYERS if row not in on]
+    return lines
 
 
 def used_providers(models: Any) -> set[str]:
@@ -44,7 +63,7 @@ def used_providers(models: Any) -> set[str]:
     return found
 
 
-async def _doctor(settings: Settings) -> int:
+async def _doctor(settings: Settings, *, verbose: bool = False) -> int:
     problems = 0
     source = settings.settings_file or "defaults (no settings.yaml)"
     local = settings.local_settings_file
@@ -81,6 +100,9 @@ async def _doctor(settings: Settings) -> int:
         f"{OK} consent: profile {policy.profile}, {len(policy.rules)} rule(s), "
         f"questions time out after {policy.approval_timeout_s:g} s"
     )
+    if verbose:
+        for line in tool_layer_lines(settings):
+            print(f"{OK} {line}")
     problems += await _check_mcp(settings)
     report = await collect_report(settings)
     secrets = load_secrets()

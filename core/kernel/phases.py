@@ -8,7 +8,8 @@ assigned yet: the loader builds a declarative agent through the services it
 is handed at load time (``declarative_agent``; a reload builds through the
 same services, ``Loader.services``), the consent gate is built before the tool
 hooks it admits calls for and is given their ``before_tool_call`` chain where it
-guards a tool (ADR 0063), the wiring is told whom to tell of a change when it
+guards a tool (ADR 0063; the tool call's layers are one list, ``TOOL_LAYERS``,
+ADR 0079), the wiring is told whom to tell of a change when it
 is attached, the router's channel table is built first (``Bus.channels``) and
 filled by the wiring. The replay recorder and
 the metrics come from outside (the kernel's runner builds them) and are
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from core.kernel.agents import KernelAgents
 from core.kernel.commands.table import CommandRegistry
 from core.kernel.consent.assembly import KernelConsent, declared_tools
 from core.kernel.consent.flow import ApprovalFlow
+from core.kernel.consent.gate import FullAutoGate
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
 from core.kernel.hooks.observer import PipelineObserver
@@ -54,6 +56,7 @@ from core.kernel.scale.scale_out import ScaleOut
 from core.kernel.scale.seam import LocalScale, Scale
 from core.kernel.shaping.assembly import TurnShaping
 from core.kernel.shaping.context_chain import ContextChain
+from core.kernel.shaping.tool_pipeline import ToolFeatures, ToolParts, ToolPipeline
 from core.kernel.shaping.tool_stacking import ToolStacking
 from core.kernel.skills import KernelSkills
 from core.kernel.spending import NO_SPENDING, TurnSpending
@@ -247,6 +250,8 @@ class Shaping:
     context: ContextChain
     consent: KernelConsent
     orchestrator: LiveOrchestrator
+    agent_tools: ToolPipeline  # a declarative agent's tool layers (ADR 0079)
+    tool_features: Callable[[], ToolFeatures]  # which tool layers are on now
 
 
 def build_shaping(
@@ -257,16 +262,22 @@ def build_shaping(
     *,
     household: Household,
     model_overrides: Mapping[str, Model] | None,
-    model_wrapper: Callable[[Model], Model] | None,
-    tap: ToolTap | None,
+    recorder: ToolTap,
+    model_wrapper: Callable[[Model], Model],
+    tool_runs: ToolTap,
     observer: PipelineObserver,
     agent_hooks: Any,
 ) -> Shaping:
-    """Everything a turn is shaped by; ``model_wrapper`` and ``tap`` see every model
-    and tool call (the replay recorder), ``observer`` every hook and tool call
-    (metrics), ``agent_hooks`` the orchestrator's runs (token counts)."""
+    """Everything a turn is shaped by; ``recorder`` (through ``model_wrapper``) sees
+    every tool (model) call while ``replay.record`` is on (off, it is in no call's
+    way), ``tool_runs`` every tool run (ADR 0061), ``observer`` every hook and tool
+    call (metrics), ``agent_hooks`` the orchestrator's runs (token counts). A tool
+    call crosses the rows of ``TOOL_LAYERS`` that are on (ADR 0079)."""
+    features = ToolFeatures.of(settings, skills=False)  # skills: per orchestrator build
     model_router = ModelRouter(
-        settings.models, overrides=model_overrides, model_wrapper=model_wrapper
+        settings.models,
+        overrides=model_overrides,
+        model_wrapper=model_wrapper if features.replay else None,
     )
     mcp = McpServers(settings.mcp)
     wired = ext.wiring.wired
@@ -285,20 +296,26 @@ def build_shaping(
         state=storage.state,
         model_router=model_router,
         observer=observer,
-        admission=consent.gate,
-        tap=tap,
+        admission=consent.gate if features.consent else FullAutoGate(consent.gate),
     )
     context = ContextChain(
         lambda: [(r.ext_id, r.instance) for r in wired(Capability.CONTEXT)],
         provider_timeout_s=settings.turns.context_timeout_s,
     )
-    consent_wrapper = consent.wrapper(shaping.tools)
+
+    def tool_features() -> ToolFeatures:
+        """The features as they are now: a skill may be added while the kernel runs
+        (the orchestrator is rebuilt then)."""
+        return replace(features, skills=bool(ext.skills.catalog().skills))
+
+    parts = ToolParts(ext.skills.active, consent.gate, shaping.tools, recorder, tool_runs)
 
     def orchestrator() -> Orchestrator:
         """Core tools first, then wired extensions' tools and agents, one active
         provider per name (``ToolStacking``, ADR 0027); rebuilt by ``LiveOrchestrator``
         on the first turn after the wiring changed."""
         toolset = ext.tool_stacking.toolset(wired())
+        pipeline = ToolPipeline.build(parts, tool_features())
         return Orchestrator(
             model_router=model_router,
             timezone=settings.timezone,
@@ -308,13 +325,16 @@ def build_shaping(
             mcp_servers=mcp.active,
             tool_guidance=shaping.tool_guidance(c.name for c in toolset.capabilities),
             skill_catalog=ext.skills.prompt_text(),
-            interceptor=ext.skills.wrapper(consent_wrapper),
+            interceptor=pipeline,
             agent_hooks=agent_hooks,
             guardrails=shaping.guardrails,
         )
 
     live = LiveOrchestrator(orchestrator)
-    return Shaping(model_router, mcp, shaping, context, consent, live)
+    agents_pipeline = ToolPipeline.build(parts, features, agents=True)
+    return Shaping(
+        model_router, mcp, shaping, context, consent, live, agents_pipeline, tool_features
+    )
 
 
 # ------------------------------------------------------------ turns
@@ -414,6 +434,6 @@ def build_turns(
         model_router=shaped.model_router,
         core_tools=ext.core_tools,
         extension_tools=extension_tools,
-        interceptor=shaping.tools,
+        interceptor=shaped.agent_tools,
     )
     return Turns(runner, outbox, notices, approvals, router, agents)

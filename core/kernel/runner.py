@@ -116,7 +116,7 @@ class Kernel:
         self.household = Household.of(settings)  # who each turn is for (SPEC §11)
         book = usage_book_for(settings, self.data_dir / SESSIONS_FILE)
         self.spending = Spending(  # usage, cost and budget of turns (ADR 0061)
-            settings.models, book, timezone=settings.timezone, tap=self.recorder
+            settings.models, book, timezone=settings.timezone
         )
         shaped = build_shaping(
             settings,
@@ -125,13 +125,15 @@ class Kernel:
             ext,
             household=self.household,
             model_overrides=model_overrides,
+            recorder=self.recorder,  # only while replay.record is on (ADR 0079)
             model_wrapper=self.recorder.wrap_model,
-            tap=self.spending.tool_runs,  # a tool that ran runs once, inside the recorder
+            tool_runs=self.spending.tool_runs,  # a tool that ran runs once (ADR 0061)
             observer=self.metrics,
             agent_hooks=self.spending.meter,  # usage per turn and model, and metrics
         )
         self.model_router, self.mcp, self.shaping = shaped.model_router, shaped.mcp, shaped.shaping
         self.context, self.consent = shaped.context, shaped.consent
+        self.tool_features = shaped.tool_features  # the tool call's layers (ADR 0079)
         self.orchestrator = shaped.orchestrator
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
         self.metrics.watch_models(self.model_router.health, self.spending.meter)
@@ -143,7 +145,9 @@ class Kernel:
             ext,
             shaped,
             household=self.household,
-            observer=TurnObservers([self.recorder, self.metrics]),
+            observer=TurnObservers(
+                [self.recorder, self.metrics] if self.recorder.enabled else [self.metrics]
+            ),
             user_facing_errors=(ModelNotConfiguredError,),
             spending=self.spending,
         )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from agents import FunctionTool
 
@@ -92,10 +91,6 @@ class KernelSkills:
             network=lambda name: name in allowed,
             scratch_root=self._scratch,
         )
-
-    def wrapper(self, inner: Any) -> Any:
-        """The orchestrator's tool wrapper: ``inner``, then the allowed-tools scope."""
-        return self.active.around(inner)
 
     def command(self) -> Command:
         async def skills(args: str, turn: TurnContext) -> str:

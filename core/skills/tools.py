@@ -71,9 +71,13 @@ class ActiveSkills:
                 )
         return None
 
+    def scopes(self, tool: FunctionTool) -> bool:
+        """Whether ``tool`` already checks the narrowing (``wrap`` returns it as it is)."""
+        return bool(getattr(tool.on_invoke_tool, _MARK, False))
+
     def wrap(self, tool: Tool) -> Tool:
         """A copy of ``tool`` that checks the narrowing first; idempotent."""
-        if not isinstance(tool, FunctionTool) or getattr(tool.on_invoke_tool, _MARK, False):
+        if not isinstance(tool, FunctionTool) or self.scopes(tool):
             return tool
         scoped = copy.copy(tool)
         invoke = tool.on_invoke_tool
@@ -96,24 +100,6 @@ class ActiveSkills:
         scoped.on_invoke_tool = on_invoke
         scoped.needs_approval = needs_approval
         return scoped
-
-    def around(self, inner: Any) -> _Scoped:
-        """A tool wrapper: ``inner`` (the kernel's hooks and consent), this check outside."""
-        return _Scoped(self, inner)
-
-
-class _Scoped:
-    """``ActiveSkills`` around another tool wrapper; wrapping twice changes nothing."""
-
-    def __init__(self, scope: ActiveSkills, inner: Any) -> None:
-        self._scope = scope
-        self._inner = inner
-
-    def wrap(self, tool: Tool) -> Tool:
-        if isinstance(tool, FunctionTool) and getattr(tool.on_invoke_tool, _MARK, False):
-            return tool
-        inner = tool if self._inner is None else self._inner.wrap(tool)
-        return self._scope.wrap(inner)
 
 
 def build_skill_tools(

@@ -11,6 +11,7 @@ from agents.testing import ScriptedModel, assistant_message
 from core.events.topics import RecordTopics
 from core.kernel.phases import declarative_agent
 from core.kernel.scale.seam import LocalScale
+from core.kernel.shaping.tool_pipeline import layers_on
 from support.bus_helpers import eventually
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
@@ -60,5 +61,6 @@ async def test_the_kernel_is_whole_once_built(make_ext, settings_file):
         assert k.router.consent.holds("no-such-message") is False
         assert k.loader.agent_factory is declarative_agent
         assert k.model_router.model_wrapper == k.recorder.wrap_model
-        assert k.shaping.tools.tap is k.spending.tool_runs  # a tool that ran runs once
-    assert k.spending.tool_runs.inner is k.recorder  # inside the recorder
+        # a tool that ran runs once, inside the recorder (ADR 0061, 0079)
+        layers = [row.name for row in layers_on(k.tool_features())]
+        assert layers == ["hooks", "replay", "tool_runs"]  # the fixture: full_auto

@@ -4,7 +4,7 @@ from core.kernel.consent.catalog import CORE_SOURCE, DeclaredTools, ToolCatalog,
 from core.kernel.consent.commands import consent_commands, policy_summary
 from core.kernel.consent.desk import ApprovalDesk, Responder
 from core.kernel.consent.flow import ApprovalFlow
-from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall, ConsentGate, ConsentWrapper
+from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall, ConsentGate, FullAutoGate
 from core.kernel.consent.policy import ConsentPolicy, Grant, ToolInfo, Verdict
 from core.kernel.consent.store import Approval, ApprovalStore, PausedTurn
 from core.kernel.consent.ui import UiRequests
@@ -20,8 +20,8 @@ __all__ = [
     "AskedCall",
     "ConsentGate",
     "ConsentPolicy",
-    "ConsentWrapper",
     "DeclaredTools",
+    "FullAutoGate",
     "Grant",
     "PausedTurn",
     "Responder",

@@ -3,8 +3,9 @@
 ``KernelConsent`` builds the store (``sessions.db``), the desk, the policy,
 the side-effect catalog and the gate. It is built before the turn's shaping,
 which hands the gate to the tool hooks as their ``admission`` (so every tool
-call of every agent passes it); ``wrapper`` gives the orchestrator's tool
-wrapper over those hooks (hooks + ``needs_approval``).
+call of every agent passes it); the tool pipeline adds its ``needs_approval``
+to the orchestrator's tools when the policy can ask (``tool_pipeline.py``,
+ADR 0079).
 ``declared_tools`` reads what the wired extensions' manifests say about their
 own tools (a ``tools.<name>`` naming another's tool is a load error, ADR 0044).
 """
@@ -30,7 +31,7 @@ from core.extensions.loading.records import ExtensionRecord
 from core.kernel.consent.catalog import CORE_SOURCE, DeclaredTools, ToolCatalog
 from core.kernel.consent.commands import consent_commands, policy_summary
 from core.kernel.consent.desk import ApprovalDesk
-from core.kernel.consent.gate import ConsentGate, ConsentWrapper, HookedTools
+from core.kernel.consent.gate import ConsentGate
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.consent.store import ApprovalStore
 from core.kernel.consent.ui import UiRequests
@@ -79,11 +80,6 @@ class KernelConsent:
         self.catalog = ToolCatalog(declared, settings.policy.side_effects)
         self.gate = ConsentGate(self.policy, self.catalog, frames)
         self.ui = UiRequests(channel_for, frames, self.desk.holds)
-
-    def wrapper(self, hooks: HookedTools) -> ConsentWrapper:
-        """The orchestrator's tool wrapper: ``hooks`` (the tool hooks whose admission is
-        this gate), then the gate's ``needs_approval``."""
-        return ConsentWrapper(hooks, self.gate)
 
     async def start(self) -> None:
         """Read the open paused turns, then time out, resume or ask again (before the

@@ -43,7 +43,7 @@ from core.kernel.consent.catalog import ToolCatalog
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo, Verdict
 from core.kernel.hooks import Admitted, FrameRecorder
 
-__all__ = ["APPROVAL_FRAME", "AskedCall", "BeforeChain", "ConsentGate", "ConsentWrapper"]
+__all__ = ["APPROVAL_FRAME", "AskedCall", "BeforeChain", "ConsentGate", "FullAutoGate"]
 
 APPROVAL_FRAME = "approval"  # frames on hook.approval
 _REMEMBERED = 1024
@@ -79,12 +79,6 @@ class BeforeChain(Protocol):
     ) -> ToolCall | str: ...
 
 
-class HookedTools(BeforeChain, Protocol):
-    """The tool hooks (``ToolInterceptor``): wraps a tool, runs the ``before`` chain alone."""
-
-    def wrap(self, tool: Tool) -> Tool: ...
-
-
 class ConsentGate:
     """``needs_approval`` for the orchestrator's tools, ``admit`` for every call."""
 
@@ -104,7 +98,7 @@ class ConsentGate:
     def guard(self, tool: Tool, hooks: BeforeChain) -> Tool:
         """A copy of ``tool`` whose calls the SDK checks with the gate (others as they are);
         a call to ask about first runs ``hooks``' ``before_tool_call`` chain."""
-        if not isinstance(tool, FunctionTool) or getattr(tool.needs_approval, "gate", None) is self:
+        if not isinstance(tool, FunctionTool) or self.guards(tool):
             return tool
         guarded = copy.copy(tool)
         gate = self
@@ -117,6 +111,10 @@ class ConsentGate:
         needs_approval.gate = self  # type: ignore[attr-defined]
         guarded.needs_approval = needs_approval
         return guarded
+
+    def guards(self, tool: FunctionTool) -> bool:
+        """Whether ``tool`` is already guarded by this gate (``guard`` returns it as it is)."""
+        return getattr(tool.needs_approval, "gate", None) is self
 
     async def _needs_approval(
         self,
@@ -227,15 +225,19 @@ class ConsentGate:
         )
 
 
-class ConsentWrapper:
-    """The orchestrator's ``ToolWrapper``: the tool hooks, then the gate's ``needs_approval``."""
+class FullAutoGate:
+    """The gate's null object, chosen at assembly under ``policy.profile: full_auto``
+    with no rules (ADR 0079): nothing is asked and nothing denied, so the owner's calls
+    run with no lookup; a member's turn still asks the gate (``OWNER_TOOLS`` run for
+    the owner only)."""
 
-    def __init__(self, hooks: HookedTools, gate: ConsentGate) -> None:
-        self._hooks = hooks
+    def __init__(self, gate: ConsentGate) -> None:
         self._gate = gate
 
-    def wrap(self, tool: Tool) -> Tool:
-        return self._gate.guard(self._hooks.wrap(tool), self._hooks)
+    async def admit(self, tool: FunctionTool, ctx: ToolContext[Any], raw: str) -> Admitted | None:
+        if getattr(ctx.context, "role", "owner") == "owner":  # person_key None: the owner
+            return None
+        return await self._gate.admit(tool, ctx, raw)
 
 
 def askable(turn: TurnContext) -> bool:

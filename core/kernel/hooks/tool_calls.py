@@ -159,22 +159,18 @@ class ToolInterceptor:
         frames: FrameRecorder,
         *,
         admission: Admission | None = None,
-        tap: ToolTap | None = None,
     ) -> None:
         self._registry = registry
         self._caller = caller
         self._frames = frames
         self._admission = admission  # the consent gate (ADR 0021); None: none asked
-        self.tap = tap  # the replay recorder (ADR 0033): sees each tool run
 
     def wrap(self, tool: Tool) -> Tool:
         """A copy of ``tool`` whose calls run the hooks; other and wrapped tools as they are."""
         if not isinstance(tool, FunctionTool) or is_intercepted(tool):
             return tool
         hooked = copy.copy(tool)  # the SDK binds the copy's invoker and failure formatter to it
-        invoke: Invoker = hooked.on_invoke_tool
-        if self.tap is not None:
-            invoke = self.tap.tap(tool, invoke)
+        invoke: Invoker = hooked.on_invoke_tool  # the layers inside (tool_pipeline.py)
         at = self._registry.at
         intercept = self._intercept
 

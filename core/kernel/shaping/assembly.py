@@ -1,7 +1,7 @@
 """What shapes a turn, assembled once per kernel: hooks, tool interception,
 prompt additions, tool guidance, history compaction and answer post-processors
-(ADR 0019, 0020, 0023); the replay recorder, built by the kernel, taps the
-tool calls (ADR 0033).
+(ADR 0019, 0020, 0023). The layers around a tool call are listed in
+``tool_pipeline.py`` (ADR 0079).
 
 Everything here is built from the wired extensions (through ``wired``) and the
 ``hooks.*`` / ``turns.*`` / ``postprocess.*`` settings, and rebuilt lazily when the wiring
@@ -27,7 +27,6 @@ from core.kernel.hooks import (
     PromptAdditions,
     StateReader,
     ToolInterceptor,
-    ToolTap,
     TurnGuardrails,
     TurnHooks,
     command_hook_entries,
@@ -55,7 +54,6 @@ class TurnShaping:
         model_router: ModelRouter,
         observer: PipelineObserver = NO_OBSERVER,
         admission: Admission | None = None,
-        tap: ToolTap | None = None,
     ) -> None:
         self._wired = wired
         command_hooks = command_hook_entries(
@@ -76,10 +74,10 @@ class TurnShaping:
         )
         self.additions = PromptAdditions(wired, state=state)
         # every tool call of every agent the kernel runs goes through the tool hooks,
-        # after ``admission`` (the consent gate, ADR 0021); ``tap``: the replay recorder
-        # sees each tool run (ADR 0033)
+        # after ``admission`` (the consent gate, ADR 0021): the ``hooks`` layer of the
+        # tool pipeline (``tool_pipeline.py``, ADR 0079)
         self.tools = ToolInterceptor(
-            self.registry, self.hooks.caller, self.hooks.frames, admission=admission, tap=tap
+            self.registry, self.hooks.caller, self.hooks.frames, admission=admission
         )
         # the extensions' guardrails, as the orchestrator's SDK guardrails (ADR 0021)
         self.guardrails = TurnGuardrails(self.registry, self.hooks.caller, self.hooks.frames)

@@ -21,8 +21,7 @@ from core.agents.usage_meter import UsageMeter
 from core.config import ModelsSettings
 from core.extensions.contract import Command, TurnContext
 from core.kernel.conversations.ledger import LedgerWrite
-from core.kernel.hooks import ToolTap
-from core.kernel.spending.budget import Budget
+from core.kernel.spending.budget import Budget, BudgetState
 from core.kernel.spending.report import Periods, usage_lines
 from core.kernel.spending.store import (
     UsageBook,
@@ -74,6 +73,40 @@ class _NoSpending:
 NO_SPENDING: TurnSpending = _NoSpending()
 
 
+class TurnBudget(Protocol):
+    """What spending asks of the budget (``Budget``; ``_NoBudget`` with no limit)."""
+
+    async def states(self, turn: TurnContext) -> list[BudgetState]: ...
+
+    async def admit(self, turn: TurnContext, text: str = "") -> str | None: ...
+
+    async def release(self, turn: TurnContext) -> None: ...
+
+    def learn(self, entries: list[UsageEntry]) -> None: ...
+
+    async def notice(self, turn: TurnContext) -> str | None: ...
+
+
+class _NoBudget:
+    """The budget's null object, chosen at assembly when ``models.budget`` sets no limit
+    (ADR 0079): nothing to admit, hold, learn or tell; usage is still counted."""
+
+    async def states(self, turn: TurnContext) -> list[BudgetState]:
+        return []
+
+    async def admit(self, turn: TurnContext, text: str = "") -> str | None:
+        return None
+
+    async def release(self, turn: TurnContext) -> None:
+        return None
+
+    def learn(self, entries: list[UsageEntry]) -> None:
+        return None
+
+    async def notice(self, turn: TurnContext) -> str | None:
+        return None
+
+
 class Spending:
     """Usage, cost and budget of the kernel's turns; see the module's docstring."""
 
@@ -85,22 +118,23 @@ class Spending:
         timezone: str = "local",
         meter: UsageMeter | None = None,
         now: Callable[[], datetime] | None = None,
-        tap: ToolTap | None = None,
     ) -> None:
         self.models = models
         self.book = book
         self.meter = meter or UsageMeter()
         self.now = now or (lambda: now_in(timezone))
         default = models.default
-        self.budget = Budget(
-            models.budget,
-            models.prices,
-            book,
-            self.now,
-            f"{default.provider}/{default.model}" if default is not None else None,
-        )
-        # its ``tap`` goes around every tool, inside ``tap`` (the replay recorder's)
-        self.tool_runs = ToolRunJournal(book, tap)
+        self.budget: TurnBudget = _NoBudget()
+        if models.budget.limited:
+            self.budget = Budget(
+                models.budget,
+                models.prices,
+                book,
+                self.now,
+                f"{default.provider}/{default.model}" if default is not None else None,
+            )
+        # its ``tap`` goes around every tool (the ``tool_runs`` layer, ADR 0079)
+        self.tool_runs = ToolRunJournal(book)
 
     async def open(self) -> None:
         await self.book.open()

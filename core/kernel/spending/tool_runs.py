@@ -10,8 +10,9 @@ rerun of that turn gets the recorded output for the same call instead of
 running the tool. The rows go away in the transaction that commits the turn
 (``UsageRecord``), or after two days.
 
-This is the tap innermost around each tool's own invoker (``ToolTap``): the
-consent gate and the tool hooks still see the call, the replay recorder too.
+This is the tap innermost around each tool's own invoker (``ToolTap``, the
+``tool_runs`` layer of ``core/kernel/shaping/tool_pipeline.py``): the consent
+gate and the tool hooks still see the call, the replay recorder too.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from agents import FunctionTool
 from agents.tool_context import ToolContext
 
-from core.kernel.hooks import Invoker, ToolTap
+from core.kernel.hooks import Invoker
 from core.kernel.spending.store import UsageBook
 
 __all__ = ["ToolRunJournal"]
@@ -37,9 +38,8 @@ MAX_OPEN_TURNS = 4096
 class ToolRunJournal:
     """Records each completed tool call of a turn; answers a rerun from the record."""
 
-    def __init__(self, book: UsageBook, inner: ToolTap | None = None) -> None:
+    def __init__(self, book: UsageBook) -> None:
         self.book = book
-        self.inner = inner  # the replay recorder's tap, outside this one
         self._seen: OrderedDict[str, Counter[str]] = OrderedDict()
 
     def forget(self, turn_id: str | None) -> None:
@@ -63,7 +63,7 @@ class ToolRunJournal:
             await self.book.record_tool(turn_id, key, _as_text(result))
             return result
 
-        return journaled if self.inner is None else self.inner.tap(tool, journaled)
+        return journaled
 
     def _call_key(self, turn_id: str, name: str, raw: str) -> str:
         try:
