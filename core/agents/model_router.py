@@ -20,6 +20,7 @@ from openai import AsyncOpenAI
 
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.fallback import FallbackModel, ModelHealth
+from core.agents.openai_client import ConversationOpenAI
 from core.config import FallbackRef, ModelRef, ModelsSettings, ProviderSettings
 from core.runtime import load_secrets
 
@@ -316,7 +317,7 @@ class ModelRouter:
     def _client(self, name: str, provider: ProviderSettings, agent_id: str | None) -> AsyncOpenAI:
         client = self._clients.get(name)
         if client is None:
-            client = AsyncOpenAI(
+            client = ConversationOpenAI(
                 api_key=self._api_key(name, provider, agent_id),
                 base_url=provider.base_url,
                 timeout=provider.timeout_s,
