@@ -16,8 +16,10 @@ in a list (the whole list: the SDK does not compact). Drift on a loaded machine
 hits all four alike. Prints one JSON object: ``young_ms_p50`` / ``old_ms_p50``
 (Hearth, turn ~10 and ~250), ``ratio`` (old ÷ young), the floor's two medians
 and ratio, the items the model received at the old turns, ``rss_mb`` (this
-process, after the first 40 turns, every extension loaded and used) and the
-core count.
+process, after the first 40 turns, every extension loaded and used),
+``rss_settled_mb`` (the same once the memory extension's background work — its
+embedding model loading, the turns embedded — has settled; not with ``--fast``),
+``rss_end_mb`` (after the last round) and the core count.
 
 ``--profile`` writes two cProfile tables (stderr): 30 young turns, 30 old turns,
 sorted by cumulative time. ``--fast`` runs fewer rounds (the CI gate);
@@ -113,16 +115,34 @@ def pairs(name: str, items: int) -> list[dict[str, str]]:
     return history
 
 
-async def measure_rounds(paths: floor.Paths, model: Any, rounds: int) -> dict[str, Any]:
+async def settled_rss(limit_s: float = 60.0) -> float:
+    """RSS once the memory extension's background work after the turns (its model
+    loaded in a worker thread, the turns embedded) has stopped moving it: no change
+    of more than 1 MB over 5 s, or ``limit_s``."""
+    last, since, start = rss_mb(), time.monotonic(), time.monotonic()
+    while time.monotonic() - start < limit_s:
+        await asyncio.sleep(0.5)
+        now = rss_mb()
+        if abs(now - last) > 1.0:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= 5.0:
+            break
+    return last
+
+
+async def measure_rounds(
+    paths: floor.Paths, model: Any, rounds: int, settle: bool
+) -> dict[str, Any]:
     old, young = Conversation("old"), Young("young")
     floor_young = Young("floor-young")
-    rss, sent = float("nan"), 0
+    rss, settled, sent = float("nan"), float("nan"), 0
     for i in range(OLD_TURNS):
         await old.take(paths.cli)
         sent = len(model._requests[-1]["messages"])
         model._requests.clear()  # the fake server keeps every request otherwise
         if i + 1 == RSS_AFTER:
             rss = rss_mb()
+            settled = await settled_rss() if settle else settled
     times: dict[str, list[float]] = {}
     received: list[int] = []
 
@@ -163,6 +183,8 @@ async def measure_rounds(paths: floor.Paths, model: Any, rounds: int) -> dict[st
         "young_turns": f"{YOUNG_FROM}-{YOUNG_TO}",
         "old_messages_sent_p50": statistics.median(received),
         "rss_mb": rss,
+        "rss_settled_mb": settled,
+        "rss_end_mb": rss_mb(),
         "rss_after_turns": RSS_AFTER,
     }
 
@@ -170,7 +192,7 @@ async def measure_rounds(paths: floor.Paths, model: Any, rounds: int) -> dict[st
 def measure(fast: bool) -> dict[str, Any]:
     rounds = 30 if fast else 80
     floor.write_setup = every_bundled  # with_kernel writes this setup
-    result = asyncio.run(floor.with_kernel(lambda p, m: measure_rounds(p, m, rounds)))
+    result = asyncio.run(floor.with_kernel(lambda p, m: measure_rounds(p, m, rounds, not fast)))
     result["cpu_count"] = os.cpu_count()
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return result
