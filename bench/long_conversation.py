@@ -11,10 +11,13 @@ One conversation is first taken to ``OLD_TURNS`` turns (its stored history
 compacted as settings say: ``turns.history_max_items``); then ``ROUNDS`` rounds
 each take, in rotating order, one turn of that old conversation, one turn of a
 young conversation (turns 5–15 of a fresh one, replaced when it grows up) and
-the same two for the floor, the bare SDK's ``Runner.run`` keeping its history
-in a list (the whole list: the SDK does not compact). Drift on a loaded machine
-hits all four alike. Prints one JSON object: ``young_ms_p50`` / ``old_ms_p50``
-(Hearth, turn ~10 and ~250), ``ratio`` (old ÷ young), the floor's two medians
+the same two for the floor: the bare SDK's ``Runner.run`` with the plain
+``AsyncOpenAI`` client, its history a list (for the old turn, as many items as
+Hearth's last old turn sent: the SDK alone keeps no budget). Drift on a loaded
+machine hits all four alike. A turn's cost is its wall time minus the model
+server's time answering it (which grows with the prompt, as a real model's
+does). Prints one JSON object: ``young_ms_p50`` / ``old_ms_p50`` (Hearth, turn
+~10 and ~250), ``ratio`` (old ÷ young), the floor's two medians
 and ratio, the items the model received at the old turns, ``rss_mb`` (this
 process, after the first 40 turns, every extension loaded and used),
 ``rss_settled_mb`` (the same once the memory extension's background work — its
@@ -77,6 +80,23 @@ def every_bundled(tmp: Path, base_url: str, port: int) -> Path:
     return settings
 
 
+class ModelClock:
+    """Time the model server spent answering (``FakeOpenAIServer.timings``: from its
+    parsed request to its answer sent, which counts the prompt's tokens: it grows
+    with the conversation as a real model's prompt processing does, and is not
+    Hearth's)."""
+
+    model: Any = None
+    seen = 0
+
+    @classmethod
+    def spent_since_last(cls) -> float:
+        timings = cls.model.timings if cls.model is not None else []
+        spent = sum(seconds for _, seconds in timings[cls.seen :])
+        cls.seen = len(timings)
+        return spent * 1000
+
+
 class Conversation:
     """One conversation on one path: its name and how many turns it has taken."""
 
@@ -85,8 +105,11 @@ class Conversation:
         self.turns = 0
 
     async def take(self, turn: floor.Turn) -> float:
+        """The turn's cost in ms: its wall time minus the model server's time in it."""
         self.turns += 1
-        return await floor.timed(turn, self.name, f"{self.name} message {self.turns}")
+        ModelClock.spent_since_last()
+        wall = await floor.timed(turn, self.name, f"{self.name} message {self.turns}")
+        return wall - ModelClock.spent_since_last()
 
 
 class Young:
@@ -133,6 +156,7 @@ async def settled_rss(limit_s: float = 60.0) -> float:
 async def measure_rounds(
     paths: floor.Paths, model: Any, rounds: int, settle: bool
 ) -> dict[str, Any]:
+    ModelClock.model = model
     old, young = Conversation("old"), Young("young")
     floor_young = Young("floor-young")
     rss, settled, sent = float("nan"), float("nan"), 0
@@ -146,11 +170,13 @@ async def measure_rounds(
     times: dict[str, list[float]] = {}
     received: list[int] = []
 
-    async def floor_old() -> float:
+    floor_old = Conversation("floor-old")
+
+    async def floor_old_turn() -> float:
         # the bare SDK sending as many items as Hearth's old turn did (the SDK keeps no
         # budget of its own: its whole list would grow without end)
         paths.histories["floor-old"] = pairs("floor-old", sent)
-        return await floor.timed(paths.floor, "floor-old", f"floor-old message {sent}")
+        return await floor_old.take(paths.floor)
 
     async def hearth_old() -> float:
         nonlocal sent
@@ -163,7 +189,7 @@ async def measure_rounds(
         "hearth_young": lambda: young.take(paths.cli),
         "hearth_old": hearth_old,
         "floor_young": lambda: floor_young.take(paths.floor),
-        "floor_old": floor_old,
+        "floor_old": floor_old_turn,
     }
     order = list(runs)
     for _ in range(rounds):
