@@ -63,7 +63,13 @@ from core.kernel.turns.outbox import ReplyOutbox
 from core.kernel.turns.router import MessageRouter
 from core.kernel.turns.turn import TurnRunner
 from core.kernel.wiring import LiveOrchestrator, Wiring
-from core.runtime import SCHEDULES_FILE, SESSIONS_FILE, STATE_FILE, HearthError
+from core.runtime import (
+    CODE_SNAPSHOTS_DIR,
+    SCHEDULES_FILE,
+    SESSIONS_FILE,
+    STATE_FILE,
+    HearthError,
+)
 from core.scheduling import ManifestScheduler
 from core.state import StateStore
 from core.tools import build_core_tools
@@ -190,6 +196,7 @@ def build_extensions(
         secrets=secrets,
         records=records,
         on_discovered=lambda manifests: before_extension_code(manifests, settings, secrets),
+        code_snapshots=settings.data_dir / CODE_SNAPSHOTS_DIR,
     )
 
     def core_tools() -> list[Any]:
