@@ -232,7 +232,7 @@ def build_extensions(
     wiring = Wiring(loader, bus.bus, commands)
     skills = KernelSkills(  # Agent Skills (ADR 0058)
         settings,
-        lambda: [(r.ext_id, r.ext_dir) for r in wiring.wired()],
+        lambda: [(r.ext_id, r.code_dir or r.ext_dir) for r in wiring.wired()],
         on_change=wiring_changed,
     )
     return Extensions(

@@ -221,3 +221,40 @@ def test_links_inside_are_followed_as_their_content_and_loops_are_refused(tmp_pa
     (linked / "impl" / "loop").symlink_to("..", target_is_directory=True)
     with pytest.raises(CodeLinkError, match="one of its own parents"):
         read_code(linked)
+
+
+async def test_bundled_code_granted_by_the_project_runs_as_shipped(
+    ext_root, make_ext, settings_file, tmp_path
+):
+    """The project's grant pins the bundled code too: kv's planted bytecode never runs."""
+    from support.bundled import copy_bundled
+
+    copy_bundled(ext_root, "kv")
+    marker = tmp_path / "planted-ran"
+    main = ext_root / "kv" / "main.py"
+    plant_bytecode(main, main.read_text() + f"\nopen({str(marker)!r}, 'w').close()\n")
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    async with running_kernel(kernel_settings(settings_file)) as kernel:
+        assert kernel.loader.records["kv"].live  # granted by bundled_grants.yaml
+        assert "kv_get" in kernel.loader.records["kv"].tool_names
+    assert not marker.exists()
+
+
+def test_a_snapshot_is_written_once_per_version_and_old_ones_are_pruned(tmp_path):
+    import os
+
+    from core.extensions.loading.code_digest import read_code
+    from core.extensions.loading.code_snapshot import KEEP, CodeSnapshots
+
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    snapshots = CodeSnapshots(tmp_path / "snapshots")
+    pinned = []
+    for version in range(KEEP + 2):
+        (ext / "main.py").write_text(helper(f"v{version}"))
+        pinned.append(snapshots.pin(read_code(ext), "ext"))
+        os.utime(pinned[-1], (version, version))  # distinct ages, oldest first
+    again = snapshots.pin(read_code(ext), "ext")
+    assert again == pinned[-1] and (again / "main.py").read_text() == helper(f"v{KEEP + 1}")
+    kept = sorted((tmp_path / "snapshots" / "ext").iterdir())
+    assert kept == sorted(pinned[-KEEP:])

@@ -162,12 +162,12 @@ class Loader:
     def discover(self) -> None:
         """Read and validate every manifest; order the loadable ones."""
         self.records.clear()
+        self._read.clear()
         self.directory_found = self.extensions_dir.is_dir()
         if not self.directory_found:
             log.warning("extensions directory %s does not exist", self.extensions_dir)
             self.order = []
             return
-        self._read.clear()
         for ext_dir in sorted(p for p in self.extensions_dir.iterdir() if p.is_dir()):
             if not (ext_dir / MANIFEST_FILE).is_file() or ext_dir.name.startswith((".", "_")):
                 continue
@@ -208,14 +208,17 @@ class Loader:
         self.order = order
         self._explain_inactive_dependencies()
 
-    def _pin(self, record: ExtensionRecord) -> None:
+    def _pin(self, record: ExtensionRecord) -> bool:
         """Write the snapshot of the bytes discovery hashed, to import it from (ADR
-        0073); only for an extension about to load (``extensions grant`` writes none)."""
+        0073); only for an extension about to load (``extensions grant`` writes none).
+        False: it could not be written (the record says why)."""
         code = self._read.pop(record.ext_id)
         try:
             record.code_dir = self.snapshots.pin(code, record.ext_id)
         except OSError as exc:
             record.fail(f"cannot write the snapshot of its code in {self.snapshots.root}: {exc}")
+            return False
+        return True
 
     def request_of(self, record: ExtensionRecord) -> GrantRequest | None:
         """What the extension asks under the isolation it would run with, from the
@@ -339,9 +342,7 @@ class Loader:
             self.on_discovered([r.manifest for r in self.records.values() if r.manifest])
         for ext_id in self.order:
             record = self.records[ext_id]
-            if record.status is ExtensionStatus.ACTIVE:
-                self._pin(record)
-            if record.status is ExtensionStatus.ACTIVE:
+            if record.status is ExtensionStatus.ACTIVE and self._pin(record):
                 await self._load_one(record, services)
         self._read.clear()  # the bytes of those that did not load
 

@@ -1,8 +1,8 @@
 """Confinement of a plugin host with bubblewrap (``bwrap``).
 
 The host sees a minimal filesystem: ``/usr`` and the Python environment
-read-only, the kernel's ``core`` package read-only, its own extension
-directory read-only, its data dir read-write, declared ``permissions.paths``,
+read-only, the kernel's ``core`` package read-only, the snapshot of its
+extension's code read-only (ADR 0073), its data dir read-write, declared ``permissions.paths``,
 an empty size-limited ``/tmp``, a read-only root, and a network namespace
 of its own unless ``permissions.network`` is true. ``--unshare-all`` includes
 a PID namespace, so killing ``bwrap`` kills every process the plugin started
@@ -75,7 +75,7 @@ class GrantedPath:
 class SandboxSpec:
     """What one plugin host may see."""
 
-    ext_dir: Path
+    ext_dir: Path  # the snapshot of the extension's code it imports (ADR 0073)
     data_dir: Path
     network: bool
     paths: tuple[GrantedPath, ...] = field(default_factory=tuple)
