@@ -38,7 +38,7 @@ log = logging.getLogger("core.loader")
 
 # Called with the valid manifests after discovery, before any extension code runs.
 DiscoveredHook = Callable[[list[Manifest]], None]
-# (manifest, extension dir, services) -> instance; used for `agent:` manifests
+# (manifest, snapshot of its code (ADR 0073), services) -> instance; used for `agent:` manifests
 # without an entrypoint and for `isolation: process`.
 InstanceFactory = Callable[[Manifest, Path, KernelServices], Any]
 
@@ -353,7 +353,9 @@ class Loader:
         try:
             record.instance = await self.instantiate(record.manifest, record.code_dir, services)
             stage = "initialize"
-            record.context = KernelContext(record.manifest, record.code_dir, services)
+            record.context = KernelContext(
+                record.manifest, record.ext_dir, services, record.code_dir
+            )
             await call_with_timeout(
                 record.ext_id,
                 record.instance,

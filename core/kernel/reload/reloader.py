@@ -243,8 +243,7 @@ class ExtensionReloader:
         assert new.manifest is not None
         timeout = self._loader.lifecycle_timeout_s
         record_dir = self._loader.records[ext_id].ext_dir
-        assert new.code_dir is not None
-        new.context = KernelContext(new.manifest, new.code_dir, services)
+        new.context = KernelContext(new.manifest, record_dir, services, new.code_dir)
         new.context.release_subscriptions()  # held until it is wired
         new.calls = CallGate(ext_id)
         stage, initialized = "initialize", False
