@@ -218,6 +218,9 @@ def test_links_inside_are_followed_as_their_content_and_loops_are_refused(tmp_pa
     written = sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*"))
     assert written == ["impl", "impl/util.py", "lib", "lib/util.py"]
     assert not (snapshot / "lib").is_symlink()
+    (tmp_path / "elsewhere").mkdir()
+    (linked / "data").symlink_to(tmp_path / "elsewhere")  # data, not code: left out
+    assert read_code(linked).digest == code.digest
     (linked / "impl" / "loop").symlink_to("..", target_is_directory=True)
     with pytest.raises(CodeLinkError, match="one of its own parents"):
         read_code(linked)

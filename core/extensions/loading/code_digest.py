@@ -115,10 +115,11 @@ def _walk(walk: _Walk, shown: Path, real: Path, prefix: str, parents: frozenset[
         rel = prefix + name
         skipped_dir = name in SKIPPED_DIRS or (not prefix and name in SKIPPED_TOP_DIRS)
         if entry.is_symlink():
+            if skipped_dir and os.path.isdir(entry.path):
+                continue  # a linked data/ or __pycache__/ is left out, wherever it leads
             target = _inside_target(walk.root, path, Path(entry.path), parents)
             if target.is_dir():
-                if not skipped_dir:
-                    _walk(walk, path, target, rel + "/", parents | {str(target)})
+                _walk(walk, path, target, rel + "/", parents | {str(target)})
             else:
                 walk.found.append(_read(target, rel) if target.is_file() else CodeFile(rel, None))
         elif entry.is_dir(follow_symlinks=False):
