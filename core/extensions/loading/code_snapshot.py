@@ -2,9 +2,9 @@
 
 ``read_code`` reads an extension's files once and hashes those bytes;
 ``CodeSnapshots.pin`` writes the same bytes to
-``<paths.data>/code_snapshots/<id>/<digest>/`` (``CODE_SNAPSHOTS_DIR``), and the loader imports the
-extension from there (in the kernel, and in its plugin host, which gets the
-snapshot bound read-only). A file changed, swapped or added in the extension
+``<paths.data>/code_snapshots/<id>/<digest>/`` (``CODE_SNAPSHOTS_DIR``), and
+the loader imports the extension from there (in the kernel, and in its plugin
+host, which gets the snapshot bound read-only). A file changed, swapped or added in the extension
 directory after the digest was taken — a planted ``__pycache__/*.pyc``
 included — is not what runs: the snapshot holds no bytecode but what the
 kernel's own import writes into it, and nothing else writes there.
@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from core.extensions.loading.code_digest import CodeFiles
+from core.runtime.datadir import refuse_symlinks
 
 __all__ = ["CodeSnapshots"]
 
@@ -56,6 +57,7 @@ class CodeSnapshots:
         """The snapshot of exactly ``code`` (written now unless it exists)."""
         home = self.root / ext_id
         final = home / code.digest
+        refuse_symlinks(home, final)  # a kernel directory: never followed
         if final.is_dir():
             with contextlib.suppress(OSError):
                 os.utime(final)  # recently used: kept by the pruning below
