@@ -83,5 +83,5 @@ async def _catalog(settings: Settings) -> Catalog:
 
     async with kernel_apart(settings, "skills") as kernel:
         await kernel.load()
-        live = [(r.ext_id, r.ext_dir) for r in kernel.loader.active()]
+        live = [(r.ext_id, r.code_dir or r.ext_dir) for r in kernel.loader.active()]
         return KernelSkills(settings, lambda: live).catalog()

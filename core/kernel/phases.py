@@ -67,7 +67,13 @@ from core.kernel.turns.outbox import ReplyOutbox
 from core.kernel.turns.router import MessageRouter
 from core.kernel.turns.turn import TurnRunner
 from core.kernel.wiring import LiveOrchestrator, Wiring
-from core.runtime import SCHEDULES_FILE, SESSIONS_FILE, STATE_FILE, HearthError
+from core.runtime import (
+    CODE_SNAPSHOTS_DIR,
+    SCHEDULES_FILE,
+    SESSIONS_FILE,
+    STATE_FILE,
+    HearthError,
+)
 from core.scheduling import ManifestScheduler
 from core.state import StateStore
 from core.tools import build_core_tools
@@ -194,6 +200,7 @@ def build_extensions(
         secrets=secrets,
         records=records,
         on_discovered=lambda manifests: before_extension_code(manifests, settings, secrets),
+        code_snapshots=settings.data_dir / CODE_SNAPSHOTS_DIR,
     )
 
     def core_tools() -> list[Any]:
@@ -229,7 +236,7 @@ def build_extensions(
     wiring = Wiring(loader, bus.bus, commands)
     skills = KernelSkills(  # Agent Skills (ADR 0058)
         settings,
-        lambda: [(r.ext_id, r.ext_dir) for r in wiring.wired()],
+        lambda: [(r.ext_id, r.code_dir or r.ext_dir) for r in wiring.wired()],
         on_change=wiring_changed,
     )
     return Extensions(

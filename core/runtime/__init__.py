@@ -14,6 +14,7 @@ from core.runtime.lazy_door import lazy_door
 if TYPE_CHECKING:
     from core.runtime.backoff import Backoff, backoff_delay
     from core.runtime.datadir import (
+        CODE_SNAPSHOTS_DIR,
         JOURNAL_FILE,
         KERNEL_DATA_NAMES,
         RESERVED_IDS,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CODE_SNAPSHOTS_DIR",
     "EXIT_CLEAN",
     "JOURNAL_FILE",
     "KERNEL_DATA_NAMES",
@@ -100,6 +102,7 @@ _HOMES = {
     "backoff_delay": "backoff",
     "HearthError": "errors",
     "EXIT_CLEAN": "lifecycle",
+    "CODE_SNAPSHOTS_DIR": "datadir",
     "JOURNAL_FILE": "datadir",
     "KERNEL_DATA_NAMES": "datadir",
     "SCHEDULES_FILE": "datadir",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from core.config.settings import Settings
 
 __all__ = [
+    "CODE_SNAPSHOTS_DIR",
     "EXTENSIONS_SUBDIR",
     "JOURNAL_FILE",
     "KERNEL_DATA_NAMES",
@@ -54,6 +55,7 @@ __all__ = [
 log = logging.getLogger("core.runtime.datadir")
 
 EXTENSIONS_SUBDIR = "extensions"
+CODE_SNAPSHOTS_DIR = "code_snapshots"  # the extension code the kernel imports (ADR 0073)
 # The kernel's databases in ``paths.data`` (SQLite; with ``storage.backend: postgres``
 # their tables live in PostgreSQL instead), named once here so a command reading one
 # (``main.py usage``, ``events``) needs no import of the kernel that writes it.
@@ -71,6 +73,7 @@ _SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 KERNEL_DATA_NAMES: frozenset[str] = frozenset(
     {
         EXTENSIONS_SUBDIR,
+        CODE_SNAPSHOTS_DIR,
         "logs",  # core/supervisor/logs.py LOG_FILE
         JOURNAL_FILE,
         SESSIONS_FILE,

@@ -55,11 +55,19 @@ class KernelContext(ContextStateCalls):
     """The kernel's implementation of ``contract.ExtensionContext`` (state calls:
     ``ContextStateCalls``)."""
 
-    def __init__(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        ext_dir: Path,
+        services: KernelServices,
+        code_dir: Path | None = None,
+    ) -> None:
         self.extension_id = manifest.id
         self.logger = guard_extension_logger(logging.getLogger(f"ext.{manifest.id}"))
         self._manifest = manifest
         self._ext_dir = ext_dir
+        # the snapshot its code runs from (ADR 0073): its agent's prompt is read there
+        self._code_dir = code_dir or ext_dir
         self._services = services
         isolated = (manifest.isolation or services.settings.isolation.default) == "process"
         self.permissions = manifest.permissions.resolved(manifest.id, isolated=isolated)
@@ -358,11 +366,11 @@ class KernelContext(ContextStateCalls):
 
     @property
     def resolved_instructions(self) -> str:
-        return self._services.agents.resolve_instructions(self._manifest, self._ext_dir)
+        return self._services.agents.resolve_instructions(self._manifest, self._code_dir)
 
     @property
     def agent_descriptor(self) -> AgentDescriptor:
-        agent = self._services.agents.declared_agent(self._manifest, self._ext_dir, [])
+        agent = self._services.agents.declared_agent(self._manifest, self._code_dir, [])
         descriptor: AgentDescriptor = agent.get_agent_descriptor()
         return descriptor
 
@@ -374,7 +382,7 @@ class KernelContext(ContextStateCalls):
         extra_tools: Sequence[Any] = (),
     ) -> AgentResponse:
         agent = self._services.agents.declared_agent(
-            self._manifest, self._ext_dir, list(extra_tools)
+            self._manifest, self._code_dir, list(extra_tools)
         )
         response: AgentResponse = await agent.invoke(task, context)
         return response

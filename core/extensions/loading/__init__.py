@@ -22,7 +22,14 @@ if TYPE_CHECKING:
         detect_capabilities,
         require_permissions,
     )
-    from core.extensions.loading.code_digest import code_digest
+    from core.extensions.loading.code_digest import (
+        CodeFile,
+        CodeFiles,
+        CodeLinkError,
+        code_digest,
+        read_code,
+    )
+    from core.extensions.loading.code_snapshot import CodeSnapshots
     from core.extensions.loading.declarations import check_tool_declarations, provided_tool_names
     from core.extensions.loading.importer import (
         import_entrypoint,
@@ -70,6 +77,10 @@ __all__ = [
     "AgentSection",
     "Capability",
     "CapabilityError",
+    "CodeFile",
+    "CodeFiles",
+    "CodeLinkError",
+    "CodeSnapshots",
     "Condition",
     "ExtensionRecord",
     "ExtensionStatus",
@@ -98,6 +109,7 @@ __all__ = [
     "imported_modules",
     "load_manifest",
     "provided_tool_names",
+    "read_code",
     "require_permissions",
     "restore_modules",
     "run_setup",
@@ -134,7 +146,12 @@ _HOMES = {
     "call_with_timeout": "lifecycle",
     "check_signatures": "signatures",
     "check_tool_declarations": "declarations",
+    "CodeFile": "code_digest",
+    "CodeFiles": "code_digest",
+    "CodeLinkError": "code_digest",
+    "CodeSnapshots": "code_snapshot",
     "code_digest": "code_digest",
+    "read_code": "code_digest",
     "describe_exception": "lifecycle",
     "detect_capabilities": "capabilities",
     "failure_reason": "lifecycle",

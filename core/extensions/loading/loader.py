@@ -25,7 +25,8 @@ from core.extensions.loading.capabilities import (
     detect_capabilities,
     require_permissions,
 )
-from core.extensions.loading.code_digest import code_digest
+from core.extensions.loading.code_digest import CodeFiles, CodeLinkError, read_code
+from core.extensions.loading.code_snapshot import CodeSnapshots
 from core.extensions.loading.declarations import check_subscriptions, check_tool_declarations
 from core.extensions.loading.dependencies import dependents_of, order_by_dependencies
 from core.extensions.loading.importer import import_entrypoint
@@ -38,7 +39,7 @@ log = logging.getLogger("core.loader")
 
 # Called with the valid manifests after discovery, before any extension code runs.
 DiscoveredHook = Callable[[list[Manifest]], None]
-# (manifest, extension dir, services) -> instance; used for `agent:` manifests
+# (manifest, snapshot of its code (ADR 0073), services) -> instance; used for `agent:` manifests
 # without an entrypoint and for `isolation: process`.
 InstanceFactory = Callable[[Manifest, Path, KernelServices], Any]
 
@@ -59,8 +60,13 @@ class Loader:
         secrets: Mapping[str, str] | None = None,
         records: dict[str, ExtensionRecord] | None = None,
         on_discovered: DiscoveredHook | None = None,
+        code_snapshots: Path | None = None,
     ) -> None:
         self.extensions_dir = extensions_dir
+        # where the code is imported from: a snapshot of the bytes hashed (ADR 0073);
+        # None: a temporary directory (commands that only read the extensions, unit tests)
+        self.snapshots = CodeSnapshots(code_snapshots)
+        self._read: dict[str, CodeFiles] = {}  # discovered, not yet written: ext id -> files
         self.lifecycle_timeout_s = lifecycle_timeout_s
         self.default_isolation = default_isolation
         self.agent_factory = agent_factory
@@ -157,6 +163,7 @@ class Loader:
     def discover(self) -> None:
         """Read and validate every manifest; order the loadable ones."""
         self.records.clear()
+        self._read.clear()
         self.directory_found = self.extensions_dir.is_dir()
         if not self.directory_found:
             log.warning("extensions directory %s does not exist", self.extensions_dir)
@@ -168,14 +175,15 @@ class Loader:
             record = ExtensionRecord(ext_id=ext_dir.name, ext_dir=ext_dir)
             self.records[record.ext_id] = record
             try:
-                record.manifest = load_manifest(ext_dir)
-                record.code_digest = code_digest(ext_dir)
-            except ManifestError as exc:
+                code = read_code(ext_dir)  # each file once: the manifest checked is hashed
+                record.manifest = load_manifest(ext_dir, code.content(MANIFEST_FILE))
+            except (ManifestError, CodeLinkError) as exc:
                 record.fail(str(exc))
                 continue
             except OSError as exc:
                 record.fail(f"{ext_dir}: cannot read its files: {exc}")
                 continue
+            record.code_digest, self._read[record.ext_id] = code.digest, code
         self._refuse_clashing_ids()
         for record in self.records.values():
             if record.manifest is None or record.status is not ExtensionStatus.ACTIVE:
@@ -200,6 +208,18 @@ class Loader:
             self.records[ext_id].skip(reason)
         self.order = order
         self._explain_inactive_dependencies()
+
+    def _pin(self, record: ExtensionRecord) -> bool:
+        """Write the snapshot of the bytes discovery hashed, to import it from (ADR
+        0073); only for an extension about to load (``extensions grant`` writes none).
+        False: it could not be written (the record says why)."""
+        code = self._read.pop(record.ext_id)
+        try:
+            record.code_dir = self.snapshots.pin(code, record.ext_id)
+        except OSError as exc:
+            record.fail(f"cannot write the snapshot of its code in {self.snapshots.root}: {exc}")
+            return False
+        return True
 
     def request_of(self, record: ExtensionRecord) -> GrantRequest | None:
         """What the extension asks under the isolation it would run with, from the
@@ -323,17 +343,20 @@ class Loader:
             self.on_discovered([r.manifest for r in self.records.values() if r.manifest])
         for ext_id in self.order:
             record = self.records[ext_id]
-            if record.status is ExtensionStatus.ACTIVE:
+            if record.status is ExtensionStatus.ACTIVE and self._pin(record):
                 await self._load_one(record, services)
+        self._read.clear()  # the bytes of those that did not load
 
     async def _load_one(self, record: ExtensionRecord, services: KernelServices) -> None:
-        assert record.manifest is not None
+        assert record.manifest is not None and record.code_dir is not None
         stage = "import"
         record.calls = gate = CallGate(record.ext_id)
         try:
-            record.instance = await self.instantiate(record.manifest, record.ext_dir, services)
+            record.instance = await self.instantiate(record.manifest, record.code_dir, services)
             stage = "initialize"
-            record.context = KernelContext(record.manifest, record.ext_dir, services)
+            record.context = KernelContext(
+                record.manifest, record.ext_dir, services, record.code_dir
+            )
             await call_with_timeout(
                 record.ext_id,
                 record.instance,
@@ -366,25 +389,28 @@ class Loader:
             self._mark_failed(record, failure_reason(stage, exc))
             log.error("extension %s: %s", record.ext_id, record.error, exc_info=stage == "import")
 
-    async def instantiate(self, manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
-        """The extension's instance. Importing its module and running its
+    async def instantiate(
+        self, manifest: Manifest, code_dir: Path, services: KernelServices
+    ) -> Any:
+        """The extension's instance, from the snapshot ``code_dir`` of the code its
+        grant was checked against (ADR 0073). Importing its module and running its
         constructor are synchronous extension code: they run in a worker thread
         under the lifecycle timeout, so a hanging one cannot freeze the kernel."""
         isolation = manifest.isolation or self.default_isolation
         if isolation == "process":
             if self.isolated_factory is None:
                 raise RuntimeError("isolation: process is not available in this kernel")
-            return self.isolated_factory(manifest, ext_dir, services)
+            return self.isolated_factory(manifest, code_dir, services)
         if manifest.entrypoint is not None:
             entrypoint = manifest.entrypoint
 
             def construct() -> Any:
-                return import_entrypoint(manifest.id, ext_dir, entrypoint)()
+                return import_entrypoint(manifest.id, code_dir, entrypoint)()
 
             return await call_in_thread(manifest.id, "import", self.lifecycle_timeout_s, construct)
         if self.agent_factory is None:
             raise RuntimeError("declarative agents are not available in this kernel")
-        return self.agent_factory(manifest, ext_dir, services)
+        return self.agent_factory(manifest, code_dir, services)
 
     def _mark_failed(self, record: ExtensionRecord, reason: str, *, skip: bool = False) -> None:
         """``error`` (or ``skipped``) with ``reason``; its dependents not yet started

@@ -365,13 +365,20 @@ def check_timezone(name: str) -> None:
     resolve_zone(name)
 
 
-def load_manifest(ext_dir: Path) -> Manifest:
-    """Read and validate ``<ext_dir>/manifest.yaml``; the id must match the directory."""
+def load_manifest(ext_dir: Path, content: bytes | None = None) -> Manifest:
+    """Read and validate ``<ext_dir>/manifest.yaml``; the id must match the directory.
+
+    ``content``: the file's bytes as already read (the ones its code digest was
+    taken from, ADR 0073), instead of reading the file again.
+    """
     path = ext_dir / MANIFEST_FILE
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8") if content is None else content.decode()
+        raw = yaml.safe_load(text)
     except OSError as exc:
         raise ManifestError(path, f"cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ManifestError(path, f"not UTF-8 text: {exc.reason}") from exc
     except yaml.YAMLError as exc:
         raise ManifestError(path, f"not valid YAML: {_one_line(exc)}") from exc
     if not isinstance(raw, dict):

@@ -57,6 +57,7 @@ class ExtensionRecord:
     tools: list[Any] = field(default_factory=list)
     calls: CallGate | None = None  # the instance's tool and command calls (ADR 0032)
     code_digest: str = ""  # its files when discovered or reloaded: what a grant binds (ADR 0044)
+    code_dir: Path | None = None  # the snapshot of those files it is imported from (ADR 0073)
     initialized: bool = False
     started: bool = False
     watchers: list[StatusWatcher] = field(default_factory=list, repr=False, compare=False)

@@ -15,9 +15,9 @@ import asyncio
 from core.extensions.access.grant_store import GrantStore, GrantStoreError
 from core.extensions.access.grants import GrantRequest
 from core.extensions.contract import Command, TurnContext
-from core.extensions.loading.code_digest import code_digest
+from core.extensions.loading.code_digest import CodeLinkError, read_code
 from core.extensions.loading.loader import Loader
-from core.extensions.loading.manifest import ManifestError, load_manifest
+from core.extensions.loading.manifest import MANIFEST_FILE, ManifestError, load_manifest
 
 USAGE = "Usage: /grant ID — shows what the extension asks; /grant ID yes — allows it."
 
@@ -64,12 +64,14 @@ def _request(loader: Loader, ext_id: str) -> GrantRequest | str:
         known = ", ".join(sorted(loader.records)) or "none"
         return f"No extension {ext_id!r}. Known: {known}."
     try:
-        manifest = load_manifest(record.ext_dir)
-        code = code_digest(record.ext_dir)
+        code = read_code(record.ext_dir)  # the manifest shown is the one hashed
+        manifest = load_manifest(record.ext_dir, code.content(MANIFEST_FILE))
     except ManifestError as exc:
         return f"{ext_id} cannot be granted: {exc.message}"
+    except CodeLinkError as exc:
+        return f"{ext_id} cannot be granted: {exc}"
     except OSError as exc:
         return f"{ext_id} cannot be granted: cannot read its files: {exc}"
     return GrantRequest.from_manifest(
-        manifest, default_isolation=loader.default_isolation, code=code
+        manifest, default_isolation=loader.default_isolation, code=code.digest
     )

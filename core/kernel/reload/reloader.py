@@ -22,8 +22,10 @@ again with its subscriptions: it works as before and the error is reported.
 The supervisor leaves the extension alone meanwhile. Kept across a reload:
 the extension's state (keyed by its id), its grant, and its subscriptions'
 journal cursors (events published during the reload are delivered after it).
-A grant binds code (ADR 0044): step 1 hashes the files on disk, and code
-that changed since the grant is refused until the user grants it again.
+A grant binds code (ADR 0044): step 1 reads the files on disk once, hashes
+them, and code that changed since the grant is refused until the user grants
+it again; the new instance is imported from a snapshot of exactly the bytes
+hashed (ADR 0073), so a file changed after that is not what runs.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from core.events import EventBus
@@ -39,12 +42,12 @@ from core.extensions.access.call_gate import CallGate
 from core.extensions.context.kernel_context import KernelContext
 from core.extensions.context.services import KernelServices
 from core.extensions.loading.capabilities import Capability, detect_capabilities
-from core.extensions.loading.code_digest import code_digest
+from core.extensions.loading.code_digest import CodeLinkError, read_code
 from core.extensions.loading.declarations import check_tool_declarations
 from core.extensions.loading.importer import imported_modules, restore_modules
 from core.extensions.loading.lifecycle import call_with_timeout, describe_exception, failure_reason
 from core.extensions.loading.loader import Loader
-from core.extensions.loading.manifest import Manifest, ManifestError, load_manifest
+from core.extensions.loading.manifest import MANIFEST_FILE, Manifest, ManifestError, load_manifest
 from core.extensions.loading.records import ExtensionRecord
 from core.extensions.loading.supervision import ExtensionSupervisor
 from core.kernel.wiring import Wiring
@@ -98,6 +101,7 @@ class _Loaded:
 
     manifest: Manifest | None
     code: str  # code_digest of the files it was built from
+    code_dir: Path | None  # the snapshot of those files it was imported from
     instance: Any
     context: KernelContext | None
     capabilities: list[Capability] = field(default_factory=list)
@@ -109,6 +113,7 @@ class _Loaded:
         return cls(
             record.manifest,
             record.code_digest,
+            record.code_dir,
             record.instance,
             record.context,
             list(record.capabilities),
@@ -120,7 +125,7 @@ class _Loaded:
         record.manifest, record.instance = self.manifest, self.instance
         record.context, record.calls = self.context, self.calls
         record.capabilities, record.tools = self.capabilities, self.tools
-        record.code_digest = self.code
+        record.code_digest, record.code_dir = self.code, self.code_dir
 
 
 class ExtensionReloader:
@@ -153,35 +158,42 @@ class ExtensionReloader:
             services = self._loader.services
             if services is None:
                 raise ReloadError(ext_id, "extensions are not loaded yet", kept=False)
-            manifest, code = await self._manifest(record)
+            manifest, code, code_dir = await self._manifest(record)
             modules = imported_modules(ext_id)
             try:
-                instance = await self._loader.instantiate(manifest, record.ext_dir, services)
+                instance = await self._loader.instantiate(manifest, code_dir, services)
             except Exception as exc:
                 restore_modules(ext_id, modules)
                 log.error("reload of %s: import failed", ext_id, exc_info=True)
                 raise ReloadError(ext_id, failure_reason("import", exc), kept=record.live) from None
             async with self._supervision.holding(ext_id):
-                loaded = _Loaded(manifest, code, instance, None)
+                loaded = _Loaded(manifest, code, code_dir, instance, None)
                 still = await self._swap(record, loaded, modules, services)
             report = ReloadReport(ext_id, record.tool_names, time.monotonic() - started, still)
             log.info("%s", report.text())
             return report
 
-    async def _manifest(self, record: ExtensionRecord) -> tuple[Manifest, str]:
-        """The manifest and the code digest on disk now, if they may be loaded."""
+    async def _manifest(self, record: ExtensionRecord) -> tuple[Manifest, str, Path]:
+        """The manifest, the code digest and the snapshot of the code on disk now (each
+        file read once), if they may be loaded."""
         kept = record.live
         try:
-            manifest = await asyncio.to_thread(load_manifest, record.ext_dir)
-            code = await asyncio.to_thread(code_digest, record.ext_dir)
-        except ManifestError as exc:
+            code = await asyncio.to_thread(read_code, record.ext_dir)
+            manifest = load_manifest(record.ext_dir, code.content(MANIFEST_FILE))
+        except (ManifestError, CodeLinkError) as exc:
             raise ReloadError(record.ext_id, str(exc), kept=kept) from None
         except OSError as exc:
             raise ReloadError(record.ext_id, f"cannot read its files: {exc}", kept=kept) from None
-        refusal = self._loader.refusal_for(manifest, record.ext_dir, code)
+        refusal = self._loader.refusal_for(manifest, record.ext_dir, code.digest)
         if refusal is not None:
             raise ReloadError(record.ext_id, refusal, kept=kept)
-        return manifest, code
+        snapshots = self._loader.snapshots
+        try:
+            code_dir = await asyncio.to_thread(snapshots.pin, code, record.ext_id)
+        except OSError as exc:
+            reason = f"cannot write the snapshot of its code in {snapshots.root}: {exc}"
+            raise ReloadError(record.ext_id, reason, kept=kept) from None
+        return manifest, code.digest, code_dir
 
     async def _swap(
         self,
@@ -231,7 +243,7 @@ class ExtensionReloader:
         assert new.manifest is not None
         timeout = self._loader.lifecycle_timeout_s
         record_dir = self._loader.records[ext_id].ext_dir
-        new.context = KernelContext(new.manifest, record_dir, services)
+        new.context = KernelContext(new.manifest, record_dir, services, new.code_dir)
         new.context.release_subscriptions()  # held until it is wired
         new.calls = CallGate(ext_id)
         stage, initialized = "initialize", False

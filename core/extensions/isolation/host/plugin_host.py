@@ -100,7 +100,8 @@ class HostServer:
         os.chdir(load.data_dir)
         self.ctx = ClientContext(self.peer, load)
         _route_logging(self.peer)
-        cls = import_entrypoint(load.ext_id, Path(load.ext_dir), load.entrypoint)
+        code_dir = Path(load.code_dir or load.ext_dir)  # what the kernel hashed (ADR 0073)
+        cls = import_entrypoint(load.ext_id, code_dir, load.entrypoint)
         self.ext = cls()
 
     async def rpc_initialize(self, params: Empty) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 The host sees a minimal filesystem: ``/usr`` and the Python environment
 read-only, the kernel's ``core`` package read-only, its own extension
-directory read-only, its data dir read-write, declared ``permissions.paths``,
+directory and the snapshot of its code it imports (ADR 0073) read-only, its
+data dir read-write, declared ``permissions.paths``,
 an empty size-limited ``/tmp``, a read-only root, and a network namespace
 of its own unless ``permissions.network`` is true. ``--unshare-all`` includes
 a PID namespace, so killing ``bwrap`` kills every process the plugin started
@@ -80,6 +81,7 @@ class SandboxSpec:
     network: bool
     paths: tuple[GrantedPath, ...] = field(default_factory=tuple)
     tmp_bytes: int = 64 * 1024 * 1024
+    code_dir: Path | None = None  # the snapshot of its code it imports (ADR 0073)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,8 @@ def bwrap_argv(spec: SandboxSpec, bwrap: str, env: dict[str, str]) -> list[str]:
     core = str(PROJECT_ROOT / "core")
     argv += ["--ro-bind", core, core]
     argv += ["--ro-bind", str(spec.ext_dir), str(spec.ext_dir)]
+    if spec.code_dir is not None:
+        argv += ["--ro-bind", str(spec.code_dir), str(spec.code_dir)]
     argv += ["--bind", str(spec.data_dir), str(spec.data_dir)]
     for granted in spec.paths:
         argv += [

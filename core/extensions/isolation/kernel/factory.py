@@ -55,7 +55,7 @@ def isolated_factory(settings: Settings, records: Mapping[str, ExtensionRecord])
     (``records``: the loader's table)."""
     options = IsolationOptions.from_settings(settings)
 
-    def make(manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
+    def make(manifest: Manifest, code_dir: Path, services: KernelServices) -> Any:
         proxy: IsolatedExtension | None = None
 
         def on_status(ext_id: str, reason: str) -> None:
@@ -65,7 +65,7 @@ def isolated_factory(settings: Settings, records: Mapping[str, ExtensionRecord])
                 if record.status is ExtensionStatus.ACTIVE:
                     record.fail(reason)  # the supervisor sees the transition and restarts it
 
-        proxy = IsolatedExtension(manifest, ext_dir, services, options, on_status)
+        proxy = IsolatedExtension(manifest, code_dir, services, options, on_status)
         return proxy
 
     return make

@@ -80,9 +80,11 @@ class LaunchPlan:
 
 
 async def plan_launch(
-    manifest: Manifest, ext_dir: Path, context: KernelContext, options: IsolationOptions
+    manifest: Manifest, code_dir: Path, context: KernelContext, options: IsolationOptions
 ) -> LaunchPlan:
-    """Raises ``ConfinementError`` when confinement is required but unavailable."""
+    """``code_dir``: the snapshot of the code to import (ADR 0073). Raises
+    ``ConfinementError`` when confinement is required but unavailable."""
+    ext_dir = context.extension_dir
     data_dir = context.data_dir.resolve()
     env = host_environment(data_dir)
     status = await confinement_status(options.confinement)
@@ -90,7 +92,7 @@ async def plan_launch(
     if status.available and status.bwrap is not None:
         paths = tuple(GrantedPath.parse(p) for p in permissions.paths)
         tmp_bytes = options.limits.tmp_mb * 1024 * 1024
-        spec = SandboxSpec(ext_dir, data_dir, permissions.network, paths, tmp_bytes)
+        spec = SandboxSpec(ext_dir, data_dir, permissions.network, paths, tmp_bytes, code_dir)
         prefix = bwrap_argv(spec, status.bwrap, env)
     else:
         if options.confinement == "bwrap":
@@ -106,6 +108,7 @@ async def plan_launch(
     load_params = {
         "ext_id": manifest.id,
         "ext_dir": str(ext_dir),
+        "code_dir": str(code_dir),
         "entrypoint": manifest.entrypoint,
         "data_dir": str(data_dir),
         "config": context.config,

@@ -67,7 +67,7 @@ class IsolatedExtension(ProxyCore):
     def __init__(
         self,
         manifest: Manifest,
-        ext_dir: Path,
+        code_dir: Path,
         services: KernelServices,
         options: IsolationOptions,
         on_status: StatusCallback | None = None,
@@ -76,7 +76,7 @@ class IsolatedExtension(ProxyCore):
             raise IsolationError("isolation: process needs an `entrypoint` (module:Class)")
         self.ext_id = manifest.id
         self.manifest = manifest
-        self.ext_dir = ext_dir
+        self.code_dir = code_dir  # the snapshot of its code the host imports (ADR 0073)
         self.options = options
         self.described: dict[str, Any] = {}
         self.host_restarts = 0  # hosts launched after the first (metrics)
@@ -119,7 +119,7 @@ class IsolatedExtension(ProxyCore):
 
     async def initialize(self, context: KernelContext) -> None:
         self._kctx = context
-        self._plan = await plan_launch(self.manifest, self.ext_dir, context, self.options)
+        self._plan = await plan_launch(self.manifest, self.code_dir, context, self.options)
         await self._launch()
         try:
             capabilities = tuple(str(c) for c in self.described["capabilities"])

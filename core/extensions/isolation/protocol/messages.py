@@ -84,7 +84,7 @@ class LoadParams(Wire):
     """What the kernel sends a host at load: everything the extension may know."""
 
     ext_id: str
-    ext_dir: str
+    ext_dir: str  # its directory (``context.extension_dir``)
     entrypoint: str
     data_dir: str
     config: dict[str, Any] = field(default_factory=dict)
@@ -95,6 +95,8 @@ class LoadParams(Wire):
     # permissions.control: the host refuses request_restart/shutdown itself,
     # since a notification carries no refusal back
     control: bool = False
+    # the snapshot of its code it is imported from (ADR 0073); "" (older kernels): ext_dir
+    code_dir: str = ""
 
 
 @dataclass(frozen=True, slots=True)
