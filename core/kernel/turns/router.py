@@ -40,6 +40,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from core.agents.usage import TurnUsage
 from core.config import TurnsSettings
 from core.events import EventBus
 from core.events.models import Event
@@ -209,7 +210,7 @@ class MessageRouter:
             stored = await session.commit_turn(
                 StoredReply(message_key(event), channel_id, user_id, reply), []
             )
-        await self.outbox.deliver(event.id, stored, origin=message.origin)
+        await self._deliver_once(event, session, stored, origin=message.origin)
 
     async def _run_turn(
         self,
@@ -264,9 +265,30 @@ class MessageRouter:
             notice = await self.spending.after_turn(turn) if result.status == "answered" else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
-        await self.outbox.deliver(event.id, stored, stream, origin, usage)
+        await self._deliver_once(event, session, stored, stream, origin, usage)
         if result is not None:  # the turn's end, off the reply's path (ADR 0065)
             await self.runner.tell_end(turn, result)
+
+    async def _deliver_once(
+        self,
+        event: Event,
+        session: ConversationSession,
+        stored: StoredReply,
+        stream: OpenStream | None = None,
+        origin: str | None = None,
+        usage: TurnUsage | None = None,
+    ) -> None:
+        """Hand the recorded reply over once: a message delivered again after its
+        process died between sending and the bus hearing it was done is not answered
+        twice (the soak of issue 41 saw two copies). Only a crash between the send and
+        ``mark_sent`` (one small write) can still send it again."""
+        if stored.sent:
+            if stream is not None:
+                await self.outbox.end_stream(stream)
+            log.info("reply to %s was sent before; not sent again", stored.message_key)
+            return
+        await self.outbox.deliver(event.id, stored, stream, origin, usage)
+        await session.mark_sent(stored.message_key)
 
     async def _on_cancel(self, event: Event) -> None:
         """The user stopped their turn; a channel may only stop its own users' turns."""
