@@ -14,7 +14,8 @@ outbox, which sends it and, if that fails, journals it (``system.reply``) for
 its own retrying subscriber. A message
 delivered again (a crash, a failed step) whose reply is already recorded is
 answered from the record: the model is never called twice for it and the
-history never holds the exchange twice. Slash commands go the same way, so a
+history never holds the exchange twice; a reply already handed over (the
+ledger's ``sent_at``, ADR 0072) is not sent again. Slash commands go the same way, so a
 command's side effects are not repeated either once its reply is recorded.
 The turn's end reaches the lifecycle hooks and observers after its reply is
 sent, still under the conversation's lock (``TurnRunner.tell_end``, ADR 0065).
