@@ -32,7 +32,8 @@ from support.kernel_process import wait_until
 from support.telegram_support import ALICE, telegram_config
 
 SOAK_S = float(os.environ.get("HEARTH_SOAK_S", "45"))
-SEND_EVERY_S = 0.6  # faster than one chat drained on main (~0.9 a second)
+# faster than one chat drained on main (~0.9 a second); HEARTH_SOAK_EVERY_S changes it
+SEND_EVERY_S = float(os.environ.get("HEARTH_SOAK_EVERY_S", "0.6"))
 REMIND_EVERY = 8  # every 8th message is a /remind (10 in the 150 s run)
 REMIND_DELAY_S = 10
 # the daemon had 90 s to catch up and left 14-17 messages unanswered; a kernel
