@@ -14,9 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, ext_code, grant_all
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.fake_telegram import FakeTelegram
+from support.harness import conversing
 from support.telegram_support import ALICE, install_extension, write_settings
 
 
@@ -103,3 +104,44 @@ def test_sigkill_before_the_reply_is_answered_exactly_once_after_restart(
         assert len(model.requests) == 2  # the killed turn, and its one re-run
         redelivered = [c for c in tg.calls_of("getUpdates") if c.params.get("offset") is None]
         assert len(redelivered) >= 2  # each kernel started polling without an offset
+
+
+def test_sigkill_after_the_reply_was_sent_does_not_send_it_again(
+    tmp_path, ext_root, settings_file, make_ext
+):
+    """The kernel dies after the reply reached Telegram but before the bus heard the
+    message was done (here: a lifecycle hook still busy with the turn's end). The
+    message is delivered again after the restart; its reply was sent, so nothing is
+    sent again (issue 41: the soak saw two copies of a reply)."""
+    install_extension(ext_root)
+    hook = "async def on_turn_end(self, turn, outcome):\n    await asyncio.sleep(600)"
+    make_ext("slow_end", ext_code(hook, "import asyncio"), conversing())
+    db = tmp_path / "data" / "events.db"
+    log = tmp_path / "kernel.log"
+    with FakeTelegram() as tg, FakeOpenAIServer() as model:
+        settings = write_settings(
+            settings_file,
+            tg,
+            sections={"models": models_section(model.base_url), "hooks": {"timeout_s": 600}},
+        )
+        grant_all(ext_root, tmp_path / "data")
+        first = _start_kernel(settings, tg.token, log)
+        try:
+            tg.wait_until(lambda: tg.calls_of("getUpdates"), timeout_s=90)
+            update_id = tg.send_update("hello", user_id=ALICE)
+            tg.wait_until(lambda: tg.chat_texts(ALICE), timeout_s=90)
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=10)
+        assert (_journal_row(db, f"telegram:{update_id}") or (0, ""))[1] == "inflight"
+
+        second = _start_kernel(settings, tg.token, log)
+        try:
+            key = f"telegram:{update_id}"
+            tg.wait_until(lambda: (_journal_row(db, key) or (0, ""))[1] == "done", timeout_s=90)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(timeout=30)
+
+        assert tg.chat_texts(ALICE) == ["echo: hello"], log.read_text()[-3000:]
+        assert len(model.requests) == 1  # the redelivery was answered from the record

@@ -50,6 +50,25 @@ async def test_streaming_edits_one_message_at_most_once_per_second(tg, settings_
     assert tg.calls_of("sendChatAction")  # "typing…" while the model starts
 
 
+async def test_replies_ready_within_the_edit_interval_are_sent_once_without_waiting(
+    tg, settings_file
+):
+    """A reply that streams in faster than ``edit_interval_s`` is one ``sendMessage``:
+    no preview to edit, so no turn waits out the interval while it holds its
+    conversation (a backlog drained at under one message a second, issue 41)."""
+    texts = [f"m{i}" for i in range(4)]
+    model = ScriptedModel([slow_stream(["echo: ", text], 0.01) for text in texts])
+    settings = write_settings(settings_file, tg, edit_interval_s=3.0)
+    async with running_kernel(settings, model=model):
+        for text in texts:
+            tg.send_update(text, user_id=ALICE)
+        want = [f"echo: {text}" for text in texts]
+        await wait_for(lambda: tg.chat_texts(ALICE) == want, timeout=60)
+    assert [m.edits for m in tg.messages(ALICE)] == [[] for _ in texts]
+    assert len(tg.calls_of("sendMessage")) == len(texts)
+    assert not tg.calls_of("editMessageText")
+
+
 async def test_retry_after_is_honoured(tg, settings_file):
     tg.fail_next("sendMessage", Failure(429, "Too Many Requests: retry after 1", retry_after=1))
     model = ScriptedModel([[assistant_message("patience")]])

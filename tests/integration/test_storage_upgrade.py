@@ -210,7 +210,7 @@ async def test_a_sessions_db_written_before_the_runner_is_upgraded_and_kept(tmp_
     storage = StorageSettings()
     for _ in range(start):  # a second start changes nothing more
         seen = await open_every_store(path, storage)
-    assert seen["version"] == 4  # 4: the SDK's history tables, where a file had none
+    assert seen["version"] == 5  # 4: the SDK's history tables, where a file had none; 5: sent_at
     assert '"branch_key": "threshold_exceeded_critical"' in str(seen["last"])
     assert str(seen["last"]).startswith("Results for “Disk? #decision”")
     # the rename and the deactivation are kept; only built-ins never given arrive
@@ -239,7 +239,7 @@ async def test_a_postgres_database_of_the_runner_before_is_taken_over(tmp_path, 
     old_postgres_database(postgres_dsn)
     storage = StorageSettings(backend="postgres", postgres_dsn=postgres_dsn, pool_max_size=4)
     seen = await open_every_store(tmp_path / "unused.db", storage)
-    assert seen["version"] == 2
+    assert seen["version"] == 3  # 3: replies' sent_at
     assert '"branch_key": "threshold_exceeded_critical"' in str(seen["last"])
     assert seen["activations"] == [
         ("myjson", "json", "full"),

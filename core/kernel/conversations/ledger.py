@@ -53,13 +53,15 @@ class LedgerWrite(Protocol):
 @dataclass(frozen=True, slots=True)
 class StoredReply:
     """The answer to one message, as recorded: what delivery sends (and re-sends),
-    the answer then, when there is one, the follow-up message."""
+    the answer then, when there is one, the follow-up message; ``sent``: it was
+    handed to its channel (or journaled for its retries) before."""
 
     message_key: str
     channel_id: str
     user_id: str
     text: str
     followup: str | None = None
+    sent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,8 @@ class ConversationSession(Protocol):
     async def last_activity(self) -> float | None: ...
 
     async def recorded(self, message_key: str) -> StoredReply | None: ...
+
+    async def mark_sent(self, message_key: str) -> None: ...
 
     async def commit_turn(
         self,
@@ -232,10 +236,21 @@ class LedgerSession(SessionABC):
     async def recorded(self, message_key: str) -> StoredReply | None:
         """The stored reply to ``message_key``, if that message was answered before."""
         row = await self.db.fetch_one(
-            "SELECT channel_id, user_id, reply, followup FROM hearth_turns WHERE message_key = ?",
+            "SELECT channel_id, user_id, reply, followup, sent_at IS NOT NULL"
+            " FROM hearth_turns WHERE message_key = ?",
             message_key,
         )
-        return None if row is None else StoredReply(message_key, *row)
+        if row is None:
+            return None
+        channel_id, user_id, text, followup, sent = row
+        return StoredReply(message_key, channel_id, user_id, text, followup, bool(sent))
+
+    async def mark_sent(self, message_key: str) -> None:
+        """The reply to ``message_key`` was handed over: a redelivery of the message
+        (its process died before the bus heard it was done) sends nothing again."""
+        await self.db.write(
+            "UPDATE hearth_turns SET sent_at = ? WHERE message_key = ?", time.time(), message_key
+        )
 
     async def commit_turn(
         self,

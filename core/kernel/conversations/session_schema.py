@@ -171,7 +171,11 @@ UPDATE hearth_paused_turns SET session_id = pg_temp.hearth_session_id(session_id
 DROP FUNCTION pg_temp.hearth_session_id(text);
 """
 
-SESSION_MIGRATIONS = (_V1, _V2)
+# when a recorded reply was handed to its channel (issue 41): a message delivered again
+# after a crash is not answered twice
+_V3 = "ALTER TABLE hearth_turns ADD COLUMN IF NOT EXISTS sent_at double precision;"
+
+SESSION_MIGRATIONS = (_V1, _V2, _V3)
 
 _SQLITE_V1 = """
 CREATE TABLE IF NOT EXISTS hearth_turns (
@@ -243,7 +247,21 @@ CREATE TABLE IF NOT EXISTS agent_messages (
 CREATE INDEX IF NOT EXISTS idx_agent_messages_session_id ON agent_messages (session_id, id);
 """
 
-SQLITE_SESSION_MIGRATIONS = (_SQLITE_V1, _sqlite_followup, _sqlite_session_ids, _SQLITE_V4)
+
+async def _sqlite_sent_at(tx: Executor) -> None:
+    """The ledger's ``sent_at`` column, as PostgreSQL's migration 3."""
+    columns = {row[1] for row in await tx.fetch_all("PRAGMA table_info(hearth_turns)")}
+    if "sent_at" not in columns:
+        await tx.execute("ALTER TABLE hearth_turns ADD COLUMN sent_at REAL")
+
+
+SQLITE_SESSION_MIGRATIONS = (
+    _SQLITE_V1,
+    _sqlite_followup,
+    _sqlite_session_ids,
+    _SQLITE_V4,
+    _sqlite_sent_at,
+)
 register_migrations(SESSIONS_COMPONENT, SESSION_MIGRATIONS, sqlite=SQLITE_SESSION_MIGRATIONS)
 
 

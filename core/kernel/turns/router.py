@@ -14,7 +14,8 @@ outbox, which sends it and, if that fails, journals it (``system.reply``) for
 its own retrying subscriber. A message
 delivered again (a crash, a failed step) whose reply is already recorded is
 answered from the record: the model is never called twice for it and the
-history never holds the exchange twice. Slash commands go the same way, so a
+history never holds the exchange twice; a reply already handed over (the
+ledger's ``sent_at``, ADR 0072) is not sent again. Slash commands go the same way, so a
 command's side effects are not repeated either once its reply is recorded.
 The turn's end reaches the lifecycle hooks and observers after its reply is
 sent, still under the conversation's lock (``TurnRunner.tell_end``, ADR 0065).
@@ -40,6 +41,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from core.agents.usage import TurnUsage
 from core.config import TurnsSettings
 from core.events import EventBus
 from core.events.models import Event
@@ -212,7 +214,7 @@ class MessageRouter:
             stored = await session.commit_turn(
                 StoredReply(message_key(event), channel_id, user_id, reply), []
             )
-        await self.outbox.deliver(event.id, stored, origin=message.origin)
+        await self._deliver_once(event, session, stored, origin=message.origin)
 
     async def _run_turn(
         self,
@@ -267,9 +269,30 @@ class MessageRouter:
             notice = await self.spending.after_turn(turn) if result.status == "answered" else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
-        await self.outbox.deliver(event.id, stored, stream, origin, usage)
+        await self._deliver_once(event, session, stored, stream, origin, usage)
         if result is not None:  # the turn's end, off the reply's path (ADR 0065)
             await self.runner.tell_end(turn, result)
+
+    async def _deliver_once(
+        self,
+        event: Event,
+        session: ConversationSession,
+        stored: StoredReply,
+        stream: OpenStream | None = None,
+        origin: str | None = None,
+        usage: TurnUsage | None = None,
+    ) -> None:
+        """Hand the recorded reply over once: a message delivered again after its
+        process died between sending and the bus hearing it was done is not answered
+        twice (the soak of issue 41 saw two copies). Only a crash between the send and
+        ``mark_sent`` (one small write) can still send it again."""
+        if stored.sent:
+            if stream is not None:
+                await self.outbox.end_stream(stream)
+            log.info("reply to %s was sent before; not sent again", stored.message_key)
+            return
+        await self.outbox.deliver(event.id, stored, stream, origin, usage)
+        await session.mark_sent(stored.message_key)
 
     async def _on_cancel(self, event: Event) -> None:
         """The user stopped their turn; a channel may only stop its own users' turns."""

@@ -1,7 +1,10 @@
 """Showing a reply while it is generated: one message, edited at a bounded rate.
 
-The first text chunk is sent as a message; later chunks edit it at most once
-per ``interval_s`` and only when the text changed. Previews are best-effort
+Text is first shown once the stream has run ``interval_s`` (a reply ready
+sooner is sent whole, once, with no edit to wait for: a turn that waited out
+the edit interval held its conversation for it, so a backlog drained at less
+than one message a second, issue 41); later chunks edit that message at most
+once per ``interval_s`` and only when the text changed. Previews are best-effort
 (one attempt; flood control postpones the next one). The final text is
 retried like any send, waits out the edit interval, and is split into more
 messages when it is too long for one.
@@ -12,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, RetryAfter, TelegramError
@@ -33,6 +36,7 @@ class _Stream:
     last_edit: float = 0.0
     hold_until: float = 0.0
     last_typing: float = 0.0
+    started: float = field(default_factory=time.monotonic)
 
 
 class StreamPresenter:
@@ -89,7 +93,7 @@ class StreamPresenter:
         now = time.monotonic()
         if not text.strip() or utf16_len(text) > MAX_MESSAGE_UNITS or text == stream.shown:
             return
-        if now < stream.hold_until:
+        if now < stream.hold_until or now < stream.started + self.interval_s:
             return
         if stream.message_id is not None and now < stream.last_edit + self.interval_s:
             return
