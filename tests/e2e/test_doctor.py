@@ -50,9 +50,10 @@ def test_doctor_checks_postgres_connection_and_schema(settings_file, postgres_ds
         assert fresh.returncode == 0, fresh.stdout
         assert "ok   storage: PostgreSQL" in fresh.stdout
         assert "schema journal: version 0, migrated to version 1 at the next start" in fresh.stdout
-        # the stores' components (ADR 0035); sessions' ids were escaped in 2 (ADR 0048),
+        # the stores' components (ADR 0035); sessions' ids were escaped in 2 (ADR 0048) and
+        # the ledger says when a reply was sent in 3 (ADR 0072),
         # state's second holds each node's extensions (ADR 0039)
-        for store, newest in (("sessions", 2), ("state", 2), ("schedules", 1)):
+        for store, newest in (("sessions", 3), ("state", 2), ("schedules", 1)):
             assert f"schema {store}: version 0, migrated to version {newest}" in fresh.stdout
 
         import asyncio

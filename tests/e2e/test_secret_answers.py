@@ -10,6 +10,7 @@ data directory, no log line and no ``main.py events`` output holds it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import subprocess
 import sys
@@ -25,11 +26,15 @@ from support.hooks_kit import LOADER
 from support.telegram_support import ALICE, install_extension, telegram_config
 
 SECRET = "s3cr3t-Value-42"
+# the extension compares a digest: its code (copied into the data dir's code snapshot, ADR 0073)
+# must not carry the secret, or the scan below would find the code, not a leak
+SECRET_SHA = hashlib.sha256(SECRET.encode()).hexdigest()
 
 # The tool tells the model only whether the answer came through whole: the
 # secret itself must not reach the model, the replay recording or the history.
 ASKER = ext_code(
     header="""
+    import hashlib
     from agents import function_tool
     from core.extensions.sdk import side_effects
     """,
@@ -39,7 +44,8 @@ ASKER = ext_code(
         async def ask_secret() -> str:
             "Ask the user for their API key."
             answer = await self.ctx.ui_request("secret", "Your API key?", timeout_s=30)
-            return f"secret received: {{answer == {SECRET!r}}}"
+            digest = hashlib.sha256(str(answer).encode()).hexdigest()
+            return f"secret received: {{digest == {SECRET_SHA!r}}}"
         return [side_effects(ask_secret, False)]
     """,
 )
