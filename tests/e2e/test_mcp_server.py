@@ -111,11 +111,13 @@ async def test_tools_are_listed_with_annotations_and_remember_then_recall(mcp_se
 async def test_a_reminder_set_through_mcp_fires_on_the_kernels_channel(mcp_settings):
     path = mcp_settings()
     async with running_kernel(path, model=ScriptedModel([])) as kernel, mcp_client(path) as mcp:
-        result = await mcp.call_tool("schedule_once", {"text": "stretch", "delay": "2s"})
+        # far enough ahead to be listed first: the front's first tool listing loads the
+        # extensions apart (~1.5 s, more on a loaded machine) before the resource is read
+        result = await mcp.call_tool("schedule_once", {"text": "stretch", "delay": "8s"})
         assert text_of(result).startswith("scheduled"), text_of(result)
         reminders = await mcp.read_resource("hearth://reminders")
         assert "stretch" in reminders.contents[0].text
-        await wait_for(lambda: any("stretch" in t for t in notified(kernel)), timeout=20)
+        await wait_for(lambda: any("stretch" in t for t in notified(kernel)), timeout=30)
 
 
 async def test_ask_runs_a_turn_and_a_side_effecting_call_waits_for_the_yes(mcp_settings):

@@ -83,7 +83,10 @@ async def test_a_tripped_input_guardrail_answers_with_its_message_and_no_model_c
         await say(kernel, "hi", 2)
         frames = await kernel.bus.journal.recent_events(10, topic="hook.guardrail")
         data_dir = kernel.settings.data_dir
-        outcomes = (kernel.loader.records["guard"].context.data_dir / "outcomes.txt").read_text()
+        outcomes_file = kernel.loader.records["guard"].context.data_dir / "outcomes.txt"
+        # on_turn_end runs after the reply is sent (ADR 0065): wait for the second turn's
+        await wait_for(lambda: len(outcomes_file.read_text().splitlines()) >= 2)
+        outcomes = outcomes_file.read_text()
     assert replies(kernel) == ["I can't discuss passwords.", "Hello!"]
     assert len(model.calls) == 1 and "password" not in str(model.calls[0].input)
     [frame] = [f.payload for f in frames]
