@@ -6,22 +6,30 @@ kv, scheduler), a channel and the ``http_api`` extension. The floor is a bare
 ``Runner.run`` of the openai-agents SDK with the same instructions, the same
 tools and the same kind of model client (an ``AsyncOpenAI`` against the same
 server), keeping its conversation in a list as an SDK user without a session
-would. Three paths take turns in rotating order so drift on a loaded machine
+would. Four paths take turns in rotating order so drift on a loaded machine
 hits all alike:
 
 - ``floor``: ``Runner.run(agent, history + message)``;
+- ``floor_http``: the same bare turn behind the same HTTP transport as Hearth's
+  (a minimal Starlette endpoint served by uvicorn on this loop, the same httpx
+  client and JSON both ways), ADR 0055's amendment;
 - ``cli``: a channel's ``on_user_message`` → reply delivered (what the terminal
   channel does, minus the terminal);
 - ``http``: ``POST /v1/chat/completions`` → the JSON reply.
 
 Conversations are five turns long. Prints one JSON object: medians and p90 per
-path in ms, ``cli_ratio`` / ``http_ratio`` (Hearth ÷ floor, medians); the
-concurrent case — 20 conversations × 5 messages at once, the model answering in
-200 ms — for the floor and the HTTP path: wall time and p99 latency and their
-ratios (median of three interleaved rounds); the core count.
+path in ms, ``cli_ratio`` / ``http_ratio`` (Hearth ÷ floor, medians) and
+``http_transport_ratio`` (HTTP ÷ floor_http); the concurrent case — 20
+conversations × 5 messages at once, the model answering in 200 ms — for the
+two floors and the HTTP path: wall time and p99 latency, ``load_wall_ratio`` /
+``load_p99_ratio`` against the bare floor and ``load_transport_wall_ratio`` /
+``load_transport_p99_ratio`` against ``floor_http`` (median of three
+interleaved rounds); the core count and load average.
 
-``--profile N`` prints the top entries of a cProfile of N CLI turns (to stderr)
-instead. ``--fast`` runs fewer turns (the CI gate); ``--check FILE`` judges the
+``--profile N`` prints the top entries of a cProfile of N turns (to stderr)
+instead: overall by own time, then Hearth's own modules (the kernel and the
+extensions' copies) by cumulative time; ``--path`` says which path (``cli`` by
+default). ``--fast`` runs fewer turns (the CI gate); ``--check FILE`` judges the
 ratios against ``floor`` in FILE (``bench/budgets.json``) with the gates' loop
 (``hooks.gate``, ADR 0038): ratios need no machine-speed correction.
 """
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import io
 import json
@@ -40,7 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +68,6 @@ BUNDLED = ("http_api", "memory", "kv", "scheduler")
 CONVERSATION_TURNS = 5
 LOAD_CONVERSATIONS, LOAD_MESSAGES, LOAD_LATENCY_S = 20, 5, 0.2
 LOAD_ROUNDS = 3
-RATIOS = ("cli_ratio", "http_ratio", "load_wall_ratio", "load_p99_ratio")
 
 Turn = Callable[[str, str], Awaitable[None]]
 
@@ -138,14 +146,24 @@ class Paths:
                 future.set_result(message)
 
         self.channel.send_to_user = send_to_user
+        self.floor_http_client: httpx.AsyncClient | None = None  # set once its server runs
 
-    async def floor(self, conversation: str, text: str) -> None:
+    async def bare_turn(self, conversation: str, text: str) -> str:
+        """The SDK's turn with the conversation kept in a list: what both floors run."""
         from agents import Runner
 
         history = self.histories.get(conversation, [])
         result = await Runner.run(self.agent, [*history, {"role": "user", "content": text}])
-        assert result.final_output == f"echo: {text}", result.final_output
         self.histories[conversation] = result.to_input_list()
+        return str(result.final_output)
+
+    async def floor(self, conversation: str, text: str) -> None:
+        reply = await self.bare_turn(conversation, text)
+        assert reply == f"echo: {text}", reply
+
+    async def floor_http(self, conversation: str, text: str) -> None:
+        assert self.floor_http_client is not None, "the floor's server is not running"
+        await post_chat(self.floor_http_client, conversation, text)
 
     async def cli(self, conversation: str, text: str) -> None:
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -155,15 +173,89 @@ class Paths:
         assert reply == f"echo: {text}", reply
 
     async def http_path(self, conversation: str, text: str) -> None:
-        body = {
-            "model": "hearth",
-            "user": conversation,
-            "messages": [{"role": "user", "content": text}],
+        await post_chat(self.http, conversation, text)
+
+    def ways(self) -> dict[str, Turn]:
+        return {
+            "floor": self.floor,
+            "floor_http": self.floor_http,
+            "cli": self.cli,
+            "http": self.http_path,
         }
-        response = await self.http.post("/v1/chat/completions", json=body)
-        response.raise_for_status()
-        answer = response.json()["choices"][0]["message"]["content"]
-        assert answer == f"echo: {text}", answer
+
+
+async def post_chat(http: httpx.AsyncClient, conversation: str, text: str) -> None:
+    """One ``POST /v1/chat/completions`` (Hearth's or the floor's), its answer checked."""
+    body = {
+        "model": "hearth",
+        "user": conversation,
+        "messages": [{"role": "user", "content": text}],
+    }
+    response = await http.post("/v1/chat/completions", json=body)
+    response.raise_for_status()
+    answer = response.json()["choices"][0]["message"]["content"]
+    assert answer == f"echo: {text}", answer
+
+
+def floor_app(paths: Paths) -> Any:
+    """The least an SDK user serving the agent over HTTP writes: one Starlette route
+    that runs the bare turn and answers in the Chat Completions shape."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat_completions(request: Request) -> JSONResponse:
+        body = await request.json()
+        reply = await paths.bare_turn(body["user"], body["messages"][-1]["content"])
+        message = {"role": "assistant", "content": reply}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{id(request):x}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": "hearth",
+                "choices": [choice],
+            }
+        )
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat_completions, methods=["POST"])])
+
+
+@contextlib.asynccontextmanager
+async def floor_server(paths: Paths) -> AsyncIterator[int]:
+    """uvicorn with its defaults (the HTTP parser it picks, ``auto``) serving
+    ``floor_app`` on this loop, on a socket bound as Hearth's is (TCP, so asyncio
+    turns Nagle off); yields the port."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    sock.setblocking(False)
+    config = uvicorn.Config(
+        floor_app(paths),
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        ws="none",
+    )
+    config.load()
+    server = uvicorn.Server(config)
+    server.lifespan = config.lifespan_class(config)
+    await server.startup(sockets=[sock])
+    task = asyncio.create_task(server.main_loop())
+    try:
+        yield int(sock.getsockname()[1])
+    finally:
+        server.should_exit = True
+        await task
+        await server.shutdown(sockets=[sock])
 
 
 async def timed(turn: Turn, conversation: str, text: str) -> float:
@@ -174,7 +266,7 @@ async def timed(turn: Turn, conversation: str, text: str) -> float:
 
 async def sequential(paths: Paths, turns: int) -> dict[str, Any]:
     """``turns`` turns per path, interleaved in rotating order, after a warm-up."""
-    ways: dict[str, Turn] = {"floor": paths.floor, "cli": paths.cli, "http": paths.http_path}
+    ways = paths.ways()
     times: dict[str, list[float]] = {name: [] for name in ways}
     order = list(ways)
     for i in range(turns + 10):
@@ -191,6 +283,8 @@ async def sequential(paths: Paths, turns: int) -> dict[str, Any]:
     floor = statistics.median(times["floor"])
     result["cli_ratio"] = round(statistics.median(times["cli"]) / floor, 3)
     result["http_ratio"] = round(statistics.median(times["http"]) / floor, 3)
+    transport = statistics.median(times["floor_http"])
+    result["http_transport_ratio"] = round(statistics.median(times["http"]) / transport, 3)
     return result
 
 
@@ -210,29 +304,33 @@ async def under_load(turn: Turn, prefix: str) -> tuple[float, float]:
 
 
 async def concurrent(paths: Paths, model: Any) -> dict[str, Any]:
+    """The load case for the HTTP path and both floors, in rotating order per round."""
     model.delay_s = LOAD_LATENCY_S
-    walls: dict[str, list[float]] = {"floor": [], "http": []}
-    p99s: dict[str, list[float]] = {"floor": [], "http": []}
-    ways: dict[str, Turn] = {"floor": paths.floor, "http": paths.http_path}
+    ways = {name: paths.ways()[name] for name in ("floor", "floor_http", "http")}
+    walls: dict[str, list[float]] = {name: [] for name in ways}
+    p99s: dict[str, list[float]] = {name: [] for name in ways}
+    order = list(ways)
     try:
         for r in range(LOAD_ROUNDS):
-            for name in ("floor", "http") if r % 2 == 0 else ("http", "floor"):
+            for name in order:
                 wall, p99 = await under_load(ways[name], f"load{r}-{name}-")
                 walls[name].append(wall)
                 p99s[name].append(p99)
+            order = order[1:] + order[:1]
     finally:
         model.delay_s = 0.0
     wall = {name: statistics.median(v) for name, v in walls.items()}
     p99 = {name: statistics.median(v) for name, v in p99s.items()}
-    return {
-        "load": f"{LOAD_CONVERSATIONS}x{LOAD_MESSAGES}, {LOAD_LATENCY_S * 1000:g} ms model",
-        "load_floor_wall_s": round(wall["floor"], 3),
-        "load_http_wall_s": round(wall["http"], 3),
-        "load_floor_p99_ms": round(p99["floor"], 1),
-        "load_http_p99_ms": round(p99["http"], 1),
-        "load_wall_ratio": round(wall["http"] / wall["floor"], 3),
-        "load_p99_ratio": round(p99["http"] / p99["floor"], 3),
+    result: dict[str, Any] = {
+        "load": f"{LOAD_CONVERSATIONS}x{LOAD_MESSAGES}, {LOAD_LATENCY_S * 1000:g} ms model"
     }
+    for name in ways:
+        result[f"load_{name}_wall_s"] = round(wall[name], 3)
+        result[f"load_{name}_p99_ms"] = round(p99[name], 1)
+    for floor, prefix in (("floor", "load"), ("floor_http", "load_transport")):
+        result[f"{prefix}_wall_ratio"] = round(wall["http"] / wall[floor], 3)
+        result[f"{prefix}_p99_ratio"] = round(p99["http"] / p99[floor], 3)
+    return result
 
 
 async def with_kernel(work: Callable[[Paths, Any], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -247,23 +345,29 @@ async def with_kernel(work: Callable[[Paths, Any], Awaitable[dict[str, Any]]]) -
     ):
         port = free_port()
         settings = write_setup(Path(tmp_name), model.base_url, port)
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=None)
         async with (
             running_kernel(settings) as kernel,
-            httpx.AsyncClient(
-                base_url=f"http://127.0.0.1:{port}",
-                headers={"Authorization": f"Bearer {TOKEN}"},
-                limits=limits,
-                timeout=60,
-            ) as http,
+            http_client(port) as http,
         ):
             await wait_until_http(http, wait_ready)
             await kernel.loader.instance("capture").say("warm up", user_id="warm")
             paths = Paths(kernel, model.base_url, http)
             try:
-                return {"tools": paths.tool_count, **(await work(paths, model))}
+                async with floor_server(paths) as floor_port, http_client(floor_port) as floor:
+                    paths.floor_http_client = floor
+                    return {"tools": paths.tool_count, **(await work(paths, model))}
             finally:
                 await paths.client.close()
+
+
+def http_client(port: int) -> httpx.AsyncClient:
+    """The client of both HTTP paths: keep-alive, enough connections for the load case."""
+    return httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        limits=httpx.Limits(max_connections=64, max_keepalive_connections=None),
+        timeout=60,
+    )
 
 
 async def wait_until_http(http: httpx.AsyncClient, wait_ready: Any) -> None:
@@ -285,23 +389,27 @@ def measure(fast: bool) -> dict[str, Any]:
     return result
 
 
-def profile(turns: int, top: int = 25) -> str:
+def profile(turns: int, path: str, top: int = 25) -> str:
+    """The top of a cProfile of ``turns`` turns of ``path``: everything by own time,
+    then Hearth's own modules (``core/``, the extensions) by cumulative time."""
     profiler = cProfile.Profile()
 
     async def work(paths: Paths, model: Any) -> dict[str, Any]:
+        turn = paths.ways()[path]
         for i in range(20):  # warm
-            await paths.cli(f"p{i // CONVERSATION_TURNS}", f"warm {i}")
+            await turn(f"p{i // CONVERSATION_TURNS}", f"warm {i}")
         profiler.enable()
         for i in range(turns):
-            await paths.cli(f"q{i // CONVERSATION_TURNS}", f"message {i}")
+            await turn(f"q{i // CONVERSATION_TURNS}", f"message {i}")
         profiler.disable()
         return {}
 
     asyncio.run(with_kernel(work))
     out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats = pstats.Stats(profiler, stream=out)
     stats.sort_stats("tottime").print_stats(top)
-    stats.sort_stats("cumulative").print_stats(top)
+    # the extensions run from their copies in the bench's directory (``write_setup``)
+    stats.sort_stats("cumulative").print_stats(f"({ROOT}/core/|/ext/)", top)
     return out.getvalue()
 
 
@@ -309,10 +417,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fast", action="store_true", help="fewer turns (the CI gate)")
     parser.add_argument("--check", type=Path, metavar="FILE", help="fail past these budgets")
-    parser.add_argument("--profile", type=int, metavar="N", help="cProfile N CLI turns")
+    parser.add_argument("--profile", type=int, metavar="N", help="cProfile N turns")
+    parser.add_argument(
+        "--path", choices=("cli", "http", "floor", "floor_http"), default="cli", help="--profile's"
+    )
     args = parser.parse_args()
     if args.profile:
-        print(profile(args.profile), file=sys.stderr)
+        print(profile(args.profile, args.path), file=sys.stderr)
         return
     if args.check is None:
         print(json.dumps(measure(args.fast)))

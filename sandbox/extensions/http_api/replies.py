@@ -118,6 +118,14 @@ class PendingReply:
         """The whole reply (the recorded text, which may differ from the deltas)."""
         return await asyncio.shield(self._done)
 
+    @property
+    def ended(self) -> asyncio.Future[str]:
+        """The future ``result`` waits on, for ``asyncio.wait`` beside a disconnect
+        without a task and a shield of its own per request (two fewer hops of the event
+        loop between the reply and the response). Never cancel it: every request that
+        joined the reply waits on it."""
+        return self._done
+
     async def chunks(self) -> AsyncIterator[str]:
         """The text deltas as they come; only the first reader gets them (a retry
         joining later reads ``result`` instead)."""

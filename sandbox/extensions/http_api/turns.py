@@ -131,7 +131,7 @@ class HeldStream(StreamingResponse):
 
 async def _reply_or_gone(request: Request, pending: PendingReply, timeout_s: float) -> str:
     """The reply; a client that hung up first leaves it to become a notification."""
-    reply = asyncio.ensure_future(pending.result())
+    reply = pending.ended  # shared with the requests that joined: not cancelled here
     gone = asyncio.ensure_future(_disconnected(request))
     try:
         done, _ = await asyncio.wait(
@@ -144,7 +144,6 @@ async def _reply_or_gone(request: Request, pending: PendingReply, timeout_s: flo
             return reply.result()
         except ReplyGoneError as exc:
             raise stopping(exc) from None
-    reply.cancel()
     if gone in done:
         raise ApiError(499, "the client closed the request")  # nobody reads it
     raise late(timeout_s)
