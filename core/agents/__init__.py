@@ -11,78 +11,40 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.agents.declarative import DeclarativeAgentAdapter, ResolveTools
+    from core.agents.declarative import (
+        DeclarativeAgentAdapter as DeclarativeAgentAdapter,
+        ResolveTools as ResolveTools,
+    )
     from core.agents.errors import (
-        AgentLayerError,
-        ModelFailedError,
-        ModelNotConfiguredError,
-        PromptTemplateError,
-        TokenBudgetExceededError,
+        AgentLayerError as AgentLayerError,
+        ModelFailedError as ModelFailedError,
+        ModelNotConfiguredError as ModelNotConfiguredError,
+        PromptTemplateError as PromptTemplateError,
+        TokenBudgetExceededError as TokenBudgetExceededError,
     )
-    from core.agents.hooked import HookedAgent, ToolWrapper
-    from core.agents.model_router import ModelChoice, ModelRouter, ProviderCheck, configure_tracing
-    from core.agents.orchestrator import ORCHESTRATOR_ID, Orchestrator
+    from core.agents.hooked import (
+        HookedAgent as HookedAgent,
+        ToolWrapper as ToolWrapper,
+    )
+    from core.agents.model_router import (
+        ModelChoice as ModelChoice,
+        ModelRouter as ModelRouter,
+        ProviderCheck as ProviderCheck,
+        configure_tracing as configure_tracing,
+    )
+    from core.agents.orchestrator import (
+        ORCHESTRATOR_ID as ORCHESTRATOR_ID,
+        Orchestrator as Orchestrator,
+    )
     from core.agents.toolset import (
-        CORE_SOURCE,
-        Capability,
-        Toolset,
-        agent_as_tool,
-        build_toolset,
-        capabilities_summary,
-        merge_tools,
-        tool_name_of,
+        CORE_SOURCE as CORE_SOURCE,
+        Capability as Capability,
+        Toolset as Toolset,
+        agent_as_tool as agent_as_tool,
+        build_toolset as build_toolset,
+        capabilities_summary as capabilities_summary,
+        merge_tools as merge_tools,
+        tool_name_of as tool_name_of,
     )
 
-__all__ = [
-    "CORE_SOURCE",
-    "ORCHESTRATOR_ID",
-    "AgentLayerError",
-    "Capability",
-    "DeclarativeAgentAdapter",
-    "HookedAgent",
-    "ModelChoice",
-    "ModelFailedError",
-    "ModelNotConfiguredError",
-    "ModelRouter",
-    "Orchestrator",
-    "PromptTemplateError",
-    "ProviderCheck",
-    "ResolveTools",
-    "TokenBudgetExceededError",
-    "ToolWrapper",
-    "Toolset",
-    "agent_as_tool",
-    "build_toolset",
-    "capabilities_summary",
-    "configure_tracing",
-    "merge_tools",
-    "tool_name_of",
-]
-
-_HOMES = {
-    "DeclarativeAgentAdapter": "declarative",
-    "ResolveTools": "declarative",
-    "AgentLayerError": "errors",
-    "ModelFailedError": "errors",
-    "ModelNotConfiguredError": "errors",
-    "PromptTemplateError": "errors",
-    "TokenBudgetExceededError": "errors",
-    "HookedAgent": "hooked",
-    "ToolWrapper": "hooked",
-    "ModelChoice": "model_router",
-    "ModelRouter": "model_router",
-    "ProviderCheck": "model_router",
-    "configure_tracing": "model_router",
-    "ORCHESTRATOR_ID": "orchestrator",
-    "Orchestrator": "orchestrator",
-    "CORE_SOURCE": "toolset",
-    "Capability": "toolset",
-    "Toolset": "toolset",
-    "agent_as_tool": "toolset",
-    "build_toolset": "toolset",
-    "capabilities_summary": "toolset",
-    "merge_tools": "toolset",
-    "tool_name_of": "toolset",
-}
-
-__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

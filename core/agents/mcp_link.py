@@ -40,8 +40,8 @@ from mcp.types import (
     CallToolResult,
     GetPromptResult,
     ListPromptsResult,
+    Tool as MCPTool,
 )
-from mcp.types import Tool as MCPTool
 
 from core.agents.errors import McpServerUnavailableError
 from core.config import McpServerSettings, McpSettings

@@ -28,8 +28,14 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from core.config.consent import PolicySettings
 from core.config.env_values import YamlValuedEnv
-from core.config.layers import Layer, changed_keys, local_layer_path, read_layer, validated
-from core.config.layers import SettingsError as SettingsError  # its home for every caller
+from core.config.layers import (
+    Layer,
+    SettingsError as SettingsError,  # its home for every caller
+    changed_keys,
+    local_layer_path,
+    read_layer,
+    validated,
+)
 from core.config.models import BudgetSettings, FallbackRef, ModelPrice
 from core.config.people import People
 from core.config.replay import ReplaySettings

@@ -11,81 +11,38 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.runtime import lazy_door
+from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.events.bus import EventBus
+    from core.events.bus import EventBus as EventBus
     from core.events.errors import (
-        BusStateError,
-        EventBusError,
-        JournalError,
-        PayloadError,
-        PayloadTooLargeError,
-        SystemPayloadError,
-        TopicError,
+        BusStateError as BusStateError,
+        EventBusError as EventBusError,
+        JournalError as JournalError,
+        PayloadError as PayloadError,
+        PayloadTooLargeError as PayloadTooLargeError,
+        SystemPayloadError as SystemPayloadError,
+        TopicError as TopicError,
     )
-    from core.events.journal import DeadLetter, DeliveryInfo, EventRecord, Journal
-    from core.events.models import Event
-    from core.events.sqlite_journal import SQLiteJournal
+    from core.events.journal import (
+        DeadLetter as DeadLetter,
+        DeliveryInfo as DeliveryInfo,
+        EventRecord as EventRecord,
+        Journal as Journal,
+    )
+    from core.events.models import Event as Event
+    from core.events.sqlite_journal import SQLiteJournal as SQLiteJournal
     from core.events.system_payloads import (
-        AgentBackground,
-        AgentTask,
-        SystemPayload,
-        UserMessage,
-        UserNotify,
-        read_system_payload,
+        AgentBackground as AgentBackground,
+        AgentTask as AgentTask,
+        SystemPayload as SystemPayload,
+        UserMessage as UserMessage,
+        UserNotify as UserNotify,
+        read_system_payload as read_system_payload,
     )
-    from core.events.topics import SystemTopics, topic_matches
+    from core.events.topics import (
+        SystemTopics as SystemTopics,
+        topic_matches as topic_matches,
+    )
 
-__all__ = [
-    "AgentBackground",
-    "AgentTask",
-    "BusStateError",
-    "DeadLetter",
-    "DeliveryInfo",
-    "Event",
-    "EventBus",
-    "EventBusError",
-    "EventRecord",
-    "Journal",
-    "JournalError",
-    "PayloadError",
-    "PayloadTooLargeError",
-    "SQLiteJournal",
-    "SystemPayload",
-    "SystemPayloadError",
-    "SystemTopics",
-    "TopicError",
-    "UserMessage",
-    "UserNotify",
-    "read_system_payload",
-    "topic_matches",
-]
-
-_HOMES = {
-    "EventBus": "bus",
-    "BusStateError": "errors",
-    "EventBusError": "errors",
-    "JournalError": "errors",
-    "PayloadError": "errors",
-    "PayloadTooLargeError": "errors",
-    "TopicError": "errors",
-    "DeadLetter": "journal",
-    "DeliveryInfo": "journal",
-    "EventRecord": "journal",
-    "Journal": "journal",
-    "Event": "models",
-    "SQLiteJournal": "sqlite_journal",
-    "SystemPayloadError": "errors",
-    "AgentBackground": "system_payloads",
-    "AgentTask": "system_payloads",
-    "SystemPayload": "system_payloads",
-    "UserMessage": "system_payloads",
-    "UserNotify": "system_payloads",
-    "read_system_payload": "system_payloads",
-    "SystemTopics": "topics",
-    "topic_matches": "topics",
-}
-
-
-__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

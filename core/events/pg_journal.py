@@ -35,8 +35,14 @@ from core.events.journal import BatchResult, DeadLetter, DeliveryInfo, EventReco
 from core.events.pg_batch import apply_batch, notify_payload
 from core.events.pg_liveness import leave, liveness_round
 from core.events.pg_schema import COMPONENT, NOTIFY_CHANNEL
-from core.storage import StorageError, apply_migrations, pool_for, redact_dsn, release_pool
-from core.storage import connect as connect_postgres
+from core.storage import (
+    StorageError,
+    apply_migrations,
+    connect as connect_postgres,
+    pool_for,
+    redact_dsn,
+    release_pool,
+)
 
 __all__ = ["PostgresJournal", "Wakeup"]
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.runtime import lazy_door
+from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.kernel.runner import Kernel
+    from core.kernel.runner import Kernel as Kernel
 
-__all__ = ["Kernel"]
-
-__getattr__, __dir__ = lazy_door(__name__, globals(), {"Kernel": "runner"}, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

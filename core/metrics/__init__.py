@@ -9,42 +9,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.runtime import lazy_door
+from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.metrics.collectors import MetricSources, SourcesCollector, kernel_sources
-    from core.metrics.export import MetricsExport
-    from core.metrics.kernel_metrics import TOKEN_KINDS, KernelMetrics
-    from core.metrics.server import CONTENT_TYPE, MetricsServer
-    from core.metrics.snapshot import SNAPSHOT_FILE, fetch_live, read_snapshot
+    from core.metrics.collectors import (
+        MetricSources as MetricSources,
+        SourcesCollector as SourcesCollector,
+        kernel_sources as kernel_sources,
+    )
+    from core.metrics.export import MetricsExport as MetricsExport
+    from core.metrics.kernel_metrics import (
+        TOKEN_KINDS as TOKEN_KINDS,
+        KernelMetrics as KernelMetrics,
+    )
+    from core.metrics.server import (
+        CONTENT_TYPE as CONTENT_TYPE,
+        MetricsServer as MetricsServer,
+    )
+    from core.metrics.snapshot import (
+        SNAPSHOT_FILE as SNAPSHOT_FILE,
+        fetch_live as fetch_live,
+        read_snapshot as read_snapshot,
+    )
 
-__all__ = [
-    "CONTENT_TYPE",
-    "SNAPSHOT_FILE",
-    "TOKEN_KINDS",
-    "KernelMetrics",
-    "MetricSources",
-    "MetricsExport",
-    "MetricsServer",
-    "SourcesCollector",
-    "fetch_live",
-    "kernel_sources",
-    "read_snapshot",
-]
-
-_HOMES = {
-    "MetricSources": "collectors",
-    "SourcesCollector": "collectors",
-    "kernel_sources": "collectors",
-    "MetricsExport": "export",
-    "KernelMetrics": "kernel_metrics",
-    "TOKEN_KINDS": "kernel_metrics",
-    "CONTENT_TYPE": "server",
-    "MetricsServer": "server",
-    "SNAPSHOT_FILE": "snapshot",
-    "fetch_live": "snapshot",
-    "read_snapshot": "snapshot",
-}
-
-
-__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

@@ -8,45 +8,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.runtime import lazy_door
+from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.replay.compare import Divergence, first_divergence
-    from core.replay.driver import ReplayReport, replay_trace
-    from core.replay.errors import PurgedError, ReplayError
-    from core.replay.recording import RecordingModel, ReplayRecorder
-    from core.replay.trace import Trace, list_sessions, load_session, read_trace, write_trace
+    from core.replay.compare import (
+        Divergence as Divergence,
+        first_divergence as first_divergence,
+    )
+    from core.replay.driver import (
+        ReplayReport as ReplayReport,
+        replay_trace as replay_trace,
+    )
+    from core.replay.errors import (
+        PurgedError as PurgedError,
+        ReplayError as ReplayError,
+    )
+    from core.replay.recording import (
+        RecordingModel as RecordingModel,
+        ReplayRecorder as ReplayRecorder,
+    )
+    from core.replay.trace import (
+        Trace as Trace,
+        list_sessions as list_sessions,
+        load_session as load_session,
+        read_trace as read_trace,
+        write_trace as write_trace,
+    )
 
-__all__ = [
-    "Divergence",
-    "PurgedError",
-    "RecordingModel",
-    "ReplayError",
-    "ReplayRecorder",
-    "ReplayReport",
-    "Trace",
-    "first_divergence",
-    "list_sessions",
-    "load_session",
-    "read_trace",
-    "replay_trace",
-    "write_trace",
-]
-
-_HOMES = {
-    "Divergence": "compare",
-    "first_divergence": "compare",
-    "ReplayReport": "driver",
-    "replay_trace": "driver",
-    "PurgedError": "errors",
-    "ReplayError": "errors",
-    "RecordingModel": "recording",
-    "ReplayRecorder": "recording",
-    "Trace": "trace",
-    "list_sessions": "trace",
-    "load_session": "trace",
-    "read_trace": "trace",
-    "write_trace": "trace",
-}
-
-__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

@@ -8,19 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.runtime import lazy_door
+from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.setup.command import run_setup_command
-    from core.setup.plan import SetupPlan
-    from core.setup.settings_file import write_changes
+    from core.setup.command import run_setup_command as run_setup_command
+    from core.setup.plan import SetupPlan as SetupPlan
+    from core.setup.settings_file import write_changes as write_changes
 
-__all__ = ["SetupPlan", "run_setup_command", "write_changes"]
-
-_HOMES = {
-    "SetupPlan": "plan",
-    "run_setup_command": "command",
-    "write_changes": "settings_file",
-}
-
-__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

@@ -14,65 +14,37 @@ from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
     from core.skills.catalog import (
-        Catalog,
-        SkillLibrary,
-        SkillProblem,
-        SkillRoot,
-        discover,
-        settings_roots,
+        Catalog as Catalog,
+        SkillLibrary as SkillLibrary,
+        SkillProblem as SkillProblem,
+        SkillRoot as SkillRoot,
+        discover as discover,
+        settings_roots as settings_roots,
     )
-    from core.skills.errors import SkillError, SkillFileError, SkillScriptError
-    from core.skills.files import list_files, read_text, resolve_inside
-    from core.skills.format import SKILL_FILE, Skill, read_skill
-    from core.skills.scripts import ScriptLimits, ScriptRun, run_script
-    from core.skills.tools import SKILL_TOOL_NAMES, ActiveSkills, build_skill_tools
+    from core.skills.errors import (
+        SkillError as SkillError,
+        SkillFileError as SkillFileError,
+        SkillScriptError as SkillScriptError,
+    )
+    from core.skills.files import (
+        list_files as list_files,
+        read_text as read_text,
+        resolve_inside as resolve_inside,
+    )
+    from core.skills.format import (
+        SKILL_FILE as SKILL_FILE,
+        Skill as Skill,
+        read_skill as read_skill,
+    )
+    from core.skills.scripts import (
+        ScriptLimits as ScriptLimits,
+        ScriptRun as ScriptRun,
+        run_script as run_script,
+    )
+    from core.skills.tools import (
+        SKILL_TOOL_NAMES as SKILL_TOOL_NAMES,
+        ActiveSkills as ActiveSkills,
+        build_skill_tools as build_skill_tools,
+    )
 
-__all__ = [
-    "SKILL_FILE",
-    "SKILL_TOOL_NAMES",
-    "ActiveSkills",
-    "Catalog",
-    "ScriptLimits",
-    "ScriptRun",
-    "Skill",
-    "SkillError",
-    "SkillFileError",
-    "SkillLibrary",
-    "SkillProblem",
-    "SkillRoot",
-    "SkillScriptError",
-    "build_skill_tools",
-    "discover",
-    "list_files",
-    "read_skill",
-    "read_text",
-    "resolve_inside",
-    "run_script",
-    "settings_roots",
-]
-
-_HOMES = {
-    "Catalog": "catalog",
-    "SkillLibrary": "catalog",
-    "SkillProblem": "catalog",
-    "SkillRoot": "catalog",
-    "discover": "catalog",
-    "settings_roots": "catalog",
-    "SkillError": "errors",
-    "SkillFileError": "errors",
-    "SkillScriptError": "errors",
-    "list_files": "files",
-    "read_text": "files",
-    "resolve_inside": "files",
-    "SKILL_FILE": "format",
-    "Skill": "format",
-    "read_skill": "format",
-    "ScriptLimits": "scripts",
-    "ScriptRun": "scripts",
-    "run_script": "scripts",
-    "SKILL_TOOL_NAMES": "tools",
-    "ActiveSkills": "tools",
-    "build_skill_tools": "tools",
-}
-
-__getattr__, __dir__ = lazy_door(__name__, globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

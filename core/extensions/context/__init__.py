@@ -12,39 +12,18 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.extensions.context.agent_gateway import AgentGateway
-    from core.extensions.context.kernel_context import KernelContext
-    from core.extensions.context.services import KernelServices
+    from core.extensions.context.agent_gateway import AgentGateway as AgentGateway
+    from core.extensions.context.kernel_context import KernelContext as KernelContext
+    from core.extensions.context.services import KernelServices as KernelServices
     from core.extensions.context.shared_services import (
-        ExtensionServices,
-        ServiceRegistry,
-        ServicesClosedError,
+        ExtensionServices as ExtensionServices,
+        ServiceRegistry as ServiceRegistry,
+        ServicesClosedError as ServicesClosedError,
     )
-    from core.extensions.context.status_lines import collect_status_lines
-    from core.extensions.context.ui_gateway import UI_KINDS, UiGateway
+    from core.extensions.context.status_lines import collect_status_lines as collect_status_lines
+    from core.extensions.context.ui_gateway import (
+        UI_KINDS as UI_KINDS,
+        UiGateway as UiGateway,
+    )
 
-__all__ = [
-    "UI_KINDS",
-    "AgentGateway",
-    "ExtensionServices",
-    "KernelContext",
-    "KernelServices",
-    "ServiceRegistry",
-    "ServicesClosedError",
-    "UiGateway",
-    "collect_status_lines",
-]
-
-_HOMES = {
-    "AgentGateway": "agent_gateway",
-    "ExtensionServices": "shared_services",
-    "KernelContext": "kernel_context",
-    "KernelServices": "services",
-    "ServiceRegistry": "shared_services",
-    "ServicesClosedError": "shared_services",
-    "UI_KINDS": "ui_gateway",
-    "UiGateway": "ui_gateway",
-    "collect_status_lines": "status_lines",
-}
-
-__getattr__, __dir__ = lazy_door("core.extensions.context", globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

@@ -14,155 +14,72 @@ from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
     from core.extensions.loading.capabilities import (
-        HOOKS,
-        PERMISSIONS,
-        PROTOCOLS,
-        Capability,
-        CapabilityError,
-        detect_capabilities,
-        require_permissions,
+        HOOKS as HOOKS,
+        PERMISSIONS as PERMISSIONS,
+        PROTOCOLS as PROTOCOLS,
+        Capability as Capability,
+        CapabilityError as CapabilityError,
+        detect_capabilities as detect_capabilities,
+        require_permissions as require_permissions,
     )
     from core.extensions.loading.code_digest import (
-        CodeFile,
-        CodeFiles,
-        CodeLinkError,
-        code_digest,
-        read_code,
+        CodeFile as CodeFile,
+        CodeFiles as CodeFiles,
+        CodeLinkError as CodeLinkError,
+        code_digest as code_digest,
+        read_code as read_code,
     )
-    from core.extensions.loading.code_snapshot import CodeSnapshots
-    from core.extensions.loading.declarations import check_tool_declarations, provided_tool_names
+    from core.extensions.loading.code_snapshot import CodeSnapshots as CodeSnapshots
+    from core.extensions.loading.declarations import (
+        check_tool_declarations as check_tool_declarations,
+        provided_tool_names as provided_tool_names,
+    )
     from core.extensions.loading.importer import (
-        import_entrypoint,
-        imported_modules,
-        restore_modules,
+        import_entrypoint as import_entrypoint,
+        imported_modules as imported_modules,
+        restore_modules as restore_modules,
     )
     from core.extensions.loading.lifecycle import (
-        call_with_timeout,
-        describe_exception,
-        failure_reason,
+        call_with_timeout as call_with_timeout,
+        describe_exception as describe_exception,
+        failure_reason as failure_reason,
     )
-    from core.extensions.loading.loader import InstanceFactory, Loader
+    from core.extensions.loading.loader import (
+        InstanceFactory as InstanceFactory,
+        Loader as Loader,
+    )
     from core.extensions.loading.manifest import (
-        EXTENSION_ID_RE,
-        MANIFEST_FILE,
-        AgentSection,
-        Condition,
-        Manifest,
-        ManifestError,
-        PromptAddition,
-        ResolvedPermissions,
-        ToolConfig,
-        ToolEffect,
-        load_manifest,
+        EXTENSION_ID_RE as EXTENSION_ID_RE,
+        MANIFEST_FILE as MANIFEST_FILE,
+        AgentSection as AgentSection,
+        Condition as Condition,
+        Manifest as Manifest,
+        ManifestError as ManifestError,
+        PromptAddition as PromptAddition,
+        ResolvedPermissions as ResolvedPermissions,
+        ToolConfig as ToolConfig,
+        ToolEffect as ToolEffect,
+        load_manifest as load_manifest,
     )
-    from core.extensions.loading.names import NamePolicy
-    from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
+    from core.extensions.loading.names import NamePolicy as NamePolicy
+    from core.extensions.loading.records import (
+        ExtensionRecord as ExtensionRecord,
+        ExtensionStatus as ExtensionStatus,
+    )
     from core.extensions.loading.setup_schema import (
-        ANSWER_ATTEMPTS,
-        SetupField,
-        SetupSchemaError,
-        run_setup,
+        ANSWER_ATTEMPTS as ANSWER_ATTEMPTS,
+        SetupField as SetupField,
+        SetupSchemaError as SetupSchemaError,
+        run_setup as run_setup,
     )
-    from core.extensions.loading.signatures import SignatureError, check_signatures
-    from core.extensions.loading.stacking import NameStack, stack_names
-    from core.extensions.loading.supervision import ExtensionSupervisor
+    from core.extensions.loading.signatures import (
+        SignatureError as SignatureError,
+        check_signatures as check_signatures,
+    )
+    from core.extensions.loading.stacking import (
+        NameStack as NameStack,
+        stack_names as stack_names,
+    )
+    from core.extensions.loading.supervision import ExtensionSupervisor as ExtensionSupervisor
 
-__all__ = [
-    "ANSWER_ATTEMPTS",
-    "EXTENSION_ID_RE",
-    "HOOKS",
-    "MANIFEST_FILE",
-    "PERMISSIONS",
-    "PROTOCOLS",
-    "AgentSection",
-    "Capability",
-    "CapabilityError",
-    "CodeFile",
-    "CodeFiles",
-    "CodeLinkError",
-    "CodeSnapshots",
-    "Condition",
-    "ExtensionRecord",
-    "ExtensionStatus",
-    "ExtensionSupervisor",
-    "InstanceFactory",
-    "Loader",
-    "Manifest",
-    "ManifestError",
-    "NamePolicy",
-    "NameStack",
-    "PromptAddition",
-    "ResolvedPermissions",
-    "SetupField",
-    "SetupSchemaError",
-    "SignatureError",
-    "ToolConfig",
-    "ToolEffect",
-    "call_with_timeout",
-    "check_signatures",
-    "check_tool_declarations",
-    "code_digest",
-    "describe_exception",
-    "detect_capabilities",
-    "failure_reason",
-    "import_entrypoint",
-    "imported_modules",
-    "load_manifest",
-    "provided_tool_names",
-    "read_code",
-    "require_permissions",
-    "restore_modules",
-    "run_setup",
-    "stack_names",
-]
-
-_HOMES = {
-    "ANSWER_ATTEMPTS": "setup_schema",
-    "AgentSection": "manifest",
-    "Capability": "capabilities",
-    "CapabilityError": "capabilities",
-    "Condition": "manifest",
-    "EXTENSION_ID_RE": "manifest",
-    "ExtensionRecord": "records",
-    "ExtensionStatus": "records",
-    "ExtensionSupervisor": "supervision",
-    "HOOKS": "capabilities",
-    "InstanceFactory": "loader",
-    "Loader": "loader",
-    "MANIFEST_FILE": "manifest",
-    "Manifest": "manifest",
-    "ManifestError": "manifest",
-    "NamePolicy": "names",
-    "NameStack": "stacking",
-    "PERMISSIONS": "capabilities",
-    "PROTOCOLS": "capabilities",
-    "PromptAddition": "manifest",
-    "ResolvedPermissions": "manifest",
-    "SetupField": "setup_schema",
-    "SetupSchemaError": "setup_schema",
-    "SignatureError": "signatures",
-    "ToolConfig": "manifest",
-    "ToolEffect": "manifest",
-    "call_with_timeout": "lifecycle",
-    "check_signatures": "signatures",
-    "check_tool_declarations": "declarations",
-    "CodeFile": "code_digest",
-    "CodeFiles": "code_digest",
-    "CodeLinkError": "code_digest",
-    "CodeSnapshots": "code_snapshot",
-    "code_digest": "code_digest",
-    "read_code": "code_digest",
-    "describe_exception": "lifecycle",
-    "detect_capabilities": "capabilities",
-    "failure_reason": "lifecycle",
-    "import_entrypoint": "importer",
-    "imported_modules": "importer",
-    "load_manifest": "manifest",
-    "provided_tool_names": "declarations",
-    "require_permissions": "capabilities",
-    "restore_modules": "importer",
-    "run_setup": "setup_schema",
-    "stack_names": "stacking",
-}
-
-__getattr__, __dir__ = lazy_door("core.extensions.loading", globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

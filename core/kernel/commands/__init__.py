@@ -12,19 +12,10 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.kernel.commands.setup import extension_commands, setup_command
-    from core.kernel.commands.status_source import KernelStatusSource
+    from core.kernel.commands.setup import (
+        extension_commands as extension_commands,
+        setup_command as setup_command,
+    )
+    from core.kernel.commands.status_source import KernelStatusSource as KernelStatusSource
 
-__all__ = [
-    "KernelStatusSource",
-    "extension_commands",
-    "setup_command",
-]
-
-_HOMES = {
-    "KernelStatusSource": "status_source",
-    "extension_commands": "setup",
-    "setup_command": "setup",
-}
-
-__getattr__, __dir__ = lazy_door("core.kernel.commands", globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

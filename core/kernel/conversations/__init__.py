@@ -13,92 +13,38 @@ from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
     from core.kernel.conversations.ledger import (
-        ConversationSession,
-        LedgerSession,
-        LedgerWrite,
-        StoredItem,
-        StoredReply,
-        StoredSize,
-        trim_to_user_turn,
+        ConversationSession as ConversationSession,
+        LedgerSession as LedgerSession,
+        LedgerWrite as LedgerWrite,
+        StoredItem as StoredItem,
+        StoredReply as StoredReply,
+        StoredSize as StoredSize,
+        trim_to_user_turn as trim_to_user_turn,
     )
     from core.kernel.conversations.people import (
-        CHANNEL_PREFIXES,
-        Household,
-        Person,
-        identity_of,
-        telegram_ids,
+        CHANNEL_PREFIXES as CHANNEL_PREFIXES,
+        Household as Household,
+        Person as Person,
+        identity_of as identity_of,
+        telegram_ids as telegram_ids,
     )
     from core.kernel.conversations.session_ids import (
-        conversation_of,
-        session_id_of,
-        upgrade_sqlite_session_ids,
-        upgraded_session_id,
+        conversation_of as conversation_of,
+        session_id_of as session_id_of,
+        upgrade_sqlite_session_ids as upgrade_sqlite_session_ids,
+        upgraded_session_id as upgraded_session_id,
     )
     from core.kernel.conversations.session_schema import (
-        SESSION_MIGRATIONS,
-        SESSIONS_COMPONENT,
-        SQLITE_SESSION_MIGRATIONS,
-        sessions_database,
+        SESSION_MIGRATIONS as SESSION_MIGRATIONS,
+        SESSIONS_COMPONENT as SESSIONS_COMPONENT,
+        SQLITE_SESSION_MIGRATIONS as SQLITE_SESSION_MIGRATIONS,
+        sessions_database as sessions_database,
     )
     from core.kernel.conversations.session_storage import (
-        LEDGER_RETENTION_S,
-        SessionStorage,
-        session_storage_for,
+        LEDGER_RETENTION_S as LEDGER_RETENTION_S,
+        SessionStorage as SessionStorage,
+        session_storage_for as session_storage_for,
     )
-    from core.kernel.conversations.sessions import Conversations
+    from core.kernel.conversations.sessions import Conversations as Conversations
 
-__all__ = [
-    "CHANNEL_PREFIXES",
-    "LEDGER_RETENTION_S",
-    "SESSIONS_COMPONENT",
-    "SESSION_MIGRATIONS",
-    "SQLITE_SESSION_MIGRATIONS",
-    "ConversationSession",
-    "Conversations",
-    "Household",
-    "LedgerSession",
-    "LedgerWrite",
-    "Person",
-    "SessionStorage",
-    "StoredItem",
-    "StoredReply",
-    "StoredSize",
-    "conversation_of",
-    "identity_of",
-    "session_id_of",
-    "session_storage_for",
-    "sessions_database",
-    "telegram_ids",
-    "trim_to_user_turn",
-    "upgrade_sqlite_session_ids",
-    "upgraded_session_id",
-]
-
-_HOMES = {
-    "CHANNEL_PREFIXES": "people",
-    "ConversationSession": "ledger",
-    "Conversations": "sessions",
-    "Household": "people",
-    "LEDGER_RETENTION_S": "session_storage",
-    "LedgerSession": "ledger",
-    "LedgerWrite": "ledger",
-    "Person": "people",
-    "SESSIONS_COMPONENT": "session_schema",
-    "SESSION_MIGRATIONS": "session_schema",
-    "SQLITE_SESSION_MIGRATIONS": "session_schema",
-    "SessionStorage": "session_storage",
-    "StoredItem": "ledger",
-    "StoredReply": "ledger",
-    "StoredSize": "ledger",
-    "conversation_of": "session_ids",
-    "identity_of": "people",
-    "session_id_of": "session_ids",
-    "session_storage_for": "session_storage",
-    "sessions_database": "session_schema",
-    "telegram_ids": "people",
-    "trim_to_user_turn": "ledger",
-    "upgrade_sqlite_session_ids": "session_ids",
-    "upgraded_session_id": "session_ids",
-}
-
-__getattr__, __dir__ = lazy_door("core.kernel.conversations", globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

@@ -12,33 +12,22 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.kernel.reload.control import RELOAD_SUBSCRIBER, ReloadControl
-    from core.kernel.reload.registrations import before_extension_code, reconcile_registrations
-    from core.kernel.reload.reloader import ExtensionReloader, ReloadError, ReloadReport
-    from core.kernel.reload.watch import changed_extensions, watch_extensions
+    from core.kernel.reload.control import (
+        RELOAD_SUBSCRIBER as RELOAD_SUBSCRIBER,
+        ReloadControl as ReloadControl,
+    )
+    from core.kernel.reload.registrations import (
+        before_extension_code as before_extension_code,
+        reconcile_registrations as reconcile_registrations,
+    )
+    from core.kernel.reload.reloader import (
+        ExtensionReloader as ExtensionReloader,
+        ReloadError as ReloadError,
+        ReloadReport as ReloadReport,
+    )
+    from core.kernel.reload.watch import (
+        changed_extensions as changed_extensions,
+        watch_extensions as watch_extensions,
+    )
 
-__all__ = [
-    "RELOAD_SUBSCRIBER",
-    "ExtensionReloader",
-    "ReloadControl",
-    "ReloadError",
-    "ReloadReport",
-    "before_extension_code",
-    "changed_extensions",
-    "reconcile_registrations",
-    "watch_extensions",
-]
-
-_HOMES = {
-    "ExtensionReloader": "reloader",
-    "RELOAD_SUBSCRIBER": "control",
-    "ReloadControl": "control",
-    "ReloadError": "reloader",
-    "ReloadReport": "reloader",
-    "before_extension_code": "registrations",
-    "changed_extensions": "watch",
-    "reconcile_registrations": "registrations",
-    "watch_extensions": "watch",
-}
-
-__getattr__, __dir__ = lazy_door("core.kernel.reload", globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

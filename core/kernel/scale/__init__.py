@@ -14,60 +14,26 @@ from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
     from core.kernel.scale.placement import (
-        ROUTER_SUBSCRIBER,
-        Placement,
-        apply_role,
-        node_name,
-        placement_of,
+        ROUTER_SUBSCRIBER as ROUTER_SUBSCRIBER,
+        Placement as Placement,
+        apply_role as apply_role,
+        node_name as node_name,
+        placement_of as placement_of,
     )
-    from core.kernel.scale.scale_out import ScaleOut
+    from core.kernel.scale.scale_out import ScaleOut as ScaleOut
     from core.kernel.scale.seam import (
-        RETRY_CONCURRENCY,
-        LocalScale,
-        ReplySubscription,
-        Scale,
-        TurnHandler,
-        TurnLock,
-        subscribe_all,
+        RETRY_CONCURRENCY as RETRY_CONCURRENCY,
+        LocalScale as LocalScale,
+        ReplySubscription as ReplySubscription,
+        Scale as Scale,
+        TurnHandler as TurnHandler,
+        TurnLock as TurnLock,
+        subscribe_all as subscribe_all,
     )
-    from core.kernel.scale.turn_lock import ORDER_WAIT_S, ConversationLocks, advisory_key
+    from core.kernel.scale.turn_lock import (
+        ORDER_WAIT_S as ORDER_WAIT_S,
+        ConversationLocks as ConversationLocks,
+        advisory_key as advisory_key,
+    )
 
-__all__ = [
-    "ORDER_WAIT_S",
-    "RETRY_CONCURRENCY",
-    "ROUTER_SUBSCRIBER",
-    "ConversationLocks",
-    "LocalScale",
-    "Placement",
-    "ReplySubscription",
-    "Scale",
-    "ScaleOut",
-    "TurnHandler",
-    "TurnLock",
-    "advisory_key",
-    "apply_role",
-    "node_name",
-    "placement_of",
-    "subscribe_all",
-]
-
-_HOMES = {
-    "ConversationLocks": "turn_lock",
-    "LocalScale": "seam",
-    "ORDER_WAIT_S": "turn_lock",
-    "Placement": "placement",
-    "RETRY_CONCURRENCY": "seam",
-    "ROUTER_SUBSCRIBER": "placement",
-    "ReplySubscription": "seam",
-    "Scale": "seam",
-    "ScaleOut": "scale_out",
-    "TurnHandler": "seam",
-    "TurnLock": "seam",
-    "advisory_key": "turn_lock",
-    "apply_role": "placement",
-    "node_name": "placement",
-    "placement_of": "placement",
-    "subscribe_all": "seam",
-}
-
-__getattr__, __dir__ = lazy_door("core.kernel.scale", globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

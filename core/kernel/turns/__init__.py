@@ -12,80 +12,41 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.kernel.turns.cancelling import CANCELLED_REPLY, RunningTurns
-    from core.kernel.turns.consent_stage import NO_CONSENT, ConsentStage
-    from core.kernel.turns.notices import Notices
+    from core.kernel.turns.cancelling import (
+        CANCELLED_REPLY as CANCELLED_REPLY,
+        RunningTurns as RunningTurns,
+    )
+    from core.kernel.turns.consent_stage import (
+        NO_CONSENT as NO_CONSENT,
+        ConsentStage as ConsentStage,
+    )
+    from core.kernel.turns.notices import Notices as Notices
     from core.kernel.turns.observer import (
-        NO_TURN_OBSERVER,
-        ModelCall,
-        QuietObserver,
-        ToolCall,
-        TurnObserver,
-        TurnObservers,
+        NO_TURN_OBSERVER as NO_TURN_OBSERVER,
+        ModelCall as ModelCall,
+        QuietObserver as QuietObserver,
+        ToolCall as ToolCall,
+        TurnObserver as TurnObserver,
+        TurnObservers as TurnObservers,
     )
     from core.kernel.turns.outbox import (
-        REPLY_SUBSCRIBER,
-        OpenStream,
-        ReplyOutbox,
-        reply_key,
-        reply_payload,
-        usage_fields,
+        REPLY_SUBSCRIBER as REPLY_SUBSCRIBER,
+        OpenStream as OpenStream,
+        ReplyOutbox as ReplyOutbox,
+        reply_key as reply_key,
+        reply_payload as reply_payload,
+        usage_fields as usage_fields,
     )
-    from core.kernel.turns.router import APOLOGY, MessageRouter, OrchestratorLike
-    from core.kernel.turns.turn import TOO_SLOW, PausedRun, TurnResult, TurnRunner
+    from core.kernel.turns.router import (
+        APOLOGY as APOLOGY,
+        MessageRouter as MessageRouter,
+        OrchestratorLike as OrchestratorLike,
+    )
+    from core.kernel.turns.turn import (
+        TOO_SLOW as TOO_SLOW,
+        PausedRun as PausedRun,
+        TurnResult as TurnResult,
+        TurnRunner as TurnRunner,
+    )
 
-__all__ = [
-    "APOLOGY",
-    "CANCELLED_REPLY",
-    "NO_CONSENT",
-    "NO_TURN_OBSERVER",
-    "REPLY_SUBSCRIBER",
-    "TOO_SLOW",
-    "ConsentStage",
-    "MessageRouter",
-    "ModelCall",
-    "Notices",
-    "OpenStream",
-    "OrchestratorLike",
-    "PausedRun",
-    "QuietObserver",
-    "ReplyOutbox",
-    "RunningTurns",
-    "ToolCall",
-    "TurnObserver",
-    "TurnObservers",
-    "TurnResult",
-    "TurnRunner",
-    "reply_key",
-    "reply_payload",
-    "usage_fields",
-]
-
-_HOMES = {
-    "APOLOGY": "router",
-    "CANCELLED_REPLY": "cancelling",
-    "ConsentStage": "consent_stage",
-    "MessageRouter": "router",
-    "ModelCall": "observer",
-    "NO_CONSENT": "consent_stage",
-    "NO_TURN_OBSERVER": "observer",
-    "Notices": "notices",
-    "OpenStream": "outbox",
-    "OrchestratorLike": "router",
-    "PausedRun": "turn",
-    "QuietObserver": "observer",
-    "REPLY_SUBSCRIBER": "outbox",
-    "ReplyOutbox": "outbox",
-    "RunningTurns": "cancelling",
-    "TOO_SLOW": "turn",
-    "ToolCall": "observer",
-    "TurnObserver": "observer",
-    "TurnObservers": "observer",
-    "TurnResult": "turn",
-    "TurnRunner": "turn",
-    "reply_key": "outbox",
-    "reply_payload": "outbox",
-    "usage_fields": "outbox",
-}
-
-__getattr__, __dir__ = lazy_door("core.kernel.turns", globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())

@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, tzinfo
 
-from core.extensions.sdk import CronError, next_fire, wall
-from core.extensions.sdk import check_cron as _check_cron
+from core.extensions.sdk import CronError, check_cron as _check_cron, next_fire, wall
 
 from .model import ScheduleError, Timing
 from .phrases import read_delay, read_time, unreadable

@@ -12,19 +12,10 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
-    from core.extensions.isolation.host.client_context import ClientContext
-    from core.extensions.isolation.host.limits import HostLimits, apply_limits
+    from core.extensions.isolation.host.client_context import ClientContext as ClientContext
+    from core.extensions.isolation.host.limits import (
+        HostLimits as HostLimits,
+        apply_limits as apply_limits,
+    )
 
-__all__ = [
-    "ClientContext",
-    "HostLimits",
-    "apply_limits",
-]
-
-_HOMES = {
-    "ClientContext": "client_context",
-    "HostLimits": "limits",
-    "apply_limits": "limits",
-}
-
-__getattr__, __dir__ = lazy_door("core.extensions.isolation.host", globals(), _HOMES, __all__)
+__getattr__, __dir__ = lazy_door(__name__, globals())
