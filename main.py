@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_usage(settings, args)
     if command == "replay":
-        from core.replay.cli import run_replay_command
+        from core.cli.replay import run_replay_command
 
         return run_replay_command(settings, args)
     from core.cli.doctor import run_doctor

@@ -213,6 +213,7 @@ def tool_variants(hook_target: Any) -> dict[str, Any]:
     from agents import function_tool
 
     from core.extensions.loading.capabilities import Capability
+    from core.extensions.tool_failures import reporting_failures
     from core.kernel.hooks import (
         FrameRecorder,
         HookCaller,
@@ -220,7 +221,6 @@ def tool_variants(hook_target: Any) -> dict[str, Any]:
         HookRegistry,
         ToolInterceptor,
     )
-    from core.tools.failures import reporting_failures
 
     bare = reporting_failures(function_tool(switch))
     points = (Capability.BEFORE_TOOL_CALL, Capability.AFTER_TOOL_CALL)

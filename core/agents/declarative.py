@@ -30,7 +30,7 @@ from core.extensions.contract import (
     ExtensionContext,
 )
 from core.extensions.loading.manifest import MANIFEST_FILE, AgentSection, Manifest
-from core.tools.failures import reporting_failures_all
+from core.extensions.tool_failures import reporting_failures_all
 
 __all__ = ["PROMPT_FILE", "DeclarativeAgentAdapter", "ResolveTools"]
 

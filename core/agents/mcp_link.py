@@ -45,8 +45,8 @@ from mcp.types import (
 
 from core.agents.errors import McpServerUnavailableError
 from core.config import McpServerSettings, McpSettings
+from core.extensions.tool_failures import tool_error_message
 from core.runtime.backoff import backoff_delay
-from core.tools.failures import tool_error_message
 
 __all__ = ["McpLink", "McpServerState", "McpServerStatus", "build_server"]
 

@@ -25,8 +25,8 @@ from core.agents.model_router import ModelRouter
 from core.agents.prompts import PromptTemplate
 from core.agents.toolset import Capability, capabilities_summary
 from core.config import PROJECT_ROOT
+from core.extensions.tool_failures import tool_error_message
 from core.tools.clock import now_at, offset_label, resolve_timezone
-from core.tools.failures import tool_error_message
 
 if TYPE_CHECKING:
     from agents.mcp import MCPServer

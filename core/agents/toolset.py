@@ -19,8 +19,12 @@ from agents import FunctionTool, Tool
 from agents.tool_context import ToolContext
 
 from core.extensions.contract import AgentInvocationContext, AgentProvider, TurnContext
-from core.tools.failures import describe_tool_error, reporting_failures, tool_error_message
-from core.tools.naming import sanitize_tool_name
+from core.extensions.tool_failures import (
+    describe_tool_error,
+    reporting_failures,
+    tool_error_message,
+)
+from core.extensions.tool_names import sanitize_tool_name
 
 __all__ = [
     "CORE_SOURCE",

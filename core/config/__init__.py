@@ -50,7 +50,6 @@ if TYPE_CHECKING:
         listen_address as listen_address,
     )
     from core.config.settings import (
-        PROJECT_ROOT as PROJECT_ROOT,
         CommandHook as CommandHook,
         EventsSettings as EventsSettings,
         HookPoint as HookPoint,
@@ -69,5 +68,6 @@ if TYPE_CHECKING:
     )
     from core.config.skills import SkillsSettings as SkillsSettings
     from core.config.storage import StorageSettings as StorageSettings
+    from core.runtime.datadir import PROJECT_ROOT as PROJECT_ROOT
 
 __getattr__, __dir__ = lazy_door(__name__, globals())

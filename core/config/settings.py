@@ -43,8 +43,8 @@ from core.config.scale import ScaleOutSections
 from core.config.sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
 from core.config.skills import SkillsSettings
 from core.extensions.contract.hook_specs import HOOK_SPECS
+from core.runtime.datadir import PROJECT_ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SETTINGS_FILE = PROJECT_ROOT / "settings.yaml"
 
 

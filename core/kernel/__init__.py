@@ -2,10 +2,9 @@
 
 ``Kernel`` is the thin front: it builds the collaborators (loader, bus,
 router, commands, context chain, conversations) and orders start and stop;
-each module here does one job behind it. The door is lazy (PEP 562), as
-``core.replay``'s: the replay recorder imports the turn observer seam
-(``core.kernel.turns.observer``) without building a kernel, while the kernel
-imports the recorder.
+each module here does one job behind it. The door is lazy (PEP 562): a
+light caller of a subpackage (``core.kernel.spending`` for ``main.py usage``)
+does not load the kernel and the agents SDK behind it.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from agents.models.interface import Model
 
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
+from core.agents.observer import TurnObserver
 from core.agents.orchestrator import Orchestrator
 from core.config import Settings
 from core.events import EventBus
@@ -62,7 +63,6 @@ from core.kernel.skills import KernelSkills
 from core.kernel.spending import NO_SPENDING, TurnSpending
 from core.kernel.turns.held import HeldNotices
 from core.kernel.turns.notices import Notices
-from core.kernel.turns.observer import TurnObserver
 from core.kernel.turns.outbox import ReplyOutbox
 from core.kernel.turns.router import MessageRouter
 from core.kernel.turns.turn import TurnRunner

@@ -23,6 +23,7 @@ from agents.models.interface import Model
 
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import configure_tracing
+from core.agents.observer import TurnObservers
 from core.config import Settings
 from core.extensions.context.services import KernelServices
 from core.extensions.context.shared_services import ServiceRegistry
@@ -45,7 +46,6 @@ from core.kernel.reload.reloader import ExtensionReloader
 from core.kernel.shaping.tool_stacking import StackedTools
 from core.kernel.spending import Spending, usage_book_for
 from core.kernel.status import KernelOperator
-from core.kernel.turns.observer import TurnObservers
 from core.metrics import KernelMetrics, MetricsExport, kernel_sources
 from core.replay.recording import ReplayRecorder
 from core.runtime import (

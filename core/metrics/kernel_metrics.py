@@ -21,9 +21,9 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from core.agents.fallback import ModelHealth
+from core.agents.observer import QuietObserver
 from core.agents.usage import TurnUsage
 from core.agents.usage_meter import UsageMeter
-from core.kernel.turns.observer import QuietObserver
 from core.metrics.collectors import CallCounts, CallsCollector, MetricSources, SourcesCollector
 
 if TYPE_CHECKING:  # not at run time: core.kernel imports this module

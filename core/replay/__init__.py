@@ -1,7 +1,9 @@
 """Replay (ADR 0033, docs/replay.md): record every turn, re-run a conversation, compare.
 
-The door is lazy (PEP 562), as ``core.metrics``: the kernel imports the
-recorder from here while the replay driver imports the kernel.
+The package sits below the kernel, which builds the recorder; what re-runs a
+conversation on a kernel is a command (``core.cli.replay_driver``, ADR 0081).
+The door is lazy (PEP 562): ``main.py replay --list`` reads traces without
+the agents SDK that the stand-ins import.
 """
 
 from __future__ import annotations
@@ -14,10 +16,6 @@ if TYPE_CHECKING:
     from core.replay.compare import (
         Divergence as Divergence,
         first_divergence as first_divergence,
-    )
-    from core.replay.driver import (
-        ReplayReport as ReplayReport,
-        replay_trace as replay_trace,
     )
     from core.replay.errors import (
         PurgedError as PurgedError,

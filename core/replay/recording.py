@@ -46,10 +46,10 @@ from agents.models.interface import Model, ModelTracing
 from agents.tool_context import ToolContext
 from openai.types.responses.response_prompt_param import ResponsePromptParam
 
+from core.agents.observer import ModelCall, ToolCall
 from core.events.topics import RecordTopics
 from core.extensions.access.state_scope import current_turn
 from core.extensions.contract import TurnContext, TurnOutcome
-from core.kernel.turns.observer import ModelCall, ToolCall
 from core.replay.payloads import DEFAULT_MAX_BYTES, PayloadStore
 
 if TYPE_CHECKING:

@@ -27,17 +27,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.extensions.contract.data import StoreLocation
 from core.runtime.errors import HearthError
 
 if TYPE_CHECKING:
-    from core.config.settings import Settings
+    pass
 
 __all__ = [
     "CODE_SNAPSHOTS_DIR",
     "EXTENSIONS_SUBDIR",
     "JOURNAL_FILE",
     "KERNEL_DATA_NAMES",
+    "PROJECT_ROOT",
     "RESERVED_IDS",
     "SCHEDULES_FILE",
     "SESSIONS_FILE",
@@ -45,7 +45,6 @@ __all__ = [
     "SymlinkRefusedError",
     "create_private",
     "extension_data_dir",
-    "extension_storage",
     "make_private",
     "migrate_extension_data",
     "open_nofollow",
@@ -54,6 +53,8 @@ __all__ = [
 
 log = logging.getLogger("core.runtime.datadir")
 
+# the checkout: where settings.yaml, .env and sandbox/ are found unless told otherwise
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 EXTENSIONS_SUBDIR = "extensions"
 CODE_SNAPSHOTS_DIR = "code_snapshots"  # the extension code the kernel imports (ADR 0073)
 # The kernel's databases in ``paths.data`` (SQLite; with ``storage.backend: postgres``
@@ -112,17 +113,6 @@ class SymlinkRefusedError(HearthError, OSError):
 def extension_data_dir(data_root: Path, ext_id: str) -> Path:
     """``<paths.data>/extensions/<id>`` (not created here)."""
     return data_root / EXTENSIONS_SUBDIR / ext_id
-
-
-def extension_storage(settings: Settings, ext_id: str) -> StoreLocation:
-    """Where an in-process extension's databases go (``context.storage``, ADR 0035): its
-    data dir (created), or the kernel's PostgreSQL with ``storage.backend: postgres``."""
-    data_dir = extension_data_dir(settings.data_dir, ext_id)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    storage = settings.storage
-    if storage.backend == "postgres":
-        return StoreLocation(data_dir, "postgres", storage.postgres_dsn, ext_id)
-    return StoreLocation(data_dir, extension_id=ext_id)
 
 
 def open_nofollow(path: Path, flags: int, mode: int = 0o644, *, below: Path | None = None) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from core.config.settings import PROJECT_ROOT
+from core.runtime.datadir import PROJECT_ROOT
 from core.runtime.errors import HearthError
 
 ENV_FILE_VARIABLE = "HEARTH_ENV_FILE"

@@ -11,6 +11,14 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
+    from core.extensions.tool_failures import (
+        describe_tool_error as describe_tool_error,
+        reporting_failures as reporting_failures,
+        reporting_failures_all as reporting_failures_all,
+        tool_error_message as tool_error_message,
+        tool_failure_text as tool_failure_text,
+    )
+    from core.extensions.tool_names import sanitize_tool_name as sanitize_tool_name
     from core.tools.clock import (
         now_at as now_at,
         now_in as now_in,
@@ -19,13 +27,5 @@ if TYPE_CHECKING:
         timezone_label as timezone_label,
     )
     from core.tools.core_tools import build_core_tools as build_core_tools
-    from core.tools.failures import (
-        describe_tool_error as describe_tool_error,
-        reporting_failures as reporting_failures,
-        reporting_failures_all as reporting_failures_all,
-        tool_error_message as tool_error_message,
-        tool_failure_text as tool_failure_text,
-    )
-    from core.tools.naming import sanitize_tool_name as sanitize_tool_name
 
 __getattr__, __dir__ = lazy_door(__name__, globals())

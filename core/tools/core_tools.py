@@ -9,8 +9,8 @@ from typing import Any
 from agents import FunctionTool, function_tool
 
 from core.extensions.sdk import side_effects
+from core.extensions.tool_failures import tool_error_message
 from core.tools.clock import now_in, resolve_timezone, timezone_label
-from core.tools.failures import tool_error_message
 
 __all__ = ["build_core_tools"]
 

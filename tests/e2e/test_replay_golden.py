@@ -14,8 +14,8 @@ import os
 
 import pytest
 
+from core.cli.replay_driver import replay_trace
 from core.config import load_settings
-from core.replay.driver import replay_trace
 from core.replay.trace import read_trace, write_trace
 from support.fake_openai import FakeOpenAIServer
 from support.replay_kit import (

@@ -26,6 +26,7 @@ from core.config import ModelsSettings
 from core.extensions.contract import ToolDecision
 from core.extensions.isolation.kernel.proxy import IsolatedExtension
 from core.extensions.loading.capabilities import Capability
+from core.extensions.tool_failures import reporting_failures_all
 from core.kernel.hooks import (
     FrameRecorder,
     HookCaller,
@@ -34,7 +35,6 @@ from core.kernel.hooks import (
     ToolInterceptor,
     is_intercepted,
 )
-from core.tools.failures import reporting_failures_all
 from support.harness import (
     CAPTURE_CHANNEL,
     CAPTURE_MANIFEST,

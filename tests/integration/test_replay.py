@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.replay.driver import replay_trace
+from core.cli.replay_driver import replay_trace
 from support.fake_openai import FakeOpenAIServer
 from support.harness import CONVERSING
 from support.replay_kit import (

@@ -17,7 +17,7 @@ from core.agents.declarative import DeclarativeAgentAdapter
 from core.agents.model_router import ModelRouter
 from core.config import ModelsSettings
 from core.extensions.loading.manifest import load_manifest
-from core.tools.failures import MAX_TOOL_ERROR_CHARS
+from core.extensions.tool_failures import MAX_TOOL_ERROR_CHARS
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
 
 SECRET = "flaky-secret-0123456789"

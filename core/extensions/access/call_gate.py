@@ -24,7 +24,7 @@ from core.extensions.contract import Command, TurnContext
 
 __all__ = ["CallGate", "GatedInvoker"]
 
-# how the SDK re-binds its invokers to a copied tool (see ``core/tools/failures.py``)
+# how the SDK re-binds its invokers to a copied tool (see ``core/extensions/tool_failures.py``)
 SDK_BIND = "__agents_bind_function_tool__"
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         ServicesClosedError as ServicesClosedError,
     )
     from core.extensions.context.status_lines import collect_status_lines as collect_status_lines
+    from core.extensions.context.store_location import extension_storage as extension_storage
     from core.extensions.context.ui_gateway import (
         UI_KINDS as UI_KINDS,
         UiGateway as UiGateway,

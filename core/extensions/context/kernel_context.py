@@ -35,6 +35,7 @@ from core.extensions.context.handlers import logged_handler, when_wired
 from core.extensions.context.services import KernelOperations, KernelServices
 from core.extensions.context.shared_services import ExtensionServices
 from core.extensions.context.state import ContextStateCalls
+from core.extensions.context.store_location import extension_storage
 from core.extensions.contract import (
     AgentDescriptor,
     AgentInvocationContext,
@@ -48,7 +49,7 @@ from core.extensions.contract import (
 from core.extensions.contract.status import KernelStatus
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.loading.manifest import Manifest
-from core.runtime import extension_data_dir, extension_storage, guard_extension_logger
+from core.runtime import extension_data_dir, guard_extension_logger
 
 
 class KernelContext(ContextStateCalls):

@@ -34,7 +34,7 @@ from core.extensions.loading.manifest import (
     ManifestError,
     ResolvedPermissions,
 )
-from core.tools.naming import sanitize_tool_name
+from core.extensions.tool_names import sanitize_tool_name
 
 __all__ = ["check_subscriptions", "check_tool_declarations", "provided_tool_names"]
 

@@ -1,5 +1,5 @@
 """What the turn path reports for metrics: hook calls and tool calls (a turn's end
-reaches metrics as a ``TurnObserver``, ``core/kernel/turns/observer.py``).
+reaches metrics as a ``TurnObserver``, ``core/agents/observer.py``).
 
 The hook caller, the tool interceptor and the turn hooks call an observer
 after each call; the kernel's is ``core.metrics.KernelMetrics``. The default

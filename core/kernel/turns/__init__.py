@@ -12,6 +12,14 @@ from typing import TYPE_CHECKING
 from core.runtime.lazy_door import lazy_door
 
 if TYPE_CHECKING:
+    from core.agents.observer import (
+        NO_TURN_OBSERVER as NO_TURN_OBSERVER,
+        ModelCall as ModelCall,
+        QuietObserver as QuietObserver,
+        ToolCall as ToolCall,
+        TurnObserver as TurnObserver,
+        TurnObservers as TurnObservers,
+    )
     from core.kernel.turns.cancelling import (
         CANCELLED_REPLY as CANCELLED_REPLY,
         RunningTurns as RunningTurns,
@@ -21,14 +29,6 @@ if TYPE_CHECKING:
         ConsentStage as ConsentStage,
     )
     from core.kernel.turns.notices import Notices as Notices
-    from core.kernel.turns.observer import (
-        NO_TURN_OBSERVER as NO_TURN_OBSERVER,
-        ModelCall as ModelCall,
-        QuietObserver as QuietObserver,
-        ToolCall as ToolCall,
-        TurnObserver as TurnObserver,
-        TurnObservers as TurnObservers,
-    )
     from core.kernel.turns.outbox import (
         REPLY_SUBSCRIBER as REPLY_SUBSCRIBER,
         OpenStream as OpenStream,

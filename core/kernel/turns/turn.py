@@ -58,6 +58,7 @@ from agents.items import ToolApprovalItem, TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.agents import ModelFailedError
+from core.agents.observer import NO_TURN_OBSERVER, TurnObserver
 from core.agents.usage import TurnUsage, usage_of
 from core.extensions.access.state_scope import serving
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
@@ -68,7 +69,6 @@ from core.kernel.conversations.ledger import ConversationSession, LedgerWrite
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
 from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.shaping.context_chain import ContextChain
-from core.kernel.turns.observer import NO_TURN_OBSERVER, TurnObserver
 from core.kernel.turns.streaming import Callback, stream_run, stream_text
 from core.runtime import REDACTOR
 

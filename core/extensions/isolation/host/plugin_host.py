@@ -240,7 +240,7 @@ def _check_tool(tool: Any) -> Any:
             f"tool {tool!r} is not a FunctionTool; only function tools can cross the "
             "process boundary"
         )
-    from core.tools.failures import propagate_failures  # only hosts with tools pay for it
+    from core.extensions.tool_failures import propagate_failures  # only hosts with tools pay for it
 
     return propagate_failures(tool)  # the kernel side reports the error to the model
 

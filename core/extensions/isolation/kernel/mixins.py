@@ -37,7 +37,7 @@ from core.extensions.isolation.protocol.messages import CallToolParams, CommandP
 from core.extensions.isolation.protocol.wire import plain
 from core.extensions.loading.capabilities import Capability
 from core.extensions.sdk import side_effects
-from core.tools.failures import describe_tool_error, tool_failure_text
+from core.extensions.tool_failures import describe_tool_error, tool_failure_text
 
 
 class ToolProxy(ProxyCore):

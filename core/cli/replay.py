@@ -21,7 +21,7 @@ from core.replay.trace import Trace, list_sessions, load_session, read_trace, wr
 from core.runtime import JOURNAL_FILE, SESSIONS_FILE
 
 if TYPE_CHECKING:
-    from core.replay.driver import ReplayReport
+    from core.cli.replay_driver import ReplayReport
 
 __all__ = ["describe", "run_replay_command"]
 
@@ -51,7 +51,7 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
         count = write_trace(trace, Path(file))
         print(f"{file}: {len(trace.turns)} turns, {count} events")
         return 0
-    from core.replay.driver import replay_trace  # the kernel and the SDK: only to replay
+    from core.cli.replay_driver import replay_trace  # the kernel and the SDK: only to replay
 
     trace = read_trace(Path(args.trace)) if args.trace else await _load(settings, args.session)
     report = await replay_trace(trace, settings, upto=args.turn)
