@@ -242,7 +242,7 @@ def _running(pid: int) -> bool:
     """Whether ``pid`` is alive (a killed process waiting to be reaped is not)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
+    except (FileNotFoundError, ProcessLookupError, IndexError):  # gone while read: ESRCH
         return False
     return state not in ("Z", "X")
 
