@@ -46,20 +46,37 @@ async def run_handler(sub: Subscription, event: Event, policy: RetryPolicy) -> O
         else:
             async with deadline:
                 await sub.handler(event)
-    except TimeoutError as exc:
+    except BaseException as exc:
+        outcome = _failed(sub, event, policy, exc, deadline)
+        if outcome is None:
+            raise
+        return outcome
+    return Outcome(event.id, sub.id, "done")
+
+
+def _failed(
+    sub: Subscription,
+    event: Event,
+    policy: RetryPolicy,
+    exc: BaseException,
+    deadline: asyncio.Timeout | None,
+) -> Outcome | None:
+    """The outcome of a handler call that raised ``exc``; None: let it propagate
+    (the worker itself is cancelled, or a ``BaseException`` that is no handler error)."""
+    if isinstance(exc, TimeoutError):
         if deadline is not None and deadline.expired():
             error = f"handler {sub.id!r} timed out after {sub.timeout}s"
         else:
             error = f"TimeoutError: {exc}"
-    except DeliveryDeferred as deferred:
-        log.info("event %d deferred by subscriber %r: %s", event.id, sub.id, deferred)
+    elif isinstance(exc, DeliveryDeferred):
+        log.info("event %d deferred by subscriber %r: %s", event.id, sub.id, exc)
         return Outcome(event.id, sub.id, "released")
-    except asyncio.CancelledError:
+    elif isinstance(exc, asyncio.CancelledError):
         task = asyncio.current_task()
         if task is not None and task.cancelling():
-            raise
+            return None
         error = "handler raised CancelledError"
-    except Exception as exc:
+    elif isinstance(exc, Exception):
         error = f"{type(exc).__name__}: {exc}"
         log.warning(
             "event %d (%s) failed in subscriber %r, attempt %d/%d: %s",
@@ -72,7 +89,7 @@ async def run_handler(sub: Subscription, event: Event, policy: RetryPolicy) -> O
             exc_info=exc,
         )
     else:
-        return Outcome(event.id, sub.id, "done")
+        return None
     if event.attempt >= policy.max_attempts:
         log.error("event %d dead-lettered for subscriber %r: %s", event.id, sub.id, error)
         return Outcome(event.id, sub.id, "dead", error=error)
@@ -92,19 +109,32 @@ async def worker_loop(
     can release it (it is redelivered later, not counted as a failure). The
     first attempt of each delivery adds its publish -> handler latency to ``stats``.
     """
+    queue, running, handler = sub.queue, sub.running, sub.handler
     while True:
-        event = await sub.queue.get()
+        # what is queued already is taken without a coroutine of the queue's
+        event = queue.get_nowait() if queue else await queue.get()
         if event is None:
             return
         if stats is not None and event.attempt == 1:
             stats.observe_latency(time.time() - event.created_at)
-        sub.running[event.id] = event
+        running[event.id] = event
         try:
-            outcome = await run_handler(sub, event, policy)
+            if sub.timeout is None:  # the common case, called here: no coroutine around it
+                try:
+                    await handler(event)
+                except BaseException as exc:
+                    failed = _failed(sub, event, policy, exc, None)
+                    if failed is None:
+                        raise
+                    outcome = failed
+                else:
+                    outcome = Outcome(event.id, sub.id, "done")
+            else:
+                outcome = await run_handler(sub, event, policy)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in the bus itself; keep the worker alive
             log.exception("subscriber %r: internal error handling event %d", sub.id, event.id)
             outcome = Outcome(event.id, sub.id, "retry", error=repr(exc), next_at=time.time() + 1)
-        del sub.running[event.id]
+        del running[event.id]
         report(sub, outcome)

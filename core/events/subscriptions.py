@@ -38,6 +38,10 @@ class DeliveryQueue:
     def __len__(self) -> int:
         return len(self._items)
 
+    def get_nowait(self) -> Event | None:
+        """The oldest item; only when ``len(self)`` says there is one (no coroutine)."""
+        return self._items.popleft()
+
     def put(self, item: Event | None) -> None:
         self._items.append(item)
         self._wake_one()

@@ -13,8 +13,8 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Collection
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from core.events.errors import BusStateError
 from core.events.journal import ClaimRequest, Journal, NewEvent, Outcome, Registration, WriteBatch
@@ -35,7 +35,7 @@ class _Publish:
     event: NewEvent
     subscribers: tuple[Subscription, ...]
     future: asyncio.Future[int]
-    claimed: list[Subscription] = field(default_factory=list)  # fast path: in flight at once
+    claimed: Sequence[Subscription] = ()  # fast path: in flight at once
 
 
 @dataclass(slots=True)
@@ -184,10 +184,17 @@ class GroupCommitWriter:
         for sub in rnd.registrations:
             sub.registered = True
         for pub, (event_id, stored) in zip(rnd.publishes, result.event_ids, strict=True):
-            for sub in pub.claimed:
-                sub.reserved -= 1
-                if stored:  # else a duplicate idempotency key: nothing was claimed
-                    self._hand_over(sub, _to_event(event_id, pub.event))
+            if pub.claimed:
+                ev = pub.event
+                for sub in pub.claimed:
+                    sub.reserved -= 1
+                    if stored:  # else a duplicate idempotency key: nothing was claimed
+                        # each subscriber's own copy, decoded from the journaled JSON
+                        payload = decode_payload(ev.payload_json)
+                        event = Event(
+                            event_id, ev.topic, ev.source, payload, ev.correlation_id, ev.created_at
+                        )
+                        self._hand_over(sub, event)
             if not pub.future.done():
                 pub.future.set_result(event_id)
         for sub, limit in rnd.claims:
@@ -218,20 +225,20 @@ class GroupCommitWriter:
         room = {sub: sub.room for sub in self._subs.values()} if dispatching else {}
         for pub in rnd.publishes:
             claimed: list[Subscription] = []
-            claimed_ids: list[str] = []
             queued_ids: list[str] = []
             for sub in pub.subscribers:
                 if dispatching and not sub.backlog and room[sub] > 0:
                     room[sub] -= 1
                     sub.reserved += 1
                     claimed.append(sub)
-                    claimed_ids.append(sub.id)
                 else:  # behind pending deliveries, or no room: queue it in order
                     sub.backlog = True
                     queued_ids.append(sub.id)
-            pub.claimed = claimed
-            pub.event.claimed_by = claimed_ids
-            pub.event.queued_for = queued_ids
+            if claimed:
+                pub.claimed = claimed
+                pub.event.claimed_by = [sub.id for sub in claimed]
+            if queued_ids:
+                pub.event.queued_for = queued_ids
         batch.events = [pub.event for pub in rnd.publishes]
         batch.outcomes = rnd.outcomes
         if dispatching:
@@ -264,9 +271,3 @@ class GroupCommitWriter:
         else:  # stopping or unsubscribed: undo the claim so it is delivered later
             self._outcomes.append(Outcome(event.id, sub.id, "released"))
             self._wake.set()
-
-
-def _to_event(event_id: int, ev: NewEvent) -> Event:
-    """The subscriber's own copy of a local publish, decoded from the journaled JSON."""
-    payload = decode_payload(ev.payload_json)
-    return Event(event_id, ev.topic, ev.source, payload, ev.correlation_id, ev.created_at, 1)

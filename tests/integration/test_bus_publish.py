@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from core.events import EventBus, SQLiteJournal, SystemTopics, topic_matches
+from core.events import Event, EventBus, SQLiteJournal, SystemTopics, topic_matches
 from support.bus_helpers import (
     JournalFactory,
     Recorder,
@@ -206,3 +208,36 @@ async def test_synchronous_full_is_applied(tmp_path: Path) -> None:
         await bus.stop()
     with pytest.raises(ValueError, match="synchronous"):
         SQLiteJournal(tmp_path / "x.db", synchronous="off")  # type: ignore[arg-type]
+
+
+async def test_each_subscriber_gets_its_own_copy_of_the_journaled_payload(
+    make_journal: JournalFactory,
+) -> None:
+    """A handler that mutates its payload changes nobody else's: not another
+    subscriber's copy, not the publisher's dict, not a redelivery. Each copy is
+    what the journal holds (a tuple arrives as a list), as after a restart."""
+    seen: dict[str, list[dict[str, object]]] = {"first": [], "second": []}
+
+    def handler(name: str) -> Callable[[Event], Awaitable[None]]:
+        async def handle(event: Event) -> None:
+            seen[name].append(copy.deepcopy(event.payload))
+            event.payload["items"].append("mutated by " + name)  # type: ignore[attr-defined]
+            event.payload["text"] = name
+
+        return handle
+
+    bus = EventBus(make_journal())
+    bus.subscribe("note.*", handler("first"), "first")
+    bus.subscribe("note.*", handler("second"), "second")
+    await bus.start()
+    try:
+        payload = {"text": "hi", "items": ("a", "b")}
+        for _ in range(3):
+            await bus.publish("note.saved", "test", payload)
+        payload["text"] = "changed after publish"
+        await wait_for(lambda: len(seen["first"]) == len(seen["second"]) == 3, what="deliveries")
+    finally:
+        await bus.stop()
+    expected = {"text": "hi", "items": ["a", "b"]}
+    assert seen == {"first": [expected] * 3, "second": [expected] * 3}
+    assert payload == {"text": "changed after publish", "items": ("a", "b")}
