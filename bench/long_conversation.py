@@ -159,7 +159,10 @@ async def measure_rounds(
     ModelClock.model = model
     old, young = Conversation("old"), Young("young")
     floor_young = Young("floor-young")
-    rss, settled, sent = float("nan"), float("nan"), 0
+    # None until measured (--fast does not wait for memory's background work): JSON null, not NaN
+    rss: float | None = None
+    settled: float | None = None
+    sent = 0
     for i in range(OLD_TURNS):
         await old.take(paths.cli)
         sent = len(model._requests[-1]["messages"])
