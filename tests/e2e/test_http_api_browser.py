@@ -41,6 +41,18 @@ WATCH_REPLY = """() => {
 }"""
 
 
+@pytest.fixture(autouse=True)
+def patient_expect() -> Iterator[None]:
+    """Playwright's expectations wait 5 s by default; a turn through the kernel on
+    a loaded 2-core CI machine (xdist running other suites beside it) can take
+    longer to reach the page, so every expectation here waits up to 30 s."""
+    from playwright.async_api import expect
+
+    expect.set_options(timeout=30_000)
+    yield
+    expect.set_options(timeout=5_000)
+
+
 @pytest.fixture
 def model() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as srv:
