@@ -136,7 +136,8 @@ class KernelContext(ContextStateCalls):
 
     @property
     def storage(self) -> StoreLocation:
-        return extension_storage(self._services.settings, self.extension_id)
+        settings = self._services.settings
+        return extension_storage(settings.data_dir, settings.storage, self.extension_id)
 
     @property
     def extension_dir(self) -> Path:
