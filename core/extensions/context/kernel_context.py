@@ -112,7 +112,8 @@ class KernelContext(ContextStateCalls):
         declares for it (``@needs`` beside the method, issue 42), in its words."""
         for need in _NEEDS[method]:
             key = need.permission.key
-            self._require(getattr(self.permissions, key), key, need.what)
+            if not getattr(self.permissions, key):  # the refusal only: a call costs one frame
+                self._require(False, key, need.what)
 
     def _require_agent(self, method: str) -> None:
         self._allow(method)
