@@ -52,6 +52,7 @@ bench-gate: install
 	$(BIN)/python bench/bus.py --check bench/budgets.json
 	$(BIN)/python bench/path.py --both --check bench/budgets.json
 	$(BIN)/python bench/long_conversation.py --check bench/budgets.json
+	$(BIN)/python bench/declared_once.py --check
 
 # after changing a bundled extension: the project's grant binds its code (ADR 0044)
 bundled-grants: install

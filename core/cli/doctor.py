@@ -71,7 +71,7 @@ async def _doctor(settings: Settings, *, verbose: bool = False) -> int:
     for key, where in non_defaults(settings):
         print(f"{OK} setting {key}: set in {where}")
     problems += await _check_storage(settings)
-    for level, detail in await confinement_report(settings):
+    for level, detail in await confinement_report(settings.isolation, settings.loader):
         mark = {"ok": OK, "warn": WARN}.get(level, BAD)
         print(f"{mark} isolation: {detail}")
         problems += level == "fail"

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from core.config.replay import ReplaySettings as ReplaySettings
     from core.config.scale import (
         KernelRole as KernelRole,
+        KernelSettings as KernelSettings,
         ScaleOutSections as ScaleOutSections,
     )
     from core.config.sections import (
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
         EventsSettings as EventsSettings,
         HookPoint as HookPoint,
         HooksSettings as HooksSettings,
+        IsolationSettings as IsolationSettings,
+        LoaderSettings as LoaderSettings,
         McpServerSettings as McpServerSettings,
         McpSettings as McpSettings,
         ModelRef as ModelRef,

@@ -143,7 +143,7 @@ def build_bus(settings: Settings, journal: Path, storage: Storage) -> Bus:
 
 def scale_of(settings: Settings, bus: EventBus, local_lock: Callable[[str], asyncio.Lock]) -> Scale:
     """``ScaleOut`` when kernel processes may share PostgreSQL, else the null object."""
-    if placement_of(settings).shared:
+    if placement_of(settings.storage, settings.kernel, settings.data_dir).shared:
         return ScaleOut(settings, bus, local_lock)
     return LocalScale(local_lock)
 
@@ -194,7 +194,7 @@ def build_extensions(
         lifecycle_timeout_s=settings.loader.lifecycle_timeout_s,
         default_isolation=settings.isolation.default,
         agent_factory=declarative_agent,
-        isolated_factory=isolated_factory(settings, records),
+        isolated_factory=isolated_factory(settings.isolation, settings.loader, records),
         disabled=disabled,
         grants=GrantStore(settings.data_dir),
         secrets=secrets,

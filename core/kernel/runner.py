@@ -114,7 +114,8 @@ class Kernel:
         self.metrics.watch(kernel_sources(self.loader, self.state, self.bus))
         self.metrics_export = MetricsExport(self.metrics, settings.metrics, self.data_dir)
 
-        self.household = Household.of(settings)  # who each turn is for (SPEC §11)
+        # who each turn is for (SPEC §11)
+        self.household = Household.of(settings.people, settings.extensions)
         book = usage_book_for(settings, self.data_dir / SESSIONS_FILE)
         self.spending = Spending(  # usage, cost and budget of turns (ADR 0061)
             settings.models, book, timezone=settings.timezone

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from core.config import PROJECT_ROOT, Settings
+from core.config import PROJECT_ROOT, Settings, SupervisorSettings
 from core.runtime import EXIT_CLEAN, SUPERVISED_ENV, SymlinkRefusedError, take_restart_request
 from core.supervisor.crashlog import describe_exit, summarize_crash
 from core.supervisor.kernel import KernelProcess
@@ -75,7 +75,7 @@ def run_supervisor(
         return EXIT_GAVE_UP
     try:
         argv = kernel_argv if kernel_argv is not None else default_kernel_argv(settings_file)
-        return Supervisor(settings, argv).run()
+        return Supervisor(settings.supervisor, settings.data_dir, argv).run()
     finally:
         close_logs()
         pid_file.release()
@@ -92,13 +92,13 @@ def default_kernel_argv(settings_file: Path | None) -> list[str]:
 class Supervisor:
     """Spawns the kernel, restarts it, and stops it on SIGTERM/SIGINT/SIGHUP."""
 
-    def __init__(self, settings: Settings, argv: Sequence[str]) -> None:
-        self._settings = settings.supervisor
-        self._data_dir = settings.data_dir
+    def __init__(self, settings: SupervisorSettings, data_dir: Path, argv: Sequence[str]) -> None:
+        self._settings = settings
+        self._data_dir = data_dir
         self._argv = list(argv)
         self._events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
-        self._policy = CrashPolicy(settings.supervisor)
-        self._restarts = RestartRequestPolicy(settings.supervisor)
+        self._policy = CrashPolicy(settings)
+        self._restarts = RestartRequestPolicy(settings)
         self._output = logging.getLogger(KERNEL_OUTPUT_LOGGER)
         self._current: KernelProcess | None = None
 

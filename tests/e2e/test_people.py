@@ -478,6 +478,7 @@ def test_the_telegram_owner_is_found_however_the_allow_list_is_given(tmp_path, m
     monkeypatch.setenv("HEARTH__EXTENSIONS__TELEGRAM_CHANNEL__ALLOWED_USER_IDS", "[987, 5]")
     path = tmp_path / "settings.yaml"
     path.write_text("{}")
-    household = Household.of(load_settings(path))
+    settings = load_settings(path)
+    household = Household.of(settings.people, settings.extensions)
     assert household.person("telegram_channel", "987").role == "owner"
     assert household.person("telegram_channel", "5").role == "member"

@@ -49,18 +49,18 @@ def test_each_role_runs_its_share_of_the_extensions(tmp_path):
 
 
 def test_replies_are_bound_to_the_node_that_owns_the_channel(tmp_path):
-    alone = placement_of(Settings(paths={"data": str(tmp_path / "a")}))
+    settings = Settings(paths={"data": str(tmp_path / "a")})
+    alone = placement_of(settings.storage, settings.kernel, settings.data_dir)
     assert alone == Placement("all", None) and not alone.shared
     assert alone.reply_subscription == ("system.reply", "kernel.reply")
     assert alone.reply_topic("elsewhere") == "system.reply"
 
-    shared = placement_of(
-        Settings(
-            paths={"data": str(tmp_path / "a")},
-            storage={"backend": "postgres", "postgres_dsn": "postgresql://h/db"},
-            kernel={"role": "channels"},
-        )
+    settings = Settings(
+        paths={"data": str(tmp_path / "a")},
+        storage={"backend": "postgres", "postgres_dsn": "postgresql://h/db"},
+        kernel={"role": "channels"},
     )
+    shared = placement_of(settings.storage, settings.kernel, settings.data_dir)
     node = shared.node
     assert node == node_name(tmp_path / "a") != node_name(tmp_path / "b")  # stable, distinct
     assert shared.reply_subscription == (f"system.reply.{node}", f"kernel.reply.{node}")

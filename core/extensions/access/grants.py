@@ -20,12 +20,16 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from core.extensions.loading.manifest import Manifest, ResolvedPermissions
+from core.extensions.contract.context import CONVERSATIONS_PERMISSION
+from core.extensions.loading.manifest import PERMISSION_FLAGS, Manifest, ResolvedPermissions
 
 IN_PROCESS = "inprocess"
 IN_PROCESS_WORDS = "runs inside the kernel process with full access to your files and accounts"
 # turn hooks, context providers, post-processors, prompt additions, ui_request (ADR 0041)
-CONVERSATIONS_WORDS = "reads and can change your conversations"
+CONVERSATIONS_WORDS: str = CONVERSATIONS_PERMISSION.grant or ""
+# the boolean permissions every digest names; any other only when asked, so that
+# requests made before it existed keep their digest (ADR 0024, 0041, 0059)
+_ALWAYS_DIGESTED = ("notify", "user_messages", "agent", "control")
 
 # what changed since an extension's grant: what it asks, or its code (ADR 0044)
 Change = Literal["request", "code"]
@@ -82,18 +86,10 @@ class GrantRequest:
             words.extend(f"publishes events on {p}" for p in perms.emit if not self._own_topic(p))
             words.extend(f"reads events on {p}" for p in perms.subscribe if not self._own_topic(p))
         words.extend(_path_words(p) for p in perms.paths)
-        if perms.user_messages:
-            words.append("speaks as you (user messages)")
-        if perms.agent:
-            words.append("drives the assistant and reads what it is told (agent)")
-        if perms.status:
-            words.append("reads Hearth's status, recent events and dead letters")
-        if perms.control:
-            words.append("may restart or stop Hearth and requeue failed events")
-        if perms.conversations:
-            words.append(CONVERSATIONS_WORDS)
-        if perms.mcp_server:
-            words.append("serves your memories, reminders and kv to MCP clients (mcp_server)")
+        # each permission's own words, as declared beside its context method (issue 42)
+        words.extend(
+            p.grant for p in PERMISSION_FLAGS if p.grant is not None and getattr(perms, p.key)
+        )
         return words
 
     def sentence(self) -> str:
@@ -151,16 +147,10 @@ def _digest(isolation: str, secrets: tuple[str, ...], perms: ResolvedPermissions
         "subscribe": sorted(perms.subscribe),
         "network": perms.network,
         "paths": sorted(perms.paths),
-        "notify": perms.notify,
-        "user_messages": perms.user_messages,
-        "agent": perms.agent,
-        "control": perms.control,
+        **{key: getattr(perms, key) for key in _ALWAYS_DIGESTED},
     }
-    if perms.status:  # only when asked: requests made before it existed keep their digest
-        body["status"] = True
-    if perms.conversations:  # likewise (ADR 0041)
-        body["conversations"] = True
-    if perms.mcp_server:  # likewise (ADR 0059)
-        body["mcp_server"] = True
+    for permission in PERMISSION_FLAGS:
+        if permission.key not in body and getattr(perms, permission.key):
+            body[permission.key] = True
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:20]

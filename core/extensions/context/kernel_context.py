@@ -46,10 +46,15 @@ from core.extensions.contract import (
     McpOp,
     StoreLocation,
 )
+from core.extensions.contract.context import ExtensionContext
+from core.extensions.contract.permissions import declared_needs
 from core.extensions.contract.status import KernelStatus
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
 from core.extensions.loading.manifest import Manifest
 from core.runtime import extension_data_dir, guard_extension_logger
+
+# what each context method needs, as the contract declares it beside the method
+_NEEDS = declared_needs(ExtensionContext)
 
 
 class KernelContext(ContextStateCalls):
@@ -102,8 +107,16 @@ class KernelContext(ContextStateCalls):
                 f"{what} (declare `permissions.{key}: true` in its manifest)",
             )
 
-    def _require_agent(self, what: str) -> None:
-        self._require(self.permissions.agent, "agent", what)
+    def _allow(self, method: str) -> None:
+        """Refuse ``method`` unless the manifest grants every permission the contract
+        declares for it (``@needs`` beside the method, issue 42), in its words."""
+        for need in _NEEDS[method]:
+            key = need.permission.key
+            if not getattr(self.permissions, key):  # the refusal only: a call costs one frame
+                self._require(False, key, need.what)
+
+    def _require_agent(self, method: str) -> None:
+        self._allow(method)
         self._agent_limit.take()
 
     # ------------------------------------------------------------ identity
@@ -124,7 +137,8 @@ class KernelContext(ContextStateCalls):
 
     @property
     def storage(self) -> StoreLocation:
-        return extension_storage(self._services.settings, self.extension_id)
+        settings = self._services.settings
+        return extension_storage(settings.data_dir, settings.storage, self.extension_id)
 
     @property
     def extension_dir(self) -> Path:
@@ -218,18 +232,18 @@ class KernelContext(ContextStateCalls):
     def check_notify(self) -> None:
         """Spend one notification: ``permissions.notify`` and the rate limit (the
         call above, and a manifest's ``notify_user`` subscription, ADR 0044)."""
-        self._require(self.permissions.notify, "notify", "notify the user")
+        self._allow("notify_user")
         self._notify_limit.take()
 
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None:
-        self._require_agent("request an agent task")
+        self._require_agent("request_agent_task")
         payload = AgentTask(prompt=prompt, channel_id=channel_id).to_payload()
         await self._publish(SystemTopics.AGENT_TASK, payload)
 
     async def request_agent_background(
         self, prompt: str, correlation_id: str | None = None
     ) -> None:
-        self._require_agent("request a background agent task")
+        self._require_agent("request_agent_background")
         payload = AgentBackground(prompt=prompt, correlation_id=correlation_id).to_payload()
         await self._publish(SystemTopics.AGENT_BACKGROUND, payload, correlation_id)
 
@@ -243,7 +257,7 @@ class KernelContext(ContextStateCalls):
         idempotency_key: str | None = None,
         sender_id: str | None = None,
     ) -> int:
-        self._require(self.permissions.user_messages, "user_messages", "speak as the user")
+        self._allow("on_user_message")
         if await self._services.ui.typed_secret(text, self.extension_id, user_id, sender_id):
             return 0  # a secret typed as "/answer ID ...": answered in memory (ADR 0048)
         payload = UserMessage(
@@ -263,7 +277,7 @@ class KernelContext(ContextStateCalls):
         survives a crash; the kernel checks conversation and sender (ADR 0021).
         A ``secret`` question's answer is handed over in memory, never journaled
         (ADR 0048)."""
-        self._require(self.permissions.user_messages, "user_messages", "answer for the user")
+        self._allow("answer_request")
         ui = self._services.ui
         if await ui.answer_off_record(request_id, answer, self.extension_id, user_id, sender_id):
             return
@@ -286,8 +300,7 @@ class KernelContext(ContextStateCalls):
     ) -> str | None:
         """Ask the user of the turn the kernel is serving to this extension, while it
         does (ADR 0043): a question draws on the notification budget and says who asks."""
-        self._require(self.permissions.notify, "notify", "ask the user")
-        self._require(self.permissions.conversations, "conversations", "ask the user in a turn")
+        self._allow("ui_request")
         turn = served_turn(self.extension_id)
         if turn is None:
             raise NotAvailableError(
@@ -330,7 +343,7 @@ class KernelContext(ContextStateCalls):
     # ------------------------------------------------------------ agents
 
     async def invoke_agent(self, prompt: str) -> str:
-        self._require_agent("invoke the agent")
+        self._require_agent("invoke_agent")
         return await self._services.agents.invoke_agent(prompt, source=self.extension_id)
 
     async def invoke_agent_streamed(
@@ -339,13 +352,13 @@ class KernelContext(ContextStateCalls):
         on_chunk: Callable[[str], Awaitable[None]] | None = None,
         on_tool_call: Callable[[str], Awaitable[None]] | None = None,
     ) -> str:
-        self._require_agent("invoke the agent")
+        self._require_agent("invoke_agent_streamed")
         return await self._services.agents.invoke_agent_streamed(
             prompt, source=self.extension_id, on_chunk=on_chunk, on_tool_call=on_tool_call
         )
 
     async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str:
-        self._require_agent("enrich a prompt with the user's context")
+        self._require_agent("enrich_prompt")
         return await self._services.agents.enrich_prompt(prompt, agent_id)
 
     @property
@@ -394,17 +407,17 @@ class KernelContext(ContextStateCalls):
         return self._services.list_commands()
 
     async def kernel_status(self) -> KernelStatus:
-        self._require(self.permissions.status, "status", "read the kernel's status")
+        self._allow("kernel_status")
         return await self._operations().status()
 
     async def requeue_dead_letter(self, event_id: int) -> int:
-        self._require(self.permissions.control, "control", "requeue a dead letter")
+        self._allow("requeue_dead_letter")
         return await self._operations().requeue(event_id)
 
     async def mcp_request(
         self, op: McpOp, user_id: str, name: str | None = None, arguments: str = "{}"
     ) -> McpAnswer:
-        self._require(self.permissions.mcp_server, "mcp_server", "serve MCP clients")
+        self._allow("mcp_request")
         desk = self._services.mcp
         if desk is None:
             raise NotAvailableError("this kernel serves no MCP clients (it is not running)")
@@ -428,26 +441,27 @@ class KernelContext(ContextStateCalls):
         return await self._services.held_notices(self.extension_id, channel_id, user_id)
 
     def request_restart(self) -> None:
-        self._require_control("restart Hearth")
+        self._require_control(lambda: self._allow("request_restart"))
         self._services.request_restart(f"requested by extension {self.extension_id}")
 
     async def request_reload(self, ext_id: str) -> tuple[bool, str]:
         """Reload another extension from its files (ADR 0032): (reloaded, sentence)."""
-        self._require_control(f"reload extension {ext_id!r}")
+        what = f"reload extension {ext_id!r}"
+        self._require_control(lambda: self._require(self.permissions.control, "control", what))
         reload = self._services.reload_extension
         if reload is None or ext_id == self.extension_id:  # its own calls would never drain
             raise NotAvailableError(f"{self.extension_id}: reloading {ext_id!r} is not possible")
         return await reload(ext_id)
 
     def request_shutdown(self) -> None:
-        self._require_control("shut Hearth down")
+        self._require_control(lambda: self._allow("request_shutdown"))
         self._services.request_shutdown()
 
-    def _require_control(self, what: str) -> None:
-        """Like ``_require``, but logged too (on a decimal scale, so a loop
-        cannot flood the log): over RPC these calls are notifications."""
+    def _require_control(self, check: Callable[[], None]) -> None:
+        """``check`` (of ``permissions.control``), its refusal logged too (on a decimal
+        scale, so a loop cannot flood the log): over RPC these calls are notifications."""
         try:
-            self._require(self.permissions.control, "control", what)
+            check()
         except PermissionDeniedError as exc:
             self._control_refusals += 1
             if math.log10(self._control_refusals).is_integer():  # 1st, 10th, 100th, ...

@@ -7,23 +7,24 @@ layout (ADR 0081).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.extensions.contract.data import StoreLocation
 from core.runtime.datadir import extension_data_dir
 
 if TYPE_CHECKING:
-    from core.config.settings import Settings
+    from core.config.storage import StorageSettings
 
 __all__ = ["extension_storage"]
 
 
-def extension_storage(settings: Settings, ext_id: str) -> StoreLocation:
+def extension_storage(data_root: Path, storage: StorageSettings, ext_id: str) -> StoreLocation:
     """Where an in-process extension's databases go (``context.storage``, ADR 0035): its
-    data dir (created), or the kernel's PostgreSQL with ``storage.backend: postgres``."""
-    data_dir = extension_data_dir(settings.data_dir, ext_id)
+    data dir under ``data_root`` (created), or the kernel's PostgreSQL with
+    ``storage.backend: postgres``."""
+    data_dir = extension_data_dir(data_root, ext_id)
     data_dir.mkdir(parents=True, exist_ok=True)
-    storage = settings.storage
     if storage.backend == "postgres":
         return StoreLocation(data_dir, "postgres", storage.postgres_dsn, ext_id)
     return StoreLocation(data_dir, extension_id=ext_id)

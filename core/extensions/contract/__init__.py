@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from core.events.models import Event
+from core.extensions.contract import hooks
 from core.extensions.contract.addresses import REPLY_TAG_MARK, reply_address, split_reply_address
 from core.extensions.contract.channels import TURN_CANCEL_TOPIC, InteractiveChannel
 from core.extensions.contract.context import (
@@ -47,22 +48,7 @@ from core.extensions.contract.data import (
     UserRequest,
 )
 from core.extensions.contract.hook_specs import HOOK_SPECS, HookSpec
-from core.extensions.contract.hooks import (
-    AfterToolCallHook,
-    BeforeToolCallHook,
-    CompactionHook,
-    InputGuardrailHook,
-    InputMessagesHook,
-    LlmOutputHook,
-    ModelRoutingHook,
-    OutputGuardrailHook,
-    PlainTextHook,
-    SessionEndHook,
-    SessionStartHook,
-    TagHook,
-    TurnEndHook,
-    TurnStartHook,
-)
+from core.extensions.contract.hooks import *  # noqa: F403 (every hook point, by its __all__)
 from core.extensions.contract.postprocess import (
     OUTPUT_TARGETS,
     OutputTarget,
@@ -86,19 +72,16 @@ __all__ = [
     "OUTPUT_TARGETS",
     "REPLY_TAG_MARK",
     "TURN_CANCEL_TOPIC",
-    "AfterToolCallHook",
     "AgentDescriptor",
     "AgentExtensionContext",
     "AgentInvocationContext",
     "AgentProvider",
     "AgentResponse",
     "Annotated",
-    "BeforeToolCallHook",
     "ChannelProvider",
     "Command",
     "CommandHandler",
     "CommandProvider",
-    "CompactionHook",
     "CompactionPlan",
     "ContextProvider",
     "DeadLetterState",
@@ -111,20 +94,14 @@ __all__ = [
     "ExtensionState",
     "GuardrailTrip",
     "HookSpec",
-    "InputGuardrailHook",
-    "InputMessagesHook",
     "InteractiveChannel",
     "KernelStatus",
     "Leadership",
-    "LlmOutputHook",
     "McpAnswer",
     "McpOp",
     "McpServerState",
     "ModelRoute",
-    "ModelRoutingHook",
-    "OutputGuardrailHook",
     "OutputTarget",
-    "PlainTextHook",
     "PostProcessContext",
     "PostProcessResult",
     "PostProcessTopics",
@@ -133,8 +110,6 @@ __all__ = [
     "RequestOption",
     "SchedulerProvider",
     "ServiceProvider",
-    "SessionEndHook",
-    "SessionStartHook",
     "SetupProvider",
     "SharedServices",
     "ShortCircuit",
@@ -142,18 +117,16 @@ __all__ = [
     "StatusReporter",
     "StoreLocation",
     "StreamingChannelProvider",
-    "TagHook",
     "ToolCall",
     "ToolDecision",
     "ToolProvider",
     "TurnContext",
-    "TurnEndHook",
     "TurnOutcome",
-    "TurnStartHook",
     "UserRequest",
     "reply_address",
     "split_reply_address",
 ]
+__all__ += hooks.__all__  # a hook point declared in ``hooks`` is exported with nothing else
 
 
 # --------------------------------------------------------------------- protocols

@@ -19,12 +19,52 @@ from core.extensions.contract.data import (
     StateScope,
     StoreLocation,
 )
+from core.extensions.contract.hook_declaration import CONVERSATIONS
+from core.extensions.contract.permissions import Permission, needs
 from core.extensions.contract.status import KernelStatus
 
 __all__ = ["AgentExtensionContext", "EventHandler", "ExtensionContext", "SharedServices"]
 
 EventHandler = Callable[[Event], Awaitable[None]]
 T = TypeVar("T")
+
+# The manifest's boolean permissions (SPEC §6), each said once: its key, what the
+# grant request asks the user (in this order), what the docs say it guards beyond
+# the methods below that declare it with ``@needs`` (issue 42, ADR 0084).
+NOTIFY = Permission("notify", None, "reaches the user", default=True)
+USER_MESSAGES = Permission(
+    "user_messages",
+    "speaks as you (user messages)",
+    "speaks as the user on its own channel: channels",
+)
+AGENT = Permission(
+    "agent",
+    "drives the assistant and reads what it is told (agent)",
+    "drives the agent with its tools, reads the user's memories",
+)
+STATUS = Permission(
+    "status",
+    "reads Hearth's status, recent events and dead letters",
+    "the kernel's status, events and dead letters, ADR 0024",
+)
+CONTROL = Permission(
+    "control",
+    "may restart or stop Hearth and requeue failed events",
+    "restarts, stops or reloads the kernel's parts, requeues failed events",
+)
+CONVERSATIONS_PERMISSION = Permission(
+    CONVERSATIONS,
+    "reads and can change your conversations",
+    "sees or changes turns; also, checked at load: turn hooks and guardrails, i.e. "
+    "every `@hook_point` protocol in `core/extensions/contract/hooks.py`, "
+    "`ContextProvider`, `PostProcessor`/`PostProcessorProvider`, `prompt_additions`",
+)
+MCP_SERVER = Permission(
+    "mcp_server",
+    "serves your memories, reminders and kv to MCP clients (mcp_server)",
+    "lists and calls the person's memory, reminder and kv tools for an MCP client "
+    "of its own channel, ADR 0059",
+)
 
 
 class SharedServices(Protocol):
@@ -88,6 +128,7 @@ class ExtensionContext(Protocol):
         idempotency_key: str | None = None,
     ) -> int: ...
     def subscribe_event(self, topic: str, handler: EventHandler) -> None: ...
+    @needs(NOTIFY, "notify the user")
     async def notify_user(
         self, text: str, channel_id: str | None = None, *, user_id: str | None = None
     ) -> None:
@@ -96,19 +137,25 @@ class ExtensionContext(Protocol):
         given, else to the channel's own default target."""
         ...
 
+    @needs(AGENT, "request an agent task")
     async def request_agent_task(self, prompt: str, channel_id: str | None = None) -> None: ...
+    @needs(AGENT, "request a background agent task")
     async def request_agent_background(
         self, prompt: str, correlation_id: str | None = None
     ) -> None: ...
 
+    @needs(AGENT, "invoke the agent")
     async def invoke_agent(self, prompt: str) -> str: ...
+    @needs(AGENT, "invoke the agent")
     async def invoke_agent_streamed(
         self,
         prompt: str,
         on_chunk: Callable[[str], Awaitable[None]] | None = None,
         on_tool_call: Callable[[str], Awaitable[None]] | None = None,
     ) -> str: ...
+    @needs(AGENT, "enrich a prompt with the user's context")
     async def enrich_prompt(self, prompt: str, agent_id: str | None = None) -> str: ...
+    @needs(USER_MESSAGES, "speak as the user")
     async def on_user_message(
         self,
         text: str,
@@ -125,6 +172,7 @@ class ExtensionContext(Protocol):
         is answered in memory and never journaled (ADR 0048)."""
         ...
 
+    @needs(USER_MESSAGES, "answer for the user")
     async def answer_request(
         self, request_id: str, answer: str, user_id: str, *, sender_id: str | None = None
     ) -> None:
@@ -133,6 +181,8 @@ class ExtensionContext(Protocol):
         to a ``secret`` one is handed over in memory instead, never journaled."""
         ...
 
+    @needs(NOTIFY, "ask the user")
+    @needs(CONVERSATIONS_PERMISSION, "ask the user in a turn")
     async def ui_request(
         self, kind: str, prompt: str, options: Sequence[str] = (), *, timeout_s: float | None = None
     ) -> str | None:
@@ -145,16 +195,19 @@ class ExtensionContext(Protocol):
         """Every slash command the kernel answers, as (name, description), by name."""
         ...
 
+    @needs(STATUS, "read the kernel's status")
     async def kernel_status(self) -> KernelStatus:
         """Extensions, MCP servers, model, uptime, event counts, the newest events and
         dead letters (needs ``permissions.status``)."""
         ...
 
+    @needs(CONTROL, "requeue a dead letter")
     async def requeue_dead_letter(self, event_id: int) -> int:
         """Put the dead deliveries of ``event_id`` back on the bus; how many (needs
         ``permissions.control``)."""
         ...
 
+    @needs(MCP_SERVER, "serve MCP clients")
     async def mcp_request(
         self, op: McpOp, user_id: str, name: str | None = None, arguments: str = "{}"
     ) -> McpAnswer:
@@ -183,7 +236,9 @@ class ExtensionContext(Protocol):
         channel was down. Only this extension's own notifications."""
         ...
 
+    @needs(CONTROL, "restart Hearth")
     def request_restart(self) -> None: ...
+    @needs(CONTROL, "shut Hearth down")
     def request_shutdown(self) -> None: ...
 
     # State (SPEC §9): JSON values in the kernel's store, so an extension keeps

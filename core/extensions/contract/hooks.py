@@ -7,6 +7,11 @@ conventions are public. Returning ``None`` always means "unchanged" /
 "allow"; every call has a deadline (``hooks.timeout_s``) and a hook that
 raises or is late is skipped with the data unchanged. Order: manifest
 ``priority`` (0–100, default 50) descending, ties in load order.
+
+Each protocol is declared a hook point by its ``@hook_point`` row, here and
+nowhere else (issue 42): ``hook_specs.HOOK_SPECS`` collects the rows in this
+file's order, and the ``Capability`` members, the isolated proxy, the wire
+codec, the settings' names and docs/hooks.md's table are built from them.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from core.extensions.contract.data import (
     TurnContext,
     TurnOutcome,
 )
+from core.extensions.contract.hook_declaration import hook_point
 
 __all__ = [
     "AfterToolCallHook",
@@ -44,6 +50,7 @@ __all__ = [
 ]
 
 
+@hook_point("on_turn_start", ("turn",), command_event="TurnStart", when="a turn begins")
 @runtime_checkable
 class TurnStartHook(Protocol):
     """Observes a turn beginning (who, channel, session in ``turn``)."""
@@ -51,6 +58,17 @@ class TurnStartHook(Protocol):
     async def on_turn_start(self, turn: TurnContext) -> None: ...
 
 
+@hook_point(
+    "on_turn_end",
+    ("turn", "outcome"),
+    command_event="Stop",
+    when=(
+        "a turn ended; `outcome.status` is `answered`, `short_circuit`, `failed`, `timeout` "
+        "or `blocked` (a guardrail tripped), with `reply` and `duration_ms`. Told after the "
+        "reply is recorded and sent (the user does not wait for it), before the "
+        "conversation's next turn starts (ADR 0065)"
+    ),
+)
 @runtime_checkable
 class TurnEndHook(Protocol):
     """Observes a turn ending: its status, reply and duration."""
@@ -58,6 +76,12 @@ class TurnEndHook(Protocol):
     async def on_turn_end(self, turn: TurnContext, outcome: TurnOutcome) -> None: ...
 
 
+@hook_point(
+    "on_session_start",
+    ("turn",),
+    command_event="SessionStart",
+    when="the first turn of a conversation, or the first after `/new` or an expiry",
+)
 @runtime_checkable
 class SessionStartHook(Protocol):
     """Observes the first turn of a conversation's session (new, or after ``/new``)."""
@@ -65,6 +89,15 @@ class SessionStartHook(Protocol):
     async def on_session_start(self, turn: TurnContext) -> None: ...
 
 
+@hook_point(
+    "on_session_end",
+    ("turn", "text"),
+    command_event="SessionEnd",
+    when=(
+        'the user sent `/new` (`reason == "new"`), or the conversation was quiet longer '
+        'than `turns.session_idle_timeout_s` (`"expired"`, at its next message)'
+    ),
+)
 @runtime_checkable
 class SessionEndHook(Protocol):
     """Observes a session ending: ``reason`` is ``new`` (the user sent ``/new``) or
@@ -73,6 +106,15 @@ class SessionEndHook(Protocol):
     async def on_session_end(self, turn: TurnContext, reason: str) -> None: ...
 
 
+@hook_point(
+    "on_input_messages",
+    ("messages", "turn"),
+    ("messages", "short_circuit"),
+    "chain",
+    command_event="UserPromptSubmit",
+    when='the new input items (`[{"role": "user", "content": ...}]`) before the model sees them',
+    returns="a new list, or `ShortCircuit(reply)` to answer with no model call",
+)
 @runtime_checkable
 class InputMessagesHook(Protocol):
     """Rewrites the new input items before the model sees them, or answers instead.
@@ -86,6 +128,18 @@ class InputMessagesHook(Protocol):
     ) -> list[dict[str, Any]] | ShortCircuit | None: ...
 
 
+@hook_point(
+    "on_plain_text",
+    ("text", "text", "turn"),
+    ("text",),
+    "chain",
+    command_event="PlainText",
+    when=(
+        'the user\'s text on its way to the model (`"in"`), the answer on its way to the '
+        'user (`"out"`)'
+    ),
+    returns="new `str`",
+)
 @runtime_checkable
 class PlainTextHook(Protocol):
     """Rewrites text on its way to the model (``in``) and to the user (``out``)."""
@@ -95,6 +149,18 @@ class PlainTextHook(Protocol):
     ) -> str | None: ...
 
 
+@hook_point(
+    "on_tag",
+    ("text", "attrs", "text", "turn"),
+    ("text",),
+    "first",
+    attributes=("tag_patterns",),
+    when=(
+        'the answer contains `<tag attr="v">inner</tag>` of a registered name (`"weather"` '
+        'exact, `"ui:*"` prefix)'
+    ),
+    returns="the text that replaces the whole section",
+)
 @runtime_checkable
 class TagHook(Protocol):
     """Renders ``<tag attr="v">inner</tag>`` sections of the model's answer.
@@ -111,6 +177,15 @@ class TagHook(Protocol):
     ) -> str | None: ...
 
 
+@hook_point(
+    "on_llm_output",
+    ("text", "turn"),
+    ("text", "annotated"),
+    "chain",
+    command_event="LlmOutput",
+    when="the final answer, after tags, before it is shown",
+    returns="new `str`, or `Annotated(text, annotations)`",
+)
 @runtime_checkable
 class LlmOutputHook(Protocol):
     """Rewrites the final answer before it is shown (the original stays in the journal)."""
@@ -118,6 +193,15 @@ class LlmOutputHook(Protocol):
     async def on_llm_output(self, output: str, turn: TurnContext) -> str | Annotated | None: ...
 
 
+@hook_point(
+    "before_tool_call",
+    ("call", "turn"),
+    ("tool_decision",),
+    "chain",
+    command_event="PreToolUse",
+    when="before any tool runs: `call.name`, `call.arguments` (dict), `call.call_id`",
+    returns="`ToolDecision.allow()`, `.deny(reason)` or `.modify(arguments)`",
+)
 @runtime_checkable
 class BeforeToolCallHook(Protocol):
     """Allows, denies or modifies every tool call, whoever provides the tool."""
@@ -125,6 +209,15 @@ class BeforeToolCallHook(Protocol):
     async def before_tool_call(self, call: ToolCall, turn: TurnContext) -> ToolDecision | None: ...
 
 
+@hook_point(
+    "after_tool_call",
+    ("call", "text", "turn"),
+    ("text", "annotated"),
+    "chain",
+    command_event="PostToolUse",
+    when="after a tool ran, before the model reads `result`",
+    returns="new `str`, or `Annotated(text, annotations)`",
+)
 @runtime_checkable
 class AfterToolCallHook(Protocol):
     """Rewrites or annotates a tool's result before the model reads it."""
@@ -134,6 +227,14 @@ class AfterToolCallHook(Protocol):
     ) -> str | Annotated | None: ...
 
 
+@hook_point(
+    "route_model",
+    ("messages", "turn"),
+    ("model_route",),
+    "advise",
+    when="before the model is called",
+    returns="`ModelRoute(model, reason)`",
+)
 @runtime_checkable
 class ModelRoutingHook(Protocol):
     """Proposes the model for this turn: logged, and used when ``hooks.routing``
@@ -144,6 +245,14 @@ class ModelRoutingHook(Protocol):
     ) -> ModelRoute | None: ...
 
 
+@hook_point(
+    "on_compaction",
+    ("messages", "turn"),
+    ("compaction_plan",),
+    "first",
+    when="a long history is about to be summarised",
+    returns="`CompactionPlan(instructions=…)` or `CompactionPlan(summary=…)`",
+)
 @runtime_checkable
 class CompactionHook(Protocol):
     """Shapes a history compaction: instructions for the summary, or the summary.
@@ -159,6 +268,14 @@ class CompactionHook(Protocol):
     ) -> CompactionPlan | None: ...
 
 
+@hook_point(
+    "check_input",
+    ("text", "turn"),
+    ("guardrail_trip",),
+    "first",
+    when="guardrail: the user's newest message, before the model starts",
+    returns="`GuardrailTrip(reason, message)` ends the turn",
+)
 @runtime_checkable
 class InputGuardrailHook(Protocol):
     """Checks the user's message before the orchestrator's model answers it (seed 004):
@@ -167,6 +284,14 @@ class InputGuardrailHook(Protocol):
     async def check_input(self, text: str, turn: TurnContext) -> GuardrailTrip | None: ...
 
 
+@hook_point(
+    "check_output",
+    ("text", "turn"),
+    ("guardrail_trip",),
+    "first",
+    when="guardrail: the final answer, before the user sees it",
+    returns="`GuardrailTrip(reason, message)` replaces it",
+)
 @runtime_checkable
 class OutputGuardrailHook(Protocol):
     """Checks the orchestrator's final answer before the user sees it (seed 004):

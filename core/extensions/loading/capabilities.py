@@ -49,22 +49,13 @@ class Capability(StrEnum):
     SETUP = "SetupProvider"
     COMMAND = "CommandProvider"
     STATUS = "StatusReporter"
-    # the turn pipeline's hooks (SPEC §9)
-    TURN_START = "TurnStartHook"
-    TURN_END = "TurnEndHook"
-    SESSION_START = "SessionStartHook"
-    SESSION_END = "SessionEndHook"
-    INPUT_MESSAGES = "InputMessagesHook"
-    PLAIN_TEXT = "PlainTextHook"
-    TAG = "TagHook"
-    LLM_OUTPUT = "LlmOutputHook"
-    BEFORE_TOOL_CALL = "BeforeToolCallHook"
-    AFTER_TOOL_CALL = "AfterToolCallHook"
-    MODEL_ROUTING = "ModelRoutingHook"
-    COMPACTION = "CompactionHook"
-    # guardrails for the orchestrator (seed 004, ADR 0021)
-    INPUT_GUARDRAIL = "InputGuardrailHook"
-    OUTPUT_GUARDRAIL = "OutputGuardrailHook"
+    # the turn pipeline's hooks (SPEC §9), one member per ``@hook_point`` row, named
+    # after its protocol (``TagHook`` → ``TAG``): added from the table, so a new hook
+    # point needs no line here (Enum's documented ``_ignore_`` + ``vars()`` idiom)
+    _ignore_ = ["members", "spec"]
+    members = vars()
+    for spec in HOOK_SPECS:
+        members[spec.member] = spec.capability
     # answer post-processors (SPEC §9, seed 000)
     POST_PROCESSOR = "PostProcessor"
     POST_PROCESSOR_PROVIDER = "PostProcessorProvider"
@@ -154,3 +145,9 @@ def require_permissions(
             f"implements {', '.join(needing)}; declare `{permission}: true` under "
             "`permissions:` and grant it"
         )
+
+
+def hook_capability(protocol: type) -> Capability:
+    """A hook point's member, from its protocol: kernel code names the points it calls
+    this way (``TAG = hook_capability(TagHook)``), so a new point needs no enum line."""
+    return Capability(protocol.__name__)

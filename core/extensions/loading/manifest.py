@@ -16,6 +16,8 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.config import check_tool_name
+from core.extensions.contract import ExtensionContext
+from core.extensions.contract.permissions import declared_permissions
 from core.extensions.sdk import resolve_zone
 from core.runtime import RESERVED_IDS
 from core.runtime.errors import HearthError
@@ -35,6 +37,21 @@ class ManifestError(HearthError):
         super().__init__(f"{path}: {message}")
         self.path = path
         self.message = message
+
+
+# every boolean permission a context method declares (``@needs``), in declaration order
+PERMISSION_FLAGS = declared_permissions(ExtensionContext)
+
+
+def declared_flags(namespace: dict[str, Any]) -> None:
+    """Give the class being defined a ``bool`` field per declared permission it does not
+    spell out, defaulting as declared: a permission said beside its context method
+    needs no line here (the ones spelled out are the names kernel code reads)."""
+    annotations = namespace.setdefault("__annotations__", {})
+    for permission in PERMISSION_FLAGS:
+        if permission.key not in annotations:
+            annotations[permission.key] = "bool"
+            namespace[permission.key] = permission.default
 
 
 class _Strict(BaseModel):
@@ -110,6 +127,7 @@ class Permissions(_Strict):
     # see or change turns: hooks, context providers, prompt additions, ui_request (ADR 0041)
     conversations: bool = False
     mcp_server: bool = False  # serve the person's tools to MCP clients (ADR 0059)
+    declared_flags(vars())
 
     def resolved(self, ext_id: str, *, isolated: bool) -> ResolvedPermissions:
         """The permissions in force: an isolated extension that does not say gets
@@ -122,13 +140,7 @@ class Permissions(_Strict):
             subscribe=tuple(own if self.subscribe is None else self.subscribe),
             network=(not isolated) if self.network is None else self.network,
             paths=tuple(self.paths),
-            notify=self.notify,
-            user_messages=self.user_messages,
-            agent=self.agent,
-            control=self.control,
-            status=self.status,
-            conversations=self.conversations,
-            mcp_server=self.mcp_server,
+            **{p.key: getattr(self, p.key) for p in PERMISSION_FLAGS},
         )
 
 
@@ -147,6 +159,7 @@ class ResolvedPermissions:
     status: bool = False
     conversations: bool = False
     mcp_server: bool = False
+    declared_flags(vars())
 
 
 class SecretSpec(_Strict):

@@ -28,8 +28,8 @@ from typing import Any
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import ModelRouter
 from core.config import TurnsSettings
-from core.extensions.contract import CompactionPlan, TurnContext
-from core.extensions.loading.capabilities import Capability
+from core.extensions.contract import CompactionHook, CompactionPlan, TurnContext
+from core.extensions.loading.capabilities import hook_capability
 from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.compaction.budget import HistoryBudget, choose_cut, summary_item
 from core.kernel.compaction.summariser import COMPACTION_INSTRUCTIONS, ModelSummariser, Summarise
@@ -42,6 +42,9 @@ log = logging.getLogger("core.kernel.compaction")
 
 KERNEL = "kernel"
 HOOK = "on_compaction"
+
+# the hook points called here
+_COMPACTION = hook_capability(CompactionHook)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +118,7 @@ class HistoryCompactor:
     ) -> _Summary:
         instructions: list[str] = []
         owners: list[str] = []
-        for entry in self._registry.at(Capability.COMPACTION):
+        for entry in self._registry.at(_COMPACTION):
             pending = entry.target.on_compaction(copy.deepcopy(old), turn)
             plan = await self._caller.call(entry, HOOK, turn, pending)
             if plan is SKIPPED or plan is None:

@@ -28,7 +28,7 @@ from core.events.system_payloads import UserMessage
 from core.extensions.contract import TurnContext
 
 if TYPE_CHECKING:
-    from core.config import Settings
+    from core.config import People
 
 __all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "telegram_ids"]
 
@@ -89,10 +89,10 @@ class Household:
             self._people[identity] = self.owner if index == 0 else Person(identity, "member")
 
     @classmethod
-    def of(cls, settings: Settings) -> Household:
+    def of(cls, people: People, extensions: Mapping[str, Mapping[str, Any]]) -> Household:
         """From ``people:`` and, without it, the Telegram allow-list in ``extensions:``."""
-        telegram: Any = settings.extensions.get("telegram_channel", {}).get("allowed_user_ids")
-        return cls(settings.people, telegram_ids(telegram))
+        telegram: Any = extensions.get("telegram_channel", {}).get("allowed_user_ids")
+        return cls(people, telegram_ids(telegram))
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
         """Who sent a message: a listed person, else a member of their own (or, with

@@ -27,16 +27,21 @@ from agents import (
     RunContextWrapper,
 )
 
-from core.extensions.contract import GuardrailTrip, TurnContext
-from core.extensions.loading.capabilities import Capability
+from core.extensions.contract import (
+    GuardrailTrip,
+    InputGuardrailHook,
+    OutputGuardrailHook,
+    TurnContext,
+)
+from core.extensions.loading.capabilities import Capability, hook_capability
 from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.registry import HookRegistry
 
 __all__ = ["INPUT_REFUSAL", "OUTPUT_REFUSAL", "Tripped", "TurnGuardrails", "guardrail_reply"]
 
-INPUT: Final = Capability.INPUT_GUARDRAIL
-OUTPUT: Final = Capability.OUTPUT_GUARDRAIL
+INPUT: Final = hook_capability(InputGuardrailHook)
+OUTPUT: Final = hook_capability(OutputGuardrailHook)
 INPUT_REFUSAL = "Sorry, I can't help with that request."
 OUTPUT_REFUSAL = "Sorry, I can't share that answer."
 

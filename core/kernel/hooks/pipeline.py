@@ -16,12 +16,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.extensions.contract import (
+    InputMessagesHook,
+    LlmOutputHook,
     ModelRoute,
+    ModelRoutingHook,
+    OutputGuardrailHook,
+    PlainTextHook,
+    SessionEndHook,
+    SessionStartHook,
     ShortCircuit,
+    TagHook,
     TurnContext,
+    TurnEndHook,
     TurnOutcome,
+    TurnStartHook,
 )
-from core.extensions.loading.capabilities import Capability
+from core.extensions.loading.capabilities import hook_capability
 from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.registry import HookRegistry
@@ -32,6 +42,18 @@ __all__ = ["RenderedOutput", "TurnHooks"]
 log = logging.getLogger("core.kernel.hooks")
 
 Messages = list[dict[str, Any]]
+
+# the hook points called here
+_TURN_START = hook_capability(TurnStartHook)
+_TURN_END = hook_capability(TurnEndHook)
+_SESSION_START = hook_capability(SessionStartHook)
+_SESSION_END = hook_capability(SessionEndHook)
+_INPUT_MESSAGES = hook_capability(InputMessagesHook)
+_PLAIN_TEXT = hook_capability(PlainTextHook)
+_TAG = hook_capability(TagHook)
+_LLM_OUTPUT = hook_capability(LlmOutputHook)
+_MODEL_ROUTING = hook_capability(ModelRoutingHook)
+_OUTPUT_GUARDRAIL = hook_capability(OutputGuardrailHook)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,31 +84,26 @@ class TurnHooks:
         """Whether an output hook may rewrite the answer, or an output guardrail refuse
         it (then raw text is not streamed)."""
         at = self.registry.at
-        return bool(
-            at(Capability.TAG)
-            or at(Capability.LLM_OUTPUT)
-            or at(Capability.PLAIN_TEXT)
-            or at(Capability.OUTPUT_GUARDRAIL)
-        )
+        return bool(at(_TAG) or at(_LLM_OUTPUT) or at(_PLAIN_TEXT) or at(_OUTPUT_GUARDRAIL))
 
     # ------------------------------------------------------------ lifecycle
 
     async def turn_started(self, turn: TurnContext) -> None:
-        for entry in self.registry.at(Capability.TURN_START):
+        for entry in self.registry.at(_TURN_START):
             await self.caller.call(entry, "on_turn_start", turn, entry.target.on_turn_start(turn))
 
     async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
-        for entry in self.registry.at(Capability.TURN_END):
+        for entry in self.registry.at(_TURN_END):
             pending = entry.target.on_turn_end(turn, outcome)
             await self.caller.call(entry, "on_turn_end", turn, pending)
 
     async def session_started(self, turn: TurnContext) -> None:
-        for entry in self.registry.at(Capability.SESSION_START):
+        for entry in self.registry.at(_SESSION_START):
             pending = entry.target.on_session_start(turn)
             await self.caller.call(entry, "on_session_start", turn, pending)
 
     async def session_ended(self, turn: TurnContext, reason: str) -> None:
-        for entry in self.registry.at(Capability.SESSION_END):
+        for entry in self.registry.at(_SESSION_END):
             pending = entry.target.on_session_end(turn, reason)
             await self.caller.call(entry, "on_session_end", turn, pending)
 
@@ -96,7 +113,7 @@ class TurnHooks:
         self, text: str, direction: Literal["in", "out"], turn: TurnContext
     ) -> str:
         """``on_plain_text`` chained: each hook gets the previous one's text."""
-        for entry in self.registry.at(Capability.PLAIN_TEXT):
+        for entry in self.registry.at(_PLAIN_TEXT):
             result = await self.caller.call(
                 entry, "on_plain_text", turn, entry.target.on_plain_text(text, direction, turn)
             )
@@ -122,7 +139,7 @@ class TurnHooks:
         self, messages: Messages, turn: TurnContext
     ) -> Messages | ShortCircuit:
         """``on_input_messages`` chained; a ``ShortCircuit`` ends the chain."""
-        for entry in self.registry.at(Capability.INPUT_MESSAGES):
+        for entry in self.registry.at(_INPUT_MESSAGES):
             pending = entry.target.on_input_messages([dict(m) for m in messages], turn)
             result = await self.caller.call(entry, "on_input_messages", turn, pending)
             if result is SKIPPED or result is None:
@@ -163,9 +180,9 @@ class TurnHooks:
     async def render_output(self, output: str, turn: TurnContext) -> RenderedOutput:
         """Tags, then ``on_llm_output`` chained, then plain text ``out``."""
         annotations: dict[str, dict[str, Any]] = {}
-        if self.registry.at(Capability.TAG):
+        if self.registry.at(_TAG):
             output = await self._tags(output, turn)
-        for entry in self.registry.at(Capability.LLM_OUTPUT):
+        for entry in self.registry.at(_LLM_OUTPUT):
             result = await self.caller.call(
                 entry, "on_llm_output", turn, entry.target.on_llm_output(output, turn)
             )
@@ -184,12 +201,12 @@ class TurnHooks:
                 )
             if text is not None:
                 output = text
-        if self.registry.at(Capability.PLAIN_TEXT):
+        if self.registry.at(_PLAIN_TEXT):
             output = await self.plain_text(output, "out", turn)
         return RenderedOutput(output, annotations)
 
     async def _tags(self, output: str, turn: TurnContext) -> str:
-        entries = self.registry.at(Capability.TAG)
+        entries = self.registry.at(_TAG)
 
         def registered(name: str) -> bool:
             return any(e.tags.matches(name) for e in entries)
@@ -228,7 +245,7 @@ class TurnHooks:
         """The model for this turn: the first proposal of an extension listed in
         ``hooks.authoritative_routing``; other proposals are only logged."""
         chosen: str | None = None
-        for entry in self.registry.at(Capability.MODEL_ROUTING):
+        for entry in self.registry.at(_MODEL_ROUTING):
             pending = entry.target.route_model([dict(m) for m in messages], turn)
             result = await self.caller.call(entry, "route_model", turn, pending)
             if result is SKIPPED or result is None:

@@ -15,12 +15,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.extensions.loading.capabilities import HOOKS, Capability
+from core.extensions.contract import TagHook
+from core.extensions.loading.capabilities import HOOKS, Capability, hook_capability
 from core.extensions.loading.records import ExtensionRecord
 
 __all__ = ["HookEntry", "HookRegistry", "TagPatterns"]
 
 DEFAULT_PRIORITY = 50
+
+# the hook points called here
+_TAG = hook_capability(TagHook)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +107,7 @@ class HookRegistry:
                 continue
             priority = record.manifest.priority if record.manifest else DEFAULT_PRIORITY
             tags = TagPatterns()
-            if Capability.TAG in points:
+            if _TAG in points:
                 tags = TagPatterns.parse(list(getattr(record.instance, "tag_patterns", ()) or ()))
             for point in points:
                 entry = HookEntry(record.ext_id, priority, order, record.instance, tags)

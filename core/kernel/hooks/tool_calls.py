@@ -59,8 +59,14 @@ from agents.tool_context import ToolContext
 from jsonschema import validators
 from jsonschema.exceptions import best_match
 
-from core.extensions.contract import ToolCall, ToolDecision, TurnContext
-from core.extensions.loading.capabilities import Capability
+from core.extensions.contract import (
+    AfterToolCallHook,
+    BeforeToolCallHook,
+    ToolCall,
+    ToolDecision,
+    TurnContext,
+)
+from core.extensions.loading.capabilities import hook_capability
 from core.kernel.hooks.calls import SKIPPED, HookCaller, kind_of
 from core.kernel.hooks.frames import FrameRecorder
 from core.kernel.hooks.observer import ToolOutcome
@@ -77,8 +83,8 @@ __all__ = [
 
 log = logging.getLogger("core.kernel.hooks")
 
-BEFORE: Final = Capability.BEFORE_TOOL_CALL
-AFTER: Final = Capability.AFTER_TOOL_CALL
+BEFORE: Final = hook_capability(BeforeToolCallHook)
+AFTER: Final = hook_capability(AfterToolCallHook)
 _MARK: Final = "__hearth_tool_hooks__"  # set on the invoker of a wrapped tool
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]

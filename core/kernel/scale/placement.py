@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import KernelRole, Settings
+from core.config import KernelRole, KernelSettings, StorageSettings
 from core.events.topics import SystemTopics
 from core.extensions.loading.capabilities import Capability
 from core.extensions.loading.records import ExtensionRecord
@@ -76,11 +76,12 @@ class Placement:
         return NOTIFY_SUBSCRIBER if self.node is None else f"{NOTIFY_SUBSCRIBER}.{self.node}"
 
 
-def placement_of(settings: Settings) -> Placement:
-    """The placement ``settings`` give this process (its data directory names it)."""
-    if settings.storage.backend != "postgres":
+def placement_of(storage: StorageSettings, kernel: KernelSettings, data_dir: Path) -> Placement:
+    """The placement the ``storage`` and ``kernel`` settings give this process (its data
+    directory names it)."""
+    if storage.backend != "postgres":
         return Placement()
-    return Placement(settings.kernel.role, node_name(settings.data_dir))
+    return Placement(kernel.role, node_name(data_dir))
 
 
 def apply_role(placement: Placement, records: Iterable[ExtensionRecord]) -> list[str]:

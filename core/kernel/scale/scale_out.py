@@ -47,7 +47,9 @@ class ScaleOut:
         self, settings: Settings, bus: EventBus, local_lock: Callable[[str], asyncio.Lock]
     ) -> None:
         self.settings = settings
-        self.placement: Placement = placement_of(settings)
+        self.placement: Placement = placement_of(
+            settings.storage, settings.kernel, settings.data_dir
+        )
         self._bus = bus
         self._local_lock = local_lock
         self._pool: Any = None

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.config import Settings
+from core.config import IsolationSettings, LoaderSettings
 from core.extensions.context.services import KernelServices
 from core.extensions.isolation.kernel.confinement import ConfinementStatus, probe
 from core.extensions.isolation.kernel.launch import IsolationOptions, confinement_status
@@ -50,10 +50,12 @@ __all__ = [
 ]
 
 
-def isolated_factory(settings: Settings, records: Mapping[str, ExtensionRecord]) -> InstanceFactory:
+def isolated_factory(
+    isolation: IsolationSettings, loader: LoaderSettings, records: Mapping[str, ExtensionRecord]
+) -> InstanceFactory:
     """The loader's ``isolated_factory``: a proxy whose host deaths update the record
     (``records``: the loader's table)."""
-    options = IsolationOptions.from_settings(settings)
+    options = IsolationOptions.from_settings(isolation, loader)
 
     def make(manifest: Manifest, code_dir: Path, services: KernelServices) -> Any:
         proxy: IsolatedExtension | None = None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.config import Settings
+from core.config import IsolationSettings, LoaderSettings
 from core.extensions.context.kernel_context import KernelContext
 from core.extensions.isolation.host.limits import HostLimits
 from core.extensions.isolation.kernel.confinement import (
@@ -46,8 +46,8 @@ class IsolationOptions:
     watchdog_interval_s: float = 1.0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> IsolationOptions:
-        iso = settings.isolation
+    def from_settings(cls, iso: IsolationSettings, loader: LoaderSettings) -> IsolationOptions:
+        """The options of the two sections it reads."""
         return cls(
             call_timeout_s=iso.call_timeout_s,
             limits=HostLimits(
@@ -63,7 +63,7 @@ class IsolationOptions:
             restart_backoff_max_s=iso.restart_backoff_max_s,
             cgroups=iso.cgroups,
             watchdog_interval_s=iso.watchdog_interval_s,
-            lifecycle_timeout_s=settings.loader.lifecycle_timeout_s,
+            lifecycle_timeout_s=loader.lifecycle_timeout_s,
         )
 
 

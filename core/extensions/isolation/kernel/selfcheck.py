@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import Settings
+from core.config import IsolationSettings, LoaderSettings
 from core.extensions.isolation.kernel.confinement import SandboxSpec, bwrap_argv
 from core.extensions.isolation.kernel.launch import (
     IsolationOptions,
@@ -58,9 +58,9 @@ class HostProbe:
     tree_in_cgroup: bool | None  # every process of the probe's tree in its cgroup (None: none)
 
 
-async def probe_host(settings: Settings) -> HostProbe:
+async def probe_host(isolation: IsolationSettings, loader: LoaderSettings) -> HostProbe:
     """Start one probe host like a plugin host and read its report."""
-    options = IsolationOptions.from_settings(settings)
+    options = IsolationOptions.from_settings(isolation, loader)
     status = await confinement_status(options.confinement)
     with tempfile.TemporaryDirectory(prefix="hearth-probe-") as tmp:
         data_dir = Path(tmp)
@@ -112,12 +112,13 @@ def judge(probe: HostProbe, confinement_detail: str) -> tuple[str, str]:
     return "ok", f"plugin hosts are confined ({confinement_detail}); {facts}"
 
 
-async def confinement_report(settings: Settings) -> list[tuple[str, str]]:
+async def confinement_report(
+    iso: IsolationSettings, loader: LoaderSettings
+) -> list[tuple[str, str]]:
     """Doctor's isolation lines: privileges of a real probe host, and its limits."""
-    iso = settings.isolation
     status = await confinement_status(iso.confinement)
     try:
-        probe = await probe_host(settings)
+        probe = await probe_host(iso, loader)
     except Exception as exc:
         return [("fail", f"a probe plugin host could not run: {type(exc).__name__}: {exc}")]
     lines = [judge(probe, status.detail)]
