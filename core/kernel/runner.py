@@ -114,7 +114,10 @@ class Kernel:
         self.metrics_export = MetricsExport(self.metrics, settings.metrics, self.data_dir)
 
         self.household = Household.of(settings)  # who each turn is for (SPEC §11)
-        book = usage_book_for(settings, self.data_dir / SESSIONS_FILE)
+        # on the ledger's database: the usage rows are written in its transactions
+        book = usage_book_for(
+            settings, self.data_dir / SESSIONS_FILE, self.conversations.storage.db
+        )
         self.spending = Spending(  # usage, cost and budget of turns (ADR 0061)
             settings.models, book, timezone=settings.timezone
         )
