@@ -21,7 +21,7 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 
 from conftest import PROJECT_ROOT, ext_code
 from core.extensions.contract import StoreLocation, TurnContext
-from core.extensions.sdk import Store
+from core.extensions.sdk import DuplicateKeyError, Store
 from core.kernel.commands.table import parse_command
 from core.kernel.spending import SQLiteUsageBook
 from core.scheduling import FireState
@@ -308,5 +308,38 @@ async def test_a_transaction_holds_only_its_own_tasks_statements(backend, tmp_pa
         await store.open()  # from the database, not a cache
         rows = await store.fetch_all("SELECT text FROM notes ORDER BY id")
         assert [text for (text,) in rows] == ["beside", "committed", "after"]
+        (first_id,) = await store.fetch_one("SELECT min(id) FROM notes") or (None,)
+        with pytest.raises(DuplicateKeyError):  # one error for a store written once
+            await store.execute("INSERT INTO notes (id, text) VALUES (?, ?)", (first_id, "x"))
     finally:
         await store.close()
+
+
+# ------------------------------------------------------------ the tool-run journal
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_recorded_tool_run_is_read_back_in_process_and_after_a_restart(
+    backend, tmp_path, request
+):
+    from core.config import Settings, StorageSettings
+    from core.kernel.spending import usage_book_for
+
+    dsn = request.getfixturevalue("postgres_dsn") if backend == "postgres" else None
+    settings = Settings(storage=StorageSettings(backend=backend, postgres_dsn=dsn))
+    book = usage_book_for(settings, tmp_path / "sessions.db")
+    await book.open()
+    try:
+        assert await book.tool_output("turn-1", "clock\n{}\n1") is None  # a first run
+        await book.record_tool("turn-1", "clock\n{}\n1", "12:00")
+        assert await book.tool_output("turn-1", "clock\n{}\n1") == "12:00"  # a rerun here
+        assert await book.tool_output("turn-1", "clock\n{}\n2") is None
+    finally:
+        await book.aclose()
+    again = usage_book_for(settings, tmp_path / "sessions.db")
+    await again.open()
+    try:
+        assert await again.tool_output("turn-1", "clock\n{}\n1") == "12:00"  # after a crash
+        assert await again.tool_output("turn-2", "clock\n{}\n1") is None
+    finally:
+        await again.aclose()

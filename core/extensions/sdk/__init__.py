@@ -32,6 +32,7 @@ from core.extensions.sdk.timemath import (
 )
 from core.extensions.sdk.timezones import UnknownTimezoneError, local_zone, resolve_zone
 from core.runtime.backoff import Backoff
+from core.storage.database import DuplicateKeyError
 
 __all__ = [
     "SIDE_EFFECTS_ATTR",
@@ -41,6 +42,7 @@ __all__ = [
     "CronError",
     "Dialect",
     "DueLoop",
+    "DuplicateKeyError",
     "NotInitializedError",
     "PostgresTarget",
     "SQLiteStore",

@@ -19,8 +19,10 @@ PostgreSQL the process's pool — and the tables are migrated by the one runner.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,6 +58,7 @@ _COLUMNS = (
     "message_key, model, session_id, channel_id, person, created_at,"
     " input_tokens, cached_tokens, output_tokens, requests"
 )
+_ROW = f"({', '.join('?' * 10)})"
 # version 1 is what the code before the runner created at every open (IF NOT EXISTS:
 # a ``sessions.db`` that has the tables keeps them and their rows)
 _SQLITE_V1 = """
@@ -146,13 +149,16 @@ class UsageRecord:
         ]
 
     async def write_to(self, tx: Executor) -> None:
-        """The turn's rows, and its tool-run journal gone (the turn is answered)."""
+        """The turn's rows (one statement, a row per model), and its tool-run journal
+        gone (the turn is answered)."""
         await tx.write("DELETE FROM hearth_tool_runs WHERE turn_id = ?", self.message_key)
-        await tx.execute_many(
-            f"INSERT INTO hearth_usage ({_COLUMNS}) VALUES ({', '.join('?' * 10)})"
-            " ON CONFLICT DO NOTHING",
-            self._rows(),
-        )
+        rows = self._rows()
+        if rows:
+            values = ", ".join([_ROW] * len(rows))
+            await tx.write(
+                f"INSERT INTO hearth_usage ({_COLUMNS}) VALUES {values} ON CONFLICT DO NOTHING",
+                *chain.from_iterable(rows),
+            )
 
 
 class UsageBook(Protocol):
@@ -210,6 +216,10 @@ class _StoredUsageBook:
     def __init__(self, db: Database, *, owned: bool = True) -> None:
         self.db = db
         self.owned = owned
+        # turn -> when a tool run of it was last recorded, oldest first: on a database
+        # only this process writes (SQLite), what a turn with no entry would read is
+        # known to be nothing — a fresh turn's tool calls read nothing (ADR 0080)
+        self._recorded: OrderedDict[str, float] | None = None
 
     async def open(self) -> None:
         """Open (a database shared with the ledger is opened once), migrate the usage
@@ -223,6 +233,11 @@ class _StoredUsageBook:
             await tx.write("DELETE FROM hearth_budget_notices WHERE created_at < ?", cutoff)
             stale = now - TOOL_RUNS_RETENTION_S
             await tx.write("DELETE FROM hearth_tool_runs WHERE created_at < ?", stale)
+            left = await tx.fetch_all(
+                "SELECT turn_id, MAX(created_at) FROM hearth_tool_runs GROUP BY turn_id ORDER BY 2"
+            )
+        if not self.db.shared:  # other processes write PostgreSQL: always read there
+            self._recorded = OrderedDict((str(turn), float(at)) for turn, at in left)
 
     async def totals(
         self, since: float, *, person: str | None = None, session_id: str | None = None
@@ -249,15 +264,25 @@ class _StoredUsageBook:
         return inserted is not None
 
     async def tool_output(self, turn_id: str, call_key: str) -> str | None:
-        value = await self.db.fetch_value(
+        if self._recorded is not None and turn_id not in self._recorded:
+            return None  # nothing recorded for this turn (a first run): no read
+        row = await self.db.fetch_one(
             "SELECT output FROM hearth_tool_runs WHERE turn_id = ? AND call_key = ?",
             turn_id,
             call_key,
         )
-        return None if value is None else str(value)
+        return None if row is None else str(row[0])
 
     async def record_tool(self, turn_id: str, call_key: str, output: str) -> None:
-        await self.db.execute(_TOOL_RUN, turn_id, call_key, output, time.time())
+        now = time.time()
+        await self.db.write(_TOOL_RUN, turn_id, call_key, output, now)
+        recorded = self._recorded
+        if recorded is not None:  # kept for the retention of the rows (pruned at open)
+            recorded[turn_id] = now
+            recorded.move_to_end(turn_id)
+            stale = now - TOOL_RUNS_RETENTION_S
+            while recorded and next(iter(recorded.values())) < stale:
+                recorded.popitem(last=False)
 
     async def aclose(self) -> None:
         """Close the database when this book opened it (its owner closes a shared one)."""
