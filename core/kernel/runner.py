@@ -116,7 +116,10 @@ class Kernel:
 
         # who each turn is for (SPEC §11)
         self.household = Household.of(settings.people, settings.extensions)
-        book = usage_book_for(settings, self.data_dir / SESSIONS_FILE)
+        # on the ledger's database: the usage rows are written in its transactions
+        book = usage_book_for(
+            settings, self.data_dir / SESSIONS_FILE, self.conversations.storage.db
+        )
         self.spending = Spending(  # usage, cost and budget of turns (ADR 0061)
             settings.models, book, timezone=settings.timezone
         )

@@ -3,8 +3,9 @@
 ``Trace`` holds one session's turns in order, each with the user's text and
 its frames — ``hook.*`` decisions, ``postprocess.*`` results and the
 ``replay.model`` / ``replay.tool`` records — with every stored payload
-resolved. The journal is read through its own read-only SQLite connection
-(``<paths.data>/events.db``), so a running kernel is not disturbed. A
+resolved. The journal (``<paths.data>/events.db``) and the ledger are read
+through read-only SQLite connections of the storage layer
+(``sqlite_read_only``), so a running kernel is not disturbed. A
 conversation whose records were purged (``events.retention_days``) raises
 ``PurgedError`` instead of giving a partial trace.
 
@@ -29,6 +30,7 @@ from typing import Any
 from core.events.topics import PostProcessTopics, RecordTopics
 from core.replay.errors import PurgedError, ReplayError
 from core.replay.payloads import BLOB_KEY, MISSING_KEY
+from core.storage import sqlite_read_only
 
 __all__ = [
     "Frame",
@@ -91,7 +93,7 @@ class SessionSummary:
 def _connect(path: Path) -> closing[sqlite3.Connection]:
     if not path.exists():
         raise ReplayError(f"{path}: no event journal here (is paths.data right?)")
-    return closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+    return sqlite_read_only(path)
 
 
 def _rows(conn: sqlite3.Connection, sql: str, args: Iterable[Any]) -> list[dict[str, Any]]:
@@ -163,7 +165,7 @@ def _check_not_purged(
     first_turn = turns[0]["created_at"] if turns else None
     answered: list[float] = []
     if sessions_db.exists():
-        with closing(sqlite3.connect(f"file:{sessions_db}?mode=ro", uri=True)) as conn:
+        with sqlite_read_only(sessions_db) as conn:
             try:
                 answered = [
                     r[0]

@@ -1,9 +1,11 @@
 """Durable storage shared by the kernel's stores (ADR 0034).
 
 SQLite files under the data directory stay the embedded default; with
-``storage.backend: postgres`` the journal, sessions, state and schedules live
-in one PostgreSQL database that several kernel processes share. This package
-is what they have in common: one interface to either database
+``storage.backend: postgres`` the journal, sessions, state, usage and schedules
+live in one PostgreSQL database that several kernel processes share. This
+package is what they have in common, and the one way the kernel and its
+extensions reach a database (ADR 0080; the journals keep drivers of their
+own): one interface to either database
 (``Database``: ``SQLiteDatabase``, ``PostgresDatabase``, with the SQL helpers
 of ``sql``), a pool per process (``pool_for``), and one migration runner —
 versioned migrations per component and database, applied at open under a
@@ -11,7 +13,6 @@ lock (``register_migrations``, ``apply_migrations``), so processes starting
 at once never race on the schema (ADR 0034, 0051).
 """
 
-from core.storage.component_pool import ComponentPool
 from core.storage.database import (
     Database,
     DatabaseClosedError,
@@ -48,11 +49,10 @@ from core.storage.sql import (
     statements,
     upsert,
 )
-from core.storage.sqlite import SQLiteDatabase
+from core.storage.sqlite import SQLiteDatabase, sqlite_read_only
 
 __all__ = [
     "SCHEMA_TABLE",
-    "ComponentPool",
     "Database",
     "DatabaseClosedError",
     "Dialect",
@@ -81,6 +81,7 @@ __all__ = [
     "register_migrations",
     "release_pool",
     "schema_status",
+    "sqlite_read_only",
     "statements",
     "upsert",
 ]

@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 Dialect = Literal["sqlite", "postgres"]
+SCHEMA_POOL_MAX_SIZE = 4  # an extension's schema, per process: extensions' stores are small
 
 
 class DatabaseClosedError(HearthError, RuntimeError):
@@ -154,7 +155,12 @@ class PostgresDatabase(PostgresExecutor):
     ``synchronous`` is ``events.synchronous``: with ``normal`` a transaction commits
     without waiting for the server's disk flush (``synchronous_commit = off``), as
     SQLite's ``NORMAL`` commits without an fsync — a crash of a kernel process loses
-    nothing, one of the database server may lose the last fraction of a second."""
+    nothing, one of the database server may lose the last fraction of a second.
+
+    ``schema``: the statements run on the process's pool for that schema (its
+    ``search_path``: an extension's own tables, ADR 0035); the components are
+    migrated on the database's main pool, where ``hearth_schema`` is. The schema's
+    pool holds ``SCHEMA_POOL_MAX_SIZE`` connections at most."""
 
     shared = True
 
@@ -165,12 +171,14 @@ class PostgresDatabase(PostgresExecutor):
         what: str,
         *,
         synchronous: str = "full",
+        schema: str | None = None,
     ) -> None:
         super().__init__(None)
         self.storage = storage
         self.components = tuple(components)
         self.what = what
         self.flush = synchronous.lower() == "full"
+        self.schema = schema
         self._opening = asyncio.Lock()
 
     @property
@@ -192,15 +200,22 @@ class PostgresDatabase(PostgresExecutor):
             if self.target is not None:
                 return
             storage = self.storage
-            pool = await pool_for(
-                storage.postgres_dsn or "",
-                min_size=storage.pool_min_size,
-                max_size=storage.pool_max_size,
-            )
+            dsn, sizes = storage.postgres_dsn or "", (storage.pool_min_size, storage.pool_max_size)
+            pool = await pool_for(dsn, min_size=sizes[0], max_size=sizes[1])
             try:
                 await apply_migrations(PostgresExecutor(pool), self.components)
+                if self.schema is not None:  # migrated: now the schema's own pool
+                    await release_pool(pool)
+                    pool = None
+                    pool = await pool_for(
+                        dsn,
+                        min_size=min(sizes[0], SCHEMA_POOL_MAX_SIZE),
+                        max_size=min(sizes[1], SCHEMA_POOL_MAX_SIZE),
+                        schema=self.schema,
+                    )
             except BaseException:
-                await release_pool(pool)
+                if pool is not None:
+                    await release_pool(pool)
                 raise
             self.target = pool
 

@@ -1,10 +1,13 @@
 """PostgreSQL connections: pools shared within a process, and single connections.
 
-Every store of a process (journal, sessions, state, schedules) asks
+Every store of a process (journal, sessions, state, schedules, usage) asks
 ``pool_for`` for the pool of its DSN and gets the same one, so a process holds
 ``storage.pool_max_size`` connections at most rather than one pool per store;
-the last ``release_pool`` closes it. ``connect`` opens a dedicated connection
-for what a pool cannot do (``LISTEN``).
+the last ``release_pool`` closes it. An extension's stores live in a schema of
+their own (ADR 0035): they share one pool per schema, whose connections have
+it as their ``search_path`` (``pool_for(…, schema=…)``), so an extension
+writes the same unqualified SQL as on SQLite. ``connect`` opens a dedicated
+connection for what a pool cannot do (``LISTEN``).
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ import asyncio
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
-
-import asyncpg
 
 from core.runtime.errors import HearthError
 from core.storage.dsn import hide_dsn_secrets, redact_dsn
@@ -34,12 +35,22 @@ def _unreachable(dsn: str, exc: BaseException) -> StorageError:
     return StorageError(f"storage.postgres_dsn {redact_dsn(dsn)}: cannot connect: {reason}")
 
 
-async def open_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Any:
-    """An ``asyncpg.Pool`` for ``dsn``; ``StorageError`` naming the DSN when the server
-    cannot be reached or refuses the login."""
+async def open_pool(
+    dsn: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None
+) -> Any:
+    """An ``asyncpg.Pool`` for ``dsn`` (its connections' ``search_path`` is ``schema``
+    when given); ``StorageError`` naming the DSN when the server cannot be reached or
+    refuses the login."""
+    import asyncpg  # here: a process that only opens SQLite files never loads it
+
+    settings = None if schema is None else {"search_path": schema}
     try:
         return await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, timeout=CONNECT_TIMEOUT_S
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=CONNECT_TIMEOUT_S,
+            server_settings=settings,
         )
     except (TimeoutError, OSError, asyncpg.PostgresError, ValueError) as exc:
         raise _unreachable(dsn, exc) from exc
@@ -47,6 +58,8 @@ async def open_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Any:
 
 async def connect(dsn: str) -> Any:
     """One dedicated ``asyncpg.Connection`` (e.g. for ``LISTEN``), same errors as ``open_pool``."""
+    import asyncpg
+
     try:
         return await asyncpg.connect(dsn, timeout=CONNECT_TIMEOUT_S)
     except (TimeoutError, OSError, asyncpg.PostgresError, ValueError) as exc:
@@ -62,7 +75,7 @@ class _SharedPool:
 @dataclass
 class _LoopPools:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    by_dsn: dict[str, _SharedPool] = field(default_factory=dict)
+    by_dsn: dict[tuple[str, str | None], _SharedPool] = field(default_factory=dict)
 
 
 _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPools] = (
@@ -70,18 +83,22 @@ _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopPools] = (
 )
 
 
-async def pool_for(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Any:
-    """The process's pool for ``dsn`` on the running event loop, opened on first use.
+async def pool_for(
+    dsn: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None
+) -> Any:
+    """The process's pool for ``dsn`` (and ``schema``, the ``search_path`` of an
+    extension's stores) on the running event loop, opened on first use.
 
     Each call must be matched by one ``release_pool``; sizes are those of the first
     caller (every store reads them from the same ``storage`` settings).
     """
     pools = _loops.setdefault(asyncio.get_running_loop(), _LoopPools())
+    key = (dsn, schema)
     async with pools.lock:
-        shared = pools.by_dsn.get(dsn)
+        shared = pools.by_dsn.get(key)
         if shared is None or shared.pool.is_closing():
-            pool = await open_pool(dsn, min_size=min_size, max_size=max_size)
-            shared = pools.by_dsn[dsn] = _SharedPool(pool, 0)
+            pool = await open_pool(dsn, min_size=min_size, max_size=max_size, schema=schema)
+            shared = pools.by_dsn[key] = _SharedPool(pool, 0)
         shared.users += 1
         return shared.pool
 
@@ -89,11 +106,11 @@ async def pool_for(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Any:
 async def release_pool(pool: Any) -> None:
     """Give back a pool from ``pool_for``; the last user closes it."""
     pools = _loops.get(asyncio.get_running_loop())
-    for dsn, shared in list(pools.by_dsn.items()) if pools else ():
+    for key, shared in list(pools.by_dsn.items()) if pools else ():
         if shared.pool is pool:
             shared.users -= 1
             if shared.users <= 0:
-                del pools.by_dsn[dsn]  # type: ignore[union-attr]
+                del pools.by_dsn[key]  # type: ignore[union-attr]
                 await pool.close()
             return
     await pool.close()  # not shared: opened with open_pool

@@ -19,17 +19,19 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any, TypeVar
 
+from core.runtime import create_private
 from core.storage.database import DatabaseClosedError, Dialect, DuplicateKeyError, Executor
 from core.storage.sql import statements
 
-__all__ = ["SQLiteDatabase"]
+__all__ = ["SQLiteDatabase", "sqlite_read_only"]
 
 T = TypeVar("T")
 BUSY_TIMEOUT_S = 30.0
+_SYNCHRONOUS = ("OFF", "NORMAL", "FULL")
 
 Job = Callable[[sqlite3.Connection], Any]
 
@@ -196,7 +198,10 @@ class _SQLiteTransaction(_SQLiteStatements):
 
 
 class SQLiteDatabase(_SQLiteStatements):
-    """One SQLite file (``sessions.db``, ``state.db``) with ``components`` migrated."""
+    """One SQLite file (``sessions.db``, ``state.db``, an extension's store) with
+    ``components`` migrated; created private to its owner (0600, ADR 0048: SQLite
+    gives its ``-wal`` and ``-shm`` files the same mode). ``synchronous``: ``full``,
+    ``normal`` or ``off`` (SQLite's ``PRAGMA synchronous``)."""
 
     shared = False
 
@@ -210,7 +215,7 @@ class SQLiteDatabase(_SQLiteStatements):
     ) -> None:
         self.path = path
         self.components = tuple(components)
-        self.synchronous = "FULL" if synchronous.lower() == "full" else "NORMAL"
+        self.synchronous = synchronous.upper() if synchronous.upper() in _SYNCHRONOUS else "NORMAL"
         self.wal = wal
         self._conn: sqlite3.Connection | None = None
         self._worker: _Worker | None = None
@@ -242,6 +247,7 @@ class SQLiteDatabase(_SQLiteStatements):
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        create_private(self.path)
         conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
@@ -316,3 +322,11 @@ def _use_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)  # on the database's own thread: the loop is not held
+
+
+def sqlite_read_only(path: Path) -> closing[sqlite3.Connection]:
+    """A read-only connection to the SQLite file ``path`` (it must exist), for a
+    command that reads a data directory a running kernel may be writing
+    (``main.py replay``): it never creates, migrates or locks for writing. A blocking
+    connection: use it on a worker thread (``asyncio.to_thread``)."""
+    return closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S))

@@ -68,7 +68,7 @@ class Notes(SQLiteStore):
 
 
 def sqlite_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if "connection_worker" in t.name and t.is_alive()]
+    return [t for t in threading.enumerate() if t.name.startswith("sqlite:") and t.is_alive()]
 
 
 async def test_sqlite_store_is_wal_transactional_and_closes(tmp_path):

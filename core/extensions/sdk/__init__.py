@@ -4,12 +4,13 @@ Besides ``core.extensions.contract``, this package is the only part of
 ``core`` an extension may import (SPEC §1). It holds what both sides of the
 boundary need, so the logic exists once: timezone resolution and time math
 for schedules, the fire loop of a timer, the project's one backoff rule, a
-SQLite store base and a store on the kernel's backend (SQLite or PostgreSQL, ``Store.at``), a
+SQLite store base and a store on the kernel's backend (SQLite or PostgreSQL, ``Store.at``),
+both adapters over the kernel's storage layer (ADR 0080), a
 ``BaseExtension`` with no-op lifecycle, the line naming a missing optional dependency group
 (``install_line``). The test helpers that run one
 extension against a fake kernel live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
-aiosqlite, pydantic, croniter or agents until a helper needs one), so a
+storage layer, pydantic, croniter or agents until a helper needs one), so a
 plugin host stays small.
 """
 
@@ -31,6 +32,7 @@ from core.extensions.sdk.timemath import (
 )
 from core.extensions.sdk.timezones import UnknownTimezoneError, local_zone, resolve_zone
 from core.runtime.backoff import Backoff
+from core.storage.database import DuplicateKeyError
 
 __all__ = [
     "SIDE_EFFECTS_ATTR",
@@ -40,6 +42,7 @@ __all__ = [
     "CronError",
     "Dialect",
     "DueLoop",
+    "DuplicateKeyError",
     "NotInitializedError",
     "PostgresTarget",
     "SQLiteStore",

@@ -1,31 +1,43 @@
-"""A store on whichever backend the kernel gives the extension (ADR 0035).
+"""A store on whichever backend the kernel gives the extension (ADR 0035, 0080).
 
 ``Store`` is a ``SQLiteStore`` that can also live in PostgreSQL: a subclass
 declares ``SCHEMA`` (SQLite DDL) and ``POSTGRES_SCHEMA`` (PostgreSQL
 migrations, version N = the N-th entry, never edited once released), and is
 made with ``Store.at(context.storage, FILE)``. With SQLite it is exactly a
 ``SQLiteStore`` on ``<data_dir>/FILE``; with PostgreSQL the same helpers
-(``fetch_all``, ``fetch_one``, ``execute``, ``execute_insert``,
-``transaction``) run against the extension's own schema, ``?`` placeholders
-included. Where the two dialects differ a store branches on ``dialect``.
+(``fetch_all``, ``fetch_one``, ``execute``, ``execute_many``,
+``execute_insert``, ``transaction``) run against the extension's own schema,
+``?`` placeholders included. Where the two dialects differ a store branches on
+``dialect``.
+
+On PostgreSQL the store is a ``core.storage.PostgresDatabase``: its tables are
+in the schema ``ext_<extension id>``, reached through the process's pool for
+that schema (whose connections have it as their ``search_path``, so the
+extension writes the same unqualified SQL as on SQLite); its migrations are
+the kernel's one runner's (component ``ext:<id>:<store>``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from core.extensions.sdk.postgres_store import PostgresStore
 from core.extensions.sdk.sqlite_store import SQLiteStore, Synchronous
 
 if TYPE_CHECKING:
     from core.extensions.contract import StoreLocation
+    from core.storage import Database
 
-__all__ = ["Dialect", "PostgresTarget", "Store"]
+__all__ = ["Dialect", "PostgresTarget", "Store", "schema_name"]
 
 Dialect = Literal["sqlite", "postgres"]
+
+
+def schema_name(extension_id: str) -> str:
+    """The PostgreSQL schema of an extension's tables: ``ext_`` and its id, lowercase,
+    anything but letters, digits and ``_`` as ``_``."""
+    return "ext_" + re.sub(r"[^a-z0-9_]", "_", extension_id.lower())
 
 
 class PostgresTarget:
@@ -49,12 +61,15 @@ class Store(SQLiteStore):
         postgres: PostgresTarget | None = None,
     ) -> None:
         super().__init__(path, synchronous=synchronous)
-        self._postgres: PostgresStore | None = None
+        self.postgres = postgres
+        self.component = ""
         if postgres is not None:
-            component = f"ext:{postgres.extension_id}:{path.stem}"
-            self._postgres = PostgresStore(
-                postgres.dsn, postgres.extension_id, component, self.POSTGRES_SCHEMA
-            )
+            self.component = f"ext:{postgres.extension_id}:{path.stem}"
+            if not self.POSTGRES_SCHEMA:
+                raise ValueError(
+                    f"store {self.component}: storage.backend is postgres but the store "
+                    "declares no POSTGRES_SCHEMA"
+                )
 
     @classmethod
     def at(cls, location: StoreLocation, file: str, **options: Any) -> Self:
@@ -67,51 +82,38 @@ class Store(SQLiteStore):
 
     @property
     def dialect(self) -> Dialect:
-        return "sqlite" if self._postgres is None else "postgres"
+        return "sqlite" if self.postgres is None else "postgres"
 
-    async def open(self) -> None:
-        if self._postgres is None:
-            await super().open()
-        else:
-            await self._postgres.open()
+    def _database(self) -> Database:
+        """The SQLite file, or the extension's schema in PostgreSQL with this store's
+        migrations registered for the kernel's runner."""
+        if self.postgres is None:
+            return super()._database()
+        from core.config import StorageSettings
+        from core.storage import PostgresDatabase, StorageError, register_migrations
 
-    async def close(self) -> None:
-        if self._postgres is None:
-            await super().close()
-        else:
-            await self._postgres.close()
+        schema = schema_name(self.postgres.extension_id)
+        prefix = (
+            f'CREATE SCHEMA IF NOT EXISTS "{schema}";'
+            f' SET LOCAL search_path TO "{schema}", public;\n'
+        )
+        try:
+            register_migrations(self.component, [prefix + sql for sql in self.POSTGRES_SCHEMA])
+        except ValueError:
+            raise StorageError(
+                f"store {self.component}: its POSTGRES_SCHEMA changed since this process "
+                "first opened it (a reload); restart the kernel to apply the new migration"
+            ) from None
+        storage = StorageSettings(backend="postgres", postgres_dsn=self.postgres.dsn)
+        what = f"store {self.component} (PostgreSQL) is"
+        return PostgresDatabase(storage, [self.component], what, schema=schema)
 
-    @property
-    def is_open(self) -> bool:
-        return super().is_open if self._postgres is None else self._postgres.is_open
+    async def _prepare(self, db: Database) -> None:
+        if self.postgres is None:  # PostgreSQL: the migrations ran at open
+            await super()._prepare(db)
 
-    async def fetch_all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        if self._postgres is None:
-            return await super().fetch_all(sql, args)
-        return await self._postgres.fetch_all(sql, args)
-
-    async def fetch_one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        if self._postgres is None:
-            return await super().fetch_one(sql, args)
-        return await self._postgres.fetch_one(sql, args)
-
-    async def execute(self, sql: str, args: Sequence[Any] = ()) -> int:
-        if self._postgres is None:
-            return await super().execute(sql, args)
-        return await self._postgres.execute(sql, args)
-
-    async def execute_insert(self, sql: str, args: Sequence[Any] = ()) -> int:
-        """Run one ``INSERT``; the new row's id (PostgreSQL: the key column must be ``id``)."""
-        if self._postgres is None:
-            return await super().execute_insert(sql, args)
-        return await self._postgres.execute_insert(sql, args)
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Any]:
-        """Statements of this task inside the block commit together or not at all."""
-        if self._postgres is None:
-            async with super().transaction() as db:
-                yield db
-        else:
-            async with self._postgres.transaction() as conn:
-                yield conn
+    def _returning_id(self, sql: str) -> str:
+        """PostgreSQL: the key column must be ``id``."""
+        if self.postgres is None:
+            return super()._returning_id(sql)
+        return sql.rstrip().rstrip(";") + " RETURNING id"

@@ -7,7 +7,10 @@ never for a turn whose answer was lost. The rows live in ``sessions.db``
 (SQLite) or in the ``usage`` schema component (PostgreSQL, its own
 migrations), in a table of their own (``hearth_usage``): the ledger's rows
 are pruned after a month, usage is kept for the yearly view. The budget's
-"told once" marks are kept there too (``hearth_budget_notices``).
+"told once" marks are kept there too (``hearth_budget_notices``). The book is
+written once against ``core.storage`` (ADR 0080): in the kernel it uses the
+session storage's database — on SQLite the ledger's one connection, on
+PostgreSQL the process's pool — and the tables are migrated by the one runner.
 
 ``UsageBook`` reads them back, summed per person and model, for ``/usage``,
 ``main.py usage`` and the budget.
@@ -15,17 +18,24 @@ are pruned after a month, usage is kept for the yearly view. The budget's
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from contextlib import closing
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.agents.usage import TurnUsage
-from core.storage import ComponentPool, Executor, register_migrations
+from core.storage import (
+    Database,
+    Executor,
+    PostgresDatabase,
+    SQLiteDatabase,
+    apply_migrations,
+    register_migrations,
+    upsert,
+)
 
 if TYPE_CHECKING:
     from core.config import Settings, StorageSettings
@@ -48,20 +58,23 @@ _COLUMNS = (
     "message_key, model, session_id, channel_id, person, created_at,"
     " input_tokens, cached_tokens, output_tokens, requests"
 )
-_SQLITE_DDL = (
-    "CREATE TABLE IF NOT EXISTS hearth_usage ("
-    " message_key TEXT NOT NULL, model TEXT NOT NULL, session_id TEXT NOT NULL,"
-    " channel_id TEXT NOT NULL, person TEXT NOT NULL, created_at REAL NOT NULL,"
-    " input_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,"
-    " output_tokens INTEGER NOT NULL, requests INTEGER NOT NULL,"
-    " PRIMARY KEY (message_key, model))",
-    "CREATE INDEX IF NOT EXISTS hearth_usage_by_time ON hearth_usage (created_at)",
-    "CREATE TABLE IF NOT EXISTS hearth_budget_notices ("
-    " period TEXT PRIMARY KEY, created_at REAL NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS hearth_tool_runs ("
-    " turn_id TEXT NOT NULL, call_key TEXT NOT NULL, output TEXT NOT NULL,"
-    " created_at REAL NOT NULL, PRIMARY KEY (turn_id, call_key))",
-)
+_ROW = f"({', '.join('?' * 10)})"
+# version 1 is what the code before the runner created at every open (IF NOT EXISTS:
+# a ``sessions.db`` that has the tables keeps them and their rows)
+_SQLITE_V1 = """
+CREATE TABLE IF NOT EXISTS hearth_usage (
+    message_key TEXT NOT NULL, model TEXT NOT NULL, session_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL, person TEXT NOT NULL, created_at REAL NOT NULL,
+    input_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL, requests INTEGER NOT NULL,
+    PRIMARY KEY (message_key, model));
+CREATE INDEX IF NOT EXISTS hearth_usage_by_time ON hearth_usage (created_at);
+CREATE TABLE IF NOT EXISTS hearth_budget_notices (
+    period TEXT PRIMARY KEY, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS hearth_tool_runs (
+    turn_id TEXT NOT NULL, call_key TEXT NOT NULL, output TEXT NOT NULL,
+    created_at REAL NOT NULL, PRIMARY KEY (turn_id, call_key));
+"""
 TOOL_RUNS_RETENTION_S = 2 * 86400.0  # a turn is retried within minutes, never days later
 _V1 = """
 CREATE TABLE hearth_usage (
@@ -90,7 +103,10 @@ CREATE TABLE hearth_tool_runs (
     PRIMARY KEY (turn_id, call_key)
 );
 """
-register_migrations(USAGE_COMPONENT, (_V1,))
+register_migrations(USAGE_COMPONENT, (_V1,), sqlite=(_SQLITE_V1,))
+_TOOL_RUN = upsert(
+    "hearth_tool_runs", ("turn_id", "call_key", "output", "created_at"), ("turn_id", "call_key")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +149,16 @@ class UsageRecord:
         ]
 
     async def write_to(self, tx: Executor) -> None:
-        """The turn's rows, and its tool-run journal gone (the turn is answered)."""
+        """The turn's rows (one statement, a row per model), and its tool-run journal
+        gone (the turn is answered)."""
         await tx.write("DELETE FROM hearth_tool_runs WHERE turn_id = ?", self.message_key)
-        await tx.execute_many(
-            f"INSERT INTO hearth_usage ({_COLUMNS}) VALUES ({', '.join('?' * 10)})"
-            " ON CONFLICT DO NOTHING",
-            self._rows(),
-        )
+        rows = self._rows()
+        if rows:
+            values = ", ".join([_ROW] * len(rows))
+            await tx.write(
+                f"INSERT INTO hearth_usage ({_COLUMNS}) VALUES {values} ON CONFLICT DO NOTHING",
+                *chain.from_iterable(rows),
+            )
 
 
 class UsageBook(Protocol):
@@ -187,30 +206,38 @@ def _entry(row: Sequence[Any]) -> UsageEntry:
     return UsageEntry(str(row[0]), str(row[1]), usage, *extra)
 
 
-class SQLiteUsageBook:
-    """``hearth_usage`` in ``sessions.db`` (a connection per call, in a worker thread)."""
+class _StoredUsageBook:
+    """The usage book written once against ``Database`` (ADR 0051, 0080): the ``usage``
+    component's tables, migrated by the one runner on whichever database it is given.
+    ``owned``: this book opened the database and closes it; otherwise the database is
+    another store's (the session storage's: the ledger's connection, or the process's
+    pool) and its owner closes it."""
 
-    def __init__(self, db_path: Path) -> None:
-        self.db_path = db_path
-
-    def _connect(self) -> closing[sqlite3.Connection]:
-        return closing(sqlite3.connect(self.db_path, timeout=30))
+    def __init__(self, db: Database, *, owned: bool = True) -> None:
+        self.db = db
+        self.owned = owned
+        # turn -> when a tool run of it was last recorded, oldest first: on a database
+        # only this process writes (SQLite), what a turn with no entry would read is
+        # known to be nothing — a fresh turn's tool calls read nothing (ADR 0080)
+        self._recorded: OrderedDict[str, float] | None = None
 
     async def open(self) -> None:
-        """Create the tables (a database written before them gets them now), prune."""
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(self._open)
-
-    def _open(self) -> None:
-        with self._connect() as conn:
-            for statement in _SQLITE_DDL:
-                conn.execute(statement)
-            cutoff = time.time() - USAGE_RETENTION_S
-            conn.execute("DELETE FROM hearth_usage WHERE created_at < ?", (cutoff,))
-            conn.execute("DELETE FROM hearth_budget_notices WHERE created_at < ?", (cutoff,))
-            stale = time.time() - TOOL_RUNS_RETENTION_S
-            conn.execute("DELETE FROM hearth_tool_runs WHERE created_at < ?", (stale,))
-            conn.commit()
+        """Open (a database shared with the ledger is opened once), migrate the usage
+        tables (a database written before them gets them now), prune."""
+        await self.db.open()
+        await apply_migrations(self.db, [USAGE_COMPONENT])
+        now = time.time()
+        async with self.db.transaction() as tx:
+            cutoff = now - USAGE_RETENTION_S
+            await tx.write("DELETE FROM hearth_usage WHERE created_at < ?", cutoff)
+            await tx.write("DELETE FROM hearth_budget_notices WHERE created_at < ?", cutoff)
+            stale = now - TOOL_RUNS_RETENTION_S
+            await tx.write("DELETE FROM hearth_tool_runs WHERE created_at < ?", stale)
+            left = await tx.fetch_all(
+                "SELECT turn_id, MAX(created_at) FROM hearth_tool_runs GROUP BY turn_id ORDER BY 2"
+            )
+        if not self.db.shared:  # other processes write PostgreSQL: always read there
+            self._recorded = OrderedDict((str(turn), float(at)) for turn, at in left)
 
     async def totals(
         self, since: float, *, person: str | None = None, session_id: str | None = None
@@ -221,90 +248,15 @@ class SQLiteUsageBook:
             if value is not None:
                 where += f" AND {column} = ?"
                 args.append(value)
-        sql = _TOTALS.format(since="?", where=where)
-        return [_entry(r) for r in await asyncio.to_thread(self._fetch, sql, args)]
-
-    async def entries(self, since: float) -> list[UsageEntry]:
-        sql = _ENTRIES.format(since="?")
-        return [_entry(r) for r in await asyncio.to_thread(self._fetch, sql, [since])]
-
-    def _fetch(self, sql: str, args: Sequence[Any]) -> list[Any]:
-        if not self.db_path.exists():
-            return []
-        with self._connect() as conn:
-            try:
-                return conn.execute(sql, tuple(args)).fetchall()
-            except sqlite3.OperationalError as exc:  # a store no kernel opened since
-                if "no such table" in str(exc):
-                    return []
-                raise
-
-    async def first_notice(self, period: str) -> bool:
-        return await asyncio.to_thread(self._mark, period)
-
-    def _mark(self, period: str) -> bool:
-        with self._connect() as conn:
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO hearth_budget_notices(period, created_at) VALUES (?, ?)",
-                (period, time.time()),
-            )
-            conn.commit()
-            return cursor.rowcount == 1
-
-    async def tool_output(self, turn_id: str, call_key: str) -> str | None:
-        sql = "SELECT output FROM hearth_tool_runs WHERE turn_id = ? AND call_key = ?"
-        rows = await asyncio.to_thread(self._fetch, sql, [turn_id, call_key])
-        return str(rows[0][0]) if rows else None
-
-    async def record_tool(self, turn_id: str, call_key: str, output: str) -> None:
-        await asyncio.to_thread(self._record_tool, turn_id, call_key, output)
-
-    def _record_tool(self, turn_id: str, call_key: str, output: str) -> None:
-        with self._connect() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO hearth_tool_runs(turn_id, call_key, output, created_at)"
-                " VALUES (?, ?, ?, ?)",
-                (turn_id, call_key, output, time.time()),
-            )
-            conn.commit()
-
-    async def aclose(self) -> None:
-        """Nothing held: every connection is closed after its call."""
-
-
-class PostgresUsageBook:
-    """The ``usage`` component's tables in PostgreSQL, through the shared pool."""
-
-    def __init__(self, storage: StorageSettings) -> None:
-        self._pools = ComponentPool(storage, [USAGE_COMPONENT], "the PostgreSQL usage book is")
-
-    async def open(self) -> None:
-        pool = await self._pools.open()
-        cutoff = time.time() - USAGE_RETENTION_S
-        await pool.execute("DELETE FROM hearth_usage WHERE created_at < $1", cutoff)
-        await pool.execute("DELETE FROM hearth_budget_notices WHERE created_at < $1", cutoff)
-        stale = time.time() - TOOL_RUNS_RETENTION_S
-        await pool.execute("DELETE FROM hearth_tool_runs WHERE created_at < $1", stale)
-
-    async def totals(
-        self, since: float, *, person: str | None = None, session_id: str | None = None
-    ) -> list[UsageEntry]:
-        where, args = "", list[Any]()
-        args.append(since)
-        for column, value in (("person", person), ("session_id", session_id)):
-            if value is not None:
-                args.append(value)
-                where += f" AND {column} = ${len(args)}"
-        rows = await self._pools.pool.fetch(_TOTALS.format(since="$1", where=where), *args)
+        rows = await self.db.fetch_all(_TOTALS.format(since="?", where=where), *args)
         return [_entry(r) for r in rows]
 
     async def entries(self, since: float) -> list[UsageEntry]:
-        rows = await self._pools.pool.fetch(_ENTRIES.format(since="$1"), since)
-        return [_entry(r) for r in rows]
+        return [_entry(r) for r in await self.db.fetch_all(_ENTRIES.format(since="?"), since)]
 
     async def first_notice(self, period: str) -> bool:
-        inserted = await self._pools.pool.fetchval(
-            "INSERT INTO hearth_budget_notices(period, created_at) VALUES ($1, $2)"
+        inserted = await self.db.fetch_value(
+            "INSERT INTO hearth_budget_notices (period, created_at) VALUES (?, ?)"
             " ON CONFLICT DO NOTHING RETURNING 1",
             period,
             time.time(),
@@ -312,30 +264,58 @@ class PostgresUsageBook:
         return inserted is not None
 
     async def tool_output(self, turn_id: str, call_key: str) -> str | None:
-        value = await self._pools.pool.fetchval(
-            "SELECT output FROM hearth_tool_runs WHERE turn_id = $1 AND call_key = $2",
+        if self._recorded is not None and turn_id not in self._recorded:
+            return None  # nothing recorded for this turn (a first run): no read
+        row = await self.db.fetch_one(
+            "SELECT output FROM hearth_tool_runs WHERE turn_id = ? AND call_key = ?",
             turn_id,
             call_key,
         )
-        return None if value is None else str(value)
+        return None if row is None else str(row[0])
 
     async def record_tool(self, turn_id: str, call_key: str, output: str) -> None:
-        await self._pools.pool.execute(
-            "INSERT INTO hearth_tool_runs(turn_id, call_key, output, created_at)"
-            " VALUES ($1, $2, $3, $4) ON CONFLICT (turn_id, call_key)"
-            " DO UPDATE SET output = excluded.output, created_at = excluded.created_at",
-            turn_id,
-            call_key,
-            output,
-            time.time(),
-        )
+        now = time.time()
+        await self.db.write(_TOOL_RUN, turn_id, call_key, output, now)
+        recorded = self._recorded
+        if recorded is not None:  # kept for the retention of the rows (pruned at open)
+            recorded[turn_id] = now
+            recorded.move_to_end(turn_id)
+            stale = now - TOOL_RUNS_RETENTION_S
+            while recorded and next(iter(recorded.values())) < stale:
+                recorded.popitem(last=False)
 
     async def aclose(self) -> None:
-        await self._pools.close()
+        """Close the database when this book opened it (its owner closes a shared one)."""
+        if self.owned:
+            await self.db.close()
 
 
-def usage_book_for(settings: Settings, db_path: Path) -> UsageBook:
-    """PostgreSQL with ``storage.backend: postgres``, else ``db_path`` (``sessions.db``)."""
+class SQLiteUsageBook(_StoredUsageBook):
+    """``hearth_usage`` in ``sessions.db``: on ``database`` (the session storage's own
+    connection, in the kernel), else on a connection of its own (``main.py usage``)."""
+
+    def __init__(self, db_path: Path, database: Database | None = None) -> None:
+        self.db_path = db_path
+        own = database is None
+        super().__init__(database or SQLiteDatabase(db_path, wal=True), owned=own)
+
+
+class PostgresUsageBook(_StoredUsageBook):
+    """The ``usage`` component's tables in PostgreSQL, through the process's pool (on
+    ``database``, the session storage's, in the kernel)."""
+
+    def __init__(self, storage: StorageSettings, database: Database | None = None) -> None:
+        own = database is None
+        what = "the PostgreSQL usage book is"
+        super().__init__(database or PostgresDatabase(storage, (), what), owned=own)
+
+
+def usage_book_for(
+    settings: Settings, db_path: Path, database: Database | None = None
+) -> UsageBook:
+    """PostgreSQL with ``storage.backend: postgres``, else ``db_path`` (``sessions.db``);
+    on ``database`` when given (the kernel's session storage: one connection, or one
+    pool, for the ledger and the usage written in its transactions)."""
     if settings.storage.backend == "postgres":
-        return PostgresUsageBook(settings.storage)
-    return SQLiteUsageBook(db_path)
+        return PostgresUsageBook(settings.storage, database)
+    return SQLiteUsageBook(db_path, database)

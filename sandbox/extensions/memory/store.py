@@ -4,7 +4,7 @@ Each row may carry its vector (``embedding``, an int8 blob from ``vectors``)
 and the model that made it (``embedding_model``); rows without one, or made
 by another model, are what the background backfill embeds.
 
-One aiosqlite connection (the library's ``SQLiteStore``), WAL. A search is two statements:
+One connection (the library's ``SQLiteStore``), WAL. A search is two statements:
 the document frequency of each query term, then one ranking query whose
 BM25 work is bounded by ``ranking.SCORE_BUDGET`` candidate rows; only the
 best few are joined back to the table for the recency tie-break.
@@ -93,7 +93,7 @@ class MemoryStore(SQLiteStore):
     async def set_embeddings(self, rows: Sequence[tuple[int, bytes]], model: str) -> list[int]:
         """Store vectors made by ``model``; returns the ids that still exist."""
         async with self.transaction() as db:
-            await db.executemany(
+            await db.execute_many(
                 "UPDATE memories SET embedding = ?, embedding_model = ? WHERE id = ?",
                 [(blob, model, memory_id) for memory_id, blob in rows],
             )
@@ -103,7 +103,7 @@ class MemoryStore(SQLiteStore):
         """Bulk load ``(text, source, timestamp)`` in one transaction (imports, benchmarks)."""
         rows = [(text, normalise(text), source, ts, ts) for text, source, ts in facts]
         async with self.transaction() as db:
-            await db.executemany(
+            await db.execute_many(
                 "INSERT INTO memories (text, norm, source, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 rows,

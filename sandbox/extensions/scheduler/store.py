@@ -1,7 +1,7 @@
 """Durable schedules in ``<data_dir>/schedules.db``, or in the kernel's PostgreSQL
 (the library's ``Store``, ADR 0035).
 
-SQLite: one aiosqlite connection, WAL, ``synchronous=NORMAL``: a committed
+SQLite: one connection (the kernel's storage layer), WAL, ``synchronous=NORMAL``: a committed
 change survives a crash of the process. Instants are stored as Unix seconds
 (REAL, ``double precision``); ids come from AUTOINCREMENT (a sequence) so a
 cancelled id is never reused. Recording a fire is one conditional update on
