@@ -277,6 +277,7 @@ class Kernel:
         self.skills.invalidate()
         self.shaping.invalidate()
         self.consent.catalog.invalidate()
+        self.context.invalidate()
 
     async def run(self) -> None:
         """Start, serve until a stop is requested or a kernel task dies, stop.

@@ -245,6 +245,7 @@ class MessageRouter:
             # a spent budget refuses (ADR 0061); an admitted turn holds its estimate
             # until it ends, however it ends (ADR 0075)
             refused = await self.spending.before_turn(turn, text)
+            budgeted = self.spending.budgeted  # no budget: nothing held, nothing to tell
             try:
                 if refused is not None:
                     ran: TurnResult | None = TurnResult(refused, [], "blocked")
@@ -264,9 +265,11 @@ class MessageRouter:
                 )
                 stored = await session.commit_turn(reply, result.items, result.records)
             finally:
-                await self.spending.end_turn(turn)
+                if budgeted:
+                    await self.spending.end_turn(turn)
             usage = result.usage
-            notice = await self.spending.after_turn(turn) if result.status == "answered" else None
+            answered = budgeted and result.status == "answered"
+            notice = await self.spending.after_turn(turn) if answered else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
         await self._deliver_once(event, session, stored, stream, origin, usage)

@@ -45,7 +45,7 @@ import uuid
 from asyncio import timeout
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from agents import (
     Agent,
@@ -190,24 +190,31 @@ class TurnRunner:
         started = time.monotonic()
         self.observer.turn_started(turn, text)  # the text as the user sent it
         query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
-        await self.hooks.turn_started(turn)
+        hooked = not self.hooks.idle()  # no hook at any point: none is asked this turn
+        if hooked:
+            await self.hooks.turn_started(turn)
 
         async def attempt() -> TurnResult:
             await self.compactor.compact_if_needed(session, turn)
             history = await session.history(self.history_max_items)
             self.observer.history_given(turn, history)
-            if not history:
-                await self.hooks.session_started(turn)
-            said = await self.hooks.plain_text(query.clean, "in", turn)
-            shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
+            said, shaped = query.clean, [{"role": "user", "content": query.clean}]
+            if hooked:
+                if not history:
+                    await self.hooks.session_started(turn)
+                said = await self.hooks.plain_text(query.clean, "in", turn)
+                shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
             if isinstance(shaped, ShortCircuit):
                 answer: TResponseInputItem = {"role": "assistant", "content": shaped.reply}
                 asked = _as_items([{"role": "user", "content": said}])
                 return TurnResult(shaped.reply, [*asked, answer], "short_circuit")
             prompt_text = input_text(shaped)
-            additions = await self.additions.for_turn(turn, prompt_text)
+            additions = NO_ADDITIONS  # none asked for while no extension has one
+            if self.additions.ordered():
+                additions = await self.additions.for_turn(turn, prompt_text)
             agent, note = await self._agent(prompt_text, turn, additions, shaped)
-            given = [*history, *note, *_as_items(additions.wrap_user(shaped))]
+            asking = shaped if additions is NO_ADDITIONS else additions.wrap_user(shaped)
+            given = [*history, *note, *_as_items(asking)]
             if stream is None:
                 result: Any = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
             else:
@@ -262,9 +269,11 @@ class TurnRunner:
             state = result.to_state().to_json(context_serializer=turn_to_json)
             paused = PausedRun(state, input_items, list(result.interruptions))
             return TurnResult("", [], "paused", paused=paused)
-        rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
+        text = str(result.final_output or "")
+        if not self.hooks.idle():
+            text = (await self.hooks.render_output(text, turn)).text
         items = [*_as_items(input_items), *new_history_items(result)]
-        return TurnResult(rendered.text, items, run=result)
+        return TurnResult(text, items, run=result)
 
     async def _concluded(
         self,
@@ -312,7 +321,8 @@ class TurnRunner:
 
     async def ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
         """The turn is over: the lifecycle hooks, then its observers."""
-        await self.hooks.turn_ended(turn, outcome)
+        if not self.hooks.idle():
+            await self.hooks.turn_ended(turn, outcome)
         await self.observer.turn_ended(turn, outcome)
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
@@ -377,7 +387,10 @@ class TurnRunner:
         model the one a routing hook chose (if one may choose) — and the turn's note
         for after the history: clock, context chain, conditional additions."""
         context = await self.context.build(prompt, turn)
-        model_name = await self.hooks.route(messages or [{"role": "user", "content": prompt}], turn)
+        model_name = None  # the default unless a routing hook chooses
+        if not self.hooks.idle():
+            asked = messages or [{"role": "user", "content": prompt}]
+            model_name = await self.hooks.route(asked, turn)
         agent = self.orchestrator.agent(
             additions.system_suffix or None,
             system_prefix=additions.system_prefix or None,
@@ -410,6 +423,9 @@ def input_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
 
 
+NO_ADDITIONS = AppliedAdditions()
+
+
 def turn_note(*parts: str) -> list[TResponseInputItem]:
     """What changes from turn to turn, as one system message for after the history
     (ADR 0054); never stored, so the history stays the same bytes turn after turn."""
@@ -417,8 +433,9 @@ def turn_note(*parts: str) -> list[TResponseInputItem]:
 
 
 def _as_items(messages: list[dict[str, Any]]) -> list[TResponseInputItem]:
-    """Input messages as the SDK's input items (they are ``{"role", "content"}`` dicts)."""
-    return [message for message in messages]  # type: ignore[misc]
+    """Input messages as the SDK's input items (they are ``{"role", "content"}`` dicts):
+    the same list, only typed (no copy: the callers build new lists from it)."""
+    return cast("list[TResponseInputItem]", messages)
 
 
 def turn_to_json(context: Any) -> Mapping[str, Any]:
