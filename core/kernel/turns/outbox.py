@@ -105,11 +105,22 @@ def usage_fields(usage: TurnUsage) -> dict[str, int]:
     }
 
 
+# whether a reply method takes ``usage=``, by its function: its signature is read
+# once per method, not at every reply (``inspect.signature`` is the slow part)
+_TAKES_USAGE: dict[Any, bool] = {}
+
+
 def _with_usage(method: Any, usage: TurnUsage | None) -> dict[str, Any]:
     """``{"usage": ...}`` for a reply method that takes it, else nothing."""
-    if usage is None or not takes_usage(method):
+    if usage is None:
         return {}
-    return {USAGE_KEYWORD: usage_fields(usage)}
+    function = getattr(method, "__func__", method)
+    takes = _TAKES_USAGE.get(function)
+    if takes is None:
+        if len(_TAKES_USAGE) >= 256:  # reloads bring new functions: start over
+            _TAKES_USAGE.clear()
+        takes = _TAKES_USAGE[function] = takes_usage(method)
+    return {USAGE_KEYWORD: usage_fields(usage)} if takes else {}
 
 
 class OpenStream:

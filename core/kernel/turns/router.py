@@ -167,7 +167,7 @@ class MessageRouter:
             async with self.scale.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
                 turn = self.household.turn(message, session.session_id, message_key(event))
-                if await self._was_an_answer(event, text, turn, session):
+                if self.consent.waiting() and await self._was_an_answer(event, text, turn, session):
                     return
                 await self._run_turn(event, text, turn, session, message.origin)
 
@@ -225,12 +225,13 @@ class MessageRouter:
         origin: str | None = None,
     ) -> None:
         assert turn.user_id is not None and turn.channel_id is not None
-        stored = await _recorded(session, event)
+        # a first delivery cannot have a recorded reply (``_recorded``): no read
+        stored = None if event.attempt <= 1 else await _recorded(session, event)
         stream: OpenStream | None = None
         usage = None  # a reply recorded before (a redelivery) goes without its usage
         result: TurnResult | None = None
         if stored is None:
-            if self.consent.holds(message_key(event)):
+            if self.consent.waiting() and self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
             elsewhere = self.scale.answered_elsewhere(origin)  # its channel is another node's
             channel = None if elsewhere else self.channels.get(turn.channel_id)

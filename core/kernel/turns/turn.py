@@ -79,6 +79,9 @@ log = logging.getLogger("core.kernel.turns.turn")
 T = TypeVar("T")
 Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused", "cancelled"]
 Decide = Callable[[RunState[Any, Any]], None]
+# input messages as the SDK's input items: they are ``{"role", "content"}`` dicts, so
+# the same list serves, only typed (``cast``), never copied
+Items = list[TResponseInputItem]
 
 NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
@@ -95,6 +98,14 @@ class OrchestratorLike(Protocol):
     ) -> Agent[Any]: ...
 
     def clock(self) -> str: ...
+
+
+class CurrentOrchestrator(Protocol):
+    """The orchestrator as the wiring has it now (``LiveOrchestrator``): a turn asks
+    once and builds its agent and note from that one."""
+
+    @property
+    def current(self) -> OrchestratorLike: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +149,7 @@ class TurnRunner:
     def __init__(
         self,
         *,
-        orchestrator: OrchestratorLike,
+        orchestrator: CurrentOrchestrator,
         context: ContextChain,
         hooks: TurnHooks,
         additions: PromptAdditions,
@@ -198,7 +209,8 @@ class TurnRunner:
             await self.compactor.compact_if_needed(session, turn)
             history = await session.history(self.history_max_items)
             self.observer.history_given(turn, history)
-            said, shaped = query.clean, [{"role": "user", "content": query.clean}]
+            said = query.clean
+            shaped: list[dict[str, Any]] | ShortCircuit = [{"role": "user", "content": said}]
             if hooked:
                 if not history:
                     await self.hooks.session_started(turn)
@@ -206,7 +218,7 @@ class TurnRunner:
                 shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
             if isinstance(shaped, ShortCircuit):
                 answer: TResponseInputItem = {"role": "assistant", "content": shaped.reply}
-                asked = _as_items([{"role": "user", "content": said}])
+                asked = cast(Items, [{"role": "user", "content": said}])
                 return TurnResult(shaped.reply, [*asked, answer], "short_circuit")
             prompt_text = input_text(shaped)
             additions = NO_ADDITIONS  # none asked for while no extension has one
@@ -214,7 +226,7 @@ class TurnRunner:
                 additions = await self.additions.for_turn(turn, prompt_text)
             agent, note = await self._agent(prompt_text, turn, additions, shaped)
             asking = shaped if additions is NO_ADDITIONS else additions.wrap_user(shaped)
-            given = [*history, *note, *_as_items(asking)]
+            given = [*history, *note, *cast(Items, asking)]
             if stream is None:
                 result: Any = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
             else:
@@ -272,7 +284,7 @@ class TurnRunner:
         text = str(result.final_output or "")
         if not self.hooks.idle():
             text = (await self.hooks.render_output(text, turn)).text
-        items = [*_as_items(input_items), *new_history_items(result)]
+        items = [*cast(Items, input_items), *new_history_items(result)]
         return TurnResult(text, items, run=result)
 
     async def _concluded(
@@ -294,7 +306,7 @@ class TurnRunner:
             paused = outcome.paused and replace(outcome.paused, query=query)
             await self.observer.turn_paused(turn)
             return replace(outcome, paused=paused)
-        if self.post is not None:
+        if self.post is not None and query.specs:  # no #name asked for: nothing to run
             post = await self.post.finish(
                 query, outcome.reply, outcome.status, outcome.run, turn, on_status
             )
@@ -334,7 +346,7 @@ class TurnRunner:
 
         async def attempt() -> TurnResult:
             agent, note = await self._agent(prompt, turn, AppliedAdditions())
-            given = [*note, *_as_items([{"role": "user", "content": prompt}])]
+            given = [*note, *cast(Items, [{"role": "user", "content": prompt}])]
             result = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
             while result.interruptions:  # nobody to ask in a stateless run (ADR 0021)
                 state = result.to_state()
@@ -358,7 +370,7 @@ class TurnRunner:
         try:
             async with deadline:
                 agent, note = await self._agent(prompt, turn, AppliedAdditions())
-                given = [*note, *_as_items([{"role": "user", "content": prompt}])]
+                given = [*note, *cast(Items, [{"role": "user", "content": prompt}])]
                 text = await stream_text(
                     agent, given, turn, self.max_turns, None if shaping else on_chunk, on_tool_call
                 )
@@ -391,12 +403,13 @@ class TurnRunner:
         if not self.hooks.idle():
             asked = messages or [{"role": "user", "content": prompt}]
             model_name = await self.hooks.route(asked, turn)
-        agent = self.orchestrator.agent(
+        orchestrator = self.orchestrator.current
+        agent = orchestrator.agent(
             additions.system_suffix or None,
             system_prefix=additions.system_prefix or None,
             model_name=model_name,
         )
-        return agent, turn_note(self.orchestrator.clock(), context, additions.turn_note)
+        return agent, turn_note(orchestrator.clock(), context, additions.turn_note)
 
     async def _guarded(
         self, attempt: Callable[[], Awaitable[T]], what: str, wrap: Callable[..., T]
@@ -429,13 +442,7 @@ NO_ADDITIONS = AppliedAdditions()
 def turn_note(*parts: str) -> list[TResponseInputItem]:
     """What changes from turn to turn, as one system message for after the history
     (ADR 0054); never stored, so the history stays the same bytes turn after turn."""
-    return _as_items([{"role": "system", "content": "\n\n".join(p for p in parts if p)}])
-
-
-def _as_items(messages: list[dict[str, Any]]) -> list[TResponseInputItem]:
-    """Input messages as the SDK's input items (they are ``{"role", "content"}`` dicts):
-    the same list, only typed (no copy: the callers build new lists from it)."""
-    return cast("list[TResponseInputItem]", messages)
+    return cast(Items, [{"role": "system", "content": "\n\n".join(p for p in parts if p)}])
 
 
 def turn_to_json(context: Any) -> Mapping[str, Any]:
