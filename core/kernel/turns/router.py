@@ -166,10 +166,12 @@ class MessageRouter:
                 return
             async with self.scale.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
+                # a turn paused on questions (under the lock: one may have paused meanwhile)
+                waiting = self.consent.waiting()
                 turn = self.household.turn(message, session.session_id, message_key(event))
-                if self.consent.waiting() and await self._was_an_answer(event, text, turn, session):
+                if waiting and await self._was_an_answer(event, text, turn, session):
                     return
-                await self._run_turn(event, text, turn, session, message.origin)
+                await self._run_turn(event, text, turn, session, key, message.origin, waiting)
 
     async def _was_an_answer(
         self, event: Event, text: str, turn: TurnContext, session: ConversationSession
@@ -222,8 +224,12 @@ class MessageRouter:
         text: str,
         turn: TurnContext,
         session: ConversationSession,
+        key: str,
         origin: str | None = None,
+        waiting: bool = True,
     ) -> None:
+        """Run, record and deliver the turn of a message (``key``: its conversation;
+        ``waiting``: some turn may be paused on questions, this one too)."""
         assert turn.user_id is not None and turn.channel_id is not None
         # a first delivery cannot have a recorded reply (``_recorded``): no read
         stored = None if event.attempt <= 1 else await _recorded(session, event)
@@ -231,7 +237,7 @@ class MessageRouter:
         usage = None  # a reply recorded before (a redelivery) goes without its usage
         result: TurnResult | None = None
         if stored is None:
-            if self.consent.waiting() and self.consent.holds(message_key(event)):
+            if waiting and self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
             elsewhere = self.scale.answered_elsewhere(origin)  # its channel is another node's
             channel = None if elsewhere else self.channels.get(turn.channel_id)
@@ -242,7 +248,6 @@ class MessageRouter:
                 if stream is not None and stream.live:
                     callbacks = channel_callbacks(channel, turn.user_id)
             started = time.monotonic()
-            key = self.conversations.key(turn.channel_id, turn.user_id)
             # a spent budget refuses (ADR 0061); an admitted turn holds its estimate
             # until it ends, however it ends (ADR 0075)
             refused = await self.spending.before_turn(turn, text)

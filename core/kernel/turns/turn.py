@@ -224,7 +224,7 @@ class TurnRunner:
             additions = NO_ADDITIONS  # none asked for while no extension has one
             if self.additions.ordered():
                 additions = await self.additions.for_turn(turn, prompt_text)
-            agent, note = await self._agent(prompt_text, turn, additions, shaped)
+            agent, note = await self._agent(prompt_text, turn, additions, shaped, hooked)
             asking = shaped if additions is NO_ADDITIONS else additions.wrap_user(shaped)
             given = [*history, *note, *cast(Items, asking)]
             if stream is None:
@@ -233,7 +233,7 @@ class TurnRunner:
                 on_chunk, on_tool = stream
                 live_text = None if self.hooks.shapes_output() else on_chunk
                 result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
-            return await self._finished(result, shaped, turn)
+            return await self._finished(result, shaped, turn, hooked)
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
         on_status = stream[1] if stream else None
@@ -276,13 +276,16 @@ class TurnRunner:
         result: RunResult | RunResultStreaming,
         input_items: list[dict[str, Any]],
         turn: TurnContext,
+        hooked: bool = True,
     ) -> TurnResult:
+        """The run's answer through the output hooks (``hooked``: any may be there),
+        or the paused run's state."""
         if result.interruptions:
             state = result.to_state().to_json(context_serializer=turn_to_json)
             paused = PausedRun(state, input_items, list(result.interruptions))
             return TurnResult("", [], "paused", paused=paused)
         text = str(result.final_output or "")
-        if not self.hooks.idle():
+        if hooked:
             text = (await self.hooks.render_output(text, turn)).text
         items = [*cast(Items, input_items), *new_history_items(result)]
         return TurnResult(text, items, run=result)
@@ -394,13 +397,14 @@ class TurnRunner:
         turn: TurnContext,
         additions: AppliedAdditions,
         messages: list[dict[str, Any]] | None = None,
+        hooked: bool = True,
     ) -> tuple[Agent[Any], list[TResponseInputItem]]:
         """The orchestrator for this turn — its instructions the stable prefix, its
         model the one a routing hook chose (if one may choose) — and the turn's note
         for after the history: clock, context chain, conditional additions."""
         context = await self.context.build(prompt, turn)
         model_name = None  # the default unless a routing hook chooses
-        if not self.hooks.idle():
+        if hooked:
             asked = messages or [{"role": "user", "content": prompt}]
             model_name = await self.hooks.route(asked, turn)
         orchestrator = self.orchestrator.current
