@@ -39,7 +39,7 @@ class ActiveChannelContext:
     context_priority = 0
 
     async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None:
-        return self.note(turn_context)
+        return self.note(turn_context) or None
 
     def note(self, turn_context: TurnContext) -> str:
         """The line itself (empty with no channel): the chain's answer when no

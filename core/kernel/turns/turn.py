@@ -58,7 +58,7 @@ from agents.items import ToolApprovalItem, TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.agents import ModelFailedError
-from core.agents.observer import NO_TURN_OBSERVER, TurnObserver
+from core.agents.observer import NO_TURN_OBSERVER, TurnObserver, TurnObservers
 from core.agents.usage import TurnUsage, usage_of
 from core.extensions.access.state_scope import serving
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
@@ -165,6 +165,9 @@ class TurnRunner:
         self.orchestrator = orchestrator
         self.post = post
         self.observer = observer  # replay recording and metrics (ADR 0052)
+        watching = TurnObservers.of(observer)  # who watches what, chosen once
+        self._started, self._history = watching.started, watching.history
+        self._ended = watching.ended
         self.context = context
         self.hooks = hooks
         self.additions = additions
@@ -199,7 +202,8 @@ class TurnRunner:
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()
-        self.observer.turn_started(turn, text)  # the text as the user sent it
+        for told in self._started:  # the text as the user sent it
+            told(turn, text)
         query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
         hooked = not self.hooks.idle()  # no hook at any point: none is asked this turn
         if hooked:
@@ -208,7 +212,8 @@ class TurnRunner:
         async def attempt() -> TurnResult:
             await self.compactor.compact_if_needed(session, turn)
             history = await session.history(self.history_max_items)
-            self.observer.history_given(turn, history)
+            for given in self._history:
+                given(turn, history)
             said = query.clean
             shaped: list[dict[str, Any]] | ShortCircuit = [{"role": "user", "content": said}]
             if hooked:
@@ -338,7 +343,8 @@ class TurnRunner:
         """The turn is over: the lifecycle hooks, then its observers."""
         if not self.hooks.idle():
             await self.hooks.turn_ended(turn, outcome)
-        await self.observer.turn_ended(turn, outcome)
+        for ended in self._ended:
+            await ended(turn, outcome)
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
         """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``).
