@@ -148,6 +148,9 @@ class ReplyOutbox:
         self._channel_for = channel_for
         self._send_timeout_s = send_timeout_s
         self._scale = scale
+        # one process alone (``LocalScale``): no other node's reply to wait for or to
+        # forward to, so a reply asks the seam nothing (chosen once)
+        self._shared = scale.placement.shared
 
     async def in_order(self, channel_id: str, user_id: str) -> None:
         """Before a reply or stream of this process reaches ``user_id``: the replies
@@ -199,11 +202,12 @@ class ReplyOutbox:
         ``usage``: the turn's tokens, for a channel that takes them."""
         if not reply.text and not reply.followup and stream is None:
             return
-        channel_here = self._channel_for(reply.channel_id) is not None
-        if await self._scale.forward_reply(message_id, reply, origin, channel_here):
-            return
-        if stream is None:
-            await self.in_order(reply.channel_id, reply.user_id)
+        if self._shared:
+            channel_here = self._channel_for(reply.channel_id) is not None
+            if await self._scale.forward_reply(message_id, reply, origin, channel_here):
+                return
+            if stream is None:
+                await self.in_order(reply.channel_id, reply.user_id)
         answered = False
         try:
             async with asyncio.timeout(self._send_timeout_s):

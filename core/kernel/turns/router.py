@@ -103,6 +103,7 @@ class MessageRouter:
         self.runner = runner
         self.channels = channels  # the live table the outbox and the notices send on
         self.scale = scale  # one turn per conversation at a time, in message order
+        self.shared = scale.placement.shared  # else no reply is another node's to send
         self.outbox = outbox
         self.notices = notices
         self.consent = consent  # the approval flow's stage (ADR 0021, 0052)
@@ -239,7 +240,8 @@ class MessageRouter:
         if stored is None:
             if waiting and self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
-            elsewhere = self.scale.answered_elsewhere(origin)  # its channel is another node's
+            # its channel is another node's
+            elsewhere = self.shared and self.scale.answered_elsewhere(origin)
             channel = None if elsewhere else self.channels.get(turn.channel_id)
             callbacks = None
             if channel is not None and isinstance(channel, StreamingChannelProvider):

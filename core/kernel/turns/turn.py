@@ -79,9 +79,7 @@ log = logging.getLogger("core.kernel.turns.turn")
 T = TypeVar("T")
 Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused", "cancelled"]
 Decide = Callable[[RunState[Any, Any]], None]
-# input messages as the SDK's input items: they are ``{"role", "content"}`` dicts, so
-# the same list serves, only typed (``cast``), never copied
-Items = list[TResponseInputItem]
+Items = list[TResponseInputItem]  # input messages, as they are: only typed (``cast``)
 
 NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
@@ -101,8 +99,7 @@ class OrchestratorLike(Protocol):
 
 
 class CurrentOrchestrator(Protocol):
-    """The orchestrator as the wiring has it now (``LiveOrchestrator``): a turn asks
-    once and builds its agent and note from that one."""
+    """The orchestrator as the wiring has it now (``LiveOrchestrator``), asked once a turn."""
 
     @property
     def current(self) -> OrchestratorLike: ...
@@ -136,6 +133,7 @@ class TurnResult:
     run: RunResultBase | None = field(default=None, repr=False)
     paused: PausedRun | None = None
     ending: TurnOutcome | None = None
+    hooked: bool = True  # a hook may have heard the turn start (``False``: none was there)
 
     @property
     def usage(self) -> TurnUsage:
@@ -242,7 +240,9 @@ class TurnRunner:
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
         on_status = stream[1] if stream else None
-        return await self._concluded(turn, outcome, query, started, on_status, tell=False)
+        return await self._concluded(
+            turn, outcome, query, started, on_status, tell=False, hooked=hooked
+        )
 
     async def resume(
         self,
@@ -283,8 +283,7 @@ class TurnRunner:
         turn: TurnContext,
         hooked: bool = True,
     ) -> TurnResult:
-        """The run's answer through the output hooks (``hooked``: any may be there),
-        or the paused run's state."""
+        """The answer through the output hooks (``hooked``: any may be there), or the pause."""
         if result.interruptions:
             state = result.to_state().to_json(context_serializer=turn_to_json)
             paused = PausedRun(state, input_items, list(result.interruptions))
@@ -304,6 +303,7 @@ class TurnRunner:
         on_status: Callback | None = None,
         *,
         tell: bool = True,
+        hooked: bool = True,
     ) -> TurnResult:
         """The post-processors the message asked for, then turn end for the lifecycle
         hooks — told now, or (``tell=False``) kept in ``ending`` for the caller to tell
@@ -325,7 +325,7 @@ class TurnRunner:
         if tell:
             await self.ended(turn, ending)
         else:
-            outcome = replace(outcome, ending=ending)
+            outcome = replace(outcome, ending=ending, hooked=hooked)
         if extra := self.ledger_records(turn):
             outcome = replace(outcome, records=(*outcome.records, *extra))
         return outcome
@@ -335,13 +335,17 @@ class TurnRunner:
         sent: hooks and observers (the memory's turn record, the replay record, a
         ``turn_end`` command) are not on the reply's path (ADR 0065). The caller
         still holds the conversation's lock, so the next turn sees what they stored."""
-        if result.ending is not None:
-            with serving(turn):  # as in ``run``: the hooks see this turn
-                await self.ended(turn, result.ending)
+        if result.ending is None:
+            return
+        if not result.hooked:  # no hook heard it start: the kernel's observers, unserved
+            await self.ended(turn, result.ending, hooked=False)
+            return
+        with serving(turn):  # as in ``run``: the hooks see this turn
+            await self.ended(turn, result.ending)
 
-    async def ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
-        """The turn is over: the lifecycle hooks, then its observers."""
-        if not self.hooks.idle():
+    async def ended(self, turn: TurnContext, outcome: TurnOutcome, *, hooked: bool = True) -> None:
+        """The turn is over: the lifecycle hooks (``hooked``: any may be), its observers."""
+        if hooked and not self.hooks.idle():
             await self.hooks.turn_ended(turn, outcome)
         for ended in self._ended:
             await ended(turn, outcome)
