@@ -173,16 +173,21 @@ async def trace_turn(tmp: Path, *, off: bool = False) -> PathRecorder:
         await channel.say("hi")  # warm-up: first-turn costs are not the path
         await asyncio.wait_for(delivered.wait(), timeout=30)
         delivered.clear()
+        await _tail()  # nor is the warm-up's own tail (its record, its end's hooks)
         sys.setprofile(recorder)
         try:
             await channel.say("what time is it?")
             await asyncio.wait_for(delivered.wait(), timeout=30)
-            # the turn's own tail (history, records) finishes right after delivery
-            for _ in range(50):
-                await asyncio.sleep(0.002)
+            await _tail()  # the turn's own tail (history, records): after delivery
         finally:
             sys.setprofile(None)
     return recorder
+
+
+async def _tail() -> None:
+    """Let a turn's tail (what it does after its reply is delivered) finish."""
+    for _ in range(50):
+        await asyncio.sleep(0.002)
 
 
 def measure(*, off: bool) -> dict[str, Any]:

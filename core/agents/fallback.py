@@ -164,6 +164,8 @@ class FallbackModel(Model):
             raise ValueError("a fallback chain needs at least one model")
         self.chain = list(chain)
         self.health = health
+        # a chain of one has no order to choose (cooling or not, its model is tried)
+        self._sole = len(self.chain) == 1
 
     @property
     def labels(self) -> list[str]:
@@ -205,7 +207,7 @@ class FallbackModel(Model):
         prompt: ResponsePromptParam | None,
     ) -> ModelResponse:
         failures: list[tuple[str, str]] = []
-        for label, model in self._order():
+        for label, model in self.chain if self._sole else self._order():
             try:
                 response = await model.get_response(
                     system_instructions,
@@ -244,7 +246,7 @@ class FallbackModel(Model):
         """Falls over only before a model's first event: once text reached the
         user, another model cannot take the answer back; a later failure is raised."""
         failures: list[tuple[str, str]] = []
-        for label, model in self._order():
+        for label, model in self.chain if self._sole else self._order():
             stream = model.stream_response(
                 system_instructions,
                 input,

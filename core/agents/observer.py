@@ -110,26 +110,34 @@ class QuietObserver:
 
 class TurnObservers:
     """Several observers told in order (the kernel's: the replay recorder, metrics);
-    an event goes only to those that watch it (not ``QuietObserver``'s no-op)."""
+    an event goes only to those that watch it (not ``QuietObserver``'s no-op).
+    ``started``, ``history`` and ``ended`` are those watching, chosen once: a caller
+    on the turn's path (the turn runner) loops over them itself, so an event nobody
+    watches costs no call."""
 
     def __init__(self, observers: Sequence[TurnObserver]) -> None:
         def watching(name: str) -> list[Any]:
             quiet = getattr(QuietObserver, name)
             return [getattr(o, name) for o in observers if getattr(type(o), name) is not quiet]
 
-        self._started = watching("turn_started")
-        self._history = watching("history_given")
+        self.started = watching("turn_started")
+        self.history = watching("history_given")
         self._models = watching("model_called")
         self._tools = watching("tool_called")
         self._paused = watching("turn_paused")
-        self._ended = watching("turn_ended")
+        self.ended = watching("turn_ended")
+
+    @classmethod
+    def of(cls, observer: TurnObserver) -> TurnObservers:
+        """``observer`` as a ``TurnObservers`` (itself when it is one)."""
+        return observer if isinstance(observer, TurnObservers) else cls((observer,))
 
     def turn_started(self, turn: TurnContext, text: str) -> None:
-        for started in self._started:
+        for started in self.started:
             started(turn, text)
 
     def history_given(self, turn: TurnContext, history: Sequence[Any]) -> None:
-        for given in self._history:
+        for given in self.history:
             given(turn, history)
 
     def model_called(self, turn: TurnContext, call: ModelCall) -> None:
@@ -145,7 +153,7 @@ class TurnObservers:
             await paused(turn)
 
     async def turn_ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
-        for ended in self._ended:
+        for ended in self.ended:
             await ended(turn, outcome)
 
 

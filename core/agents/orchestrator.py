@@ -147,6 +147,7 @@ class Orchestrator:
             mcp_servers=list(self._mcp_servers),
             mcp_config={"failure_error_function": tool_error_message},
             tool_wrapper=self._interceptor,
+            tools_wrapped=self._interceptor is not None,  # here, once (``__init__``)
             hooks=self._agent_hooks,
             # streamed answers report their tokens too (``stream_options.include_usage``,
             # which the SDK asks only of OpenAI's own API by default): /usage, the budget

@@ -322,7 +322,10 @@ def build_shaping(
         provider per name (``ToolStacking``, ADR 0027); rebuilt by ``LiveOrchestrator``
         on the first turn after the wiring changed."""
         toolset = ext.tool_stacking.toolset(wired())
-        pipeline = ToolPipeline.build(parts, tool_features())
+        on = tool_features()
+        pipeline = ToolPipeline.build(parts, on)
+        if on.consent:  # the gate's table of tools, built with the tools (not at a call)
+            consent.catalog.prime()
         return Orchestrator(
             model_router=model_router,
             timezone=settings.timezone,

@@ -284,6 +284,7 @@ class Kernel:
         self.skills.invalidate()
         self.shaping.invalidate()
         self.consent.catalog.invalidate()
+        self.context.invalidate()
         self.warmer.want()  # a new prefix (tools, additions, model) to warm
 
     async def run(self) -> None:

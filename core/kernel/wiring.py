@@ -252,20 +252,6 @@ class LiveOrchestrator:
             self._current = self._build()
         return self._current
 
-    def agent(
-        self,
-        extra_instructions: str | None = None,
-        *,
-        system_prefix: str | None = None,
-        model_name: str | None = None,
-    ) -> Any:
-        return self.current.agent(
-            extra_instructions, system_prefix=system_prefix, model_name=model_name
-        )
-
-    def clock(self) -> str:
-        return str(self.current.clock())
-
     @property
     def tools(self) -> list[Any]:
         return list(self.current.tools)

@@ -197,3 +197,21 @@ def test_which_statuses_fall_over(status: int, hands_on: bool) -> None:
     response = httpx.Response(status, request=request)
     error = openai.APIStatusError("x", response=response, body=None)
     assert falls_over(error) is hands_on
+
+
+async def test_a_chain_of_one_tries_its_model_even_while_it_cools_and_names_it() -> None:
+    """A chain of one has no order to choose: after a failure its model cools down
+    (``/status`` says so) and the next turn asks it all the same, counted as served."""
+    with FakeOpenAIServer() as only:
+        only.script(Failure(500, "down"), "Back again.")
+        settings = chain(only.base_url, only.base_url).model_copy(deep=True)
+        assert settings.default is not None
+        settings.default.fallbacks = []
+        router = ModelRouter(settings, env={})
+        with pytest.raises(ModelFailedError, match="fake-model at provider first failed"):
+            await ask(router)
+        assert "first/fake-model" in router.health.cooling_models()
+        assert await ask(router) == "Back again."
+        assert router.health.last_served == "first/fake-model"
+        assert router.health.cooling_models() == {}
+        await router.aclose()

@@ -62,14 +62,15 @@ class CallGate:
             pass
         return self.in_flight
 
-    async def run(self, call: Callable[[], Awaitable[Any]]) -> Any:
-        """Run ``call`` counted as in flight; the refusal text once the gate is closed."""
+    async def run(self, call: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """Run ``call(*args)`` counted as in flight; the refusal text once the gate is
+        closed (the arguments passed along: no closure made per tool call)."""
         if self._closed:
             return self.refusal()
         self.in_flight += 1
         self._idle.clear()
         try:
-            return await call()
+            return await call(*args)
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:
@@ -119,4 +120,4 @@ class GatedInvoker:
     async def __call__(self, ctx: ToolContext[Any], args: str) -> Any:
         turn = ctx.context if isinstance(ctx.context, TurnContext) else None
         with serving_extension(self._gate.ext_id, turn):  # its questions belong to this turn
-            return await self._gate.run(lambda: self._invoke(ctx, args))
+            return await self._gate.run(self._invoke, ctx, args)

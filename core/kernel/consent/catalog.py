@@ -21,8 +21,8 @@ it (the first provider of a name), ``mcp:<server>`` for an MCP server's tool
 — and never what a declaration says. ``describe`` is the one function the
 gate, the flow and ``/policy`` all use.
 
-The table of providers is rebuilt lazily when the wiring changes (the same
-signal that rebuilds the orchestrator).
+The table of providers is rebuilt when the wiring changes (the same signal
+that rebuilds the orchestrator, which primes it: ``prime``), else on first use.
 """
 
 from __future__ import annotations
@@ -77,6 +77,11 @@ class ToolCatalog:
     def invalidate(self) -> None:
         """The wiring changed: rebuild the table on next use."""
         self._table = None
+
+    def prime(self) -> None:
+        """Build the table now (with the orchestrator, on the wiring's change), so a
+        tool call's question finds it built instead of reading every manifest."""
+        self._entries()
 
     def info(self, tool: Tool | Any) -> ToolInfo:
         """What is known of a tool object the model may call (the gate's question)."""

@@ -182,6 +182,10 @@ class ApprovalDesk:
     def paused(self, message_key: str) -> PausedTurn | None:
         return self._turns.get(message_key)
 
+    def any_paused(self) -> bool:
+        """Whether any turn waits on its questions (none: no message can answer one)."""
+        return bool(self._turns)
+
     def pending_in(self, conversation: str, asked: Responder | None = None) -> list[Approval]:
         """The conversation's unanswered questions, oldest first; with ``asked``, only
         those put to that responder (in a group chat: the member who asked)."""

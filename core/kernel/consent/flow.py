@@ -108,6 +108,9 @@ class ApprovalFlow:
     def holds(self, message_key: str) -> bool:
         return self.desk.paused(message_key) is not None
 
+    def waiting(self) -> bool:
+        return self.desk.any_paused()
+
     async def _on_resume(self, event: Event) -> None:
         """Every question of a paused turn is answered: finish it, in order."""
         resume = read_system_payload(TurnResume, event, subscriber="kernel.resume")

@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from agents import FunctionTool, RunContextWrapper, Tool
 from agents.tool_context import ToolContext
@@ -71,6 +71,10 @@ class _Refused:
     text: str
 
 
+# ``needs_approval`` let the call through: its invoke-time check need not ask again
+_ALLOWED: Final = object()
+
+
 class BeforeChain(Protocol):
     """The ``before_tool_call`` chain on its own (``ToolInterceptor.run_before``)."""
 
@@ -91,22 +95,24 @@ class ConsentGate:
         self.policy = policy
         self.catalog = catalog
         self._frames = frames
-        self._decided: OrderedDict[Key, _Approved | _Refused | AskedCall] = OrderedDict()
+        self._decided: OrderedDict[Key, _Approved | _Refused | AskedCall | object] = OrderedDict()
 
     # ------------------------------------------------------------ the SDK's side
 
     def guard(self, tool: Tool, hooks: BeforeChain) -> Tool:
         """A copy of ``tool`` whose calls the SDK checks with the gate (others as they are);
-        a call to ask about first runs ``hooks``' ``before_tool_call`` chain."""
+        a call to ask about first runs ``hooks``' ``before_tool_call`` chain. What the
+        catalog says of the tool is read here, once: the tools are guarded again when
+        the wiring (and so the catalog) changes."""
         if not isinstance(tool, FunctionTool) or self.guards(tool):
             return tool
         guarded = copy.copy(tool)
-        gate = self
+        gate, info = self, self.catalog.info(tool)
 
         async def needs_approval(
             ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
         ) -> bool:
-            return await gate._needs_approval(guarded, hooks, ctx, params, call_id)
+            return await gate._needs_approval(guarded, info, hooks, ctx, params, call_id)
 
         needs_approval.gate = self  # type: ignore[attr-defined]
         guarded.needs_approval = needs_approval
@@ -119,17 +125,18 @@ class ConsentGate:
     async def _needs_approval(
         self,
         tool: FunctionTool,
+        info: ToolInfo,
         hooks: BeforeChain,
         ctx: RunContextWrapper[Any],
         params: dict[str, Any],
         call_id: str,
     ) -> bool:
         turn = _turn(ctx)
-        info = self.catalog.info(tool)
         verdict = self.policy.decide(info, turn.channel_id, turn.person_key)
-        if verdict.action == "allow":
-            return False
         key = (turn.turn_id or "", tool.name, call_id)
+        if verdict.action == "allow":
+            self._remember(key, _ALLOWED)
+            return False
         call = ToolCall(tool.name, dict(params), call_id)
         if verdict.action == "deny":
             self._remember(key, _Refused(await self._denied(call, turn, verdict)))
@@ -150,6 +157,8 @@ class ConsentGate:
         turn = _turn(ctx)
         key = (turn.turn_id or "", tool.name, str(getattr(ctx, "tool_call_id", "")))
         remembered = self._decided.pop(key, None)
+        if remembered is _ALLOWED:  # decided a moment ago, by ``needs_approval``
+            return None
         if isinstance(remembered, _Refused):
             return Admitted(denial=remembered.text)
         if isinstance(remembered, _Approved):
@@ -184,7 +193,7 @@ class ConsentGate:
 
     # ------------------------------------------------------------ helpers
 
-    def _remember(self, key: Key, value: _Approved | _Refused | AskedCall) -> None:
+    def _remember(self, key: Key, value: _Approved | _Refused | AskedCall | object) -> None:
         self._decided[key] = value
         self._decided.move_to_end(key)
         while len(self._decided) > _REMEMBERED:

@@ -64,6 +64,19 @@ class RenderedOutput:
     annotations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+# the points a conversational turn passes (``TurnHooks.idle``: none has a hook)
+TURN_POINTS = (
+    Capability.TURN_START,
+    Capability.TURN_END,
+    Capability.SESSION_START,
+    Capability.PLAIN_TEXT,
+    Capability.INPUT_MESSAGES,
+    Capability.TAG,
+    Capability.LLM_OUTPUT,
+    Capability.MODEL_ROUTING,
+)
+
+
 class TurnHooks:
     """Runs the turn-shaping hook points for the kernel's turn runner."""
 
@@ -79,6 +92,15 @@ class TurnHooks:
         self.caller = caller
         self.frames = frames
         self.authoritative_routing = frozenset(authoritative_routing)
+
+    def idle(self) -> bool:
+        """Whether no hook is registered at any point of a turn (the wiring says, once
+        per change): the turn runner then asks none of them (``TURN_POINTS``)."""
+        at = self.registry.at
+        for point in TURN_POINTS:
+            if at(point):
+                return False
+        return True
 
     def shapes_output(self) -> bool:
         """Whether an output hook may rewrite the answer, or an output guardrail refuse

@@ -5,6 +5,11 @@ Providers run concurrently, each under its own deadline
 the sum of all; their non-empty results are joined in ``context_priority``
 order (lower first) with ``\\n---\\n``. The user's text is never rewritten.
 A provider that fails or is late is skipped with a log line.
+
+The providers are read once per change of the wiring (``invalidate``, the
+signal that rebuilds the orchestrator), not at every turn; with no provider but
+the kernel's own, a turn asks it directly: it neither waits nor fails, so it
+needs no deadline and serves no extension.
 """
 
 from __future__ import annotations
@@ -34,8 +39,13 @@ class ActiveChannelContext:
     context_priority = 0
 
     async def get_context(self, prompt: str, turn_context: TurnContext) -> str | None:
+        return self.note(turn_context) or None
+
+    def note(self, turn_context: TurnContext) -> str:
+        """The line itself (empty with no channel): the chain's answer when no
+        extension provides context."""
         if turn_context.channel_id is None:
-            return None
+            return ""
         user = split_reply_address(turn_context.user_id or "")[0]
         return f"Channel: {turn_context.channel_id}; user: {user}."
 
@@ -52,17 +62,24 @@ class ContextChain:
         self._providers = providers
         self._builtin = ActiveChannelContext()
         self.provider_timeout_s = provider_timeout_s
+        self._ordered: list[tuple[str, Any]] | None = None
+
+    def invalidate(self) -> None:
+        """The wiring changed: read the providers again on the next turn."""
+        self._ordered = None
 
     def ordered(self) -> list[tuple[str, Any]]:
-        found: list[tuple[str, Any]] = [("kernel", self._builtin), *self._providers()]
-        return sorted(found, key=lambda item: _priority(item[1]))
+        """The kernel's provider and the wired extensions', in ``context_priority`` order."""
+        if self._ordered is None:
+            found: list[tuple[str, Any]] = [("kernel", self._builtin), *self._providers()]
+            self._ordered = sorted(found, key=lambda item: _priority(item[1]))
+        return self._ordered
 
     async def build(self, prompt: str, turn: TurnContext) -> str:
         """Every provider at once; results in priority order, whatever order they finish in."""
         ordered = self.ordered()
-        if len(ordered) == 1:  # only the built-in: no tasks to spawn
-            name, provider = ordered[0]
-            return await self._one(name, provider, prompt, turn)
+        if len(ordered) == 1:  # only the built-in: no tasks to spawn, no extension served
+            return self._builtin.note(turn)
         texts = await asyncio.gather(
             *(self._one(name, provider, prompt, turn) for name, provider in ordered)
         )

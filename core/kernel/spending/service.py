@@ -37,7 +37,13 @@ OWNER = "owner"  # a turn with no person (a scheduled run) is the owner's
 
 
 class TurnSpending(Protocol):
-    """What the turn path asks of spending (the router, the turn runner)."""
+    """What the turn path asks of spending (the router, the turn runner).
+
+    ``budgeted`` (chosen at assembly): whether a budget may refuse, hold or tell;
+    without one the router asks ``before_turn`` only (a rerun's tool calls are
+    counted afresh) and neither ``end_turn`` nor ``after_turn``."""
+
+    budgeted: bool
 
     def records(self, turn: TurnContext) -> tuple[LedgerWrite, ...]: ...
 
@@ -56,6 +62,8 @@ class TurnSpending(Protocol):
 
 class _NoSpending:
     """Records nothing, refuses nothing (a router built without a kernel: tests)."""
+
+    budgeted = False
 
     def records(self, turn: TurnContext) -> tuple[LedgerWrite, ...]:
         return ()
@@ -125,7 +133,8 @@ class Spending:
         self.now = now or (lambda: now_in(timezone))
         default = models.default
         self.budget: TurnBudget = _NoBudget()
-        if models.budget.limited:
+        self.budgeted = models.budget.limited  # else the turn path asks the budget nothing
+        if self.budgeted:
             self.budget = Budget(
                 models.budget,
                 models.prices,
@@ -149,7 +158,8 @@ class Spending:
         by_model = self.meter.take(turn.turn_id)
         self.tool_runs.forget(turn.turn_id)
         person = turn.person or OWNER
-        self.budget.learn([UsageEntry(person, model, used) for model, used in by_model.items()])
+        if self.budgeted:
+            self.budget.learn([UsageEntry(person, m, used) for m, used in by_model.items()])
         if turn.turn_id is None:
             return ()
         return (
@@ -160,7 +170,7 @@ class Spending:
 
     async def before_turn(self, turn: TurnContext, text: str = "") -> str | None:
         self.tool_runs.forget(turn.turn_id)  # a rerun counts its tool calls afresh
-        return await self.budget.admit(turn, text)
+        return await self.budget.admit(turn, text) if self.budgeted else None
 
     async def after_turn(self, turn: TurnContext) -> str | None:
         return await self.budget.notice(turn)

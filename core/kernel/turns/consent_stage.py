@@ -42,6 +42,11 @@ class ConsentStage(Protocol):
         must leave them standing)."""
         ...
 
+    def waiting(self) -> bool:
+        """Whether any turn is paused on open questions; ``False``: ``answered`` and
+        ``holds`` are ``False`` for every message, and the router asks neither."""
+        ...
+
     async def pause(self, message_id: int, turn: TurnContext, result: TurnResult) -> bool:
         """Take a turn paused for approvals (``result.paused``): stored and asked;
         ``False``: not taken (no stage), the turn is recorded as it is."""
@@ -56,6 +61,9 @@ class _NoConsent:
         return False
 
     def holds(self, message_key: str) -> bool:
+        return False
+
+    def waiting(self) -> bool:
         return False
 
     async def pause(self, message_id: int, turn: TurnContext, result: TurnResult) -> bool:

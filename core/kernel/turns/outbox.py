@@ -105,11 +105,22 @@ def usage_fields(usage: TurnUsage) -> dict[str, int]:
     }
 
 
+# whether a reply method takes ``usage=``, by its function: its signature is read
+# once per method, not at every reply (``inspect.signature`` is the slow part)
+_TAKES_USAGE: dict[Any, bool] = {}
+
+
 def _with_usage(method: Any, usage: TurnUsage | None) -> dict[str, Any]:
     """``{"usage": ...}`` for a reply method that takes it, else nothing."""
-    if usage is None or not takes_usage(method):
+    if usage is None:
         return {}
-    return {USAGE_KEYWORD: usage_fields(usage)}
+    function = getattr(method, "__func__", method)
+    takes = _TAKES_USAGE.get(function)
+    if takes is None:
+        if len(_TAKES_USAGE) >= 256:  # reloads bring new functions: start over
+            _TAKES_USAGE.clear()
+        takes = _TAKES_USAGE[function] = takes_usage(method)
+    return {USAGE_KEYWORD: usage_fields(usage)} if takes else {}
 
 
 class OpenStream:
@@ -137,6 +148,9 @@ class ReplyOutbox:
         self._channel_for = channel_for
         self._send_timeout_s = send_timeout_s
         self._scale = scale
+        # one process alone (``LocalScale``): no other node's reply to wait for or to
+        # forward to, so a reply asks the seam nothing (chosen once)
+        self._shared = scale.placement.shared
 
     async def in_order(self, channel_id: str, user_id: str) -> None:
         """Before a reply or stream of this process reaches ``user_id``: the replies
@@ -188,11 +202,12 @@ class ReplyOutbox:
         ``usage``: the turn's tokens, for a channel that takes them."""
         if not reply.text and not reply.followup and stream is None:
             return
-        channel_here = self._channel_for(reply.channel_id) is not None
-        if await self._scale.forward_reply(message_id, reply, origin, channel_here):
-            return
-        if stream is None:
-            await self.in_order(reply.channel_id, reply.user_id)
+        if self._shared:
+            channel_here = self._channel_for(reply.channel_id) is not None
+            if await self._scale.forward_reply(message_id, reply, origin, channel_here):
+                return
+            if stream is None:
+                await self.in_order(reply.channel_id, reply.user_id)
         answered = False
         try:
             async with asyncio.timeout(self._send_timeout_s):

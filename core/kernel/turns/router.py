@@ -103,6 +103,7 @@ class MessageRouter:
         self.runner = runner
         self.channels = channels  # the live table the outbox and the notices send on
         self.scale = scale  # one turn per conversation at a time, in message order
+        self.shared = scale.placement.shared  # else no reply is another node's to send
         self.outbox = outbox
         self.notices = notices
         self.consent = consent  # the approval flow's stage (ADR 0021, 0052)
@@ -166,10 +167,12 @@ class MessageRouter:
                 return
             async with self.scale.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
+                # a turn paused on questions (under the lock: one may have paused meanwhile)
+                waiting = self.consent.waiting()
                 turn = self.household.turn(message, session.session_id, message_key(event))
-                if await self._was_an_answer(event, text, turn, session):
+                if waiting and await self._was_an_answer(event, text, turn, session):
                     return
-                await self._run_turn(event, text, turn, session, message.origin)
+                await self._run_turn(event, text, turn, session, key, message.origin, waiting)
 
     async def _was_an_answer(
         self, event: Event, text: str, turn: TurnContext, session: ConversationSession
@@ -222,17 +225,23 @@ class MessageRouter:
         text: str,
         turn: TurnContext,
         session: ConversationSession,
+        key: str,
         origin: str | None = None,
+        waiting: bool = True,
     ) -> None:
+        """Run, record and deliver the turn of a message (``key``: its conversation;
+        ``waiting``: some turn may be paused on questions, this one too)."""
         assert turn.user_id is not None and turn.channel_id is not None
-        stored = await _recorded(session, event)
+        # a first delivery cannot have a recorded reply (``_recorded``): no read
+        stored = None if event.attempt <= 1 else await _recorded(session, event)
         stream: OpenStream | None = None
         usage = None  # a reply recorded before (a redelivery) goes without its usage
         result: TurnResult | None = None
         if stored is None:
-            if self.consent.holds(message_key(event)):
+            if waiting and self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
-            elsewhere = self.scale.answered_elsewhere(origin)  # its channel is another node's
+            # its channel is another node's
+            elsewhere = self.shared and self.scale.answered_elsewhere(origin)
             channel = None if elsewhere else self.channels.get(turn.channel_id)
             callbacks = None
             if channel is not None and isinstance(channel, StreamingChannelProvider):
@@ -241,10 +250,10 @@ class MessageRouter:
                 if stream is not None and stream.live:
                     callbacks = channel_callbacks(channel, turn.user_id)
             started = time.monotonic()
-            key = self.conversations.key(turn.channel_id, turn.user_id)
             # a spent budget refuses (ADR 0061); an admitted turn holds its estimate
             # until it ends, however it ends (ADR 0075)
             refused = await self.spending.before_turn(turn, text)
+            budgeted = self.spending.budgeted  # no budget: nothing held, nothing to tell
             try:
                 if refused is not None:
                     ran: TurnResult | None = TurnResult(refused, [], "blocked")
@@ -264,9 +273,11 @@ class MessageRouter:
                 )
                 stored = await session.commit_turn(reply, result.items, result.records)
             finally:
-                await self.spending.end_turn(turn)
+                if budgeted:
+                    await self.spending.end_turn(turn)
             usage = result.usage
-            notice = await self.spending.after_turn(turn) if result.status == "answered" else None
+            answered = budgeted and result.status == "answered"
+            notice = await self.spending.after_turn(turn) if answered else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
         await self._deliver_once(event, session, stored, stream, origin, usage)

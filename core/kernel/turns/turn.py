@@ -45,7 +45,7 @@ import uuid
 from asyncio import timeout
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from agents import (
     Agent,
@@ -58,7 +58,7 @@ from agents.items import ToolApprovalItem, TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.agents import ModelFailedError
-from core.agents.observer import NO_TURN_OBSERVER, TurnObserver
+from core.agents.observer import NO_TURN_OBSERVER, TurnObserver, TurnObservers
 from core.agents.usage import TurnUsage, usage_of
 from core.extensions.access.state_scope import serving
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
@@ -79,6 +79,7 @@ log = logging.getLogger("core.kernel.turns.turn")
 T = TypeVar("T")
 Status = Literal["answered", "short_circuit", "failed", "timeout", "blocked", "paused", "cancelled"]
 Decide = Callable[[RunState[Any, Any]], None]
+Items = list[TResponseInputItem]  # input messages, as they are: only typed (``cast``)
 
 NO_ONE = "needs the user's approval, which cannot be asked in a run without a conversation"
 APOLOGY = "Sorry, I could not get an answer from the model this time ({reason}). Please try again."
@@ -95,6 +96,13 @@ class OrchestratorLike(Protocol):
     ) -> Agent[Any]: ...
 
     def clock(self) -> str: ...
+
+
+class CurrentOrchestrator(Protocol):
+    """The orchestrator as the wiring has it now (``LiveOrchestrator``), asked once a turn."""
+
+    @property
+    def current(self) -> OrchestratorLike: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +133,7 @@ class TurnResult:
     run: RunResultBase | None = field(default=None, repr=False)
     paused: PausedRun | None = None
     ending: TurnOutcome | None = None
+    hooked: bool = True  # a hook may have heard the turn start (``False``: none was there)
 
     @property
     def usage(self) -> TurnUsage:
@@ -138,7 +147,7 @@ class TurnRunner:
     def __init__(
         self,
         *,
-        orchestrator: OrchestratorLike,
+        orchestrator: CurrentOrchestrator,
         context: ContextChain,
         hooks: TurnHooks,
         additions: PromptAdditions,
@@ -154,6 +163,9 @@ class TurnRunner:
         self.orchestrator = orchestrator
         self.post = post
         self.observer = observer  # replay recording and metrics (ADR 0052)
+        watching = TurnObservers.of(observer)  # who watches what, chosen once
+        self._started, self._history = watching.started, watching.history
+        self._ended = watching.ended
         self.context = context
         self.hooks = hooks
         self.additions = additions
@@ -188,37 +200,49 @@ class TurnRunner:
         stream: tuple[Callback, Callback] | None,
     ) -> TurnResult:
         started = time.monotonic()
-        self.observer.turn_started(turn, text)  # the text as the user sent it
+        for told in self._started:  # the text as the user sent it
+            told(turn, text)
         query = await self.post.parse(text, turn) if self.post else PostQuery(text, text)
-        await self.hooks.turn_started(turn)
+        hooked = not self.hooks.idle()  # no hook at any point: none is asked this turn
+        if hooked:
+            await self.hooks.turn_started(turn)
 
         async def attempt() -> TurnResult:
             await self.compactor.compact_if_needed(session, turn)
             history = await session.history(self.history_max_items)
-            self.observer.history_given(turn, history)
-            if not history:
-                await self.hooks.session_started(turn)
-            said = await self.hooks.plain_text(query.clean, "in", turn)
-            shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
+            for given in self._history:
+                given(turn, history)
+            said = query.clean
+            shaped: list[dict[str, Any]] | ShortCircuit = [{"role": "user", "content": said}]
+            if hooked:
+                if not history:
+                    await self.hooks.session_started(turn)
+                said = await self.hooks.plain_text(query.clean, "in", turn)
+                shaped = await self.hooks.input_messages([{"role": "user", "content": said}], turn)
             if isinstance(shaped, ShortCircuit):
                 answer: TResponseInputItem = {"role": "assistant", "content": shaped.reply}
-                asked = _as_items([{"role": "user", "content": said}])
+                asked = cast(Items, [{"role": "user", "content": said}])
                 return TurnResult(shaped.reply, [*asked, answer], "short_circuit")
             prompt_text = input_text(shaped)
-            additions = await self.additions.for_turn(turn, prompt_text)
-            agent, note = await self._agent(prompt_text, turn, additions, shaped)
-            given = [*history, *note, *_as_items(additions.wrap_user(shaped))]
+            additions = NO_ADDITIONS  # none asked for while no extension has one
+            if self.additions.ordered():
+                additions = await self.additions.for_turn(turn, prompt_text)
+            agent, note = await self._agent(prompt_text, turn, additions, shaped, hooked)
+            asking = shaped if additions is NO_ADDITIONS else additions.wrap_user(shaped)
+            given = [*history, *note, *cast(Items, asking)]
             if stream is None:
                 result: Any = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
             else:
                 on_chunk, on_tool = stream
                 live_text = None if self.hooks.shapes_output() else on_chunk
                 result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
-            return await self._finished(result, shaped, turn)
+            return await self._finished(result, shaped, turn, hooked)
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
         on_status = stream[1] if stream else None
-        return await self._concluded(turn, outcome, query, started, on_status, tell=False)
+        return await self._concluded(
+            turn, outcome, query, started, on_status, tell=False, hooked=hooked
+        )
 
     async def resume(
         self,
@@ -257,14 +281,18 @@ class TurnRunner:
         result: RunResult | RunResultStreaming,
         input_items: list[dict[str, Any]],
         turn: TurnContext,
+        hooked: bool = True,
     ) -> TurnResult:
+        """The answer through the output hooks (``hooked``: any may be there), or the pause."""
         if result.interruptions:
             state = result.to_state().to_json(context_serializer=turn_to_json)
             paused = PausedRun(state, input_items, list(result.interruptions))
             return TurnResult("", [], "paused", paused=paused)
-        rendered = await self.hooks.render_output(str(result.final_output or ""), turn)
-        items = [*_as_items(input_items), *new_history_items(result)]
-        return TurnResult(rendered.text, items, run=result)
+        text = str(result.final_output or "")
+        if hooked:
+            text = (await self.hooks.render_output(text, turn)).text
+        items = [*cast(Items, input_items), *new_history_items(result)]
+        return TurnResult(text, items, run=result)
 
     async def _concluded(
         self,
@@ -275,6 +303,7 @@ class TurnRunner:
         on_status: Callback | None = None,
         *,
         tell: bool = True,
+        hooked: bool = True,
     ) -> TurnResult:
         """The post-processors the message asked for, then turn end for the lifecycle
         hooks — told now, or (``tell=False``) kept in ``ending`` for the caller to tell
@@ -285,7 +314,7 @@ class TurnRunner:
             paused = outcome.paused and replace(outcome.paused, query=query)
             await self.observer.turn_paused(turn)
             return replace(outcome, paused=paused)
-        if self.post is not None:
+        if self.post is not None and query.specs:  # no #name asked for: nothing to run
             post = await self.post.finish(
                 query, outcome.reply, outcome.status, outcome.run, turn, on_status
             )
@@ -296,7 +325,7 @@ class TurnRunner:
         if tell:
             await self.ended(turn, ending)
         else:
-            outcome = replace(outcome, ending=ending)
+            outcome = replace(outcome, ending=ending, hooked=hooked)
         if extra := self.ledger_records(turn):
             outcome = replace(outcome, records=(*outcome.records, *extra))
         return outcome
@@ -306,14 +335,20 @@ class TurnRunner:
         sent: hooks and observers (the memory's turn record, the replay record, a
         ``turn_end`` command) are not on the reply's path (ADR 0065). The caller
         still holds the conversation's lock, so the next turn sees what they stored."""
-        if result.ending is not None:
-            with serving(turn):  # as in ``run``: the hooks see this turn
-                await self.ended(turn, result.ending)
+        if result.ending is None:
+            return
+        if not result.hooked:  # no hook heard it start: the kernel's observers, unserved
+            await self.ended(turn, result.ending, hooked=False)
+            return
+        with serving(turn):  # as in ``run``: the hooks see this turn
+            await self.ended(turn, result.ending)
 
-    async def ended(self, turn: TurnContext, outcome: TurnOutcome) -> None:
-        """The turn is over: the lifecycle hooks, then its observers."""
-        await self.hooks.turn_ended(turn, outcome)
-        await self.observer.turn_ended(turn, outcome)
+    async def ended(self, turn: TurnContext, outcome: TurnOutcome, *, hooked: bool = True) -> None:
+        """The turn is over: the lifecycle hooks (``hooked``: any may be), its observers."""
+        if hooked and not self.hooks.idle():
+            await self.hooks.turn_ended(turn, outcome)
+        for ended in self._ended:
+            await ended(turn, outcome)
 
     async def run_stateless(self, prompt: str, *, source: str) -> str:
         """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``).
@@ -324,7 +359,7 @@ class TurnRunner:
 
         async def attempt() -> TurnResult:
             agent, note = await self._agent(prompt, turn, AppliedAdditions())
-            given = [*note, *_as_items([{"role": "user", "content": prompt}])]
+            given = [*note, *cast(Items, [{"role": "user", "content": prompt}])]
             result = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
             while result.interruptions:  # nobody to ask in a stateless run (ADR 0021)
                 state = result.to_state()
@@ -348,7 +383,7 @@ class TurnRunner:
         try:
             async with deadline:
                 agent, note = await self._agent(prompt, turn, AppliedAdditions())
-                given = [*note, *_as_items([{"role": "user", "content": prompt}])]
+                given = [*note, *cast(Items, [{"role": "user", "content": prompt}])]
                 text = await stream_text(
                     agent, given, turn, self.max_turns, None if shaping else on_chunk, on_tool_call
                 )
@@ -372,18 +407,23 @@ class TurnRunner:
         turn: TurnContext,
         additions: AppliedAdditions,
         messages: list[dict[str, Any]] | None = None,
+        hooked: bool = True,
     ) -> tuple[Agent[Any], list[TResponseInputItem]]:
         """The orchestrator for this turn — its instructions the stable prefix, its
         model the one a routing hook chose (if one may choose) — and the turn's note
         for after the history: clock, context chain, conditional additions."""
         context = await self.context.build(prompt, turn)
-        model_name = await self.hooks.route(messages or [{"role": "user", "content": prompt}], turn)
-        agent = self.orchestrator.agent(
+        model_name = None  # the default unless a routing hook chooses
+        if hooked:
+            asked = messages or [{"role": "user", "content": prompt}]
+            model_name = await self.hooks.route(asked, turn)
+        orchestrator = self.orchestrator.current
+        agent = orchestrator.agent(
             additions.system_suffix or None,
             system_prefix=additions.system_prefix or None,
             model_name=model_name,
         )
-        return agent, turn_note(self.orchestrator.clock(), context, additions.turn_note)
+        return agent, turn_note(orchestrator.clock(), context, additions.turn_note)
 
     async def _guarded(
         self, attempt: Callable[[], Awaitable[T]], what: str, wrap: Callable[..., T]
@@ -410,15 +450,13 @@ def input_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
 
 
+NO_ADDITIONS = AppliedAdditions()
+
+
 def turn_note(*parts: str) -> list[TResponseInputItem]:
     """What changes from turn to turn, as one system message for after the history
     (ADR 0054); never stored, so the history stays the same bytes turn after turn."""
-    return _as_items([{"role": "system", "content": "\n\n".join(p for p in parts if p)}])
-
-
-def _as_items(messages: list[dict[str, Any]]) -> list[TResponseInputItem]:
-    """Input messages as the SDK's input items (they are ``{"role", "content"}`` dicts)."""
-    return [message for message in messages]  # type: ignore[misc]
+    return cast(Items, [{"role": "system", "content": "\n\n".join(p for p in parts if p)}])
 
 
 def turn_to_json(context: Any) -> Mapping[str, Any]:

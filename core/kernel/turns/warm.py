@@ -114,7 +114,7 @@ class PrefixWarmer:
         context = RunContextWrapper(context=TurnContext())
         # the additions a turn applies with no condition met: exactly the stable ones
         additions = await self._additions.for_turn(context.context, "")
-        agent = self._orchestrator.agent(
+        agent = self._orchestrator.current.agent(
             additions.system_suffix or None, system_prefix=additions.system_prefix or None
         )
         system = await agent.get_system_prompt(context)
