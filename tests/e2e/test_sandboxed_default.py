@@ -26,6 +26,8 @@ from core.cli.scaffold import run_new_extension
 from core.config import Settings, load_settings
 from core.extensions.isolation.kernel.confinement import probe
 from core.extensions.isolation.kernel.factory import IsolatedExtension
+from core.extensions.loading.isolation_choice import isolation_of
+from core.extensions.loading.manifest import Manifest
 from support.bundled import copy_bundled, tool_output
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel
@@ -79,6 +81,22 @@ def test_hearths_default_is_process_in_the_code_and_the_shipped_settings():
     assert Settings().isolation.default == "process"
     shipped = yaml.safe_load((PROJECT_ROOT / "settings.yaml").read_text())
     assert shipped["isolation"]["default"] == "process"
+
+
+def test_where_an_extension_runs_when_its_manifest_does_not_say():
+    def manifest(ext_id: str, **fields: object) -> Manifest:
+        return Manifest.model_validate({"id": ext_id, "name": ext_id, **fields})
+
+    code = {"entrypoint": "main:Ext"}
+    assert isolation_of(manifest("community", **code), "process") == "process"
+    assert isolation_of(manifest("community", **code), "inprocess") == "inprocess"
+    assert isolation_of(manifest("kv", **code), "process") == "inprocess"  # bundled
+    chosen = manifest("kv", isolation="process", **code)
+    assert isolation_of(chosen, "inprocess") == "process"  # the manifest decides
+    # a declarative agent has no code of its own: the kernel's agent runs its manifest
+    assert isolation_of(manifest("helper", agent={"instructions": "Help."}), "process") == (
+        "inprocess"
+    )
 
 
 @needs_bwrap

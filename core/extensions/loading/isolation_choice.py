@@ -50,7 +50,10 @@ def bundled_ids() -> frozenset[str]:
 
 def isolation_of(manifest: Manifest, default: str) -> str:
     """Where it runs: its manifest's ``isolation``; else in the kernel when it is
-    bundled; else ``default`` (the ``isolation.default`` setting)."""
+    bundled, or a declarative agent (no ``entrypoint``: no code of its own, the
+    kernel's agent runs its manifest); else ``default`` (``isolation.default``)."""
     if manifest.isolation is not None:
         return manifest.isolation
-    return IN_PROCESS if manifest.id in bundled_ids() else default
+    if manifest.id in bundled_ids() or manifest.entrypoint is None:
+        return IN_PROCESS
+    return default
