@@ -95,6 +95,7 @@ def write_setup(tmp: Path, base_url: str, port: int) -> Path:
     grant_all(ext, tmp / "data")
     settings = {
         "paths": {"extensions": str(ext), "data": str(tmp / "data")},
+        "isolation": {"default": "inprocess"},  # its extensions run in the kernel (ADR 0086)
         "logging": {"level": "WARNING"},
         "models": {
             "default": {"provider": "fake", "model": "fake-model"},

@@ -98,6 +98,9 @@ def write_setup(tmp: Path, name: str, extensions: dict[str, tuple[str, dict[str,
         yaml.safe_dump(
             {
                 "paths": {"extensions": str(ext_root), "data": str(data)},
+                "isolation": {
+                    "default": "inprocess"
+                },  # its extensions run in the kernel (ADR 0086)
                 "channels": {"default": "capture"},
                 "logging": {"level": "WARNING"},
                 "models": {"default": None},

@@ -148,6 +148,9 @@ async def trace_turn(tmp: Path, *, off: bool = False) -> PathRecorder:
         yaml.safe_dump(
             {
                 "paths": {"extensions": str(ext), "data": str(tmp / "data")},
+                "isolation": {
+                    "default": "inprocess"
+                },  # its extensions run in the kernel (ADR 0086)
                 "channels": {"default": "capture"},
                 "logging": {"level": "WARNING"},
                 **(OFF if off else {}),

@@ -78,6 +78,7 @@ def _setup(tmp: Path) -> Path:
     (ext_root / "scheduler").symlink_to(ROOT / "sandbox" / "extensions" / "scheduler")
     settings = {
         "paths": {"extensions": str(ext_root), "data": str(tmp / "data")},
+        "isolation": {"default": "inprocess"},  # its extensions run in the kernel (ADR 0086)
         "models": {"default": None},
         "channels": {"default": "stamp"},
         "logging": {"level": "WARNING"},

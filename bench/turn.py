@@ -52,6 +52,9 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
         yaml.safe_dump(
             {
                 "paths": {"extensions": str(tmp / "ext"), "data": str(tmp / "data")},
+                "isolation": {
+                    "default": "inprocess"
+                },  # its extensions run in the kernel (ADR 0086)
                 "channels": {"default": "capture"},
                 "logging": {"level": "WARNING"},
             }

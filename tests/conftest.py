@@ -23,6 +23,15 @@ if str(PROJECT_ROOT) not in sys.path:
 
 MakeExtension = Callable[..., Path]
 
+# The test-local default of where an extension runs. Hearth's own default is
+# `process` for extensions that are not bundled (ADR 0086): every fixture
+# extension would start a plugin host, and the suite would be many times slower.
+# Fixture extensions are granted as the user would grant them (``grant_all``),
+# so they run in the kernel; a test of isolation says `isolation: process` in the
+# manifest, and a test of the default itself sets `isolation.default` (or leaves
+# this out of a settings file of its own).
+TEST_ISOLATION = {"default": "inprocess"}
+
 
 @pytest.fixture
 def ext_root(tmp_path: Path) -> Path:
@@ -83,6 +92,9 @@ def settings_file(tmp_path: Path, ext_root: Path) -> Callable[..., Path]:
             # a plugin host starting while other test workers load the machine can take
             # longer than the 10 s default; tests of the timeout itself set their own
             "loader": {"lifecycle_timeout_s": 60},
+            # TEST_ISOLATION: fixture extensions run in the test's kernel unless their
+            # manifest says otherwise, as they were written to (ADR 0086)
+            "isolation": dict(TEST_ISOLATION),
         }
         for key, value in sections.items():
             if isinstance(value, dict) and isinstance(data.get(key), dict):

@@ -128,8 +128,16 @@ def _new_extension(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME", help="the extension id (and directory name)")
     parser.add_argument("--tool", action="store_true", help="a tool the model can call (default)")
     parser.add_argument("--channel", action="store_true", help="a channel that reaches the user")
-    parser.add_argument(
-        "--isolated", action="store_true", help="run it in its own process (isolation: process)"
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--isolated",
+        action="store_true",
+        help="run it in its own sandboxed process (isolation: process; the default)",
+    )
+    where.add_argument(
+        "--inprocess",
+        action="store_true",
+        help="run it inside the kernel (isolation: inprocess; needs a grant after each edit)",
     )
 
 

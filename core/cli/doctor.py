@@ -5,7 +5,9 @@ default is listed with the file or environment variable that set it), storage (w
 the connection and each component's schema version), every model provider
 (reachable, lists models; one no model setting names is only warned about:
 an unused provider is not a failure), every MCP server (connects, lists its tools),
-secrets declared by enabled extensions, and the status of every extension.
+secrets declared by enabled extensions, the status of every extension, and
+in-process extensions whose source opens the network without declaring
+``permissions.network`` (a warning, ``doctor_network``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
 from core.cli.doctor_models import model_lines
+from core.cli.doctor_network import undeclared_network_lines
 from core.cli.report import collect_report
 from core.config import Settings, non_defaults
 from core.extensions.isolation.kernel.factory import confinement_report
@@ -129,6 +132,8 @@ async def _doctor(settings: Settings, *, verbose: bool = False) -> int:
             optional = " (optional)" if spec.optional else ""
             print(f"{OK if fine else BAD} secret {spec.name} ({entry['id']}): {state}{optional}")
             problems += not fine
+    for line in undeclared_network_lines(settings):
+        print(f"{WARN} {line}")
     print("doctor: no problems found" if not problems else f"doctor: {problems} problem(s)")
     return 0 if problems == 0 else 1
 

@@ -1,4 +1,4 @@
-"""``main.py new-extension NAME [--tool] [--channel] [--isolated]``.
+"""``main.py new-extension NAME [--tool] [--channel] [--isolated | --inprocess]``.
 
 Writes ``<paths.extensions>/NAME/``: a manifest, ``main.py`` built on the
 extension library (``BaseExtension``), and ``tests/test_NAME.py`` using the
@@ -8,6 +8,13 @@ manifest's rule and may not be a kernel name; an existing directory is
 never touched. Whoever runs the command wrote the code, so the grant for
 what the skeleton asks is recorded too (as ``main.py extensions grant``
 would): the new extension loads ``active`` at once.
+
+The skeleton runs isolated (``isolation: process``) unless ``--inprocess``
+(ADR 0086): a tool skeleton then asks for nothing beyond an isolated
+extension's defaults, so no grant binds its code and the author's loop —
+edit, ``/reload NAME`` (or ``dev.watch``) — serves each edit at once. One that
+asks for more (a channel speaks as the user) is granted here, and after an
+edit the reload says which command grants the new code.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ def run_new_extension(settings: Settings, args: argparse.Namespace) -> int:
             args.name,
             tool=args.tool or not args.channel,
             channel=args.channel,
-            isolated=args.isolated,
+            isolated=not args.inprocess,
         )
         manifest = load_manifest(ext_dir)
         request = GrantRequest.from_manifest(
@@ -62,7 +69,22 @@ def run_new_extension(settings: Settings, args: argparse.Namespace) -> int:
     if request.needs_grant:
         print(f"granted {args.name}: " + "; ".join(request.describe()))
     print(f"next: make test  ·  .venv/bin/python main.py extensions  ·  edit {ext_dir / 'main.py'}")
+    print(_loop_hint(args.name, request.needs_grant))
     return 0
+
+
+def _loop_hint(ext_id: str, granted: bool) -> str:
+    """What serves an edit: a reload, and a grant first when it asks for more than
+    an isolated extension's defaults (its grant binds its code, ADR 0044)."""
+    if not granted:
+        return (
+            f"after an edit: `/reload {ext_id}` (or set dev.watch: true); it asks for nothing "
+            "beyond the defaults, so no grant is needed"
+        )
+    return (
+        f"after an edit: `python main.py extensions grant {ext_id} --yes`, then "
+        f"`/reload {ext_id}` (its grant binds its code)"
+    )
 
 
 def write_skeleton(root: Path, ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> Path:
@@ -101,7 +123,9 @@ def _files(ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> dict[st
         extra.append("side_effects: false   # its tools change nothing outside Hearth")
         extra.append("config:\n  greeting: Hello      # settings.yaml extensions.<id> overrides it")
     if isolated:
-        extra.append("isolation: process    # its own plugin host (docs/isolation.md)")
+        extra.append("isolation: process    # sandboxed: its own plugin host (docs/isolation.md)")
+    else:
+        extra.append("isolation: inprocess  # inside the kernel: a grant after each edit")
     if channel:
         extra.append("permissions:\n  user_messages: true   # what users send is their message")
     imports = []

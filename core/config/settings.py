@@ -123,7 +123,9 @@ class ChannelsSettings(_Section):
 
 
 class IsolationSettings(_Section):
-    default: Literal["inprocess", "process"] = "inprocess"
+    # where an extension that is not bundled runs when its manifest does not say:
+    # sandboxed by default; bundled extensions keep their own defaults (ADR 0086)
+    default: Literal["inprocess", "process"] = "process"
     call_timeout_s: float = 30.0
     memory_mb: int = 512
     cpu_seconds: int = 600

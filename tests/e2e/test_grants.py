@@ -22,7 +22,7 @@ from core.extensions.access.grant_store import (
     bundled_grants,
     load_bundled_grants,
 )
-from core.extensions.access.grants import GrantRequest
+from core.extensions.access.grants import IN_PROCESS_WORDS, GrantRequest
 from core.extensions.context.kernel_context import KernelContext
 from core.extensions.contract import TurnContext
 from core.extensions.loading.code_digest import code_digest
@@ -119,9 +119,7 @@ def test_isolated_defaults_need_no_grant_and_in_process_always_does(make_ext, ex
         load_manifest(ext_root / "inside"), default_isolation="inprocess", code=""
     )
     assert not quiet.needs_grant and quiet.describe() == []
-    assert inside.describe() == [
-        "runs inside the kernel process with full access to your files and accounts"
-    ]
+    assert inside.describe() == [IN_PROCESS_WORDS]
 
 
 # ------------------------------------------------------------ the loader

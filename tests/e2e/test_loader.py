@@ -12,6 +12,7 @@ import pytest
 
 from conftest import PROJECT_ROOT, ext_code
 from core.config import load_settings
+from core.extensions.access.grants import IN_PROCESS_WORDS
 from core.extensions.errors import SecretNotDeclaredError
 from core.kernel.runner import Kernel
 
@@ -52,9 +53,7 @@ async def test_good_extension_is_active_with_its_tools(make_ext, settings_file):
             "capabilities": ["ToolProvider"],
             "tools": ["ping"],
             "error": None,
-            "requested": [
-                "runs inside the kernel process with full access to your files and accounts"
-            ],
+            "requested": [IN_PROCESS_WORDS],
             "granted": True,
         }
     ]

@@ -21,14 +21,15 @@ def hearth(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 # Each kind of skeleton, by the flags that make it: the capabilities it declares.
+# Isolated unless --inprocess (ADR 0086); --isolated says the default aloud.
 KINDS = {
     "plain": ((), ["ToolProvider"]),
     "tool": (("--tool",), ["ToolProvider"]),
     "chan": (("--channel",), ["ChannelProvider"]),
     "both": (("--tool", "--channel"), ["ToolProvider", "ChannelProvider"]),
     "iso": (("--isolated",), ["ToolProvider"]),
-    "isochan": (("--channel", "--isolated"), ["ChannelProvider"]),
-    "isoboth": (("--tool", "--channel", "--isolated"), ["ToolProvider", "ChannelProvider"]),
+    "inproc": (("--inprocess",), ["ToolProvider"]),
+    "inprocboth": (("--tool", "--channel", "--inprocess"), ["ToolProvider", "ChannelProvider"]),
 }
 
 
@@ -43,7 +44,7 @@ def test_every_kind_of_skeleton_passes_its_test_and_loads_active(settings_file, 
         ext_dir = ext_root / f"my-{kind}"
         assert (ext_dir / "manifest.yaml").is_file() and (ext_dir / "tests").is_dir()
         isolated = "isolation: process" in (ext_dir / "manifest.yaml").read_text()
-        assert isolated == ("--isolated" in flags), kind
+        assert isolated == ("--inprocess" not in flags), kind
 
     tested = subprocess.run(
         [

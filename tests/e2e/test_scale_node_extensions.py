@@ -12,7 +12,7 @@ from pathlib import Path
 import asyncpg
 import yaml
 
-from conftest import ext_code, grant_all
+from conftest import TEST_ISOLATION, ext_code, grant_all
 from core.config import load_settings
 from support.harness import running_kernel
 
@@ -53,6 +53,7 @@ def _node(tmp_path: Path, name: str, dsn: str, extensions: dict[str, str]) -> Pa
         "models": {"default": None},
         "logging": {"level": "INFO"},
         "policy": {"profile": "full_auto"},
+        "isolation": dict(TEST_ISOLATION),
         "storage": {"backend": "postgres", "postgres_dsn": dsn},
     }
     path = root / "settings.yaml"

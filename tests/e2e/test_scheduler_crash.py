@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import PROJECT_ROOT, ext_code, grant_all
+from conftest import PROJECT_ROOT, TEST_ISOLATION, ext_code, grant_all
 from support.scheduler_helpers import install_scheduler
 
 FILE_CHANNEL = ext_code(
@@ -54,6 +54,7 @@ def write_settings(
         "paths": {"extensions": str(ext_root), "data": str(tmp_path / "data")},
         "models": {"default": None},
         "channels": {"default": "filecap"},
+        "isolation": dict(TEST_ISOLATION),
         "timezone": "Europe/Berlin",
         "extensions": {
             "scheduler": {"late_grace_s": 1},

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import grant_all
+from conftest import TEST_ISOLATION, grant_all
 from core.config import SupervisorSettings
 from core.runtime import restart_request_path, take_restart_request, write_restart_request
 from core.supervisor.crashlog import summarize_crash
@@ -95,6 +95,8 @@ def write_settings(tmp_path: Path, **supervisor: float) -> Path:
         "paths:",
         f"  data: {tmp_path / 'data'}",
         f"  extensions: {tmp_path / 'extensions'}",
+        "isolation:",
+        f"  default: {TEST_ISOLATION['default']}",
     ]
     if supervisor:
         lines += ["supervisor:", *(f"  {key}: {value}" for key, value in supervisor.items())]

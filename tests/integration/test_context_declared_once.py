@@ -74,7 +74,7 @@ def test_each_implementation_has_the_protocols_attributes(
 ) -> None:
     instances = {
         FakeContext: lambda: FakeContext(tmp_path),
-        ClientContext: lambda: ClientContext(None, LoadParams("x", "d", "m:E", str(tmp_path))),  # type: ignore[arg-type]
+        ClientContext: lambda: ClientContext(None, LoadParams("x", "d", "m:E", str(tmp_path), 1)),  # type: ignore[arg-type]
     }
     if implementation not in instances:  # KernelContext: set in __init__, checked by mypy
         return
@@ -165,7 +165,7 @@ async def _connected(
     kernel = RpcPeer(
         *kernel_side_streams, on_request=server.handle, on_notification=server.notified
     )
-    load = LoadParams("test_ext", "d", "m:E", data_dir, control=True)
+    load = LoadParams("test_ext", "d", "m:E", data_dir, 1, control=True)
     clients.append(client_class(host, load))
     return clients[0], [host, kernel]
 

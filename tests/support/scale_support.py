@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import yaml
 
-from conftest import PROJECT_ROOT, ext_code, grant_all
+from conftest import PROJECT_ROOT, TEST_ISOLATION, ext_code, grant_all
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.kernel_process import kill, start_kernel, wait_until
 
@@ -114,6 +114,7 @@ class Cluster:
             "models": models_section(self.srv.base_url, max_retries=0),
             "logging": {"level": "INFO"},
             "policy": {"profile": "full_auto"},
+            "isolation": dict(TEST_ISOLATION),
             "channels": {"default": CHANNEL_ID},
             "storage": {
                 "backend": "postgres",

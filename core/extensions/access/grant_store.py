@@ -28,17 +28,18 @@ from typing import Any
 
 import yaml
 
-from core.config import PROJECT_ROOT
 from core.extensions.access.grants import Change, GrantRequest
 from core.extensions.loading.code_digest import code_digest
+from core.extensions.loading.isolation_choice import (  # where they live: said once there
+    BUNDLED_DIR as BUNDLED_DIR,
+    BUNDLED_GRANTS_FILE as BUNDLED_GRANTS_FILE,
+)
 from core.extensions.loading.manifest import MANIFEST_FILE, load_manifest
 from core.runtime.errors import HearthError
 
 log = logging.getLogger("core.grants")
 
 GRANTS_FILE = "grants.json"
-BUNDLED_DIR = PROJECT_ROOT / "sandbox" / "extensions"
-BUNDLED_GRANTS_FILE = BUNDLED_DIR / "bundled_grants.yaml"
 BUNDLED_RANK = 0.0  # bundled extensions are the most established providers
 
 

@@ -21,10 +21,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from core.extensions.contract.context import CONVERSATIONS_PERMISSION
+from core.extensions.loading.isolation_choice import IN_PROCESS, isolation_of
 from core.extensions.loading.manifest import PERMISSION_FLAGS, Manifest, ResolvedPermissions
 
-IN_PROCESS = "inprocess"
-IN_PROCESS_WORDS = "runs inside the kernel process with full access to your files and accounts"
+# in-process is a choice the user grants; isolated is the default (ADR 0086)
+IN_PROCESS_WORDS = (
+    "runs inside the kernel process, not sandboxed, with full access to your files and "
+    "accounts (in-process is an explicit choice you grant)"
+)
 # turn hooks, context providers, post-processors, prompt additions, ui_request (ADR 0041)
 CONVERSATIONS_WORDS: str = CONVERSATIONS_PERMISSION.grant or ""
 # the boolean permissions every digest names; any other only when asked, so that
@@ -51,7 +55,7 @@ class GrantRequest:
     def from_manifest(
         cls, manifest: Manifest, *, default_isolation: str, code: str
     ) -> GrantRequest:
-        isolation = manifest.isolation or default_isolation
+        isolation = isolation_of(manifest, default_isolation)
         isolated = isolation != IN_PROCESS
         secrets = tuple(sorted(set(manifest.secret_names)))
         in_process = manifest.permissions.resolved(manifest.id, isolated=False)
@@ -120,8 +124,12 @@ def replaces_words(replaces: dict[str, str]) -> list[str]:
 
 
 def grant_command_hint(ext_id: str) -> str:
-    """The skip reason's last words: exactly what to run."""
-    return f"run `python main.py extensions grant {ext_id}`"
+    """The skip reason's last words: exactly what to run — the grant, from the
+    command line or a chat, and then the reload that serves it."""
+    return (
+        f"run `python main.py extensions grant {ext_id}` (or send `/grant {ext_id} yes`), "
+        f"then `/reload {ext_id}`"
+    )
 
 
 def not_granted_reason(request: GrantRequest, *, changed: Change | None) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from core.events.models import Event
 from core.extensions.contract import hooks
+from core.extensions.contract.abi import HOST_ABI_VERSION
 from core.extensions.contract.addresses import REPLY_TAG_MARK, reply_address, split_reply_address
 from core.extensions.contract.channels import TURN_CANCEL_TOPIC, InteractiveChannel
 from core.extensions.contract.context import (
@@ -69,6 +70,7 @@ from core.extensions.contract.status import (
 
 __all__ = [
     "HOOK_SPECS",
+    "HOST_ABI_VERSION",
     "OUTPUT_TARGETS",
     "REPLY_TAG_MARK",
     "TURN_CANCEL_TOPIC",

@@ -20,6 +20,7 @@ from core.extensions.access.grant_store import GrantStore, GrantStoreError
 from core.extensions.access.grants import GrantRequest, not_granted_reason
 from core.extensions.context.kernel_context import KernelContext
 from core.extensions.context.services import KernelServices
+from core.extensions.contract import HOST_ABI_VERSION
 from core.extensions.loading.capabilities import (
     Capability,
     detect_capabilities,
@@ -30,8 +31,15 @@ from core.extensions.loading.code_snapshot import CodeSnapshots
 from core.extensions.loading.declarations import check_subscriptions, check_tool_declarations
 from core.extensions.loading.dependencies import dependents_of, order_by_dependencies
 from core.extensions.loading.importer import import_entrypoint
+from core.extensions.loading.isolation_choice import PROCESS, isolation_of
 from core.extensions.loading.lifecycle import call_in_thread, call_with_timeout, failure_reason
-from core.extensions.loading.manifest import MANIFEST_FILE, Manifest, ManifestError, load_manifest
+from core.extensions.loading.manifest import (
+    MANIFEST_FILE,
+    Manifest,
+    ManifestError,
+    abi_refusal,
+    load_manifest,
+)
 from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
 from core.extensions.sdk import missing_group_reason
 
@@ -52,7 +60,7 @@ class Loader:
         extensions_dir: Path,
         *,
         lifecycle_timeout_s: float = 10.0,
-        default_isolation: str = "inprocess",
+        default_isolation: str = "inprocess",  # the kernel: settings.isolation.default
         agent_factory: InstanceFactory | None = None,
         isolated_factory: InstanceFactory | None = None,
         disabled: Mapping[str, str] | None = None,
@@ -194,6 +202,8 @@ class Loader:
                 record.disable()
             elif record.ext_id in self.disabled:
                 record.disable(self.disabled[record.ext_id])
+            elif (wrong_abi := abi_refusal(record.manifest, HOST_ABI_VERSION)) is not None:
+                record.fail(wrong_abi)  # before its grant: granting it would not help
             else:
                 self._check_grant(record)
                 self._check_subscriptions(record)
@@ -304,6 +314,9 @@ class Loader:
             return "it is disabled in its manifest (enabled: false)"
         if manifest.id in self.disabled:
             return f"the kernel disabled it: {self.disabled[manifest.id]}"
+        wrong_abi = abi_refusal(manifest, HOST_ABI_VERSION)
+        if wrong_abi is not None:
+            return wrong_abi
         request = GrantRequest.from_manifest(
             manifest, default_isolation=self.default_isolation, code=code
         )
@@ -396,8 +409,7 @@ class Loader:
         grant was checked against (ADR 0073). Importing its module and running its
         constructor are synchronous extension code: they run in a worker thread
         under the lifecycle timeout, so a hanging one cannot freeze the kernel."""
-        isolation = manifest.isolation or self.default_isolation
-        if isolation == "process":
+        if isolation_of(manifest, self.default_isolation) == PROCESS:
             if self.isolated_factory is None:
                 raise RuntimeError("isolation: process is not available in this kernel")
             return self.isolated_factory(manifest, code_dir, services)

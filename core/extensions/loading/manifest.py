@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import yaml
 from croniter import croniter
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.config import check_tool_name
@@ -282,6 +283,8 @@ class Manifest(_Strict):
     events: EventsSection = Field(default_factory=EventsSection)
     schedules: list[ScheduleEntry] = Field(default_factory=list)
     isolation: Literal["inprocess", "process"] | None = None
+    # the host ABI versions it was written for, a version specifier (">=1,<2"; ADR 0086)
+    requires_abi: str | None = None
     permissions: Permissions = Field(default_factory=Permissions)
     priority: int = Field(default=50, ge=0, le=100)
     prompt_additions: list[PromptAddition] = Field(default_factory=list)
@@ -333,6 +336,19 @@ class Manifest(_Strict):
             raise ValueError(f"{', '.join(twice)} listed more than once")
         return value
 
+    @field_validator("requires_abi")
+    @classmethod
+    def _valid_abi_specifier(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                if not str(SpecifierSet(value)):
+                    raise InvalidSpecifier(value)
+            except InvalidSpecifier:
+                raise ValueError(
+                    f'{value!r} is not a version specifier such as ">=1,<2" or "==1"'
+                ) from None
+        return value
+
     @field_validator("entrypoint")
     @classmethod
     def _valid_entrypoint(cls, value: str | None) -> str | None:
@@ -371,6 +387,19 @@ class Manifest(_Strict):
     def required_secrets(self) -> tuple[str, ...]:
         """The secrets it cannot run without."""
         return tuple(spec.name for spec in self.secrets if not spec.optional)
+
+
+def abi_refusal(manifest: Manifest, host_abi: int) -> str | None:
+    """Why the extension cannot run on a host of ABI ``host_abi`` (its ``requires_abi``
+    excludes it), naming the extension, its requirement and the host's version;
+    None: it can (or it does not say)."""
+    if manifest.requires_abi is None or SpecifierSet(manifest.requires_abi).contains(str(host_abi)):
+        return None
+    return (
+        f"extension {manifest.id!r} requires host ABI {manifest.requires_abi} "
+        f"(requires_abi in its manifest), but this host speaks ABI {host_abi}: "
+        "install a version of the extension written for it"
+    )
 
 
 def check_timezone(name: str) -> None:

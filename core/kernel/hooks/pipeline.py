@@ -66,14 +66,14 @@ class RenderedOutput:
 
 # the points a conversational turn passes (``TurnHooks.idle``: none has a hook)
 TURN_POINTS = (
-    Capability.TURN_START,
-    Capability.TURN_END,
-    Capability.SESSION_START,
-    Capability.PLAIN_TEXT,
-    Capability.INPUT_MESSAGES,
-    Capability.TAG,
-    Capability.LLM_OUTPUT,
-    Capability.MODEL_ROUTING,
+    _TURN_START,
+    _TURN_END,
+    _SESSION_START,
+    _PLAIN_TEXT,
+    _INPUT_MESSAGES,
+    _TAG,
+    _LLM_OUTPUT,
+    _MODEL_ROUTING,
 )
 
 

@@ -58,7 +58,8 @@ async def dry_run(
         for dep in _dependencies(extensions_dir, ext_id):
             (staged / dep).symlink_to(extensions_dir / dep, target_is_directory=True)
         settings = work / "settings.yaml"
-        settings.write_text(yaml.safe_dump(_settings(staged, work / "data")), encoding="utf-8")
+        dry = _settings(staged, work / "data", timeout_s)
+        settings.write_text(yaml.safe_dump(dry), encoding="utf-8")
         # The dry run's throw-away data dir grants what is staged (the public
         # command line, as the user would): validation tests the code, the
         # user's own grant still decides whether the real kernel loads it.
@@ -133,9 +134,14 @@ def _dependencies(extensions_dir: Path, ext_id: str) -> list[str]:
     return sorted(seen)
 
 
-def _settings(extensions: Path, data: Path) -> dict[str, object]:
+def _settings(extensions: Path, data: Path, timeout_s: float) -> dict[str, object]:
+    """The dry run's settings: Hearth's defaults (an extension that is not bundled
+    runs in a plugin host, as it will for real: ADR 0086), its deadline the whole
+    validation's — a plugin host starting on a busy machine can take longer than
+    the loader's 10 s, and a hang is still cut off (``_run``)."""
     return {
         "paths": {"extensions": str(extensions), "data": str(data)},
+        "loader": {"lifecycle_timeout_s": timeout_s},
         "models": {"default": None},
         "mcp": {"servers": {}},
         "logging": {"level": "WARNING"},

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.extensions.access.state_scope import serving
-from core.extensions.contract import Command, TurnContext
+from core.extensions.contract import HOST_ABI_VERSION, Command, TurnContext
 from core.extensions.contract.channels import USAGE_KEYWORD, takes_usage
 from core.extensions.contract.hook_specs import HOOK_SPECS
 from core.extensions.isolation.host.client_context import (
@@ -54,6 +54,7 @@ from core.extensions.isolation.protocol.messages import (
     LifecycleParams,
     LoadParams,
     PingResult,
+    Ready,
     StreamParams,
     Wire,
     decode,
@@ -94,8 +95,15 @@ class HostServer:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return PingResult(usage.ru_utime + usage.ru_stime, time.monotonic()).to_wire()
 
-    async def rpc_load(self, load: LoadParams) -> None:
+    async def rpc_load(self, load: LoadParams) -> dict[str, Any]:
+        """Import the extension and say the host ABI this host speaks (ADR 0086); a
+        kernel speaking another one is refused before any extension code runs."""
         assert self.peer is not None
+        if load.abi_version != HOST_ABI_VERSION:
+            raise RuntimeError(
+                f"the kernel speaks host ABI {load.abi_version}, this plugin host "
+                f"ABI {HOST_ABI_VERSION}; refusing to load {load.ext_id!r}"
+            )
         apply_limits(HostLimits.from_wire(load.limits))
         os.chdir(load.data_dir)
         self.ctx = ClientContext(self.peer, load)
@@ -103,6 +111,7 @@ class HostServer:
         code_dir = Path(load.code_dir or load.ext_dir)  # what the kernel hashed (ADR 0073)
         cls = import_entrypoint(load.ext_id, code_dir, load.entrypoint)
         self.ext = cls()
+        return Ready(HOST_ABI_VERSION).to_wire()
 
     async def rpc_initialize(self, params: Empty) -> dict[str, Any]:
         await self.ext.initialize(self.ctx)

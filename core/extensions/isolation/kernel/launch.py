@@ -17,6 +17,7 @@ from typing import Any
 
 from core.config import IsolationSettings, LoaderSettings
 from core.extensions.context.kernel_context import KernelContext
+from core.extensions.contract import HOST_ABI_VERSION
 from core.extensions.isolation.host.limits import HostLimits
 from core.extensions.isolation.kernel.confinement import (
     ConfinementStatus,
@@ -111,6 +112,7 @@ async def plan_launch(
         "code_dir": str(code_dir),
         "entrypoint": manifest.entrypoint,
         "data_dir": str(data_dir),
+        "abi_version": HOST_ABI_VERSION,
         "config": context.config,
         "secrets": secrets,
         "subscribe": list(permissions.subscribe),

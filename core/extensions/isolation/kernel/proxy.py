@@ -22,6 +22,7 @@ from typing import Any, Literal
 from core.events.models import Event
 from core.extensions.context.kernel_context import KernelContext
 from core.extensions.context.services import KernelServices
+from core.extensions.contract import HOST_ABI_VERSION
 from core.extensions.isolation.kernel.host_events import HostSubscriptions
 from core.extensions.isolation.kernel.kernel_side import ContextServer
 from core.extensions.isolation.kernel.launch import IsolationOptions, LaunchPlan, plan_launch
@@ -44,12 +45,13 @@ from core.extensions.isolation.protocol.messages import (
     LifecycleParams,
     LoadParams,
     PingResult,
+    Ready,
     StreamKind,
     StreamParams,
 )
 from core.extensions.isolation.protocol.rpc import RpcPeer
 from core.extensions.loading.lifecycle import describe_exception
-from core.extensions.loading.manifest import Manifest
+from core.extensions.loading.manifest import Manifest, abi_refusal
 from core.runtime import guard_extension_logger
 
 log = logging.getLogger("core.isolation")
@@ -234,7 +236,10 @@ class IsolatedExtension(ProxyCore):
         self._spawn(self._watch(host, peer))
         try:
             load = LoadParams.from_wire(plan.load_params).to_wire()
-            await peer.call(HostMethod.LOAD, load, deadline=limit)
+            ready = await peer.call(HostMethod.LOAD, load, deadline=limit)
+            refusal = ready_refusal(self.manifest, Ready.from_wire(ready, HostMethod.LOAD))
+            if refusal is not None:
+                raise IsolationError(refusal)
             answer = await peer.call(HostMethod.INITIALIZE, deadline=limit)
             described = Described.from_wire(answer, HostMethod.INITIALIZE).to_wire()
             old = self.described.get("capabilities")
@@ -323,6 +328,18 @@ class IsolatedExtension(ProxyCore):
 
     async def _stream(self, stream: int, kind: StreamKind, text: str) -> None:
         await self.remote(HostMethod.STREAM, StreamParams(stream, kind, text).to_wire())
+
+
+def ready_refusal(manifest: Manifest, ready: Ready) -> str | None:
+    """Why the extension may not run on the host that answered ``load`` with
+    ``ready``: a host ABI other than the kernel's, or one its manifest's
+    ``requires_abi`` excludes (ADR 0086); None: it may."""
+    if ready.abi_version != HOST_ABI_VERSION:
+        return (
+            f"the plugin host of {manifest.id!r} speaks host ABI {ready.abi_version}, "
+            f"the kernel ABI {HOST_ABI_VERSION}"
+        )
+    return abi_refusal(manifest, ready.abi_version)
 
 
 def _outcome(task: asyncio.Task[str]) -> str:

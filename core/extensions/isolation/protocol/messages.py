@@ -34,6 +34,7 @@ __all__ = [
     "LogParams",
     "Notice",
     "PingResult",
+    "Ready",
     "StateValue",
     "StreamKind",
     "StreamParams",
@@ -87,6 +88,7 @@ class LoadParams(Wire):
     ext_dir: str  # its directory (``context.extension_dir``)
     entrypoint: str
     data_dir: str
+    abi_version: int  # the host ABI the kernel speaks (``HOST_ABI_VERSION``, ADR 0086)
     config: dict[str, Any] = field(default_factory=dict)
     secrets: dict[str, str | None] = field(default_factory=dict)
     subscribe: list[str] = field(default_factory=lambda: ["*"])
@@ -97,6 +99,15 @@ class LoadParams(Wire):
     control: bool = False
     # the snapshot of its code it is imported from (ADR 0073); "" (older kernels): ext_dir
     code_dir: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Ready(Wire):
+    """The host's answer to ``load``: the extension is imported, and the host ABI
+    it speaks (the kernel refuses one that is not its own or that the manifest's
+    ``requires_abi`` excludes)."""
+
+    abi_version: int
 
 
 @dataclass(frozen=True, slots=True)
