@@ -27,6 +27,11 @@ IN_PROCESS_WORDS = "runs inside the kernel process with full access to your file
 # turn hooks, context providers, post-processors, prompt additions, ui_request (ADR 0041)
 CONVERSATIONS_WORDS = "reads and can change your conversations"
 
+_DRAW_WORDS = {
+    "clock": "reads the clock (recorded for replay)",
+    "random": "draws random numbers (recorded for replay)",
+}
+
 # what changed since an extension's grant: what it asks, or its code (ADR 0044)
 Change = Literal["request", "code"]
 
@@ -42,6 +47,8 @@ class GrantRequest:
     permissions: ResolvedPermissions
     in_process_digest: str
     code: str  # code_digest of its directory: the grant binds this code
+    # a wasm module's nondeterministic imports it asks for: "clock", "random" (ADR 0085)
+    draws: tuple[str, ...] = ()
 
     @classmethod
     def from_manifest(
@@ -51,6 +58,8 @@ class GrantRequest:
         isolated = isolation != IN_PROCESS
         secrets = tuple(sorted(set(manifest.secret_names)))
         in_process = manifest.permissions.resolved(manifest.id, isolated=False)
+        wasm = manifest.wasm if isolation == "wasm" else None
+        draws = () if wasm is None else tuple(k for k in ("clock", "random") if getattr(wasm, k))
         return cls(
             ext_id=manifest.id,
             isolation=isolation,
@@ -58,6 +67,7 @@ class GrantRequest:
             permissions=manifest.permissions.resolved(manifest.id, isolated=isolated),
             in_process_digest=_digest(IN_PROCESS, secrets, in_process),
             code=code,
+            draws=draws,
         )
 
     @property
@@ -82,6 +92,7 @@ class GrantRequest:
             words.extend(f"publishes events on {p}" for p in perms.emit if not self._own_topic(p))
             words.extend(f"reads events on {p}" for p in perms.subscribe if not self._own_topic(p))
         words.extend(_path_words(p) for p in perms.paths)
+        words.extend(_DRAW_WORDS[d] for d in self.draws)
         if perms.user_messages:
             words.append("speaks as you (user messages)")
         if perms.agent:
@@ -103,7 +114,10 @@ class GrantRequest:
     @property
     def digest(self) -> str:
         """A stable fingerprint of the request: equal iff the request is equal."""
-        return _digest(self.isolation, self.secrets, self.permissions)
+        digest = _digest(self.isolation, self.secrets, self.permissions)
+        if not self.draws:  # requests made before wasm existed keep their digest
+            return digest
+        return _digest(f"{self.isolation}+{'+'.join(self.draws)}", self.secrets, self.permissions)
 
     def covering_digests(self) -> frozenset[str]:
         """Digests of grants that cover this request: its own, and — when it

@@ -70,7 +70,8 @@ class KernelContext(ContextStateCalls):
         # the snapshot its code runs from (ADR 0073): its agent's prompt is read there
         self._code_dir = code_dir or ext_dir
         self._services = services
-        isolated = (manifest.isolation or services.settings.isolation.default) == "process"
+        isolation = manifest.isolation or services.settings.isolation.default
+        isolated = isolation in ("process", "wasm")
         self.permissions = manifest.permissions.resolved(manifest.id, isolated=isolated)
         overrides = services.settings.extensions.get(manifest.id) or {}
         self._config: dict[str, Any] = {**manifest.config, **overrides}

@@ -12,7 +12,7 @@ them from here.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from core.events.models import Event
 from core.extensions.contract.addresses import REPLY_TAG_MARK, reply_address, split_reply_address
@@ -81,8 +81,13 @@ from core.extensions.contract.status import (
     McpServerState,
 )
 
+# The version of the host ABI, both boundaries: the process RPC's load/ready exchange and
+# the WebAssembly imports carry it; a manifest's `requires_abi` is checked against it.
+HOST_ABI_VERSION: Final = 1
+
 __all__ = [
     "HOOK_SPECS",
+    "HOST_ABI_VERSION",
     "OUTPUT_TARGETS",
     "REPLY_TAG_MARK",
     "TURN_CANCEL_TOPIC",

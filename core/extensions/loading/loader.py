@@ -40,7 +40,7 @@ log = logging.getLogger("core.loader")
 # Called with the valid manifests after discovery, before any extension code runs.
 DiscoveredHook = Callable[[list[Manifest]], None]
 # (manifest, snapshot of its code (ADR 0073), services) -> instance; used for `agent:` manifests
-# without an entrypoint and for `isolation: process`.
+# without an entrypoint and for `isolation: process` and `wasm`.
 InstanceFactory = Callable[[Manifest, Path, KernelServices], Any]
 
 
@@ -397,9 +397,9 @@ class Loader:
         constructor are synchronous extension code: they run in a worker thread
         under the lifecycle timeout, so a hanging one cannot freeze the kernel."""
         isolation = manifest.isolation or self.default_isolation
-        if isolation == "process":
+        if isolation in ("process", "wasm"):
             if self.isolated_factory is None:
-                raise RuntimeError("isolation: process is not available in this kernel")
+                raise RuntimeError(f"isolation: {isolation} is not available in this kernel")
             return self.isolated_factory(manifest, code_dir, services)
         if manifest.entrypoint is not None:
             entrypoint = manifest.entrypoint

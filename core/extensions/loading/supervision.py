@@ -178,7 +178,7 @@ class ExtensionSupervisor:
     def _backoff_for(self, record: ExtensionRecord) -> Backoff:
         manifest = record.manifest
         isolation = (manifest.isolation if manifest else None) or self.loader.default_isolation
-        if isolation == "process" and self.isolated_backoff_max_s is not None:
+        if isolation in ("process", "wasm") and self.isolated_backoff_max_s is not None:
             return Backoff(self.backoff.initial_s, self.isolated_backoff_max_s)
         return self.backoff
 
