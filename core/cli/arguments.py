@@ -131,6 +131,9 @@ def _new_extension(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--isolated", action="store_true", help="run it in its own process (isolation: process)"
     )
+    parser.add_argument(
+        "--wasm", action="store_true", help="a WebAssembly tool (isolation: wasm, guest.wat)"
+    )
 
 
 def _replay(parser: argparse.ArgumentParser) -> None:

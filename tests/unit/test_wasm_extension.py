@@ -205,7 +205,10 @@ async def test_a_hook_and_a_post_processor_answer_through_invoke(tmp_path):
 
 async def test_a_guest_that_traps_in_describe_or_offers_too_much_is_refused(tmp_path):
     with pytest.raises(WasmLoadError, match=r"describe\(\) of wasm extension 'wx' trapped"):
-        await loaded(tmp_path, guest(TOOLS).replace("(i64.const 4398046511", "unreachable (i64.const 4398046511"))
+        await loaded(
+            tmp_path,
+            guest(TOOLS).replace("(i64.const 4398046511", "unreachable (i64.const 4398046511"),
+        )
     with pytest.raises(WasmLoadError, match="ChannelProvider, which host ABI 1 does not serve"):
         await loaded(tmp_path, guest({"capabilities": ["ChannelProvider"]}))
 

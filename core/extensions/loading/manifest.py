@@ -378,7 +378,8 @@ class Manifest(_Strict):
     def _entrypoint_or_agent(self) -> Manifest:
         if self.entrypoint is None and self.agent is None and self.wasm is None:
             raise ValueError(
-                "needs `entrypoint` (module:Class), an `agent` section or a `wasm` module"
+                "needs `entrypoint` (module:Class) or an `agent` section "
+                "(or a `wasm` section naming its module)"
             )
         if self.id in self.depends_on:
             raise ValueError(f"depends_on: {self.id!r} depends on itself")
