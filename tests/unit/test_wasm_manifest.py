@@ -77,3 +77,18 @@ def test_a_wasm_extension_asking_nothing_needs_no_grant_but_the_clock_does():
         "draws random numbers (recorded for replay)",
     ]
     assert asking.digest != plain.digest  # a grant for one does not cover the other
+
+
+async def test_the_documented_wat_guest_rewrites_an_answer(tmp_path):
+    """docs/extensions.md's WAT example runs as written."""
+    from pathlib import Path
+
+    from core.extensions.sdk.testing import FakeContext, load_extension, running
+    from support.wasm_guests import write_wasm_extension
+
+    docs = (Path(__file__).parents[2] / "docs" / "extensions.md").read_text()
+    wat = docs.split("```wat\n", 1)[1].split("```", 1)[0]
+    ext_dir = write_wasm_extension(tmp_path, "doc", wat, {"permissions": {"conversations": True}})
+    ext = load_extension(ext_dir)
+    async with running(ext, FakeContext(tmp_path / "data", "doc")):
+        assert await ext.on_llm_output("draft", None) == "REWRITTEN"
