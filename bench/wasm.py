@@ -104,9 +104,7 @@ def write_extensions(root: Path) -> Path:
     ext_dir = extensions / "echo_wasm"
     ext_dir.mkdir(parents=True)
     (ext_dir / "guest.wat").write_text(wasm_echo())
-    (ext_dir / "manifest.yaml").write_text(
-        "id: echo_wasm\nname: Echo\nwasm: {module: guest.wat}\n"
-    )
+    (ext_dir / "manifest.yaml").write_text("id: echo_wasm\nname: Echo\nwasm: {module: guest.wat}\n")
     return extensions
 
 
