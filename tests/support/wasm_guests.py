@@ -82,6 +82,28 @@ def guest(
 )"""
 
 
+def drawing_guest(describe: dict[str, Any]) -> str:
+    """A tool that reads the clock, then answers four random letters (a-p): a module
+    asking for ``wasm: {clock: true, random: true}``."""
+    imports = """
+  (import "hearth" "clock_ms" (func $clock (result i64)))
+  (import "hearth" "random_fill" (func $random (param i32 i32)))"""
+    at = _TOOL_AT  # {"ok":"xxxx"} there, the letters at +7
+    letters = "".join(
+        f"(i32.store8 (i32.const {i}) (i32.add (i32.const 97) "
+        f"(i32.and (i32.load8_u (i32.const {i})) (i32.const 15))))"
+        for i in range(at + 7, at + 11)
+    )
+    body = f"""
+    (drop (call $clock))
+    (call $random (i32.const {at + 7}) (i32.const 4))
+    {letters}
+    {answer_body(at, "xxxx")}"""
+    wat = guest(describe, tool=body, imports=imports)
+    segment = f'  (data (i32.const {at}) "{_wat_bytes(_json({"ok": "xxxx"}))}")\n'
+    return wat.replace("  (global $heap", segment + "  (global $heap", 1)
+
+
 def tool_spec(name: str, description: str = "", **properties: str) -> dict[str, Any]:
     """A ``describe`` entry for a tool taking string ``properties``."""
     return {

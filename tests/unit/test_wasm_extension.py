@@ -26,6 +26,7 @@ from support.wasm_guests import (
     ECHO,
     MEMORY_HOG,
     RUNAWAY,
+    drawing_guest,
     guest,
     tool_spec,
     write_wasm_extension,
@@ -149,23 +150,7 @@ async def test_a_module_built_for_another_abi_or_asking_another_is_refused(tmp_p
 
 
 async def test_granted_clock_and_randomness_are_recorded_and_replayed(tmp_path):
-    imports = """
-  (import "hearth" "clock_ms" (func $clock (result i64)))
-  (import "hearth" "random_fill" (func $random (param i32 i32)))"""
-    # the tool reads the clock, then answers {"ok":"<4 random letters a-p>"}
-    letters = "".join(
-        f"(i32.store8 (i32.const {at}) (i32.add (i32.const 97) "
-        f"(i32.and (i32.load8_u (i32.const {at})) (i32.const 15))))"
-        for at in range(12295, 12299)
-    )
-    body = f"""
-    (drop (call $clock))
-    (call $random (i32.const 12295) (i32.const 4))
-    {letters}
-    (i64.const {12288 << 32 | 13})"""
-    wat = guest(TOOLS, tool=body, imports=imports).replace(
-        "(global $heap", '(data (i32.const 12288) "{\\"ok\\":\\"xxxx\\"}")\n  (global $heap'
-    )
+    wat = drawing_guest(TOOLS)
     wasm = {"clock": True, "random": True}
     context = FakeContext()
     ext_dir = write_wasm_extension(tmp_path, "wx", wat, {"wasm": wasm})
