@@ -201,3 +201,12 @@ async def test_a_guest_that_traps_in_describe_or_offers_too_much_is_refused(tmp_
 def test_a_guest_trap_names_the_extension_the_call_and_the_cause():
     exc = GuestTrapError("wx", "on_llm_output()", "wasm trap: unreachable")
     assert str(exc) == "on_llm_output() of wasm extension 'wx' trapped: wasm trap: unreachable"
+
+
+async def test_a_guest_log_line_lands_in_the_extensions_log(tmp_path, caplog):
+    imports = '(import "hearth" "log" (func $log (param i32 i32)))'
+    body = "(call $log (i32.const 0) (i32.const 5)) (i64.const 0)"  # "{\"ok\"" then a trap
+    ext = await loaded(tmp_path, guest(TOOLS, tool=body, imports=imports))
+    with caplog.at_level("INFO", logger="ext.wx"), pytest.raises(GuestTrapError):
+        await ext.remote("call_tool", {"name": "weather", "args": "{}"})
+    assert [r.getMessage() for r in caplog.records if r.name == "ext.wx"] == ['{"ok"']
