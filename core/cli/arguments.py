@@ -139,6 +139,9 @@ def _new_extension(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run it inside the kernel (isolation: inprocess; needs a grant after each edit)",
     )
+    parser.add_argument(
+        "--wasm", action="store_true", help="a WebAssembly tool (isolation: wasm, guest.wat)"
+    )
 
 
 def _replay(parser: argparse.ArgumentParser) -> None:

@@ -120,10 +120,14 @@ async def replay_trace(
         )
 
         def must_not_run(tool: FunctionTool) -> bool:
-            """Side-effecting (consent's word), or the kernel's own: they read the
-            live system (clock, extension list, restart)."""
+            """Side-effecting (consent's word), the kernel's own: they read the live
+            system (clock, extension list, restart), or a wasm extension's that was
+            granted the clock or randomness (ADR 0085): its answer drew on them."""
             info = kernel.consent.catalog.info(tool)
-            return info.side_effects or info.source == CORE_SOURCE
+            record = kernel.loader.records.get(info.source)
+            wasm = record.manifest.wasm if record is not None and record.manifest else None
+            drawing = wasm is not None and (wasm.clock or wasm.random)
+            return info.side_effects or info.source == CORE_SOURCE or drawing
 
         kernel.recorder.stand_in = RecordedTools(state, must_not_run)
         async with _running(kernel):

@@ -1,11 +1,12 @@
-"""``main.py new-extension NAME [--tool] [--channel] [--isolated | --inprocess]``.
+"""``main.py new-extension NAME [--tool] [--channel] [--isolated | --inprocess] [--wasm]``.
 
 Writes ``<paths.extensions>/NAME/``: a manifest, ``main.py`` built on the
 extension library (``BaseExtension``), and ``tests/test_NAME.py`` using the
 fake kernel (``FakeContext``), which ``make test`` collects (``testpaths``
 holds ``sandbox/extensions``). No flag means ``--tool``. The id follows the
 manifest's rule and may not be a kernel name; an existing directory is
-never touched. Whoever runs the command wrote the code, so the grant for
+never touched. ``--wasm`` writes a WebAssembly tool instead (``scaffold_wasm``).
+Whoever runs the command wrote the code, so the grant for
 what the skeleton asks is recorded too (as ``main.py extensions grant``
 would): the new extension loads ``active`` at once.
 
@@ -32,6 +33,7 @@ from core.cli.scaffold_templates import (
     TOOL_METHODS,
     TOOL_TEST,
 )
+from core.cli.scaffold_wasm import wasm_files
 from core.config import Settings
 from core.extensions.access.grant_store import GrantStore
 from core.extensions.access.grants import GrantRequest
@@ -55,6 +57,7 @@ def run_new_extension(settings: Settings, args: argparse.Namespace) -> int:
             tool=args.tool or not args.channel,
             channel=args.channel,
             isolated=not args.inprocess,
+            wasm=getattr(args, "wasm", False),
         )
         manifest = load_manifest(ext_dir)
         request = GrantRequest.from_manifest(
@@ -65,10 +68,11 @@ def run_new_extension(settings: Settings, args: argparse.Namespace) -> int:
     except (ScaffoldError, OSError) as exc:
         print(f"hearth new-extension: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {ext_dir}/ (manifest.yaml, main.py, tests/test_{args.name}.py)")
+    code = "guest.wat" if getattr(args, "wasm", False) else "main.py"
+    print(f"wrote {ext_dir}/ (manifest.yaml, {code}, tests/test_{args.name}.py)")
     if request.needs_grant:
         print(f"granted {args.name}: " + "; ".join(request.describe()))
-    print(f"next: make test  ·  .venv/bin/python main.py extensions  ·  edit {ext_dir / 'main.py'}")
+    print(f"next: make test  ·  .venv/bin/python main.py extensions  ·  edit {ext_dir / code}")
     print(_loop_hint(args.name, request.needs_grant))
     return 0
 
@@ -87,7 +91,9 @@ def _loop_hint(ext_id: str, granted: bool) -> str:
     )
 
 
-def write_skeleton(root: Path, ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> Path:
+def write_skeleton(
+    root: Path, ext_id: str, *, tool: bool, channel: bool, isolated: bool, wasm: bool = False
+) -> Path:
     """Write the skeleton into ``root/ext_id``; ``ScaffoldError`` before anything
     is written when the id or the place is wrong."""
     if not EXTENSION_ID_RE.match(ext_id):
@@ -101,15 +107,17 @@ def write_skeleton(root: Path, ext_id: str, *, tool: bool, channel: bool, isolat
     if ext_dir.exists():
         raise ScaffoldError(f"{ext_dir} already exists; choose another name or remove it")
     files = _files(ext_id, tool=tool, channel=channel, isolated=isolated)
+    if wasm:
+        files = wasm_files(_names(ext_id, tool=True, channel=False))
     (ext_dir / "tests").mkdir(parents=True)
     for name, text in files.items():
         (ext_dir / name).write_text(text, encoding="utf-8")
     return ext_dir
 
 
-def _files(ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> dict[str, str]:
+def _names(ext_id: str, *, tool: bool, channel: bool) -> dict[str, str]:
     words = ext_id.replace("-", "_").split("_")
-    names = {
+    return {
         "ext_id": ext_id,
         "title": " ".join(w.capitalize() for w in words if w),
         "class_name": "".join(w.capitalize() for w in words if w) + "Extension",
@@ -118,6 +126,10 @@ def _files(ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> dict[st
             kind for kind, wanted in (("a tool", tool), ("a channel", channel)) if wanted
         ),
     }
+
+
+def _files(ext_id: str, *, tool: bool, channel: bool, isolated: bool) -> dict[str, str]:
+    names = _names(ext_id, tool=tool, channel=channel)
     extra = []
     if tool:
         extra.append("side_effects: false   # its tools change nothing outside Hearth")

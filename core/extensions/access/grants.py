@@ -35,6 +35,11 @@ CONVERSATIONS_WORDS: str = CONVERSATIONS_PERMISSION.grant or ""
 # requests made before it existed keep their digest (ADR 0024, 0041, 0059)
 _ALWAYS_DIGESTED = ("notify", "user_messages", "agent", "control")
 
+_DRAW_WORDS = {
+    "clock": "reads the clock (recorded for replay)",
+    "random": "draws random numbers (recorded for replay)",
+}
+
 # what changed since an extension's grant: what it asks, or its code (ADR 0044)
 Change = Literal["request", "code"]
 
@@ -50,6 +55,8 @@ class GrantRequest:
     permissions: ResolvedPermissions
     in_process_digest: str
     code: str  # code_digest of its directory: the grant binds this code
+    # a wasm module's nondeterministic imports it asks for: "clock", "random" (ADR 0085)
+    draws: tuple[str, ...] = ()
 
     @classmethod
     def from_manifest(
@@ -59,6 +66,8 @@ class GrantRequest:
         isolated = isolation != IN_PROCESS
         secrets = tuple(sorted(set(manifest.secret_names)))
         in_process = manifest.permissions.resolved(manifest.id, isolated=False)
+        wasm = manifest.wasm if isolation == "wasm" else None
+        draws = () if wasm is None else tuple(k for k in ("clock", "random") if getattr(wasm, k))
         return cls(
             ext_id=manifest.id,
             isolation=isolation,
@@ -66,6 +75,7 @@ class GrantRequest:
             permissions=manifest.permissions.resolved(manifest.id, isolated=isolated),
             in_process_digest=_digest(IN_PROCESS, secrets, in_process),
             code=code,
+            draws=draws,
         )
 
     @property
@@ -90,6 +100,7 @@ class GrantRequest:
             words.extend(f"publishes events on {p}" for p in perms.emit if not self._own_topic(p))
             words.extend(f"reads events on {p}" for p in perms.subscribe if not self._own_topic(p))
         words.extend(_path_words(p) for p in perms.paths)
+        words.extend(_DRAW_WORDS[d] for d in self.draws)
         # each permission's own words, as declared beside its context method (issue 42)
         words.extend(
             p.grant for p in PERMISSION_FLAGS if p.grant is not None and getattr(perms, p.key)
@@ -103,7 +114,10 @@ class GrantRequest:
     @property
     def digest(self) -> str:
         """A stable fingerprint of the request: equal iff the request is equal."""
-        return _digest(self.isolation, self.secrets, self.permissions)
+        digest = _digest(self.isolation, self.secrets, self.permissions)
+        if not self.draws:  # requests made before wasm existed keep their digest
+            return digest
+        return _digest(f"{self.isolation}+{'+'.join(self.draws)}", self.secrets, self.permissions)
 
     def covering_digests(self) -> frozenset[str]:
         """Digests of grants that cover this request: its own, and — when it

@@ -50,7 +50,7 @@ from core.extensions.contract.context import ExtensionContext
 from core.extensions.contract.permissions import declared_needs
 from core.extensions.contract.status import KernelStatus
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
-from core.extensions.loading.isolation_choice import PROCESS, isolation_of
+from core.extensions.loading.isolation_choice import ISOLATED, isolation_of
 from core.extensions.loading.manifest import Manifest
 from core.runtime import extension_data_dir, guard_extension_logger
 
@@ -76,7 +76,7 @@ class KernelContext(ContextStateCalls):
         # the snapshot its code runs from (ADR 0073): its agent's prompt is read there
         self._code_dir = code_dir or ext_dir
         self._services = services
-        isolated = isolation_of(manifest, services.settings.isolation.default) == PROCESS
+        isolated = isolation_of(manifest, services.settings.isolation.default) in ISOLATED
         self.permissions = manifest.permissions.resolved(manifest.id, isolated=isolated)
         overrides = services.settings.extensions.get(manifest.id) or {}
         self._config: dict[str, Any] = {**manifest.config, **overrides}

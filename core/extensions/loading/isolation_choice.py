@@ -25,7 +25,9 @@ __all__ = [
     "BUNDLED_DIR",
     "BUNDLED_GRANTS_FILE",
     "IN_PROCESS",
+    "ISOLATED",
     "PROCESS",
+    "WASM",
     "bundled_ids",
     "isolation_of",
 ]
@@ -34,6 +36,8 @@ BUNDLED_DIR = PROJECT_ROOT / "sandbox" / "extensions"
 BUNDLED_GRANTS_FILE = BUNDLED_DIR / "bundled_grants.yaml"
 IN_PROCESS = "inprocess"
 PROCESS = "process"
+WASM = "wasm"
+ISOLATED = frozenset({PROCESS, WASM})  # out of the kernel's process: a plugin host, a module
 
 
 @cache

@@ -31,7 +31,7 @@ from core.extensions.loading.code_snapshot import CodeSnapshots
 from core.extensions.loading.declarations import check_subscriptions, check_tool_declarations
 from core.extensions.loading.dependencies import dependents_of, order_by_dependencies
 from core.extensions.loading.importer import import_entrypoint
-from core.extensions.loading.isolation_choice import PROCESS, isolation_of
+from core.extensions.loading.isolation_choice import ISOLATED, isolation_of
 from core.extensions.loading.lifecycle import call_in_thread, call_with_timeout, failure_reason
 from core.extensions.loading.manifest import (
     MANIFEST_FILE,
@@ -48,7 +48,7 @@ log = logging.getLogger("core.loader")
 # Called with the valid manifests after discovery, before any extension code runs.
 DiscoveredHook = Callable[[list[Manifest]], None]
 # (manifest, snapshot of its code (ADR 0073), services) -> instance; used for `agent:` manifests
-# without an entrypoint and for `isolation: process`.
+# without an entrypoint and for `isolation: process` and `wasm`.
 InstanceFactory = Callable[[Manifest, Path, KernelServices], Any]
 
 
@@ -409,9 +409,10 @@ class Loader:
         grant was checked against (ADR 0073). Importing its module and running its
         constructor are synchronous extension code: they run in a worker thread
         under the lifecycle timeout, so a hanging one cannot freeze the kernel."""
-        if isolation_of(manifest, self.default_isolation) == PROCESS:
+        isolation = isolation_of(manifest, self.default_isolation)
+        if isolation in ISOLATED:
             if self.isolated_factory is None:
-                raise RuntimeError("isolation: process is not available in this kernel")
+                raise RuntimeError(f"isolation: {isolation} is not available in this kernel")
             return self.isolated_factory(manifest, code_dir, services)
         if manifest.entrypoint is not None:
             entrypoint = manifest.entrypoint

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from core.config import check_tool_name
 from core.extensions.contract import ExtensionContext
 from core.extensions.contract.permissions import declared_permissions
+from core.extensions.loading.wasm_section import WasmSection
 from core.extensions.sdk import resolve_zone
 from core.runtime import RESERVED_IDS
 from core.runtime.errors import HearthError
@@ -282,8 +283,10 @@ class Manifest(_Strict):
     agent_config: dict[str, Any] | None = None
     events: EventsSection = Field(default_factory=EventsSection)
     schedules: list[ScheduleEntry] = Field(default_factory=list)
-    isolation: Literal["inprocess", "process"] | None = None
-    # the host ABI versions it was written for, a version specifier (">=1,<2"; ADR 0086)
+    isolation: Literal["inprocess", "process", "wasm"] | None = None
+    # the module of `isolation: wasm` and its budgets (ADR 0085); naming one means wasm
+    wasm: WasmSection | None = None
+    # the host ABI versions it works with, e.g. ">=1,<2"; refused at load otherwise
     requires_abi: str | None = None
     permissions: Permissions = Field(default_factory=Permissions)
     priority: int = Field(default=50, ge=0, le=100)
@@ -349,6 +352,33 @@ class Manifest(_Strict):
                 ) from None
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _wasm_module_means_wasm(cls, data: Any) -> Any:
+        """A manifest naming a module (``wasm:``) without ``isolation`` runs it as wasm."""
+        if isinstance(data, dict) and data.get("wasm") is not None and "isolation" not in data:
+            return {**data, "isolation": "wasm"}
+        return data
+
+    @model_validator(mode="after")
+    def _wasm_consistent(self) -> Manifest:
+        if self.isolation != "wasm":
+            if self.wasm is not None:
+                raise ValueError(
+                    f"wasm: a module runs only with `isolation: wasm`, not {self.isolation}"
+                )
+            return self
+        if self.wasm is None:
+            raise ValueError("isolation: wasm needs a `wasm:` section naming its module")
+        if self.entrypoint is not None or self.agent is not None:
+            raise ValueError("isolation: wasm runs its module: drop `entrypoint` and `agent`")
+        if self.permissions.network or self.permissions.paths:
+            raise ValueError(
+                "permissions: a wasm extension has no network or file access "
+                "(host ABI 1 offers no such import); drop `network` and `paths`"
+            )
+        return self
+
     @field_validator("entrypoint")
     @classmethod
     def _valid_entrypoint(cls, value: str | None) -> str | None:
@@ -368,8 +398,11 @@ class Manifest(_Strict):
 
     @model_validator(mode="after")
     def _entrypoint_or_agent(self) -> Manifest:
-        if self.entrypoint is None and self.agent is None:
-            raise ValueError("needs `entrypoint` (module:Class) or an `agent` section")
+        if self.entrypoint is None and self.agent is None and self.wasm is None:
+            raise ValueError(
+                "needs `entrypoint` (module:Class) or an `agent` section "
+                "(or a `wasm` section naming its module)"
+            )
         if self.id in self.depends_on:
             raise ValueError(f"depends_on: {self.id!r} depends on itself")
         return self

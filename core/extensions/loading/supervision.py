@@ -20,7 +20,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from core.extensions.loading.capabilities import Capability
-from core.extensions.loading.isolation_choice import PROCESS, isolation_of
+from core.extensions.loading.isolation_choice import ISOLATED, isolation_of
 from core.extensions.loading.lifecycle import call_with_timeout, describe_exception
 from core.extensions.loading.loader import Loader
 from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
@@ -179,7 +179,7 @@ class ExtensionSupervisor:
     def _backoff_for(self, record: ExtensionRecord) -> Backoff:
         manifest = record.manifest
         isolated = manifest is not None and (
-            isolation_of(manifest, self.loader.default_isolation) == PROCESS
+            isolation_of(manifest, self.loader.default_isolation) in ISOLATED
         )
         if isolated and self.isolated_backoff_max_s is not None:
             return Backoff(self.backoff.initial_s, self.isolated_backoff_max_s)

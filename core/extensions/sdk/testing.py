@@ -309,11 +309,16 @@ class FakeContext:
 
 def load_extension(ext_dir: str | Path) -> Any:
     """A new instance of the extension in ``ext_dir``, imported the way the loader
-    imports it (its manifest's ``entrypoint``, relative imports working)."""
+    imports it (its manifest's ``entrypoint``, relative imports working); for
+    ``isolation: wasm``, its module in wasmtime."""
     from core.extensions.loading.importer import import_entrypoint
     from core.extensions.loading.manifest import load_manifest
 
     manifest = load_manifest(Path(ext_dir))
+    if manifest.isolation == "wasm":  # its module, in wasmtime as the kernel runs it
+        from core.extensions.isolation.wasm import WasmExtension
+
+        return WasmExtension(manifest, Path(ext_dir))
     if manifest.entrypoint is None:
         raise ValueError(f"{ext_dir}: the manifest has no entrypoint (a declarative agent)")
     return import_entrypoint(manifest.id, Path(ext_dir), manifest.entrypoint)()

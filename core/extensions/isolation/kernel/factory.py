@@ -28,6 +28,7 @@ from core.extensions.isolation.protocol.errors import (
     HostUnavailableError,
     IsolationError,
 )
+from core.extensions.isolation.wasm import WasmExtension
 from core.extensions.loading.loader import InstanceFactory
 from core.extensions.loading.manifest import Manifest
 from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
@@ -53,12 +54,13 @@ __all__ = [
 def isolated_factory(
     isolation: IsolationSettings, loader: LoaderSettings, records: Mapping[str, ExtensionRecord]
 ) -> InstanceFactory:
-    """The loader's ``isolated_factory``: a proxy whose host deaths update the record
-    (``records``: the loader's table)."""
+    """The loader's ``isolated_factory``: a process proxy, or a ``WasmExtension`` for
+    ``isolation: wasm``, whose host deaths (traps) update the record (``records``: the
+    loader's table)."""
     options = IsolationOptions.from_settings(isolation, loader)
 
     def make(manifest: Manifest, code_dir: Path, services: KernelServices) -> Any:
-        proxy: IsolatedExtension | None = None
+        proxy: IsolatedExtension | WasmExtension | None = None
 
         def on_status(ext_id: str, reason: str) -> None:
             record = records.get(ext_id)
@@ -67,7 +69,10 @@ def isolated_factory(
                 if record.status is ExtensionStatus.ACTIVE:
                     record.fail(reason)  # the supervisor sees the transition and restarts it
 
-        proxy = IsolatedExtension(manifest, code_dir, services, options, on_status)
+        if manifest.isolation == "wasm":
+            proxy = WasmExtension(manifest, code_dir, services, on_status)
+        else:
+            proxy = IsolatedExtension(manifest, code_dir, services, options, on_status)
         return proxy
 
     return make
