@@ -13,14 +13,17 @@ chat as a client has it after a reply, and its conversation (``threads``,
 ADR 0056; ``AMBIGUOUS`` when two conversations claimed it), kept
 ``THREAD_KEEP_S``. ``chat``: the web page's conversation as
 it was shown (its messages and replies), so a reload shows it again; the
-newest ``CHAT_KEEP``.
+newest ``CHAT_KEEP``. ``post_results``: the post-processor results of each
+turn of this channel that asked for some (``GET /v1/postprocess/{turn_id}``,
+the web page's tags), kept ``POST_KEEP_S``.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from core.extensions.sdk import SQLiteStore
 
@@ -28,6 +31,7 @@ REPLY_KEEP_S = 24 * 3600.0
 NOTE_KEEP_S = 7 * 86400.0
 THREAD_KEEP_S = 90 * 86400.0
 CHAT_KEEP = 500
+POST_KEEP_S = 30 * 86400.0  # as long as the kernel keeps a turn's records
 AMBIGUOUS = ""  # a chat digest two conversations claimed: it continues neither
 
 
@@ -67,6 +71,9 @@ class ApiStore(SQLiteStore):
             id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT NOT NULL,
             role TEXT NOT NULL, text TEXT NOT NULL, created_at REAL NOT NULL);
         CREATE INDEX IF NOT EXISTS chat_by_conversation ON chat(conversation, id);
+        CREATE TABLE IF NOT EXISTS post_results (
+            turn_id TEXT PRIMARY KEY, conversation TEXT NOT NULL, body TEXT NOT NULL,
+            created_at REAL NOT NULL);
     """
 
     async def prune(self, keep: int) -> None:
@@ -76,6 +83,7 @@ class ApiStore(SQLiteStore):
             "DELETE FROM idempotency_keys WHERE created_at < ?", (now - REPLY_KEEP_S,)
         )
         await self.execute("DELETE FROM threads WHERE created_at < ?", (now - THREAD_KEEP_S,))
+        await self.execute("DELETE FROM post_results WHERE created_at < ?", (now - POST_KEEP_S,))
         await self.execute(
             "DELETE FROM notifications WHERE created_at < ? OR id <= "
             "(SELECT COALESCE(MAX(id), 0) FROM notifications) - ?",
@@ -125,6 +133,17 @@ class ApiStore(SQLiteStore):
             (conversation,),
         )
         return [{"role": r, "text": t, "created": int(at)} for r, t, at in rows]
+
+    async def keep_post_results(self, turn_id: str, conversation: str, body: dict[str, Any]) -> None:
+        await self.execute(
+            "INSERT OR REPLACE INTO post_results(turn_id, conversation, body, created_at)"
+            " VALUES (?, ?, ?, ?)",
+            (turn_id, conversation, json.dumps(body, default=str), time.time()),
+        )
+
+    async def post_results(self, turn_id: str) -> dict[str, Any] | None:
+        row = await self.fetch_one("SELECT body FROM post_results WHERE turn_id = ?", (turn_id,))
+        return None if row is None else dict(json.loads(str(row[0])))
 
     async def revoke_session(self, session: str, expires_at: float) -> None:
         await self.execute(
