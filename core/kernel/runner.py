@@ -132,6 +132,7 @@ class Kernel:
             agent_hooks=self.spending.meter,  # usage per turn and model, and metrics
         )
         self.model_router, self.mcp, self.shaping = shaped.model_router, shaped.mcp, shaped.shaping
+        self.shaping.post.resolve = self.household.resolve  # activations follow the person
         self.context, self.consent = shaped.context, shaped.consent
         self.tool_features = shaped.tool_features  # the tool call's layers (ADR 0079)
         self.orchestrator = shaped.orchestrator

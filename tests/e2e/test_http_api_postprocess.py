@@ -32,9 +32,7 @@ def user_texts(body: dict) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "user"]
 
 
-async def test_the_extensions_field_runs_post_processors_with_no_tag_in_the_text(
-    settings, model
-):
+async def test_the_extensions_field_runs_post_processors_with_no_tag_in_the_text(settings, model):
     async with serving(settings) as (_, base):
         api = client(base)
         reply = await api.chat.completions.create(

@@ -64,6 +64,7 @@ from core.extensions.contract.hooks import (
     TurnStartHook,
 )
 from core.extensions.contract.postprocess import (
+    CATEGORIES,
     OUTPUT_TARGETS,
     OutputTarget,
     PostProcessContext,
@@ -82,6 +83,7 @@ from core.extensions.contract.status import (
 )
 
 __all__ = [
+    "CATEGORIES",
     "HOOK_SPECS",
     "OUTPUT_TARGETS",
     "REPLY_TAG_MARK",

@@ -9,21 +9,29 @@ can type, a known output target, an ``async`` ``execute`` taking
 the others stay. A name is kept by whoever listed it first (extensions in
 load order). The table is rebuilt when the set of wired providers changes
 (an extension wired, unwired or reloaded as a new object).
+
+Each entry carries the processor's metadata (``metadata.py``; malformed
+metadata leaves it out too) and a built-in mark: its extension is one the
+project bundles (``bundled_grants.yaml``). Names in ``postprocess.disabled``
+are not offered. Entries are listed by ``display_order``, then load order.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from core.extensions.access import BUNDLED_GRANTS_FILE, GrantStoreError, load_bundled_grants
 from core.extensions.contract import OUTPUT_TARGETS, PostProcessor
 from core.extensions.loading.capabilities import Capability
 from core.extensions.loading.lifecycle import describe_exception
 from core.extensions.loading.records import ExtensionRecord
 from core.extensions.loading.signatures import SignatureError, check_signatures
+from core.kernel.postprocess.metadata import MetadataError, ProcessorInfo
 from core.kernel.postprocess.parsing import NAME_RE
 
 __all__ = ["CatalogEntry", "PostProcessorCatalog", "problem_with"]
@@ -39,6 +47,8 @@ class CatalogEntry:
 
     processor: PostProcessor
     owner: str  # the providing extension's id
+    info: ProcessorInfo
+    builtin: bool = False  # its extension is one the project bundles
 
     @property
     def name(self) -> str:
@@ -47,17 +57,22 @@ class CatalogEntry:
     @property
     def description(self) -> str:
         """``description`` if the processor has one, else its docstring's first line."""
-        processor = self.processor
-        text = getattr(processor, "description", None) or inspect.getdoc(type(processor)) or ""
-        lines = str(text).strip().splitlines()
-        return lines[0] if lines else ""
+        return self.info.description
 
 
 class PostProcessorCatalog:
     """The available post-processors by name."""
 
-    def __init__(self, records: Callable[[], Sequence[ExtensionRecord]]) -> None:
+    def __init__(
+        self,
+        records: Callable[[], Sequence[ExtensionRecord]],
+        *,
+        disabled: Collection[str] = (),
+        is_builtin: Callable[[str], bool] | None = None,
+    ) -> None:
         self._records = records
+        self.disabled = frozenset(disabled)
+        self._is_builtin = is_builtin or _bundled
         self._table: dict[str, CatalogEntry] | None = None
         self._built_for: tuple[tuple[str, int], ...] = ()
 
@@ -65,7 +80,7 @@ class PostProcessorCatalog:
         return self._entries().get(name)
 
     def entries(self) -> list[CatalogEntry]:
-        """The extensions' processors in load order."""
+        """The extensions' processors by ``display_order``, then load order."""
         return list(self._entries().values())
 
     def _entries(self) -> dict[str, CatalogEntry]:
@@ -80,10 +95,22 @@ class PostProcessorCatalog:
         for record in records:
             for processor in _provided(record):
                 problem = problem_with(processor)
+                if problem is None:
+                    try:
+                        info = ProcessorInfo.of(processor)
+                    except MetadataError as exc:
+                        problem = str(exc)
                 if problem is not None:
                     log.error("post-processor of %s left out: %s", record.ext_id, problem)
                     continue
                 name = str(processor.name)
+                if name in self.disabled:
+                    log.info(
+                        "post-processor %s of %s disabled (postprocess.disabled)",
+                        name,
+                        record.ext_id,
+                    )
+                    continue
                 holder = table.get(name)
                 if holder is not None:
                     log.warning(
@@ -93,8 +120,25 @@ class PostProcessorCatalog:
                         holder.owner,
                     )
                     continue
-                table[name] = CatalogEntry(processor, record.ext_id)
-        return table
+                table[name] = CatalogEntry(
+                    processor, record.ext_id, info, self._is_builtin(record.ext_id)
+                )
+        ordered = sorted(table.values(), key=lambda e: e.info.display_order)  # stable
+        return {entry.name: entry for entry in ordered}
+
+
+@cache
+def _bundled_ids() -> frozenset[str]:
+    try:
+        return frozenset(load_bundled_grants(BUNDLED_GRANTS_FILE))
+    except GrantStoreError as exc:
+        log.error("built-in post-processors not marked: %s", exc)
+        return frozenset()
+
+
+def _bundled(ext_id: str) -> bool:
+    """Whether ``ext_id`` is one of the project's bundled extensions."""
+    return ext_id in _bundled_ids()
 
 
 def _provided(record: ExtensionRecord) -> list[Any]:

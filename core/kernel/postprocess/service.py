@@ -1,7 +1,9 @@
 """``PostProcessing``: what the turn runner calls, before and after the model.
 
-``parse`` takes the ``#name`` tokens of the user's activations out of the
-message (the model gets the clean text); ``finish`` runs the requested
+``parse`` takes the ``#name`` tokens of the person's activations out of the
+message (the model gets the clean text; activations follow the person across
+channels, ``activations_key``); ``finish`` tells the person about trailing
+``#names`` that are none of theirs, runs the requested
 post-processors on the answer the user gets (after the output hooks),
 publishes the combined results, and returns the follow-up text and the
 record the router commits with the turn. Neither ever raises: a failure
@@ -31,11 +33,11 @@ from core.extensions.contract import (
 )
 from core.extensions.loading.records import ExtensionRecord
 from core.kernel.conversations.session_schema import sessions_database
-from core.kernel.conversations.sessions import LEDGER_RETENTION_S, Conversations
+from core.kernel.conversations.sessions import LEDGER_RETENTION_S
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.postprocess.activations import ActivationStore
 from core.kernel.postprocess.catalog import PostProcessorCatalog
-from core.kernel.postprocess.commands import postprocess_commands, results_key
+from core.kernel.postprocess.commands import activations_key, postprocess_commands, results_key
 from core.kernel.postprocess.facts import RunFacts, run_facts
 from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
@@ -47,6 +49,7 @@ __all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
 log = logging.getLogger("core.kernel.postprocess")
 
 ModelOf = Callable[[], tuple[str | None, str | None]]  # (provider, model) of the orchestrator
+Resolve = Callable[[TurnContext], TurnContext]  # a turn with its person (``Household.resolve``)
 ANSWERED = ("answered", "short_circuit")
 
 
@@ -55,7 +58,7 @@ class PostOutcome:
     """The follow-up to send under the answer, and the record to commit with the turn."""
 
     followup: str | None
-    record: PostTurnRecord
+    record: PostTurnRecord | None  # None: nothing ran (only a notice to show)
 
 
 class PostProcessing:
@@ -77,6 +80,7 @@ class PostProcessing:
         self.runner = runner
         self._bus = bus
         self._model_of = model_of
+        self.resolve: Resolve = lambda turn: turn  # the kernel sets Household.resolve
 
     @classmethod
     def build(
@@ -93,7 +97,7 @@ class PostProcessing:
         processors; over PostgreSQL instead when ``storage`` says so (ADR 0035). Each
         conversation starts with ``settings.activate_by_default`` activated (ADR 0063)."""
         settings = settings or PostProcessSettings()
-        catalog = PostProcessorCatalog(wired)
+        catalog = PostProcessorCatalog(wired, disabled=settings.disabled)
         records = PostRecords(
             sessions_database(db_path, storage, what="post-processing records are"),
             retention_s=LEDGER_RETENTION_S,
@@ -125,9 +129,11 @@ class PostProcessing:
         await self.records.aclose()
 
     async def activated_names(self, channel_id: str, user_id: str) -> list[tuple[str, str]]:
-        """``(name, description)`` of every activation of a conversation (autocomplete)."""
+        """``(name, description)`` of every activation of the person writing from
+        ``user_id`` on ``channel_id`` (autocomplete, the HTTP API's ``extensions``)."""
         found = []
-        for activation in await self.activations.of(Conversations.key(channel_id, user_id)):
+        turn = self.resolve(TurnContext(channel_id=channel_id, user_id=user_id))
+        for activation in await self.activations.of(*activations_key(turn)):
             entry = self.catalog.get(activation.processor)
             found.append((activation.name, entry.description if entry else ""))
         return found
@@ -139,7 +145,7 @@ class PostProcessing:
         if "#" not in text:
             return PostQuery(text, text)
         try:
-            names = {a.name for a in await self.activations.of(results_key(turn))}
+            names = {a.name for a in await self.activations.of(*activations_key(turn))}
         except Exception:
             log.exception("activations of %s unreadable; #names left in the text", turn.user_id)
             return PostQuery(text, text)
@@ -154,15 +160,17 @@ class PostProcessing:
         turn: TurnContext,
         on_status: Status | None = None,
     ) -> PostOutcome | None:
-        """Run the specs on ``reply`` (only when the turn has an answer)."""
+        """Run the specs on ``reply`` (only when the turn has an answer); a notice
+        for each trailing ``#name`` that is not the person's."""
+        notice = self._unknown_notice(query.unknown)
         if not query.specs:
-            return None
+            return None if notice is None else PostOutcome(notice, None)
         try:
             facts = run_facts(run)
             results: tuple[PostProcessResult, ...] = ()
             events: tuple[dict[str, Any], ...] = ()
             if status in ANSWERED:
-                requested = await self._resolve(results_key(turn), query.specs)
+                requested = await self._resolve(activations_key(turn)[0], query.specs)
                 base = self._context(query, reply, facts, turn)
                 outcome = await self.runner.run(requested, base, on_status)
                 results, events = outcome.results, outcome.events
@@ -180,10 +188,24 @@ class PostProcessing:
                 events=events,
                 usage=usage,
             )
-            return PostOutcome(followup_text(results), record)
+            shown = "\n\n".join(t for t in (followup_text(results), notice) if t) or None
+            return PostOutcome(shown, record)
         except Exception:
             log.exception("post-processing of turn %s failed; the answer stands", turn.turn_id)
             return None
+
+    def _unknown_notice(self, names: Sequence[str]) -> str | None:
+        """One line per ``#name`` the message ended with that is not activated."""
+        lines = []
+        for name in names:
+            if self.catalog.get(name) is not None:
+                lines.append(f"▸ #{name} is not activated for you: /ext activate {name}")
+            else:
+                lines.append(
+                    f"▸ #{name} is not one of your post-processors, so nothing ran for it "
+                    "(it stayed in the message); /ext lists yours"
+                )
+        return "\n".join(lines) or None
 
     async def _resolve(self, conversation: str, specs: Sequence[PostSpec]) -> list[Requested]:
         """Each spec with its activation's processor and the param in effect."""

@@ -290,7 +290,8 @@ class TurnRunner:
                 query, outcome.reply, outcome.status, outcome.run, turn, on_status
             )
             if post is not None:
-                outcome = replace(outcome, followup=post.followup, records=(post.record,))
+                kept = (post.record,) if post.record is not None else ()
+                outcome = replace(outcome, followup=post.followup, records=kept)
         elapsed_ms = (time.monotonic() - started) * 1000
         ending = TurnOutcome(status, outcome.reply, elapsed_ms)
         if tell:

@@ -134,7 +134,9 @@ class ApiStore(SQLiteStore):
         )
         return [{"role": r, "text": t, "created": int(at)} for r, t, at in rows]
 
-    async def keep_post_results(self, turn_id: str, conversation: str, body: dict[str, Any]) -> None:
+    async def keep_post_results(
+        self, turn_id: str, conversation: str, body: dict[str, Any]
+    ) -> None:
         await self.execute(
             "INSERT OR REPLACE INTO post_results(turn_id, conversation, body, created_at)"
             " VALUES (?, ?, ?, ?)",
