@@ -133,6 +133,7 @@ class Kernel:
         )
         self.model_router, self.mcp, self.shaping = shaped.model_router, shaped.mcp, shaped.shaping
         self.shaping.post.resolve = self.household.resolve  # activations follow the person
+        self.shaping.post.count = self.spending.meter.add  # their tokens count (issue 46)
         self.context, self.consent = shaped.context, shaped.consent
         self.tool_features = shaped.tool_features  # the tool call's layers (ADR 0079)
         self.orchestrator = shaped.orchestrator

@@ -107,7 +107,7 @@ async def test_info_shows_the_metadata_and_the_listing_orders_and_marks(started)
 
 
 async def test_set_changes_the_default_param_checked_and_kept_across_restarts(started):
-    post, cmd = await started()
+    _, cmd = await started()
     assert await cmd["ext"]("set json huge", ANA_CLI) == (
         "json does not take 'huge': 'huge' is not one of minimal, full"
     )

@@ -23,6 +23,7 @@ from agents.result import RunResultBase
 
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import ModelRouter
+from core.agents.usage import NO_USAGE, TurnUsage
 from core.config import PostProcessSettings, StorageSettings
 from core.extensions.contract import (
     Command,
@@ -50,6 +51,7 @@ log = logging.getLogger("core.kernel.postprocess")
 
 ModelOf = Callable[[], tuple[str | None, str | None]]  # (provider, model) of the orchestrator
 Resolve = Callable[[TurnContext], TurnContext]  # a turn with its person (``Household.resolve``)
+Count = Callable[[str | None, str, TurnUsage], None]  # (turn id, model, tokens): UsageMeter.add
 ANSWERED = ("answered", "short_circuit")
 
 
@@ -59,6 +61,7 @@ class PostOutcome:
 
     followup: str | None
     record: PostTurnRecord | None  # None: nothing ran (only a notice to show)
+    usage: TurnUsage = NO_USAGE  # the tokens the post-processors reported
 
 
 class PostProcessing:
@@ -81,6 +84,7 @@ class PostProcessing:
         self._bus = bus
         self._model_of = model_of
         self.resolve: Resolve = lambda turn: turn  # the kernel sets Household.resolve
+        self.count: Count = lambda turn_id, model, used: None  # the kernel: UsageMeter.add
 
     @classmethod
     def build(
@@ -189,10 +193,27 @@ class PostProcessing:
                 usage=usage,
             )
             shown = "\n\n".join(t for t in (followup_text(results), notice) if t) or None
-            return PostOutcome(shown, record)
+            return PostOutcome(shown, record, self._counted(turn, results))
         except Exception:
             log.exception("post-processing of turn %s failed; the answer stands", turn.turn_id)
             return None
+
+    def _counted(self, turn: TurnContext, results: Sequence[PostProcessResult]) -> TurnUsage:
+        """Each result's reported tokens, counted with the turn's own usage (so
+        ``/usage``, ``main.py usage``, the budget and the metrics see them) under the
+        model the processor names in ``metadata["model"]``, else
+        ``postprocess:PROCESSOR``; their sum."""
+        total = NO_USAGE
+        for result in results:
+            if not (result.input_tokens or result.output_tokens):
+                continue
+            named = result.metadata.get("model")
+            processor = result.metadata.get("processor") or result.name
+            model = named if isinstance(named, str) and named else f"postprocess:{processor}"
+            used = TurnUsage(max(result.input_tokens, 0), 0, max(result.output_tokens, 0), 1)
+            self.count(turn.turn_id, model, used)
+            total = total + used
+        return total
 
     def _unknown_notice(self, names: Sequence[str]) -> str | None:
         """One line per ``#name`` the message ended with that is not activated."""

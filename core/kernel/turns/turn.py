@@ -125,11 +125,13 @@ class TurnResult:
     run: RunResultBase | None = field(default=None, repr=False)
     paused: PausedRun | None = None
     ending: TurnOutcome | None = None
+    post_usage: TurnUsage = field(default_factory=TurnUsage)  # its post-processors'
 
     @property
     def usage(self) -> TurnUsage:
-        """The tokens the turn's model calls used (``NO_USAGE`` when none ran)."""
-        return usage_of(self.run)
+        """The tokens the turn's model calls and post-processors used (``NO_USAGE``
+        when none ran)."""
+        return usage_of(self.run) + self.post_usage
 
 
 class TurnRunner:
@@ -291,7 +293,9 @@ class TurnRunner:
             )
             if post is not None:
                 kept = (post.record,) if post.record is not None else ()
-                outcome = replace(outcome, followup=post.followup, records=kept)
+                outcome = replace(
+                    outcome, followup=post.followup, records=kept, post_usage=post.usage
+                )
         elapsed_ms = (time.monotonic() - started) * 1000
         ending = TurnOutcome(status, outcome.reply, elapsed_ms)
         if tell:
