@@ -142,6 +142,34 @@ class PostProcessing:
             found.append((activation.name, entry.description if entry else ""))
         return found
 
+    async def described(self, channel_id: str, user_id: str) -> dict[str, Any]:
+        """The person's activations and every available processor with its metadata
+        (the web page's panel, ``ExtensionContext.describe_post_processors``)."""
+        turn = self.resolve(TurnContext(channel_id=channel_id, user_id=user_id))
+        activated = []
+        for activation in await self.activations.of(*activations_key(turn)):
+            entry = self.catalog.get(activation.processor)
+            activated.append(
+                {
+                    "name": activation.name,
+                    "processor": activation.processor,
+                    "default_param": activation.default_param,
+                    "description": entry.description if entry else "",
+                    "output_target": entry.processor.output_target if entry else None,
+                    "available": entry is not None,
+                }
+            )
+        available = [
+            {
+                **entry.info.to_json(),
+                "output_target": entry.processor.output_target,
+                "builtin": entry.builtin,
+                "owner": entry.owner,
+            }
+            for entry in self.catalog.entries()
+        ]
+        return {"activated": activated, "available": available}
+
     # ------------------------------------------------------------ the turn
 
     async def parse(self, text: str, turn: TurnContext) -> PostQuery:

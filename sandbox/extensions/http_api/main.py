@@ -66,6 +66,24 @@ POST_TOKEN = re.compile(
 )
 
 
+def tags_of(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a message's tag shows of each result: ``#name:param``, where it went, and
+    whether it worked (the result itself is fetched when the tag is clicked)."""
+    tags = []
+    for name, result in results.items():
+        got = result if isinstance(result, dict) else {}
+        meta = got.get("metadata") if isinstance(got.get("metadata"), dict) else {}
+        tags.append(
+            {
+                "name": name,
+                "param": meta.get("param"),
+                "output_target": got.get("output_target"),
+                "success": bool(got.get("success")),
+            }
+        )
+    return tags
+
+
 class HttpApiSetupError(Exception):
     """The channel must not run as configured (no token)."""
 
@@ -196,7 +214,9 @@ class HttpApiChannel(BaseExtension):
                 answers and place.conversation == self._config().web_conversation
             ):
                 pending.on_page = True
-                await self._store().add_chat(place.conversation, "user", ask.text)
+                pending.chat_row = await self._store().add_chat(
+                    place.conversation, "user", ask.text
+                )
             if answers:
                 await self._answer(answers, pending)
                 return pending
@@ -318,7 +338,14 @@ class HttpApiChannel(BaseExtension):
                 "usage": payload.get("usage") or {},
             }
             await self._store().keep_post_results(turn_id, conversation, body)
+            pending = self.book.find(tag)
+            if pending is not None and pending.chat_row is not None:
+                await self._store().tag_chat(pending.chat_row, turn_id, tags_of(results))
         self.book.results(tag, results, turn_id if isinstance(turn_id, str) else None)
+
+    async def post_processors(self) -> dict[str, Any]:
+        """The page's activations and the processors with metadata (``/web/postprocessors``)."""
+        return await self.context.describe_post_processors(self._config().web_conversation)
 
     async def post_results(self, turn_id: str) -> dict[str, Any] | None:
         """The results kept for ``turn_id`` (``GET /v1/postprocess/{turn_id}``)."""

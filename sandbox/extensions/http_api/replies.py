@@ -70,6 +70,7 @@ class PendingReply:
         self.expects_results = False
         self._results: asyncio.Future[dict[str, Any]] = loop.create_future()
         self.turn_id: str | None = None  # the kernel's turn (``GET /v1/postprocess/ID``)
+        self.chat_row: int | None = None  # the web page's message it answers (its tags)
         self.usage: dict[str, int] | None = None  # the turn's tokens, with its reply
         self.questions: dict[str, dict[str, Any]] = {}  # approvals waiting, by id
         self.retry_key: str | None = None

@@ -15,7 +15,8 @@ ADR 0056; ``AMBIGUOUS`` when two conversations claimed it), kept
 it was shown (its messages and replies), so a reload shows it again; the
 newest ``CHAT_KEEP``. ``post_results``: the post-processor results of each
 turn of this channel that asked for some (``GET /v1/postprocess/{turn_id}``,
-the web page's tags), kept ``POST_KEEP_S``.
+the web page's tags), kept ``POST_KEEP_S``; ``chat_posts``: the tags a page
+message carries (its post-processors and the turn their results are under).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class ApiStore(SQLiteStore):
             id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT NOT NULL,
             role TEXT NOT NULL, text TEXT NOT NULL, created_at REAL NOT NULL);
         CREATE INDEX IF NOT EXISTS chat_by_conversation ON chat(conversation, id);
+        CREATE TABLE IF NOT EXISTS chat_posts (
+            chat_id INTEGER PRIMARY KEY, turn_id TEXT NOT NULL, tags TEXT NOT NULL);
         CREATE TABLE IF NOT EXISTS post_results (
             turn_id TEXT PRIMARY KEY, conversation TEXT NOT NULL, body TEXT NOT NULL,
             created_at REAL NOT NULL);
@@ -115,8 +118,9 @@ class ApiStore(SQLiteStore):
         row = await self.fetch_one("SELECT conversation FROM threads WHERE digest = ?", (digest,))
         return None if row is None else str(row[0])
 
-    async def add_chat(self, conversation: str, role: str, text: str) -> None:
-        await self.execute(
+    async def add_chat(self, conversation: str, role: str, text: str) -> int:
+        """Keep one message of the page's chat; its row id (``tag_chat``)."""
+        row = await self.execute_insert(
             "INSERT INTO chat(conversation, role, text, created_at) VALUES (?, ?, ?, ?)",
             (conversation, role, text, time.time()),
         )
@@ -125,14 +129,31 @@ class ApiStore(SQLiteStore):
             "(SELECT COALESCE(MAX(id), 0) FROM chat WHERE conversation = ?) - ?",
             (conversation, conversation, CHAT_KEEP),
         )
+        await self.execute("DELETE FROM chat_posts WHERE chat_id NOT IN (SELECT id FROM chat)")
+        return row
+
+    async def tag_chat(self, chat_id: int, turn_id: str, tags: list[dict[str, Any]]) -> None:
+        """The post-processor tags message ``chat_id`` carries, and their turn."""
+        await self.execute(
+            "INSERT OR REPLACE INTO chat_posts(chat_id, turn_id, tags) VALUES (?, ?, ?)",
+            (chat_id, turn_id, json.dumps(tags)),
+        )
 
     async def chat(self, conversation: str) -> list[dict[str, object]]:
-        """The conversation as the page showed it, oldest first."""
+        """The conversation as the page showed it, oldest first; a message that ran
+        post-processors carries ``postprocess``: its turn and tags."""
         rows = await self.fetch_all(
-            "SELECT role, text, created_at FROM chat WHERE conversation = ? ORDER BY id",
+            "SELECT c.role, c.text, c.created_at, p.turn_id, p.tags FROM chat c"
+            " LEFT JOIN chat_posts p ON p.chat_id = c.id WHERE c.conversation = ? ORDER BY c.id",
             (conversation,),
         )
-        return [{"role": r, "text": t, "created": int(at)} for r, t, at in rows]
+        found: list[dict[str, object]] = []
+        for role, text, at, turn_id, tags in rows:
+            item: dict[str, object] = {"role": role, "text": text, "created": int(at)}
+            if turn_id is not None:
+                item["postprocess"] = {"turn_id": turn_id, "tags": json.loads(str(tags))}
+            found.append(item)
+        return found
 
     async def keep_post_results(
         self, turn_id: str, conversation: str, body: dict[str, Any]
