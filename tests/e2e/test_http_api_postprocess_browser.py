@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from test_http_api_browser import CHROMIUM
 
 from support.fake_openai import FakeOpenAIServer
 from support.http_api_support import TOKEN, api_settings, install, serving
-from test_http_api_browser import CHROMIUM
 
 pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed: browser tests skipped"),
@@ -56,13 +56,19 @@ async def test_chips_autocomplete_tags_and_the_panel(
         await expect(page.locator("#post-available li")).to_have_count(4)
 
         # the autocomplete, by keyboard
-        prompt, menu, chips = page.locator("#prompt"), page.locator("#post-menu"), page.locator("#chips .chip")
+        prompt, menu, chips = (
+            page.locator("#prompt"),
+            page.locator("#post-menu"),
+            page.locator("#chips .chip"),
+        )
         await prompt.click()
         await prompt.press_sequentially("#")
         await expect(menu).to_be_visible()
         await expect(menu.locator("li")).to_have_count(4)
         await prompt.press("ArrowDown")
-        await expect(menu.locator("li[aria-selected='true']")).to_have_attribute("data-name", "decision")
+        await expect(menu.locator("li[aria-selected='true']")).to_have_attribute(
+            "data-name", "decision"
+        )
         await prompt.press("Enter")
         await expect(menu).to_be_hidden()
         await expect(chips).to_have_count(1)
@@ -88,7 +94,9 @@ async def test_chips_autocomplete_tags_and_the_panel(
         # send: the model sees no tag; the message carries one per result
         await prompt.press_sequentially("is the disk down?")
         await prompt.press("Enter")
-        await expect(page.locator("#messages li.hearth").last).to_have_text("echo: is the disk down?")
+        await expect(page.locator("#messages li.hearth").last).to_have_text(
+            "echo: is the disk down?"
+        )
         await expect(chips).to_have_count(0)
         tag = page.locator("#messages li.you .post-tag[data-name='decision']")
         await expect(tag).to_have_text("#decision")
@@ -118,7 +126,9 @@ async def test_chips_autocomplete_tags_and_the_panel(
         await row.locator("input").fill("minimal")
         await row.locator("button[data-action='set']").click()
         await expect(page.locator("#toast")).to_have_text("#json runs with minimal by default now.")
-        await page.click("#post-activations tr[data-name='extract'] button[data-action='deactivate']")
+        await page.click(
+            "#post-activations tr[data-name='extract'] button[data-action='deactivate']"
+        )
         await expect(page.locator("#post-activations tr[data-name='extract']")).to_have_count(0)
         await page.click("#post-available li[data-name='extract'] button[data-action='activate']")
         await expect(page.locator("#post-activations tr[data-name='extract']")).to_have_count(1)
