@@ -132,8 +132,6 @@ class Kernel:
             agent_hooks=self.spending.meter,  # usage per turn and model, and metrics
         )
         self.model_router, self.mcp, self.shaping = shaped.model_router, shaped.mcp, shaped.shaping
-        self.shaping.post.resolve = self.household.resolve  # activations follow the person
-        self.shaping.post.count = self.spending.meter.add  # their tokens count (issue 46)
         self.context, self.consent = shaped.context, shaped.consent
         self.tool_features = shaped.tool_features  # the tool call's layers (ADR 0079)
         self.orchestrator = shaped.orchestrator

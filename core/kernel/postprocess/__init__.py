@@ -9,13 +9,20 @@ from core.kernel.postprocess.commands import postprocess_commands
 from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
 from core.kernel.postprocess.runner import PostProcessRunner
-from core.kernel.postprocess.service import PostOutcome, PostProcessing, orchestrator_model
+from core.kernel.postprocess.service import (
+    Count,
+    PostOutcome,
+    PostProcessing,
+    Resolve,
+    orchestrator_model,
+)
 
 __all__ = [
     "Activation",
     "ActivationError",
     "ActivationStore",
     "CatalogEntry",
+    "Count",
     "PostOutcome",
     "PostProcessRunner",
     "PostProcessing",
@@ -24,6 +31,7 @@ __all__ = [
     "PostRecords",
     "PostSpec",
     "PostTurnRecord",
+    "Resolve",
     "orchestrator_model",
     "parse_query",
     "postprocess_commands",

@@ -45,7 +45,7 @@ from core.kernel.postprocess.records import PostRecords, PostTurnRecord
 from core.kernel.postprocess.render import followup_text
 from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
 
-__all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
+__all__ = ["Count", "ModelOf", "PostOutcome", "PostProcessing", "Resolve", "orchestrator_model"]
 
 log = logging.getLogger("core.kernel.postprocess")
 
@@ -76,6 +76,8 @@ class PostProcessing:
         runner: PostProcessRunner,
         bus: FrameSink,
         model_of: ModelOf = lambda: (None, None),
+        resolve: Resolve | None = None,
+        count: Count | None = None,
     ) -> None:
         self.catalog = catalog
         self.activations = activations
@@ -83,8 +85,10 @@ class PostProcessing:
         self.runner = runner
         self._bus = bus
         self._model_of = model_of
-        self.resolve: Resolve = lambda turn: turn  # the kernel sets Household.resolve
-        self.count: Count = lambda turn_id, model, used: None  # the kernel: UsageMeter.add
+        # who a turn is for (``Household.resolve``): activations follow the person
+        self.resolve: Resolve = resolve or (lambda turn: turn)
+        # where processors' tokens are counted (``UsageMeter.add``)
+        self.count: Count = count or (lambda turn_id, model, used: None)
 
     @classmethod
     def build(
@@ -96,6 +100,8 @@ class PostProcessing:
         settings: PostProcessSettings | None = None,
         model_of: ModelOf = lambda: (None, None),
         storage: StorageSettings | None = None,
+        resolve: Resolve | None = None,
+        count: Count | None = None,
     ) -> PostProcessing:
         """Post-processing over ``db_path`` (``sessions.db``) and the ``wired`` extensions'
         processors; over PostgreSQL instead when ``storage`` says so (ADR 0035). Each
@@ -117,6 +123,8 @@ class PostProcessing:
             runner=PostProcessRunner(bus, timeout_s=settings.timeout_s),
             bus=bus,
             model_of=model_of,
+            resolve=resolve,
+            count=count,
         )
 
     def commands(self) -> list[Command]:

@@ -33,7 +33,7 @@ from core.kernel.hooks import (
     tool_guidance,
 )
 from core.kernel.hooks.observer import NO_OBSERVER, PipelineObserver
-from core.kernel.postprocess import PostProcessing, orchestrator_model
+from core.kernel.postprocess import Count, PostProcessing, Resolve, orchestrator_model
 from core.runtime import SESSIONS_FILE, secret_file_names
 
 __all__ = ["TurnShaping"]
@@ -54,6 +54,8 @@ class TurnShaping:
         model_router: ModelRouter,
         observer: PipelineObserver = NO_OBSERVER,
         admission: Admission | None = None,
+        resolve_person: Resolve | None = None,
+        count_usage: Count | None = None,
     ) -> None:
         self._wired = wired
         command_hooks = command_hook_entries(
@@ -92,6 +94,8 @@ class TurnShaping:
             settings=settings.postprocess,
             model_of=orchestrator_model(model_router),
             storage=settings.storage,
+            resolve=resolve_person,
+            count=count_usage,
         )
 
     def invalidate(self) -> None:
