@@ -23,13 +23,14 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from core.extensions.contract import CATEGORIES
+from core.runtime.errors import HearthError
 
 __all__ = ["MetadataError", "ProcessorInfo"]
 
 DEFAULT_ORDER = 100
 
 
-class MetadataError(ValueError):
+class MetadataError(HearthError, ValueError):
     """A processor's metadata attribute is malformed; the message names it."""
 
 
