@@ -3,7 +3,8 @@
 // an empty input removes the last), sent with the message as `extensions`; a sent
 // message carries a tag per result that opens it in a popover (also after a reload);
 // the configuration panel lists your activations and every processor's metadata,
-// and changes them with `/ext` commands. Loaded before app.js, which calls
+// and changes them with the commands (`/ext set|rename|deactivate|activate|show`,
+// `/reload` — which the kernel allows the owner only). Loaded before app.js, which calls
 // `Posts.*`; text is always set with textContent.
 "use strict";
 
@@ -207,9 +208,11 @@ const Posts = (() => {
 
   // ---------------------------------------------------------------- configuration panel
 
+  // The panel is redrawn before the answer shows: what the toast confirms is on screen.
   async function act(text) {
-    toast(await runCommand(text));
+    const answer = await runCommand(text);
     await refresh();
+    toast(answer);
   }
 
   function renderConfig() {
@@ -226,18 +229,19 @@ const Posts = (() => {
       input.placeholder = "none";
       input.setAttribute("aria-label", `Default param of #${a.name}`);
       input.size = 9;
-      const save = document.createElement("button");
-      save.type = "button";
-      save.textContent = "Save";
-      save.dataset.action = "set";
-      save.addEventListener("click", () => act(`/ext set ${a.name} ${input.value.trim()}`.trim()));
+      const save = button("Save", "set", () => act(`/ext set ${a.name} ${input.value.trim()}`.trim()));
       paramCell.append(input, save);
-      const off = document.createElement("button");
-      off.type = "button";
-      off.textContent = "Deactivate";
-      off.dataset.action = "deactivate";
-      off.addEventListener("click", () => act(`/ext deactivate ${a.name}`));
-      row.insertCell().append(off);
+      const newName = document.createElement("input");
+      newName.placeholder = "new name";
+      newName.setAttribute("aria-label", `New name for #${a.name}`);
+      newName.size = 9;
+      const rename = button("Rename", "rename", () => {
+        const wanted = newName.value.trim();
+        if (wanted) act(`/ext rename ${a.name} ${wanted}`);
+      });
+      const source = button("Source", "source", () => showSource(a.name));
+      const off = button("Deactivate", "deactivate", () => act(`/ext deactivate ${a.name}`));
+      row.insertCell().append(newName, rename, source, off);
     }
     const list = $("#post-available");
     list.replaceChildren();
@@ -257,14 +261,28 @@ const Posts = (() => {
       params.textContent = !p.parameters.supported
         ? "No param"
         : `Param: ${allowed ? allowed.join(", ") : "any"}`;
-      const add = document.createElement("button");
-      add.type = "button";
-      add.textContent = "Activate";
-      add.dataset.action = "activate";
-      add.addEventListener("click", () => act(`/ext activate ${p.name}`));
-      item.append(title, marks, about, params, add);
+      const add = button("Activate", "activate", () => act(`/ext activate ${p.name}`));
+      // reloading an extension from its files is the owner's (the kernel refuses others)
+      const reload = button("Reload", "reload", () => act(`/reload ${p.owner}`));
+      item.append(title, marks, about, params, add, reload);
       list.append(item);
     }
+  }
+
+  function button(text, action, onClick) {
+    const made = document.createElement("button");
+    made.type = "button";
+    made.textContent = text;
+    made.dataset.action = action;
+    made.addEventListener("click", onClick);
+    return made;
+  }
+
+  async function showSource(name) {
+    const shown = $("#post-source");
+    shown.textContent = await runCommand(`/ext show ${name}`);
+    shown.hidden = false;
+    shown.scrollIntoView({ block: "nearest" });
   }
 
   function bind(command, say) {
