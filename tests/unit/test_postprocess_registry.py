@@ -203,3 +203,45 @@ async def test_a_persons_first_read_adopts_the_conversations_activations(started
     await post.activations.deactivate("person:ana", "json2")
     again = await post.activations.of("person:ana", "telegram:111")  # no second adoption
     assert "json2" not in [a.name for a in again]
+
+
+class OwnJson(Reporter):
+    """Another extension's #json."""
+
+    name = "json"
+    display_order = 100
+
+
+async def test_a_bundled_name_is_replaced_only_with_the_users_consent(tmp_path):
+    from core.extensions.loading.names import NamePolicy
+    from support.postprocessors import Provider, provider_record
+
+    replaces: dict[str, dict[str, str]] = {}
+    policy = NamePolicy(
+        lambda ext: {"postprocessors": 0.0, "early": 1.0}.get(ext),  # bundled, then granted
+        lambda ext: replaces.get(ext, {}),
+    )
+    early = provider_record("early", Provider([OwnJson({"title": "mine"})]))
+    records = [early, *wired_processors()()]  # "early" even loads first
+
+    def built() -> PostProcessing:
+        return PostProcessing.build(tmp_path / "sessions.db", Sink(), lambda: records, names=policy)
+
+    kept = built().catalog.get("json")
+    assert kept is not None and (kept.owner, kept.replaced) == ("postprocessors", None)
+
+    replaces["early"] = {"#json": "postprocessors"}  # what `extensions grant` records on "yes"
+    post = built()
+    await post.open()
+    try:
+        taken = post.catalog.get("json")
+        assert taken is not None and (taken.owner, taken.replaced) == ("early", "postprocessors")
+        cmd = {c.name: c.handler for c in post.commands()}
+        assert "  json [Export, from early, replacing postprocessors's] — " in await cmd["ext"](
+            "", ANA_CLI
+        )
+        assert "(replacing postprocessors's, as its grant allows)" in await cmd["ext"](
+            "info json", ANA_CLI
+        )
+    finally:
+        await post.aclose()

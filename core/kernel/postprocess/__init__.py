@@ -4,7 +4,7 @@ processors, per-user activations, the serial runner, the records kept with
 each turn, the follow-up rendering, and the ``/ext`` and ``/last`` commands."""
 
 from core.kernel.postprocess.activations import Activation, ActivationError, ActivationStore
-from core.kernel.postprocess.catalog import CatalogEntry, PostProcessorCatalog
+from core.kernel.postprocess.catalog import CatalogEntry, PostProcessorCatalog, processor_names
 from core.kernel.postprocess.commands import postprocess_commands
 from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
@@ -35,4 +35,5 @@ __all__ = [
     "orchestrator_model",
     "parse_query",
     "postprocess_commands",
+    "processor_names",
 ]

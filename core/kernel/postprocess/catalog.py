@@ -6,9 +6,13 @@ provides one by *being* a ``PostProcessor`` or several through
 ``get_post_processors()``. Each is checked before it is listed (a name users
 can type, a known output target, an ``async`` ``execute`` taking
 ``(context, param)``); a bad one is logged with its extension and left out,
-the others stay. A name is kept by whoever listed it first (extensions in
-load order). The table is rebuilt when the set of wired providers changes
-(an extension wired, unwired or reloaded as a new object).
+the others stay. Two extensions offering one name: the established one keeps
+it (bundled first, then by grant time — ``NamePolicy``, as for tools and
+commands) unless the newcomer's grant says it replaces ``#name`` from the
+holder (``main.py extensions grant`` asks); the entry then says whose it
+replaced. With no policy, the first in load order keeps it. The table is
+rebuilt when the set of wired providers changes (an extension wired, unwired
+or reloaded as a new object).
 
 Each entry carries the processor's metadata (``metadata.py``; malformed
 metadata leaves it out too) and a built-in mark: its extension is one the
@@ -18,6 +22,7 @@ are not offered. Entries are listed by ``display_order``, then load order.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import logging
 from collections.abc import Callable, Collection, Sequence
@@ -29,12 +34,13 @@ from core.extensions.access import BUNDLED_GRANTS_FILE, GrantStoreError, load_bu
 from core.extensions.contract import OUTPUT_TARGETS, PostProcessor
 from core.extensions.loading.capabilities import Capability
 from core.extensions.loading.lifecycle import describe_exception
+from core.extensions.loading.names import NamePolicy
 from core.extensions.loading.records import ExtensionRecord
 from core.extensions.loading.signatures import SignatureError, check_signatures
 from core.kernel.postprocess.metadata import MetadataError, ProcessorInfo
 from core.kernel.postprocess.parsing import NAME_RE
 
-__all__ = ["CatalogEntry", "PostProcessorCatalog", "problem_with"]
+__all__ = ["CatalogEntry", "PostProcessorCatalog", "problem_with", "processor_names"]
 
 log = logging.getLogger("core.kernel.postprocess")
 
@@ -49,6 +55,7 @@ class CatalogEntry:
     owner: str  # the providing extension's id
     info: ProcessorInfo
     builtin: bool = False  # its extension is one the project bundles
+    replaced: str | None = None  # the extension whose processor of this name it took
 
     @property
     def name(self) -> str:
@@ -69,9 +76,11 @@ class PostProcessorCatalog:
         *,
         disabled: Collection[str] = (),
         is_builtin: Callable[[str], bool] | None = None,
+        names: NamePolicy | None = None,
     ) -> None:
         self._records = records
         self.disabled = frozenset(disabled)
+        self._names = names
         self._is_builtin = is_builtin or _bundled
         self._table: dict[str, CatalogEntry] | None = None
         self._built_for: tuple[tuple[str, int], ...] = ()
@@ -112,19 +121,34 @@ class PostProcessorCatalog:
                     )
                     continue
                 holder = table.get(name)
+                replaced = None
                 if holder is not None:
-                    log.warning(
-                        "post-processor %r of %s ignored: %s provides it",
-                        name,
-                        record.ext_id,
-                        holder.owner,
-                    )
-                    continue
+                    keeper = holder.owner
+                    if self._names is not None:
+                        keeper = self._names.keeper(f"#{name}", holder.owner, record.ext_id)
+                    loser = record.ext_id if keeper == holder.owner else holder.owner
+                    log.warning("post-processor #%s: %s", name, self._warning(name, keeper, loser))
+                    if self._names is not None and self._names.may_replace(keeper, f"#{name}"):
+                        replaced = loser  # taken with the user's consent: /ext says so
+                    if keeper == holder.owner:
+                        table[name] = dataclasses.replace(holder, replaced=replaced)
+                        continue
                 table[name] = CatalogEntry(
-                    processor, record.ext_id, info, self._is_builtin(record.ext_id)
+                    processor, record.ext_id, info, self._is_builtin(record.ext_id), replaced
                 )
         ordered = sorted(table.values(), key=lambda e: e.info.display_order)  # stable
         return {entry.name: entry for entry in ordered}
+
+    def _warning(self, name: str, keeper: str, loser: str) -> str:
+        if self._names is not None:
+            return self._names.warning(f"#{name}", keeper, loser)
+        return f"{loser}'s is ignored: {keeper} provides it"
+
+
+def processor_names(record: ExtensionRecord) -> list[str]:
+    """The names of the post-processors ``record``'s extension offers (for the grant
+    command's question about names it would take from another extension)."""
+    return [str(getattr(p, "name", "")) for p in _provided(record) if problem_with(p) is None]
 
 
 @cache

@@ -121,6 +121,8 @@ async def _listing(post: PostProcessing, key: str) -> str:
     lines.append("Available:")
     for entry in post.catalog.entries():
         mark = "built-in" if entry.builtin else f"from {entry.owner}"
+        if entry.replaced:
+            mark += f", replacing {entry.replaced}'s"
         lines.append(f"  {entry.name} [{entry.info.category}, {mark}] — {entry.description}")
     lines.append(USAGE)
     return "\n".join(lines)
@@ -176,6 +178,8 @@ async def _info(post: PostProcessing, key: str, name: str) -> str:
         return f"No post-processor or activation {name!r}; /ext lists them."
     info = entry.info
     mark = "built-in" if entry.builtin else f"from the extension {entry.owner}"
+    if entry.replaced:
+        mark += f" (replacing {entry.replaced}'s, as its grant allows)"
     version = f" v{info.version}" if info.version else ""
     lines = [
         f"{info.display_name} (#{entry.name}){version} — {info.category}, {mark}",

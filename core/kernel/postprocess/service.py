@@ -32,6 +32,7 @@ from core.extensions.contract import (
     PostProcessTopics,
     TurnContext,
 )
+from core.extensions.loading.names import NamePolicy
 from core.extensions.loading.records import ExtensionRecord
 from core.kernel.conversations.session_schema import sessions_database
 from core.kernel.conversations.sessions import LEDGER_RETENTION_S
@@ -102,12 +103,13 @@ class PostProcessing:
         storage: StorageSettings | None = None,
         resolve: Resolve | None = None,
         count: Count | None = None,
+        names: NamePolicy | None = None,
     ) -> PostProcessing:
         """Post-processing over ``db_path`` (``sessions.db``) and the ``wired`` extensions'
         processors; over PostgreSQL instead when ``storage`` says so (ADR 0035). Each
         conversation starts with ``settings.activate_by_default`` activated (ADR 0063)."""
         settings = settings or PostProcessSettings()
-        catalog = PostProcessorCatalog(wired, disabled=settings.disabled)
+        catalog = PostProcessorCatalog(wired, disabled=settings.disabled, names=names)
         records = PostRecords(
             sessions_database(db_path, storage, what="post-processing records are"),
             retention_s=LEDGER_RETENTION_S,

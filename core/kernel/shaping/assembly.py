@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from core.agents.model_router import ModelRouter
 from core.config import Settings
+from core.extensions.loading.names import NamePolicy
 from core.extensions.loading.records import ExtensionRecord
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.hooks import (
@@ -56,6 +57,7 @@ class TurnShaping:
         admission: Admission | None = None,
         resolve_person: Resolve | None = None,
         count_usage: Count | None = None,
+        names: NamePolicy | None = None,
     ) -> None:
         self._wired = wired
         command_hooks = command_hook_entries(
@@ -96,6 +98,7 @@ class TurnShaping:
             storage=settings.storage,
             resolve=resolve_person,
             count=count_usage,
+            names=names,
         )
 
     def invalidate(self) -> None:
