@@ -104,6 +104,7 @@ def write_setup(tmp: Path, base_url: str, port: int) -> Path:
                     "base_url": base_url,
                     "api_key": "key-of-the-fake-model",
                     "max_retries": 0,
+                    "warm": "off",  # the bare SDK it is compared with warms nothing
                 }
             },
         },

@@ -64,6 +64,7 @@ def write_setup(tmp: Path, model: FakeOpenAIServer, port: int) -> Path:
                     "base_url": model.base_url,
                     "api_key": "key-of-the-fake-model",
                     "max_retries": 0,
+                    "warm": "off",  # the bare SDK it is compared with warms nothing
                 }
             },
         },

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         ModelChoice as ModelChoice,
         ModelRouter as ModelRouter,
         ProviderCheck as ProviderCheck,
+        WarmTarget as WarmTarget,
         configure_tracing as configure_tracing,
     )
     from core.agents.orchestrator import (

@@ -24,7 +24,7 @@ from core.agents.openai_client import ConversationOpenAI
 from core.config import FallbackRef, ModelRef, ModelsSettings, ProviderSettings
 from core.runtime import load_secrets
 
-__all__ = ["ModelChoice", "ModelRouter", "ProviderCheck", "configure_tracing"]
+__all__ = ["ModelChoice", "ModelRouter", "ProviderCheck", "WarmTarget", "configure_tracing"]
 
 log = logging.getLogger("core.agents.model_router")
 
@@ -53,6 +53,14 @@ class ModelChoice:
     def label(self) -> str:
         """``provider/model``: how metrics, ``/usage`` and the cool-downs name it."""
         return f"{self.provider_name}/{self.model}"
+
+
+@dataclass(frozen=True, slots=True)
+class WarmTarget:
+    """The model whose prompt cache Hearth warms, and what it resolved from."""
+
+    choice: ModelChoice
+    model: Model
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +158,20 @@ class ModelRouter:
             if choice.label not in {c.label for c in choices}:
                 choices.append(choice)
         return choices
+
+    def warm_target(self, agent_id: str | None = None) -> WarmTarget | None:
+        """The first model of ``agent_id``'s chain, bare (no fallback, no recorder: a
+        warm-up is no turn), when its provider is to be warmed (``warm``, ADR 0089);
+        ``None`` under an override (tests) or without a usable model."""
+        if self._override(agent_id) is not None:
+            return None
+        try:
+            choice = self.resolve(agent_id)
+        except ModelNotConfiguredError:
+            return None
+        if not choice.provider.warmed:
+            return None
+        return WarmTarget(choice, self._model_of(choice, agent_id))
 
     def fallback_problems(self) -> list[str]:
         """Why each configured fallback that cannot be used is left out (``doctor``)."""

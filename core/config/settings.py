@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from ipaddress import ip_address
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -75,6 +77,28 @@ class ProviderSettings(_Section):
     base_url: str | None = None
     timeout_s: float = 120.0
     max_retries: int = 2
+    # send the stable prompt prefix once at start, after a reload and when the server comes
+    # back, so the first message reuses it (ADR 0089); ``auto``: on for servers on this machine
+    warm: Literal["auto", "on", "off"] = "auto"
+
+    @property
+    def warmed(self) -> bool:
+        """Whether Hearth warms this provider's prompt cache: ``on``, or ``auto`` for a
+        server on this machine (a paid provider is never sent a request unasked)."""
+        if self.warm != "auto":
+            return self.warm == "on"
+        return self.type == "openai_compatible" and is_loopback_url(self.base_url)
+
+
+def is_loopback_url(url: str | None) -> bool:
+    """Whether ``url`` names a server on this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    host = urlsplit(url or "").hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _default_providers() -> dict[str, ProviderSettings]:

@@ -46,6 +46,7 @@ from core.kernel.reload.reloader import ExtensionReloader
 from core.kernel.shaping.tool_stacking import StackedTools
 from core.kernel.spending import Spending, usage_book_for
 from core.kernel.status import KernelOperator
+from core.kernel.turns import PrefixWarmer
 from core.metrics import KernelMetrics, MetricsExport, kernel_sources
 from core.replay.recording import ReplayRecorder
 from core.runtime import (
@@ -137,6 +138,8 @@ class Kernel:
         self.orchestrator = shaped.orchestrator
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
         self.metrics.watch_models(self.model_router.health, self.spending.meter)
+        # the stable prefix in a local server's cache before the first message (ADR 0089)
+        self.warmer = PrefixWarmer(self.model_router, self.orchestrator, self.shaping.additions)
 
         turns = build_turns(
             settings,
@@ -278,6 +281,7 @@ class Kernel:
         self.skills.invalidate()
         self.shaping.invalidate()
         self.consent.catalog.invalidate()
+        self.warmer.want()  # a new prefix (tools, additions, model) to warm
 
     async def run(self) -> None:
         """Start, serve until a stop is requested or a kernel task dies, stop.
@@ -297,6 +301,8 @@ class Kernel:
                     group.create_task(self.reloads.watch(), name="dev-watch"),
                     group.create_task(self.scale.run(), name="schedule-lease"),
                 ]
+                if self.scale.placement.runs_workers:  # a channels node runs no turn
+                    tasks.append(group.create_task(self.warmer.run(), name="prompt-warm"))
                 await self._stop_requested.wait()
                 for task in tasks:
                     task.cancel()

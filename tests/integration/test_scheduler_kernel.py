@@ -93,7 +93,11 @@ async def test_tool_schedule_reaches_the_channel_of_the_turn(ext_root, make_ext,
             [assistant_message("I'll remind you.")],
         ]
     )
-    async with running_kernel(settings_file(channels={"default": "other"}), model=model) as k:
+    # the model's tool, not the sentence the scheduler answers itself (test_local_first.py)
+    path = settings_file(
+        channels={"default": "other"}, extensions={"scheduler": {"local_first": False}}
+    )
+    async with running_kernel(path, model=model) as k:
         await k.loader.instance("capture").say("remind me in a second to stretch")
         await wait_for(lambda: len(replied(k)) == 2, timeout=5)
     assert k.loader.instance("capture")._log() == [

@@ -120,7 +120,7 @@ async def test_a_reminder_set_by_the_assistant_goes_to_the_user_who_asked(
     )
     settings = write_settings(settings_file, tg, allowed=(ALICE, BOB), default_chat_id=ALICE)
     async with running_kernel(settings, model=model):
-        tg.send_update("remind me in 2 seconds to water the plants", user_id=BOB)
+        tg.send_update("set a reminder in 2 seconds: water the plants", user_id=BOB)
         await wait_for(lambda: len(tg.chat_texts(BOB)) == 2, timeout=20)
     assert tg.chat_texts(BOB) == ["I will remind you.", "⏰ Reminder: water the plants"]
     assert tg.messages(ALICE) == []

@@ -75,6 +75,10 @@ class FakeOpenAIServer:
         self._lock = threading.RLock()
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict[str, Any]] = []
+        # the kernel's prompt warm-ups (``X-Hearth-Warm``): answered, never scripted
+        self._warmups: list[dict[str, Any]] = []
+        self.slots: dict[str, int] | None = None  # llama.cpp's slot files, when offered
+        self.slot_calls: list[tuple[str, str]] = []  # (action, filename)
         self._timings: list[tuple[str, float]] = []
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
@@ -131,6 +135,13 @@ class FakeOpenAIServer:
         completion request: the model's share of a turn, for benchmarks."""
         with self._lock:
             return list(self._timings)
+
+    @property
+    def warmups(self) -> list[dict[str, Any]]:
+        """Bodies of the prompt warm-ups the kernel sent (ADR 0089), apart from the
+        completions a test scripts: a warm-up takes no scripted answer."""
+        with self._lock:
+            return [json.loads(json.dumps(r)) for r in self._warmups]
 
     def wait_for_requests(self, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
         """Block until ``count`` completion requests arrived (for subprocess tests)."""
@@ -197,11 +208,19 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(200, {"object": "list", "data": data})
 
     def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.startswith("/slots/"):
+            self._slot(body)
+            return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, _error_body(f"no route POST {self.path}"))
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.headers.get("X-Hearth-Warm"):
+            with self.fake._lock:
+                self.fake._warmups.append(body)
+            self._send_json(200, _completion(body, "."))
+            return
         started = time.perf_counter()
         item = self.fake._next(body)
         if self.fake.delay_s:
@@ -219,6 +238,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, _completion(body, item))
         with self.fake._lock:
             self.fake._timings.append((_last_user_text(body), time.perf_counter() - started))
+
+    def _slot(self, body: dict[str, Any]) -> None:
+        """llama.cpp's ``POST /slots/0?action=save|restore`` (404 unless ``slots`` is set)."""
+        action = self.path.partition("action=")[2]
+        filename = str(body.get("filename"))
+        with self.fake._lock:
+            self.fake.slot_calls.append((action, filename))
+            slots = self.fake.slots
+            if slots is not None and action == "save":
+                slots[filename] = slots.get(filename, 0) + 1
+        if slots is None:
+            self._send_json(501, _error_body("This server does not support slot save/restore"))
+        elif action == "restore" and filename not in slots:
+            self._send_json(400, _error_body(f"file {filename} not found"))
+        else:
+            self._send_json(200, {"id_slot": 0, "filename": filename})
 
     # ------------------------------------------------------------- sending
 

@@ -48,5 +48,10 @@ if TYPE_CHECKING:
         TurnResult as TurnResult,
         TurnRunner as TurnRunner,
     )
+    from core.kernel.turns.warm import (
+        WARM_HEADER as WARM_HEADER,
+        PrefixWarmer as PrefixWarmer,
+        Warmed as Warmed,
+    )
 
 __getattr__, __dir__ = lazy_door(__name__, globals())

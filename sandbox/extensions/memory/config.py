@@ -76,6 +76,8 @@ class MemoryConfig(BaseModel):
     # message 30 days (LEDGER_RETENTION_S), and the index never outlives what it points at
     conversation_days: float = Field(default=30.0, gt=0)
     embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
+    # "remember that …" and its kin answered at once, without a model (sentences.py)
+    local_first: bool = True
 
     @model_validator(mode="before")
     @classmethod

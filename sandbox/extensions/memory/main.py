@@ -37,13 +37,20 @@ from typing import Any
 
 from agents import FunctionTool, RunContextWrapper, function_tool
 
-from core.extensions.contract import Command, ExtensionContext, TurnContext, TurnOutcome
+from core.extensions.contract import (
+    Command,
+    ExtensionContext,
+    ShortCircuit,
+    TurnContext,
+    TurnOutcome,
+)
 from core.extensions.sdk import BaseExtension
 
 from .config import MemoryConfig, load_config
 from .conversation_search import ConversationSearch, search_command, search_tool, when_text
 from .fusion import convex_fusion, full_match_score, reciprocal_rank_fusion, relative_fusion
 from .semantic import SemanticRecall
+from .sentences import MemoryActions, answer
 from .store import Memory, MemoryStore
 from .turn_store import TurnStore
 
@@ -251,6 +258,27 @@ class MemoryExtension(BaseExtension):
             prompt, self._config.max_context_items, turn_context.person_key
         )
         return format_context(memories, self._config.max_context_chars)
+
+    async def on_input_messages(
+        self, messages: list[dict[str, Any]], turn: TurnContext
+    ) -> ShortCircuit | None:
+        """``InputMessagesHook``: "remember that …", "merk dir, dass …", "what do you
+        remember about …", "forget that …" answered at once (``sentences.py``)."""
+        if not self._config.local_first or not messages:
+            return None
+        text = messages[-1].get("content")
+        if messages[-1].get("role") != "user" or not isinstance(text, str):
+            return None
+        person = turn.person_key
+        reply = await answer(
+            text,
+            MemoryActions(
+                remember=lambda fact: self.remember_fact(fact, "sentence", person),
+                recall=lambda query: self.recall(query, RECALL_LIMIT, person),
+                forget=lambda memory_id: self.forget_fact(memory_id, person),
+            ),
+        )
+        return None if reply is None else ShortCircuit(reply)
 
     async def on_turn_end(self, turn: TurnContext, outcome: TurnOutcome) -> None:
         """``TurnEndHook``: an answered turn's message and answer become searchable."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from core.extensions.contract import Command, TurnContext
 
 from .describe import describe_all, rule_text, when_text
-from .model import ScheduleError
+from .model import ScheduleError, Timing
 from .scheduler import HeldNotices, Scheduler
 from .when import parse_remind
 
@@ -24,28 +24,32 @@ def parse_id(text: str) -> int:
     return int(token)
 
 
+async def set_reminder(scheduler: Scheduler, timing: Timing, text: str, turn: TurnContext) -> str:
+    """Set a reminder for the person of ``turn``, on its channel; the confirmation.
+    ``ScheduleError`` when the scheduler refuses it."""
+    schedule = await scheduler.add(
+        timing,
+        text,
+        channel_id=turn.channel_id,
+        user_id=turn.user_id,
+        person=turn.person_key,
+    )
+    when = when_text(schedule.next_due, scheduler.zone, scheduler.now())
+    note = f" ({timing.note})" if timing.note else ""
+    if schedule.recurring:
+        return f"Reminder #{schedule.id} set ({rule_text(schedule)}), first {when}{note}: {text}"
+    return f"Reminder #{schedule.id} set for {when}{note}: {text}"
+
+
 def build_commands(scheduler: Scheduler, held: HeldNotices) -> list[Command]:
     """``held``: ``context.held_notices``, for the reminders that wait for their channel."""
 
     async def remind(args: str, turn: TurnContext) -> str:
         try:
             timing, text = parse_remind(args, scheduler.now(), scheduler.zone)
-            schedule = await scheduler.add(
-                timing,
-                text,
-                channel_id=turn.channel_id,
-                user_id=turn.user_id,
-                person=turn.person_key,
-            )
+            return await set_reminder(scheduler, timing, text, turn)
         except ScheduleError as exc:
             return str(exc)
-        when = when_text(schedule.next_due, scheduler.zone, scheduler.now())
-        note = f" ({timing.note})" if timing.note else ""
-        if schedule.recurring:
-            return (
-                f"Reminder #{schedule.id} set ({rule_text(schedule)}), first {when}{note}: {text}"
-            )
-        return f"Reminder #{schedule.id} set for {when}{note}: {text}"
 
     async def reminders(args: str, turn: TurnContext) -> str:
         person = turn.person_key

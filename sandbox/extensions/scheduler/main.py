@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from core.extensions.contract import Command, ExtensionContext
+from core.extensions.contract import Command, ExtensionContext, ShortCircuit, TurnContext
 from core.extensions.sdk import BaseExtension, utc_now
 
 from .commands import build_commands
@@ -19,6 +19,7 @@ from .firing import FireLoop
 from .message import DEFAULT_FORMAT, check_format
 from .model import Action, ScheduleError
 from .scheduler import Scheduler
+from .sentences import ReminderSentences
 from .store import ScheduleStore
 from .tools import build_tools
 from .when import parse_remind
@@ -27,13 +28,15 @@ STORE_FILE = "schedules.db"
 
 
 class SchedulerExtension(BaseExtension):
-    """Lifecycle + ToolProvider + CommandProvider + ServiceProvider."""
+    """Lifecycle + ToolProvider + CommandProvider + ServiceProvider + InputMessagesHook
+    (reminder sentences answered without a model)."""
 
     def __init__(self) -> None:
         self.clock = utc_now
         self.store: ScheduleStore | None = None
         self.scheduler: Scheduler | None = None
         self.loop: FireLoop | None = None
+        self.sentences: ReminderSentences | None = None
 
     async def initialize(self, context: ExtensionContext) -> None:
         await super().initialize(context)
@@ -55,6 +58,8 @@ class SchedulerExtension(BaseExtension):
             leadership=context.leadership,
             reminder_format=reminder_format,
         )
+        if context.get_config("local_first", True):
+            self.sentences = ReminderSentences(self.scheduler, context.held_notices)
         await self.store.open()
 
     async def start(self) -> None:
@@ -72,6 +77,19 @@ class SchedulerExtension(BaseExtension):
 
     def get_commands(self) -> list[Command]:
         return build_commands(self._scheduler(), self.context.held_notices)
+
+    async def on_input_messages(
+        self, messages: list[dict[str, Any]], turn: TurnContext
+    ) -> ShortCircuit | None:
+        """``InputMessagesHook``: "remind me in 10 minutes to …", "erinnere mich …",
+        "what are my reminders?", "cancel reminder 3" answered at once (``sentences.py``)."""
+        if self.sentences is None or not messages or messages[-1].get("role") != "user":
+            return None
+        text = messages[-1].get("content")
+        if not isinstance(text, str):
+            return None
+        reply = await self.sentences.answer(text, turn)
+        return None if reply is None else ShortCircuit(reply)
 
     async def run_background(self) -> None:
         assert self.loop is not None, "initialize() was not called"

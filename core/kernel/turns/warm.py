@@ -1,0 +1,189 @@
+"""A warm prompt prefix: the stable prefix sent once, before the first message needs it.
+
+A model server on the user's own machine reads a prompt at a few hundred tokens a
+second: the ~4k tokens of Hearth's stable prefix (the system prompt and the tool
+schemas, ADR 0054) took 159 s on 2 cores, so the first message after every start
+waited that long while the later ones, reusing the server's cache, took seconds.
+The warmer sends that prefix once with a one-token answer (``max_tokens: 1``)
+when the kernel starts, after the wiring changes (a reload, a model switch) and
+when the model served again after a failure (its server came back), so the first
+real message finds it cached. Where the server keeps slots on disk (llama.cpp
+started with ``--slot-save-path``), the warmed slot is saved under a name derived
+from the prefix and restored first the next time, which makes even a restarted
+server's first request cheap.
+
+Only for providers whose ``warm`` says so (``auto``: servers on this machine,
+ADR 0089). The request goes to the bare model: no fallback, no replay record,
+no usage booked (a warm-up is nobody's turn), and it carries the header
+``X-Hearth-Warm: 1`` so a server's log (and the test suite's fake) can tell it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from agents import ModelSettings, RunContextWrapper
+from agents.models.interface import ModelTracing
+from openai import APIConnectionError, APITimeoutError
+
+from core.agents import ORCHESTRATOR_ID, ModelRouter, WarmTarget
+from core.extensions.contract import TurnContext
+from core.kernel.hooks import PromptAdditions
+from core.kernel.wiring import LiveOrchestrator
+
+__all__ = ["WARM_HEADER", "PrefixWarmer", "Warmed"]
+
+log = logging.getLogger("core.kernel.turns.warm")
+
+WARM_HEADER = "X-Hearth-Warm"
+WARM_INPUT = "."  # the shortest user message every chat template accepts
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 60.0
+SLOT = 0  # llama.cpp's first slot: the one a single-slot server (``-np 1``) serves from
+UNREACHABLE = (APIConnectionError, APITimeoutError, httpx.TransportError)
+
+
+@dataclass(frozen=True, slots=True)
+class Warmed:
+    """One warm-up: which model, the prefix's key, how long it took and whether the
+    server's saved slot was restored first."""
+
+    label: str
+    key: str
+    seconds: float
+    restored: bool
+
+
+class PrefixWarmer:
+    """Keeps the orchestrator's stable prefix in a local model server's cache."""
+
+    def __init__(
+        self,
+        router: ModelRouter,
+        orchestrator: LiveOrchestrator,
+        additions: PromptAdditions,
+    ) -> None:
+        self._router = router
+        self._orchestrator = orchestrator
+        self._additions = additions
+        self._wanted = asyncio.Event()
+        self._wanted.set()  # at start
+        self._slots_unsupported: set[str] = set()
+        self.last: Warmed | None = None
+        router.health.observers.append(self._model_attempted)
+
+    def want(self) -> None:
+        """Warm again soon: the prefix changed (a reload) or the server may have lost it."""
+        self._wanted.set()
+
+    async def run(self) -> None:
+        """Warm whenever wanted; a server that does not answer is retried with backoff
+        (1 s doubling to 60 s) until it does: it may still be starting beside Hearth."""
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            delay = RETRY_FIRST_S
+            while True:
+                try:
+                    self.last = await self.warm()
+                    break
+                except UNREACHABLE as exc:
+                    if delay == RETRY_FIRST_S:
+                        log.info("prompt warm-up: the model server does not answer yet (%s)", exc)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, RETRY_MAX_S)
+                except Exception:
+                    log.warning(
+                        "prompt warm-up failed; the first message reads the whole prompt",
+                        exc_info=True,
+                    )
+                    break
+
+    async def warm(self) -> Warmed | None:
+        """Send the stable prefix once (``None``: nothing to warm for this model)."""
+        target = self._router.warm_target(ORCHESTRATOR_ID)
+        if target is None:
+            return None
+        context = RunContextWrapper(context=TurnContext())
+        # the additions a turn applies with no condition met: exactly the stable ones
+        additions = await self._additions.for_turn(context.context, "")
+        agent = self._orchestrator.agent(
+            additions.system_suffix or None, system_prefix=additions.system_prefix or None
+        )
+        system = await agent.get_system_prompt(context)
+        tools = await agent.get_all_tools(context)
+        key = _prefix_key(target.choice.label, system, [_tool_text(t) for t in tools])
+        started = time.monotonic()
+        restored = await self._slot(target, "restore", key)
+        settings = agent.model_settings.resolve(
+            ModelSettings(max_tokens=1, extra_headers={WARM_HEADER: "1"})
+        )
+        await target.model.get_response(
+            system,
+            [{"role": "user", "content": WARM_INPUT}],
+            settings,
+            tools,
+            None,
+            [],
+            ModelTracing.DISABLED,
+            previous_response_id=None,
+            conversation_id=None,
+            prompt=None,
+        )
+        if not restored:
+            await self._slot(target, "save", key)
+        warmed = Warmed(target.choice.label, key, time.monotonic() - started, restored)
+        log.info(
+            "prompt warm-up: %s holds the prefix (%.1f s%s)",
+            warmed.label,
+            warmed.seconds,
+            ", restored from its saved slot" if restored else "",
+        )
+        return warmed
+
+    async def _slot(self, target: WarmTarget, action: str, key: str) -> bool:
+        """llama.cpp's ``POST /slots/0?action=save|restore`` (with ``--slot-save-path``);
+        ``False`` where the server has no such thing (tried once per server)."""
+        root = _server_root(target.choice.provider.base_url)
+        if root is None or root in self._slots_unsupported:
+            return False
+        async with httpx.AsyncClient(timeout=target.choice.provider.timeout_s) as client:
+            response = await client.post(
+                f"{root}/slots/{SLOT}", params={"action": action}, json={"filename": key}
+            )
+        if response.status_code == 200:
+            return True
+        if response.status_code in (400, 404, 405, 501) and action == "save":
+            self._slots_unsupported.add(root)  # no slot files on this server
+        return False
+
+    def _model_attempted(self, label: str, outcome: str) -> None:
+        """A turn's call to the warmed model failed: its server may be down and come
+        back with an empty cache, so warm again (retried until it answers)."""
+        if outcome == "failed" and self.last is not None and self.last.label == label:
+            self.want()
+
+
+def _prefix_key(label: str, system: str, tools: list[str]) -> str:
+    digest = hashlib.sha256(json.dumps([label, system, tools]).encode()).hexdigest()
+    return f"hearth-prefix-{digest[:16]}.bin"
+
+
+def _tool_text(tool: Any) -> str:
+    schema = getattr(tool, "params_json_schema", None)
+    return json.dumps([tool.name, getattr(tool, "description", ""), schema], sort_keys=True)
+
+
+def _server_root(base_url: str | None) -> str | None:
+    """``http://127.0.0.1:8089`` for ``http://127.0.0.1:8089/v1``: llama.cpp serves
+    its own endpoints (slots) beside the OpenAI-compatible ones."""
+    if not base_url:
+        return None
+    return base_url.rstrip("/").removesuffix("/v1")
