@@ -1,11 +1,17 @@
 """What a post-processor reports it spent counts like the turn's own model calls
-(issue 46): in ``/usage`` and against ``models.budget``, under the model it names."""
+(issue 46): in ``/usage``, ``main.py usage``, the HTTP ``usage`` and against
+``models.budget``, under the model it names."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import subprocess
+import sys
+
 from agents.testing import ScriptedModel, assistant_message
 
-from conftest import ext_code
+from conftest import PROJECT_ROOT, ext_code
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, CONVERSING, running_kernel, wait_for
 from support.http_api_support import TOKEN, client, install, serving
 
@@ -55,6 +61,21 @@ async def test_a_post_processors_tokens_count_in_usage_and_against_the_budget(
     assert "This conversation: 100,000 in (0 cached), 10,000 out — 1.40 USD" in usage
     assert "Budget daily: 1.40 of 2.00 USD (70%)" in usage
     assert refused.startswith("Sorry, the household's daily model budget has too little")
+    report = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(PROJECT_ROOT / "main.py"), "usage", "--json", "--settings", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # main.py usage reads the same rows
+    assert report.returncode == 0, report.stderr
+    (row,) = json.loads(report.stdout)["rows"]
+    assert (row["model"], row["input_tokens"], row["output_tokens"]) == (
+        "ScriptedModel",
+        100_000,
+        10_000,
+    )
+    assert abs(row["cost"] - 1.4) < 1e-9
 
 
 async def test_the_http_usage_includes_a_post_processors_tokens(
