@@ -91,13 +91,19 @@ async def test_chips_autocomplete_tags_and_the_panel(
         await page.click("#chips .chip[data-name='classify'] button")  # × removes one
         await expect(chips).to_have_count(1)
 
-        # send: the model sees no tag; the message carries one per result
-        await prompt.press_sequentially("is the disk down?")
+        # send: the model sees no tag; the message carries one per result, and the
+        # chat_append one (#json) shows as a block under the answer
+        await prompt.press_sequentially("is the disk down? #json:minimal")
         await prompt.press("Enter")
-        await expect(page.locator("#messages li.hearth").last).to_have_text(
-            "echo: is the disk down?"
+        answer = page.locator("#messages li.hearth").last
+        await expect(answer.locator(".post-block[data-name='json']")).to_contain_text(
+            '"query": "is the disk down?"'
         )
         await expect(chips).to_have_count(0)
+        json_tag = page.locator("#messages li.you .post-tag[data-name='json']")
+        await expect(json_tag).to_have_text("#json:minimal")
+        await json_tag.click()  # scrolls to the block and flashes it, no popover
+        await expect(answer.locator(".post-block.flash")).to_have_count(1)
         tag = page.locator("#messages li.you .post-tag[data-name='decision']")
         await expect(tag).to_have_text("#decision")
         await tag.click()
@@ -106,9 +112,12 @@ async def test_chips_autocomplete_tags_and_the_panel(
         await tag.click()  # again: closed
         await expect(popover).to_have_count(0)
 
-        # after a reload the tag is still there and opens the result
+        # after a reload the tags and the block are still there
         await page.reload()
         await expect(tag).to_be_visible()
+        await expect(answer.locator(".post-block[data-name='json']")).to_contain_text(
+            '"answer": "echo: is the disk down?"'
+        )
         await tag.click()
         await expect(popover).to_contain_text("#decision · silent · ok")
         box = await popover.bounding_box()

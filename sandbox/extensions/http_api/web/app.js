@@ -101,10 +101,13 @@ async function loadHistory() {
   if (!response.ok) return;
   const { messages } = await response.json();
   $("#messages").replaceChildren();
+  let asked = null; // the post-processors of the message the next answer answers
   for (const m of messages) {
     const bubble = addMessage(m.role === "user" ? "you" : "hearth", m.text);
     if (m.role !== "user") markEmpty(bubble);
     if (m.postprocess) Posts.addTags(bubble, m.postprocess.turn_id, m.postprocess.tags);
+    if (m.role !== "user" && asked) Posts.restoreBlocks(bubble, asked.turn_id, asked.tags);
+    asked = m.role === "user" ? m.postprocess || null : null;
   }
 }
 
@@ -203,6 +206,7 @@ async function send(text, extensions) {
     if (extra && extra.questions) addChoices(bubble, extra.questions);
     if (extra && extra.postprocess && extra.turn_id) {
       Posts.addTags(mine, extra.turn_id, Posts.tagsOf(extra.postprocess));
+      Posts.addBlocks(bubble, extra.turn_id, extra.postprocess);
     }
   } finally {
     $("#send").disabled = false;

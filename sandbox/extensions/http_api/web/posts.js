@@ -1,7 +1,8 @@
 // Post-processors on the web page (issue 46): `#` opens an autocomplete of your
 // activations, a chosen one becomes a chip in the input (× removes it, Backspace on
 // an empty input removes the last), sent with the message as `extensions`; a sent
-// message carries a tag per result that opens it in a popover (also after a reload);
+// message carries a tag per result that opens it in a popover (also after a reload),
+// or, for a `chat_append` one, scrolls to its block under the answer and flashes it;
 // the configuration panel lists your activations and every processor's metadata,
 // and changes them with the commands (`/ext set|rename|deactivate|activate|show`,
 // `/reload` — which the kernel allows the owner only). Loaded before app.js, which calls
@@ -157,6 +158,43 @@ const Posts = (() => {
     }));
   }
 
+  // `chat_append` results as blocks under the answer (`results` by name, as the
+  // reply's `hearth.postprocess` or `GET /v1/postprocess/{turn_id}` give them).
+  function addBlocks(bubble, turnId, results) {
+    for (const [name, result] of Object.entries(results)) {
+      if (result.output_target !== "chat_append" || !result.success) continue;
+      const block = document.createElement("div");
+      block.className = "post-block";
+      block.dataset.turn = turnId;
+      block.dataset.name = name;
+      const head = document.createElement("div");
+      head.className = "post-head";
+      head.textContent = `#${name}`;
+      const body = document.createElement("pre");
+      const content = result.content;
+      body.textContent = typeof content === "string" ? content : JSON.stringify(content, null, 2);
+      block.append(head, body);
+      bubble.append(block);
+    }
+  }
+
+  // After a reload: the blocks of a message's `chat_append` results, fetched again.
+  async function restoreBlocks(bubble, turnId, tags) {
+    if (!tags.some((t) => t.output_target === "chat_append" && t.success)) return;
+    const response = await fetch(`/v1/postprocess/${encodeURIComponent(turnId)}`, {
+      credentials: "same-origin",
+    });
+    if (response.ok) addBlocks(bubble, turnId, (await response.json()).results);
+  }
+
+  // A `chat_append` tag scrolls to its block and flashes it; the others open a popover.
+  function findBlock(turnId, name) {
+    for (const block of document.querySelectorAll(".post-block")) {
+      if (block.dataset.turn === turnId && block.dataset.name === name) return block;
+    }
+    return null;
+  }
+
   function addTags(bubble, turnId, tags) {
     const row = document.createElement("div");
     row.className = "post-tags";
@@ -167,7 +205,14 @@ const Posts = (() => {
       button.dataset.name = tag.name;
       button.setAttribute("aria-expanded", "false");
       button.textContent = label(tag.name, tag.param);
-      button.addEventListener("click", () => toggle(row, button, turnId, tag.name));
+      button.addEventListener("click", () => {
+        const block = tag.output_target === "chat_append" ? findBlock(turnId, tag.name) : null;
+        if (!block) return toggle(row, button, turnId, tag.name);
+        block.scrollIntoView({ block: "nearest" });
+        block.classList.remove("flash");
+        void block.offsetWidth; // restart the animation
+        block.classList.add("flash");
+      });
       row.append(button);
     }
     bubble.append(row);
@@ -292,5 +337,5 @@ const Posts = (() => {
     $("#prompt").addEventListener("blur", closeMenu); // a click on an item keeps the focus
   }
 
-  return { bind, refresh, onKey, takeChips, tagsOf, addTags };
+  return { bind, refresh, onKey, takeChips, tagsOf, addTags, addBlocks, restoreBlocks };
 })();
