@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_postprocess_runner import Sink
 
-from core.config import PostProcessSettings
+from core.config import PostProcessSettings, StorageSettings
 from core.extensions.contract import PostProcessResult, TurnContext
 from core.kernel.postprocess import PostProcessing
 from support.postprocessors import wired_processors
@@ -64,9 +64,12 @@ class BadCategory(Reporter):
 
 @pytest.fixture
 async def started(
-    tmp_path: Path,
+    tmp_path: Path, storage_backend: dict[str, str]
 ) -> AsyncIterator[Callable[..., Awaitable[tuple[PostProcessing, dict]]]]:
+    """``await started(*processors, **settings)``: post-processing as a new kernel
+    process opens it, on ``sessions.db`` or on PostgreSQL."""
     opened: list[PostProcessing] = []
+    storage = StorageSettings.model_validate(storage_backend)
 
     async def start(*extra: Any, **settings: Any) -> tuple[PostProcessing, dict]:
         post = PostProcessing.build(
@@ -74,6 +77,7 @@ async def started(
             Sink(),
             wired_processors(*extra),
             settings=PostProcessSettings(**settings),
+            storage=storage,
         )
         await post.open()
         opened.append(post)
