@@ -49,9 +49,13 @@ class UsageMeter(AgentHooks[Any]):
             int(usage.requests or 1),
         )
         model = SERVED_MODEL.get() or _model_name(agent)
+        self.add(getattr(context.context, "turn_id", None), model, counted)
+
+    def add(self, turn_id: str | None, model: str, counted: TurnUsage) -> None:
+        """Count ``counted`` for ``model`` under ``turn_id`` (a model response, or
+        what a post-processor reports it used, issue 46), telling the observers."""
         for observer in self.observers:
             observer(model, counted)
-        turn_id = getattr(context.context, "turn_id", None)
         if turn_id is None:
             return
         tally = self._tallies.setdefault(turn_id, {})

@@ -100,8 +100,10 @@ def requests_for(settings: Settings, ext_ids: list[str]) -> list[GrantRequest] |
 
 
 async def shadowed_names(settings: Settings, ext_ids: list[str]) -> dict[str, dict[str, str]]:
-    """For each of ``ext_ids``: ``{name: other extension}`` for every tool or
-    ``/command`` it provides that another loaded extension provides too."""
+    """For each of ``ext_ids``: ``{name: other extension}`` for every tool,
+    ``/command`` or ``#post-processor`` it provides that another loaded extension
+    provides too."""
+    from core.kernel.postprocess import processor_names
     from core.kernel.runner import kernel_apart
 
     async with kernel_apart(settings, "grant") as kernel:
@@ -113,6 +115,7 @@ async def shadowed_names(settings: Settings, ext_ids: list[str]) -> dict[str, di
             names = set(record.tool_names)
             if Capability.COMMAND in record.capabilities:
                 names |= {f"/{c.name.lstrip('/')}" for c in record.instance.get_commands()}
+            names |= {f"#{name}" for name in processor_names(record)}  # post-processors
             provided[record.ext_id] = names
     out: dict[str, dict[str, str]] = {}
     for ext_id in ext_ids:

@@ -235,6 +235,8 @@ class PostProcessSettings(_Section):
     # what every conversation starts with activated (the bundled ``postprocessors``
     # extension's, ADR 0063); a name no extension provides shows as "not available now"
     activate_by_default: tuple[str, ...] = ("json", "decision", "extract", "classify")
+    # processors not offered at all (an activation of one shows "not available now")
+    disabled: tuple[str, ...] = ()
 
 
 # the hook methods a program may implement: the rows of the spec table with a

@@ -304,6 +304,9 @@ def build_shaping(
         model_router=model_router,
         observer=observer,
         admission=consent.gate if features.consent else FullAutoGate(consent.gate),
+        resolve_person=household.resolve,  # post-processor activations follow the person
+        count_usage=agent_hooks.add,  # what post-processors spend counts (issue 46)
+        names=ext.names,  # who keeps a #name two extensions offer
     )
     context = ContextChain(
         lambda: [(r.ext_id, r.instance) for r in wired(Capability.CONTEXT)],

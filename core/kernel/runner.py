@@ -204,6 +204,7 @@ class Kernel:
             ui=self.consent.ui,
             list_commands=self.commands.names_and_descriptions,
             list_post_processors=self.shaping.post.activated_names,
+            describe_post_processors=self.shaping.post.described,
             held_notices=self.router.notices.waiting,
             is_wired=self.wiring.is_wired,
             operations=KernelOperator(self.status, self.bus.journal),

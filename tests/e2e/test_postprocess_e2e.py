@@ -67,10 +67,18 @@ def test_json_appended_decision_silent_and_kept_across_a_restart(
     assert len(fake_model.requests) == 1
 
 
-def test_an_unactivated_name_reaches_the_model_as_text(settings_file, ext_root, fake_model):
+def test_an_unactivated_name_reaches_the_model_as_text_and_the_person_is_told(
+    settings_file, ext_root, fake_model
+):
     fake_model.script("Noted.")
     path = cli_settings(settings_file, ext_root, fake_model.base_url)
     result = run_main(path, "/ext deactivate json\nShip it #json #release\n")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["Deactivated #json.", "Noted."]
+    assert result.stdout.splitlines() == [
+        "Deactivated #json.",
+        "Noted.",
+        "▸ #json is not activated for you: /ext activate json",
+        "▸ #release is not one of your post-processors, so nothing ran for it "
+        "(it stayed in the message); /ext lists yours",
+    ]
     assert fake_model.requests[0]["messages"][-1]["content"] == "Ship it #json #release"

@@ -147,7 +147,7 @@ async def test_a_turn_with_post_processors_end_to_end(make_ext, settings_file):
     assert set(by_topic["results"][0]["results"]) == set(completed)
     assert {e["turn_id"] for e in started} == {by_topic["results"][0]["turn_id"]}
     assert "#shout → shout (status_panel)" in listing
-    assert "count (family) — counts the words of the answer" in listing
+    assert "count [Custom, from family] — counts the words of the answer" in listing
 
 
 async def test_a_streamed_turn_shows_progress_and_sends_the_follow_up_after_the_end(
@@ -229,7 +229,7 @@ async def test_a_fresh_install_has_the_four_active_with_no_grant_asked(
             "#extract → extract (silent)",
             "#classify → classify (silent)",
         ]
-        assert "  classify (postprocessors) — the answer's category" in listing
+        assert "  classify [Automation, built-in] — the answer's category" in listing
         await say(kernel, "Status? #classify")
         assert (await say(kernel, "/last classify"))[0].startswith(
             "Results for “Status? #classify”:\n#classify (silent, ok, "

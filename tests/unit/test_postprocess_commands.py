@@ -50,7 +50,7 @@ async def test_built_ins_are_activated_for_everyone_and_listed(started, tmp_path
     listing = await cmd["ext"]("", ANA)
     for line in ("#json → json (chat_append)", "#decision → decision (silent)", "#classify"):
         assert line in listing
-    assert "extract (postprocessors) — numbers, percentages and entity names" in listing
+    assert "extract [Transform, built-in] — numbers, percentages and entity names" in listing
     assert [n for n, _, _ in await names(post, BEN)] == ["json", "decision", "extract", "classify"]
 
 
@@ -90,7 +90,7 @@ async def test_activate_rename_deactivate_and_they_survive_a_restart(started, tm
 async def test_refusals_name_the_problem(started, tmp_path):
     _, cmd = await started()
     assert await cmd["ext"]("activate json huge", ANA) == (
-        "json does not take 'huge': unknown mode 'huge'; use minimal or full (or nothing)"
+        "json does not take 'huge': 'huge' is not one of minimal, full"
     )
     assert (await cmd["ext"]("activate nosuch", ANA)).startswith("No post-processor 'nosuch'.")
     assert await cmd["ext"]("rename json decision", ANA) == (

@@ -438,6 +438,13 @@ class KernelContext(ContextStateCalls):
     ) -> list[tuple[str, str]]:
         return await self._services.list_post_processors(channel_id or self.extension_id, user_id)
 
+    async def describe_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> dict[str, Any]:
+        return await self._services.describe_post_processors(
+            channel_id or self.extension_id, user_id
+        )
+
     async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
         return await self._services.held_notices(self.extension_id, channel_id, user_id)
 

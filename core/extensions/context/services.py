@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 __all__ = ["KernelOperations", "KernelServices", "McpService"]
 
 
+async def _none_described() -> dict[str, Any]:
+    return {"activated": [], "available": []}
+
+
 async def _none_listed() -> list[tuple[str, str]]:
     return []
 
@@ -62,6 +66,10 @@ class KernelServices:
     # (channel id, user id) -> that conversation's activated post-processors
     list_post_processors: Callable[[str, str], Awaitable[list[tuple[str, str]]]] = (
         lambda _channel, _user: _none_listed()
+    )
+    # (channel id, user id) -> that person's activations and the catalog with metadata
+    describe_post_processors: Callable[[str, str], Awaitable[dict[str, Any]]] = (
+        lambda _channel, _user: _none_described()
     )
     # (extension id, channel id, user id) -> what that extension sent there that waits
     # for the channel (ADR 0076)

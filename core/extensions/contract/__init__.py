@@ -51,6 +51,7 @@ from core.extensions.contract.data import (
 from core.extensions.contract.hook_specs import HOOK_SPECS, HookSpec
 from core.extensions.contract.hooks import *  # noqa: F403 (every hook point, by its __all__)
 from core.extensions.contract.postprocess import (
+    CATEGORIES,
     OUTPUT_TARGETS,
     OutputTarget,
     PostProcessContext,
@@ -69,6 +70,7 @@ from core.extensions.contract.status import (
 )
 
 __all__ = [
+    "CATEGORIES",
     "HOOK_SPECS",
     "HOST_ABI_VERSION",
     "OUTPUT_TARGETS",

@@ -229,6 +229,16 @@ class ExtensionContext(Protocol):
         extension's channel), as (name, description): for autocompletion."""
         ...
 
+    async def describe_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> dict[str, Any]:
+        """What a settings page shows (issue 46): ``{"activated": [{name, processor,
+        default_param, description, output_target, available}], "available": [{name,
+        display_name, description, category, version, keywords, display_order,
+        parameters, output_schema, output_target, builtin, owner}]}`` for the person
+        ``user_id`` is on ``channel_id`` (default: this extension's channel)."""
+        ...
+
     async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
         """What this extension sent to ``user_id`` on ``channel_id`` (``notify_user``, or
         its manifest's ``notify_user`` subscription) that waits for that channel to be

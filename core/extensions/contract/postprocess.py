@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from core.events.topics import PostProcessTopics  # the contract offers it to extensions
 
 __all__ = [
+    "CATEGORIES",
     "OUTPUT_TARGETS",
     "OutputTarget",
     "PostProcessContext",
@@ -29,6 +30,8 @@ __all__ = [
 
 OutputTarget = Literal["silent", "chat_append", "status_panel"]
 OUTPUT_TARGETS: tuple[OutputTarget, ...] = ("silent", "chat_append", "status_panel")
+# what a processor's optional ``category`` may be (seed 000); none given: Custom
+CATEGORIES = ("Transform", "Automation", "Export", "Visualization", "Custom")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,17 @@ class PostProcessor(Protocol):
     a rejection is reported as the result's error and ``execute`` is not
     called. An exception, a rejection or a missed deadline never touches the
     answer.
+
+    Optional metadata (plain attributes, read by ``/ext info``, the web page's
+    panel and autocompletion): ``description``, ``display_name``, ``category``
+    (one of ``CATEGORIES``), ``version``, ``keywords`` (strings),
+    ``display_order`` (an int, smaller first), ``parameters`` (a dict:
+    ``supported`` bool, ``description``, ``examples`` and ``allowed_values``
+    lists of strings) and ``output_schema`` (a JSON Schema). The kernel
+    refuses a param outside ``allowed_values`` (or any param when
+    ``supported`` is false) before ``validate_param``, and a result whose
+    content does not match ``output_schema`` becomes a failed one naming the
+    mismatch.
     """
 
     name: str

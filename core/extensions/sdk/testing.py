@@ -242,6 +242,15 @@ class FakeContext:
     ) -> list[tuple[str, str]]:
         return list(self.post_processors)
 
+    async def describe_post_processors(
+        self, user_id: str, channel_id: str | None = None
+    ) -> dict[str, Any]:
+        activated = [
+            {"name": name, "processor": name, "default_param": None, "description": about}
+            for name, about in self.post_processors
+        ]
+        return {"activated": activated, "available": []}
+
     async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
         return list(self.held.get((channel_id, user_id), []))
 

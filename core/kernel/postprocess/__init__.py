@@ -4,18 +4,25 @@ processors, per-user activations, the serial runner, the records kept with
 each turn, the follow-up rendering, and the ``/ext`` and ``/last`` commands."""
 
 from core.kernel.postprocess.activations import Activation, ActivationError, ActivationStore
-from core.kernel.postprocess.catalog import CatalogEntry, PostProcessorCatalog
+from core.kernel.postprocess.catalog import CatalogEntry, PostProcessorCatalog, processor_names
 from core.kernel.postprocess.commands import postprocess_commands
 from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
 from core.kernel.postprocess.runner import PostProcessRunner
-from core.kernel.postprocess.service import PostOutcome, PostProcessing, orchestrator_model
+from core.kernel.postprocess.service import (
+    Count,
+    PostOutcome,
+    PostProcessing,
+    Resolve,
+    orchestrator_model,
+)
 
 __all__ = [
     "Activation",
     "ActivationError",
     "ActivationStore",
     "CatalogEntry",
+    "Count",
     "PostOutcome",
     "PostProcessRunner",
     "PostProcessing",
@@ -24,7 +31,9 @@ __all__ = [
     "PostRecords",
     "PostSpec",
     "PostTurnRecord",
+    "Resolve",
     "orchestrator_model",
     "parse_query",
     "postprocess_commands",
+    "processor_names",
 ]

@@ -3,8 +3,12 @@
 An activation maps the name a user types to a post-processor and a default
 param (seed 000 "Per-User Activation System"). One processor may be
 activated several times: auto-naming gives ``json``, ``json2``, ``json3``…
-and ``/ext rename`` picks any free name. Activations belong to a
-conversation key (``channel:user``), so ``/new`` keeps them.
+and ``/ext rename`` picks any free name; ``/ext set`` changes a default
+param. Activations belong to a person (key ``person:NAME``, SPEC §11), so one
+made on Telegram applies on the CLI and in a new HTTP chat, and ``/new``
+keeps them. Before issue 46 they belonged to a conversation key
+(``channel:user``): the first time a person's activations are read, those of
+the conversation they write from are copied to them (``legacy``), once.
 
 The processors named by ``postprocess.activate_by_default`` (the bundled
 ``postprocessors`` extension's four, ADR 0063) are activated for every
@@ -61,8 +65,10 @@ class ActivationStore:
     async def aclose(self) -> None:
         await self.db.close()
 
-    async def of(self, conversation: str) -> tuple[Activation, ...]:
-        """The conversation's activations in the order they were made."""
+    async def of(self, conversation: str, legacy: str | None = None) -> tuple[Activation, ...]:
+        """The activations kept under ``conversation`` (a person's key) in the order
+        they were made; ``legacy``: the key they were kept under before, copied the
+        first time ``conversation`` is read."""
         cached = None if self.db.shared else self._cache.get(conversation)
         if cached is not None:
             return cached
@@ -70,7 +76,7 @@ class ActivationStore:
             cached = None if self.db.shared else self._cache.get(conversation)
             if cached is not None:  # filled while this task waited
                 return cached
-            found = await self._seed_and_read(conversation, self._defaults)
+            found = await self._seed_and_read(conversation, self._defaults, legacy)
             self._cache[conversation] = found
             return found
 
@@ -110,6 +116,24 @@ class ActivationStore:
             )
             return renamed
 
+    async def set_param(self, conversation: str, name: str, param: str | None) -> Activation:
+        """``#name``'s default param is ``param`` from now on (``None``: none)."""
+        current = await self._find(conversation, name)
+        async with self._lock:
+            await self.db.execute(
+                "UPDATE hearth_post_activations SET default_param = ?, updated_at = ?"
+                " WHERE conversation = ? AND name = ?",
+                param,
+                time.time(),
+                conversation,
+                name,
+            )
+            changed = Activation(name, current.processor, param)
+            self._cache[conversation] = tuple(
+                changed if a.name == name else a for a in self._cache[conversation]
+            )
+            return changed
+
     async def deactivate(self, conversation: str, name: str) -> Activation:
         current = await self._find(conversation, name)
         async with self._lock:
@@ -130,11 +154,14 @@ class ActivationStore:
         raise ActivationError(f"you have no #{name}; /ext lists your activations")
 
     async def _seed_and_read(
-        self, conversation: str, defaults: Sequence[str]
+        self, conversation: str, defaults: Sequence[str], legacy: str | None = None
     ) -> tuple[Activation, ...]:
-        """Activate each default never given to ``conversation`` (under its own name,
-        unless the user gave that name to another activation), then read them all."""
+        """Copy ``legacy``'s activations when ``conversation`` has never been read;
+        activate each default never given to ``conversation`` (under its own name,
+        unless the user gave that name to another activation); read them all."""
         async with self.db.transaction() as tx:
+            if legacy is not None and legacy != conversation:
+                await _adopt(tx, conversation, legacy)
             for processor in defaults:
                 given = await tx.execute(
                     "INSERT INTO hearth_post_defaults(conversation, processor) VALUES (?, ?)"
@@ -167,4 +194,33 @@ async def _insert(
         activation.default_param,
         now,
         now,
+    )
+
+
+async def _adopt(tx: Executor, conversation: str, legacy: str) -> None:
+    """``legacy``'s activations and given defaults become ``conversation``'s, when
+    ``conversation`` has none of either yet (its first read)."""
+    seen = await tx.fetch_all(
+        "SELECT 1 FROM hearth_post_defaults WHERE conversation = ? UNION ALL"
+        " SELECT 1 FROM hearth_post_activations WHERE conversation = ? LIMIT 1",
+        conversation,
+        conversation,
+    )
+    if seen:
+        return
+    await tx.execute(
+        "INSERT INTO hearth_post_activations"
+        "(conversation, name, processor, default_param, created_at, updated_at)"
+        " SELECT ?, name, processor, default_param, created_at, updated_at"
+        " FROM hearth_post_activations WHERE conversation = ? ORDER BY id"
+        " ON CONFLICT DO NOTHING",
+        conversation,
+        legacy,
+    )
+    await tx.execute(
+        "INSERT INTO hearth_post_defaults(conversation, processor)"
+        " SELECT ?, processor FROM hearth_post_defaults WHERE conversation = ?"
+        " ON CONFLICT DO NOTHING",
+        conversation,
+        legacy,
     )

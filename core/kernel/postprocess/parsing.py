@@ -7,6 +7,11 @@ whitespace and ends at whitespace or punctuation; a param is word characters,
 appear anywhere in the message; a name given twice runs once, with the first
 token's param. The text the model gets is the message without the tokens
 (and the blanks that were around them).
+
+A token of a name the user has not activated stays in the text; when it is
+among the tokens that end the message (where post-processor tokens go), its
+name is kept in ``unknown`` so the person is told (issue 46) rather than
+left wondering why nothing ran.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ class PostQuery:
     original: str
     clean: str
     specs: tuple[PostSpec, ...] = ()
+    unknown: tuple[str, ...] = ()  # names of trailing tokens not activated
 
 
 def parse_query(text: str, activated: Callable[[str], bool]) -> PostQuery:
@@ -67,6 +73,24 @@ def parse_query(text: str, activated: Callable[[str], bool]) -> PostQuery:
         return ""
 
     clean = _TOKEN_RE.sub(take, text).strip()
+    unknown = _trailing_unknown(text, activated)
     if not specs or not clean:
-        return PostQuery(text, text)
-    return PostQuery(text, clean, tuple(specs.values()))
+        return PostQuery(text, text, unknown=unknown if clean else ())
+    return PostQuery(text, clean, tuple(specs.values()), unknown)
+
+
+def _trailing_unknown(text: str, activated: Callable[[str], bool]) -> tuple[str, ...]:
+    """Names of the tokens ending ``text`` (only blanks and punctuation after each)
+    that are not activated, in the order written; none when nothing comes before."""
+    matches = list(_TOKEN_RE.finditer(text))
+    trailing: list[re.Match[str]] = []
+    end = len(text)
+    for match in reversed(matches):
+        if text[match.end() : end].strip(" \t\r\n.,;!?)]"):
+            break
+        trailing.append(match)
+        end = match.start()
+    if not text[:end].strip():
+        return ()  # only tokens: no message to post-process, nothing to tell
+    names = [m.group("name").lower() for m in reversed(trailing)]
+    return tuple(dict.fromkeys(n for n in names if not activated(n)))

@@ -6,7 +6,8 @@ Before each one a ``postprocess.started`` event is journaled, after it a
 ``postprocess.completed`` event carrying the whole result (source
 ``kernel``, correlation id = turn id, idempotency keys per turn and name, so
 a turn run again after a crash does not publish twice). A rejected param, an
-exception, a result of the wrong type or a missed deadline
+exception, a result of the wrong type, content that breaks the processor's
+``output_schema``, a param outside its ``allowed_values`` or a missed deadline
 (``postprocess.timeout_s``) becomes ``success: false`` with the error; the
 next processor still runs and the answer is untouched.
 """
@@ -112,6 +113,9 @@ class PostProcessRunner:
         if item.entry is None:
             return _failed(name, f"post-processor {item.processor!r} is not available")
         processor = item.entry.processor
+        refused = item.entry.info.refuses(item.param)
+        if refused is not None:
+            return _failed(name, refused)
         try:
             async with asyncio.timeout(self.timeout_s):
                 ok, reason = processor.validate_param(item.param)
@@ -135,6 +139,9 @@ class PostProcessRunner:
             json.dumps(result.content)
         except (TypeError, ValueError) as exc:
             return _failed(name, f"content is not JSON: {exc}")
+        mismatch = item.entry.info.mismatch(result.content) if result.success else None
+        if mismatch is not None:
+            return _failed(name, mismatch)
         return result
 
     async def _publish(

@@ -1,7 +1,9 @@
 """``PostProcessing``: what the turn runner calls, before and after the model.
 
-``parse`` takes the ``#name`` tokens of the user's activations out of the
-message (the model gets the clean text); ``finish`` runs the requested
+``parse`` takes the ``#name`` tokens of the person's activations out of the
+message (the model gets the clean text; activations follow the person across
+channels, ``activations_key``); ``finish`` tells the person about trailing
+``#names`` that are none of theirs, runs the requested
 post-processors on the answer the user gets (after the output hooks),
 publishes the combined results, and returns the follow-up text and the
 record the router commits with the turn. Neither ever raises: a failure
@@ -21,6 +23,7 @@ from agents.result import RunResultBase
 
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import ModelRouter
+from core.agents.usage import NO_USAGE, TurnUsage
 from core.config import PostProcessSettings, StorageSettings
 from core.extensions.contract import (
     Command,
@@ -29,24 +32,27 @@ from core.extensions.contract import (
     PostProcessTopics,
     TurnContext,
 )
+from core.extensions.loading.names import NamePolicy
 from core.extensions.loading.records import ExtensionRecord
 from core.kernel.conversations.session_schema import sessions_database
-from core.kernel.conversations.sessions import LEDGER_RETENTION_S, Conversations
+from core.kernel.conversations.sessions import LEDGER_RETENTION_S
 from core.kernel.hooks.frames import FrameSink
 from core.kernel.postprocess.activations import ActivationStore
 from core.kernel.postprocess.catalog import PostProcessorCatalog
-from core.kernel.postprocess.commands import postprocess_commands, results_key
+from core.kernel.postprocess.commands import activations_key, postprocess_commands, results_key
 from core.kernel.postprocess.facts import RunFacts, run_facts
 from core.kernel.postprocess.parsing import PostQuery, PostSpec, parse_query
 from core.kernel.postprocess.records import PostRecords, PostTurnRecord
 from core.kernel.postprocess.render import followup_text
 from core.kernel.postprocess.runner import PostProcessRunner, Requested, Status
 
-__all__ = ["ModelOf", "PostOutcome", "PostProcessing", "orchestrator_model"]
+__all__ = ["Count", "ModelOf", "PostOutcome", "PostProcessing", "Resolve", "orchestrator_model"]
 
 log = logging.getLogger("core.kernel.postprocess")
 
 ModelOf = Callable[[], tuple[str | None, str | None]]  # (provider, model) of the orchestrator
+Resolve = Callable[[TurnContext], TurnContext]  # a turn with its person (``Household.resolve``)
+Count = Callable[[str | None, str, TurnUsage], None]  # (turn id, model, tokens): UsageMeter.add
 ANSWERED = ("answered", "short_circuit")
 
 
@@ -55,7 +61,8 @@ class PostOutcome:
     """The follow-up to send under the answer, and the record to commit with the turn."""
 
     followup: str | None
-    record: PostTurnRecord
+    record: PostTurnRecord | None  # None: nothing ran (only a notice to show)
+    usage: TurnUsage = NO_USAGE  # the tokens the post-processors reported
 
 
 class PostProcessing:
@@ -70,6 +77,8 @@ class PostProcessing:
         runner: PostProcessRunner,
         bus: FrameSink,
         model_of: ModelOf = lambda: (None, None),
+        resolve: Resolve | None = None,
+        count: Count | None = None,
     ) -> None:
         self.catalog = catalog
         self.activations = activations
@@ -77,6 +86,10 @@ class PostProcessing:
         self.runner = runner
         self._bus = bus
         self._model_of = model_of
+        # who a turn is for (``Household.resolve``): activations follow the person
+        self.resolve: Resolve = resolve or (lambda turn: turn)
+        # where processors' tokens are counted (``UsageMeter.add``)
+        self.count: Count = count or (lambda turn_id, model, used: None)
 
     @classmethod
     def build(
@@ -88,12 +101,15 @@ class PostProcessing:
         settings: PostProcessSettings | None = None,
         model_of: ModelOf = lambda: (None, None),
         storage: StorageSettings | None = None,
+        resolve: Resolve | None = None,
+        count: Count | None = None,
+        names: NamePolicy | None = None,
     ) -> PostProcessing:
         """Post-processing over ``db_path`` (``sessions.db``) and the ``wired`` extensions'
         processors; over PostgreSQL instead when ``storage`` says so (ADR 0035). Each
         conversation starts with ``settings.activate_by_default`` activated (ADR 0063)."""
         settings = settings or PostProcessSettings()
-        catalog = PostProcessorCatalog(wired)
+        catalog = PostProcessorCatalog(wired, disabled=settings.disabled, names=names)
         records = PostRecords(
             sessions_database(db_path, storage, what="post-processing records are"),
             retention_s=LEDGER_RETENTION_S,
@@ -109,6 +125,8 @@ class PostProcessing:
             runner=PostProcessRunner(bus, timeout_s=settings.timeout_s),
             bus=bus,
             model_of=model_of,
+            resolve=resolve,
+            count=count,
         )
 
     def commands(self) -> list[Command]:
@@ -125,12 +143,42 @@ class PostProcessing:
         await self.records.aclose()
 
     async def activated_names(self, channel_id: str, user_id: str) -> list[tuple[str, str]]:
-        """``(name, description)`` of every activation of a conversation (autocomplete)."""
+        """``(name, description)`` of every activation of the person writing from
+        ``user_id`` on ``channel_id`` (autocomplete, the HTTP API's ``extensions``)."""
         found = []
-        for activation in await self.activations.of(Conversations.key(channel_id, user_id)):
+        turn = self.resolve(TurnContext(channel_id=channel_id, user_id=user_id))
+        for activation in await self.activations.of(*activations_key(turn)):
             entry = self.catalog.get(activation.processor)
             found.append((activation.name, entry.description if entry else ""))
         return found
+
+    async def described(self, channel_id: str, user_id: str) -> dict[str, Any]:
+        """The person's activations and every available processor with its metadata
+        (the web page's panel, ``ExtensionContext.describe_post_processors``)."""
+        turn = self.resolve(TurnContext(channel_id=channel_id, user_id=user_id))
+        activated = []
+        for activation in await self.activations.of(*activations_key(turn)):
+            entry = self.catalog.get(activation.processor)
+            activated.append(
+                {
+                    "name": activation.name,
+                    "processor": activation.processor,
+                    "default_param": activation.default_param,
+                    "description": entry.description if entry else "",
+                    "output_target": entry.processor.output_target if entry else None,
+                    "available": entry is not None,
+                }
+            )
+        available = [
+            {
+                **entry.info.to_json(),
+                "output_target": entry.processor.output_target,
+                "builtin": entry.builtin,
+                "owner": entry.owner,
+            }
+            for entry in self.catalog.entries()
+        ]
+        return {"activated": activated, "available": available}
 
     # ------------------------------------------------------------ the turn
 
@@ -139,7 +187,7 @@ class PostProcessing:
         if "#" not in text:
             return PostQuery(text, text)
         try:
-            names = {a.name for a in await self.activations.of(results_key(turn))}
+            names = {a.name for a in await self.activations.of(*activations_key(turn))}
         except Exception:
             log.exception("activations of %s unreadable; #names left in the text", turn.user_id)
             return PostQuery(text, text)
@@ -154,15 +202,17 @@ class PostProcessing:
         turn: TurnContext,
         on_status: Status | None = None,
     ) -> PostOutcome | None:
-        """Run the specs on ``reply`` (only when the turn has an answer)."""
+        """Run the specs on ``reply`` (only when the turn has an answer); a notice
+        for each trailing ``#name`` that is not the person's."""
+        notice = self._unknown_notice(query.unknown)
         if not query.specs:
-            return None
+            return None if notice is None else PostOutcome(notice, None)
         try:
             facts = run_facts(run)
             results: tuple[PostProcessResult, ...] = ()
             events: tuple[dict[str, Any], ...] = ()
             if status in ANSWERED:
-                requested = await self._resolve(results_key(turn), query.specs)
+                requested = await self._resolve(activations_key(turn)[0], query.specs)
                 base = self._context(query, reply, facts, turn)
                 outcome = await self.runner.run(requested, base, on_status)
                 results, events = outcome.results, outcome.events
@@ -180,10 +230,41 @@ class PostProcessing:
                 events=events,
                 usage=usage,
             )
-            return PostOutcome(followup_text(results), record)
+            shown = "\n\n".join(t for t in (followup_text(results), notice) if t) or None
+            return PostOutcome(shown, record, self._counted(turn, results))
         except Exception:
             log.exception("post-processing of turn %s failed; the answer stands", turn.turn_id)
             return None
+
+    def _counted(self, turn: TurnContext, results: Sequence[PostProcessResult]) -> TurnUsage:
+        """Each result's reported tokens, counted with the turn's own usage (so
+        ``/usage``, ``main.py usage``, the budget and the metrics see them) under the
+        model the processor names in ``metadata["model"]``, else
+        ``postprocess:PROCESSOR``; their sum."""
+        total = NO_USAGE
+        for result in results:
+            if not (result.input_tokens or result.output_tokens):
+                continue
+            named = result.metadata.get("model")
+            processor = result.metadata.get("processor") or result.name
+            model = named if isinstance(named, str) and named else f"postprocess:{processor}"
+            used = TurnUsage(max(result.input_tokens, 0), 0, max(result.output_tokens, 0), 1)
+            self.count(turn.turn_id, model, used)
+            total = total + used
+        return total
+
+    def _unknown_notice(self, names: Sequence[str]) -> str | None:
+        """One line per ``#name`` the message ended with that is not activated."""
+        lines = []
+        for name in names:
+            if self.catalog.get(name) is not None:
+                lines.append(f"▸ #{name} is not activated for you: /ext activate {name}")
+            else:
+                lines.append(
+                    f"▸ #{name} is not one of your post-processors, so nothing ran for it "
+                    "(it stayed in the message); /ext lists yours"
+                )
+        return "\n".join(lines) or None
 
     async def _resolve(self, conversation: str, specs: Sequence[PostSpec]) -> list[Requested]:
         """Each spec with its activation's processor and the param in effect."""

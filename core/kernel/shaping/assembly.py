@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from core.agents.model_router import ModelRouter
 from core.config import Settings
+from core.extensions.loading.names import NamePolicy
 from core.extensions.loading.records import ExtensionRecord
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.hooks import (
@@ -33,7 +34,7 @@ from core.kernel.hooks import (
     tool_guidance,
 )
 from core.kernel.hooks.observer import NO_OBSERVER, PipelineObserver
-from core.kernel.postprocess import PostProcessing, orchestrator_model
+from core.kernel.postprocess import Count, PostProcessing, Resolve, orchestrator_model
 from core.runtime import SESSIONS_FILE, secret_file_names
 
 __all__ = ["TurnShaping"]
@@ -54,6 +55,9 @@ class TurnShaping:
         model_router: ModelRouter,
         observer: PipelineObserver = NO_OBSERVER,
         admission: Admission | None = None,
+        resolve_person: Resolve | None = None,
+        count_usage: Count | None = None,
+        names: NamePolicy | None = None,
     ) -> None:
         self._wired = wired
         command_hooks = command_hook_entries(
@@ -92,6 +96,9 @@ class TurnShaping:
             settings=settings.postprocess,
             model_of=orchestrator_model(model_router),
             storage=settings.storage,
+            resolve=resolve_person,
+            count=count_usage,
+            names=names,
         )
 
     def invalidate(self) -> None:

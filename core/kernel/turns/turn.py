@@ -44,7 +44,7 @@ import time
 import uuid
 from asyncio import timeout
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from agents import (
@@ -69,6 +69,7 @@ from core.kernel.conversations.ledger import ConversationSession, LedgerWrite
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
 from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.shaping.context_chain import ContextChain
+from core.kernel.turns.run_items import new_history_items, turn_from_json, turn_to_json
 from core.kernel.turns.streaming import Callback, stream_run, stream_text
 from core.runtime import REDACTOR
 
@@ -134,11 +135,13 @@ class TurnResult:
     paused: PausedRun | None = None
     ending: TurnOutcome | None = None
     hooked: bool = True  # a hook may have heard the turn start (``False``: none was there)
+    post_usage: TurnUsage = field(default_factory=TurnUsage)  # its post-processors'
 
     @property
     def usage(self) -> TurnUsage:
-        """The tokens the turn's model calls used (``NO_USAGE`` when none ran)."""
-        return usage_of(self.run)
+        """The tokens the turn's model calls and post-processors used (``NO_USAGE``
+        when none ran)."""
+        return usage_of(self.run) + self.post_usage
 
 
 class TurnRunner:
@@ -319,7 +322,10 @@ class TurnRunner:
                 query, outcome.reply, outcome.status, outcome.run, turn, on_status
             )
             if post is not None:
-                outcome = replace(outcome, followup=post.followup, records=(post.record,))
+                kept = (post.record,) if post.record is not None else ()
+                outcome = replace(
+                    outcome, followup=post.followup, records=kept, post_usage=post.usage
+                )
         elapsed_ms = (time.monotonic() - started) * 1000
         ending = TurnOutcome(status, outcome.reply, elapsed_ms)
         if tell:
@@ -459,36 +465,8 @@ def turn_note(*parts: str) -> list[TResponseInputItem]:
     return cast(Items, [{"role": "system", "content": "\n\n".join(p for p in parts if p)}])
 
 
-def turn_to_json(context: Any) -> Mapping[str, Any]:
-    """A run's ``TurnContext`` as the ``RunState`` JSON stores it."""
-    return asdict(context) if isinstance(context, TurnContext) else {}
-
-
-def turn_from_json(data: Mapping[str, Any]) -> TurnContext:
-    """The ``TurnContext`` back from a stored ``RunState`` (unknown keys dropped)."""
-    known = {f.name for f in fields(TurnContext)}
-    return TurnContext(**{k: v for k, v in data.items() if k in known})
-
-
 def _agent_turn(source: str) -> TurnContext:
     return TurnContext(agent_id="orchestrator", user_id=source, turn_id=f"agent-{uuid.uuid4().hex}")
-
-
-def new_history_items(result: RunResultBase) -> list[TResponseInputItem]:
-    """The run's new items as history input, as an SDK session would store them
-    (``save_result_to_session``): approvals skipped, a ``status: None`` dropped.
-
-    ``result.to_input_list()`` gives the same items after the whole input, but
-    re-converts the entire history on every turn; this converts only the new ones."""
-    items: list[TResponseInputItem] = []
-    for run_item in result.new_items:
-        if run_item.type == "tool_approval_item":
-            continue
-        item: Any = run_item.to_input_item()
-        if isinstance(item, dict) and "status" in item and item["status"] is None:
-            item = {k: v for k, v in item.items() if k != "status"}
-        items.append(item)
-    return items
 
 
 def _short_reason(exc: BaseException) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -32,6 +32,7 @@ from .openai_shape import (
     error_event,
     model_object,
     parse_chat_request,
+    post_processor_asks,
 )
 from .replies import PendingReply
 from .responses import parse_responses_request, response_events, response_object
@@ -58,6 +59,7 @@ class ApiBackend(Protocol):
     async def submit(self, ask: Ask) -> PendingReply: ...
     def release(self, pending: PendingReply) -> None: ...
     async def answered(self, pending: PendingReply, shown: str) -> None: ...
+    async def post_results(self, turn_id: str) -> dict[str, Any] | None: ...
 
 
 def build_app(backend: ApiBackend, extra: Sequence[BaseRoute] = ()) -> Starlette:
@@ -68,6 +70,7 @@ def build_app(backend: ApiBackend, extra: Sequence[BaseRoute] = ()) -> Starlette
         Route("/v1/models", api.models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", api.model, methods=["GET"]),
         Route("/v1/notifications", api.notifications, methods=["GET"]),
+        Route("/v1/postprocess/{turn_id:path}", api.postprocess, methods=["GET"]),
         *extra,
     ]
     return Starlette(
@@ -130,6 +133,7 @@ class _Api:
             _header_value(request, "idempotency-key"),
             chat.stream,
             self.backend.tokens.caller(request),
+            post_processor_asks(chat.extensions),
         )
         pending = await self._submit(ask)
         ident = f"chatcmpl-{pending.tag}"
@@ -151,6 +155,7 @@ class _Api:
             _header_value(request, "idempotency-key"),
             asked.stream,
             self.backend.tokens.caller(request),
+            post_processor_asks(asked.extensions),
         )
         pending = await self._submit(ask)
         if asked.stream:
@@ -188,6 +193,23 @@ class _Api:
                 code="model_not_found",
             )
         return JSONResponse(model_object(self.backend.created))
+
+    async def postprocess(self, request: Request) -> Response:
+        """``GET /v1/postprocess/{turn_id}``: the post-processor results of one turn
+        of this channel (its id is ``hearth.turn_id`` of the reply), kept across
+        restarts."""
+        self._admit(request)
+        turn_id = request.path_params["turn_id"]
+        found = await self.backend.post_results(turn_id)
+        if found is None:
+            raise ApiError(
+                404,
+                f"no post-processor results for turn {turn_id!r} (a turn of this API "
+                "whose message asked for post-processors)",
+                code="not_found",
+                param="turn_id",
+            )
+        return JSONResponse(found)
 
     async def notifications(self, request: Request) -> Response:
         """Proactive messages after ``?after=ID``, for ``?user=`` or the conversation

@@ -43,7 +43,7 @@ from .config import ApiConfig, host_port, parse_config
 from .limits import LoginThrottle
 from .mcp_route import McpEndpoint
 from .notifications import Notifications
-from .openai_shape import Ask, key_reused, message_too_large
+from .openai_shape import ApiError, Ask, key_reused, message_too_large
 from .questions import Answer, OpenQuestions, waiting_text
 from .replies import (
     PendingReply,
@@ -64,6 +64,24 @@ POST_TOKEN = re.compile(
     r"(?:^|(?<=\s))#([A-Za-z][\w-]{0,31})(?::[\w-]+(?:\.[\w-]+)*)?(?=$|\s|[.,;!?)\]])",
     re.MULTILINE,
 )
+
+
+def tags_of(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a message's tag shows of each result: ``#name:param``, where it went, and
+    whether it worked (the result itself is fetched when the tag is clicked)."""
+    tags = []
+    for name, result in results.items():
+        got = result if isinstance(result, dict) else {}
+        meta = got.get("metadata") if isinstance(got.get("metadata"), dict) else {}
+        tags.append(
+            {
+                "name": name,
+                "param": meta.get("param"),
+                "output_target": got.get("output_target"),
+                "success": bool(got.get("success")),
+            }
+        )
+    return tags
 
 
 class HttpApiSetupError(Exception):
@@ -172,6 +190,11 @@ class HttpApiChannel(BaseExtension):
         if joined is not None:
             return joined  # a retry of a request still waiting: same reply
         place = await self._place(ask)
+        if ask.extensions:
+            place = Placement(
+                place.conversation,
+                await self._with_post_processors(place.conversation, place.text, ask.extensions),
+            )
         if len(json.dumps(place.text).encode()) > self._config().max_message_bytes:
             raise message_too_large(self._config().max_message_bytes)
         pending = self.book.open(place.conversation, tag)
@@ -191,7 +214,9 @@ class HttpApiChannel(BaseExtension):
                 answers and place.conversation == self._config().web_conversation
             ):
                 pending.on_page = True
-                await self._store().add_chat(place.conversation, "user", ask.text)
+                pending.chat_row = await self._store().add_chat(
+                    place.conversation, "user", ask.text
+                )
             if answers:
                 await self._answer(answers, pending)
                 return pending
@@ -269,14 +294,62 @@ class HttpApiChannel(BaseExtension):
         rest = POST_TOKEN.sub(lambda m: "" if m.group(1).lower() in names else m.group(0), text)
         return bool(asked) and bool(rest.strip())  # tokens alone: nothing is processed
 
+    async def _with_post_processors(
+        self, conversation: str, text: str, asked: tuple[tuple[str, str | None], ...]
+    ) -> str:
+        """``text`` with a ``#name:param`` token for each of the request's ``extensions``
+        the text does not name already (its own tokens win, as typed). A name the
+        conversation has not activated is refused (400), naming those it has."""
+        activated = [name for name, _ in await self.context.list_post_processors(conversation)]
+        typed = {m.group(1).lower() for m in POST_TOKEN.finditer(text)}
+        tokens = []
+        for index, (name, param) in enumerate(asked):
+            if name not in activated:
+                raise ApiError(
+                    400,
+                    f"extensions[{index}].name: no post-processor #{name} is activated "
+                    f"for this conversation; activated: {', '.join(activated) or 'none'} "
+                    "(/ext activate NAME adds one)",
+                    param=f"extensions[{index}].name",
+                    code="unknown_post_processor",
+                )
+            if name not in typed:
+                tokens.append(f"#{name}" if param is None else f"#{name}:{param}")
+        return f"{text.rstrip()} {' '.join(tokens)}" if tokens else text
+
     async def _on_post_results(self, event: Event) -> None:
-        """``postprocess.results`` of a turn of this channel: to the request it answers."""
+        """``postprocess.results`` of a turn of this channel: kept (``GET
+        /v1/postprocess/{turn_id}``), then to the request it answers."""
         payload = event.payload
         if payload.get("channel_id") != self.context.extension_id:
             return
         results = payload.get("results")
-        if isinstance(results, dict):
-            self.book.results(split_reply_address(str(payload.get("user_id")))[1], results)
+        if not isinstance(results, dict):
+            return
+        conversation, tag = split_reply_address(str(payload.get("user_id")))
+        turn_id = payload.get("turn_id")
+        if isinstance(turn_id, str) and turn_id:
+            body = {
+                "object": "hearth.postprocess",
+                "turn_id": turn_id,
+                "conversation": conversation,
+                "query": payload.get("query"),
+                "results": results,
+                "usage": payload.get("usage") or {},
+            }
+            await self._store().keep_post_results(turn_id, conversation, body)
+            pending = self.book.find(tag)
+            if pending is not None and pending.chat_row is not None:
+                await self._store().tag_chat(pending.chat_row, turn_id, tags_of(results))
+        self.book.results(tag, results, turn_id if isinstance(turn_id, str) else None)
+
+    async def post_processors(self) -> dict[str, Any]:
+        """The page's activations and the processors with metadata (``/web/postprocessors``)."""
+        return await self.context.describe_post_processors(self._config().web_conversation)
+
+    async def post_results(self, turn_id: str) -> dict[str, Any] | None:
+        """The results kept for ``turn_id`` (``GET /v1/postprocess/{turn_id}``)."""
+        return await self._store().post_results(turn_id)
 
     # ------------------------------------------------------------ the page (WebBackend)
 

@@ -1,7 +1,8 @@
 """The OpenAI Chat Completions wire format: requests in, completions, chunks and errors out.
 
 Only what Hearth uses is read from a request (``messages``, ``stream``,
-``stream_options.include_usage``, ``user``); other fields clients send
+``stream_options.include_usage``, ``user``, ``extensions``: post-processors
+to run on the answer, as ``#name:param`` tokens in the text would); other fields clients send
 (temperature, tools, …) are ignored, since Hearth picks its own model, tools
 and history. Of ``messages`` the newest user message is journaled: Hearth
 keeps the conversation itself; the others only say which conversation a
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -20,6 +22,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 MODEL_ID = "hearth"
+POST_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")  # as the kernel reads them
+POST_PARAM = re.compile(r"^[\w-]+(?:\.[\w-]+)*$")
 
 
 class ApiError(Exception):
@@ -76,6 +80,14 @@ class ChatMessage(Loose):
         return self.content or ""
 
 
+class PostProcessorAsk(Loose):
+    """One entry of ``extensions``: a post-processor the client asks for by its
+    activation name, with a param (else the activation's default)."""
+
+    name: str
+    param: str | None = None
+
+
 class StreamOptions(Loose):
     include_usage: bool = False
 
@@ -86,6 +98,7 @@ class ChatRequest(Loose):
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: str | None = None
+    extensions: list[PostProcessorAsk] = Field(default_factory=list)
 
     @property
     def include_usage(self) -> bool:
@@ -118,18 +131,48 @@ class Ask:
     idempotency_key: str | None
     stream: bool = False
     caller: str = ""
+    extensions: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def body_hash(self) -> str:
-        """What the request asks (its conversation and messages), hashed: an
-        idempotency key is bound to it."""
-        data = json.dumps([self.conversation, self.messages], ensure_ascii=False)
+        """What the request asks (its conversation, messages and post-processors),
+        hashed: an idempotency key is bound to it."""
+        asked: list[Any] = [self.conversation, self.messages]
+        if self.extensions:
+            asked.append(self.extensions)
+        data = json.dumps(asked, ensure_ascii=False)
         return hashlib.sha256(data.encode()).hexdigest()
 
     @property
     def retry_key(self) -> str:
         """The same request sent again by the same caller has the same key."""
         return hashlib.sha256(f"{self.caller}\0{self.body_hash}".encode()).hexdigest()
+
+
+def post_processor_asks(asks: list[PostProcessorAsk]) -> tuple[tuple[str, str | None], ...]:
+    """``extensions`` as ``(name, param)`` pairs, each a token the kernel reads
+    (``#name:param``); a name or param it could not read is refused (400)."""
+    found: list[tuple[str, str | None]] = []
+    for index, ask in enumerate(asks):
+        name = ask.name.strip().lstrip("#").lower()
+        if not POST_NAME.match(name):
+            raise ApiError(
+                400,
+                f"extensions[{index}].name: {ask.name!r} is not a post-processor name "
+                "(lowercase letters, digits, _ and -, at most 32)",
+                param=f"extensions[{index}].name",
+            )
+        param = ask.param if ask.param not in (None, "") else None
+        if param is not None and not POST_PARAM.match(param):
+            raise ApiError(
+                400,
+                f"extensions[{index}].param: {param!r} is not a param (letters, digits, "
+                "_, - and inner dots)",
+                param=f"extensions[{index}].param",
+            )
+        if all(known != name for known, _ in found):
+            found.append((name, param))
+    return tuple(found)
 
 
 def key_reused(key: str) -> ApiError:

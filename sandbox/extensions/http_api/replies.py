@@ -69,6 +69,8 @@ class PendingReply:
         # post-processor results (``postprocess.results``) when the message asked for some
         self.expects_results = False
         self._results: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self.turn_id: str | None = None  # the kernel's turn (``GET /v1/postprocess/ID``)
+        self.chat_row: int | None = None  # the web page's message it answers (its tags)
         self.usage: dict[str, int] | None = None  # the turn's tokens, with its reply
         self.questions: dict[str, dict[str, Any]] = {}  # approvals waiting, by id
         self.retry_key: str | None = None
@@ -98,8 +100,9 @@ class PendingReply:
             self._done.exception()  # retrieved: a turn nobody waits for any more is no leak
             self._chunks.put_nowait(None)
 
-    def set_results(self, results: dict[str, Any]) -> None:
+    def set_results(self, results: dict[str, Any], turn_id: str | None = None) -> None:
         if not self._results.done():
+            self.turn_id = turn_id
             self._results.set_result(results)
 
     async def post_results(self, timeout_s: float) -> dict[str, Any] | None:
@@ -255,10 +258,10 @@ class ReplyBook:
         if pending is not None:
             pending.put_chunk(text)
 
-    def results(self, tag: str | None, results: dict[str, Any]) -> None:
+    def results(self, tag: str | None, results: dict[str, Any], turn_id: str | None) -> None:
         pending = self.find(tag)
         if pending is not None:
-            pending.set_results(results)
+            pending.set_results(results, turn_id)
 
     def stream_paused(self, tag: str | None) -> None:
         """The turn paused for an approval: its reply will come unstreamed."""

@@ -21,7 +21,15 @@ from typing import Any
 
 from pydantic import Field
 
-from .openai_shape import MODEL_ID, ApiError, ContentPart, Loose, load_json, validated
+from .openai_shape import (
+    MODEL_ID,
+    ApiError,
+    ContentPart,
+    Loose,
+    PostProcessorAsk,
+    load_json,
+    validated,
+)
 from .turns import Delta, Failed, Finished
 
 TEXT_PARTS = ("input_text", "output_text", "text")
@@ -43,6 +51,7 @@ class ResponsesRequest(Loose):
     input: str | list[InputMessage] = Field(min_length=1)
     stream: bool = False
     user: str | None = None
+    extensions: list[PostProcessorAsk] = Field(default_factory=list)
 
     def pairs(self) -> list[tuple[str, str]]:
         if isinstance(self.input, str):

@@ -13,14 +13,18 @@ chat as a client has it after a reply, and its conversation (``threads``,
 ADR 0056; ``AMBIGUOUS`` when two conversations claimed it), kept
 ``THREAD_KEEP_S``. ``chat``: the web page's conversation as
 it was shown (its messages and replies), so a reload shows it again; the
-newest ``CHAT_KEEP``.
+newest ``CHAT_KEEP``. ``post_results``: the post-processor results of each
+turn of this channel that asked for some (``GET /v1/postprocess/{turn_id}``,
+the web page's tags), kept ``POST_KEEP_S``; ``chat_posts``: the tags a page
+message carries (its post-processors and the turn their results are under).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from core.extensions.sdk import SQLiteStore
 
@@ -28,6 +32,7 @@ REPLY_KEEP_S = 24 * 3600.0
 NOTE_KEEP_S = 7 * 86400.0
 THREAD_KEEP_S = 90 * 86400.0
 CHAT_KEEP = 500
+POST_KEEP_S = 30 * 86400.0  # as long as the kernel keeps a turn's records
 AMBIGUOUS = ""  # a chat digest two conversations claimed: it continues neither
 
 
@@ -67,6 +72,11 @@ class ApiStore(SQLiteStore):
             id INTEGER PRIMARY KEY AUTOINCREMENT, conversation TEXT NOT NULL,
             role TEXT NOT NULL, text TEXT NOT NULL, created_at REAL NOT NULL);
         CREATE INDEX IF NOT EXISTS chat_by_conversation ON chat(conversation, id);
+        CREATE TABLE IF NOT EXISTS chat_posts (
+            chat_id INTEGER PRIMARY KEY, turn_id TEXT NOT NULL, tags TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS post_results (
+            turn_id TEXT PRIMARY KEY, conversation TEXT NOT NULL, body TEXT NOT NULL,
+            created_at REAL NOT NULL);
     """
 
     async def prune(self, keep: int) -> None:
@@ -76,6 +86,7 @@ class ApiStore(SQLiteStore):
             "DELETE FROM idempotency_keys WHERE created_at < ?", (now - REPLY_KEEP_S,)
         )
         await self.execute("DELETE FROM threads WHERE created_at < ?", (now - THREAD_KEEP_S,))
+        await self.execute("DELETE FROM post_results WHERE created_at < ?", (now - POST_KEEP_S,))
         await self.execute(
             "DELETE FROM notifications WHERE created_at < ? OR id <= "
             "(SELECT COALESCE(MAX(id), 0) FROM notifications) - ?",
@@ -107,8 +118,9 @@ class ApiStore(SQLiteStore):
         row = await self.fetch_one("SELECT conversation FROM threads WHERE digest = ?", (digest,))
         return None if row is None else str(row[0])
 
-    async def add_chat(self, conversation: str, role: str, text: str) -> None:
-        await self.execute(
+    async def add_chat(self, conversation: str, role: str, text: str) -> int:
+        """Keep one message of the page's chat; its row id (``tag_chat``)."""
+        row = await self.execute_insert(
             "INSERT INTO chat(conversation, role, text, created_at) VALUES (?, ?, ?, ?)",
             (conversation, role, text, time.time()),
         )
@@ -117,14 +129,44 @@ class ApiStore(SQLiteStore):
             "(SELECT COALESCE(MAX(id), 0) FROM chat WHERE conversation = ?) - ?",
             (conversation, conversation, CHAT_KEEP),
         )
+        await self.execute("DELETE FROM chat_posts WHERE chat_id NOT IN (SELECT id FROM chat)")
+        return row
+
+    async def tag_chat(self, chat_id: int, turn_id: str, tags: list[dict[str, Any]]) -> None:
+        """The post-processor tags message ``chat_id`` carries, and their turn."""
+        await self.execute(
+            "INSERT OR REPLACE INTO chat_posts(chat_id, turn_id, tags) VALUES (?, ?, ?)",
+            (chat_id, turn_id, json.dumps(tags)),
+        )
 
     async def chat(self, conversation: str) -> list[dict[str, object]]:
-        """The conversation as the page showed it, oldest first."""
+        """The conversation as the page showed it, oldest first; a message that ran
+        post-processors carries ``postprocess``: its turn and tags."""
         rows = await self.fetch_all(
-            "SELECT role, text, created_at FROM chat WHERE conversation = ? ORDER BY id",
+            "SELECT c.role, c.text, c.created_at, p.turn_id, p.tags FROM chat c"
+            " LEFT JOIN chat_posts p ON p.chat_id = c.id WHERE c.conversation = ? ORDER BY c.id",
             (conversation,),
         )
-        return [{"role": r, "text": t, "created": int(at)} for r, t, at in rows]
+        found: list[dict[str, object]] = []
+        for role, text, at, turn_id, tags in rows:
+            item: dict[str, object] = {"role": role, "text": text, "created": int(at)}
+            if turn_id is not None:
+                item["postprocess"] = {"turn_id": turn_id, "tags": json.loads(str(tags))}
+            found.append(item)
+        return found
+
+    async def keep_post_results(
+        self, turn_id: str, conversation: str, body: dict[str, Any]
+    ) -> None:
+        await self.execute(
+            "INSERT OR REPLACE INTO post_results(turn_id, conversation, body, created_at)"
+            " VALUES (?, ?, ?, ?)",
+            (turn_id, conversation, json.dumps(body, default=str), time.time()),
+        )
+
+    async def post_results(self, turn_id: str) -> dict[str, Any] | None:
+        row = await self.fetch_one("SELECT body FROM post_results WHERE turn_id = ?", (turn_id,))
+        return None if row is None else dict(json.loads(str(row[0])))
 
     async def revoke_session(self, session: str, expires_at: float) -> None:
         await self.execute(

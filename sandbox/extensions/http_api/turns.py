@@ -103,12 +103,15 @@ def shown_text(pending: PendingReply, reply: str) -> str:
 
 
 async def extra_fields(pending: PendingReply) -> dict[str, Any] | None:
-    """``hearth``: ``postprocess`` results when the message asked for post-processors,
+    """``hearth``: ``postprocess`` results and the ``turn_id`` they are kept under
+    (``GET /v1/postprocess/{turn_id}``) when the message asked for post-processors,
     ``questions`` when the turn waits for an answer (the web page's buttons)."""
     extra: dict[str, Any] = {}
     results = await pending.post_results(POST_RESULTS_WAIT_S)
     if results is not None:
         extra["postprocess"] = results
+        if pending.turn_id is not None:
+            extra["turn_id"] = pending.turn_id
     if pending.questions:
         extra["questions"] = list(pending.questions.values())
     return extra or None

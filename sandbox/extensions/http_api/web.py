@@ -1,6 +1,9 @@
 """The web page: ``/`` (static HTML, CSS and a small script; no build step) and the
 few JSON endpoints only it uses, under ``/web/`` (``/web/history``: the
-page's conversation as it was shown, so a reload shows it again).
+page's conversation as it was shown, so a reload shows it again, with the
+post-processor tags of its messages; ``/web/postprocessors``: the page's
+activations and the processors' metadata, for ``#`` autocompletion, the input's
+chips and the configuration panel, whose changes are ``/ext`` commands).
 
 The page chats through ``/v1/chat/completions`` (streamed) and hears
 notifications through ``/v1/notifications?stream=true``, authenticated by
@@ -25,7 +28,7 @@ from .config import ApiConfig
 from .limits import LoginThrottle, read_body
 from .openai_shape import ApiError
 
-ASSETS = {"app.js": "text/javascript", "style.css": "text/css"}
+ASSETS = {"app.js": "text/javascript", "posts.js": "text/javascript", "style.css": "text/css"}
 PAGE_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -52,6 +55,7 @@ class WebBackend(Protocol):
     async def requeue(self, event_id: int) -> int: ...
     async def end_session(self, session: str, expires_at: int) -> None: ...
     async def chat_history(self) -> list[dict[str, object]]: ...
+    async def post_processors(self) -> dict[str, Any]: ...
 
 
 def web_routes(backend: WebBackend, static_dir: Path) -> list[BaseRoute]:
@@ -63,6 +67,7 @@ def web_routes(backend: WebBackend, static_dir: Path) -> list[BaseRoute]:
         Route("/web/session", page.session, methods=["GET"]),
         Route("/web/status", page.status, methods=["GET"]),
         Route("/web/history", page.history, methods=["GET"]),
+        Route("/web/postprocessors", page.post_processors, methods=["GET"]),
         Route("/web/requeue", page.requeue, methods=["POST"]),
         Route("/web/{name}", page.asset, methods=["GET"]),
     ]
@@ -131,6 +136,12 @@ class _Page:
         """The page's conversation as it was shown (a reload shows it again)."""
         self.backend.tokens.require(request)
         return JSONResponse({"messages": await self.backend.chat_history()})
+
+    async def post_processors(self, request: Request) -> Response:
+        """The page's post-processor activations and every available processor with
+        its metadata: the ``#`` autocompletion and the configuration panel."""
+        self.backend.tokens.require(request)
+        return JSONResponse(await self.backend.post_processors())
 
     async def requeue(self, request: Request) -> Response:
         self.backend.tokens.require(request)

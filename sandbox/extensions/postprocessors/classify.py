@@ -35,6 +35,16 @@ class Classify:
     name = "classify"
     output_target: OutputTarget = "silent"
     description = "the answer's category (alert, performance, capacity, …)"
+    display_name = "Classification"
+    category = "Automation"
+    version = "1.0.0"
+    display_order = 40
+    keywords = ("category", "classify", "routing", "n8n")
+    parameters = {"supported": False}
+    output_schema = {
+        "type": "object",
+        "required": ["primary_category", "confidence", "branch_key"],
+    }
 
     def validate_param(self, param: str | None) -> tuple[bool, str | None]:
         if param is None:

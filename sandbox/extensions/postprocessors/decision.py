@@ -38,6 +38,22 @@ class Decision:
     name = "decision"
     output_target: OutputTarget = "silent"
     description = "a branch key from the answer's signal words (binary, critical, warning)"
+    display_name = "Decision"
+    category = "Automation"
+    version = "1.0.0"
+    display_order = 20
+    keywords = ("branch", "switch", "severity", "n8n", "workflow")
+    parameters = {
+        "supported": True,
+        "description": "what counts as a threshold crossed",
+        "examples": ["binary", "critical", "warning"],
+        "allowed_values": ["binary", "critical", "warning"],
+    }
+    output_schema = {
+        "type": "object",
+        "required": ["result", "action_recommended", "branch_key"],
+        "properties": {"branch_key": {"type": "string"}},
+    }
 
     def validate_param(self, param: str | None) -> tuple[bool, str | None]:
         if param is None or param in MODES:

@@ -47,6 +47,18 @@ class Extract:
     name = "extract"
     output_target: OutputTarget = "silent"
     description = "numbers, percentages and entity names from the answer"
+    display_name = "Data Extraction"
+    category = "Transform"
+    version = "1.0.0"
+    display_order = 30
+    keywords = ("numbers", "percentages", "entities", "extract")
+    parameters = {
+        "supported": True,
+        "description": "keep one list only",
+        "examples": ["numbers", "percentages", "entities"],
+        "allowed_values": ["numbers", "percentages", "entities"],
+    }
+    output_schema = {"type": "object", "required": ["source_length"]}
 
     def validate_param(self, param: str | None) -> tuple[bool, str | None]:
         if param is None or param in KINDS:

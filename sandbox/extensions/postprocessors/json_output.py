@@ -23,6 +23,22 @@ class JsonOutput:
     name = "json"
     output_target: OutputTarget = "chat_append"
     description = "the answer and the turn's metadata as JSON (minimal, full)"
+    display_name = "JSON Output"
+    category = "Transform"
+    version = "1.0.0"
+    display_order = 10
+    keywords = ("json", "structured", "n8n", "api")
+    parameters = {
+        "supported": True,
+        "description": "how much of the turn to include",
+        "examples": ["minimal", "full"],
+        "allowed_values": ["minimal", "full"],
+    }
+    output_schema = {
+        "type": "object",
+        "required": ["query", "answer"],
+        "properties": {"query": {"type": "string"}, "answer": {"type": "string"}},
+    }
 
     def validate_param(self, param: str | None) -> tuple[bool, str | None]:
         if param is None or param in MODES:

@@ -25,8 +25,10 @@ async function errorText(response) {
   }
 }
 
-function chatBody(text, stream) {
-  return { model: "hearth", stream, user: session.conversation, messages: [{ role: "user", content: text }] };
+function chatBody(text, stream, extensions) {
+  const body = { model: "hearth", stream, user: session.conversation, messages: [{ role: "user", content: text }] };
+  if (extensions && extensions.length) body.extensions = extensions;
+  return body;
 }
 
 // A command's answer (not streamed): /reminders, /cancel N, /memories.
@@ -50,7 +52,7 @@ async function start() {
   $("#logout").hidden = false;
   listenForNotifications();
   await loadHistory();
-  await Promise.all([refreshStatus(), refreshReminders(), refreshMemories()]);
+  await Promise.all([refreshStatus(), refreshReminders(), refreshMemories(), Posts.refresh()]);
   session.timer = setInterval(refreshStatus, 5000);
 }
 
@@ -99,9 +101,13 @@ async function loadHistory() {
   if (!response.ok) return;
   const { messages } = await response.json();
   $("#messages").replaceChildren();
+  let asked = null; // the post-processors of the message the next answer answers
   for (const m of messages) {
     const bubble = addMessage(m.role === "user" ? "you" : "hearth", m.text);
     if (m.role !== "user") markEmpty(bubble);
+    if (m.postprocess) Posts.addTags(bubble, m.postprocess.turn_id, m.postprocess.tags);
+    if (m.role !== "user" && asked) Posts.restoreBlocks(bubble, asked.turn_id, asked.tags);
+    asked = m.role === "user" ? m.postprocess || null : null;
   }
 }
 
@@ -145,15 +151,16 @@ async function streamInto(response, bubble) {
   }
 }
 
-// The text into `bubble`; returns the questions the turn waits for, if any.
+// The text into `bubble`; returns the reply's `hearth` field (questions the turn
+// waits for, post-processor results), if any.
 async function readChunks(response, bubble) {
-  let questions = null;
+  let extra = null;
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) return questions;
+    if (done) return extra;
     buffer += decoder.decode(value, { stream: true });
     let end;
     while ((end = buffer.indexOf("\n\n")) >= 0) {
@@ -161,7 +168,7 @@ async function readChunks(response, bubble) {
       buffer = buffer.slice(end + 2);
       if (!event.startsWith("data: ")) continue;
       const data = event.slice(6);
-      if (data === "[DONE]") return questions;
+      if (data === "[DONE]") return extra;
       const chunk = JSON.parse(data);
       if (chunk.error) {
         bubble.className = "hearth error";
@@ -170,7 +177,7 @@ async function readChunks(response, bubble) {
       }
       if (!chunk.choices.length) continue;  // a usage chunk
       bubble.textContent += chunk.choices[0].delta.content || "";
-      if (chunk.hearth && chunk.hearth.questions) questions = chunk.hearth.questions;
+      if (chunk.hearth) extra = chunk.hearth;
     }
   }
 }
@@ -180,22 +187,27 @@ $("#chat-form").addEventListener("submit", async (event) => {
   const text = $("#prompt").value.trim();
   if (!text) return;
   $("#prompt").value = "";
-  await send(text);
+  await send(text, Posts.takeChips());
 });
 
-async function send(text) {
-  addMessage("you", text);
+// `extensions`: the post-processors the input's chips ask for.
+async function send(text, extensions) {
+  const mine = addMessage("you", text);
   const bubble = addMessage("hearth", "");
   $("#send").disabled = true;
   try {
-    const response = await post("/v1/chat/completions", chatBody(text, true));
+    const response = await post("/v1/chat/completions", chatBody(text, true, extensions));
     if (!response.ok) {
       bubble.className = "hearth error";
       bubble.textContent = await errorText(response);
       return;
     }
-    const questions = await streamInto(response, bubble);
-    if (questions) addChoices(bubble, questions);
+    const extra = await streamInto(response, bubble);
+    if (extra && extra.questions) addChoices(bubble, extra.questions);
+    if (extra && extra.postprocess && extra.turn_id) {
+      Posts.addTags(mine, extra.turn_id, Posts.tagsOf(extra.postprocess));
+      Posts.addBlocks(bubble, extra.turn_id, extra.postprocess);
+    }
   } finally {
     $("#send").disabled = false;
   }
@@ -203,6 +215,10 @@ async function send(text) {
 }
 
 $("#prompt").addEventListener("keydown", (event) => {
+  if (Posts.onKey(event)) {
+    event.preventDefault();
+    return;
+  }
   if (event.key === "Enter" && !event.shiftKey) {
     event.preventDefault();
     $("#chat-form").requestSubmit();
@@ -354,4 +370,5 @@ $("#refresh").addEventListener("click", () =>
   Promise.all([refreshStatus(), refreshReminders(), refreshMemories()]),
 );
 
+Posts.bind(command, (text) => { $("#toast").textContent = text; });
 start();
