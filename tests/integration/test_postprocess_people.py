@@ -47,3 +47,15 @@ async def test_an_activation_made_on_one_channel_applies_on_another(make_ext, se
         last = await say(kernel, "/last decision2", "alice")
     # warning, not binary (which would say "yes"): the changed default was used
     assert '"branch_key": "threshold_exceeded_critical"' in last[0]
+
+
+@pytest.mark.usefixtures("postprocessors")
+async def test_a_member_cannot_read_a_processors_source(make_ext, settings_file):
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    path = settings_file(channels={"default": "capture"}, people=PEOPLE)
+    async with running_kernel(path, model=ScriptedModel([])) as kernel:
+        assert await say(kernel, "/ext show json", "bob") == [
+            "Only the owner can read a post-processor's source."
+        ]
+        (shown,) = await say(kernel, "/ext show json", "alice")
+    assert "```python" in shown

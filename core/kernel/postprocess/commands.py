@@ -78,6 +78,8 @@ def postprocess_commands(post: PostProcessing) -> list[Command]:
             if verb == "info" and len(rest) == 1:
                 return await _info(post, key, rest[0].lstrip("#").lower())
             if verb == "show" and len(rest) == 1:
+                if turn.role != "owner":  # extension code is the owner's to read (issue 46)
+                    return "Only the owner can read a post-processor's source."
                 return await _source(post, key, rest[0].lstrip("#"))
         except ActivationError as exc:
             return f"Cannot do that: {exc}."

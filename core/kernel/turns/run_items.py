@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, fields
 from typing import Any
 
-from agents import RunResultBase, TResponseInputItem
+from agents.items import TResponseInputItem
+from agents.result import RunResultBase
 
 from core.extensions.contract import TurnContext
 
