@@ -59,7 +59,7 @@ from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.agents import ModelFailedError
 from core.agents.observer import NO_TURN_OBSERVER, TurnObserver, TurnObservers
-from core.agents.usage import TurnUsage, usage_of
+from core.agents.usage import NO_USAGE, TurnUsage, usage_of
 from core.extensions.access.state_scope import serving
 from core.extensions.contract import ShortCircuit, TurnContext, TurnOutcome
 from core.extensions.loading.lifecycle import describe_exception
@@ -135,13 +135,14 @@ class TurnResult:
     paused: PausedRun | None = None
     ending: TurnOutcome | None = None
     hooked: bool = True  # a hook may have heard the turn start (``False``: none was there)
-    post_usage: TurnUsage = field(default_factory=TurnUsage)  # its post-processors'
+    post_usage: TurnUsage = NO_USAGE  # its post-processors'
 
     @property
     def usage(self) -> TurnUsage:
         """The tokens the turn's model calls and post-processors used (``NO_USAGE``
         when none ran)."""
-        return usage_of(self.run) + self.post_usage
+        used = usage_of(self.run)
+        return used if self.post_usage is NO_USAGE else used + self.post_usage
 
 
 class TurnRunner:
@@ -462,7 +463,7 @@ NO_ADDITIONS = AppliedAdditions()
 def turn_note(*parts: str) -> list[TResponseInputItem]:
     """What changes from turn to turn, as one system message for after the history
     (ADR 0054); never stored, so the history stays the same bytes turn after turn."""
-    return cast(Items, [{"role": "system", "content": "\n\n".join(p for p in parts if p)}])
+    return cast(Items, [{"role": "system", "content": "\n\n".join(filter(None, parts))}])
 
 
 def _agent_turn(source: str) -> TurnContext:
