@@ -13,6 +13,11 @@ and 3 (2 cores). Also the load average before and after, and per turn the
 server's CPU seconds (on a busy machine its wall time mostly waits for a core)
 and its ``prompt_ms``, ``predicted_n`` and ``predicted_ms``.
 
+With the warm prefix (ADR 0089, on by default for a server on this machine) the
+bench waits for the kernel's warm-up before turn 1, as a person typing after the
+start would, and reports it as the ``warm-up`` row; ``HEARTH_BENCH_WARM=off``
+sends turn 1 at once with warming off (the first message reads the whole prompt).
+
 Skips with one line when the local model is not installed (``install.sh``).
 
 ``HEARTH_LLM_SERVER``: another llama.cpp server to run instead of
@@ -83,6 +88,10 @@ LLM_TOOLS = (
 LLM_DIR = Path(os.environ.get("HEARTH_LLM_DIR", Path.home() / ".cache" / "hearth-local-llm"))
 MODEL_FILE = LLM_DIR / "models" / "qwen2.5-coder-1.5b-instruct.gguf"
 MODEL = "qwen2.5-coder-1.5b-instruct"
+WARM_HEADER = "X-Hearth-Warm"
+# HEARTH_BENCH_WARM: the provider's `warm` (auto: on, the server is on this machine);
+# `off` measures the first message reading the whole prompt, as before ADR 0089
+WARM = os.environ.get("HEARTH_BENCH_WARM", "auto")
 TOKEN = "bench-token-0123456789abcdef"
 EXTENSIONS = ("http_api", "memory", "kv", "scheduler")
 TURNS = (
@@ -105,6 +114,7 @@ class RecordingProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.responses: list[dict[str, Any]] = []
+        self.warmups: list[dict[str, Any]] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -124,11 +134,12 @@ class RecordingProxy:
                 self._forward(json.dumps(body).encode())
 
             def _forward(self, body: bytes | None) -> None:
+                headers = {"Content-Type": "application/json"}
+                warm = self.headers.get(WARM_HEADER)
+                if warm:
+                    headers[WARM_HEADER] = warm
                 request = urllib.request.Request(
-                    proxy.upstream + self.path,
-                    data=body,
-                    method=self.command,
-                    headers={"Content-Type": "application/json"},
+                    proxy.upstream + self.path, data=body, method=self.command, headers=headers
                 )
                 kind = "application/json"
                 try:
@@ -140,7 +151,9 @@ class RecordingProxy:
                 except (OSError, http.client.HTTPException) as exc:  # the server went away
                     status, data = 502, f"model server: {exc!r}".encode()
                     kind = "text/plain"
-                if body is not None and status == 200:
+                if body is not None and status == 200 and warm:
+                    proxy.warmups.append(figures_of(data))  # not a turn's (ADR 0089)
+                elif body is not None and status == 200:
                     proxy.responses.append(figures_of(data))
                     proxy.record(body, proxy.responses[-1])
                 self.send_response(status)
@@ -299,6 +312,7 @@ def write_setup(tmp: Path, base_url: str, port: int) -> Path:
                     "base_url": base_url,
                     "max_retries": 0,
                     "timeout_s": TURN_TIMEOUT_S,
+                    "warm": WARM,
                 }
             },
         },
@@ -334,6 +348,14 @@ async def three_turns(
             timeout=TURN_TIMEOUT_S + 30,
         ) as http:
             await wait_ready(http, proc)
+            if WARM != "off":  # a person types after the start: the warm-up has run (ADR 0089)
+                started = time.perf_counter()
+                while not proxy.warmups:
+                    if time.perf_counter() - started > TURN_TIMEOUT_S:
+                        raise RuntimeError("the prompt warm-up never finished")
+                    await asyncio.sleep(0.2)
+                warm = turn_figures(0, time.perf_counter() - started, proxy.warmups)
+                turns.append({**warm, "turn": "warm-up"})
             for number, text in enumerate(TURNS, start=1):
                 seen = len(proxy.responses)
                 body = {
@@ -398,7 +420,7 @@ def main() -> None:
             server.stop()
     if failed:
         sys.exit(1)
-    later = turns[1:]
+    later = [t for t in turns if isinstance(t["turn"], int)][1:]
     result = {
         "model": MODEL,
         "server": shlex.join(server.command[:1]) if server.command[0] != "bash" else "start.sh",

@@ -31,7 +31,7 @@ async def test_an_activation_made_on_telegram_applies_on_the_cli(settings_file, 
         settings = load_settings(path)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         # Alice on Telegram, as the kernel's router hands her message to /ext
-        household = Household.of(settings)
+        household = Household.of(settings.people, settings.extensions)
         post = PostProcessing.build(
             settings.data_dir / SESSIONS_FILE,
             Sink(),

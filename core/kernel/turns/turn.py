@@ -318,7 +318,7 @@ class TurnRunner:
             paused = outcome.paused and replace(outcome.paused, query=query)
             await self.observer.turn_paused(turn)
             return replace(outcome, paused=paused)
-        if self.post is not None and query.specs:  # no #name asked for: nothing to run
+        if self.post is not None and (query.specs or query.unknown):  # no #name: nothing to run
             post = await self.post.finish(
                 query, outcome.reply, outcome.status, outcome.run, turn, on_status
             )
