@@ -111,3 +111,52 @@ async def test_local_first_false_hands_everything_to_the_model(
         # the memory's sentences are still on
         assert (await ask(k, "Remember that I like tea.")).startswith("I'll remember that")
     model.assert_complete()
+
+
+async def test_a_member_reaches_only_their_own_memories_and_reminders(
+    ext_root, make_ext, settings_file
+) -> None:
+    """The sentences act for the person who says them (SPEC §11): Bob, a member, can
+    neither recall, forget nor cancel what Alice, the owner, keeps."""
+    copy_bundled(ext_root, "memory", "scheduler")
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    people = {
+        "alice": {"role": "owner", "identities": ["capture:alice"]},
+        "bob": {"role": "member", "identities": ["capture:bob"]},
+    }
+    path = settings_file(
+        channels={"default": "capture"},
+        timezone="Europe/Berlin",
+        extensions={"memory": WORDS_ONLY},
+        people=people,
+    )
+    model = ScriptedModel([[assistant_message("Which memory?")]])
+    async with running_kernel(path, model=model) as k:
+        capture = k.loader.instance("capture")
+
+        async def said_by(who: str, text: str) -> str:
+            before = len(capture._log())
+            await capture.say(text, who)
+            await wait_for(lambda: len(capture._log()) > before, timeout=30)
+            return capture._log()[-1][2]
+
+        assert (await said_by("alice", "Remember that my cat is called Miso.")).startswith(
+            "I'll remember that"
+        )
+        first = await said_by("alice", "Remind me in 2 minutes to water the plants")
+        assert first.startswith("Reminder #1 set for ")
+        assert await said_by("bob", "What do you remember about my cat?") == (
+            "I don't remember anything about my cat."
+        )
+        # nothing of Bob's says that: the model is asked, Alice's fact stays
+        assert await said_by("bob", "Forget that my cat is called Miso.") == "Which memory?"
+        refused = await said_by("bob", "Cancel reminder 1")
+        assert not refused.startswith("Cancelled")
+        assert [
+            s.text for s in await k.loader.instance("scheduler").scheduler.list(None)
+        ] == [  # the owner's
+            "water the plants"
+        ]
+        recalled = await said_by("alice", "What do you remember about my cat?")
+        assert "- #1: The user's cat is called Miso." in recalled
+    model.assert_complete()
