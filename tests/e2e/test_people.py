@@ -457,20 +457,20 @@ async def test_a_stranger_gets_one_code_and_the_owners_pair_admits_them_for_good
 
 
 async def test_a_pairing_code_works_once_and_expires(tmp_path):
-    from sandbox.extensions.telegram_channel.pairing import CODE_TTL_S, MAX_OPEN, Pairings
+    from core.extensions.sdk import CODE_TTL_S, MAX_OPEN, Pairings
 
-    pairings = Pairings(tmp_path)
-    code = pairings.offer(7, now=0.0)
-    assert code is not None and pairings.offer(7, now=1.0) is None  # told once
+    pairings = Pairings(tmp_path, label="Telegram", prefix="telegram")
+    code = pairings.offer("7", now=0.0)
+    assert code is not None and pairings.offer("7", now=1.0) is None  # told once
     assert await pairings.admit(code, now=CODE_TTL_S + 1) is None  # expired
-    fresh = pairings.offer(7, now=CODE_TTL_S + 2)
-    assert fresh is not None and await pairings.admit(fresh, now=CODE_TTL_S + 3) == 7
+    fresh = pairings.offer("7", now=CODE_TTL_S + 2)
+    assert fresh is not None and await pairings.admit(fresh, now=CODE_TTL_S + 3) == "7"
     assert await pairings.admit(fresh, now=CODE_TTL_S + 4) is None  # used once
-    flood = [pairings.offer(100 + i, now=CODE_TTL_S + 5) for i in range(MAX_OPEN + 5)]
+    flood = [pairings.offer(str(100 + i), now=CODE_TTL_S + 5) for i in range(MAX_OPEN + 5)]
     assert sum(c is not None for c in flood) == MAX_OPEN
-    again = Pairings(tmp_path)
+    again = Pairings(tmp_path, label="Telegram", prefix="telegram")
     again.load()
-    assert again.admitted == {7}
+    assert again.admitted == {"7"}
 
 
 def test_the_telegram_owner_is_found_however_the_allow_list_is_given(tmp_path, monkeypatch):

@@ -7,8 +7,9 @@ for schedules, the fire loop of a timer, the project's one backoff rule, a
 SQLite store base and a store on the kernel's backend (SQLite or PostgreSQL, ``Store.at``),
 both adapters over the kernel's storage layer (ADR 0080), a
 ``BaseExtension`` with no-op lifecycle, the line naming a missing optional dependency group
-(``install_line``). The test helpers that run one
-extension against a fake kernel live in ``core.extensions.sdk.testing``,
+(``install_line``), the pairing of unknown senders every channel shares
+(``Pairings``). The test helpers that run one extension against a fake kernel
+live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
 storage layer, pydantic, croniter or agents until a helper needs one), so a
 plugin host stays small.
@@ -18,6 +19,7 @@ from core.extensions.sdk.base import BaseExtension, NotInitializedError
 from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
 from core.extensions.sdk.optional_groups import install_line, missing_group_reason
+from core.extensions.sdk.pairing import CODE_TTL_S, MAX_OPEN, Greeting, Pairings, admit_anywhere
 from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
 from core.extensions.sdk.store import Dialect, PostgresTarget, Store
 from core.extensions.sdk.timemath import (
@@ -35,6 +37,8 @@ from core.runtime.backoff import Backoff
 from core.storage.database import DuplicateKeyError
 
 __all__ = [
+    "CODE_TTL_S",
+    "MAX_OPEN",
     "SIDE_EFFECTS_ATTR",
     "Backoff",
     "BaseExtension",
@@ -43,12 +47,15 @@ __all__ = [
     "Dialect",
     "DueLoop",
     "DuplicateKeyError",
+    "Greeting",
     "NotInitializedError",
+    "Pairings",
     "PostgresTarget",
     "SQLiteStore",
     "Store",
     "StoreNotOpenError",
     "UnknownTimezoneError",
+    "admit_anywhere",
     "check_cron",
     "install_line",
     "late_note",

@@ -1,4 +1,4 @@
-"""The kernel's own commands: ``/help``, ``/new``, ``/status``.
+"""The kernel's own commands: ``/help``, ``/new``, ``/status``, ``/pair``.
 
 They see the kernel only through ``StatusSource`` and ``ConversationStore``,
 so what ``/status`` reports is exactly what the kernel exposes for it.
@@ -13,6 +13,7 @@ from core.agents.mcp_servers import McpServerStatus
 from core.extensions.context.status_lines import collect_status_lines
 from core.extensions.contract import Command, TurnContext
 from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
+from core.extensions.sdk import admit_anywhere
 from core.kernel.shaping.tool_stacking import StackedTools
 
 
@@ -60,7 +61,8 @@ def builtin_commands(
     on_session_end: SessionEnded = _nothing,
 ) -> list[Command]:
     """``/help``, ``/new`` (which tells ``on_session_end`` the old session ended,
-    reason ``new``) and ``/status``."""
+    reason ``new``), ``/status`` and ``/pair`` (the owner's only: the command table
+    refuses it to members; the channel that gave the code admits its holder)."""
 
     async def help_(args: str, turn: TurnContext) -> str:
         return help_text()
@@ -74,10 +76,17 @@ def builtin_commands(
     async def status_(args: str, turn: TurnContext) -> str:
         return await status_text(status)
 
+    async def pair(args: str, turn: TurnContext) -> str:
+        words = args.split()
+        if len(words) not in (1, 2) or words[1:] not in ([], ["member"]):
+            return "Usage: /pair CODE [member]"
+        return await admit_anywhere(words[0])
+
     return [
         Command("help", "list the commands", help_),
         Command("new", "start a fresh conversation", new),
         Command("status", "extensions, model, uptime and event counts", status_),
+        Command("pair", "admit someone given a pairing code on any channel: /pair CODE", pair),
     ]
 
 

@@ -19,7 +19,7 @@ class AllowList:
         user_ids: frozenset[int],
         group_ids: frozenset[int],
         logger: logging.Logger,
-        paired: set[int] | None = None,
+        paired: set[str] | None = None,
     ) -> None:
         self.user_ids = user_ids
         self.paired = paired if paired is not None else set()  # admitted by the owner's /pair
@@ -30,7 +30,7 @@ class AllowList:
 
     def admits(self, user_id: int, who: str) -> bool:
         """True for allowed and paired users; the first refusal of each user id is logged."""
-        if user_id in self.user_ids or user_id in self.paired:
+        if user_id in self.user_ids or str(user_id) in self.paired:
             return True
         if user_id not in self._reported:
             self._reported.add(user_id)

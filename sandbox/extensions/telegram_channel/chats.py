@@ -20,7 +20,7 @@ class UnservedChatError(ValueError):
 
 
 class ChatTargets:
-    def __init__(self, config: TelegramConfig, paired: set[int] | None = None) -> None:
+    def __init__(self, config: TelegramConfig, paired: set[str] | None = None) -> None:
         self._config = config
         self._paired = paired if paired is not None else set()  # private chats /pair admitted
         served = set(config.allowed_user_ids) | set(config.allowed_group_chat_ids)
@@ -41,7 +41,7 @@ class ChatTargets:
             raise UnservedChatError(
                 f"{address!r} is not a Telegram chat id (the channel's user ids are chat ids)"
             ) from None
-        if chat_id not in self._served and chat_id not in self._paired:
+        if chat_id not in self._served and address.strip() not in self._paired:
             raise UnservedChatError(
                 f"Telegram chat {chat_id} is not served: it is not in "
                 f"{PREFIX}.allowed_user_ids or {PREFIX}.allowed_group_chat_ids "

@@ -22,13 +22,12 @@ import re
 from telegram import Bot, BotCommand, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from core.extensions.contract import Command, ExtensionContext, TurnContext, UserRequest
-from core.extensions.sdk import BaseExtension
+from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
 
 from .allowlist import AllowList
 from .chats import ChatTargets
 from .config import TelegramConfig, parse_config
-from .pairing import CODE_TTL_S, Pairings
 from .polling import Poller
 from .questions import QuestionBoard
 from .sender import Sender
@@ -76,7 +75,7 @@ class TelegramChannel(BaseExtension):
             return  # only the setup loads it so (a normal start skips it): start() refuses
         bot = self._bot = Bot(token, base_url=config.api_base_url or DEFAULT_BASE_URL)
         log = context.logger
-        pairings = self._pairings = Pairings(context.data_dir)
+        pairings = self._pairings = Pairings(context.data_dir, label="Telegram", prefix="telegram")
         await asyncio.to_thread(pairings.load)
         self._allow = AllowList(
             frozenset(config.allowed_user_ids),
@@ -97,10 +96,14 @@ class TelegramChannel(BaseExtension):
             raise TelegramSetupError(f"{TOKEN_SECRET} not set (`main.py setup` asks for it)")
         self._running = True
         self._parts()[1].announce()
+        if self._pairings is not None:
+            self._pairings.register(self._greet)
         if self._auth_error is not None:
             await self._verify_token()
 
     async def destroy(self) -> None:
+        if self._pairings is not None:
+            self._pairings.unregister()
         if self._setup is not None:
             await self._setup.aclose()
         if self._bot is not None:
@@ -192,7 +195,7 @@ class TelegramChannel(BaseExtension):
         """A stranger's private message: a one-time code for the owner's ``/pair``,
         once while it lives, and nothing else."""
         assert self._pairings is not None
-        code = self._pairings.offer(user_id)
+        code = self._pairings.offer(str(user_id))
         if code is None:
             return
         minutes = round(CODE_TTL_S / 60)
@@ -203,24 +206,9 @@ class TelegramChannel(BaseExtension):
         self._context().logger.info("Telegram user %d was given a pairing code", user_id)
         await self._send().send_text(user_id, text)
 
-    def get_commands(self) -> list[Command]:
-        """``/pair CODE [member]``: admit the stranger who was given CODE (the kernel
-        answers it to the owner only)."""
-
-        async def pair(args: str, turn: TurnContext) -> str:
-            words = args.split()
-            if turn.role != "owner":
-                return "/pair is for the household's owner only; ask them."
-            if len(words) not in (1, 2) or words[1:] not in ([], ["member"]):
-                return "Usage: /pair CODE [member]"
-            assert self._pairings is not None
-            user_id = await self._pairings.admit(words[0])
-            if user_id is None:
-                return f"No open pairing code {words[0]} (a code works once, for a while)."
-            await self._send().send_text(user_id, "You are in: Hearth answers you now.")
-            return f"Paired Telegram user {user_id}: a member of their own (telegram:{user_id})."
-
-        return [Command("pair", "admit someone given a pairing code: /pair CODE", pair)]
+    async def _greet(self, sender_id: str) -> None:
+        """The owner's ``/pair`` admitted this user: they are told so."""
+        await self._send().send_text(int(sender_id), "You are in: Hearth answers you now.")
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
         await self._context().answer_request(request_id, value, address, sender_id=sender)
