@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         StateSettings as StateSettings,
         ToolOverride as ToolOverride,
         ToolsSettings as ToolsSettings,
+        WorkflowsSettings as WorkflowsSettings,
         listen_address as listen_address,
     )
     from core.config.settings import (

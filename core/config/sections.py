@@ -2,7 +2,7 @@
 ``tools`` (tool stacking, ADR 0027), ``metrics`` (ADR 0028), ``state``
 (extension state, ADR 0022) and ``dev`` (hot reload, ADR 0032); ``storage``
 (ADR 0034) lives in ``core.config.storage`` and is re-exported here; ``kernel``
-and ``scheduling`` are in ``core.config.scale``.
+and ``scheduling`` are in ``core.config.scale``; ``workflows`` (ADR 0091) is here.
 
 ``Settings`` (``core.config.settings``) holds them as ``tools``, ``metrics``, ``state``, ``dev``
 and (through ``ScaleOutSections``) ``storage``.
@@ -21,6 +21,7 @@ __all__ = [
     "StorageSettings",
     "ToolOverride",
     "ToolsSettings",
+    "WorkflowsSettings",
     "listen_address",
 ]
 
@@ -100,3 +101,15 @@ class DevSettings(_Section):
     watch: bool = False  # watch every extension directory; off by default
     watch_debounce_ms: int = Field(default=400, ge=10)  # quiet time before a reload
     reload_drain_s: float = Field(default=30.0, gt=0)  # in-flight calls get this long
+
+
+class WorkflowsSettings(_Section):
+    """Workflows (ADR 0091): how often the leader looks for due runs (a run started
+    in this process starts at once), how often a failing step is tried before its run
+    fails, the first retry's delay (doubling), and how long finished runs are kept."""
+
+    poll_s: float = Field(default=2.0, gt=0.0, le=60.0)
+    step_retries: int = Field(default=2, ge=0, le=10)
+    retry_delay_s: float = Field(default=5.0, ge=0.0, le=3600.0)
+    keep_days: int = Field(default=30, ge=1, le=3650)
+    ask_timeout_s: float = Field(default=86400.0, gt=0.0)

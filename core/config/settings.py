@@ -42,7 +42,13 @@ from core.config.models import BudgetSettings, FallbackRef, ModelPrice
 from core.config.people import People
 from core.config.replay import ReplaySettings
 from core.config.scale import ScaleOutSections
-from core.config.sections import DevSettings, MetricsSettings, StateSettings, ToolsSettings
+from core.config.sections import (
+    DevSettings,
+    MetricsSettings,
+    StateSettings,
+    ToolsSettings,
+    WorkflowsSettings,
+)
 from core.config.skills import SkillsSettings
 from core.extensions.contract.hook_specs import HOOK_SPECS
 from core.runtime.datadir import PROJECT_ROOT
@@ -375,6 +381,7 @@ class Settings(ScaleOutSections, BaseSettings):
     dev: DevSettings = Field(default_factory=DevSettings)
     people: People = Field(default_factory=dict)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    workflows: WorkflowsSettings = Field(default_factory=WorkflowsSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
     _base_file: Path = PrivateAttr(default=DEFAULT_SETTINGS_FILE)

@@ -164,6 +164,8 @@ class Extensions:
     supervision: ExtensionSupervisor
     core_tools: Callable[[], list[Any]]
     skills: KernelSkills
+    # the kernel's tools built after this phase (workflows, ADR 0091): filled in by the kernel
+    later_tools: list[Any]
 
 
 def declarative_agent(manifest: Manifest, ext_dir: Path, services: KernelServices) -> Any:
@@ -210,7 +212,9 @@ def build_extensions(
             list_extensions=loader.report,
             request_restart=request_restart,
         )
-        return [*tools, *skills.tools()]
+        return [*tools, *skills.tools(), *later_tools]
+
+    later_tools: list[Any] = []
 
     names = NamePolicy(loader.rank_of, loader.replaces_of)
     commands = CommandRegistry(names)
@@ -240,7 +244,16 @@ def build_extensions(
         on_change=wiring_changed,
     )
     return Extensions(
-        loader, names, commands, stacking, wiring, scheduler, supervision, core_tools, skills
+        loader,
+        names,
+        commands,
+        stacking,
+        wiring,
+        scheduler,
+        supervision,
+        core_tools,
+        skills,
+        later_tools,
     )
 
 

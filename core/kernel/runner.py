@@ -27,6 +27,7 @@ from core.agents.observer import TurnObservers
 from core.config import Settings
 from core.extensions.context.services import KernelServices
 from core.extensions.context.shared_services import ServiceRegistry
+from core.extensions.contract import TurnContext
 from core.extensions.loading.capabilities import Capability
 from core.kernel.commands.builtin import builtin_commands
 from core.kernel.commands.setup import extension_commands
@@ -47,6 +48,13 @@ from core.kernel.shaping.tool_stacking import StackedTools
 from core.kernel.spending import Spending, usage_book_for
 from core.kernel.status import KernelOperator
 from core.kernel.turns import PrefixWarmer
+from core.kernel.workflows import (
+    KernelPowers,
+    Workflows,
+    WorkflowStore,
+    workflow_commands,
+    workflow_tools,
+)
 from core.metrics import KernelMetrics, MetricsExport, kernel_sources
 from core.replay.recording import ReplayRecorder
 from core.runtime import (
@@ -159,6 +167,7 @@ class Kernel:
             spending=self.spending,
         )
         self.router, self.agents = turns.router, turns.agents
+        self.workflows = self._workflows(ext.later_tools)  # ADR 0091
         self.mcp_desk = McpDesk(  # `main.py mcp` is a front of this kernel (ADR 0059)
             self.bus,
             self.household,
@@ -215,6 +224,37 @@ class Kernel:
             reload_extension=self.reloads.attempt,  # an extension's request_reload
         )
 
+    def _workflows(self, later_tools: list[Any]) -> Workflows:
+        """The workflows on the kernel's state database, driven by the leading worker;
+        their tools join the kernel's, background tasks become their runs."""
+        settings = self.settings
+        store = WorkflowStore.at(
+            self.data_dir / STATE_FILE, settings.storage, synchronous=settings.events.synchronous
+        )
+        router, placement = self.router, self.scale.placement
+
+        async def run_agent(prompt: str, turn: TurnContext) -> str:
+            return await router.runner.run_stateless(prompt, source="workflow", turn=turn)
+
+        async def notify(text: str, channel: str | None, user: str | None, key: str) -> None:
+            await router.notify_user(text, channel, user_id=user, key=key)
+
+        powers = KernelPowers(
+            tools=lambda: self.orchestrator.tools,
+            gate=self.consent.gate,
+            ui=self.consent.ui,
+            run_agent=run_agent,
+            notify=notify,
+            leading=lambda: placement.runs_workers and self.scale.leadership().leader,
+            observe=self.metrics.workflow,
+        )
+        workflows = Workflows(
+            store, powers, settings.workflows, bus=self.bus, timezone=settings.timezone
+        )
+        later_tools.extend(workflow_tools(workflows))
+        router.background = workflows.background
+        return workflows
+
     # ------------------------------------------------------------ bootstrap
 
     async def load(self) -> None:
@@ -231,6 +271,7 @@ class Kernel:
         await asyncio.gather(self.conversations.open(), self.shaping.post.open())  # sessions.db
         await self.spending.open()
         await self.state.open()
+        await self.workflows.open()
         await self.load()
         await self.scale.open(self.loader.records.values())  # this role's extensions only
         await reconcile_registrations(self.loader, self.state, self.bus, self.scale.roster)
@@ -245,6 +286,7 @@ class Kernel:
         managing = extension_commands(self.loader, self.consent.ui)  # /grant, /setup
         builtins.append(self.spending.command())  # /usage
         kernel_commands = [*builtins, *managing, self.reloads.command(), self.skills.command()]
+        kernel_commands += workflow_commands(self.workflows)
         for command in [*kernel_commands, *consent]:
             self.commands.add("kernel", command)
         self.wiring.attach(self.router, on_change=self._wiring_changed)
@@ -256,6 +298,7 @@ class Kernel:
             self.mcp_desk.subscribe()
         await self.loader.start_all()
         await self._forget_released_subscriptions()
+        await self.workflows.sync_extensions(self.wiring.wired())
         await self.consent.start()  # questions left open by the last run: asked again
         await self.bus.start()
         await self.metrics_export.start()
@@ -308,6 +351,7 @@ class Kernel:
                 ]
                 if self.scale.placement.runs_workers:  # a channels node runs no turn
                     tasks.append(group.create_task(self.warmer.run(), name="prompt-warm"))
+                    tasks.append(group.create_task(self.workflows.executor.run(), name="workflows"))
                 await self._stop_requested.wait()
                 for task in tasks:
                     task.cancel()
@@ -321,6 +365,7 @@ class Kernel:
         steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
             ("restart request", self._restart_request_written),
             ("scheduler", self.scheduler.stop),
+            ("workflow runs", self.workflows.executor.stop),
             ("approval timers", self.consent.stop),
             ("reloads under way", self.reloads.aclose),
             ("event bus", self.bus.stop),
@@ -334,6 +379,7 @@ class Kernel:
             ("approvals", self.consent.aclose),
             ("held notifications", self.router.notices.aclose),
             ("extension state", self.state.aclose),
+            ("workflows", self.workflows.aclose),
             ("schedule lease", self.scale.aclose),
             ("model router", self.model_router.aclose),
             ("metrics", self.metrics_export.aclose),  # the last snapshot, after everything

@@ -118,6 +118,19 @@ class KernelMetrics(QuietObserver):
             ["model", "outcome"],
             registry=r,
         )
+        self.workflow_runs = Counter(
+            "hearth_workflow_runs_total",
+            "Workflow runs by event: started, succeeded, failed (ADR 0091).",
+            ["workflow", "event"],
+            registry=r,
+        )
+        self.workflow_steps = Histogram(
+            "hearth_workflow_step_duration_seconds",
+            "Duration of workflow steps that act (tool, agent, ask, notify), in seconds.",
+            ["workflow"],
+            buckets=SECOND_BUCKETS,
+            registry=r,
+        )
         for status in TURN_STATUSES:  # every series exists from the start, at 0
             self.turns.labels(status)
         for status in ERROR_STATUSES:
@@ -125,6 +138,13 @@ class KernelMetrics(QuietObserver):
         # hook calls are the hot path here (dozens per turn): plain counts, read at scrape
         self.calls: dict[tuple[str, str], CallCounts] = {}
         self.registry.register(CallsCollector(self.calls, SECOND_BUCKETS))
+
+    def workflow(self, event: str, workflow: str, seconds: float | None = None) -> None:
+        """A run started, succeeded or failed, or a step took ``seconds`` (``step``)."""
+        if event == "step":
+            self.workflow_steps.labels(workflow).observe(seconds or 0.0)
+        else:
+            self.workflow_runs.labels(workflow, event).inc()
 
     def watch(self, sources: MetricSources) -> None:
         """Export the counters the kernel's parts keep themselves (read at scrape time)."""

@@ -127,6 +127,7 @@ __all__ = [
     "TurnContext",
     "TurnOutcome",
     "UserRequest",
+    "WorkflowProvider",
     "reply_address",
     "split_reply_address",
 ]
@@ -190,6 +191,15 @@ class SchedulerProvider(Protocol):
     """Runs the manifest's ``schedules``; may return ``{"text": ...}``."""
 
     async def execute_task(self, task_name: str) -> dict[str, Any] | None: ...
+
+
+@runtime_checkable
+class WorkflowProvider(Protocol):
+    """Routines of several steps the kernel runs durably (ADR 0091): each a mapping
+    with the manifest's ``workflows:`` entry's shape (docs/workflows.md), checked
+    when the extension is wired; added to the manifest's own."""
+
+    def get_workflows(self) -> list[dict[str, Any]]: ...
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ from core.extensions.contract import (
     StatusReporter,
     StreamingChannelProvider,
     ToolProvider,
+    WorkflowProvider,
 )
 from core.extensions.contract.hook_specs import CONVERSATIONS, HOOK_SPECS
 from core.extensions.loading.signatures import check_signatures
@@ -44,6 +45,7 @@ class Capability(StrEnum):
     INTERACTIVE_CHANNEL = "InteractiveChannel"
     AGENT = "AgentProvider"
     SCHEDULER = "SchedulerProvider"
+    WORKFLOW = "WorkflowProvider"
     SERVICE = "ServiceProvider"
     CONTEXT = "ContextProvider"
     SETUP = "SetupProvider"
@@ -74,6 +76,7 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     InteractiveChannel: ("ask_user", "close_request"),
     AgentProvider: ("invoke",),
     SchedulerProvider: ("execute_task",),
+    WorkflowProvider: (),
     ServiceProvider: ("run_background",),
     ContextProvider: ("get_context",),
     SetupProvider: ("apply_config", "on_setup_complete"),

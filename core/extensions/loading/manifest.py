@@ -20,6 +20,7 @@ from core.config import check_tool_name
 from core.extensions.contract import ExtensionContext
 from core.extensions.contract.permissions import declared_permissions
 from core.extensions.loading.wasm_section import WasmSection
+from core.extensions.loading.workflow_section import WorkflowDefinition
 from core.extensions.sdk import resolve_zone
 from core.runtime import RESERVED_IDS
 from core.runtime.errors import HearthError
@@ -283,6 +284,8 @@ class Manifest(_Strict):
     agent_config: dict[str, Any] | None = None
     events: EventsSection = Field(default_factory=EventsSection)
     schedules: list[ScheduleEntry] = Field(default_factory=list)
+    # routines of several steps the kernel runs durably (ADR 0091, docs/workflows.md)
+    workflows: list[WorkflowDefinition] = Field(default_factory=list)
     isolation: Literal["inprocess", "process", "wasm"] | None = None
     # the module of `isolation: wasm` and its budgets (ADR 0085); naming one means wasm
     wasm: WasmSection | None = None
@@ -337,6 +340,15 @@ class Manifest(_Strict):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise ValueError(f"{', '.join(twice)} listed more than once")
+        return value
+
+    @field_validator("workflows")
+    @classmethod
+    def _unique_workflows(cls, value: list[WorkflowDefinition]) -> list[WorkflowDefinition]:
+        names = [workflow.name for workflow in value]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"workflow {', '.join(twice)} defined more than once")
         return value
 
     @field_validator("requires_abi")

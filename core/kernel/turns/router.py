@@ -109,6 +109,8 @@ class MessageRouter:
         self.consent = consent  # the approval flow's stage (ADR 0021, 0052)
         self.spending = spending  # usage rows with each turn, the budget (ADR 0061)
         self.running = RunningTurns()
+        # background tasks become workflow runs: listed, cancellable, kept (ADR 0091)
+        self.background: Callable[[str, str, str | None], Awaitable[Any]] | None = None
 
     # ------------------------------------------------------------ wiring
 
@@ -358,7 +360,9 @@ class MessageRouter:
 
     async def _on_agent_background(self, event: Event) -> None:
         task = read_system_payload(AgentBackground, event, subscriber="kernel.agent_background")
-        if task is not None and task.prompt:
+        if task is not None and task.prompt and self.background is not None:
+            await self.background(task.prompt, event.source, task.correlation_id or str(event.id))
+        elif task is not None and task.prompt:
             reply = await self.invoke_agent(task.prompt, source=event.source)
             log.info("background task from %s done: %.200s", event.source, reply)
 

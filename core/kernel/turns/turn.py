@@ -357,12 +357,15 @@ class TurnRunner:
         for ended in self._ended:
             await ended(turn, outcome)
 
-    async def run_stateless(self, prompt: str, *, source: str) -> str:
-        """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``).
+    async def run_stateless(
+        self, prompt: str, *, source: str, turn: TurnContext | None = None
+    ) -> str:
+        """One orchestrator run with no history (``system.agent.task``, ``invoke_agent``;
+        a workflow's agent step passes its person's ``turn``).
 
         The prompt comes from an extension, not the user: input hooks do not
         apply; the answer may reach the user, so output hooks do."""
-        turn = _agent_turn(source)
+        turn = turn or _agent_turn(source)
 
         async def attempt() -> TurnResult:
             agent, note = await self._agent(prompt, turn, AppliedAdditions())
