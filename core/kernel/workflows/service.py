@@ -52,8 +52,9 @@ def describe_errors(error: ValidationError) -> str:
     """Pydantic's errors as ``field: message`` lines (``steps.2.tool: …``)."""
     lines = []
     for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "workflow"
-        lines.append(f"{where}: {item['msg'].removeprefix('Value error, ')}")
+        where = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {message}" if where else message)
     return "; ".join(lines)
 
 
