@@ -38,7 +38,11 @@ def test_each_mistake_is_named_by_its_field() -> None:
     when = [{"id": "a", "agent": "x", "when": {"step": "z", "equals": "yes"}}]
     assert problem({"name": "w", "steps": when}) == "steps.0.when: 'z' is no earlier step"
     assert problem({"name": "Bad Name", "steps": [{"id": "a", "agent": "x"}]}).startswith("name:")
-    system = {"name": "w", "trigger": {"event": "system.user.message"}, "steps": [{"id": "a", "agent": "x"}]}
+    system = {
+        "name": "w",
+        "trigger": {"event": "system.user.message"},
+        "steps": [{"id": "a", "agent": "x"}],
+    }
     assert "system topics cannot start a workflow" in problem(system)
 
 
@@ -48,7 +52,10 @@ def test_a_good_definition_reads_in_the_order_it_runs() -> None:
             "name": "morning",
             "trigger": {"cron": "0 7 * * 1-5", "timezone": "Europe/Berlin"},
             "steps": [
-                {"id": "both", "parallel": [{"id": "w", "agent": "weather"}, {"id": "r", "tool": "reminders"}]},
+                {
+                    "id": "both",
+                    "parallel": [{"id": "w", "agent": "weather"}, {"id": "r", "tool": "reminders"}],
+                },
                 {"id": "tell", "notify": "{{w}} / {{r}}", "when": {"step": "r", "not_equals": ""}},
                 {"id": "later", "until": "09:30"},
             ],

@@ -20,7 +20,7 @@ from core.config import check_tool_name
 from core.extensions.contract import ExtensionContext
 from core.extensions.contract.permissions import declared_permissions
 from core.extensions.loading.wasm_section import WasmSection
-from core.extensions.loading.workflow_section import WorkflowDefinition
+from core.extensions.loading.workflow_section import WorkflowDefinition, unique_workflows
 from core.extensions.sdk import resolve_zone
 from core.runtime import RESERVED_IDS
 from core.runtime.errors import HearthError
@@ -342,14 +342,7 @@ class Manifest(_Strict):
             raise ValueError(f"{', '.join(twice)} listed more than once")
         return value
 
-    @field_validator("workflows")
-    @classmethod
-    def _unique_workflows(cls, value: list[WorkflowDefinition]) -> list[WorkflowDefinition]:
-        names = [workflow.name for workflow in value]
-        twice = sorted({name for name in names if names.count(name) > 1})
-        if twice:
-            raise ValueError(f"workflow {', '.join(twice)} defined more than once")
-        return value
+    _unique_workflows = field_validator("workflows")(unique_workflows)
 
     @field_validator("requires_abi")
     @classmethod

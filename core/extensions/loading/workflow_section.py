@@ -31,6 +31,7 @@ __all__ = [
     "WorkflowDefinition",
     "parse_duration",
     "step_ids",
+    "unique_workflows",
 ]
 
 ACTIONS = ("tool", "agent", "ask", "wait", "until", "notify", "parallel")
@@ -199,3 +200,12 @@ def step_ids(definition: WorkflowDefinition) -> list[str]:
         ids.append(step.id)
         ids.extend(member.id for member in step.parallel or [])
     return ids
+
+
+def unique_workflows(value: list[WorkflowDefinition]) -> list[WorkflowDefinition]:
+    """A manifest's workflows have names of their own (a validator of ``Manifest``)."""
+    names = [workflow.name for workflow in value]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"workflow {', '.join(twice)} defined more than once")
+    return value
