@@ -195,10 +195,19 @@ class ModelRouter:
         """Whether ``agent_id``'s first model gets its tools' schemas on demand, as the
         settings say (an override stands in for that model: a replay builds the same
         prompt); no model configured: no."""
+        provider = self._provider_of(agent_id)
+        return provider is not None and provider.schemas_on_demand
+
+    def keeps_notes(self, agent_id: str | None = None) -> bool:
+        """Whether ``agent_id``'s turns keep their note in the history (ADR 0097)."""
+        provider = self._provider_of(agent_id)
+        return provider is not None and provider.keeps_notes
+
+    def _provider_of(self, agent_id: str | None) -> ProviderSettings | None:
         try:
-            return self.resolve(agent_id).provider.schemas_on_demand
+            return self.resolve(agent_id).provider
         except ModelNotConfiguredError:
-            return False
+            return None
 
     def _model_of(self, choice: ModelChoice, agent_id: str | None) -> Model:
         client = self._client(choice.provider_name, choice.provider, agent_id)

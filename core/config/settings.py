@@ -89,12 +89,22 @@ class ProviderSettings(_Section):
     # tools' schemas: all in every request, or the resident ones and the groups the model
     # loads (ADR 0097); ``auto``: on demand for a server on this machine
     tool_schemas: Literal["auto", "all", "on_demand"] = "auto"
+    # the turn's note (clock, context) kept in the history, so the next turn's request
+    # repeats this one's bytes and only its own note and words are new (ADR 0097)
+    turn_notes: Literal["auto", "kept", "fresh"] = "auto"
 
     @property
     def schemas_on_demand(self) -> bool:
         """Whether requests to this provider carry only the tools the model loaded."""
         if self.tool_schemas != "auto":
             return self.tool_schemas == "on_demand"
+        return self.type == "openai_compatible" and is_loopback_url(self.base_url)
+
+    @property
+    def keeps_notes(self) -> bool:
+        """Whether a turn's note is stored with its history for this provider."""
+        if self.turn_notes != "auto":
+            return self.turn_notes == "kept"
         return self.type == "openai_compatible" and is_loopback_url(self.base_url)
 
     @property

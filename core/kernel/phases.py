@@ -29,7 +29,7 @@ from agents.models.interface import Model
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
 from core.agents.observer import TurnObserver
-from core.agents.orchestrator import Orchestrator
+from core.agents.orchestrator import ORCHESTRATOR_ID, Orchestrator
 from core.agents.tool_view import ToolView
 from core.config import Settings
 from core.events import EventBus
@@ -409,6 +409,7 @@ def build_turns(
         post=shaping.post,
         observer=observer,
         ledger_records=spending.records,
+        keep_notes=shaped.model_router.keeps_notes(ORCHESTRATOR_ID),  # ADR 0097
     )
     scale, channels = bus.scale, bus.channels
     outbox = ReplyOutbox(bus.bus, channels.get, send_timeout_s=limits.send_timeout_s, scale=scale)

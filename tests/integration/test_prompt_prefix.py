@@ -76,7 +76,9 @@ def household(ext_root, make_ext, settings_file, server):
     return settings_file(
         channels={"default": "capture"},
         timezone="Europe/Berlin",
-        models=models_section(server.base_url, max_retries=0, tool_schemas="all"),
+        models=models_section(
+            server.base_url, max_retries=0, tool_schemas="all", turn_notes="fresh"
+        ),
     )
 
 
@@ -172,7 +174,9 @@ async def test_a_user_addition_wraps_only_the_newest_message(
     make_ext("brief", MOOD_CODE, {**CONVERSING, **wrap})
     path = settings_file(
         channels={"default": "capture"},
-        models=models_section(server.base_url, max_retries=0, tool_schemas="all"),
+        models=models_section(
+            server.base_url, max_retries=0, tool_schemas="all", turn_notes="fresh"
+        ),
     )
     async with running_kernel(path) as kernel:
         await converse(kernel, "one")

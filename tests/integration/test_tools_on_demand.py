@@ -93,3 +93,39 @@ async def test_every_schema_goes_to_a_provider_that_asks_for_all(
     assert "- kv: kv_get, kv_set, kv_delete, kv_list" in system(request)
     # names only: each description is in its tool's schema, not twice
     assert "durable key-value store" not in system(request)
+
+
+async def test_a_local_models_next_request_repeats_the_last_one(
+    ext_root, make_ext, settings_file
+) -> None:
+    """The turn's note is kept before the user's message (``turn_notes: auto`` for a
+    server on this machine): the next request begins with every message of the last,
+    so only the new note and the new words are read anew."""
+    with FakeOpenAIServer() as srv:
+        path = household(ext_root, make_ext, settings_file, srv)
+        async with running_kernel(path) as k:
+            await converse(k, "hi")
+            await converse(k, "and now?", n=2)
+        first, second = srv.requests
+    assert [m["role"] for m in first["messages"]] == ["system", "system", "user"]
+    assert second["messages"][:3] == first["messages"]
+    assert [m["role"] for m in second["messages"][3:]] == ["assistant", "system", "user"]
+    assert second["messages"][4]["content"].startswith("Now: ")
+
+
+async def test_a_remote_providers_notes_stay_out_of_the_history(
+    ext_root, make_ext, settings_file
+) -> None:
+    with FakeOpenAIServer() as srv:
+        path = household(ext_root, make_ext, settings_file, srv, turn_notes="fresh")
+        async with running_kernel(path) as k:
+            await converse(k, "hi")
+            await converse(k, "and now?", n=2)
+        second = srv.requests[1]
+    assert [m["role"] for m in second["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "system",
+        "user",
+    ]

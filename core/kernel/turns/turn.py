@@ -34,7 +34,9 @@ The request keeps a stable prefix (ADR 0054): the orchestrator's instructions
 the same bytes every turn, and the history is sent as it was stored. What
 changes per turn — the clock, the context chain's text, the conditional
 system additions — is one system message after the history (``turn_note``),
-never stored; the user additions wrap only this turn's message.
+not stored — unless the provider keeps notes (``turn_notes``, a server on this
+machine, ADR 0097): then it is stored before the user's message, so the next
+request repeats this one's bytes; the user additions wrap only this turn's message.
 """
 
 from __future__ import annotations
@@ -163,6 +165,7 @@ class TurnRunner:
         post: PostProcessing | None = None,
         observer: TurnObserver = NO_TURN_OBSERVER,
         ledger_records: Callable[[TurnContext], tuple[LedgerWrite, ...]] | None = None,
+        keep_notes: bool = False,
     ) -> None:
         self.orchestrator = orchestrator
         self.post = post
@@ -180,6 +183,8 @@ class TurnRunner:
         self.user_facing_errors = user_facing_errors
         # records of the concluded turn to commit with it (its usage rows, ADR 0061)
         self.ledger_records = ledger_records or (lambda turn: ())
+        # the note stored before the user's message: the next request repeats it (ADR 0097)
+        self.keep_notes = keep_notes
 
     async def run(
         self,
@@ -240,7 +245,8 @@ class TurnRunner:
                 on_chunk, on_tool = stream
                 live_text = None if self.hooks.shapes_output() else on_chunk
                 result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
-            return await self._finished(result, shaped, turn, hooked)
+            kept = [*cast(list[dict[str, Any]], note), *shaped] if self.keep_notes else shaped
+            return await self._finished(result, kept, turn, hooked)
 
         outcome = await self._guarded(attempt, f"turn for {turn.session_id}", TurnResult)
         on_status = stream[1] if stream else None
@@ -465,7 +471,7 @@ NO_ADDITIONS = AppliedAdditions()
 
 def turn_note(*parts: str) -> list[TResponseInputItem]:
     """What changes from turn to turn, as one system message for after the history
-    (ADR 0054); never stored, so the history stays the same bytes turn after turn."""
+    (ADR 0054); stored only where the provider keeps notes (ADR 0097)."""
     return cast(Items, [{"role": "system", "content": "\n\n".join(filter(None, parts))}])
 
 
