@@ -384,9 +384,10 @@ def _decoded(rows: Sequence[Sequence[Any]]) -> list[TResponseInputItem]:
 
 
 def trim_to_user_turn(items: list[TResponseInputItem]) -> list[TResponseInputItem]:
-    """Drop leading items until a user message: a history cut at ``history_max_items``
-    must not start with a tool result whose call was cut off (the API rejects it)."""
+    """Drop leading items until a user message (or a turn's kept note before one, ADR
+    0097): a history cut at ``history_max_items`` must not start with a tool result
+    whose call was cut off (the API rejects it)."""
     for index, item in enumerate(items):
-        if isinstance(item, dict) and item.get("role") == "user":
+        if isinstance(item, dict) and item.get("role") in ("user", "system"):
             return items[index:]
     return []
