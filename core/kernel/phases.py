@@ -50,6 +50,7 @@ from core.kernel.consent.flow import ApprovalFlow
 from core.kernel.consent.gate import FullAutoGate
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
+from core.kernel.files import FILES_DIR, FileStore, TurnFiles
 from core.kernel.hooks.observer import PipelineObserver
 from core.kernel.hooks.tool_calls import ToolTap
 from core.kernel.reload.registrations import before_extension_code
@@ -449,6 +450,7 @@ def build_turns(
         household=household,
         turns=limits,
         spending=spending,
+        files=TurnFiles(FileStore(settings.data_dir / FILES_DIR, settings.files)),
     )
     loader = ext.loader
 

@@ -48,6 +48,7 @@ from core.extensions.contract.data import (
     TurnOutcome,
     UserRequest,
 )
+from core.extensions.contract.files import Artifact, FileChannel, KeptFile, attach
 from core.extensions.contract.hook_specs import HOOK_SPECS, HookSpec
 from core.extensions.contract.hooks import *  # noqa: F403 (every hook point, by its __all__)
 from core.extensions.contract.postprocess import (
@@ -82,6 +83,7 @@ __all__ = [
     "AgentProvider",
     "AgentResponse",
     "Annotated",
+    "Artifact",
     "ChannelProvider",
     "Command",
     "CommandHandler",
@@ -96,9 +98,11 @@ __all__ = [
     "Extension",
     "ExtensionContext",
     "ExtensionState",
+    "FileChannel",
     "GuardrailTrip",
     "HookSpec",
     "InteractiveChannel",
+    "KeptFile",
     "KernelStatus",
     "Leadership",
     "McpAnswer",
@@ -128,6 +132,7 @@ __all__ = [
     "TurnOutcome",
     "UserRequest",
     "WorkflowProvider",
+    "attach",
     "reply_address",
     "split_reply_address",
 ]

@@ -54,10 +54,12 @@ from core.events.system_payloads import (
 )
 from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext, TurnOutcome
+from core.extensions.contract.files import COLLECTING, Artifact, KeptFile
 from core.kernel.commands.table import CommandRegistry, ParsedCommand, parse_command
 from core.kernel.conversations.ledger import ConversationSession, StoredReply
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
+from core.kernel.files import TurnFiles
 from core.kernel.scale.placement import ROUTER_SUBSCRIBER
 from core.kernel.scale.seam import Scale, TurnHandler
 from core.kernel.shaping.context_chain import ContextChain
@@ -93,6 +95,7 @@ class MessageRouter:
         household: Household | None = None,
         turns: TurnsSettings | None = None,
         spending: TurnSpending = NO_SPENDING,
+        files: TurnFiles | None = None,
     ) -> None:
         self.bus = bus
         self.household = household or Household({}, [])
@@ -109,6 +112,7 @@ class MessageRouter:
         self.consent = consent  # the approval flow's stage (ADR 0021, 0052)
         self.spending = spending  # usage rows with each turn, the budget (ADR 0061)
         self.running = RunningTurns()
+        self.files = files  # a turn's artifacts, kept and sent after its reply (ADR 0096)
         # background tasks become workflow runs: listed, cancellable, kept (ADR 0091)
         self.background: Callable[[str, str, str | None], Awaitable[Any]] | None = None
 
@@ -239,6 +243,7 @@ class MessageRouter:
         stream: OpenStream | None = None
         usage = None  # a reply recorded before (a redelivery) goes without its usage
         result: TurnResult | None = None
+        kept: list[KeptFile] = []
         if stored is None:
             if waiting and self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
@@ -256,6 +261,8 @@ class MessageRouter:
             # until it ends, however it ends (ADR 0075)
             refused = await self.spending.before_turn(turn, text)
             budgeted = self.spending.budgeted  # no budget: nothing held, nothing to tell
+            collected: list[Artifact] = []  # what the turn's tools attach (ADR 0096)
+            collecting = COLLECTING.set(collected)
             try:
                 if refused is not None:
                     ran: TurnResult | None = TurnResult(refused, [], "blocked")
@@ -270,11 +277,16 @@ class MessageRouter:
                         stream = None
                     if await self.consent.pause(event.id, turn, result):
                         return
+                answer = result.reply
+                if collected and self.files is not None:
+                    kept, problems = self.files.keep(turn, collected)
+                    answer = "\n\n".join([answer, *problems]) if problems else answer
                 reply = StoredReply(
-                    message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
+                    message_key(event), turn.channel_id, turn.user_id, answer, result.followup
                 )
                 stored = await session.commit_turn(reply, result.items, result.records)
             finally:
+                COLLECTING.reset(collecting)
                 if budgeted:
                     await self.spending.end_turn(turn)
             usage = result.usage
@@ -283,6 +295,8 @@ class MessageRouter:
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
         await self._deliver_once(event, session, stored, stream, origin, usage)
+        if kept and self.files is not None:
+            await self.files.send(self.channels.get(turn.channel_id), turn.user_id, kept)
         if result is not None:  # the turn's end, off the reply's path (ADR 0065)
             await self.runner.tell_end(turn, result)
 

@@ -1,0 +1,159 @@
+"""Files a tool returns (issue 45, ADR 0096): kept for the person, sent after the reply."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+from conftest import ext_code
+from core.config import FilesSettings
+from core.extensions.contract import Artifact, attach
+from core.kernel.files import FileStore, FileTooLarge
+from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+
+
+def png(width: int = 3, height: int = 2) -> bytes:
+    """A real PNG of ``width`` x ``height`` red pixels (browsers decode it)."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body))
+            + kind
+            + body
+            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        )
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def read(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+CHART_HEADER = """
+    from agents import function_tool
+
+    from core.extensions.contract import Artifact, attach
+    from core.extensions.sdk import side_effects
+"""
+CHART_TOOL = """
+    def get_tools(self):
+        @function_tool
+        def chart() -> str:
+            "Draw the chart."
+            attach(Artifact("chart.png", "image/png", data=PNG, caption="the chart"))
+            return "chart drawn"
+
+        return [side_effects(chart, False)]
+"""
+FILE_CHANNEL = (
+    CAPTURE_CHANNEL
+    + """
+    async def send_file(self, user_id, file):
+        self._log().append(("file", user_id, file))
+"""
+)
+
+
+def chart_code() -> str:
+    return ext_code(CHART_TOOL, CHART_HEADER).replace(
+        "\nclass Ext", f"\nPNG = {png()!r}\n\nclass Ext", 1
+    )
+
+
+def chart_model() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            ModelStep(output=[function_call("chart", {}, call_id="c1")]),
+            ModelStep(output=[assistant_message("here it is")]),
+        ]
+    )
+
+
+async def test_a_tools_png_reaches_a_file_channel_after_the_reply(make_ext, settings_file):
+    make_ext("capture", FILE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("charts", chart_code())
+    settings = settings_file(channels={"default": "capture"})
+    async with running_kernel(settings, model=chart_model()) as k:
+        channel = k.loader.instance("capture")
+        await channel.say("draw the chart")
+        await wait_for(lambda: len(channel._log()) == 2)
+        reply, sent = channel._log()
+        data_dir = k.settings.data_dir
+    assert reply == ("reply", "u1", "here it is")
+    kind, user, file = sent
+    assert (kind, user, file.name, file.mime_type, file.caption) == (
+        "file",
+        "u1",
+        "chart.png",
+        "image/png",
+        "the chart",
+    )
+    assert file.is_image and read(file.path) == png()
+    assert Path(file.path).is_relative_to(data_dir / "files" / "_owner")
+
+
+async def test_a_channel_without_files_gets_the_kept_path(make_ext, settings_file):
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("charts", chart_code())
+    settings = settings_file(channels={"default": "capture"})
+    async with running_kernel(settings, model=chart_model()) as k:
+        channel = k.loader.instance("capture")
+        await channel.say("draw the chart")
+        await wait_for(lambda: len(channel._log()) == 2)
+        line = channel._log()[1][2]
+    assert line.startswith("[file] chart.png — the chart: ") and line.endswith("chart.png")
+    assert read(line.rsplit(": ", 1)[1]) == png()
+
+
+async def test_an_oversized_artifact_is_refused_in_the_reply_naming_the_limit(
+    make_ext, settings_file
+):
+    make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("charts", chart_code())
+    settings = settings_file(channels={"default": "capture"}, files={"max_bytes": 10})
+    async with running_kernel(settings, model=chart_model()) as k:
+        channel = k.loader.instance("capture")
+        await channel.say("draw the chart")
+        await wait_for(lambda: channel._log())
+        await wait_for(lambda: "could not be sent" in channel._log()[0][2])
+        text = channel._log()[0][2]
+    assert text.startswith("here it is")
+    assert "larger than 10 bytes are not accepted (files.max_bytes)" in text
+
+
+def test_a_person_finds_only_their_own_files(tmp_path):
+    store = FileStore(tmp_path / "files", FilesSettings())
+    mine = store.keep_bytes(None, "plan.txt", "text/plain", b"the owner's plan")
+    theirs = store.keep_bytes("sam", "note.txt", "text/plain", b"sam's note")
+    assert store.find(None, mine.file_id) == mine
+    assert store.find("sam", mine.file_id) is None  # a member, the owner's id
+    assert store.find(None, theirs.file_id) is None
+    assert store.find("sam", "../_owner/" + mine.file_id) is None
+
+
+def test_old_files_are_pruned_and_the_limit_is_named(tmp_path):
+    store = FileStore(tmp_path / "files", FilesSettings(max_bytes=2_000_000, retention_days=1))
+    kept = store.keep_bytes(None, "a.txt", "", b"x")
+    assert kept.mime_type == "text/plain"
+    assert store.prune(now=10**12) == 1 and store.find(None, kept.file_id) is None
+    with pytest.raises(FileTooLarge, match=r"files larger than 2 MB are not accepted"):
+        store.keep_bytes(None, "big.bin", "", b"x" * 2_000_001)
+
+
+def test_attach_outside_a_turn_is_refused():
+    with pytest.raises(RuntimeError, match="no turn is collecting"):
+        attach(Artifact("a.txt", "text/plain", data=b"x"))
+    with pytest.raises(ValueError, match="exactly one of data and path"):
+        Artifact("a.txt", "text/plain")
