@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
 from telegram import Bot, BotCommand, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
 from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
 
 from .allowlist import AllowList
@@ -237,6 +238,12 @@ class TelegramChannel(BaseExtension):
 
     async def send_to_user(self, user_id: str, message: str) -> None:
         await self._send().send_text(self._parts()[2].chat_for(user_id), message)
+
+    async def send_file(self, user_id: str, file: KeptFile) -> None:
+        """A file a tool returned (ADR 0096): a picture as a photo, else a document."""
+        data = await asyncio.to_thread(Path(file.path).read_bytes)
+        chat = self._parts()[2].chat_for(user_id)
+        await self._send().send_file(chat, file.name, data, file.caption, photo=file.is_image)
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: ``default_chat_id``, else the first

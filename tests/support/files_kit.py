@@ -1,0 +1,69 @@
+"""Files in tests (issue 45): a real PNG, a tool that attaches it, a model that calls it."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+from conftest import ext_code
+
+
+def png(width: int = 3, height: int = 2) -> bytes:
+    """A real PNG of ``width`` x ``height`` red pixels (browsers decode it)."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body))
+            + kind
+            + body
+            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        )
+
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def read(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+CHART_HEADER = """
+    from agents import function_tool
+
+    from core.extensions.contract import Artifact, attach
+    from core.extensions.sdk import side_effects
+"""
+CHART_TOOL = """
+    def get_tools(self):
+        @function_tool
+        def chart() -> str:
+            "Draw the chart."
+            attach(Artifact("chart.png", "image/png", data=PNG, caption="the chart"))
+            return "chart drawn"
+
+        return [side_effects(chart, False)]
+"""
+
+
+def chart_code() -> str:
+    return ext_code(CHART_TOOL, CHART_HEADER).replace(
+        "\nclass Ext", f"\nPNG = {png()!r}\n\nclass Ext", 1
+    )
+
+
+def chart_model() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            ModelStep(output=[function_call("chart", {}, call_id="c1")]),
+            ModelStep(output=[assistant_message("here it is")]),
+        ]
+    )
