@@ -50,7 +50,7 @@ from core.kernel.consent.flow import ApprovalFlow
 from core.kernel.consent.gate import FullAutoGate
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
-from core.kernel.files import FILES_DIR, FileStore, TurnFiles
+from core.kernel.files import FILES_DIR, FileStore, PersonFiles, TurnFiles
 from core.kernel.hooks.observer import PipelineObserver
 from core.kernel.hooks.tool_calls import ToolTap
 from core.kernel.reload.registrations import before_extension_code
@@ -380,6 +380,7 @@ class Turns:
     approvals: ApprovalFlow
     router: MessageRouter
     agents: KernelAgents
+    files: PersonFiles  # channels' way to their people's files (ADR 0096)
 
 
 def build_turns(
@@ -436,6 +437,7 @@ def build_turns(
         household,
         turn_lock=scale.turn_lock,
     )
+    files = FileStore(settings.data_dir / FILES_DIR, settings.files)
     router = MessageRouter(
         bus=bus.bus,
         conversations=storage.conversations,
@@ -450,7 +452,7 @@ def build_turns(
         household=household,
         turns=limits,
         spending=spending,
-        files=TurnFiles(FileStore(settings.data_dir / FILES_DIR, settings.files)),
+        files=TurnFiles(files),
     )
     loader = ext.loader
 
@@ -466,4 +468,4 @@ def build_turns(
         extension_tools=extension_tools,
         interceptor=shaped.agent_tools,
     )
-    return Turns(runner, outbox, notices, approvals, router, agents)
+    return Turns(runner, outbox, notices, approvals, router, agents, PersonFiles(files, household))

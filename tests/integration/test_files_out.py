@@ -21,7 +21,7 @@ FILE_CHANNEL = (
 )
 
 
-async def test_a_tools_png_reaches_a_file_channel_after_the_reply(make_ext, settings_file):
+async def test_a_tools_png_reaches_a_file_channel_with_the_reply(make_ext, settings_file):
     make_ext("capture", FILE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("charts", chart_code())
     settings = settings_file(channels={"default": "capture"})
@@ -29,7 +29,7 @@ async def test_a_tools_png_reaches_a_file_channel_after_the_reply(make_ext, sett
         channel = k.loader.instance("capture")
         await channel.say("draw the chart")
         await wait_for(lambda: len(channel._log()) == 2)
-        reply, sent = channel._log()
+        sent, reply = channel._log()  # before the reply ends: the HTTP API answers with it
         data_dir = k.settings.data_dir
     assert reply == ("reply", "u1", "here it is")
     kind, user, file = sent

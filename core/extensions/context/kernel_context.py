@@ -47,6 +47,7 @@ from core.extensions.contract import (
     StoreLocation,
 )
 from core.extensions.contract.context import ExtensionContext
+from core.extensions.contract.files import KeptFile
 from core.extensions.contract.permissions import declared_needs
 from core.extensions.contract.status import KernelStatus
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
@@ -447,6 +448,24 @@ class KernelContext(ContextStateCalls):
 
     async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
         return await self._services.held_notices(self.extension_id, channel_id, user_id)
+
+    async def kept_file(
+        self, user_id: str, file_id: str, channel_id: str | None = None
+    ) -> KeptFile | None:
+        return await self._services.kept_file(channel_id or self.extension_id, user_id, file_id)
+
+    async def keep_file(
+        self,
+        user_id: str,
+        name: str,
+        mime_type: str,
+        path: str,
+        channel_id: str | None = None,
+    ) -> KeptFile:
+        keep = self._services.keep_file
+        if keep is None:
+            raise NotAvailableError("this kernel keeps no files (it is not running)")
+        return await keep(channel_id or self.extension_id, user_id, name, mime_type, path)
 
     def request_restart(self) -> None:
         self._require_control(lambda: self._allow("request_restart"))

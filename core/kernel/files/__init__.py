@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.kernel.files.access import PersonFiles
 from core.kernel.files.outgoing import TurnFiles, file_line
 from core.kernel.files.store import FILES_DIR, OWNER_DIR, FileStore, FileTooLarge, describe_size
 
@@ -10,6 +11,7 @@ __all__ = [
     "OWNER_DIR",
     "FileStore",
     "FileTooLarge",
+    "PersonFiles",
     "TurnFiles",
     "describe_size",
     "file_line",

@@ -2,10 +2,10 @@
 
 ``TurnFiles.collecting`` opens the turn's collection (``contract.COLLECTING``);
 after the run the router hands what was attached to ``keep`` (only when
-something was: a turn without files costs no call here) and, once the reply
-is out, to ``send``. A file that cannot be kept (too large, a missing path)
-becomes a line in the reply's place naming why; a channel that cannot send
-files (the CLI) gets a line with the kept file's path.
+something was: a turn without files costs no call here), to ``send`` before
+the reply ends (a ``FileChannel``) and to ``tell`` after it (any other: the
+CLI gets a line with the kept file's path). A file that cannot be kept (too
+large, a missing path) becomes a line in the reply naming why.
 """
 
 from __future__ import annotations
@@ -50,13 +50,23 @@ class TurnFiles:
         return kept, problems
 
     async def send(self, channel: object, user_id: str, files: Sequence[KeptFile]) -> None:
-        """Each file on ``channel``: as a file where it can (``FileChannel``), else as
-        a line naming its path. A failure is logged; the reply itself was sent."""
+        """Each file on a ``FileChannel``, before the reply ends (a request-response
+        channel answers with them). A failure is logged: the reply still goes."""
+        if not isinstance(channel, FileChannel):
+            return
         for file in files:
             try:
-                if isinstance(channel, FileChannel):
-                    await channel.send_file(user_id, file)
-                else:
-                    await channel.send_to_user(user_id, file_line(file))  # type: ignore[attr-defined]
+                await channel.send_file(user_id, file)
             except Exception as exc:
                 log.warning("file %s to %s not sent: %s", file.name, user_id, exc)
+
+    async def tell(self, channel: object, user_id: str, files: Sequence[KeptFile]) -> None:
+        """After the reply, on a channel that cannot send files (the CLI): a line per
+        file naming its kept path."""
+        if channel is None or isinstance(channel, FileChannel):
+            return
+        for file in files:
+            try:
+                await channel.send_to_user(user_id, file_line(file))  # type: ignore[attr-defined]
+            except Exception as exc:
+                log.warning("file %s to %s not told: %s", file.name, user_id, exc)

@@ -45,7 +45,7 @@ def describe_size(size: int) -> str:
     return f"{size} bytes"
 
 
-class FileTooLarge(HearthError):
+class FileTooLarge(HearthError, ValueError):
     """A file over ``files.max_bytes``: the message names the file and the limit."""
 
     def __init__(self, name: str, size: int, limit: int) -> None:

@@ -294,9 +294,11 @@ class MessageRouter:
             notice = await self.spending.after_turn(turn) if answered else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
-        await self._deliver_once(event, session, stored, stream, origin, usage)
-        if kept and self.files is not None:
+        if kept and self.files is not None:  # a file channel's, before the reply ends
             await self.files.send(self.channels.get(turn.channel_id), turn.user_id, kept)
+        await self._deliver_once(event, session, stored, stream, origin, usage)
+        if kept and self.files is not None:  # any other channel's, a line after the reply
+            await self.files.tell(self.channels.get(turn.channel_id), turn.user_id, kept)
         if result is not None:  # the turn's end, off the reply's path (ADR 0065)
             await self.runner.tell_end(turn, result)
 
