@@ -273,7 +273,8 @@ class FakeContext:
         channel_id: str | None = None,
     ) -> KeptFile:
         file_id = f"{len(self.files) + 1:024x}"
-        size = os.path.getsize(path)  # noqa: ASYNC240 (a test double: a local file)
+        # a test double: the size of the file when there is one
+        size = os.path.getsize(path) if os.path.isfile(path) else 0  # noqa: ASYNC240
         kept = KeptFile(file_id, name, mime_type, size, path, "", user_id)
         self.files[file_id] = kept
         return kept
