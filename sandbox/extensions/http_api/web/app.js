@@ -118,6 +118,33 @@ function markEmpty(bubble) {
   }
 }
 
+// The files a reply came with (ADR 0096): a picture inline, anything else a link;
+// both served by GET /v1/files/{id} to this session's person only.
+function addFiles(bubble, files) {
+  for (const file of files) {
+    const figure = document.createElement("figure");
+    figure.className = "file";
+    if (file.mime_type.startsWith("image/")) {
+      const image = document.createElement("img");
+      image.src = file.url;
+      image.alt = file.caption || file.name;
+      figure.append(image);
+    } else {
+      const link = document.createElement("a");
+      link.href = file.url;
+      link.download = file.name;
+      link.textContent = `${file.name} (${Math.max(1, Math.round(file.size / 1000))} KB)`;
+      figure.append(link);
+    }
+    if (file.caption) {
+      const caption = document.createElement("figcaption");
+      caption.textContent = file.caption;
+      figure.append(caption);
+    }
+    bubble.append(figure);
+  }
+}
+
 // A question the turn waits for (an approval): a button per answer, sent as a message.
 const ANSWERS = { once: (id) => `/approve ${id}`, always: (id) => `/approve ${id} always`, deny: (id) => `/deny ${id}` };
 
@@ -204,6 +231,7 @@ async function send(text, extensions) {
     }
     const extra = await streamInto(response, bubble);
     if (extra && extra.questions) addChoices(bubble, extra.questions);
+    if (extra && extra.files) addFiles(bubble, extra.files);
     if (extra && extra.postprocess && extra.turn_id) {
       Posts.addTags(mine, extra.turn_id, Posts.tagsOf(extra.postprocess));
       Posts.addBlocks(bubble, extra.turn_id, extra.postprocess);
