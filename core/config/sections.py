@@ -123,9 +123,12 @@ class FilesSettings(_Section):
     """Files in and out (ADR 0096): the largest file kept (an artifact or an upload;
     a larger one is refused, the limit named), how long kept files stay, and what a
     document's extracted text may take of the model's input (in tokens, ~4 characters
-    each). ``vision``: the configured model reads images (else a one-line note)."""
+    each). ``vision``: the configured model reads images (else a one-line note);
+    ``transcription_model``: voice notes are transcribed by the default model's provider."""
 
     max_bytes: int = Field(default=20_000_000, ge=1)
     retention_days: int = Field(default=30, ge=1, le=3650)
     text_budget_tokens: int = Field(default=4000, ge=100)
     vision: bool = True
+    # the provider's /v1/audio/transcriptions model for voice notes (None: a note instead)
+    transcription_model: str | None = "whisper-1"

@@ -50,7 +50,14 @@ from core.kernel.consent.flow import ApprovalFlow
 from core.kernel.consent.gate import FullAutoGate
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
-from core.kernel.files import FILES_DIR, FileStore, PersonFiles, TurnFiles
+from core.kernel.files import (
+    FILES_DIR,
+    FileStore,
+    Offering,
+    PersonFiles,
+    ProviderTranscriber,
+    TurnFiles,
+)
 from core.kernel.hooks.observer import PipelineObserver
 from core.kernel.hooks.tool_calls import ToolTap
 from core.kernel.reload.registrations import before_extension_code
@@ -438,6 +445,8 @@ def build_turns(
         turn_lock=scale.turn_lock,
     )
     files = FileStore(settings.data_dir / FILES_DIR, settings.files)
+    heard = settings.files.transcription_model
+    transcribe = ProviderTranscriber(shaped.model_router.client_of, heard) if heard else None
     router = MessageRouter(
         bus=bus.bus,
         conversations=storage.conversations,
@@ -453,6 +462,7 @@ def build_turns(
         turns=limits,
         spending=spending,
         files=TurnFiles(files),
+        offering=Offering(files, settings.files, transcribe),
     )
     loader = ext.loader
 

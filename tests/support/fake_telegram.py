@@ -12,7 +12,8 @@ Implemented methods: getMe, getUpdates (long poll honouring ``offset`` and
 ``timeout``), sendMessage (with an inline keyboard), editMessageText (which,
 like Telegram, drops a keyboard it is not given again), answerCallbackQuery,
 setMyCommands, sendChatAction, deleteMyCommands, deleteMessage (recorded only),
-sendPhoto and sendDocument (multipart uploads: the message's ``upload``, its text the caption); ``press`` makes a user press
+sendPhoto and sendDocument (multipart uploads: the message's ``upload``, its text the caption),
+getFile and the file download for what ``send_file_update`` makes a user send; ``press`` makes a user press
 an inline button (a ``callback_query`` update). Every call is recorded (``calls``) with its time. Like
 Telegram it rejects bad HTML (unknown or unbalanced tags), texts over 4096
 characters, empty texts and edits that change nothing; ``fail_next`` scripts
@@ -34,7 +35,7 @@ from email.parser import BytesParser
 from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 __all__ = ["Call", "Failure", "FakeTelegram", "Upload"]
 
@@ -127,6 +128,7 @@ class FakeTelegram:
         self._messages: list[_Message] = []
         self._failures: dict[str, deque[Failure]] = {}
         self._early: list[tuple[str, str, int]] = []  # see ``reply_before_sent``
+        self._files: dict[str, bytes] = {}  # what users sent, by file id (``getFile``)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.fake = self  # type: ignore[attr-defined]
@@ -193,6 +195,47 @@ class FakeTelegram:
             )
             self._cond.notify_all()
             return update_id
+
+    def send_file_update(
+        self,
+        kind: str,
+        data: bytes,
+        *,
+        user_id: int,
+        file_name: str = "file.bin",
+        mime_type: str = "application/octet-stream",
+        caption: str | None = None,
+    ) -> int:
+        """A user sends a ``photo``, ``document`` or ``voice`` note (``getFile`` then
+        serves ``data``); returns the update id."""
+        with self._cond:
+            file_id = f"in{len(self._files) + 1}"
+            self._files[file_id] = data
+            update_id = self._next_update
+            self._next_update += 1
+            media: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}"}
+            message: dict[str, Any] = {
+                "message_id": update_id,
+                "date": int(time.time()),
+                "chat": {"id": user_id, "type": "private"},
+                "from": {"id": user_id, "is_bot": False, "first_name": "Someone"},
+            }
+            if kind == "photo":
+                message["photo"] = [{**media, "width": 3, "height": 2, "file_size": len(data)}]
+            elif kind == "document":
+                message["document"] = {**media, "file_name": file_name, "mime_type": mime_type}
+            else:
+                message["voice"] = {**media, "duration": 1, "mime_type": mime_type}
+            if caption is not None:
+                message["caption"] = caption
+            self._updates.append({"update_id": update_id, "message": message})
+            self._cond.notify_all()
+            return update_id
+
+    def file_bytes(self, file_path: str) -> bytes | None:
+        """What ``GET /file/bot<token>/<file_path>`` serves (``getFile``'s path)."""
+        with self._cond:
+            return self._files.get(file_path.removeprefix("files/"))
 
     def press(
         self,
@@ -392,6 +435,20 @@ class FakeTelegram:
         message.text, message.parse_mode, message.reply_markup = text, mode, markup
         return 200, _ok(_message_json(message))
 
+    def _get_file(self, params: dict[str, Any]) -> tuple[int, Any]:
+        file_id = str(params.get("file_id"))
+        data = self._files.get(file_id)
+        if data is None:
+            return 400, _error(400, "Bad Request: invalid file_id")
+        return 200, _ok(
+            {
+                "file_id": file_id,
+                "file_unique_id": f"u{file_id}",
+                "file_size": len(data),
+                "file_path": f"files/{file_id}",
+            }
+        )
+
     def _true(self, params: dict[str, Any]) -> tuple[int, Any]:
         return 200, _ok(True)
 
@@ -401,6 +458,7 @@ _METHODS: dict[str, Callable[[FakeTelegram, dict[str, Any]], tuple[int, Any]]] =
     "sendMessage": FakeTelegram._send_message,
     "editMessageText": FakeTelegram._edit_message_text,
     "sendPhoto": FakeTelegram._send_photo,
+    "getFile": FakeTelegram._get_file,
     "sendDocument": FakeTelegram._send_document,
     "setMyCommands": FakeTelegram._true,
     "deleteMyCommands": FakeTelegram._true,
@@ -484,6 +542,17 @@ def _message_json(message: _Message) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return None
+
+    def do_GET(self) -> None:
+        """``/file/bot<token>/<file_path>``: a file a user sent."""
+        fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
+        prefix, path = f"/file/bot{fake.token}/", unquote(self.path)
+        data = fake.file_bytes(path[len(prefix) :]) if path.startswith(prefix) else None
+        self.send_response(200 if data is not None else 404)
+        body = data if data is not None else b"not found"
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

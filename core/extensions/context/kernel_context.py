@@ -258,6 +258,7 @@ class KernelContext(ContextStateCalls):
         *,
         idempotency_key: str | None = None,
         sender_id: str | None = None,
+        files: Sequence[str] = (),
     ) -> int:
         self._allow("on_user_message")
         if await self._services.ui.typed_secret(text, self.extension_id, user_id, sender_id):
@@ -269,6 +270,7 @@ class KernelContext(ContextStateCalls):
             message_id=message_id,
             sender_id=sender_id,
             origin=self._services.node,
+            files=",".join(files) or None,
         ).to_payload()
         return await self._publish(SystemTopics.USER_MESSAGE, payload, None, idempotency_key)
 

@@ -166,9 +166,11 @@ class ExtensionContext(Protocol):
         *,
         idempotency_key: str | None = None,
         sender_id: str | None = None,
+        files: Sequence[str] = (),
     ) -> int:
         """Journal a ``user.message`` (channel defaults to this extension); ``sender_id``:
-        who typed it when ``user_id`` is a group chat (only they answer its questions).
+        who typed it when ``user_id`` is a group chat (only they answer its questions);
+        ``files``: ids of files kept with ``keep_file`` that came with it (ADR 0096).
         Returns the event's id; 0 for ``/answer ID …`` to a ``secret`` question, which
         is answered in memory and never journaled (ADR 0048)."""
         ...

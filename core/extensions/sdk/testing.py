@@ -209,10 +209,13 @@ class FakeContext:
         *,
         idempotency_key: str | None = None,
         sender_id: str | None = None,
+        files: Sequence[str] = (),
     ) -> int:
         message = {"text": text, "user_id": user_id, "channel_id": channel_id or self.extension_id}
         if sender_id is not None:
             message["sender_id"] = sender_id
+        if files:
+            message["files"] = ",".join(files)
         self.user_messages.append({**message, "message_id": message_id})
         return await self.emit(SystemTopics.USER_MESSAGE, message, idempotency_key=idempotency_key)
 

@@ -59,7 +59,7 @@ from core.kernel.commands.table import CommandRegistry, ParsedCommand, parse_com
 from core.kernel.conversations.ledger import ConversationSession, StoredReply
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
-from core.kernel.files import TurnFiles
+from core.kernel.files import Offering, TurnFiles
 from core.kernel.scale.placement import ROUTER_SUBSCRIBER
 from core.kernel.scale.seam import Scale, TurnHandler
 from core.kernel.shaping.context_chain import ContextChain
@@ -96,6 +96,7 @@ class MessageRouter:
         turns: TurnsSettings | None = None,
         spending: TurnSpending = NO_SPENDING,
         files: TurnFiles | None = None,
+        offering: Offering | None = None,
     ) -> None:
         self.bus = bus
         self.household = household or Household({}, [])
@@ -113,6 +114,7 @@ class MessageRouter:
         self.spending = spending  # usage rows with each turn, the budget (ADR 0061)
         self.running = RunningTurns()
         self.files = files  # a turn's artifacts, kept and sent after its reply (ADR 0096)
+        self.offering = offering  # the files a message came with, for the model
         # background tasks become workflow runs: listed, cancellable, kept (ADR 0091)
         self.background: Callable[[str, str, str | None], Awaitable[Any]] | None = None
 
@@ -169,7 +171,7 @@ class MessageRouter:
                 async with self.conversations.command_lock(key):
                     await self._answer_command(event, command, message, key)
                 return
-            if not text.strip():
+            if not text.strip() and not message.files:
                 return
             async with self.scale.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
@@ -178,7 +180,9 @@ class MessageRouter:
                 turn = self.household.turn(message, session.session_id, message_key(event))
                 if waiting and await self._was_an_answer(event, text, turn, session):
                     return
-                await self._run_turn(event, text, turn, session, key, message.origin, waiting)
+                await self._run_turn(
+                    event, text, turn, session, key, message.origin, waiting, message.files
+                )
 
     async def _was_an_answer(
         self, event: Event, text: str, turn: TurnContext, session: ConversationSession
@@ -234,9 +238,11 @@ class MessageRouter:
         key: str,
         origin: str | None = None,
         waiting: bool = True,
+        files: str | None = None,
     ) -> None:
         """Run, record and deliver the turn of a message (``key``: its conversation;
-        ``waiting``: some turn may be paused on questions, this one too)."""
+        ``waiting``: some turn may be paused on questions, this one too; ``files``:
+        the ids of the files it came with, ADR 0096)."""
         assert turn.user_id is not None and turn.channel_id is not None
         # a first delivery cannot have a recorded reply (``_recorded``): no read
         stored = None if event.attempt <= 1 else await _recorded(session, event)
@@ -267,8 +273,11 @@ class MessageRouter:
                 if refused is not None:
                     ran: TurnResult | None = TurnResult(refused, [], "blocked")
                 else:
+                    parts = None
+                    if files and self.offering is not None:
+                        text, parts = await self.offering.offer(turn, files, text)
                     ran = await self.running.run(
-                        key, self.runner.run(text, turn, session, callbacks)
+                        key, self.runner.run(text, turn, session, callbacks, parts)
                     )
                 result = ran if ran is not None else await self._cancelled(event, turn, started)
                 if result.paused is not None:
