@@ -6,11 +6,16 @@ mime_type, size, caption, url}`` — and the web page shows an image inline and
 any other file as a link. ``GET /v1/files/{id}`` needs the token or the page's
 session, like every route, and serves only a file kept for the person the API
 speaks for (``http:default`` in ``people:``): an id of anyone else's file is a
-404, never their bytes.
+404, never their bytes. A chat request's ``image_url`` parts (``data:`` URLs)
+are kept for that person and come with the message (``keep_images``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import binascii
+import secrets
 from typing import Any, Protocol
 
 from starlette.requests import Request
@@ -51,6 +56,51 @@ def file_line(file: KeptFile) -> str:
     """A file as a notification shows it (no request waited for the reply)."""
     caption = f" — {file.caption}" if file.caption else ""
     return f"[file] {file.name}{caption}: {FILES_PATH}{file.file_id}"
+
+
+INBOX = "inbox"  # under the channel's data dir; a decoded upload, removed once kept
+_EXTENSIONS = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+}
+
+
+async def keep_images(context: ExtensionContext, urls: tuple[str, ...]) -> list[str]:
+    """Keep the request's images (``data:`` URLs) for the API's person: their ids.
+    400 for an image that is not a ``data:`` URL of an image; 413 naming
+    ``files.max_bytes`` for one over it."""
+    kept: list[str] = []
+    for number, url in enumerate(urls, 1):
+        head, comma, payload = url.partition(",")
+        mime_type = head.removeprefix("data:").removesuffix(";base64")
+        if not (comma and head.startswith("data:image/") and head.endswith(";base64")):
+            raise ApiError(
+                400,
+                "messages: an image_url must be a data: URL of an image "
+                "(data:image/png;base64,...)",
+                param="messages",
+            )
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except binascii.Error:
+            raise ApiError(
+                400, "messages: an image's base64 is not valid", param="messages"
+            ) from None
+        name = f"image-{number}{_EXTENSIONS.get(mime_type, '.img')}"
+        inbox = context.data_dir / INBOX
+        path = inbox / f"{secrets.token_hex(8)}-{name}"
+        await asyncio.to_thread(inbox.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(path.write_bytes, data)
+        try:
+            file = await context.keep_file(API_USER, name, mime_type, str(path))
+        except ValueError as exc:
+            raise ApiError(413, str(exc), code="file_too_large") from None
+        finally:
+            await asyncio.to_thread(path.unlink, True)
+        kept.append(file.file_id)
+    return kept
 
 
 def files_route(backend: FilesBackend) -> Route:
