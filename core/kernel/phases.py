@@ -74,6 +74,7 @@ from core.kernel.turns.held import HeldNotices
 from core.kernel.turns.notices import Notices
 from core.kernel.turns.outbox import ReplyOutbox
 from core.kernel.turns.router import MessageRouter
+from core.kernel.turns.tool_hints import ToolHints
 from core.kernel.turns.turn import TurnRunner
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.runtime import (
@@ -463,6 +464,9 @@ def build_turns(
         spending=spending,
         files=TurnFiles(files),
         offering=Offering(files, settings.files, transcribe),
+        hints=ToolHints(
+            lambda: [(r.ext_id, r.instance) for r in ext.wiring.wired(Capability.TOOL_RENDERER)]
+        ),
     )
     loader = ext.loader
 

@@ -61,6 +61,11 @@ from core.extensions.contract.postprocess import (
     PostProcessResult,
     PostProcessTopics,
 )
+from core.extensions.contract.render import (
+    RenderHint,
+    ToolRendererProvider,
+    hint_text,
+)
 from core.extensions.contract.status import (
     DeadLetterState,
     DeliveryState,
@@ -115,6 +120,7 @@ __all__ = [
     "PostProcessTopics",
     "PostProcessor",
     "PostProcessorProvider",
+    "RenderHint",
     "RequestOption",
     "SchedulerProvider",
     "ServiceProvider",
@@ -128,11 +134,13 @@ __all__ = [
     "ToolCall",
     "ToolDecision",
     "ToolProvider",
+    "ToolRendererProvider",
     "TurnContext",
     "TurnOutcome",
     "UserRequest",
     "WorkflowProvider",
     "attach",
+    "hint_text",
     "reply_address",
     "split_reply_address",
 ]

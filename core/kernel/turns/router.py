@@ -69,6 +69,7 @@ from core.kernel.turns.consent_stage import NO_CONSENT, ConsentStage
 from core.kernel.turns.notices import KERNEL_SOURCE, Notices
 from core.kernel.turns.outbox import OpenStream, ReplyOutbox
 from core.kernel.turns.streaming import channel_callbacks
+from core.kernel.turns.tool_hints import ToolHints
 from core.kernel.turns.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
 
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
@@ -97,6 +98,7 @@ class MessageRouter:
         spending: TurnSpending = NO_SPENDING,
         files: TurnFiles | None = None,
         offering: Offering | None = None,
+        hints: ToolHints | None = None,
     ) -> None:
         self.bus = bus
         self.household = household or Household({}, [])
@@ -115,6 +117,7 @@ class MessageRouter:
         self.running = RunningTurns()
         self.files = files  # a turn's artifacts, kept and sent after its reply (ADR 0096)
         self.offering = offering  # the files a message came with, for the model
+        self.hints = hints  # tool renderers, for streamed tool calls (ADR 0096)
         # background tasks become workflow runs: listed, cancellable, kept (ADR 0091)
         self.background: Callable[[str, str, str | None], Awaitable[Any]] | None = None
 
@@ -261,7 +264,7 @@ class MessageRouter:
                 await self.outbox.in_order(turn.channel_id, turn.user_id)
                 stream = await self.outbox.open_stream(channel, turn.user_id)
                 if stream is not None and stream.live:
-                    callbacks = channel_callbacks(channel, turn.user_id)
+                    callbacks = channel_callbacks(channel, turn.user_id, self.hints)
             started = time.monotonic()
             # a spent budget refuses (ADR 0061); an admitted turn holds its estimate
             # until it ends, however it ends (ADR 0075)

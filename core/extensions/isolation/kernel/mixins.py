@@ -22,9 +22,11 @@ from core.extensions.contract import (
     AgentInvocationContext,
     AgentResponse,
     Command,
+    RenderHint,
     TurnContext,
     UserRequest,
 )
+from core.extensions.contract.render import ToolPhase
 from core.extensions.isolation.kernel.hook_mixins import HOOK_MIXINS
 from core.extensions.isolation.kernel.proxy_core import ProxyCore
 from core.extensions.isolation.protocol.errors import IsolationError, RemoteError
@@ -184,6 +186,22 @@ class StatusProxy(ProxyCore):
         return [str(line) for line in result or []]
 
 
+class ToolRendererProxy(ProxyCore):
+    async def render_tool(
+        self, tool: str, phase: ToolPhase, arguments: str, result: str | None
+    ) -> RenderHint | None:
+        answer = await self.call_method("render_tool", tool, phase, arguments, result)
+        if not isinstance(answer, dict):
+            return None
+        fields = tuple((str(n), str(v)) for n, v in answer.get("fields") or ())
+        return RenderHint(
+            answer.get("kind", "text"),
+            str(answer.get("text", "")),
+            str(answer.get("title", "")),
+            fields,
+        )
+
+
 MIXINS: dict[str, type[ProxyCore]] = {
     Capability.TOOL: ToolProxy,
     Capability.CHANNEL: ChannelProxy,
@@ -196,6 +214,7 @@ MIXINS: dict[str, type[ProxyCore]] = {
     Capability.SETUP: SetupProxy,
     Capability.COMMAND: CommandProxy,
     Capability.STATUS: StatusProxy,
+    Capability.TOOL_RENDERER: ToolRendererProxy,
     **HOOK_MIXINS,
 }
 
