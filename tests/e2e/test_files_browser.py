@@ -4,14 +4,16 @@ with the page's session; a screenshot is saved under ``tests/artifacts/``."""
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 from collections.abc import Iterator
 
 import pytest
+from agents.testing import ScriptedModel, assistant_message
 
 from conftest import PROJECT_ROOT
-from support.files_kit import chart_code, chart_model
+from support.files_kit import chart_code, chart_model, png
 from support.http_api_support import EXTENSION_ID, TOKEN, install, serving
 
 CHROMIUM = (
@@ -70,3 +72,36 @@ async def test_a_tools_png_shows_inline_on_the_page(monkeypatch, ext_root, setti
             await page.screenshot(path=str(SCREENSHOT), full_page=True)
             print(f"screenshot of the page with a file: {SCREENSHOT}")
             await browser.close()
+
+
+async def test_a_picture_attached_on_the_page_reaches_the_model(
+    monkeypatch, ext_root, settings_file, tmp_path
+):
+    from playwright.async_api import async_playwright, expect
+
+    monkeypatch.setenv("HEARTH_API_TOKEN", TOKEN)
+    install(ext_root)
+    picture = tmp_path / "square.png"
+    picture.write_bytes(png())
+    model = ScriptedModel([[assistant_message("a red square")]])
+    settings = settings_file(
+        channels={"default": EXTENSION_ID}, extensions={EXTENSION_ID: {"listen": "127.0.0.1:0"}}
+    )
+    async with serving(settings, model=model) as (_, base):
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = await browser.new_page(viewport={"width": 1280, "height": 900})
+            await page.goto(f"{base}/")
+            await page.fill("#token", TOKEN)
+            await page.click("#login-form button")
+            await expect(page.locator("#app")).to_be_visible()
+            await page.set_input_files("#attach", str(picture))
+            await page.fill("#prompt", "what is this?")
+            await page.click("#send")
+            await expect(page.locator("#messages li.hearth").last).to_have_text("a red square")
+            await expect(page.locator("#messages li.you img.sent-image")).to_be_visible()
+            await browser.close()
+    users = [i for i in model.calls[0].input if isinstance(i, dict) and i.get("role") == "user"]
+    image = users[-1]["content"][1]
+    assert image["type"] == "input_image"
+    assert image["image_url"] == "data:image/png;base64," + base64.b64encode(png()).decode()

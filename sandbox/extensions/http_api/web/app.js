@@ -25,8 +25,10 @@ async function errorText(response) {
   }
 }
 
-function chatBody(text, stream, extensions) {
-  const body = { model: "hearth", stream, user: session.conversation, messages: [{ role: "user", content: text }] };
+function chatBody(text, stream, extensions, image) {
+  // a picture goes as an image_url part (a data: URL) beside the text (ADR 0096)
+  const content = image ? [{ type: "text", text }, { type: "image_url", image_url: { url: image } }] : text;
+  const body = { model: "hearth", stream, user: session.conversation, messages: [{ role: "user", content }] };
   if (extensions && extensions.length) body.extensions = extensions;
   return body;
 }
@@ -209,21 +211,47 @@ async function readChunks(response, bubble) {
   }
 }
 
+// The picture chosen with the paperclip, as a data: URL (sent with the next message).
+function chosenImage() {
+  const file = $("#attach").files[0];
+  if (!file) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+$("#attach").addEventListener("change", () => {
+  $("#attach-label").classList.toggle("chosen", $("#attach").files.length > 0);
+});
+
 $("#chat-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const text = $("#prompt").value.trim();
-  if (!text) return;
+  const image = await chosenImage();
+  if (!text && !image) return;
   $("#prompt").value = "";
-  await send(text, Posts.takeChips());
+  $("#attach").value = "";
+  $("#attach-label").classList.remove("chosen");
+  await send(text, Posts.takeChips(), image);
 });
 
 // `extensions`: the post-processors the input's chips ask for.
-async function send(text, extensions) {
+async function send(text, extensions, image) {
   const mine = addMessage("you", text);
+  if (image) {
+    const shown = document.createElement("img");
+    shown.src = image;
+    shown.alt = "your picture";
+    shown.className = "sent-image";
+    mine.append(shown);
+  }
   const bubble = addMessage("hearth", "");
   $("#send").disabled = true;
   try {
-    const response = await post("/v1/chat/completions", chatBody(text, true, extensions));
+    const response = await post("/v1/chat/completions", chatBody(text, true, extensions, image));
     if (!response.ok) {
       bubble.className = "hearth error";
       bubble.textContent = await errorText(response);
