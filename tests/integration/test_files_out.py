@@ -44,6 +44,19 @@ async def test_a_tools_png_reaches_a_file_channel_with_the_reply(make_ext, setti
     assert Path(file.path).is_relative_to(data_dir / "files" / "_owner")
 
 
+async def test_an_isolated_tools_png_crosses_the_process_boundary(make_ext, settings_file):
+    make_ext("capture", FILE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext("charts", chart_code(), {"isolation": "process"})
+    settings = settings_file(channels={"default": "capture"})
+    async with running_kernel(settings, model=chart_model()) as k:
+        channel = k.loader.instance("capture")
+        await channel.say("draw the chart")
+        await wait_for(lambda: len(channel._log()) == 2, timeout=30)
+        sent, reply = channel._log()
+    assert reply == ("reply", "u1", "here it is")
+    assert sent[2].name == "chart.png" and read(sent[2].path) == png()
+
+
 async def test_a_channel_without_files_gets_the_kept_path(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("charts", chart_code())
