@@ -6,8 +6,8 @@ hands them here, only when there are some, and the turn gets:
 
 - a picture as an ``input_image`` part beside the text when the configured
   model reads images (``files.vision``), else a one-line note saying it cannot;
-- a text-like document (txt, md, csv, json; a PDF through ``pypdf``, the
-  ``files`` optional group) as its text, cut at ``files.text_budget_tokens``
+- a text-like document (txt, md, csv, json; a PDF through ``pypdf``) as its
+  text, cut at ``files.text_budget_tokens``
   (about four characters a token);
 - a voice note as its transcript, from the provider's
   ``/v1/audio/transcriptions`` (``files.transcription_model``), else a note;
@@ -132,13 +132,8 @@ class Offering:
 
 
 def _pdf_text(path: Path) -> str:
-    """A PDF's text through ``pypdf`` (the ``files`` optional group)."""
-    try:
-        from pypdf import PdfReader
-    except ImportError:
-        return (
-            "(a PDF: its text cannot be read here; install the files group: "
-            "pip install -e '.[files]')"
-        )
+    """A PDF's text through ``pypdf``."""
+    from pypdf import PdfReader  # imported when a PDF comes: the kernel starts without it
+
     reader = PdfReader(io.BytesIO(path.read_bytes()))
     return "\n".join(page.extract_text() or "" for page in reader.pages).strip()
