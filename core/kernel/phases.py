@@ -435,6 +435,8 @@ def build_turns(
         send_timeout_s=limits.send_timeout_s,
     )
     consent = shaped.consent
+    files = FileStore(settings.data_dir / FILES_DIR, settings.files)
+    turn_files = TurnFiles(files)
     approvals = ApprovalFlow(
         consent.desk,
         consent.gate,
@@ -444,8 +446,8 @@ def build_turns(
         outbox,
         household,
         turn_lock=scale.turn_lock,
+        files=turn_files,
     )
-    files = FileStore(settings.data_dir / FILES_DIR, settings.files)
     heard = settings.files.transcription_model
     transcribe = ProviderTranscriber(shaped.model_router.client_of, heard) if heard else None
     router = MessageRouter(
@@ -462,7 +464,7 @@ def build_turns(
         household=household,
         turns=limits,
         spending=spending,
-        files=TurnFiles(files),
+        files=turn_files,
         offering=Offering(files, settings.files, transcribe),
         hints=ToolHints(
             lambda: [(r.ext_id, r.instance) for r in ext.wiring.wired(Capability.TOOL_RENDERER)]

@@ -10,6 +10,7 @@ large, a missing path) becomes a line in the reply naming why.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -34,7 +35,7 @@ class TurnFiles:
     def __init__(self, store: FileStore) -> None:
         self.store = store
 
-    def keep(
+    async def keep(
         self, turn: TurnContext, artifacts: Sequence[Artifact]
     ) -> tuple[list[KeptFile], list[str]]:
         """Keep each artifact for the turn's person: the kept files, and a line per
@@ -43,7 +44,11 @@ class TurnFiles:
         problems: list[str] = []
         for artifact in artifacts:
             try:
-                kept.append(self.store.keep(turn.person_key, artifact, turn.turn_id))
+                kept.append(
+                    await asyncio.to_thread(
+                        self.store.keep, turn.person_key, artifact, turn.turn_id
+                    )
+                )
             except (HearthError, OSError, ValueError) as exc:
                 log.warning("artifact %r not kept: %s", artifact.name, exc)
                 problems.append(f"(the file {artifact.name} could not be sent: {exc})")

@@ -291,7 +291,7 @@ class MessageRouter:
                         return
                 answer = result.reply
                 if collected and self.files is not None:
-                    kept, problems = self.files.keep(turn, collected)
+                    kept, problems = await self.files.keep(turn, collected)
                     answer = "\n\n".join([answer, *problems]) if problems else answer
                 reply = StoredReply(
                     message_key(event), turn.channel_id, turn.user_id, answer, result.followup
