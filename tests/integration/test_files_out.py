@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,22 @@ def test_attach_outside_a_turn_is_refused():
         attach(Artifact("a.txt", "text/plain", data=b"x"))
     with pytest.raises(ValueError, match="exactly one of data and path"):
         Artifact("a.txt", "text/plain")
+
+
+async def test_a_tool_approved_before_it_runs_still_sends_its_file(make_ext, settings_file):
+    make_ext("capture", FILE_CHANNEL, CAPTURE_MANIFEST)
+    make_ext(
+        "charts", chart_code().replace("side_effects(chart, False)", "side_effects(chart, True)")
+    )
+    settings = settings_file(channels={"default": "capture"}, policy={"profile": "safe"})
+    async with running_kernel(settings, model=chart_model()) as k:
+        channel = k.loader.instance("capture")
+        await channel.say("draw the chart")
+        asked = await wait_for(
+            lambda: [m for kind, _, m in channel._log() if kind == "reply" and "/approve " in m]
+        )
+        question_id = re.search(r"/approve (\w+)", asked[0]).group(1)
+        await channel.say(f"/approve {question_id}")
+        await wait_for(lambda: ("reply", "u1", "here it is") in channel._log())
+        files = [entry[2] for entry in channel._log() if entry[0] == "file"]
+    assert [f.name for f in files] == ["chart.png"] and read(files[0].path) == png()
