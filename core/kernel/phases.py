@@ -58,6 +58,7 @@ from core.kernel.files import (
     ProviderTranscriber,
     TurnFiles,
 )
+from core.kernel.hooks import FrameRecorder
 from core.kernel.hooks.observer import PipelineObserver
 from core.kernel.hooks.tool_calls import ToolTap
 from core.kernel.reload.registrations import before_extension_code
@@ -467,7 +468,8 @@ def build_turns(
         files=turn_files,
         offering=Offering(files, settings.files, transcribe),
         hints=ToolHints(
-            lambda: [(r.ext_id, r.instance) for r in ext.wiring.wired(Capability.TOOL_RENDERER)]
+            lambda: [(r.ext_id, r.instance) for r in ext.wiring.wired(Capability.TOOL_RENDERER)],
+            frames=FrameRecorder(bus.bus),
         ),
     )
     loader = ext.loader

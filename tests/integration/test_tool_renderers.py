@@ -78,7 +78,10 @@ async def run(make_ext, settings_file, **config) -> tuple[list, list]:
         channel = k.loader.instance("screen")
         await channel.say("weather in Oslo?")
         await wait_for(lambda: ("reply", "Sunny in Oslo.") in channel._log())
-        return channel._log(), list(k.router.hints.shown)
+        frames = await k.bus.journal.recent_events(20, topic="hook.tool_render")
+        recorded = [f.payload["after"] for f in sorted(frames, key=lambda f: f.id)]
+        assert recorded == list(k.router.hints.shown)  # journaled, for a replay
+        return channel._log(), recorded
 
 
 async def test_a_renderer_shows_the_call_as_a_card_and_the_result_as_markdown(

@@ -264,7 +264,7 @@ class MessageRouter:
                 await self.outbox.in_order(turn.channel_id, turn.user_id)
                 stream = await self.outbox.open_stream(channel, turn.user_id)
                 if stream is not None and stream.live:
-                    callbacks = channel_callbacks(channel, turn.user_id, self.hints)
+                    callbacks = channel_callbacks(channel, turn.user_id, self.hints, turn)
             started = time.monotonic()
             # a spent budget refuses (ADR 0061); an admitted turn holds its estimate
             # until it ends, however it ends (ADR 0075)

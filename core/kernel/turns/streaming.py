@@ -90,7 +90,7 @@ async def stream_text(
 
 
 def channel_callbacks(
-    channel: Any, user_id: str, hints: ToolHints | None = None
+    channel: Any, user_id: str, hints: ToolHints | None = None, turn: TurnContext | None = None
 ) -> tuple[Callback, ToolCallback]:
     """Chunk and tool callbacks that drive a ``StreamingChannelProvider``; tools'
     calls and results as the renderers render them (``hints``; ``None``: no renderer
@@ -104,7 +104,7 @@ def channel_callbacks(
             if output is None:
                 await channel.on_stream_status(user_id, f"using {tool}…")
             return
-        hint = await hints.hint(tool, arguments, output)
+        hint = await hints.hint(tool, arguments, output, turn)
         if hint.kind == "hidden":
             return
         show = getattr(channel, "show_hint", None)  # a channel that draws hints itself

@@ -3,8 +3,9 @@
 ``ToolHints.hint`` asks the loaded ``ToolRendererProvider``s in load order; the
 first hint wins. A renderer that raises or takes longer than ``timeout_s`` is
 skipped with a warning, so the default shows: ``using TOOL…`` for a call and
-a hidden result. Each hint shown is recorded (``record``: the replay
-recorder's frames, or a log line) so a replay can show the turn as it was.
+a hidden result. Each hint is journaled as a ``hook.tool_render`` frame of
+the turn (tool, phase, the renderer or ``default``, the hint) so a replay can
+show the turn as it was, and the latest are kept in ``shown``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.extensions.contract import RenderHint
+from core.extensions.contract import RenderHint, TurnContext
+from core.kernel.hooks import FrameRecorder
 
 __all__ = ["HIDDEN", "ToolHints", "default_hint"]
 
@@ -36,13 +38,17 @@ class ToolHints:
         self,
         renderers: Callable[[], Sequence[tuple[str, Any]]],
         *,
+        frames: FrameRecorder | None = None,
         timeout_s: float = RENDER_TIMEOUT_S,
     ) -> None:
         self._renderers = renderers
+        self._frames = frames
         self.timeout_s = timeout_s
         self.shown: list[dict[str, Any]] = []  # the hints shown, newest last (for replay)
 
-    async def hint(self, tool: str, arguments: str, output: str | None) -> RenderHint:
+    async def hint(
+        self, tool: str, arguments: str, output: str | None, turn: TurnContext | None = None
+    ) -> RenderHint:
         """The first renderer's hint for this call (``output`` ``None``) or result."""
         phase = "call" if output is None else "result"
         chosen, by = default_hint(tool, output), "default"
@@ -56,10 +62,12 @@ class ToolHints:
             if isinstance(hint, RenderHint):
                 chosen, by = hint, ext_id
                 break
-        self._record(tool, phase, chosen, by)
+        entry = self._record(tool, phase, chosen, by)
+        if self._frames is not None and turn is not None:
+            await self._frames.record("tool_render", by, tool, turn, after=entry)
         return chosen
 
-    def _record(self, tool: str, phase: str, hint: RenderHint, by: str) -> None:
+    def _record(self, tool: str, phase: str, hint: RenderHint, by: str) -> dict[str, Any]:
         entry = {
             "tool": tool,
             "phase": phase,
@@ -72,4 +80,4 @@ class ToolHints:
         if len(self.shown) >= 256:
             del self.shown[:128]
         self.shown.append(entry)
-        log.debug("tool hint %s", entry)
+        return entry
