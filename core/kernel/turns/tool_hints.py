@@ -3,9 +3,10 @@
 ``ToolHints.hint`` asks the loaded ``ToolRendererProvider``s in load order; the
 first hint wins. A renderer that raises or takes longer than ``timeout_s`` is
 skipped with a warning, so the default shows: ``using TOOL…`` for a call and
-a hidden result. Each hint is journaled as a ``hook.tool_render`` frame of
-the turn (tool, phase, the renderer or ``default``, the hint) so a replay can
-show the turn as it was, and the latest are kept in ``shown``.
+a hidden result. While a renderer is loaded, each hint is journaled as a
+``hook.tool_render`` frame of the turn (tool, phase, the renderer or
+``default``, the hint) so a replay can show the turn as it was; with none,
+nothing is journaled (the turn is as before). The latest are kept in ``shown``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class ToolHints:
         """The first renderer's hint for this call (``output`` ``None``) or result."""
         phase = "call" if output is None else "result"
         chosen, by = default_hint(tool, output), "default"
-        for ext_id, renderer in self._renderers():
+        renderers = self._renderers()
+        for ext_id, renderer in renderers:
             try:
                 async with asyncio.timeout(self.timeout_s):
                     hint = await renderer.render_tool(tool, phase, arguments, output)
@@ -63,7 +65,7 @@ class ToolHints:
                 chosen, by = hint, ext_id
                 break
         entry = self._record(tool, phase, chosen, by)
-        if self._frames is not None and turn is not None:
+        if self._frames is not None and turn is not None and renderers:
             await self._frames.record("tool_render", by, tool, turn, after=entry)
         return chosen
 
