@@ -361,6 +361,12 @@ class ModelRouter:
             )
         return key
 
+    def client_of(self, agent_id: str | None = None) -> AsyncOpenAI:
+        """The OpenAI client of the provider ``agent_id`` resolves to (the default's):
+        for the calls beside the chat, such as transcribing a voice note (ADR 0096)."""
+        choice = self.resolve(agent_id)
+        return self._client(choice.provider_name, choice.provider, agent_id)
+
     def _client(self, name: str, provider: ProviderSettings, agent_id: str | None) -> AsyncOpenAI:
         client = self._clients.get(name)
         if client is None:

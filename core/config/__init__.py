@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     )
     from core.config.sections import (
         DevSettings as DevSettings,
+        FilesSettings as FilesSettings,
         MetricsSettings as MetricsSettings,
         StateSettings as StateSettings,
         ToolOverride as ToolOverride,

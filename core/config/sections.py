@@ -16,6 +16,7 @@ from core.config.storage import StorageSettings  # its home; here for older impo
 
 __all__ = [
     "DevSettings",
+    "FilesSettings",
     "MetricsSettings",
     "StateSettings",
     "StorageSettings",
@@ -116,3 +117,18 @@ class WorkflowsSettings(_Section):
     retry_delay_s: float = Field(default=5.0, ge=0.0, le=3600.0)
     keep_days: int = Field(default=30, ge=1, le=3650)
     ask_timeout_s: float = Field(default=86400.0, gt=0.0)
+
+
+class FilesSettings(_Section):
+    """Files in and out (ADR 0096): the largest file kept (an artifact or an upload;
+    a larger one is refused, the limit named), how long kept files stay, and what a
+    document's extracted text may take of the model's input (in tokens, ~4 characters
+    each). ``vision``: the configured model reads images (else a one-line note);
+    ``transcription_model``: voice notes are transcribed by the default model's provider."""
+
+    max_bytes: int = Field(default=20_000_000, ge=1)
+    retention_days: int = Field(default=30, ge=1, le=3650)
+    text_budget_tokens: int = Field(default=4000, ge=100)
+    vision: bool = True
+    # the provider's /v1/audio/transcriptions model for voice notes (None: a note instead)
+    transcription_model: str | None = "whisper-1"

@@ -44,6 +44,7 @@ from core.config.replay import ReplaySettings
 from core.config.scale import ScaleOutSections
 from core.config.sections import (
     DevSettings,
+    FilesSettings,
     MetricsSettings,
     StateSettings,
     ToolsSettings,
@@ -402,6 +403,7 @@ class Settings(ScaleOutSections, BaseSettings):
     people: People = Field(default_factory=dict)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     workflows: WorkflowsSettings = Field(default_factory=WorkflowsSettings)
+    files: FilesSettings = Field(default_factory=FilesSettings)
 
     _settings_file: Path | None = PrivateAttr(default=None)
     _base_file: Path = PrivateAttr(default=DEFAULT_SETTINGS_FILE)

@@ -156,6 +156,8 @@ class UserMessage(SystemPayload):
     sender_id: OmittedIfNone = None
     # the kernel process (node) whose channel received it, with several processes (ADR 0036)
     origin: OmittedIfNone = None
+    # the ids of the files it came with, comma-separated (kept per person, ADR 0096)
+    files: OmittedIfNone = None
 
 
 class UserNotify(SystemPayload):

@@ -50,6 +50,15 @@ from core.kernel.consent.flow import ApprovalFlow
 from core.kernel.consent.gate import FullAutoGate
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
+from core.kernel.files import (
+    FILES_DIR,
+    FileStore,
+    Offering,
+    PersonFiles,
+    ProviderTranscriber,
+    TurnFiles,
+)
+from core.kernel.hooks import FrameRecorder
 from core.kernel.hooks.observer import PipelineObserver
 from core.kernel.hooks.tool_calls import ToolTap
 from core.kernel.reload.registrations import before_extension_code
@@ -66,6 +75,7 @@ from core.kernel.turns.held import HeldNotices
 from core.kernel.turns.notices import Notices
 from core.kernel.turns.outbox import ReplyOutbox
 from core.kernel.turns.router import MessageRouter
+from core.kernel.turns.tool_hints import ToolHints
 from core.kernel.turns.turn import TurnRunner
 from core.kernel.wiring import LiveOrchestrator, Wiring
 from core.runtime import (
@@ -379,6 +389,7 @@ class Turns:
     approvals: ApprovalFlow
     router: MessageRouter
     agents: KernelAgents
+    files: PersonFiles  # channels' way to their people's files (ADR 0096)
 
 
 def build_turns(
@@ -426,6 +437,8 @@ def build_turns(
         send_timeout_s=limits.send_timeout_s,
     )
     consent = shaped.consent
+    files = FileStore(settings.data_dir / FILES_DIR, settings.files)
+    turn_files = TurnFiles(files)
     approvals = ApprovalFlow(
         consent.desk,
         consent.gate,
@@ -435,7 +448,10 @@ def build_turns(
         outbox,
         household,
         turn_lock=scale.turn_lock,
+        files=turn_files,
     )
+    heard = settings.files.transcription_model
+    transcribe = ProviderTranscriber(shaped.model_router.client_of, heard) if heard else None
     router = MessageRouter(
         bus=bus.bus,
         conversations=storage.conversations,
@@ -450,6 +466,12 @@ def build_turns(
         household=household,
         turns=limits,
         spending=spending,
+        files=turn_files,
+        offering=Offering(files, settings.files, transcribe),
+        hints=ToolHints(
+            lambda: [(r.ext_id, r.instance) for r in ext.wiring.wired(Capability.TOOL_RENDERER)],
+            frames=FrameRecorder(bus.bus),
+        ),
     )
     loader = ext.loader
 
@@ -465,4 +487,4 @@ def build_turns(
         extension_tools=extension_tools,
         interceptor=shaped.agent_tools,
     )
-    return Turns(runner, outbox, notices, approvals, router, agents)
+    return Turns(runner, outbox, notices, approvals, router, agents, PersonFiles(files, household))

@@ -171,6 +171,7 @@ class Kernel:
             spending=self.spending,
         )
         self.router, self.agents = turns.router, turns.agents
+        self.person_files = turns.files
         self.workflows = self._workflows(ext.later_tools)  # ADR 0091
         self.mcp_desk = McpDesk(  # `main.py mcp` is a front of this kernel (ADR 0059)
             self.bus,
@@ -219,6 +220,8 @@ class Kernel:
             list_post_processors=self.shaping.post.activated_names,
             describe_post_processors=self.shaping.post.described,
             held_notices=self.router.notices.waiting,
+            kept_file=self.person_files.find,
+            keep_file=self.person_files.keep,
             is_wired=self.wiring.is_wired,
             operations=KernelOperator(self.status, self.bus.journal),
             shared=ServiceRegistry(shutdown_timeout_s=settings.loader.lifecycle_timeout_s),

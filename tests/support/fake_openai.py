@@ -10,7 +10,9 @@ tests and a kernel started as a subprocess (point a provider's ``base_url`` at
         assert srv.requests[1]["messages"][-1]["role"] == "tool"
 
 When the script is empty it answers ``echo: <last user message>``. Every
-``/chat/completions`` request body is recorded in ``srv.requests``.
+``/chat/completions`` request body is recorded in ``srv.requests``;
+``/v1/audio/transcriptions`` answers ``srv.transcript`` and records the upload
+in ``srv.transcriptions``.
 Run ``python -m tests.fake_openai`` to serve until Ctrl-C (prints the base URL).
 """
 
@@ -23,6 +25,8 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
+from email import policy as email_policy
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -80,6 +84,9 @@ class FakeOpenAIServer:
         self.slots: dict[str, int] | None = None  # llama.cpp's slot files, when offered
         self.slot_calls: list[tuple[str, str]] = []  # (action, filename)
         self._timings: list[tuple[str, float]] = []
+        # ``/v1/audio/transcriptions``: each upload's fields (the file as bytes), and the text
+        self.transcriptions: list[dict[str, Any]] = []
+        self.transcript = "fake transcript"
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
         self._thread = threading.Thread(
@@ -209,7 +216,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") == "/v1/audio/transcriptions":
+            self._transcribe(raw)
+            return
+        body = json.loads(raw or b"{}")
         if self.path.startswith("/slots/"):
             self._slot(body)
             return
@@ -238,6 +249,21 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, _completion(body, item))
         with self.fake._lock:
             self.fake._timings.append((_last_user_text(body), time.perf_counter() - started))
+
+    def _transcribe(self, raw: bytes) -> None:
+        """``/v1/audio/transcriptions``: the multipart upload recorded, ``transcript``
+        answered (``{"text": ...}``)."""
+        message = BytesParser(policy=email_policy.HTTP).parsebytes(
+            f"Content-Type: {self.headers.get('Content-Type')}\r\n\r\n".encode() + raw
+        )
+        fields: dict[str, Any] = {}
+        for part in message.iter_parts():
+            name = str(part.get_param("name", header="content-disposition"))
+            payload = part.get_payload(decode=True) or b""
+            fields[name] = payload if part.get_filename() else payload.decode()
+        with self.fake._lock:
+            self.fake.transcriptions.append(fields)
+        self._send_json(200, {"text": self.fake.transcript})
 
     def _slot(self, body: dict[str, Any]) -> None:
         """llama.cpp's ``POST /slots/0?action=save|restore`` (404 unless ``slots`` is set)."""

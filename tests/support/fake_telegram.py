@@ -11,7 +11,9 @@ and kernels started as subprocesses alike (``api_base_url = srv.base_url``)::
 Implemented methods: getMe, getUpdates (long poll honouring ``offset`` and
 ``timeout``), sendMessage (with an inline keyboard), editMessageText (which,
 like Telegram, drops a keyboard it is not given again), answerCallbackQuery,
-setMyCommands, sendChatAction, deleteMyCommands, deleteMessage (recorded only); ``press`` makes a user press
+setMyCommands, sendChatAction, deleteMyCommands, deleteMessage (recorded only),
+sendPhoto and sendDocument (multipart uploads: the message's ``upload``, its text the caption),
+getFile and the file download for what ``send_file_update`` makes a user send; ``press`` makes a user press
 an inline button (a ``callback_query`` update). Every call is recorded (``calls``) with its time. Like
 Telegram it rejects bad HTML (unknown or unbalanced tags), texts over 4096
 characters, empty texts and edits that change nothing; ``fail_next`` scripts
@@ -28,12 +30,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from email import policy as email_policy
+from email.parser import BytesParser
 from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
-__all__ = ["Call", "Failure", "FakeTelegram"]
+__all__ = ["Call", "Failure", "FakeTelegram", "Upload"]
 
 TOKEN = "123456:TEST-token"
 _JSON_FIELDS = {
@@ -74,6 +78,15 @@ class Call:
 
 
 @dataclass(frozen=True)
+class Upload:
+    """A file a method was sent (``sendPhoto``'s ``photo``, ``sendDocument``'s ``document``)."""
+
+    filename: str
+    content_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
 class Failure:
     status: int = 429
     description: str = "Too Many Requests: retry after 1"
@@ -88,6 +101,7 @@ class _Message:
     parse_mode: str | None
     edits: list[str] = field(default_factory=list)
     reply_markup: dict[str, Any] | None = None
+    upload: Upload | None = None  # the photo or document sent (its text is the caption)
 
     @property
     def buttons(self) -> list[tuple[str, str]]:
@@ -114,6 +128,7 @@ class FakeTelegram:
         self._messages: list[_Message] = []
         self._failures: dict[str, deque[Failure]] = {}
         self._early: list[tuple[str, str, int]] = []  # see ``reply_before_sent``
+        self._files: dict[str, bytes] = {}  # what users sent, by file id (``getFile``)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.fake = self  # type: ignore[attr-defined]
@@ -180,6 +195,47 @@ class FakeTelegram:
             )
             self._cond.notify_all()
             return update_id
+
+    def send_file_update(
+        self,
+        kind: str,
+        data: bytes,
+        *,
+        user_id: int,
+        file_name: str = "file.bin",
+        mime_type: str = "application/octet-stream",
+        caption: str | None = None,
+    ) -> int:
+        """A user sends a ``photo``, ``document`` or ``voice`` note (``getFile`` then
+        serves ``data``); returns the update id."""
+        with self._cond:
+            file_id = f"in{len(self._files) + 1}"
+            self._files[file_id] = data
+            update_id = self._next_update
+            self._next_update += 1
+            media: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}"}
+            message: dict[str, Any] = {
+                "message_id": update_id,
+                "date": int(time.time()),
+                "chat": {"id": user_id, "type": "private"},
+                "from": {"id": user_id, "is_bot": False, "first_name": "Someone"},
+            }
+            if kind == "photo":
+                message["photo"] = [{**media, "width": 3, "height": 2, "file_size": len(data)}]
+            elif kind == "document":
+                message["document"] = {**media, "file_name": file_name, "mime_type": mime_type}
+            else:
+                message["voice"] = {**media, "duration": 1, "mime_type": mime_type}
+            if caption is not None:
+                message["caption"] = caption
+            self._updates.append({"update_id": update_id, "message": message})
+            self._cond.notify_all()
+            return update_id
+
+    def file_bytes(self, file_path: str) -> bytes | None:
+        """What ``GET /file/bot<token>/<file_path>`` serves (``getFile``'s path)."""
+        with self._cond:
+            return self._files.get(file_path.removeprefix("files/"))
 
     def press(
         self,
@@ -335,6 +391,33 @@ class FakeTelegram:
                 self._cond.wait(deadline - time.monotonic())
         return 200, _ok(_message_json(message))
 
+    def _send_media(self, params: dict[str, Any], field_name: str) -> tuple[int, Any]:
+        upload = params.get(field_name)
+        if not isinstance(upload, Upload) or not upload.data:
+            return 400, _error(400, f"Bad Request: there is no {field_name} in the request")
+        caption = str(params.get("caption", ""))
+        if len(caption) > 1024:
+            return 400, _error(400, "Bad Request: message caption is too long")
+        message = _Message(int(params["chat_id"]), self._next_message, caption, None, [])
+        message.upload = upload
+        self._next_message += 1
+        self._messages.append(message)
+        body = _message_json(message)
+        media = {"file_id": f"f{message.message_id}", "file_unique_id": f"u{message.message_id}"}
+        if field_name == "photo":
+            body["photo"] = [{**media, "width": 1, "height": 1}]
+        else:
+            body["document"] = {**media, "file_name": upload.filename}
+        body["caption"] = caption
+        body.pop("text")
+        return 200, _ok(body)
+
+    def _send_photo(self, params: dict[str, Any]) -> tuple[int, Any]:
+        return self._send_media(params, "photo")
+
+    def _send_document(self, params: dict[str, Any]) -> tuple[int, Any]:
+        return self._send_media(params, "document")
+
     def _edit_message_text(self, params: dict[str, Any]) -> tuple[int, Any]:
         text, mode = str(params.get("text", "")), params.get("parse_mode")
         chat_id, message_id = int(params["chat_id"]), int(params["message_id"])
@@ -352,6 +435,20 @@ class FakeTelegram:
         message.text, message.parse_mode, message.reply_markup = text, mode, markup
         return 200, _ok(_message_json(message))
 
+    def _get_file(self, params: dict[str, Any]) -> tuple[int, Any]:
+        file_id = str(params.get("file_id"))
+        data = self._files.get(file_id)
+        if data is None:
+            return 400, _error(400, "Bad Request: invalid file_id")
+        return 200, _ok(
+            {
+                "file_id": file_id,
+                "file_unique_id": f"u{file_id}",
+                "file_size": len(data),
+                "file_path": f"files/{file_id}",
+            }
+        )
+
     def _true(self, params: dict[str, Any]) -> tuple[int, Any]:
         return 200, _ok(True)
 
@@ -360,6 +457,9 @@ _METHODS: dict[str, Callable[[FakeTelegram, dict[str, Any]], tuple[int, Any]]] =
     "getMe": FakeTelegram._get_me,
     "sendMessage": FakeTelegram._send_message,
     "editMessageText": FakeTelegram._edit_message_text,
+    "sendPhoto": FakeTelegram._send_photo,
+    "getFile": FakeTelegram._get_file,
+    "sendDocument": FakeTelegram._send_document,
     "setMyCommands": FakeTelegram._true,
     "deleteMyCommands": FakeTelegram._true,
     "sendChatAction": FakeTelegram._true,
@@ -443,10 +543,25 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return None
 
+    def do_GET(self) -> None:
+        """``/file/bot<token>/<file_path>``: a file a user sent."""
+        fake: FakeTelegram = self.server.fake  # type: ignore[attr-defined]
+        prefix, path = f"/file/bot{fake.token}/", unquote(self.path)
+        data = fake.file_bytes(path[len(prefix) :]) if path.startswith(prefix) else None
+        self.send_response(200 if data is not None else 404)
+        body = data if data is not None else b"not found"
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length).decode()
-        params = _decode(raw, self.headers.get("Content-Type") or "")
+        raw = self.rfile.read(length)
+        content_type = self.headers.get("Content-Type") or ""
+        if content_type.startswith("multipart/form-data"):
+            params = _decode_multipart(raw, content_type)
+        else:
+            params = _decode(raw.decode(), content_type)
         parts = self.path.strip("/").split("/")
         if len(parts) != 2 or not parts[0].startswith("bot"):
             status, body = 404, _error(404, "Not Found")
@@ -462,6 +577,30 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except ConnectionError:  # the client gave up (a cancelled long poll)
             pass
+
+
+def _decode_multipart(raw: bytes, content_type: str) -> dict[str, Any]:
+    """A multipart upload (sendPhoto, sendDocument): fields as text, files as
+    ``Upload``s."""
+    message = BytesParser(policy=email_policy.HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw
+    )
+    params: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        if filename is not None:
+            params[str(name)] = Upload(filename, part.get_content_type(), payload)
+            continue
+        value: Any = payload.decode()
+        if name in _JSON_FIELDS:
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        params[str(name)] = value
+    return params
 
 
 def _decode(raw: str, content_type: str) -> dict[str, Any]:

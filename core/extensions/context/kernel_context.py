@@ -47,6 +47,7 @@ from core.extensions.contract import (
     StoreLocation,
 )
 from core.extensions.contract.context import ExtensionContext
+from core.extensions.contract.files import KeptFile
 from core.extensions.contract.permissions import declared_needs
 from core.extensions.contract.status import KernelStatus
 from core.extensions.errors import NotAvailableError, PermissionDeniedError, SecretNotDeclaredError
@@ -257,6 +258,7 @@ class KernelContext(ContextStateCalls):
         *,
         idempotency_key: str | None = None,
         sender_id: str | None = None,
+        files: Sequence[str] = (),
     ) -> int:
         self._allow("on_user_message")
         if await self._services.ui.typed_secret(text, self.extension_id, user_id, sender_id):
@@ -268,6 +270,7 @@ class KernelContext(ContextStateCalls):
             message_id=message_id,
             sender_id=sender_id,
             origin=self._services.node,
+            files=",".join(files) or None,
         ).to_payload()
         return await self._publish(SystemTopics.USER_MESSAGE, payload, None, idempotency_key)
 
@@ -447,6 +450,24 @@ class KernelContext(ContextStateCalls):
 
     async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
         return await self._services.held_notices(self.extension_id, channel_id, user_id)
+
+    async def kept_file(
+        self, user_id: str, file_id: str, channel_id: str | None = None
+    ) -> KeptFile | None:
+        return await self._services.kept_file(channel_id or self.extension_id, user_id, file_id)
+
+    async def keep_file(
+        self,
+        user_id: str,
+        name: str,
+        mime_type: str,
+        path: str,
+        channel_id: str | None = None,
+    ) -> KeptFile:
+        keep = self._services.keep_file
+        if keep is None:
+            raise NotAvailableError("this kernel keeps no files (it is not running)")
+        return await keep(channel_id or self.extension_id, user_id, name, mime_type, path)
 
     def request_restart(self) -> None:
         self._require_control(lambda: self._allow("request_restart"))

@@ -11,6 +11,7 @@ from core.extensions.context.agent_gateway import AgentGateway
 from core.extensions.context.shared_services import ServiceRegistry
 from core.extensions.context.ui_gateway import UiGateway
 from core.extensions.contract.data import Leadership, McpAnswer
+from core.extensions.contract.files import KeptFile
 from core.extensions.contract.status import KernelStatus
 
 if TYPE_CHECKING:
@@ -31,6 +32,10 @@ async def _none_listed() -> list[tuple[str, str]]:
 
 async def _none_held() -> list[str]:
     return []
+
+
+async def _no_file() -> KeptFile | None:
+    return None
 
 
 class KernelOperations(Protocol):
@@ -76,6 +81,12 @@ class KernelServices:
     held_notices: Callable[[str, str, str], Awaitable[list[str]]] = lambda _ext, _channel, _user: (
         _none_held()
     )
+    # (channel id, user id, file id) -> that person's kept file (ADR 0096)
+    kept_file: Callable[[str, str, str], Awaitable[KeptFile | None]] = (
+        lambda _channel, _user, _file: _no_file()
+    )
+    # (channel id, user id, name, MIME type, path) -> the upload kept for that person
+    keep_file: Callable[[str, str, str, str, str], Awaitable[KeptFile]] | None = None
     # whether an extension gets traffic now (the kernel's wiring); events for
     # one that is not are dropped, not handed to it
     is_wired: Callable[[str], bool] = field(default=lambda _ext_id: True)

@@ -48,6 +48,7 @@ from core.extensions.contract.data import (
     TurnOutcome,
     UserRequest,
 )
+from core.extensions.contract.files import Artifact, FileChannel, KeptFile, attach
 from core.extensions.contract.hook_specs import HOOK_SPECS, HookSpec
 from core.extensions.contract.hooks import *  # noqa: F403 (every hook point, by its __all__)
 from core.extensions.contract.postprocess import (
@@ -59,6 +60,11 @@ from core.extensions.contract.postprocess import (
     PostProcessorProvider,
     PostProcessResult,
     PostProcessTopics,
+)
+from core.extensions.contract.render import (
+    RenderHint,
+    ToolRendererProvider,
+    hint_text,
 )
 from core.extensions.contract.status import (
     DeadLetterState,
@@ -82,6 +88,7 @@ __all__ = [
     "AgentProvider",
     "AgentResponse",
     "Annotated",
+    "Artifact",
     "ChannelProvider",
     "Command",
     "CommandHandler",
@@ -96,9 +103,11 @@ __all__ = [
     "Extension",
     "ExtensionContext",
     "ExtensionState",
+    "FileChannel",
     "GuardrailTrip",
     "HookSpec",
     "InteractiveChannel",
+    "KeptFile",
     "KernelStatus",
     "Leadership",
     "McpAnswer",
@@ -111,6 +120,7 @@ __all__ = [
     "PostProcessTopics",
     "PostProcessor",
     "PostProcessorProvider",
+    "RenderHint",
     "RequestOption",
     "SchedulerProvider",
     "ServiceProvider",
@@ -124,10 +134,13 @@ __all__ = [
     "ToolCall",
     "ToolDecision",
     "ToolProvider",
+    "ToolRendererProvider",
     "TurnContext",
     "TurnOutcome",
     "UserRequest",
     "WorkflowProvider",
+    "attach",
+    "hint_text",
     "reply_address",
     "split_reply_address",
 ]

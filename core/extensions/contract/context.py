@@ -19,6 +19,7 @@ from core.extensions.contract.data import (
     StateScope,
     StoreLocation,
 )
+from core.extensions.contract.files import KeptFile
 from core.extensions.contract.hook_declaration import CONVERSATIONS
 from core.extensions.contract.permissions import Permission, needs
 from core.extensions.contract.status import KernelStatus
@@ -165,9 +166,11 @@ class ExtensionContext(Protocol):
         *,
         idempotency_key: str | None = None,
         sender_id: str | None = None,
+        files: Sequence[str] = (),
     ) -> int:
         """Journal a ``user.message`` (channel defaults to this extension); ``sender_id``:
-        who typed it when ``user_id`` is a group chat (only they answer its questions).
+        who typed it when ``user_id`` is a group chat (only they answer its questions);
+        ``files``: ids of files kept with ``keep_file`` that came with it (ADR 0096).
         Returns the event's id; 0 for ``/answer ID …`` to a ``secret`` question, which
         is answered in memory and never journaled (ADR 0048)."""
         ...
@@ -237,6 +240,28 @@ class ExtensionContext(Protocol):
         display_name, description, category, version, keywords, display_order,
         parameters, output_schema, output_target, builtin, owner}]}`` for the person
         ``user_id`` is on ``channel_id`` (default: this extension's channel)."""
+        ...
+
+    async def kept_file(
+        self, user_id: str, file_id: str, channel_id: str | None = None
+    ) -> KeptFile | None:
+        """The file ``file_id`` kept for the person ``user_id`` is on ``channel_id``
+        (default: this extension's channel), ADR 0096; ``None`` when that person has
+        no such file: one person never reaches another's, whatever the id."""
+        ...
+
+    async def keep_file(
+        self,
+        user_id: str,
+        name: str,
+        mime_type: str,
+        path: str,
+        channel_id: str | None = None,
+    ) -> KeptFile:
+        """Keep a file the person ``user_id`` sent (an upload, a photo), written by
+        the channel at ``path`` (in its data dir; the kernel copies it, the channel
+        may remove it): a ``ValueError`` naming ``files.max_bytes`` when it is larger
+        (ADR 0096)."""
         ...
 
     async def held_notices(self, channel_id: str, user_id: str) -> list[str]:

@@ -28,6 +28,7 @@ from core.extensions.contract import (
     StatusReporter,
     StreamingChannelProvider,
     ToolProvider,
+    ToolRendererProvider,
     WorkflowProvider,
 )
 from core.extensions.contract.hook_specs import CONVERSATIONS, HOOK_SPECS
@@ -61,6 +62,7 @@ class Capability(StrEnum):
     # answer post-processors (SPEC §9, seed 000)
     POST_PROCESSOR = "PostProcessor"
     POST_PROCESSOR_PROVIDER = "PostProcessorProvider"
+    TOOL_RENDERER = "ToolRendererProvider"  # render hints of tool calls (ADR 0096)
 
 
 # protocol -> the methods the kernel awaits
@@ -85,6 +87,7 @@ PROTOCOLS: dict[type, tuple[str, ...]] = {
     **{spec.protocol: (spec.method,) for spec in HOOK_SPECS},
     PostProcessor: ("execute",),
     PostProcessorProvider: (),
+    ToolRendererProvider: ("render_tool",),
 }
 HOOKS: frozenset[Capability] = frozenset(Capability(spec.capability) for spec in HOOK_SPECS)
 # capability -> the manifest permission it needs (SPEC §6): the hooks' column of the
@@ -95,6 +98,7 @@ PERMISSIONS: dict[Capability, str] = {
     Capability.CONTEXT: CONVERSATIONS,
     Capability.POST_PROCESSOR: CONVERSATIONS,
     Capability.POST_PROCESSOR_PROVIDER: CONVERSATIONS,
+    Capability.TOOL_RENDERER: CONVERSATIONS,  # it reads tools' arguments and results
 }
 LIFECYCLE_ASYNC = ("initialize", "start", "stop", "destroy")
 

@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from core.extensions.contract import (
     CommandProvider,
     EventHandler,
     Extension,
+    KeptFile,
     KernelStatus,
     Leadership,
     McpAnswer,
@@ -93,6 +95,8 @@ class FakeContext:
     post_processors: list[tuple[str, str]] = field(default_factory=list)
     # what held_notices answers: (channel id, user id) -> the texts waiting there
     held: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # what keep_file kept, by id (kept_file answers a user their own files only)
+    files: dict[str, KeptFile] = field(default_factory=dict)
     restarts_requested: int = 0
     shutdowns_requested: int = 0
     # (session id, or None for extension scope; key) -> the stored value
@@ -205,10 +209,13 @@ class FakeContext:
         *,
         idempotency_key: str | None = None,
         sender_id: str | None = None,
+        files: Sequence[str] = (),
     ) -> int:
         message = {"text": text, "user_id": user_id, "channel_id": channel_id or self.extension_id}
         if sender_id is not None:
             message["sender_id"] = sender_id
+        if files:
+            message["files"] = ",".join(files)
         self.user_messages.append({**message, "message_id": message_id})
         return await self.emit(SystemTopics.USER_MESSAGE, message, idempotency_key=idempotency_key)
 
@@ -253,6 +260,27 @@ class FakeContext:
 
     async def held_notices(self, channel_id: str, user_id: str) -> list[str]:
         return list(self.held.get((channel_id, user_id), []))
+
+    async def kept_file(
+        self, user_id: str, file_id: str, channel_id: str | None = None
+    ) -> KeptFile | None:
+        found = self.files.get(file_id)
+        return found if found is not None and found.person == user_id else None
+
+    async def keep_file(
+        self,
+        user_id: str,
+        name: str,
+        mime_type: str,
+        path: str,
+        channel_id: str | None = None,
+    ) -> KeptFile:
+        file_id = f"{len(self.files) + 1:024x}"
+        # a test double: the size of the file when there is one
+        size = os.path.getsize(path) if os.path.isfile(path) else 0  # noqa: ASYNC240
+        kept = KeptFile(file_id, name, mime_type, size, path, "", user_id)
+        self.files[file_id] = kept
+        return kept
 
     # ------------------------------------------------------------ agents
 

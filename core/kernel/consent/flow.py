@@ -35,6 +35,7 @@ from core.events.models import Event
 from core.events.system_payloads import TurnResume, UiAnswer, read_system_payload
 from core.events.topics import SystemTopics
 from core.extensions.contract import ToolCall, TurnContext
+from core.extensions.contract.files import COLLECTING, Artifact, KeptFile
 from core.kernel.consent.desk import ApprovalDesk, Responder
 from core.kernel.consent.gate import ConsentGate
 from core.kernel.consent.store import PausedTurn
@@ -43,6 +44,7 @@ from core.kernel.consent.wording import denial_for_model, parse_answer
 from core.kernel.conversations.ledger import StoredReply
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
+from core.kernel.files import TurnFiles
 from core.kernel.postprocess import PostQuery, PostSpec
 from core.kernel.scale.seam import TurnHandler, TurnLock
 from core.kernel.turns.outbox import ReplyOutbox
@@ -81,8 +83,10 @@ class ApprovalFlow:
         household: Household | None = None,
         *,
         turn_lock: TurnLock,
+        files: TurnFiles | None = None,
     ) -> None:
         self.desk = desk
+        self.files = files  # the files a resumed turn's tools attach (ADR 0096)
         self._turn_lock = turn_lock
         self.household = household or Household({}, [])
         self.gate = gate
@@ -161,6 +165,7 @@ class ApprovalFlow:
         session = await self._conversations.session_by_id(paused.session_id)
         stored = await session.recorded(message_key)
         usage = None
+        kept: list[KeptFile] = []
         if stored is None:
             interrupted = paused.status == "resuming"
             if interrupted:  # a crash in the middle of the last attempt
@@ -174,20 +179,34 @@ class ApprovalFlow:
                 self._apply(state, paused, interrupted)
 
             query = _query_of(paused.query)
-            result = await self._runner.resume(
-                paused.state, paused.input_items, turn, decide, query
-            )
+            collected: list[Artifact] = []  # what the approved tools attach (ADR 0096)
+            collecting = COLLECTING.set(collected)
+            try:
+                result = await self._runner.resume(
+                    paused.state, paused.input_items, turn, decide, query
+                )
+            finally:
+                COLLECTING.reset(collecting)
             if result.paused is not None:
                 await self.pause(paused.message_id, turn, result)
                 return
             self.gate.forget(message_key)
+            answer = result.reply
+            if collected and self.files is not None:
+                kept, problems = await self.files.keep(turn, collected)
+                answer = "\n\n".join([answer, *problems]) if problems else answer
             reply = StoredReply(
-                message_key, paused.channel_id, paused.user_id, result.reply, result.followup
+                message_key, paused.channel_id, paused.user_id, answer, result.followup
             )
             stored = await session.commit_turn(reply, result.items, result.records)
             usage = result.usage
         await self.desk.finish(message_key)
+        channel = self._outbox.channel(stored.channel_id) if kept else None
+        if kept and self.files is not None:
+            await self.files.send(channel, stored.user_id, kept)
         await self._outbox.deliver(paused.message_id, stored, usage=usage)
+        if kept and self.files is not None:
+            await self.files.tell(channel, stored.user_id, kept)
 
     def _apply(self, state: RunState[Any, Any], paused: PausedTurn, interrupted: bool) -> None:
         """The user's decisions on the restored state: approve with the arguments the

@@ -152,6 +152,10 @@ class ReplyOutbox:
         # forward to, so a reply asks the seam nothing (chosen once)
         self._shared = scale.placement.shared
 
+    def channel(self, channel_id: str) -> Any:
+        """The channel replies to ``channel_id`` go to now (``None``: not loaded here)."""
+        return self._channel_for(channel_id)
+
     async def in_order(self, channel_id: str, user_id: str) -> None:
         """Before a reply or stream of this process reaches ``user_id``: the replies
         other nodes answered earlier are sent first (ADR 0036)."""

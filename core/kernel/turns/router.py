@@ -54,10 +54,12 @@ from core.events.system_payloads import (
 )
 from core.events.topics import SystemTopics
 from core.extensions.contract import StreamingChannelProvider, TurnContext, TurnOutcome
+from core.extensions.contract.files import COLLECTING, Artifact, KeptFile
 from core.kernel.commands.table import CommandRegistry, ParsedCommand, parse_command
 from core.kernel.conversations.ledger import ConversationSession, StoredReply
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
+from core.kernel.files import Offering, TurnFiles
 from core.kernel.scale.placement import ROUTER_SUBSCRIBER
 from core.kernel.scale.seam import Scale, TurnHandler
 from core.kernel.shaping.context_chain import ContextChain
@@ -67,6 +69,7 @@ from core.kernel.turns.consent_stage import NO_CONSENT, ConsentStage
 from core.kernel.turns.notices import KERNEL_SOURCE, Notices
 from core.kernel.turns.outbox import OpenStream, ReplyOutbox
 from core.kernel.turns.streaming import channel_callbacks
+from core.kernel.turns.tool_hints import ToolHints
 from core.kernel.turns.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
 
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
@@ -93,6 +96,9 @@ class MessageRouter:
         household: Household | None = None,
         turns: TurnsSettings | None = None,
         spending: TurnSpending = NO_SPENDING,
+        files: TurnFiles | None = None,
+        offering: Offering | None = None,
+        hints: ToolHints | None = None,
     ) -> None:
         self.bus = bus
         self.household = household or Household({}, [])
@@ -109,6 +115,9 @@ class MessageRouter:
         self.consent = consent  # the approval flow's stage (ADR 0021, 0052)
         self.spending = spending  # usage rows with each turn, the budget (ADR 0061)
         self.running = RunningTurns()
+        self.files = files  # a turn's artifacts, kept and sent after its reply (ADR 0096)
+        self.offering = offering  # the files a message came with, for the model
+        self.hints = hints  # tool renderers, for streamed tool calls (ADR 0096)
         # background tasks become workflow runs: listed, cancellable, kept (ADR 0091)
         self.background: Callable[[str, str, str | None], Awaitable[Any]] | None = None
 
@@ -165,7 +174,7 @@ class MessageRouter:
                 async with self.conversations.command_lock(key):
                     await self._answer_command(event, command, message, key)
                 return
-            if not text.strip():
+            if not text.strip() and not message.files:
                 return
             async with self.scale.turn_lock(key, (event.id, channel_id, user_id)):
                 session = await self._live_session(key, channel_id, user_id)
@@ -174,7 +183,9 @@ class MessageRouter:
                 turn = self.household.turn(message, session.session_id, message_key(event))
                 if waiting and await self._was_an_answer(event, text, turn, session):
                     return
-                await self._run_turn(event, text, turn, session, key, message.origin, waiting)
+                await self._run_turn(
+                    event, text, turn, session, key, message.origin, waiting, message.files
+                )
 
     async def _was_an_answer(
         self, event: Event, text: str, turn: TurnContext, session: ConversationSession
@@ -230,15 +241,18 @@ class MessageRouter:
         key: str,
         origin: str | None = None,
         waiting: bool = True,
+        files: str | None = None,
     ) -> None:
         """Run, record and deliver the turn of a message (``key``: its conversation;
-        ``waiting``: some turn may be paused on questions, this one too)."""
+        ``waiting``: some turn may be paused on questions, this one too; ``files``:
+        the ids of the files it came with, ADR 0096)."""
         assert turn.user_id is not None and turn.channel_id is not None
         # a first delivery cannot have a recorded reply (``_recorded``): no read
         stored = None if event.attempt <= 1 else await _recorded(session, event)
         stream: OpenStream | None = None
         usage = None  # a reply recorded before (a redelivery) goes without its usage
         result: TurnResult | None = None
+        kept: list[KeptFile] = []
         if stored is None:
             if waiting and self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
@@ -250,18 +264,23 @@ class MessageRouter:
                 await self.outbox.in_order(turn.channel_id, turn.user_id)
                 stream = await self.outbox.open_stream(channel, turn.user_id)
                 if stream is not None and stream.live:
-                    callbacks = channel_callbacks(channel, turn.user_id)
+                    callbacks = channel_callbacks(channel, turn.user_id, self.hints, turn)
             started = time.monotonic()
             # a spent budget refuses (ADR 0061); an admitted turn holds its estimate
             # until it ends, however it ends (ADR 0075)
             refused = await self.spending.before_turn(turn, text)
             budgeted = self.spending.budgeted  # no budget: nothing held, nothing to tell
+            collected: list[Artifact] = []  # what the turn's tools attach (ADR 0096)
+            collecting = COLLECTING.set(collected)
             try:
                 if refused is not None:
                     ran: TurnResult | None = TurnResult(refused, [], "blocked")
                 else:
+                    parts = None
+                    if files and self.offering is not None:
+                        text, parts = await self.offering.offer(turn, files, text)
                     ran = await self.running.run(
-                        key, self.runner.run(text, turn, session, callbacks)
+                        key, self.runner.run(text, turn, session, callbacks, parts)
                     )
                 result = ran if ran is not None else await self._cancelled(event, turn, started)
                 if result.paused is not None:
@@ -270,11 +289,16 @@ class MessageRouter:
                         stream = None
                     if await self.consent.pause(event.id, turn, result):
                         return
+                answer = result.reply
+                if collected and self.files is not None:
+                    kept, problems = await self.files.keep(turn, collected)
+                    answer = "\n\n".join([answer, *problems]) if problems else answer
                 reply = StoredReply(
-                    message_key(event), turn.channel_id, turn.user_id, result.reply, result.followup
+                    message_key(event), turn.channel_id, turn.user_id, answer, result.followup
                 )
                 stored = await session.commit_turn(reply, result.items, result.records)
             finally:
+                COLLECTING.reset(collecting)
                 if budgeted:
                     await self.spending.end_turn(turn)
             usage = result.usage
@@ -282,7 +306,11 @@ class MessageRouter:
             notice = await self.spending.after_turn(turn) if answered else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
+        if kept and self.files is not None:  # a file channel's, before the reply ends
+            await self.files.send(self.channels.get(turn.channel_id), turn.user_id, kept)
         await self._deliver_once(event, session, stored, stream, origin, usage)
+        if kept and self.files is not None:  # any other channel's, a line after the reply
+            await self.files.tell(self.channels.get(turn.channel_id), turn.user_id, kept)
         if result is not None:  # the turn's end, off the reply's path (ADR 0065)
             await self.runner.tell_end(turn, result)
 

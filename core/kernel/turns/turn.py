@@ -68,6 +68,7 @@ from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.commands.table import TOO_SLOW
 from core.kernel.compaction import HistoryCompactor
 from core.kernel.conversations.ledger import ConversationSession, LedgerWrite
+from core.kernel.files import with_parts
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
 from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.shaping.context_chain import ContextChain
@@ -192,14 +193,16 @@ class TurnRunner:
         turn: TurnContext,
         session: ConversationSession,
         stream: tuple[Callback, Callback] | None = None,
+        parts: list[dict[str, Any]] | None = None,
     ) -> TurnResult:
-        """One conversational turn; ``stream`` = (on_chunk, on_tool_call) for live output.
+        """One conversational turn; ``stream`` = (on_chunk, on_tool_call) for live output;
+        ``parts``: the pictures the message came with (``input_image``, ADR 0096).
 
         While an output hook may rewrite the answer, only tool statuses are
         streamed: the user never sees raw text the hooks would have changed.
         """
         with serving(turn):  # extensions' session state is this turn's session
-            return await self._run(text, turn, session, stream)
+            return await self._run(text, turn, session, stream, parts)
 
     async def _run(
         self,
@@ -207,6 +210,7 @@ class TurnRunner:
         turn: TurnContext,
         session: ConversationSession,
         stream: tuple[Callback, Callback] | None,
+        parts: list[dict[str, Any]] | None = None,
     ) -> TurnResult:
         started = time.monotonic()
         for told in self._started:  # the text as the user sent it
@@ -233,6 +237,8 @@ class TurnRunner:
                 asked = cast(Items, [{"role": "user", "content": said}])
                 return TurnResult(shaped.reply, [*asked, answer], "short_circuit")
             prompt_text = input_text(shaped)
+            if parts:  # the message's pictures join its text (ADR 0096)
+                shaped = with_parts(shaped, parts)
             additions = NO_ADDITIONS  # none asked for while no extension has one
             if self.additions.ordered():
                 additions = await self.additions.for_turn(turn, prompt_text)

@@ -134,6 +134,7 @@ class _Api:
             chat.stream,
             self.backend.tokens.caller(request),
             post_processor_asks(chat.extensions),
+            chat.newest_user_images(),
         )
         pending = await self._submit(ask)
         ident = f"chatcmpl-{pending.tag}"

@@ -30,6 +30,7 @@ from typing import Any
 from core.extensions.contract import (
     Event,
     ExtensionContext,
+    KeptFile,
     PostProcessTopics,
     UserRequest,
     reply_address,
@@ -40,6 +41,7 @@ from core.extensions.sdk import BaseExtension
 from .app import build_app
 from .auth import TOKEN_SECRET, TokenCheck
 from .config import ApiConfig, host_port, parse_config
+from .files import file_entry, file_line, files_route, keep_images
 from .limits import LoginThrottle
 from .mcp_route import McpEndpoint
 from .notifications import Notifications
@@ -119,7 +121,8 @@ class HttpApiChannel(BaseExtension):
         self.tokens = TokenCheck(token, await self.store.revoked_sessions())
         await self.store.prune(config.notifications_keep)
         self.notifications = Notifications(self.store, config.notifications_keep, context.logger)
-        app = build_app(self, [*web_routes(self, Path(__file__).parent / "web"), self.mcp.route])
+        web = web_routes(self, Path(__file__).parent / "web")
+        app = build_app(self, [*web, self.mcp.route, files_route(self)])
         self.server = ApiServer(app, config, context.logger)
 
     async def start(self) -> None:
@@ -223,10 +226,12 @@ class HttpApiChannel(BaseExtension):
             pending.expects_results = await self._asks_post_processors(
                 place.conversation, place.text
             )
+            kept = await keep_images(self.context, ask.images) if ask.images else []
             await self.context.on_user_message(
                 place.text,
                 reply_address(place.conversation, tag),
                 idempotency_key=f"{self.context.extension_id}:{tag}" if key else None,
+                files=kept,
             )
         except BaseException:
             self.book.drop(pending)
@@ -373,6 +378,16 @@ class HttpApiChannel(BaseExtension):
         self, user_id: str, message: str, usage: dict[str, int] | None = None
     ) -> None:
         await self._delivered(user_id, message, stream_end=False, usage=usage)
+
+    async def send_file(self, user_id: str, file: KeptFile) -> None:
+        """A tool's file (ADR 0096): with the reply the request waits for, else a
+        notification naming its link."""
+        conversation, tag = split_reply_address(user_id)
+        pending = self.book.find(tag)
+        if pending is not None and not pending.done:
+            pending.files.append(file_entry(file))
+        else:
+            await self._notes().add(conversation, file_line(file))
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: offered to every conversation."""

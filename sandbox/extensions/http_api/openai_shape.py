@@ -65,9 +65,21 @@ class Loose(BaseModel):
 _M = TypeVar("_M", bound=BaseModel)
 
 
+class ImageUrl(Loose):
+    url: str
+
+
 class ContentPart(Loose):
     type: str
     text: str | None = None
+    image_url: ImageUrl | str | None = None  # ``image_url`` parts: a ``data:`` URL
+
+    @property
+    def image(self) -> str | None:
+        """The part's image URL, when it is an image."""
+        if self.type != "image_url" or self.image_url is None:
+            return None
+        return self.image_url if isinstance(self.image_url, str) else self.image_url.url
 
 
 class ChatMessage(Loose):
@@ -111,10 +123,19 @@ class ChatRequest(Loose):
         for message in reversed(self.messages):
             if message.role == "user":
                 text = message.text()
-                if text.strip():
+                if text.strip() or self.newest_user_images():
                     return text
                 break
         raise ApiError(400, "messages: the newest user message has no text", param="messages")
+
+    def newest_user_images(self) -> tuple[str, ...]:
+        """The image URLs of the newest user message (``image_url`` parts, ADR 0096)."""
+        for message in reversed(self.messages):
+            if message.role == "user":
+                if not isinstance(message.content, list):
+                    return ()
+                return tuple(url for p in message.content if (url := p.image) is not None)
+        return ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +153,17 @@ class Ask:
     stream: bool = False
     caller: str = ""
     extensions: tuple[tuple[str, str | None], ...] = ()
+    images: tuple[str, ...] = ()  # the newest user message's images (``data:`` URLs)
 
     @property
     def body_hash(self) -> str:
-        """What the request asks (its conversation, messages and post-processors),
-        hashed: an idempotency key is bound to it."""
+        """What the request asks (its conversation, messages, post-processors and
+        images), hashed: an idempotency key is bound to it."""
         asked: list[Any] = [self.conversation, self.messages]
         if self.extensions:
             asked.append(self.extensions)
+        if self.images:
+            asked.append([hashlib.sha256(url.encode()).hexdigest() for url in self.images])
         data = json.dumps(asked, ensure_ascii=False)
         return hashlib.sha256(data.encode()).hexdigest()
 

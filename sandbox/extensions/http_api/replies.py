@@ -78,6 +78,7 @@ class PendingReply:
         self.on_page = False  # a message of the web page's chat: its reply is kept too
         self.turns: list[Any] | None = None  # the client's chat, when it names no conversation
         self.caller = ""  # who asked (the chat's digest is the caller's)
+        self.files: list[dict[str, Any]] = []  # the turn's files (``hearth.files``, ADR 0096)
 
     @property
     def done(self) -> bool:

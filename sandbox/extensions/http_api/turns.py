@@ -105,7 +105,8 @@ def shown_text(pending: PendingReply, reply: str) -> str:
 async def extra_fields(pending: PendingReply) -> dict[str, Any] | None:
     """``hearth``: ``postprocess`` results and the ``turn_id`` they are kept under
     (``GET /v1/postprocess/{turn_id}``) when the message asked for post-processors,
-    ``questions`` when the turn waits for an answer (the web page's buttons)."""
+    ``questions`` when the turn waits for an answer (the web page's buttons),
+    ``files`` the turn's tools returned (links to ``GET /v1/files/{id}``)."""
     extra: dict[str, Any] = {}
     results = await pending.post_results(POST_RESULTS_WAIT_S)
     if results is not None:
@@ -114,6 +115,8 @@ async def extra_fields(pending: PendingReply) -> dict[str, Any] | None:
             extra["turn_id"] = pending.turn_id
     if pending.questions:
         extra["questions"] = list(pending.questions.values())
+    if pending.files:
+        extra["files"] = pending.files
     return extra or None
 
 

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
-from telegram import Bot, BotCommand, Update, User
+from telegram import Bot, BotCommand, Message, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
 from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
 
 from .allowlist import AllowList
 from .chats import ChatTargets
 from .config import TelegramConfig, parse_config
+from .incoming import fetch_file, file_url_of, incoming_file
 from .polling import Poller
 from .questions import QuestionBoard
 from .sender import Sender
@@ -73,7 +75,8 @@ class TelegramChannel(BaseExtension):
         config = self._config = parse_config(context.get_config)
         if not token:
             return  # only the setup loads it so (a normal start skips it): start() refuses
-        bot = self._bot = Bot(token, base_url=config.api_base_url or DEFAULT_BASE_URL)
+        base_url = config.api_base_url or DEFAULT_BASE_URL
+        bot = self._bot = Bot(token, base_url=base_url, base_file_url=file_url_of(base_url))
         log = context.logger
         pairings = self._pairings = Pairings(context.data_dir, label="Telegram", prefix="telegram")
         await asyncio.to_thread(pairings.load)
@@ -169,7 +172,7 @@ class TelegramChannel(BaseExtension):
                 await self._offer_pairing(user.id)
             return
         if message.text is None:
-            self._context().logger.info("ignoring a non-text message from user %d", user.id)
+            await self._on_file(message, chats.address(chat.id), update.update_id)
             return
         if group and _for_another_bot(message.text, _username(bot)):
             return
@@ -189,6 +192,37 @@ class TelegramChannel(BaseExtension):
             message_id=str(message.message_id),
             idempotency_key=f"telegram:{update.update_id}",
             sender_id=str(user.id),
+        )
+
+    async def _on_file(self, message: Message, address: str, update_id: int) -> None:
+        """A photo, a document or a voice note (ADR 0096): kept for its person, then
+        journaled with its caption; one over ``files.max_bytes`` is refused in the chat
+        with the limit named. Anything else (a sticker, a location) is ignored."""
+        sender = str(message.from_user.id) if message.from_user else address
+        got = incoming_file(message)
+        if got is None:
+            self._context().logger.info("ignoring a message with no text or file from %s", sender)
+            return
+        name, mime_type, file_id = got
+        try:
+            path = await fetch_file(self._parts()[0], file_id, self._context().data_dir, name)
+        except TelegramError as exc:  # "file is too big" (Bot API: 20 MB) among them
+            await self._send().send_text(message.chat.id, f"I could not take {name}: {exc}")
+            return
+        try:
+            kept = await self._context().keep_file(address, name, mime_type, str(path))
+        except ValueError as exc:
+            await self._send().send_text(message.chat.id, f"I could not take {exc}")
+            return
+        finally:
+            await asyncio.to_thread(path.unlink, True)
+        await self._context().on_user_message(
+            message.caption or "",
+            address,
+            message_id=str(message.message_id),
+            idempotency_key=f"telegram:{update_id}",
+            sender_id=sender,
+            files=[kept.file_id],
         )
 
     async def _offer_pairing(self, user_id: int) -> None:
@@ -237,6 +271,12 @@ class TelegramChannel(BaseExtension):
 
     async def send_to_user(self, user_id: str, message: str) -> None:
         await self._send().send_text(self._parts()[2].chat_for(user_id), message)
+
+    async def send_file(self, user_id: str, file: KeptFile) -> None:
+        """A file a tool returned (ADR 0096): a picture as a photo, else a document."""
+        data = await asyncio.to_thread(Path(file.path).read_bytes)
+        chat = self._parts()[2].chat_for(user_id)
+        await self._send().send_file(chat, file.name, data, file.caption, photo=file.is_image)
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: ``default_chat_id``, else the first

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from telegram import Bot, Message
+from telegram import Bot, InputFile, Message
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
 from core.extensions.sdk import Backoff
@@ -29,6 +29,7 @@ T = TypeVar("T")
 BACKOFF_MAX_S = 30.0
 SEND_BACKOFF = Backoff(0.5, BACKOFF_MAX_S)
 RETRY_AFTER_MAX_S = 600.0
+CAPTION_MAX = 1024  # Telegram's longest caption
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:
@@ -91,6 +92,22 @@ class Sender:
             send(piece, None),
             attempts,
         )
+        return message.message_id
+
+    async def send_file(
+        self, chat_id: int, name: str, data: bytes, caption: str, *, photo: bool
+    ) -> int:
+        """Send a file: ``sendPhoto`` for a picture, ``sendDocument`` for anything
+        else, with its caption (cut to Telegram's 1024 characters)."""
+        text = caption[:CAPTION_MAX] or None
+
+        def send() -> Awaitable[Message]:
+            if photo:
+                return self.bot.send_photo(chat_id, InputFile(data, name), caption=text)
+            return self.bot.send_document(chat_id, InputFile(data, name), caption=text)
+
+        method = "sendPhoto" if photo else "sendDocument"
+        message = await self.call(f"{method} to {chat_id}", send)
         return message.message_id
 
     async def edit_piece(

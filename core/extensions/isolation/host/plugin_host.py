@@ -26,6 +26,7 @@ from typing import Any
 from core.extensions.access.state_scope import serving
 from core.extensions.contract import HOST_ABI_VERSION, Command, TurnContext
 from core.extensions.contract.channels import USAGE_KEYWORD, takes_usage
+from core.extensions.contract.files import COLLECTING, Artifact
 from core.extensions.contract.hook_specs import HOOK_SPECS
 from core.extensions.isolation.host.client_context import (
     ClientContext,
@@ -33,6 +34,7 @@ from core.extensions.isolation.host.client_context import (
     serving_call,
 )
 from core.extensions.isolation.host.limits import HostLimits, apply_limits
+from core.extensions.isolation.protocol.artifacts import ARTIFACTS, artifacts_to_wire
 from core.extensions.isolation.protocol.framing import (
     event_from_wire,
     invocation_from_wire,
@@ -210,8 +212,16 @@ class HostServer:
             tool_call_id=params.call_id or "isolated",
             tool_arguments=params.args or "{}",
         )
-        with serving(turn), serving_call(params.served):
-            return _jsonable(await tool.on_invoke_tool(context, params.args or "{}"))
+        collected: list[Artifact] = []  # what the tool attaches (ADR 0096)
+        collecting = COLLECTING.set(collected)
+        try:
+            with serving(turn), serving_call(params.served):
+                result = _jsonable(await tool.on_invoke_tool(context, params.args or "{}"))
+        finally:
+            COLLECTING.reset(collecting)
+        if not collected:
+            return result
+        return {ARTIFACTS: artifacts_to_wire(collected), "result": result}
 
     async def rpc_command(self, params: CommandParams) -> str | None:
         command = self.commands.get(params.name)

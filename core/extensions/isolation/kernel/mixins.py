@@ -22,11 +22,16 @@ from core.extensions.contract import (
     AgentInvocationContext,
     AgentResponse,
     Command,
+    RenderHint,
     TurnContext,
     UserRequest,
+    attach,
 )
+from core.extensions.contract.files import COLLECTING
+from core.extensions.contract.render import ToolPhase
 from core.extensions.isolation.kernel.hook_mixins import HOOK_MIXINS
 from core.extensions.isolation.kernel.proxy_core import ProxyCore
+from core.extensions.isolation.protocol.artifacts import ARTIFACTS, artifacts_from_wire
 from core.extensions.isolation.protocol.errors import IsolationError, RemoteError
 from core.extensions.isolation.protocol.framing import (
     invocation_to_wire,
@@ -57,11 +62,17 @@ class ToolProxy(ProxyCore):
             served = served_token(self.ext_id)
             params = CallToolParams(name, args, turn_to_wire(turn), call_id, served).to_wire()
             try:
-                return await self.remote(HostMethod.CALL_TOOL, params)
+                answer = await self.remote(HostMethod.CALL_TOOL, params)
             except RemoteError as exc:  # the tool itself raised: what, as in-process
                 return tool_failure_text(name, describe_tool_error(exc))
             except IsolationError as exc:  # the boundary failed: timeout, host gone
                 return tool_failure_text(name, str(exc))
+            if isinstance(answer, dict) and ARTIFACTS in answer:  # files it attached
+                if COLLECTING.get() is not None:  # a turn that sends them (not a workflow's)
+                    for artifact in artifacts_from_wire(answer[ARTIFACTS]):
+                        attach(artifact)
+                return answer.get("result")
+            return answer
 
         tool = FunctionTool(
             name=name,
@@ -184,6 +195,22 @@ class StatusProxy(ProxyCore):
         return [str(line) for line in result or []]
 
 
+class ToolRendererProxy(ProxyCore):
+    async def render_tool(
+        self, tool: str, phase: ToolPhase, arguments: str, result: str | None
+    ) -> RenderHint | None:
+        answer = await self.call_method("render_tool", tool, phase, arguments, result)
+        if not isinstance(answer, dict):
+            return None
+        fields = tuple((str(n), str(v)) for n, v in answer.get("fields") or ())
+        return RenderHint(
+            answer.get("kind", "text"),
+            str(answer.get("text", "")),
+            str(answer.get("title", "")),
+            fields,
+        )
+
+
 MIXINS: dict[str, type[ProxyCore]] = {
     Capability.TOOL: ToolProxy,
     Capability.CHANNEL: ChannelProxy,
@@ -196,6 +223,7 @@ MIXINS: dict[str, type[ProxyCore]] = {
     Capability.SETUP: SetupProxy,
     Capability.COMMAND: CommandProxy,
     Capability.STATUS: StatusProxy,
+    Capability.TOOL_RENDERER: ToolRendererProxy,
     **HOOK_MIXINS,
 }
 

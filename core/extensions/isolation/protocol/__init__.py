@@ -9,6 +9,11 @@ of them anyway and none is heavy (ADR 0081). Each name is declared once, as
 
 from __future__ import annotations
 
+from core.extensions.isolation.protocol.artifacts import (
+    ARTIFACTS as ARTIFACTS,
+    artifacts_from_wire as artifacts_from_wire,
+    artifacts_to_wire as artifacts_to_wire,
+)
 from core.extensions.isolation.protocol.context_calls import (
     CONTEXT_CALLS as CONTEXT_CALLS,
     CONTEXT_CALLS_BY_NAME as CONTEXT_CALLS_BY_NAME,

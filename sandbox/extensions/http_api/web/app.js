@@ -25,8 +25,10 @@ async function errorText(response) {
   }
 }
 
-function chatBody(text, stream, extensions) {
-  const body = { model: "hearth", stream, user: session.conversation, messages: [{ role: "user", content: text }] };
+function chatBody(text, stream, extensions, image) {
+  // a picture goes as an image_url part (a data: URL) beside the text (ADR 0096)
+  const content = image ? [{ type: "text", text }, { type: "image_url", image_url: { url: image } }] : text;
+  const body = { model: "hearth", stream, user: session.conversation, messages: [{ role: "user", content }] };
   if (extensions && extensions.length) body.extensions = extensions;
   return body;
 }
@@ -118,6 +120,33 @@ function markEmpty(bubble) {
   }
 }
 
+// The files a reply came with (ADR 0096): a picture inline, anything else a link;
+// both served by GET /v1/files/{id} to this session's person only.
+function addFiles(bubble, files) {
+  for (const file of files) {
+    const figure = document.createElement("figure");
+    figure.className = "file";
+    if (file.mime_type.startsWith("image/")) {
+      const image = document.createElement("img");
+      image.src = file.url;
+      image.alt = file.caption || file.name;
+      figure.append(image);
+    } else {
+      const link = document.createElement("a");
+      link.href = file.url;
+      link.download = file.name;
+      link.textContent = `${file.name} (${Math.max(1, Math.round(file.size / 1000))} KB)`;
+      figure.append(link);
+    }
+    if (file.caption) {
+      const caption = document.createElement("figcaption");
+      caption.textContent = file.caption;
+      figure.append(caption);
+    }
+    bubble.append(figure);
+  }
+}
+
 // A question the turn waits for (an approval): a button per answer, sent as a message.
 const ANSWERS = { once: (id) => `/approve ${id}`, always: (id) => `/approve ${id} always`, deny: (id) => `/deny ${id}` };
 
@@ -182,21 +211,47 @@ async function readChunks(response, bubble) {
   }
 }
 
+// The picture chosen with the paperclip, as a data: URL (sent with the next message).
+function chosenImage() {
+  const file = $("#attach").files[0];
+  if (!file) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+$("#attach").addEventListener("change", () => {
+  $("#attach-label").classList.toggle("chosen", $("#attach").files.length > 0);
+});
+
 $("#chat-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const text = $("#prompt").value.trim();
-  if (!text) return;
+  const image = await chosenImage();
+  if (!text && !image) return;
   $("#prompt").value = "";
-  await send(text, Posts.takeChips());
+  $("#attach").value = "";
+  $("#attach-label").classList.remove("chosen");
+  await send(text, Posts.takeChips(), image);
 });
 
 // `extensions`: the post-processors the input's chips ask for.
-async function send(text, extensions) {
+async function send(text, extensions, image) {
   const mine = addMessage("you", text);
+  if (image) {
+    const shown = document.createElement("img");
+    shown.src = image;
+    shown.alt = "your picture";
+    shown.className = "sent-image";
+    mine.append(shown);
+  }
   const bubble = addMessage("hearth", "");
   $("#send").disabled = true;
   try {
-    const response = await post("/v1/chat/completions", chatBody(text, true, extensions));
+    const response = await post("/v1/chat/completions", chatBody(text, true, extensions, image));
     if (!response.ok) {
       bubble.className = "hearth error";
       bubble.textContent = await errorText(response);
@@ -204,6 +259,7 @@ async function send(text, extensions) {
     }
     const extra = await streamInto(response, bubble);
     if (extra && extra.questions) addChoices(bubble, extra.questions);
+    if (extra && extra.files) addFiles(bubble, extra.files);
     if (extra && extra.postprocess && extra.turn_id) {
       Posts.addTags(mine, extra.turn_id, Posts.tagsOf(extra.postprocess));
       Posts.addBlocks(bubble, extra.turn_id, extra.postprocess);
