@@ -93,7 +93,11 @@ class DiscordChannel(BaseExtension):
         sender = self._sender = Sender(client, log)
         self._stream = StreamPresenter(sender, targets, log, interval_s=config.edit_interval_s)
         self._board = QuestionBoard(sender, targets, log)
-        await self._login()
+        try:
+            await self._login()
+        except DiscordSetupError:
+            await client.close()
+            raise
 
     async def start(self) -> None:
         if self._client is None:
@@ -146,6 +150,8 @@ class DiscordChannel(BaseExtension):
             self._auth_error = REJECTED
             raise DiscordSetupError(REJECTED) from None
         except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            if not self._logged_in:  # the next try logs in with a session of its own
+                await client.http.close()
             self._context().logger.warning(
                 "cannot reach the Discord API (%s); retrying in the background",
                 str(exc) or type(exc).__name__,
