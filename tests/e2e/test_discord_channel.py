@@ -56,3 +56,90 @@ async def test_a_dm_and_a_mention_are_answered_where_they_were_written(dc, setti
     seen = [str(m.input) for m in model.calls]  # type: ignore[attr-defined]
     assert len(model.calls) == 3, seen  # the unmentioned message reached no model
     assert "<@" not in seen[2]  # the bot's own mention is taken out of the text
+
+
+async def test_a_429_is_waited_out_and_the_reply_sent_once(dc, settings_file):
+    dc.fail_next("POST", "/messages", Failure(429, retry_after=0.6))
+    async with running_kernel(write_settings(settings_file, dc), model=replies("patience")):
+        await wait_for(dc.is_connected, timeout=30)
+        dc.send_dm("hi", user_id=ALICE)
+        await wait_for(lambda: dc.dm_texts(ALICE) == ["patience"])
+    refused, accepted = dc.calls_of("POST", "/messages")
+    assert accepted.at - refused.at >= 0.6  # discord.py slept the retry_after it was told
+
+
+async def test_a_reply_streams_by_editing_one_message_at_most_once_per_interval(dc, settings_file):
+    parts = [f"word{i} " for i in range(25)]  # 25 chunks over ~2.5 s
+    model = ScriptedModel([slow_stream(parts, 0.1)])
+    async with running_kernel(write_settings(settings_file, dc), model=model):
+        await wait_for(dc.is_connected, timeout=30)
+        dc.send_dm("stream please", user_id=ALICE)
+        await wait_for(lambda: dc.dm_texts(ALICE) == ["".join(parts).strip()], timeout=15)
+    (message,) = dc.messages(dc.dm_channel(ALICE))
+    assert 1 <= len(message.edits) <= 3  # previews about every second, then the final text
+    writes = [c.at for c in dc.calls() if c.method in ("POST", "PATCH") and "/messages" in c.path]
+    gaps = [b - a for a, b in itertools.pairwise(writes)]
+    assert min(gaps) >= 0.95, gaps
+    assert dc.calls_of("POST", "/typing")  # "typing…" while the model starts
+
+
+async def test_an_approval_is_answered_in_place_with_a_button(
+    dc, settings_file, make_ext, ext_root
+):
+    make_ext("rockets", ROCKETS)
+    model = ScriptedModel(
+        [
+            [function_call("launch", {"target": "moon"}, call_id="c1")],
+            [assistant_message("Launched at the moon.")],
+        ]
+    )
+    settings = write_settings(settings_file, dc, sections={"policy": {"profile": "safe"}})
+    async with running_kernel(settings, model=model) as kernel:
+        await wait_for(dc.is_connected, timeout=30)
+        dc.send_dm("launch at the moon", user_id=ALICE)
+        channel = dc.dm_channel(ALICE)
+        asked = await wait_for(lambda: [m for m in dc.messages(channel) if m.buttons])
+        question = asked[0]
+        assert question.content == 'Allow launch(target="moon")?'
+        assert [label for label, _ in question.buttons] == ["Allow once", "Always allow", "Deny"]
+        assert kernel.loader.instance("rockets").log() == []
+        dc.press(question.id, "Allow once", user_id=ALICE)
+        await wait_for(lambda: "Launched at the moon." in dc.dm_texts(ALICE))
+        await wait_for(lambda: not question.buttons)  # the buttons are gone
+        assert kernel.loader.instance("rockets").log() == ["moon"]
+    assert question.content == ('Allow launch(target="moon")?\nAllowed once: launch(target="moon")')
+    assert dc.callbacks() == [{"type": 6}], dc.callbacks()  # acknowledged, then edited
+
+
+async def test_a_stranger_gets_a_pairing_code_and_nothing_else(dc, settings_file):
+    model = replies("unused")
+    async with running_kernel(write_settings(settings_file, dc), model=model):
+        await wait_for(dc.is_connected, timeout=30)
+        dc.send_dm("hello, I am new", user_id=MALLORY)
+        offer = await wait_for(lambda: dc.dm_texts(MALLORY))
+        code = re.search(r"/pair (\d{6})", offer[0]).group(1)  # type: ignore[union-attr]
+        dc.send_dm("/reminders", user_id=MALLORY)  # no second code, no answer
+        dc.send_channel("me too", user_id=MALLORY, channel_id=CHANNEL)  # not served there
+        dc.send_dm(f"/pair {code}", user_id=ALICE)  # the owner admits them
+        await wait_for(lambda: len(dc.dm_texts(MALLORY)) >= 2)
+        await wait_for(lambda: dc.dm_texts(ALICE))
+    assert len(offer) == 1 and offer[0].startswith("Hearth does not know you yet.")
+    assert dc.dm_texts(MALLORY)[1] == "You are in: Hearth answers you now."
+    assert dc.dm_texts(ALICE) == [
+        f"Paired Discord user {MALLORY}: a member of their own (discord:{MALLORY})."
+    ]
+    assert dc.texts(CHANNEL) == []
+    assert model.calls == ()  # nothing of the stranger's reached the model
+
+
+async def test_a_reminder_is_delivered_to_the_dm_it_was_set_from(dc, settings_file, ext_root):
+    copy_bundled(ext_root, "scheduler")
+    model = replies("unused")
+    async with running_kernel(write_settings(settings_file, dc), model=model):
+        await wait_for(dc.is_connected, timeout=30)
+        dc.send_dm("/remind 2s stretch your legs", user_id=ALICE)
+        await wait_for(lambda: len(dc.dm_texts(ALICE)) == 2, timeout=20)
+    confirmation, reminder = dc.dm_texts(ALICE)
+    assert confirmation.startswith("Reminder #1 set for ")
+    assert reminder == "⏰ Reminder: stretch your legs"
+    assert model.calls == ()

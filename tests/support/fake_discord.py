@@ -355,7 +355,8 @@ class FakeDiscord:
         with self._cond:
             self._calls.append(Call(request.method, path, body, time.monotonic()))
             failure = self._take_failure(request.method, path)
-        if request.headers.get("Authorization") != f"Bot {self.token}":
+        webhook = path.startswith("/interactions/")  # authorised by the token in the path
+        if not webhook and request.headers.get("Authorization") != f"Bot {self.token}":
             return _error(401, 0, "401: Unauthorized")
         if failure is not None:
             if failure.status == 429:

@@ -120,7 +120,7 @@ class QuestionBoard:
             else:
                 await interaction.response.defer()  # acknowledged; ``close`` edits the message
         except discord.DiscordException as exc:
-            self._log.debug("acknowledging a button press failed: %s", exc)
+            self._log.warning("acknowledging a button press failed: %s", exc)
         if note is not None:
             return
         question = self._questions.get(request_id)
