@@ -19,7 +19,8 @@ frames), ``POST /users/@me/channels`` (a DM channel per user), ``POST`` /
 ``POST /channels/{id}/typing`` and interaction callbacks (``press`` makes a
 user click a button). Like Discord it refuses texts over 2,000 characters
 and empty messages (400); ``fail_next`` scripts errors such as a ``429`` with
-``retry_after``. Every REST call is recorded (``calls``) with its time.
+``retry_after``; ``hold_sends`` makes sends hang (and ``drop_held`` drops
+them) so a kernel can be killed mid-send. Every REST call is recorded (``calls``) with its time.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class FakeDiscord:
         self._replay: list[dict[str, Any]] = []  # dispatched again on each IDENTIFY
         self._failures: dict[str, deque[Failure]] = {}
         self._callbacks: list[dict[str, Any]] = []
+        self._hold: asyncio.Event | None = None  # set: held sends are let go (and dropped)
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
         self._port = 0
@@ -259,6 +261,17 @@ class FakeDiscord:
         with self._cond:
             self._failures.setdefault(f"{method} {suffix}", deque()).extend(failures)
 
+    def hold_sends(self) -> None:
+        """From now on, ``POST .../messages`` hangs until ``drop_held``: the send is
+        under way but never reaches Discord (a kill then lands between the two)."""
+        self._hold = asyncio.Event()
+
+    def drop_held(self) -> None:
+        """Let the held sends end with a 500, stored nowhere; later sends go through."""
+        hold, self._hold = self._hold, None
+        if hold is not None:
+            self._loop.call_soon_threadsafe(hold.set)
+
     def wait_until(self, condition: Callable[[], Any], timeout_s: float = 30.0) -> Any:
         """Poll ``condition`` until it is truthy; its value (AssertionError on timeout)."""
         deadline = time.monotonic() + timeout_s
@@ -358,6 +371,10 @@ class FakeDiscord:
         webhook = path.startswith("/interactions/")  # authorised by the token in the path
         if not webhook and request.headers.get("Authorization") != f"Bot {self.token}":
             return _error(401, 0, "401: Unauthorized")
+        hold = self._hold
+        if hold is not None and request.method == "POST" and path.endswith("/messages"):
+            await hold.wait()
+            return _error(500, 0, "500: the send was held and dropped")
         if failure is not None:
             if failure.status == 429:
                 return _json(
