@@ -79,6 +79,8 @@ class DiscordChannel(BaseExtension):
         if not token:
             return  # only the setup loads it so (a normal start skips it): start() refuses
         Route.BASE = config.api_base_url
+        # Hearth never joins voice: no warning that voice's optional libraries are missing
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         intents = discord.Intents.none()
         intents.guilds = intents.guild_messages = intents.dm_messages = True
         client = self._client = discord.Client(
