@@ -15,9 +15,9 @@ An ``InteractiveChannel``: questions get buttons answered in place
 (``questions``). A ``SetupProvider`` (``setup``) and a ``StatusReporter``
 (``doctor``, ``/status``).
 
-discord.py takes its endpoints from class attributes: ``Route.BASE`` (the
-REST API, ``api_base_url``) and ``DiscordWebSocket.DEFAULT_GATEWAY``, set here
-from ``GET /gateway/bot``; one Discord channel runs per process.
+discord.py takes its endpoints from class attributes (``endpoints``): the REST
+API from ``api_base_url``, the gateway from ``GET /gateway/bot``; one Discord
+channel runs per process.
 """
 
 from __future__ import annotations
@@ -27,14 +27,12 @@ import re
 
 import aiohttp
 import discord
-import yarl
-from discord.gateway import DiscordWebSocket
-from discord.http import Route
 
 from core.extensions.contract import ExtensionContext, UserRequest
 from core.extensions.sdk import CODE_TTL_S, Backoff, BaseExtension, Pairings
 
 from .config import DiscordConfig, parse_config
+from .endpoints import use_api, use_gateway
 from .questions import QuestionBoard
 from .sender import RATE_LIMIT_MAX_S, Sender
 from .setup import DiscordSetup
@@ -78,7 +76,7 @@ class DiscordChannel(BaseExtension):
         config = self._config = parse_config(context.get_config)
         if not token:
             return  # only the setup loads it so (a normal start skips it): start() refuses
-        Route.BASE = config.api_base_url
+        use_api(config.api_base_url)
         # Hearth never joins voice: no warning that voice's optional libraries are missing
         discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
         intents = discord.Intents.none()
@@ -159,7 +157,7 @@ class DiscordChannel(BaseExtension):
                 str(exc) or type(exc).__name__,
             )
             return False
-        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+        use_gateway(url)
         self._auth_error = None
         self._context().logger.info("connected to Discord as %s", client.user)
         return True

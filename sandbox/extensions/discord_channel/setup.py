@@ -23,6 +23,8 @@ import aiohttp
 import discord
 import yaml
 
+from .endpoints import use_api, use_gateway
+
 SETUP_TIMEOUT_S = 10.0
 DISCOVERY_S = 60.0
 YES, NO = "yes", "no"
@@ -53,6 +55,7 @@ class DiscordSetup:
         self._api_base = api_base
         self._allowed = list(allowed)
         self._token: str | None = None
+        self._gateway: str | None = None
         self._bot_name: str | None = None
         self._found: list[Writer] = []
 
@@ -133,30 +136,39 @@ class DiscordSetup:
         """Nothing stays open between questions (each check has its own session)."""
 
     async def _check_token(self, token: str) -> None:
+        """``GET /users/@me`` with the token (and ``GET /gateway/bot`` for discovery)."""
         self._bot_name = self._token = None
+        me = await self._get(token, "/users/@me", "the token")
+        gateway = await self._get(token, "/gateway/bot", "the gateway")
+        self._token, self._gateway = token, str(gateway.get("url", ""))
+        self._bot_name = str(me.get("username") or me["id"])
+
+    async def _get(self, token: str, path: str, what: str) -> dict[str, Any]:
         headers = {"Authorization": f"Bot {token}"}
         try:
             async with (
                 asyncio.timeout(SETUP_TIMEOUT_S),
                 aiohttp.ClientSession(headers=headers) as session,
-                session.get(f"{self._api_base}/users/@me") as response,
+                session.get(f"{self._api_base}{path}") as response,
             ):
                 body = await response.json(content_type=None)
         except TimeoutError:
-            raise ValueError("the Discord API did not answer GET /users/@me in time") from None
+            raise ValueError(f"the Discord API did not answer GET {path} in time") from None
         except (aiohttp.ClientError, ValueError) as exc:
             raise ValueError(f"cannot reach the Discord API: {_one_line(exc)}") from None
-        if response.status != 200 or not isinstance(body, dict) or "id" not in body:
+        if response.status != 200 or not isinstance(body, dict) or not body:
+            detail = body.get("message", "") if isinstance(body, dict) else body
             raise ValueError(
-                f"Discord refused the token (GET /users/@me: {response.status} "
-                f"{_one_line(body.get('message', '') if isinstance(body, dict) else body)})"
+                f"Discord refused {what} (GET {path}: {response.status} {_one_line(detail)})"
             )
-        self._token, self._bot_name = token, str(body.get("username") or body["id"])
+        return body
 
     async def _discover(self) -> None:
         """Who writes a DM to the bot within ``DISCOVERY_S`` (not bots, not allowed
         already), seen on a gateway connection of its own."""
-        assert self._token is not None, "the token is checked first"
+        assert self._token is not None and self._gateway, "the token is checked first"
+        use_api(self._api_base)
+        use_gateway(self._gateway)
         intents = discord.Intents.none()
         intents.dm_messages = True
         client = discord.Client(intents=intents)
