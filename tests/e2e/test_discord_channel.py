@@ -102,13 +102,18 @@ async def test_an_approval_is_answered_in_place_with_a_button(
         question = asked[0]
         assert question.content == 'Allow launch(target="moon")?'
         assert [label for label, _ in question.buttons] == ["Allow once", "Always allow", "Deny"]
+        dc.press(question.id, "Allow once", user_id=MALLORY)  # not theirs: a note only
+        await wait_for(lambda: dc.callbacks())
         assert kernel.loader.instance("rockets").log() == []
         dc.press(question.id, "Allow once", user_id=ALICE)
         await wait_for(lambda: "Launched at the moon." in dc.dm_texts(ALICE))
         await wait_for(lambda: not question.buttons)  # the buttons are gone
         assert kernel.loader.instance("rockets").log() == ["moon"]
     assert question.content == ('Allow launch(target="moon")?\nAllowed once: launch(target="moon")')
-    assert dc.callbacks() == [{"type": 6}], dc.callbacks()  # acknowledged, then edited
+    refused, accepted = dc.callbacks()
+    assert refused["type"] == 4 and refused["data"]["flags"] == 64  # only Mallory sees it
+    assert refused["data"]["content"] == "You are not allowed to use this bot."
+    assert accepted == {"type": 6}  # Alice's press acknowledged; the message then edited
 
 
 async def test_a_stranger_gets_a_pairing_code_and_nothing_else(dc, settings_file):
@@ -143,3 +148,15 @@ async def test_a_reminder_is_delivered_to_the_dm_it_was_set_from(dc, settings_fi
     assert confirmation.startswith("Reminder #1 set for ")
     assert reminder == "⏰ Reminder: stretch your legs"
     assert model.calls == ()
+
+
+async def test_a_refused_token_marks_the_extension_error_and_the_kernel_runs_on(
+    dc, settings_file, monkeypatch
+):
+    monkeypatch.setenv("DISCORD_BOT_TOKEN", "tok-wrong-123")
+    async with running_kernel(write_settings(settings_file, dc)) as kernel:
+        record = kernel.loader.records["discord_channel"]
+        assert record.status.value == "error"
+        assert "Discord rejected DISCORD_BOT_TOKEN (401 Unauthorized)" in (record.error or "")
+        assert "tok-wrong-123" not in (record.error or "")
+    assert dc.identifies == 0  # never on the gateway
