@@ -14,6 +14,7 @@ import re
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
+from conftest import ext_code
 from support.bundled import copy_bundled
 from support.discord_support import ALICE, CHANNEL, MALLORY, install, write_settings
 from support.fake_discord import Failure, FakeDiscord
@@ -22,6 +23,22 @@ from support.rocket_ext import ROCKETS
 from support.telegram_support import slow_stream
 
 OTHER_CHANNEL = 520_000_000_000_000_099
+SECRET = "s3cr3t-Value-42"
+ASKER = ext_code(
+    header="""
+    from agents import function_tool
+    from core.extensions.sdk import side_effects
+    """,
+    body=f"""
+    def get_tools(self):
+        @function_tool
+        async def ask_secret() -> str:
+            "Ask the user for their API key."
+            answer = await self.ctx.ui_request("secret", "Your API key?", timeout_s=30)
+            return f"secret received: {{answer == {SECRET!r}}}"
+        return [side_effects(ask_secret, False)]
+    """,
+)
 
 
 @pytest.fixture
@@ -160,3 +177,27 @@ async def test_a_refused_token_marks_the_extension_error_and_the_kernel_runs_on(
         assert "Discord rejected DISCORD_BOT_TOKEN (401 Unauthorized)" in (record.error or "")
         assert "tok-wrong-123" not in (record.error or "")
     assert dc.identifies == 0  # never on the gateway
+
+
+async def test_a_secret_is_typed_into_a_form_and_never_shows_in_the_chat(
+    dc, settings_file, make_ext
+):
+    make_ext("asker", ASKER, {"permissions": {"conversations": True}})
+    model = ScriptedModel(
+        [[function_call("ask_secret", {}, call_id="s1")], [assistant_message("Key kept.")]]
+    )
+    async with running_kernel(write_settings(settings_file, dc), model=model):
+        await wait_for(dc.is_connected, timeout=30)
+        dc.send_dm("take my key", user_id=ALICE)
+        channel = dc.dm_channel(ALICE)
+        asked = await wait_for(lambda: [m for m in dc.messages(channel) if m.buttons])
+        question = asked[0]
+        assert question.content.startswith("asker asks: Your API key?\n(Press Answer…")
+        dc.press(question.id, "Answer…", user_id=ALICE)
+        opened = await wait_for(lambda: [c for c in dc.callbacks() if c["type"] == 9])
+        assert opened[0]["data"]["title"] == "Answer Hearth"
+        dc.submit_form(question.id, SECRET, user_id=ALICE)
+        await wait_for(lambda: "Key kept." in dc.dm_texts(ALICE))
+        await wait_for(lambda: not question.buttons)
+    assert "secret received: True" in str(model.calls[1].input)  # type: ignore[attr-defined]
+    assert not [t for t in dc.dm_texts(ALICE) if SECRET in t]

@@ -17,7 +17,7 @@ INVALID_SESSION so the client identifies again, then ``MESSAGE_CREATE`` and
 frames), ``POST /users/@me/channels`` (a DM channel per user), ``POST`` /
 ``PATCH`` / ``DELETE`` of channel messages (with buttons: ``components``),
 ``POST /channels/{id}/typing`` and interaction callbacks (``press`` makes a
-user click a button). Like Discord it refuses texts over 2,000 characters
+user click a button, ``submit_form`` submit the form a button opened). Like Discord it refuses texts over 2,000 characters
 and empty messages (400); ``fail_next`` scripts errors such as a ``429`` with
 ``retry_after``; ``hold_sends`` makes sends hang (and ``drop_held`` drops
 them) so a kernel can be killed mid-send. Every REST call is recorded (``calls``) with its time.
@@ -33,19 +33,27 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from support.discord_payloads import (
+    APPLICATION_ID,
+    BOT_ID,
+    GUILD_ID,
+    check_content,
+    error,
+    interaction_json,
+    json_response,
+    now,
+    text_fields,
+    user_json,
+)
+
 __all__ = ["BOT_ID", "TOKEN", "Call", "Failure", "FakeDiscord"]
 
 TOKEN = "fake-discord-token.abc.def"
-BOT_ID = 900_000_000_000_000_001
-APPLICATION_ID = 900_000_000_000_000_002
-GUILD_ID = 700_000_000_000_000_001
 ALICE_OWNER = 310_000_000_000_000_001  # the application's owner in the developer portal
-MAX_CHARS = 2000
 HELLO, IDENTIFY, HEARTBEAT, RESUME, INVALID_SESSION, DISPATCH, HEARTBEAT_ACK = 10, 2, 1, 6, 9, 0, 11
 
 
@@ -82,18 +90,6 @@ class Message:
             for row in self.components
             for b in row.get("components", [])
         ]
-
-
-def _user(user_id: int, *, bot: bool = False) -> dict[str, Any]:
-    name = "hearth-bot" if bot else f"user{user_id}"
-    return {
-        "id": str(user_id),
-        "username": name,
-        "global_name": name,
-        "discriminator": "0",
-        "avatar": None,
-        "bot": bot,
-    }
 
 
 class FakeDiscord:
@@ -189,40 +185,28 @@ class FakeDiscord:
         """``user_id`` clicks the button labelled ``label`` on a message of the bot's."""
         with self._cond:
             message = self._messages[message_id]
-            custom_id = next(c for lbl, c in message.buttons if lbl == label)
-            data = self._message_json(message)
-        interaction_id = next(self._ids)
-        guild = message.channel_id not in self._dm.values()
-        payload: dict[str, Any] = {
-            "id": str(interaction_id),
-            "application_id": str(APPLICATION_ID),
-            "type": 3,
-            "token": f"itoken-{interaction_id}",
-            "version": 1,
-            "channel_id": str(message.channel_id),
-            "channel": {"id": str(message.channel_id), "type": 0 if guild else 1},
-            "data": {"custom_id": custom_id, "component_type": 2},
-            "message": data,
-            "locale": "en-US",
-            "app_permissions": "0",
-            "entitlements": [],
-            "authorizing_integration_owners": {},
-            "attachment_size_limit": 10_485_760,
-            "context": 0 if guild else 1,
-        }
-        if guild:
-            payload["guild_id"] = str(GUILD_ID)
-            payload["member"] = {
-                "user": _user(user_id),
-                "roles": [],
-                "joined_at": _now(),
-                "permissions": "0",
-                "deaf": False,
-                "mute": False,
-                "flags": 0,
-            }
-        else:
-            payload["user"] = _user(user_id)
+        custom_id = next(c for lbl, c in message.buttons if lbl == label)
+        self._interact(3, message, user_id, {"custom_id": custom_id, "component_type": 2})
+
+    def submit_form(self, message_id: int, value: str, *, user_id: int) -> None:
+        """``user_id`` types ``value`` into the form (modal) the bot opened last, from a
+        button on ``message_id``, and submits it."""
+        form = next(c["data"] for c in reversed(self.callbacks()) if c.get("type") == 9)
+        fields = [
+            {"type": 1, "components": [{"type": 4, "custom_id": field, "value": value}]}
+            for field in text_fields(form)
+        ]
+        with self._cond:
+            message = self._messages[message_id]
+        self._interact(5, message, user_id, {"custom_id": form["custom_id"], "components": fields})
+
+    def _interact(self, kind: int, message: Message, user_id: int, data: dict[str, Any]) -> None:
+        with self._cond:
+            message_json = self._message_json(message)
+            guild = message.channel_id not in self._dm.values()
+        payload = interaction_json(
+            next(self._ids), kind, message.channel_id, guild, user_id, data, message_json
+        )
         self._dispatch("INTERACTION_CREATE", payload)
 
     def calls(self) -> list[Call]:
@@ -294,7 +278,7 @@ class FakeDiscord:
             data = self._message_json(message)
         if guild_id is not None:
             data["guild_id"] = str(guild_id)
-            data["member"] = {"roles": [], "joined_at": _now(), "deaf": False, "mute": False}
+            data["member"] = {"roles": [], "joined_at": now(), "deaf": False, "mute": False}
         if replay:
             with self._cond:
                 self._replay.append(data)
@@ -340,7 +324,7 @@ class FakeDiscord:
     async def _ready(self, ws: web.WebSocketResponse) -> None:
         ready = {
             "v": 10,
-            "user": _user(BOT_ID, bot=True),
+            "user": user_json(BOT_ID, bot=True),
             "guilds": [],
             "session_id": f"session-{next(self._ids)}",
             "resume_gateway_url": self.gateway_url,
@@ -370,14 +354,14 @@ class FakeDiscord:
             failure = self._take_failure(request.method, path)
         webhook = path.startswith("/interactions/")  # authorised by the token in the path
         if not webhook and request.headers.get("Authorization") != f"Bot {self.token}":
-            return _error(401, 0, "401: Unauthorized")
+            return error(401, 0, "401: Unauthorized")
         hold = self._hold
         if hold is not None and request.method == "POST" and path.endswith("/messages"):
             await hold.wait()
-            return _error(500, 0, "500: the send was held and dropped")
+            return error(500, 0, "500: the send was held and dropped")
         if failure is not None:
             if failure.status == 429:
-                return _json(
+                return json_response(
                     {
                         "message": failure.message,
                         "retry_after": failure.retry_after,
@@ -386,7 +370,7 @@ class FakeDiscord:
                     status=429,
                     headers={"Via": "1.1 google", "Retry-After": str(failure.retry_after)},
                 )
-            return _error(failure.status, 0, failure.message)
+            return error(failure.status, 0, failure.message)
         return self._route(request.method, path.split("/")[1:], body)
 
     def _take_failure(self, method: str, path: str) -> Failure | None:
@@ -399,9 +383,9 @@ class FakeDiscord:
     def _route(self, method: str, parts: list[str], body: dict[str, Any]) -> web.Response:
         match method, parts:
             case "GET", ["users", "@me"]:
-                return _json(_user(BOT_ID, bot=True))
+                return json_response(user_json(BOT_ID, bot=True))
             case "GET", ["oauth2", "applications", "@me"]:
-                return _json(
+                return json_response(
                     {
                         "id": str(APPLICATION_ID),
                         "name": "Hearth",
@@ -409,7 +393,7 @@ class FakeDiscord:
                         "icon": None,
                         "bot_public": False,
                         "bot_require_code_grant": False,
-                        "owner": _user(ALICE_OWNER),
+                        "owner": user_json(ALICE_OWNER),
                         "verify_key": "0" * 64,
                         "flags": 0,
                         "summary": "",
@@ -417,16 +401,18 @@ class FakeDiscord:
                 )
             case "GET", ["gateway", "bot"]:
                 limit = {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1}
-                return _json({"url": self.gateway_url, "shards": 1, "session_start_limit": limit})
+                return json_response(
+                    {"url": self.gateway_url, "shards": 1, "session_start_limit": limit}
+                )
             case "POST", ["users", "@me", "channels"]:
                 user_id = int(body["recipient_id"])
                 channel = {
                     "id": str(self.dm_channel(user_id)),
                     "type": 1,
-                    "recipients": [_user(user_id)],
+                    "recipients": [user_json(user_id)],
                     "last_message_id": None,
                 }
-                return _json(channel)
+                return json_response(channel)
             case "POST", ["channels", channel_id, "messages"]:
                 return self._post_message(int(channel_id), body)
             case "PATCH", ["channels", _, "messages", message_id]:
@@ -442,47 +428,47 @@ class FakeDiscord:
                 with self._cond:
                     self._callbacks.append(body)
                 reply = {"interaction": {"id": interaction_id, "type": 3}}
-                return _json(reply)
-        return _error(404, 0, f"404: Not Found ({method} /{'/'.join(parts)})")
+                return json_response(reply)
+        return error(404, 0, f"404: Not Found ({method} /{'/'.join(parts)})")
 
     def _post_message(self, channel_id: int, body: dict[str, Any]) -> web.Response:
         content = body.get("content") or ""
         components = body.get("components") or []
-        refusal = _check_content(content, bool(components))
+        refusal = check_content(content, bool(components))
         if refusal is not None:
             return refusal
         message = Message(channel_id, next(self._ids), content, BOT_ID, components=components)
         with self._cond:
             self._messages[message.id] = message
             self._cond.notify_all()
-            return _json(self._message_json(message))
+            return json_response(self._message_json(message))
 
     def _edit_message(self, message_id: int, body: dict[str, Any]) -> web.Response:
         with self._cond:
             message = self._messages.get(message_id)
             if message is None or message.deleted:
-                return _error(404, 10008, "Unknown Message")
+                return error(404, 10008, "Unknown Message")
             content = body.get("content", message.content) or ""
             components = body.get("components", message.components) or []
-            refusal = _check_content(content, bool(components))
+            refusal = check_content(content, bool(components))
             if refusal is not None:
                 return refusal
             message.edits.append(content)
             message.content, message.components = content, components
             self._cond.notify_all()
-            return _json(self._message_json(message))
+            return json_response(self._message_json(message))
 
     def _message_json(self, message: Message) -> dict[str, Any]:
         return {
             "id": str(message.id),
             "channel_id": str(message.channel_id),
-            "author": _user(message.author_id, bot=message.author_id == BOT_ID),
+            "author": user_json(message.author_id, bot=message.author_id == BOT_ID),
             "content": message.content,
-            "timestamp": _now(),
+            "timestamp": now(),
             "edited_timestamp": None,
             "tts": False,
             "mention_everyone": False,
-            "mentions": [_user(BOT_ID, bot=True)] if f"<@{BOT_ID}>" in message.content else [],
+            "mentions": [user_json(BOT_ID, bot=True)] if f"<@{BOT_ID}>" in message.content else [],
             "mention_roles": [],
             "attachments": [],
             "embeds": [],
@@ -491,26 +477,3 @@ class FakeDiscord:
             "flags": 0,
             "components": message.components,
         }
-
-
-def _check_content(content: str, has_components: bool) -> web.Response | None:
-    if len(content) > MAX_CHARS:
-        return _error(400, 50035, f"Invalid Form Body: content longer than {MAX_CHARS}")
-    if not content.strip() and not has_components:
-        return _error(400, 50006, "Cannot send an empty message")
-    return None
-
-
-def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    """JSON as Discord sends it: discord.py parses a body only when the content type
-    is exactly ``application/json`` (no charset)."""
-    headers = {**(headers or {}), "Content-Type": "application/json"}
-    return web.Response(body=json.dumps(data).encode(), status=status, headers=headers)
-
-
-def _error(status: int, code: int, message: str) -> web.Response:
-    return _json({"message": message, "code": code}, status=status)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()

@@ -12,11 +12,13 @@ anyone else gets a note only they see (an ephemeral reply). A counted press
 is acknowledged at once (a deferred update: the button stops spinning) and
 the answer journaled with ``answer_request``; the kernel closes the question
 and ``close`` edits every message showing it to say the outcome, buttons
-removed. A question without options (``input``, ``secret``) is answered by
-the owner's next message there (``take_typed_answer``); a ``secret`` answer
-is deleted once read where the bot may delete it (a guild channel where it
-has Manage Messages; Discord lets no bot delete the other side's DM messages,
-and the question says so).
+removed. A question without options (``input``, ``secret``) has one button,
+*Answer…*, that opens a form (a Discord modal) with a text field: what is
+typed there is submitted as an interaction and never shows in the chat — the
+way to answer a secret, since Discord lets no bot delete the other side's DM
+messages. The owner's next message there answers it too
+(``take_typed_answer``); such a ``secret`` answer is deleted once read where
+the bot may (a server channel where it has Manage Messages).
 """
 
 from __future__ import annotations
@@ -36,12 +38,12 @@ from .targets import Targets
 CUSTOM_ID_PREFIX = "hearth"
 MAX_BUTTONS = 25
 MAX_LABEL = 80
+MAX_FIELD_LABEL = 45  # a form field's label
+ANSWER, FORM = "answer", "form"  # the Answer… button; the form it opens
+FIELD = "answer"  # the form's text field
 _REPLY_HINT = {
-    "input": "(Reply with your answer.)",
-    "secret": (
-        "(Reply with your answer. In a server channel it is deleted once read; "
-        "in a DM, delete it yourself afterwards.)"
-    ),
+    "input": "(Press Answer…, or reply with your answer.)",
+    "secret": "(Press Answer… and type it there: it never shows in the chat.)",
 }
 _CONFIRM = (RequestOption("yes", "Yes"), RequestOption("no", "No"))
 # a press on a question this process has not shown (asked before a restart): only
@@ -80,7 +82,7 @@ class QuestionBoard:
         question.request, question.text = request, prompt
         try:
             message_id = await self._sender.send_piece(
-                channel_id, prompt + hint, view=_buttons(request.id, options) if options else None
+                channel_id, prompt + hint, view=_buttons(request.id, options)
             )
         except BaseException:
             if not known:  # never shown: nobody can answer it here
@@ -107,25 +109,33 @@ class QuestionBoard:
                 )
 
     async def on_press(self, interaction: discord.Interaction, answer: Answer) -> None:
-        """A button press: acknowledged always, journaled only from the question's owner."""
-        custom_id = str((interaction.data or {}).get("custom_id", ""))
-        prefix, _, rest = custom_id.partition(":")
-        if interaction.type is not discord.InteractionType.component or prefix != CUSTOM_ID_PREFIX:
+        """A button press or a submitted form: acknowledged always, journaled only
+        from the question's owner."""
+        data = interaction.data or {}
+        prefix, _, rest = str(data.get("custom_id", "")).partition(":")
+        kinds = (discord.InteractionType.component, discord.InteractionType.modal_submit)
+        if interaction.type not in kinds or prefix != CUSTOM_ID_PREFIX:
             return
         request_id, _, index = rest.rpartition(":")
         note = self._judge(interaction, request_id, index)
+        question = self._questions.get(request_id)
         try:
             if note is not None:
                 await interaction.response.send_message(note, ephemeral=True)
+            elif index == ANSWER and question is not None:
+                await interaction.response.send_modal(_form(question.request))
+                return  # the answer comes with the form
             else:
                 await interaction.response.defer()  # acknowledged; ``close`` edits the message
         except discord.DiscordException as exc:
             self._log.warning("acknowledging a button press failed: %s", exc)
         if note is not None:
             return
-        question = self._questions.get(request_id)
-        options = _options(question.request) if question else ()
-        value = options[int(index)].value if question else _APPROVAL_VALUES.get(index, "")
+        if index == FORM:
+            value = _field_value(data.get("components", []))
+        else:
+            options = _options(question.request) if question else ()
+            value = options[int(index)].value if question else _APPROVAL_VALUES.get(index, "")
         if not value:
             return
         channel_id = interaction.channel_id or 0
@@ -141,7 +151,8 @@ class QuestionBoard:
     def _judge(self, interaction: discord.Interaction, request_id: str, index: str) -> str | None:
         """``None`` when the press may answer; else the note shown to the presser."""
         presser = interaction.user
-        if not request_id or not index.isdigit() or interaction.channel_id is None:
+        form = index in (ANSWER, FORM)
+        if not request_id or not (index.isdigit() or form) or interaction.channel_id is None:
             return "This button no longer works."
         if interaction.guild_id is not None and not self._targets.serves_channel(
             interaction.channel_id
@@ -150,8 +161,10 @@ class QuestionBoard:
         if not self._targets.admits(presser.id, str(presser)):
             return "You are not allowed to use this bot."
         question = self._questions.get(request_id)
+        if question is None and form:
+            return "This question is over."
         if question is not None:
-            if not int(index) < len(_options(question.request)):
+            if not form and not int(index) < len(_options(question.request)):
                 return "This button no longer works."
             owner = question.request.owner_id or question.address
             if str(presser.id) != owner:
@@ -174,8 +187,17 @@ class QuestionBoard:
 
 
 def _buttons(request_id: str, options: tuple[RequestOption, ...]) -> discord.ui.View:
-    """A view of one button per option (deny-like answers in red), never timing out."""
+    """A view of one button per option (deny-like answers in red), never timing out;
+    without options, the one button that opens the answer form."""
     view = discord.ui.View(timeout=None)
+    if not options:
+        answer = discord.ui.Button(
+            label="Answer…",
+            custom_id=f"{CUSTOM_ID_PREFIX}:{request_id}:{ANSWER}",
+            style=discord.ButtonStyle.primary,
+        )
+        view.add_item(answer)
+        return view
     for index, option in enumerate(options[:MAX_BUTTONS]):
         style = (
             discord.ButtonStyle.danger
@@ -192,6 +214,28 @@ def _buttons(request_id: str, options: tuple[RequestOption, ...]) -> discord.ui.
             )
         )
     return view
+
+
+def _form(request: UserRequest) -> discord.ui.Modal:
+    """The answer form: one text field (a line for a secret, a paragraph for text)."""
+    form = discord.ui.Modal(
+        title="Answer Hearth", custom_id=f"{CUSTOM_ID_PREFIX}:{request.id}:{FORM}", timeout=None
+    )
+    label = request.prompt if len(request.prompt) <= MAX_FIELD_LABEL else "Your answer"
+    style = discord.TextStyle.short if request.kind == "secret" else discord.TextStyle.paragraph
+    form.add_item(discord.ui.TextInput(label=label, custom_id=FIELD, style=style))
+    return form
+
+
+def _field_value(components: object) -> str:
+    """The text field's value in a submitted form (in an action row or a label)."""
+    if isinstance(components, list):
+        return next((v for v in map(_field_value, components) if v), "")
+    if not isinstance(components, dict):
+        return ""
+    if components.get("custom_id") == FIELD and isinstance(components.get("value"), str):
+        return str(components["value"])
+    return _field_value(components.get("components") or [components.get("component")])
 
 
 def _fitted(request: UserRequest, units: int) -> str:
