@@ -201,3 +201,12 @@ async def test_a_secret_is_typed_into_a_form_and_never_shows_in_the_chat(
         await wait_for(lambda: not question.buttons)
     assert "secret received: True" in str(model.calls[1].input)  # type: ignore[attr-defined]
     assert not [t for t in dc.dm_texts(ALICE) if SECRET in t]
+
+
+def test_discord_users_are_people_by_their_discord_identity():
+    from core.kernel.conversations import Household, identity_of
+
+    assert identity_of("discord_channel", str(CHANNEL), str(ALICE)) == f"discord:{ALICE}"
+    household = Household({}, [], [str(ALICE), str(MALLORY)])  # no people: section
+    assert household.person("discord_channel", str(ALICE), str(ALICE)).is_owner
+    assert household.person("discord_channel", str(CHANNEL), str(MALLORY)).role == "member"

@@ -10,6 +10,7 @@ it one Discord per process, which is how Hearth runs its channel.
 
 from __future__ import annotations
 
+import discord
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
@@ -23,3 +24,9 @@ def use_api(api_base: str) -> None:
 def use_gateway(url: str) -> None:
     """Open discord.py's gateway connections at ``url`` (from ``GET /gateway/bot``)."""
     DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(url)
+
+
+def no_voice() -> None:
+    """Hearth never joins voice: no warning, at the first client, that voice's
+    optional libraries (PyNaCl, davey) are missing."""
+    discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False

@@ -32,7 +32,7 @@ from core.extensions.contract import ExtensionContext, UserRequest
 from core.extensions.sdk import CODE_TTL_S, Backoff, BaseExtension, Pairings
 
 from .config import DiscordConfig, parse_config
-from .endpoints import use_api, use_gateway
+from .endpoints import no_voice, use_api, use_gateway
 from .questions import QuestionBoard
 from .sender import RATE_LIMIT_MAX_S, Sender
 from .setup import DiscordSetup
@@ -77,8 +77,7 @@ class DiscordChannel(BaseExtension):
         if not token:
             return  # only the setup loads it so (a normal start skips it): start() refuses
         use_api(config.api_base_url)
-        # Hearth never joins voice: no warning that voice's optional libraries are missing
-        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        no_voice()
         intents = discord.Intents.none()
         intents.guilds = intents.guild_messages = intents.dm_messages = True
         client = self._client = discord.Client(

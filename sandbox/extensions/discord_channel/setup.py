@@ -23,7 +23,7 @@ import aiohttp
 import discord
 import yaml
 
-from .endpoints import use_api, use_gateway
+from .endpoints import no_voice, use_api, use_gateway
 
 SETUP_TIMEOUT_S = 10.0
 DISCOVERY_S = 60.0
@@ -169,6 +169,7 @@ class DiscordSetup:
         assert self._token is not None and self._gateway, "the token is checked first"
         use_api(self._api_base)
         use_gateway(self._gateway)
+        no_voice()
         intents = discord.Intents.none()
         intents.dm_messages = True
         client = discord.Client(intents=intents)
