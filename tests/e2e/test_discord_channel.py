@@ -207,6 +207,6 @@ def test_discord_users_are_people_by_their_discord_identity():
     from core.kernel.conversations import Household, identity_of
 
     assert identity_of("discord_channel", str(CHANNEL), str(ALICE)) == f"discord:{ALICE}"
-    household = Household({}, [], [str(ALICE), str(MALLORY)])  # no people: section
+    household = Household({}, [], discord_ids=[str(ALICE), str(MALLORY)])  # no people: section
     assert household.person("discord_channel", str(ALICE), str(ALICE)).is_owner
     assert household.person("discord_channel", str(CHANNEL), str(MALLORY)).role == "member"

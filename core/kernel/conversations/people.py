@@ -82,6 +82,7 @@ class Household:
         self,
         people: Mapping[str, PersonSettings],
         telegram_ids: list[str],
+        *,
         discord_ids: list[str] | None = None,
     ) -> None:
         self.named = bool(people)
@@ -106,7 +107,7 @@ class Household:
         ``extensions:``."""
         telegram: Any = extensions.get("telegram_channel", {}).get("allowed_user_ids")
         discord: Any = extensions.get("discord_channel", {}).get("allowed_user_ids")
-        return cls(people, telegram_ids(telegram), telegram_ids(discord))
+        return cls(people, telegram_ids(telegram), discord_ids=telegram_ids(discord))
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
         """Who sent a message: a listed person, else a member of their own (or, with
