@@ -1,7 +1,8 @@
 """Crash safety of the Discord channel (the kernel a real ``main.py`` process):
 a SIGKILL after the answer was made but before it reached Discord delivers it
 once after the restart, and the message the gateway delivers again is not
-answered twice (its message id is the idempotency key). Discord and the model
+answered twice (its message id is the idempotency key); killed after the reply
+reached Discord, nothing is sent again. Discord and the model
 are fakes on 127.0.0.1 in this test process."""
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from conftest import ext_code, grant_all
 from support.discord_support import ALICE, install, write_settings
 from support.fake_discord import FakeDiscord
 from support.fake_openai import FakeOpenAIServer, models_section
+from support.harness import conversing
 from support.kernel_process import kill, start_kernel
 
 
@@ -74,3 +77,43 @@ def test_sigkill_between_the_answer_and_its_sending_delivers_it_once_after_resta
     ]
     assert _events(db, key) == 1  # the copy the gateway delivered again was a no-op
     assert len(model.requests) == 1  # the restart sent the recorded answer, no second turn
+
+
+def test_sigkill_after_the_reply_reached_discord_does_not_send_it_again(
+    tmp_path, ext_root, settings_file, make_ext
+):
+    """The kernel dies after the reply reached Discord but before the bus heard the
+    message was done (a lifecycle hook still busy with the turn's end): the message
+    is delivered again after the restart, and its reply is not sent again."""
+    install(ext_root)
+    hook = "async def on_turn_end(self, turn, outcome):\n    await asyncio.sleep(600)"
+    make_ext("slow_end", ext_code(hook, "import asyncio"), conversing())
+    db = tmp_path / "data" / "events.db"
+    log = (tmp_path / "kernel.log").open("a")
+    with FakeDiscord() as dc, FakeOpenAIServer() as model:
+        sections = {"models": models_section(model.base_url), "hooks": {"timeout_s": 600}}
+        settings = write_settings(settings_file, dc, sections=sections)
+        grant_all(ext_root, tmp_path / "data")
+        env = {"DISCORD_BOT_TOKEN": dc.token, "OPENAI_AGENTS_DISABLE_TRACING": "1"}
+        first = start_kernel(settings, stderr=log, **env)
+        try:
+            dc.wait_until(dc.is_connected, timeout_s=90)
+            message_id = dc.send_dm("hello", user_id=ALICE, replay=True)
+            dc.wait_until(lambda: dc.dm_texts(ALICE), timeout_s=90)
+        finally:
+            kill(first)
+        key = f"discord:{message_id}"
+        assert _router_status(db, key) == "inflight"
+
+        second = start_kernel(settings, stderr=log, **env)
+        try:
+            dc.wait_until(lambda: dc.identifies >= 2, timeout_s=90)
+            dc.wait_until(lambda: _router_status(db, key) == "done", timeout_s=90)
+        finally:
+            second.terminate()
+            second.wait(timeout=30)
+        log.close()
+
+    assert dc.dm_texts(ALICE) == ["echo: hello"], (tmp_path / "kernel.log").read_text()[-3000:]
+    assert len(model.requests) == 1  # the redelivery was answered from the record
+    assert _events(db, key) == 1
