@@ -4,13 +4,14 @@ A channel names its users its own way; a person (settings ``people:``,
 SPEC §11) is known on each channel by an identity ``CHANNEL:ID``:
 ``cli:local`` (whoever types on the terminal), ``http:default`` (whoever
 holds the HTTP API token), ``telegram:<user id>`` (in a group: the sender's
-id, not the chat's). The router resolves a turn's identity once, here, and
-puts ``person`` and ``role`` into its ``TurnContext``.
+id, not the chat's), ``discord:<user id>`` (in a server channel: the
+sender's). The router resolves a turn's identity once, here, and puts
+``person`` and ``role`` into its ``TurnContext``.
 
 With no ``people:`` section the household is the owner alone, as before
 people existed: the owner is the local terminal user, the HTTP token's
-holder and the first id of Telegram's ``allowed_user_ids``; every other
-allow-listed Telegram id is a member of their own. A channel whose
+holder and the first id of Telegram's ``allowed_user_ids`` (and of
+Discord's); every other allow-listed id is a member of their own. A channel whose
 allow-list the kernel does not know (a custom channel) speaks for the owner
 there, as it did. With a ``people:`` section, an identity no person lists
 is a member of their own: safe by default.
@@ -33,7 +34,12 @@ if TYPE_CHECKING:
 __all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "telegram_ids"]
 
 # the channel extensions whose users the kernel knows how to name
-CHANNEL_PREFIXES = {"cli_channel": "cli", "http_api": "http", "telegram_channel": "telegram"}
+CHANNEL_PREFIXES = {
+    "cli_channel": "cli",
+    "http_api": "http",
+    "telegram_channel": "telegram",
+    "discord_channel": "discord",
+}
 _FIXED_IDS = {"cli": "local", "http": "default"}  # one user per terminal, one per token
 OWNER = "owner"  # the owner's name when settings name no one
 
@@ -72,7 +78,13 @@ def telegram_ids(value: Any) -> list[str]:
 class Household:
     """The people and who each identity is (a dict lookup per turn)."""
 
-    def __init__(self, people: Mapping[str, PersonSettings], telegram_ids: list[str]) -> None:
+    def __init__(
+        self,
+        people: Mapping[str, PersonSettings],
+        telegram_ids: list[str],
+        *,
+        discord_ids: list[str] | None = None,
+    ) -> None:
         self.named = bool(people)
         self._people: dict[str, Person] = {}
         if people:
@@ -84,15 +96,18 @@ class Household:
             return
         self.owner = Person(OWNER, "owner")
         self._people = {"cli:local": self.owner, "http:default": self.owner}
-        for index, telegram_id in enumerate(telegram_ids):
-            identity = f"telegram:{telegram_id}"
-            self._people[identity] = self.owner if index == 0 else Person(identity, "member")
+        for prefix, ids in (("telegram", telegram_ids), ("discord", discord_ids or [])):
+            for index, user_id in enumerate(ids):
+                identity = f"{prefix}:{user_id}"
+                self._people[identity] = self.owner if index == 0 else Person(identity, "member")
 
     @classmethod
     def of(cls, people: People, extensions: Mapping[str, Mapping[str, Any]]) -> Household:
-        """From ``people:`` and, without it, the Telegram allow-list in ``extensions:``."""
+        """From ``people:`` and, without it, the Telegram and Discord allow-lists in
+        ``extensions:``."""
         telegram: Any = extensions.get("telegram_channel", {}).get("allowed_user_ids")
-        return cls(people, telegram_ids(telegram))
+        discord: Any = extensions.get("discord_channel", {}).get("allowed_user_ids")
+        return cls(people, telegram_ids(telegram), discord_ids=telegram_ids(discord))
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
         """Who sent a message: a listed person, else a member of their own (or, with
