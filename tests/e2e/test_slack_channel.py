@@ -1,0 +1,247 @@
+"""The Slack channel (issue 48) through a whole kernel, over real HTTP and a real
+websocket to a fake of Slack's Web API and Socket Mode (tests/support/fake_slack.py):
+a DM answered and a mention answered in its thread, an approval answered in place
+by a button, a stranger given a pairing code and nothing else, a reminder
+delivered to the DM of who set it, a reply streamed by edits through a rate
+limit, and a SIGKILL between the journaled message and the reply answered once
+after the restart (the kernel a real subprocess there)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("slack_bolt", reason="the slack group is not installed (make install)")
+
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+from conftest import PROJECT_ROOT
+from support.fake_openai import FakeOpenAIServer, models_section
+from support.fake_slack import FakeSlack, Posted
+from support.harness import running_kernel, wait_for
+from support.rocket_ext import ROCKETS
+from support.telegram_support import install_extension, slow_stream
+
+EXTENSION_ID = "slack_channel"
+ALICE = "UALICE0001"  # the owner: first allowed user
+BOB = "UBOB000002"  # allowed too
+MALLORY = "UMALLORY03"  # never allowed
+GENERAL = "CGENERAL01"  # a listed channel
+
+
+@pytest.fixture
+def slack(monkeypatch):
+    with FakeSlack() as server:
+        monkeypatch.setenv("SLACK_BOT_TOKEN", server.bot_token)
+        monkeypatch.setenv("SLACK_APP_TOKEN", server.app_token)
+        yield server
+
+
+def slack_settings(settings_file: Any, slack: FakeSlack, **sections: Any) -> Path:
+    config = {
+        "allowed_user_ids": [ALICE, BOB],
+        "allowed_channel_ids": [GENERAL],
+        "api_base_url": slack.base_url,
+        "edit_interval_s": 0.2,
+    }
+    return settings_file(
+        channels={"default": EXTENSION_ID}, extensions={EXTENSION_ID: config}, **sections
+    )
+
+
+def replies(*texts: str) -> ScriptedModel:
+    return ScriptedModel([[assistant_message(t)] for t in texts])
+
+
+def question(slack: FakeSlack, user: str) -> Posted | None:
+    found = [m for m in slack.dm_messages(user) if m.buttons]
+    return found[0] if found else None
+
+
+async def test_a_dm_and_a_mention_are_answered_where_they_were_written(
+    slack, ext_root, settings_file
+):
+    install_extension(ext_root, EXTENSION_ID)
+    model = replies("Hello Alice!", "Hi channel")
+    async with running_kernel(slack_settings(settings_file, slack), model=model) as kernel:
+        event_id = slack.dm("hi there", user=ALICE)
+        await wait_for(lambda: slack.dm_texts(ALICE) == ["Hello Alice!"], timeout=30)
+        slack.mention("what's up?", user=BOB, channel=GENERAL, thread_ts="1699999999.000100")
+        await wait_for(lambda: slack.messages(GENERAL), timeout=30)
+        await wait_for(lambda: slack.acked(event_id))
+        events = await kernel.bus.journal.recent_events(10, topic="user.message")
+    in_thread = slack.messages(GENERAL)[0]
+    assert (in_thread.text, in_thread.thread_ts) == ("Hi channel", "1699999999.000100")
+    assert [e.payload["text"] for e in reversed(events)] == ["hi there", "what's up?"]
+    assert [e.payload["user_id"] for e in reversed(events)] == [
+        ALICE,
+        f"{GENERAL}/1699999999.000100",
+    ]
+    assert "hi there" in str(model.calls[0].input)
+    model.assert_complete()
+
+
+async def test_a_stranger_gets_a_pairing_code_and_nothing_else_until_paired(
+    slack, ext_root, settings_file
+):
+    install_extension(ext_root, EXTENSION_ID)
+    model = replies("welcome, friend")
+    async with running_kernel(slack_settings(settings_file, slack), model=model) as kernel:
+        slack.dm("let me in", user=MALLORY)
+        slack.dm("please", user=MALLORY)
+        slack.mention("hey bot", user=MALLORY, channel=GENERAL)
+        await wait_for(lambda: slack.dm_texts(MALLORY), timeout=30)
+        [offer] = slack.dm_texts(MALLORY)
+        assert offer.startswith("Hearth does not know you yet. Ask its owner to send /pair ")
+        code = offer.split("/pair ")[1].split()[0]
+        await wait_for(lambda: all(slack.acked(e["envelope_id"]) for e in slack.sent()))
+        assert await kernel.bus.journal.recent_events(10, topic="user.message") == []
+        assert model.calls == () and slack.messages(GENERAL) == []
+
+        slack.dm(f"/pair {code}", user=ALICE)
+        await wait_for(lambda: len(slack.dm_texts(MALLORY)) == 2, timeout=30)
+        assert slack.dm_texts(MALLORY)[1] == "You are in: Hearth answers you now."
+        slack.dm("thanks!", user=MALLORY)
+        await wait_for(lambda: "welcome, friend" in slack.dm_texts(MALLORY), timeout=30)
+    assert "let me in" not in str(model.calls[0].input)
+
+
+async def test_an_approval_is_answered_in_place_by_its_button(
+    slack, ext_root, settings_file, make_ext
+):
+    install_extension(ext_root, EXTENSION_ID)
+    make_ext("rockets", ROCKETS)
+    model = ScriptedModel(
+        [
+            [function_call("launch", {"target": "moon"}, call_id="c1")],
+            [assistant_message("Launched at the moon.")],
+        ]
+    )
+    settings = slack_settings(settings_file, slack, policy={"profile": "safe"})
+    async with running_kernel(settings, model=model) as kernel:
+        slack.dm("launch at the moon", user=ALICE)
+        asked = await wait_for(lambda: question(slack, ALICE), timeout=30)
+        assert asked.text == 'Allow launch(target="moon")?'
+        assert [label for label, _, _ in asked.buttons] == ["Allow once", "Always allow", "Deny"]
+        slack.press(asked, "Deny", user=BOB)  # not the owner of the question: nothing happens
+        slack.press(asked, "Allow once", user=ALICE)
+        await wait_for(lambda: "Launched at the moon." in slack.dm_texts(ALICE), timeout=30)
+        assert kernel.loader.instance("rockets").log() == ["moon"]
+        await wait_for(lambda: not asked.buttons)  # answered in place: the buttons are gone
+    assert asked.text == 'Allow launch(target="moon")?\nAllowed once: launch(target="moon")'
+
+
+async def test_each_reminder_reaches_the_dm_of_who_set_it(slack, ext_root, settings_file):
+    install_extension(ext_root, EXTENSION_ID)
+    install_extension(ext_root, "scheduler")
+    async with running_kernel(slack_settings(settings_file, slack), model=replies()):
+        slack.dm("/remind 2s alice tea", user=ALICE)
+        slack.dm("/remind 2s bob stretch", user=BOB)
+
+        def reminded(user: str, what: str) -> bool:
+            return any(what in t and "/remind" not in t for t in slack.dm_texts(user)[1:])
+
+        await wait_for(lambda: reminded(ALICE, "alice tea") and reminded(BOB, "bob stretch"), 40)
+    assert not any("bob stretch" in t for t in slack.dm_texts(ALICE))
+    assert not any("alice tea" in t for t in slack.dm_texts(BOB))
+
+
+async def test_a_reply_streams_by_edits_and_waits_out_a_rate_limit(slack, ext_root, settings_file):
+    install_extension(ext_root, EXTENSION_ID)
+    parts = ["The ", "answer ", "grows ", "word ", "by ", "word."]
+    slack.fail_next("chat.update", 1)  # Slack says: retry after 1 s
+    model = ScriptedModel([slow_stream(parts, 0.15)])
+    async with running_kernel(slack_settings(settings_file, slack), model=model):
+        slack.dm("tell me", user=ALICE)
+        await wait_for(lambda: slack.dm_texts(ALICE) == ["The answer grows word by word."], 30)
+    [reply] = slack.dm_messages(ALICE)
+    updates = slack.calls_of("chat.update")
+    assert reply.edits and len(updates) >= 2  # previewed, then edited to the whole text
+    gaps = [b.at - a.at for a, b in itertools.pairwise(updates)]
+    assert all(gap >= 0.19 for gap in gaps), gaps  # at most one edit per edit_interval_s
+    assert len(slack.calls_of("chat.postMessage")) == 1
+
+
+# ------------------------------------------------------------ crash safety
+
+
+def _journal_row(db: Path, key: str) -> tuple[int, str | None] | None:
+    """(event id, the router's delivery status) for an idempotency key, read-only."""
+    if not db.exists():
+        return None
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+        row = conn.execute("SELECT id FROM events WHERE idempotency_key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        status = conn.execute(
+            "SELECT status FROM deliveries WHERE event_id = ? AND subscriber_id = 'kernel.router'",
+            (row[0],),
+        ).fetchone()
+        count = conn.execute(
+            "SELECT COUNT(*) FROM events WHERE idempotency_key = ?", (key,)
+        ).fetchone()
+    assert count[0] == 1, f"{key} journaled {count[0]} times"
+    return int(row[0]), (status[0] if status else None)
+
+
+def _start_kernel(settings: Path, slack: FakeSlack, log: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "SLACK_BOT_TOKEN": slack.bot_token,
+        "SLACK_APP_TOKEN": slack.app_token,
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "main.py", "--settings", str(settings)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("ab"),
+    )
+
+
+def test_sigkill_before_the_reply_is_answered_exactly_once_after_restart(
+    tmp_path, ext_root, settings_file
+):
+    install_extension(ext_root, EXTENSION_ID)
+    db = tmp_path / "data" / "events.db"
+    log = tmp_path / "kernel.log"
+    with FakeSlack() as slack, FakeOpenAIServer(delay_s=30) as model:
+        settings = slack_settings(settings_file, slack, models=models_section(model.base_url))
+        first = _start_kernel(settings, slack, log)
+        try:
+            slack.wait_until(lambda: slack.connections, timeout_s=90)
+            event_id = slack.dm("remember me", user=ALICE)
+            model.wait_for_requests(1, timeout_s=90)  # journaled, turn under way
+            slack.wait_until(lambda: slack.acked(event_id))
+            assert _journal_row(db, f"slack:{event_id}") is not None
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=10)
+        assert slack.calls_of("chat.postMessage") == []
+
+        slack.unconfirm(event_id)  # as if the kill had beaten the acknowledgement
+        model.delay_s = 0
+        second = _start_kernel(settings, slack, log)
+        try:
+            slack.wait_until(lambda: slack.dm_texts(ALICE), timeout_s=90)
+            key = f"slack:{event_id}"
+            slack.wait_until(lambda: (_journal_row(db, key) or (0, ""))[1] == "done")
+            slack.wait_until(lambda: slack.acked(event_id))  # the redelivery, acknowledged
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(timeout=30)
+
+        assert slack.dm_texts(ALICE) == ["echo: remember me"], log.read_text()[-3000:]
+        assert len(slack.calls_of("chat.postMessage")) == 1
+        assert _journal_row(db, key) is not None  # and only once (checked inside)
+        assert len(model.requests) == 2  # the killed turn, and its one re-run
