@@ -49,6 +49,7 @@ log = logging.getLogger("core.mcp_server")
 
 MCP_CHANNEL = "mcp"
 TELEGRAM_CHANNEL = "telegram_channel"
+SLACK_CHANNEL = "slack_channel"  # a member's Slack address is their member id: their DM
 MCP_SUBSCRIBER = "kernel/mcp"
 # the person's own tools an MCP client may call (kv_* by prefix); ``ask`` is the desk's
 MCP_TOOLS = ("recall", "remember", "forget", "schedule_once", "list_schedules", "cancel_schedule")
@@ -229,7 +230,7 @@ class McpDesk:
         self, client: str, person: str, owner: bool, channel_id: str = MCP_CHANNEL
     ) -> tuple[str | None, str | None]:
         """Where a reminder set by a direct call fires: the owner's on the default
-        channel; a member's on their Telegram chat when ``people:`` names one, else
+        channel; a member's on their Telegram chat (or Slack DM) when ``people:`` names one, else
         on the client's own channel — never on a channel that is someone else's."""
         if owner:
             return None, None
@@ -237,6 +238,8 @@ class McpDesk:
             prefix, _, user_id = identity.partition(":")
             if prefix == "telegram":
                 return TELEGRAM_CHANNEL, user_id
+            if prefix == "slack":
+                return SLACK_CHANNEL, user_id
         return channel_id, client
 
     async def _call(self, request: McpRequest, name: str, raw: str) -> McpResponse:

@@ -8,12 +8,15 @@ after the restart (the kernel a real subprocess there)."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import itertools
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ import pytest
 pytest.importorskip("slack_bolt", reason="the slack group is not installed (make install)")
 
 from agents.testing import ScriptedModel, assistant_message, function_call
+from test_doctor import doctor
 
 from conftest import PROJECT_ROOT
 from support.fake_openai import FakeOpenAIServer, models_section
@@ -66,14 +70,17 @@ def question(slack: FakeSlack, user: str) -> Posted | None:
     return found[0] if found else None
 
 
-async def test_a_dm_and_a_mention_are_answered_where_they_were_written(
+async def test_a_dm_and_a_mention_are_answered_where_they_were_written_through_a_rate_limit(
     slack, ext_root, settings_file
 ):
     install_extension(ext_root, EXTENSION_ID)
     model = replies("Hello Alice!", "Hi channel")
+    slack.fail_next("chat.postMessage", 1)  # rate limited: Slack says retry after 1 s
     async with running_kernel(slack_settings(settings_file, slack), model=model) as kernel:
         event_id = slack.dm("hi there", user=ALICE)
         await wait_for(lambda: slack.dm_texts(ALICE) == ["Hello Alice!"], timeout=30)
+        refused, sent = slack.calls_of("chat.postMessage")
+        assert sent.at - refused.at >= 1.0  # Retry-After honoured, then sent once
         slack.mention("what's up?", user=BOB, channel=GENERAL, thread_ts="1699999999.000100")
         await wait_for(lambda: slack.messages(GENERAL), timeout=30)
         await wait_for(lambda: slack.acked(event_id))
@@ -132,6 +139,9 @@ async def test_an_approval_is_answered_in_place_by_its_button(
         assert asked.text == 'Allow launch(target="moon")?'
         assert [label for label, _, _ in asked.buttons] == ["Allow once", "Always allow", "Deny"]
         slack.press(asked, "Deny", user=BOB)  # not the owner of the question: nothing happens
+        await wait_for(lambda: slack.responses, timeout=30)
+        assert slack.responses[0]["text"] == "Only the person who asked can answer this."
+        assert slack.responses[0]["response_type"] == "ephemeral"
         slack.press(asked, "Allow once", user=ALICE)
         await wait_for(lambda: "Launched at the moon." in slack.dm_texts(ALICE), timeout=30)
         assert kernel.loader.instance("rockets").log() == ["moon"]
@@ -245,3 +255,58 @@ def test_sigkill_before_the_reply_is_answered_exactly_once_after_restart(
         assert len(slack.calls_of("chat.postMessage")) == 1
         assert _journal_row(db, key) is not None  # and only once (checked inside)
         assert len(model.requests) == 2  # the killed turn, and its one re-run
+
+
+# ------------------------------------------------------------ setup and doctor
+
+
+def _extension_module(name: str) -> Any:
+    """A module of the extension, imported as the loader does (a package of its own)."""
+    package = "slack_channel_under_test"
+    if package not in sys.modules:
+        module = types.ModuleType(package)
+        module.__path__ = [str(PROJECT_ROOT / "sandbox" / "extensions" / EXTENSION_ID)]
+        sys.modules[package] = module
+    return importlib.import_module(f"{package}.{name}")
+
+
+async def test_setup_checks_both_tokens_live_and_offers_whoever_writes_first(slack):
+    setup_module = _extension_module("setup")
+    setup = setup_module.SlackSetup(
+        ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"), (None, None), slack.base_url, []
+    )
+    assert [f["name"] for f in setup.schema(False)] == ["SLACK_BOT_TOKEN"]
+    with pytest.raises(ValueError, match=r"Slack refused the bot token \(auth.test\)"):
+        await setup.apply("SLACK_BOT_TOKEN", "xoxb-not-it")
+    await setup.apply("SLACK_BOT_TOKEN", slack.bot_token)
+    assert [f["name"] for f in setup.schema(False)][-1] == "SLACK_APP_TOKEN"
+    with pytest.raises(ValueError, match=r"apps.connections.open"):
+        await setup.apply("SLACK_APP_TOKEN", "xapp-not-it")
+    await setup.apply("SLACK_APP_TOKEN", slack.app_token)
+    discover = setup.schema(False)[-2]
+    assert discover["name"] == "discover" and "@hearth" in discover["prompt"]
+
+    listening = asyncio.create_task(setup.apply("discover", "yes"))
+    await wait_for(lambda: slack.connections, timeout=30)
+    slack.dm("hello?", user=ALICE)
+    await asyncio.wait_for(listening, 30)
+    assert [f["name"] for f in setup.schema(False)][-2:] == [f"allow_{ALICE}", "allowed_user_ids"]
+    await setup.apply(f"allow_{ALICE}", "yes")
+    assert setup.schema(False)[-1]["default"] == f'["{ALICE}"]'
+    with pytest.raises(ValueError, match="not Slack member ids: 4242"):
+        await setup.apply("allowed_user_ids", "[4242]")
+    assert await setup.complete(False, None) == (
+        True,
+        f"the bot @hearth serves {ALICE}; start Hearth to use it",
+    )
+    assert slack.acked(slack.sent()[-1]["envelope_id"])  # the running channel never sees it
+
+
+def test_doctor_shows_the_bot_and_whom_it_serves(slack, ext_root, settings_file):
+    install_extension(ext_root, EXTENSION_ID)
+    with FakeOpenAIServer() as model:
+        settings = slack_settings(settings_file, slack, models=models_section(model.base_url))
+        checked = doctor(settings)
+    assert "ok   extension slack_channel: active" in checked.stdout, checked.stdout
+    assert "slack_channel: bot @hearth in Hearth Test; 2 user(s), 1 channel(s)" in checked.stdout
+    assert "secret SLACK_APP_TOKEN (slack_channel): set" in checked.stdout

@@ -12,7 +12,8 @@ in-process async tests and kernels started as subprocesses alike::
 Web API methods: ``auth.test``, ``apps.connections.open`` (needs the app-level
 token; hands out this server's own ``wss``-like URL), ``conversations.open``
 (a user's DM is ``D`` + their id), ``chat.postMessage`` (with ``blocks`` and
-``thread_ts``), ``chat.update`` (keeps the blocks when given none, like Slack).
+``thread_ts``), ``chat.update`` (keeps the blocks when given none, like Slack);
+a button press's ``response_url`` records what is posted to it (``responses``).
 Every call is recorded (``calls``). ``fail_next`` scripts a ``429`` with
 ``Retry-After``. The socket sends ``hello``, then each envelope not yet
 acknowledged (``events_api`` and ``interactive``); an envelope is re-sent on
@@ -81,6 +82,7 @@ class FakeSlack:
         self._lock = threading.Condition()
         self._calls: list[Call] = []
         self._posted: list[Posted] = []
+        self.responses: list[dict[str, Any]] = []  # what was posted to a response_url
         self._envelopes: dict[str, dict[str, Any]] = {}  # every envelope, by id
         self._pending: dict[str, dict[str, Any]] = {}  # envelope id -> envelope, unacked
         self._acked: list[str] = []
@@ -112,6 +114,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_post("/api/{method}", self._web_api)
         app.router.add_get("/link", self._socket)
+        app.router.add_post("/response", self._response_url)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -322,6 +325,14 @@ class FakeSlack:
         finally:
             self._sockets.remove(ws)
         return ws
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        """A block_actions ``response_url``: an ephemeral note for the presser."""
+        body = await request.json()
+        with self._lock:
+            self.responses.append(body)
+            self._lock.notify_all()
+        return web.Response(text="ok")
 
     async def _web_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]

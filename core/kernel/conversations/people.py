@@ -4,13 +4,14 @@ A channel names its users its own way; a person (settings ``people:``,
 SPEC §11) is known on each channel by an identity ``CHANNEL:ID``:
 ``cli:local`` (whoever types on the terminal), ``http:default`` (whoever
 holds the HTTP API token), ``telegram:<user id>`` (in a group: the sender's
-id, not the chat's). The router resolves a turn's identity once, here, and
-puts ``person`` and ``role`` into its ``TurnContext``.
+id, not the chat's), ``slack:<member id>`` (in a channel too: the sender's).
+The router resolves a turn's identity once, here, and puts ``person`` and
+``role`` into its ``TurnContext``.
 
 With no ``people:`` section the household is the owner alone, as before
 people existed: the owner is the local terminal user, the HTTP token's
-holder and the first id of Telegram's ``allowed_user_ids``; every other
-allow-listed Telegram id is a member of their own. A channel whose
+holder and the first id of Telegram's ``allowed_user_ids`` and of Slack's;
+every other allow-listed Telegram or Slack id is a member of their own. A channel whose
 allow-list the kernel does not know (a custom channel) speaks for the owner
 there, as it did. With a ``people:`` section, an identity no person lists
 is a member of their own: safe by default.
@@ -19,7 +20,7 @@ is a member of their own: safe by default.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +31,15 @@ from core.extensions.contract import TurnContext
 if TYPE_CHECKING:
     from core.config import People
 
-__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "telegram_ids"]
+__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "slack_ids", "telegram_ids"]
 
 # the channel extensions whose users the kernel knows how to name
-CHANNEL_PREFIXES = {"cli_channel": "cli", "http_api": "http", "telegram_channel": "telegram"}
+CHANNEL_PREFIXES = {
+    "cli_channel": "cli",
+    "http_api": "http",
+    "telegram_channel": "telegram",
+    "slack_channel": "slack",
+}
 _FIXED_IDS = {"cli": "local", "http": "default"}  # one user per terminal, one per token
 OWNER = "owner"  # the owner's name when settings name no one
 
@@ -69,10 +75,23 @@ def telegram_ids(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
+def slack_ids(value: Any) -> list[str]:
+    """Slack's ``allowed_user_ids`` as the channel reads it, in order: a YAML list,
+    or ``"[U1, U2]"`` / ``"U1,U2"`` from the environment."""
+    if isinstance(value, str):
+        return re.findall(r"[UW][A-Z0-9]{2,}", value)
+    return [str(item).strip() for item in value] if isinstance(value, list) else []
+
+
 class Household:
     """The people and who each identity is (a dict lookup per turn)."""
 
-    def __init__(self, people: Mapping[str, PersonSettings], telegram_ids: list[str]) -> None:
+    def __init__(
+        self,
+        people: Mapping[str, PersonSettings],
+        telegram_ids: list[str],
+        slack_ids: Sequence[str] = (),
+    ) -> None:
         self.named = bool(people)
         self._people: dict[str, Person] = {}
         if people:
@@ -84,15 +103,18 @@ class Household:
             return
         self.owner = Person(OWNER, "owner")
         self._people = {"cli:local": self.owner, "http:default": self.owner}
-        for index, telegram_id in enumerate(telegram_ids):
-            identity = f"telegram:{telegram_id}"
-            self._people[identity] = self.owner if index == 0 else Person(identity, "member")
+        for prefix, ids in (("telegram", telegram_ids), ("slack", slack_ids)):
+            for index, user_id in enumerate(ids):
+                identity = f"{prefix}:{user_id}"
+                self._people[identity] = self.owner if index == 0 else Person(identity, "member")
 
     @classmethod
     def of(cls, people: People, extensions: Mapping[str, Mapping[str, Any]]) -> Household:
-        """From ``people:`` and, without it, the Telegram allow-list in ``extensions:``."""
+        """From ``people:`` and, without it, the Telegram and Slack allow-lists in
+        ``extensions:``."""
         telegram: Any = extensions.get("telegram_channel", {}).get("allowed_user_ids")
-        return cls(people, telegram_ids(telegram))
+        slack: Any = extensions.get("slack_channel", {}).get("allowed_user_ids")
+        return cls(people, telegram_ids(telegram), slack_ids(slack))
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
         """Who sent a message: a listed person, else a member of their own (or, with
