@@ -21,6 +21,7 @@ from openai import AsyncOpenAI
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.fallback import FallbackModel, ModelHealth
 from core.agents.openai_client import ConversationOpenAI
+from core.agents.tool_view import OnDemandModel, ToolView
 from core.config import FallbackRef, ModelRef, ModelsSettings, ProviderSettings
 from core.runtime import load_secrets
 
@@ -86,6 +87,7 @@ class ModelRouter:
         env: Mapping[str, str] | None = None,
         overrides: Mapping[str, Model] | None = None,
         model_wrapper: Callable[[Model], Model] | None = None,
+        tool_view: ToolView | None = None,
     ) -> None:
         self._settings = settings
         self._env: Mapping[str, str] = load_secrets() if env is None else env
@@ -95,6 +97,8 @@ class ModelRouter:
         self.health = ModelHealth(settings.cooldown_s, settings.cooldown_max_s)
         # every model handed out passes through it (the replay recorder, ADR 0033)
         self.model_wrapper = model_wrapper
+        # what a provider with ``tool_schemas: on_demand`` is sent (ADR 0097)
+        self.tool_view = tool_view or ToolView()
 
     # ------------------------------------------------------------ resolution
 
@@ -187,11 +191,23 @@ class ModelRouter:
                     problems.append(f"{at} ({fallback.provider}/{fallback.model}): {exc.reason}")
         return problems
 
+    def on_demand(self, agent_id: str | None = None) -> bool:
+        """Whether ``agent_id``'s first model gets its tools' schemas on demand, as the
+        settings say (an override stands in for that model: a replay builds the same
+        prompt); no model configured: no."""
+        try:
+            return self.resolve(agent_id).provider.schemas_on_demand
+        except ModelNotConfiguredError:
+            return False
+
     def _model_of(self, choice: ModelChoice, agent_id: str | None) -> Model:
         client = self._client(choice.provider_name, choice.provider, agent_id)
         if choice.provider.type == "openai":
             return OpenAIResponsesModel(model=choice.model, openai_client=client)
-        return OpenAIChatCompletionsModel(model=choice.model, openai_client=client)
+        model = OpenAIChatCompletionsModel(model=choice.model, openai_client=client)
+        if choice.provider.schemas_on_demand:
+            return OnDemandModel(model, self.tool_view)
+        return model
 
     def _fallbacks_of(self, agent_id: str | None) -> list[FallbackRef]:
         mapped = self._settings.agents.get(agent_id) if agent_id else None

@@ -78,7 +78,10 @@ class Orchestrator:
         if interceptor is not None:
             self._tools = [interceptor.wrap(tool) for tool in self._tools]
         self._capabilities = list(capabilities)
-        summary = capabilities_summary(self._capabilities)
+        view = model_router.tool_view
+        view.learn((c.name, c.extension_id, c.description) for c in self._capabilities)
+        loadable = view.groups() if model_router.on_demand(ORCHESTRATOR_ID) else None
+        summary = capabilities_summary(self._capabilities, loadable=loadable)
         # the skills' catalog (sorted: the same bytes each turn) follows the tools
         self._summary = "\n\n".join(p for p in (summary, tool_guidance, skill_catalog) if p)
         self._mcp_servers = list(mcp_servers)

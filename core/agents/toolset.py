@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -174,18 +174,35 @@ def build_toolset(
     return Toolset(tools, agent_tools, capabilities, warnings)
 
 
-def capabilities_summary(capabilities: Sequence[Capability]) -> str:
-    """Plain-text list, tools then agents: ``- name (extension): description``."""
-    lines: list[str] = []
-    for kind, title in (("tool", "Tools"), ("agent", "Agents (call them as tools)")):
-        items = [c for c in capabilities if c.kind == kind]
-        if not items:
+def capabilities_summary(
+    capabilities: Sequence[Capability], *, loadable: Mapping[str, Sequence[str]] | None = None
+) -> str:
+    """The tools by extension, names only: each tool's schema carries its description,
+    so the prompt does not say it twice (ADR 0097). The groups in ``loadable`` are
+    sent on demand (group -> its tools not always sent): the model loads them with
+    ``load_tools`` first."""
+    groups: dict[str, list[str]] = {}
+    for cap in capabilities:
+        groups.setdefault(cap.extension_id, []).append(cap.name)
+    if not groups:
+        return "No tools or agents are available."
+    agents = {c.name for c in capabilities if c.kind == "agent"}
+    lines = []
+    if loadable:
+        lines.append(
+            "Tool groups (call load_tools with the groups you need first; their tools "
+            "come with your next step):"
+        )
+    else:
+        lines.append("Tools by extension (agents marked; call them as tools):")
+    for group, names in groups.items():
+        if loadable is not None:
+            names = [n for n in names if n in loadable.get(group, ())]
+        if not names:
             continue
-        lines.append(f"{title}:")
-        for cap in items:
-            description = " ".join(cap.description.split()) or "(no description)"
-            lines.append(f"- {cap.name} ({cap.extension_id}): {description}")
-    return "\n".join(lines) if lines else "No tools or agents are available."
+        shown = ", ".join(f"{n} (agent)" if n in agents else n for n in names)
+        lines.append(f"- {group}: {shown}")
+    return "\n".join(lines)
 
 
 def _description_of(tool: Tool) -> str:

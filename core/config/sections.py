@@ -59,9 +59,12 @@ class ToolOverride(_Section):
 
 
 class ToolsSettings(_Section):
-    """Who provides a tool that several extensions offer (ADR 0027)."""
+    """Who provides a tool that several extensions offer (ADR 0027), and which tools a
+    model whose schemas come on demand is always sent (``resident``: tool or group
+    names, ADR 0097)."""
 
     overrides: dict[str, ToolOverride] = Field(default_factory=dict)
+    resident: list[str] = Field(default_factory=lambda: ["current_time"])
 
 
 class MetricsSettings(_Section):

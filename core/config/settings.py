@@ -86,6 +86,16 @@ class ProviderSettings(_Section):
     # send the stable prompt prefix once at start, after a reload and when the server comes
     # back, so the first message reuses it (ADR 0089); ``auto``: on for servers on this machine
     warm: Literal["auto", "on", "off"] = "auto"
+    # tools' schemas: all in every request, or the resident ones and the groups the model
+    # loads (ADR 0097); ``auto``: on demand for a server on this machine
+    tool_schemas: Literal["auto", "all", "on_demand"] = "auto"
+
+    @property
+    def schemas_on_demand(self) -> bool:
+        """Whether requests to this provider carry only the tools the model loaded."""
+        if self.tool_schemas != "auto":
+            return self.tool_schemas == "on_demand"
+        return self.type == "openai_compatible" and is_loopback_url(self.base_url)
 
     @property
     def warmed(self) -> bool:

@@ -35,6 +35,7 @@ class SystemTopics:
     REPLY = "system.reply"  # the kernel's reply outbox (ADR 0014)
     UI_ANSWER = "system.ui.answer"  # the user answered a question a channel showed (ADR 0021)
     TURN_RESUME = "system.turn.resume"  # a paused turn's questions are all answered (ADR 0021)
+    PREFIX = "system."  # every topic of the kernel's own; no extension's event
     KERNEL_PREFIX = "system.kernel."  # kernel control: the user's, never an extension's
     KERNEL_RELOAD = "system.kernel.reload"  # `main.py extensions reload ID` asks (ADR 0032)
     KERNEL_RELOAD_RESULT = "system.kernel.reload.result"  # the running kernel answers

@@ -30,6 +30,7 @@ from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
 from core.agents.observer import TurnObserver
 from core.agents.orchestrator import Orchestrator
+from core.agents.tool_view import ToolView
 from core.config import Settings
 from core.events import EventBus
 from core.extensions.access.grant_store import GrantStore
@@ -298,6 +299,7 @@ def build_shaping(
         settings.models,
         overrides=model_overrides,
         model_wrapper=model_wrapper if features.replay else None,
+        tool_view=ToolView(settings.tools.resident),  # for schemas on demand (ADR 0097)
     )
     mcp = McpServers(settings.mcp)
     wired = ext.wiring.wired

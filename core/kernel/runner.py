@@ -24,6 +24,8 @@ from agents.models.interface import Model
 from core.agents.errors import ModelNotConfiguredError
 from core.agents.model_router import configure_tracing
 from core.agents.observer import TurnObservers
+from core.agents.orchestrator import ORCHESTRATOR_ID
+from core.agents.tool_view import load_tools_tool
 from core.config import Settings
 from core.extensions.context.services import KernelServices
 from core.extensions.context.shared_services import ServiceRegistry
@@ -145,6 +147,8 @@ class Kernel:
             agent_hooks=self.spending.meter,  # usage per turn and model, and metrics
         )
         self.model_router, self.mcp, self.shaping = shaped.model_router, shaped.mcp, shaped.shaping
+        if self.model_router.on_demand(ORCHESTRATOR_ID):  # its tools' schemas when loaded
+            ext.later_tools.append(load_tools_tool(self.model_router.tool_view))
         self.context, self.consent = shaped.context, shaped.consent
         self.tool_features = shaped.tool_features  # the tool call's layers (ADR 0079)
         self.orchestrator = shaped.orchestrator

@@ -76,7 +76,7 @@ def household(ext_root, make_ext, settings_file, server):
     return settings_file(
         channels={"default": "capture"},
         timezone="Europe/Berlin",
-        models=models_section(server.base_url, max_retries=0),
+        models=models_section(server.base_url, max_retries=0, tool_schemas="all"),
     )
 
 
@@ -171,7 +171,8 @@ async def test_a_user_addition_wraps_only_the_newest_message(
     wrap = {"prompt_additions": [{"position": "user_prefix", "content": "(be brief)"}]}
     make_ext("brief", MOOD_CODE, {**CONVERSING, **wrap})
     path = settings_file(
-        channels={"default": "capture"}, models=models_section(server.base_url, max_retries=0)
+        channels={"default": "capture"},
+        models=models_section(server.base_url, max_retries=0, tool_schemas="all"),
     )
     async with running_kernel(path) as kernel:
         await converse(kernel, "one")

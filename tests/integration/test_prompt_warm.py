@@ -48,7 +48,7 @@ def household(ext_root, make_ext, settings_file, server):
         make_ext("units", ext_code(""), {**CONVERSING, **STABLE})
         return settings_file(
             channels={"default": "capture"},
-            models=models_section(server.base_url, max_retries=0, **provider),
+            models=models_section(server.base_url, max_retries=0, tool_schemas="all", **provider),
         )
 
     return write

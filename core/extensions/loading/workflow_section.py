@@ -22,6 +22,8 @@ from typing import Any
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from core.events.topics import SystemTopics
+
 __all__ = [
     "ACTIONS",
     "TEMPLATE",
@@ -151,7 +153,7 @@ class Trigger(_Strict):
             raise ValueError("give either cron or event")
         if self.cron is not None and not croniter.is_valid(self.cron):
             raise ValueError(f"invalid cron expression {self.cron!r}")
-        if self.event is not None and self.event.startswith("system."):
+        if self.event is not None and self.event.startswith(SystemTopics.PREFIX):
             raise ValueError(f"{self.event!r}: system topics cannot start a workflow")
         return self
 

@@ -37,6 +37,7 @@ from core.extensions.loading.workflow_section import (
 )
 from core.extensions.sdk import resolve_zone
 from core.kernel.workflows.store import RunRow, StepRow, WorkflowStore
+from core.runtime.errors import HearthError
 
 __all__ = ["Executor", "Powers", "StepFailedError", "render", "run_turn"]
 
@@ -46,7 +47,7 @@ Pause = Literal["pause"]
 PAUSE: Pause = "pause"
 
 
-class StepFailedError(Exception):
+class StepFailedError(HearthError):
     """A step could not do its work; the message says why (the run's error names it)."""
 
 

@@ -30,6 +30,7 @@ from core.extensions.loading.workflow_section import WorkflowDefinition
 from core.extensions.sdk import next_fire, resolve_zone
 from core.kernel.workflows.executor import Executor, Powers
 from core.kernel.workflows.store import LIVE, RunRow, WorkflowRow, WorkflowStore
+from core.runtime.errors import HearthError
 
 __all__ = ["BACKGROUND", "WorkflowError", "Workflows", "describe_errors", "workflow_id"]
 
@@ -39,7 +40,7 @@ BACKGROUND = "background"  # the workflow id of background tasks (one agent step
 USER_SOURCE = "user"
 
 
-class WorkflowError(ValueError):
+class WorkflowError(HearthError, ValueError):
     """A request about workflows that cannot be done; the message says why."""
 
 
