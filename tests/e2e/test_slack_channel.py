@@ -84,6 +84,8 @@ async def test_a_dm_and_a_mention_are_answered_where_they_were_written_through_a
         slack.mention("what's up?", user=BOB, channel=GENERAL, thread_ts="1699999999.000100")
         await wait_for(lambda: slack.messages(GENERAL), timeout=30)
         await wait_for(lambda: slack.acked(event_id))
+        slack.redeliver(event_id)  # Slack's retry of the same event: journaled once
+        await wait_for(lambda: slack.acked(event_id))
         events = await kernel.bus.journal.recent_events(10, topic="user.message")
     in_thread = slack.messages(GENERAL)[0]
     assert (in_thread.text, in_thread.thread_ts) == ("Hi channel", "1699999999.000100")
@@ -93,6 +95,7 @@ async def test_a_dm_and_a_mention_are_answered_where_they_were_written_through_a
         f"{GENERAL}/1699999999.000100",
     ]
     assert "hi there" in str(model.calls[0].input)
+    assert slack.dm_texts(ALICE) == ["Hello Alice!"]  # the redelivery was not answered again
     model.assert_complete()
 
 

@@ -209,6 +209,15 @@ class FakeSlack:
                     if envelope["envelope_id"] in self._acked:
                         self._acked.remove(envelope["envelope_id"])
 
+    def redeliver(self, event_id: str) -> None:
+        """Send the envelope carrying ``event_id`` again now, on the open connection
+        (Slack's retry of an envelope it did not see acknowledged in time)."""
+        self.unconfirm(event_id)
+        with self._lock:
+            again = [e for e in self._pending.values() if e["payload"].get("event_id") == event_id]
+        for envelope in again:
+            asyncio.run_coroutine_threadsafe(self._push(envelope), self._loop)
+
     def fail_next(self, method: str, *retry_after_s: float) -> None:
         """The next calls of ``method`` answer ``429`` with these ``Retry-After``s."""
         with self._lock:

@@ -132,7 +132,10 @@ class SlackChannel(BaseExtension):
         if self._client is None:
             return []
         if self._identity is None:
-            await self._verify_token()
+            try:
+                await self._verify_token()
+            except SlackSetupError as exc:
+                return [str(exc)]
         who = self._identity or "not reached yet (auth.test failed)"
         config = self._cfg()
         served = len(config.allowed_user_ids) + len(self._parts()[0].paired)

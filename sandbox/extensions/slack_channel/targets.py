@@ -130,9 +130,3 @@ class Targets:
         if key not in self._reported:
             self._reported.add(key)
             self._log.warning("%s", message)
-
-
-def is_address(text: str) -> bool:
-    """Whether ``text`` has the shape of an address (for ``default_address``)."""
-    channel, _, _ = text.partition("/")
-    return bool(USER_ID_RE.match(channel) or CHANNEL_ID_RE.match(channel))
