@@ -49,12 +49,14 @@ def slack(monkeypatch):
         yield server
 
 
-def slack_settings(settings_file: Any, slack: FakeSlack, **sections: Any) -> Path:
+def slack_settings(
+    settings_file: Any, slack: FakeSlack, edit_interval_s: float = 0.2, **sections: Any
+) -> Path:
     config = {
         "allowed_user_ids": [ALICE, BOB],
         "allowed_channel_ids": [GENERAL],
         "api_base_url": slack.base_url,
-        "edit_interval_s": 0.2,
+        "edit_interval_s": edit_interval_s,
     }
     return settings_file(
         channels={"default": EXTENSION_ID}, extensions={EXTENSION_ID: config}, **sections
@@ -258,6 +260,45 @@ def test_sigkill_before_the_reply_is_answered_exactly_once_after_restart(
         assert len(slack.calls_of("chat.postMessage")) == 1
         assert _journal_row(db, key) is not None  # and only once (checked inside)
         assert len(model.requests) == 2  # the killed turn, and its one re-run
+
+
+def test_sigkill_between_the_recorded_answer_and_its_send_sends_it_once_after_restart(
+    tmp_path, ext_root, settings_file
+):
+    """The answer is recorded (the outbox) and its chat.postMessage under way when the
+    kernel dies; Slack never got it. After the restart the recorded answer is sent,
+    once, and the model is not asked again."""
+    install_extension(ext_root, EXTENSION_ID)
+    db = tmp_path / "data" / "events.db"
+    log = tmp_path / "kernel.log"
+    with FakeSlack() as slack, FakeOpenAIServer() as model:
+        # no preview: the only chat.postMessage is the answer's own
+        settings = slack_settings(
+            settings_file, slack, edit_interval_s=60, models=models_section(model.base_url)
+        )
+        slack.hold("chat.postMessage")
+        first = _start_kernel(settings, slack, log)
+        try:
+            slack.wait_until(lambda: slack.connections, timeout_s=90)
+            event_id = slack.dm("hello", user=ALICE)
+            slack.wait_until(lambda: slack.calls_of("chat.postMessage"), timeout_s=90)
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=10)
+        slack.release()
+        assert slack.dm_texts(ALICE) == [] and len(model.requests) == 1
+
+        second = _start_kernel(settings, slack, log)
+        key = f"slack:{event_id}"
+        try:
+            slack.wait_until(lambda: slack.dm_texts(ALICE), timeout_s=90)
+            slack.wait_until(lambda: (_journal_row(db, key) or (0, ""))[1] == "done", 90)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(timeout=30)
+
+        assert slack.dm_texts(ALICE) == ["echo: hello"], log.read_text()[-3000:]
+        assert len(model.requests) == 1  # sent from the record: the turn never ran again
 
 
 # ------------------------------------------------------------ setup and doctor

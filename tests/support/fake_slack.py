@@ -15,7 +15,7 @@ token; hands out this server's own ``wss``-like URL), ``conversations.open``
 ``thread_ts``), ``chat.update`` (keeps the blocks when given none, like Slack);
 a button press's ``response_url`` records what is posted to it (``responses``).
 Every call is recorded (``calls``). ``fail_next`` scripts a ``429`` with
-``Retry-After``. The socket sends ``hello``, then each envelope not yet
+``Retry-After``; ``hold`` makes a method's calls hang until ``release``. The socket sends ``hello``, then each envelope not yet
 acknowledged (``events_api`` and ``interactive``); an envelope is re-sent on
 the next connection until its ``envelope_id`` comes back as an acknowledgement,
 as Slack does; ``unconfirm`` forgets an acknowledgement (a redelivery).
@@ -87,6 +87,8 @@ class FakeSlack:
         self._pending: dict[str, dict[str, Any]] = {}  # envelope id -> envelope, unacked
         self._acked: list[str] = []
         self._failures: dict[str, list[float]] = {}
+        self._held: set[str] = set()  # methods whose calls hang, then fail unanswered
+        self._release = asyncio.Event()
         self._sockets: list[web.WebSocketResponse] = []
         self.connections = 0
         self._ids = itertools.count(1)
@@ -217,6 +219,18 @@ class FakeSlack:
             again = [e for e in self._pending.values() if e["payload"].get("event_id") == event_id]
         for envelope in again:
             asyncio.run_coroutine_threadsafe(self._push(envelope), self._loop)
+
+    def hold(self, method: str) -> None:
+        """Calls of ``method`` hang from now on (recorded, nothing done) until ``release``:
+        a kernel killed meanwhile never heard back, and Slack never acted on them."""
+        with self._lock:
+            self._held.add(method)
+
+    def release(self) -> None:
+        """Held calls fail (``request_timeout``, nothing posted); new ones are served."""
+        with self._lock:
+            self._held.clear()
+        self._loop.call_soon_threadsafe(self._release.set)
 
     def fail_next(self, method: str, *retry_after_s: float) -> None:
         """The next calls of ``method`` answer ``429`` with these ``Retry-After``s."""
@@ -359,7 +373,11 @@ class FakeSlack:
             self._calls.append(Call(method, params, time.monotonic()))
             failures = self._failures.get(method)
             retry_after = failures.pop(0) if failures else None
+            held = method in self._held
             self._lock.notify_all()
+        if held:
+            await self._release.wait()
+            return web.json_response({"ok": False, "error": "request_timeout"})
         if retry_after is not None:
             return web.json_response(
                 {"ok": False, "error": "ratelimited"},
