@@ -354,3 +354,33 @@ def test_doctor_shows_the_bot_and_whom_it_serves(slack, ext_root, settings_file)
     assert "ok   extension slack_channel: active" in checked.stdout, checked.stdout
     assert "slack_channel: bot @hearth in Hearth Test; 2 user(s), 1 channel(s)" in checked.stdout
     assert "secret SLACK_APP_TOKEN (slack_channel): set" in checked.stdout
+
+
+async def test_a_long_reply_is_split_and_markdown_becomes_mrkdwn(slack, ext_root, settings_file):
+    install_extension(ext_root, EXTENSION_ID)
+    paragraphs = [f"Paragraph {i}:" + " lorem ipsum" * 60 for i in range(12)]
+    long = "\n\n".join(paragraphs)
+    model = replies(long, "**Tea** is `ready` & <!channel> [here](https://example.org)")
+    async with running_kernel(slack_settings(settings_file, slack), model=model):
+        slack.dm("tell me a lot", user=ALICE)
+        await wait_for(lambda: len(slack.dm_texts(ALICE)) >= 3, timeout=30)
+        slack.dm("tea?", user=ALICE)
+        await wait_for(lambda: len(slack.dm_texts(ALICE)) == 4, timeout=30)
+    *pieces, tea = slack.dm_texts(ALICE)
+    assert len(pieces) == 3 and all(len(p) <= 3900 for p in pieces)
+    assert all(p.startswith("Paragraph") for p in pieces)  # cut at paragraph breaks
+    assert "\n\n".join(pieces) == long
+    assert tea == "*Tea* is `ready` &amp; &lt;!channel&gt; <https://example.org|here>"
+
+
+def test_without_people_the_first_allowed_slack_id_is_the_owner_and_the_rest_members():
+    from core.kernel.conversations import Household
+
+    household = Household.of(
+        {}, {EXTENSION_ID: {"allowed_user_ids": [ALICE, BOB]}, "telegram_channel": {}}
+    )
+    assert household.person(EXTENSION_ID, ALICE, ALICE).is_owner
+    bob = household.person(EXTENSION_ID, f"{GENERAL}/1699999999.000100", BOB)
+    assert (bob.name, bob.role) == (f"slack:{BOB}", "member")  # in a thread: the sender counts
+    stranger = household.person(EXTENSION_ID, MALLORY, MALLORY)
+    assert (stranger.name, stranger.role) == (f"slack:{MALLORY}", "member")
