@@ -117,7 +117,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._web_api)
         app.router.add_get("/link", self._socket)
         app.router.add_post("/response", self._response_url)
-        self._runner = web.AppRunner(app, handle_signals=False)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()

@@ -46,6 +46,12 @@ _REFUSED_APP_TOKEN = ("invalid_auth", "not_authed", "not_allowed_token_type")
 OfferPairing = Callable[[str, str], Awaitable[None]]  # user id, DM channel id
 
 
+def _env_token_note(record: logging.LogRecord) -> bool:
+    """Drop bolt's note that the client's token wins over ``SLACK_BOT_TOKEN`` from the
+    environment: the two are the same secret here, so the note would only alarm."""
+    return "`token` will be unused" not in record.getMessage()
+
+
 class SlackAppTokenError(Exception):
     """Slack refuses the app-level token (``apps.connections.open``)."""
 
@@ -133,9 +139,11 @@ class SocketLink:
 
     def app(self) -> AsyncApp:
         """The bolt app: our listeners, then catch-alls that acknowledge the rest."""
+        bolt_log = self._log.getChild("bolt")
+        bolt_log.addFilter(_env_token_note)
         app = AsyncApp(
             client=self._client,
-            logger=self._log,
+            logger=bolt_log,
             process_before_response=True,
             request_verification_enabled=False,
             url_verification_enabled=False,
