@@ -384,3 +384,16 @@ def test_without_people_the_first_allowed_slack_id_is_the_owner_and_the_rest_mem
     assert (bob.name, bob.role) == (f"slack:{BOB}", "member")  # in a thread: the sender counts
     stranger = household.person(EXTENSION_ID, MALLORY, MALLORY)
     assert (stranger.name, stranger.role) == (f"slack:{MALLORY}", "member")
+
+
+def test_a_reminder_an_mcp_client_sets_for_a_slack_member_fires_in_their_dm():
+    from core.config import PersonSettings
+    from core.kernel.conversations import Household
+    from core.kernel.mcp_desk import McpDesk
+
+    people = {
+        "ada": PersonSettings(role="owner", identities=["cli:local"]),
+        "bob": PersonSettings(role="member", identities=[f"slack:{BOB}"]),
+    }
+    desk = McpDesk(None, Household(people, []), list, list, people)  # type: ignore[arg-type]
+    assert desk.home("claude", "bob", owner=False) == (EXTENSION_ID, BOB)
