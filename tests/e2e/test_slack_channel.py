@@ -397,3 +397,17 @@ def test_a_reminder_an_mcp_client_sets_for_a_slack_member_fires_in_their_dm():
     }
     desk = McpDesk(None, Household(people, []), list, list, people)  # type: ignore[arg-type]
     assert desk.home("claude", "bob", owner=False) == (EXTENSION_ID, BOB)
+
+
+async def test_a_refused_app_token_makes_the_channel_unhealthy_and_says_which(
+    slack, ext_root, settings_file, monkeypatch, caplog
+):
+    install_extension(ext_root, EXTENSION_ID)
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-revoked")
+    async with running_kernel(slack_settings(settings_file, slack), model=replies()) as kernel:
+        await wait_for(lambda: slack.calls_of("apps.connections.open"), timeout=30)
+        channel = kernel.loader.instance(EXTENSION_ID)
+        await wait_for(lambda: not channel.health_check(), timeout=30)
+        lines = await channel.status_lines()
+    assert "Slack rejected SLACK_APP_TOKEN (apps.connections.open: invalid_auth)" in lines[-1]
+    assert slack.connections == 0

@@ -3,9 +3,9 @@
 ``SocketLink`` runs slack-bolt's ``AsyncApp`` (``process_before_response``:
 an envelope's acknowledgement is sent only when its listener returned, so a
 message is journaled before Slack hears it arrived) behind an
-``AsyncSocketModeHandler``; its first connection is retried with backoff, and
-slack_sdk's client reconnects by itself afterwards. An invalid app-level
-token is raised, nothing to retry. Every envelope is acknowledged once
+``AsyncSocketModeHandler``; the first websocket URL is asked for with
+backoff, and slack_sdk's client connects and reconnects by itself afterwards.
+An invalid app-level token is raised, nothing to retry. Every envelope is acknowledged once
 handled — ignored ones too — except when journaling failed: then Slack sends
 it again.
 
@@ -27,6 +27,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aiohttp import ClientError
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
@@ -175,13 +176,19 @@ class SocketLink:
         return app
 
     async def run(self) -> None:
-        """Connect, retrying until it works, and stay connected until cancelled."""
+        """Connect, retrying until it works, and stay connected until cancelled.
+
+        The websocket URL is asked for here (``apps.connections.open``) so that a
+        refused app-level token is raised at once: slack_sdk's own ``connect`` would
+        retry it forever. Reaching the URL is then slack_sdk's job, reconnecting too.
+        """
         handler = AsyncSocketModeHandler(self.app(), self._app_token, logger=self._log)
+        socket = handler.client
         failures = CONNECT_BACKOFF.delays()
         try:
-            while True:
+            while socket.wss_uri is None:
                 try:
-                    await handler.connect_async()
+                    socket.wss_uri = await socket.issue_new_wss_url()
                     break
                 except SlackApiError as exc:
                     code = error_code(exc)
@@ -190,18 +197,13 @@ class SocketLink:
                             f"Slack rejected SLACK_APP_TOKEN (apps.connections.open: {code}); "
                             "it is the app-level token (xapp-...) with connections:write"
                         ) from None
-                    delay = failures.next()
-                    self._log.warning(
-                        "Socket Mode connect failed (%s); retrying in %.1f s", code, delay
-                    )
-                except (OSError, TimeoutError) as exc:
-                    delay = failures.next()
-                    self._log.warning(
-                        "cannot reach Slack (%s); retrying in %.1f s",
-                        str(exc) or type(exc).__name__,
-                        delay,
-                    )
+                    reason = code or str(exc)
+                except (ClientError, OSError, TimeoutError) as exc:
+                    reason = str(exc) or type(exc).__name__
+                delay = failures.next()
+                self._log.warning("cannot open Socket Mode (%s); retrying in %.1f s", reason, delay)
                 await asyncio.sleep(delay)
+            await handler.connect_async()
             self._log.info("Slack Socket Mode connected")
             await asyncio.Event().wait()
         finally:

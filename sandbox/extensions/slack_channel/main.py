@@ -34,7 +34,7 @@ from core.extensions.contract import ExtensionContext, UserRequest
 from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
 
 from .config import SlackConfig, parse_config
-from .inbox import Inbox, SocketLink
+from .inbox import Inbox, SlackAppTokenError, SocketLink
 from .questions import QuestionBoard
 from .sender import Sender, error_code
 from .setup import SlackSetup
@@ -84,6 +84,7 @@ class SlackChannel(BaseExtension):
         self._pairings: Pairings | None = None
         self._identity: str | None = None  # "@hearth in Team" once auth.test worked
         self._auth_error: str | None = None
+        self._app_error: str | None = None  # the app-level token refused by the socket
         self._setup: SlackSetup | None = None
         self._running = False
 
@@ -114,6 +115,7 @@ class SlackChannel(BaseExtension):
                 f"{BOT_SECRET} and {APP_SECRET} not both set (`main.py setup` asks for them)"
             )
         self._running = True
+        self._app_error = None  # the socket tries the app-level token again
         self._parts()[0].announce()
         if self._pairings is not None:
             self._pairings.register(self._greet)
@@ -125,7 +127,7 @@ class SlackChannel(BaseExtension):
             self._pairings.unregister()
 
     def health_check(self) -> bool:
-        return self._auth_error is None
+        return self._auth_error is None and self._app_error is None
 
     async def status_lines(self) -> list[str]:
         """For ``doctor`` and ``/status``: whom the bot is, and whom it serves."""
@@ -139,7 +141,8 @@ class SlackChannel(BaseExtension):
         who = self._identity or "not reached yet (auth.test failed)"
         config = self._cfg()
         served = len(config.allowed_user_ids) + len(self._parts()[0].paired)
-        return [f"bot {who}; {served} user(s), {len(config.allowed_channel_ids)} channel(s)"]
+        lines = [f"bot {who}; {served} user(s), {len(config.allowed_channel_ids)} channel(s)"]
+        return lines + ([self._app_error] if self._app_error else [])
 
     async def _verify_token(self) -> None:
         """``auth.test``: a rejected token fails the extension; an unreachable API does not."""
@@ -172,7 +175,11 @@ class SlackChannel(BaseExtension):
         targets, sender = self._parts()
         inbox = Inbox(self._context(), targets, sender, self._questions(), self._offer_pairing)
         link = SocketLink(self._client, self._app_token, inbox, self._context().logger)
-        await link.run()
+        try:
+            await link.run()
+        except SlackAppTokenError as exc:
+            self._app_error = str(exc)  # unhealthy: the supervisor shows it and retries
+            raise
 
     async def _offer_pairing(self, user: str, channel: str) -> None:
         """A stranger's DM: a one-time code for the owner's ``/pair``, once while it
