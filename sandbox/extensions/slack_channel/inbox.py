@@ -58,6 +58,8 @@ class SlackAppTokenError(Exception):
 
 
 class Inbox:
+    """Turns Slack events into journaled messages, answers and pairing offers."""
+
     def __init__(
         self,
         context: ExtensionContext,
@@ -130,6 +132,8 @@ class Inbox:
 
 
 class SocketLink:
+    """The Socket Mode connection and the bolt app behind it."""
+
     def __init__(
         self, client: AsyncWebClient, app_token: str, inbox: Inbox, logger: logging.Logger
     ) -> None:

@@ -72,6 +72,9 @@ def web_client(
 
 
 class SlackChannel(BaseExtension):
+    """The Slack channel extension: its parts are built in ``initialize`` once both
+    tokens are there; without them only the setup can use it."""
+
     def __init__(self) -> None:
         self._ctx: ExtensionContext | None = None
         self._config: SlackConfig | None = None

@@ -52,6 +52,8 @@ class _Question:
 
 
 class QuestionBoard:
+    """The open questions this process showed, and the messages showing them."""
+
     def __init__(self, sender: Sender, targets: Targets, log: logging.Logger) -> None:
         self._sender = sender
         self._targets = targets

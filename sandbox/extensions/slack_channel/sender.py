@@ -47,6 +47,8 @@ def error_code(exc: SlackApiError) -> str:
 
 
 class Sender:
+    """Posts and edits through the Web API: what must arrive, and previews."""
+
     def __init__(
         self, client: AsyncWebClient, preview: AsyncWebClient, logger: logging.Logger
     ) -> None:

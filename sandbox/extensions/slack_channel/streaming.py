@@ -38,6 +38,8 @@ class _Stream:
 
 
 class StreamPresenter:
+    """One streamed reply per address, edited at a bounded rate."""
+
     def __init__(
         self, sender: Sender, targets: Targets, logger: logging.Logger, *, interval_s: float
     ) -> None:

@@ -41,6 +41,8 @@ def address_of(channel: str, thread_ts: str | None) -> str:
 
 
 class Targets:
+    """The allow-list and the addresses it lets the bot write to."""
+
     def __init__(
         self, config: SlackConfig, logger: logging.Logger, paired: set[str] | None = None
     ) -> None:
