@@ -111,6 +111,8 @@ class FakeSlack:
         asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     async def _start(self) -> None:
         app = web.Application()
