@@ -154,6 +154,33 @@ async def test_an_approval_is_answered_in_place_by_its_button(
     assert asked.text == 'Allow launch(target="moon")?\nAllowed once: launch(target="moon")'
 
 
+async def test_in_a_thread_only_the_member_who_asked_answers_the_approval(
+    slack, ext_root, settings_file, make_ext
+):
+    install_extension(ext_root, EXTENSION_ID)
+    make_ext("rockets", ROCKETS)
+    model = ScriptedModel(
+        [
+            [function_call("launch", {"target": "mars"}, call_id="c1")],
+            [assistant_message("Mars it is.")],
+        ]
+    )
+    thread = "1699999999.000200"
+    settings = slack_settings(settings_file, slack, policy={"profile": "safe"})
+    async with running_kernel(settings, model=model) as kernel:
+        slack.mention("launch at mars", user=ALICE, channel=GENERAL, thread_ts=thread)
+        asked = await wait_for(lambda: [m for m in slack.messages(GENERAL) if m.buttons], 30)
+        assert asked[0].thread_ts == thread  # asked where the request was made
+        slack.press(asked[0], "Allow once", user=BOB)  # another member: refused
+        await wait_for(lambda: slack.responses, timeout=30)
+        assert kernel.loader.instance("rockets").log() == []
+        slack.press(asked[0], "Allow once", user=ALICE)
+        await wait_for(lambda: "Mars it is." in [m.text for m in slack.messages(GENERAL)], 30)
+    assert kernel.loader.instance("rockets").log() == ["mars"]
+    assert slack.responses[0]["text"] == "Only the person who asked can answer this."
+    assert all(m.thread_ts == thread for m in slack.messages(GENERAL))
+
+
 async def test_each_reminder_reaches_the_dm_of_who_set_it(slack, ext_root, settings_file):
     install_extension(ext_root, EXTENSION_ID)
     install_extension(ext_root, "scheduler")
