@@ -438,3 +438,29 @@ async def test_a_refused_app_token_makes_the_channel_unhealthy_and_says_which(
         lines = await channel.status_lines()
     assert "Slack rejected SLACK_APP_TOKEN (apps.connections.open: invalid_auth)" in lines[-1]
     assert slack.connections == 0
+
+
+async def test_a_question_without_options_is_answered_by_the_next_dm(
+    slack, ext_root, settings_file, make_ext
+):
+    from test_ui_requests import ASKER
+
+    from support.harness import CONVERSING
+
+    install_extension(ext_root, EXTENSION_ID)
+    make_ext("asker", ASKER, CONVERSING)
+    model = ScriptedModel(
+        [
+            [function_call("ask_things", {"kind": "input"}, call_id="c1")],
+            [assistant_message("Paris, noted.")],
+        ]
+    )
+    async with running_kernel(slack_settings(settings_file, slack), model=model) as kernel:
+        slack.dm("plan my trip", user=ALICE)
+        await wait_for(lambda: slack.dm_texts(ALICE), timeout=30)
+        assert slack.dm_texts(ALICE) == ["asker asks: Which city?\n(Reply with your answer.)"]
+        slack.dm("Paris", user=ALICE)
+        await wait_for(lambda: "Paris, noted." in slack.dm_texts(ALICE), timeout=30)
+        events = await kernel.bus.journal.recent_events(10, topic="user.message")
+    assert [e.payload["text"] for e in events] == ["plan my trip"]  # an answer, not a message
+    assert "answer: Paris" in str(model.calls[1].input)
