@@ -21,6 +21,15 @@ from support.harness import conversing
 from support.telegram_support import ALICE, install_extension, write_settings
 
 
+def _replies_marked_sent(sessions: Path) -> int:
+    """How many recorded replies the ledger marks as handed to their channel."""
+    if not sessions.exists():
+        return 0
+    with sqlite3.connect(f"file:{sessions}?mode=ro", uri=True, timeout=5) as conn:
+        row = conn.execute("SELECT count(*) FROM hearth_turns WHERE sent_at IS NOT NULL")
+        return int(row.fetchone()[0])
+
+
 def _journal_row(db: Path, key: str) -> tuple[int, str | None] | None:
     """(event id, the router's delivery status) for an idempotency key, read-only."""
     if not db.exists():
@@ -130,6 +139,10 @@ def test_sigkill_after_the_reply_was_sent_does_not_send_it_again(
             tg.wait_until(lambda: tg.calls_of("getUpdates"), timeout_s=90)
             update_id = tg.send_update("hello", user_id=ALICE)
             tg.wait_until(lambda: tg.chat_texts(ALICE), timeout_s=90)
+            # the ledger knows the reply was handed over (the one small write after the
+            # send: a kill before it may still send again, which is not this test's case)
+            sessions = tmp_path / "data" / "sessions.db"
+            tg.wait_until(lambda: _replies_marked_sent(sessions) == 1, timeout_s=90)
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=10)

@@ -47,6 +47,7 @@ CHAIN = {
         {"id": "tell", "notify": "chain done: {{two}}"},
     ],
 }
+PARKED = "step pause waits"  # the executor's line when the run parks in its wait
 # the fake model answers "echo: " and the prompt
 TWO = "two after echo: Say something about marked one"
 MARKER_MANIFEST = {"workflows": [CHAIN], "side_effects": False, "config": {"trace": None}}
@@ -87,13 +88,16 @@ def test_a_run_killed_while_it_waits_goes_on_after_a_restart_and_acts_once(
             return path
 
         grant_all(ext_root, tmp_path / "data")
-        first = start_kernel(settings([["u1", "/run chain"]]))
+        log = tmp_path / "kernel.log"
+        with log.open("a") as stderr:
+            first = start_kernel(settings([["u1", "/run chain"]]), stderr)
         try:
-            wait_until(lambda: lines(trace) == ["one"] and len(srv.requests) == 1, 90)
-            wait_until(lambda: any(t.startswith("Started chain") for t in sent(out)), 30)
+            wait_until(lambda: PARKED in log.read_text(), 90, lambda: log.read_text()[-3000:])
         finally:
-            kill(first)  # in the 4 s wait: step one done, the model asked
-        second = start_kernel(settings([]))
+            kill(first)  # in the 4 s wait: step one done and the model's answer recorded
+        assert lines(trace) == ["one"] and len(srv.requests) == 1
+        with log.open("a") as stderr:
+            second = start_kernel(settings([]), stderr)
         try:
             wait_until(
                 lambda: any(t.startswith("chain done") for t in sent(out)),
@@ -128,8 +132,8 @@ def test_two_workers_a_killed_driver_and_the_run_finished_by_the_other(
             cluster.start("w2", "workers")
             cluster.wait_log("w2", "kernel ready")
             cluster.start("front", "channels")
-            wait_until(lambda: lines(trace) == ["one"] and len(srv.requests) == 1, 120)
-            cluster.kill("w1")  # the leader, in the run's wait
+            cluster.wait_log("w1", PARKED, 120)  # the leader drives the run: in its wait
+            cluster.kill("w1")
             wait_until(
                 lambda: any(r["text"].startswith("chain done") for r in cluster.replies()),
                 120,

@@ -13,6 +13,7 @@ from agents.testing import ScriptedModel
 
 from core.agents import ModelNotConfiguredError, ModelRouter, configure_tracing
 from core.agents.fallback import FallbackModel
+from core.agents.tool_view import OnDemandModel
 from core.config import ModelsSettings
 from support.fake_openai import FakeOpenAIServer
 
@@ -24,9 +25,11 @@ def models(**data: Any) -> ModelsSettings:
 
 
 def served_by(model: object) -> object:
-    """The first model of the chain ``get_model`` hands out."""
+    """The first model of the chain ``get_model`` hands out (under the on-demand tool
+    view a server on this machine gets, ADR 0097)."""
     assert isinstance(model, FallbackModel)
-    return model.chain[0][1]
+    first = model.chain[0][1]
+    return first.model if isinstance(first, OnDemandModel) else first
 
 
 def closed_port() -> int:

@@ -218,6 +218,7 @@ class Executor:
         if wake_at > now:
             await self.store.set_run(run.row.id, "waiting", wake_at=wake_at)
             self._remind(wake_at - now)
+            log.info("workflow run %s: step %s waits %.0f s", run.row.id, step.id, wake_at - now)
             return PAUSE
         await self.store.step_ended(run.row.id, step.id, "done", result="")
         run.results[step.id] = ""
