@@ -3,21 +3,15 @@ websocket to a fake of Slack's Web API and Socket Mode (tests/support/fake_slack
 a DM answered and a mention answered in its thread, an approval answered in place
 by a button, a stranger given a pairing code and nothing else, a reminder
 delivered to the DM of who set it, a reply streamed by edits through a rate
-limit, and a SIGKILL between the journaled message and the reply answered once
-after the restart (the kernel a real subprocess there)."""
+limit, the setup and doctor (crash safety: test_slack_crash.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import itertools
-import os
-import signal
-import sqlite3
-import subprocess
 import sys
 import types
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,13 +26,8 @@ from support.fake_openai import FakeOpenAIServer, models_section
 from support.fake_slack import FakeSlack, Posted
 from support.harness import running_kernel, wait_for
 from support.rocket_ext import ROCKETS
+from support.slack_support import ALICE, BOB, EXTENSION_ID, GENERAL, MALLORY, slack_settings
 from support.telegram_support import install_extension, slow_stream
-
-EXTENSION_ID = "slack_channel"
-ALICE = "UALICE0001"  # the owner: first allowed user
-BOB = "UBOB000002"  # allowed too
-MALLORY = "UMALLORY03"  # never allowed
-GENERAL = "CGENERAL01"  # a listed channel
 
 
 @pytest.fixture
@@ -47,20 +36,6 @@ def slack(monkeypatch):
         monkeypatch.setenv("SLACK_BOT_TOKEN", server.bot_token)
         monkeypatch.setenv("SLACK_APP_TOKEN", server.app_token)
         yield server
-
-
-def slack_settings(
-    settings_file: Any, slack: FakeSlack, edit_interval_s: float = 0.2, **sections: Any
-) -> Path:
-    config = {
-        "allowed_user_ids": [ALICE, BOB],
-        "allowed_channel_ids": [GENERAL],
-        "api_base_url": slack.base_url,
-        "edit_interval_s": edit_interval_s,
-    }
-    return settings_file(
-        channels={"default": EXTENSION_ID}, extensions={EXTENSION_ID: config}, **sections
-    )
 
 
 def replies(*texts: str) -> ScriptedModel:
@@ -210,122 +185,6 @@ async def test_a_reply_streams_by_edits_and_waits_out_a_rate_limit(slack, ext_ro
     gaps = [b.at - a.at for a, b in itertools.pairwise(updates)]
     assert all(gap >= 0.19 for gap in gaps), gaps  # at most one edit per edit_interval_s
     assert len(slack.calls_of("chat.postMessage")) == 1
-
-
-# ------------------------------------------------------------ crash safety
-
-
-def _journal_row(db: Path, key: str) -> tuple[int, str | None] | None:
-    """(event id, the router's delivery status) for an idempotency key, read-only."""
-    if not db.exists():
-        return None
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-        row = conn.execute("SELECT id FROM events WHERE idempotency_key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        status = conn.execute(
-            "SELECT status FROM deliveries WHERE event_id = ? AND subscriber_id = 'kernel.router'",
-            (row[0],),
-        ).fetchone()
-        count = conn.execute(
-            "SELECT COUNT(*) FROM events WHERE idempotency_key = ?", (key,)
-        ).fetchone()
-    assert count[0] == 1, f"{key} journaled {count[0]} times"
-    return int(row[0]), (status[0] if status else None)
-
-
-def _start_kernel(settings: Path, slack: FakeSlack, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "SLACK_BOT_TOKEN": slack.bot_token,
-        "SLACK_APP_TOKEN": slack.app_token,
-        "OPENAI_AGENTS_DISABLE_TRACING": "1",
-    }
-    return subprocess.Popen(
-        [sys.executable, "main.py", "--settings", str(settings)],
-        cwd=PROJECT_ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("ab"),
-    )
-
-
-def test_sigkill_before_the_reply_is_answered_exactly_once_after_restart(
-    tmp_path, ext_root, settings_file
-):
-    install_extension(ext_root, EXTENSION_ID)
-    db = tmp_path / "data" / "events.db"
-    log = tmp_path / "kernel.log"
-    with FakeSlack() as slack, FakeOpenAIServer(delay_s=30) as model:
-        settings = slack_settings(settings_file, slack, models=models_section(model.base_url))
-        first = _start_kernel(settings, slack, log)
-        try:
-            slack.wait_until(lambda: slack.connections, timeout_s=90)
-            event_id = slack.dm("remember me", user=ALICE)
-            model.wait_for_requests(1, timeout_s=90)  # journaled, turn under way
-            slack.wait_until(lambda: slack.acked(event_id))
-            assert _journal_row(db, f"slack:{event_id}") is not None
-        finally:
-            first.send_signal(signal.SIGKILL)
-            first.wait(timeout=10)
-        assert slack.calls_of("chat.postMessage") == []
-
-        slack.unconfirm(event_id)  # as if the kill had beaten the acknowledgement
-        model.delay_s = 0
-        second = _start_kernel(settings, slack, log)
-        try:
-            slack.wait_until(lambda: slack.dm_texts(ALICE), timeout_s=90)
-            key = f"slack:{event_id}"
-            slack.wait_until(lambda: (_journal_row(db, key) or (0, ""))[1] == "done")
-            slack.wait_until(lambda: slack.acked(event_id))  # the redelivery, acknowledged
-        finally:
-            second.send_signal(signal.SIGTERM)
-            second.wait(timeout=30)
-
-        assert slack.dm_texts(ALICE) == ["echo: remember me"], log.read_text()[-3000:]
-        assert len(slack.calls_of("chat.postMessage")) == 1
-        assert _journal_row(db, key) is not None  # and only once (checked inside)
-        assert len(model.requests) == 2  # the killed turn, and its one re-run
-
-
-def test_sigkill_between_the_recorded_answer_and_its_send_sends_it_once_after_restart(
-    tmp_path, ext_root, settings_file
-):
-    """The answer is recorded (the outbox) and its chat.postMessage under way when the
-    kernel dies; Slack never got it. After the restart the recorded answer is sent,
-    once, and the model is not asked again."""
-    install_extension(ext_root, EXTENSION_ID)
-    db = tmp_path / "data" / "events.db"
-    log = tmp_path / "kernel.log"
-    with FakeSlack() as slack, FakeOpenAIServer() as model:
-        # no preview: the only chat.postMessage is the answer's own
-        settings = slack_settings(
-            settings_file, slack, edit_interval_s=60, models=models_section(model.base_url)
-        )
-        slack.hold("chat.postMessage")
-        first = _start_kernel(settings, slack, log)
-        try:
-            slack.wait_until(lambda: slack.connections, timeout_s=90)
-            event_id = slack.dm("hello", user=ALICE)
-            slack.wait_until(lambda: slack.calls_of("chat.postMessage"), timeout_s=90)
-        finally:
-            first.send_signal(signal.SIGKILL)
-            first.wait(timeout=10)
-        slack.release()
-        assert slack.dm_texts(ALICE) == [] and len(model.requests) == 1
-
-        second = _start_kernel(settings, slack, log)
-        key = f"slack:{event_id}"
-        try:
-            slack.wait_until(lambda: slack.dm_texts(ALICE), timeout_s=90)
-            slack.wait_until(lambda: (_journal_row(db, key) or (0, ""))[1] == "done", 90)
-        finally:
-            second.send_signal(signal.SIGTERM)
-            second.wait(timeout=30)
-
-        assert slack.dm_texts(ALICE) == ["echo: hello"], log.read_text()[-3000:]
-        assert len(model.requests) == 1  # sent from the record: the turn never ran again
 
 
 # ------------------------------------------------------------ setup and doctor
