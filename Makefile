@@ -8,13 +8,13 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-# the optional groups (pyproject.toml) come too: semantic memory and Telegram are the default
+# the optional groups (pyproject.toml) come too: semantic memory, Telegram and Slack are the default
 # experience (docs/adr/0077-optional-dependency-groups.md). The stamp follows this file too, so
 # a change to the groups listed here installs them on the next `make`.
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,memory,telegram,discord]'
+	$(BIN)/python -m pip install -q -e '.[dev,memory,telegram,discord,slack]'
 	touch $(STAMP)
 
 run: install

@@ -50,7 +50,12 @@ log = logging.getLogger("core.mcp_server")
 MCP_CHANNEL = "mcp"
 TELEGRAM_CHANNEL = "telegram_channel"
 # a member's own chat, by identity prefix: where their reminders set over MCP fire
-_HOME_CHANNELS = {"telegram": TELEGRAM_CHANNEL, "discord": "discord_channel"}
+# (a Discord or Slack address is the member's id: their DM)
+_HOME_CHANNELS = {
+    "telegram": TELEGRAM_CHANNEL,
+    "discord": "discord_channel",
+    "slack": "slack_channel",
+}
 MCP_SUBSCRIBER = "kernel/mcp"
 # the person's own tools an MCP client may call (kv_* by prefix); ``ask`` is the desk's
 MCP_TOOLS = ("recall", "remember", "forget", "schedule_once", "list_schedules", "cancel_schedule")
@@ -231,7 +236,8 @@ class McpDesk:
         self, client: str, person: str, owner: bool, channel_id: str = MCP_CHANNEL
     ) -> tuple[str | None, str | None]:
         """Where a reminder set by a direct call fires: the owner's on the default
-        channel; a member's on their Telegram (or Discord) chat when ``people:`` names one, else
+        channel; a member's on their own chat (Telegram, Discord, Slack) when ``people:``
+        names one, else
         on the client's own channel — never on a channel that is someone else's."""
         if owner:
             return None, None

@@ -4,14 +4,15 @@ A channel names its users its own way; a person (settings ``people:``,
 SPEC §11) is known on each channel by an identity ``CHANNEL:ID``:
 ``cli:local`` (whoever types on the terminal), ``http:default`` (whoever
 holds the HTTP API token), ``telegram:<user id>`` (in a group: the sender's
-id, not the chat's), ``discord:<user id>`` (in a server channel: the
-sender's). The router resolves a turn's identity once, here, and puts
-``person`` and ``role`` into its ``TurnContext``.
+id, not the chat's), ``discord:<user id>`` and ``slack:<member id>`` (in a
+server channel too: the sender's). The router resolves a turn's identity once,
+here, and puts ``person`` and ``role`` into its ``TurnContext``.
 
 With no ``people:`` section the household is the owner alone, as before
 people existed: the owner is the local terminal user, the HTTP token's
-holder and the first id of Telegram's ``allowed_user_ids`` (and of
-Discord's); every other allow-listed id is a member of their own. A channel whose
+holder and the first id of the ``allowed_user_ids`` of Telegram (and of each
+other chat channel: ``Household.of``); every other allow-listed id is a
+member of their own. A channel whose
 allow-list the kernel does not know (a custom channel) speaks for the owner
 there, as it did. With a ``people:`` section, an identity no person lists
 is a member of their own: safe by default.
@@ -20,7 +21,7 @@ is a member of their own: safe by default.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ from core.extensions.contract import TurnContext
 if TYPE_CHECKING:
     from core.config import People
 
-__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "telegram_ids"]
+__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "slack_ids", "telegram_ids"]
 
 # the channel extensions whose users the kernel knows how to name
 CHANNEL_PREFIXES = {
@@ -39,6 +40,7 @@ CHANNEL_PREFIXES = {
     "http_api": "http",
     "telegram_channel": "telegram",
     "discord_channel": "discord",
+    "slack_channel": "slack",
 }
 _FIXED_IDS = {"cli": "local", "http": "default"}  # one user per terminal, one per token
 OWNER = "owner"  # the owner's name when settings name no one
@@ -75,6 +77,14 @@ def telegram_ids(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
+def slack_ids(value: Any) -> list[str]:
+    """Slack's ``allowed_user_ids`` as the channel reads it, in order: a YAML list,
+    or ``"[U1, U2]"`` / ``"U1,U2"`` from the environment."""
+    if isinstance(value, str):
+        return re.findall(r"[UW][A-Z0-9]{2,}", value)
+    return [str(item).strip() for item in value] if isinstance(value, list) else []
+
+
 class Household:
     """The people and who each identity is (a dict lookup per turn)."""
 
@@ -83,7 +93,8 @@ class Household:
         people: Mapping[str, PersonSettings],
         telegram_ids: list[str],
         *,
-        discord_ids: list[str] | None = None,
+        discord_ids: Sequence[str] = (),
+        slack_ids: Sequence[str] = (),
     ) -> None:
         self.named = bool(people)
         self._people: dict[str, Person] = {}
@@ -96,18 +107,25 @@ class Household:
             return
         self.owner = Person(OWNER, "owner")
         self._people = {"cli:local": self.owner, "http:default": self.owner}
-        for prefix, ids in (("telegram", telegram_ids), ("discord", discord_ids or [])):
+        others = (("discord", discord_ids), ("slack", slack_ids))
+        for prefix, ids in (("telegram", telegram_ids), *others):
             for index, user_id in enumerate(ids):
                 identity = f"{prefix}:{user_id}"
                 self._people[identity] = self.owner if index == 0 else Person(identity, "member")
 
     @classmethod
     def of(cls, people: People, extensions: Mapping[str, Mapping[str, Any]]) -> Household:
-        """From ``people:`` and, without it, the Telegram and Discord allow-lists in
-        ``extensions:``."""
+        """From ``people:`` and, without it, the chat channels' allow-lists in
+        ``extensions:`` (Telegram's, Discord's, Slack's)."""
         telegram: Any = extensions.get("telegram_channel", {}).get("allowed_user_ids")
         discord: Any = extensions.get("discord_channel", {}).get("allowed_user_ids")
-        return cls(people, telegram_ids(telegram), discord_ids=telegram_ids(discord))
+        slack: Any = extensions.get("slack_channel", {}).get("allowed_user_ids")
+        return cls(
+            people,
+            telegram_ids(telegram),
+            discord_ids=telegram_ids(discord),
+            slack_ids=slack_ids(slack),
+        )
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
         """Who sent a message: a listed person, else a member of their own (or, with
