@@ -113,7 +113,7 @@ class JsonFormatter(logging.Formatter):
 REDACTOR = SecretRedactor()
 
 
-NOISY_LOGGERS = ("httpx", "httpx2", "httpcore", "openai", "telegram", "aiosqlite", "asyncio")
+NOISY_LOGGERS = ("httpx", "httpx2", "httpcore", "openai", "telegram", "nio", "aiosqlite", "asyncio")
 LOG_FILE_BYTES = 5 * 1024 * 1024
 LOG_FILE_BACKUPS = 3
 

@@ -9,8 +9,9 @@ puts ``person`` and ``role`` into its ``TurnContext``.
 
 With no ``people:`` section the household is the owner alone, as before
 people existed: the owner is the local terminal user, the HTTP token's
-holder and the first id of Telegram's ``allowed_user_ids``; every other
-allow-listed Telegram id is a member of their own. A channel whose
+holder and the first id of Telegram's ``allowed_user_ids`` (and of the
+Matrix channel's, ``matrix:@user:server``); every other allow-listed id is
+a member of their own. A channel whose
 allow-list the kernel does not know (a custom channel) speaks for the owner
 there, as it did. With a ``people:`` section, an identity no person lists
 is a member of their own: safe by default.
@@ -19,7 +20,7 @@ is a member of their own: safe by default.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +31,22 @@ from core.extensions.contract import TurnContext
 if TYPE_CHECKING:
     from core.config import People
 
-__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "telegram_ids"]
+__all__ = [
+    "CHANNEL_PREFIXES",
+    "Household",
+    "Person",
+    "identity_of",
+    "matrix_ids",
+    "telegram_ids",
+]
 
 # the channel extensions whose users the kernel knows how to name
-CHANNEL_PREFIXES = {"cli_channel": "cli", "http_api": "http", "telegram_channel": "telegram"}
+CHANNEL_PREFIXES = {
+    "cli_channel": "cli",
+    "http_api": "http",
+    "telegram_channel": "telegram",
+    "matrix_channel": "matrix",
+}
 _FIXED_IDS = {"cli": "local", "http": "default"}  # one user per terminal, one per token
 OWNER = "owner"  # the owner's name when settings name no one
 
@@ -69,10 +82,23 @@ def telegram_ids(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
+def matrix_ids(value: Any) -> list[str]:
+    """The Matrix channel's ``allowed_user_ids``, in order: a YAML list, or
+    ``'["@a:x"]'`` / ``"@a:x,@b:y"`` from the environment."""
+    if isinstance(value, str):
+        return re.findall(r"@[^\s,\"'\[\]]+:[^\s,\"'\[\]]+", value)
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
 class Household:
     """The people and who each identity is (a dict lookup per turn)."""
 
-    def __init__(self, people: Mapping[str, PersonSettings], telegram_ids: list[str]) -> None:
+    def __init__(
+        self,
+        people: Mapping[str, PersonSettings],
+        telegram_ids: list[str],
+        matrix_ids: Sequence[str] = (),
+    ) -> None:
         self.named = bool(people)
         self._people: dict[str, Person] = {}
         if people:
@@ -87,12 +113,17 @@ class Household:
         for index, telegram_id in enumerate(telegram_ids):
             identity = f"telegram:{telegram_id}"
             self._people[identity] = self.owner if index == 0 else Person(identity, "member")
+        for index, matrix_id in enumerate(matrix_ids):  # the same rule on Matrix
+            identity = f"matrix:{matrix_id}"
+            self._people[identity] = self.owner if index == 0 else Person(identity, "member")
 
     @classmethod
     def of(cls, people: People, extensions: Mapping[str, Mapping[str, Any]]) -> Household:
-        """From ``people:`` and, without it, the Telegram allow-list in ``extensions:``."""
+        """From ``people:`` and, without it, the Telegram and Matrix allow-lists in
+        ``extensions:`` (the first id of each is the owner's)."""
         telegram: Any = extensions.get("telegram_channel", {}).get("allowed_user_ids")
-        return cls(people, telegram_ids(telegram))
+        matrix: Any = extensions.get("matrix_channel", {}).get("allowed_user_ids")
+        return cls(people, telegram_ids(telegram), matrix_ids(matrix))
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
         """Who sent a message: a listed person, else a member of their own (or, with

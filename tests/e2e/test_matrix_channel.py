@@ -1,0 +1,199 @@
+"""The Matrix channel against a real homeserver (Synapse on SQLite, started once
+per test session on a free port): a message answered in its room, an approval
+answered in place, a stranger given a pairing code and nothing else, a
+reminder delivered to the right person, and a SIGKILL between the answer and
+its sending delivered once after the restart. Test users talk to the bot with
+nio's ``AsyncClient``; the model is scripted (in process) or the fake OpenAI
+server (the crash test's real ``main.py``)."""
+
+from __future__ import annotations
+
+import pytest
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+from support.harness import running_kernel
+from support.matrix_support import (
+    MatrixUser,
+    Synapse,
+    install_extension,
+    synapse_missing,
+    until,
+    write_settings,
+)
+from support.rocket_ext import ROCKETS
+
+pytestmark = pytest.mark.skipif(synapse_missing() is not None, reason=str(synapse_missing()))
+
+
+@pytest.fixture(scope="session")
+def synapse(tmp_path_factory):
+    server = Synapse(tmp_path_factory.mktemp("synapse")).start()
+    print(f"Synapse up in {server.start_s:.2f} s")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def users(synapse):
+    made: list[MatrixUser] = []
+
+    def make(prefix: str) -> MatrixUser:
+        made.append(MatrixUser(synapse, prefix))
+        return made[-1]
+
+    yield make
+    for user in made:
+        await user.close()
+
+
+@pytest.fixture
+def bot(synapse, monkeypatch, ext_root):
+    """A fresh bot account; its token in the environment, the extension installed."""
+    bot_id, token = synapse.register("hearth")
+    monkeypatch.setenv("MATRIX_ACCESS_TOKEN", token)
+    install_extension(ext_root)
+    return bot_id
+
+
+def reply_model(*texts: str) -> ScriptedModel:
+    return ScriptedModel([[assistant_message(t)] for t in texts])
+
+
+async def test_a_message_is_answered_in_its_direct_room(synapse, users, bot, settings_file):
+    alice = users("alice")
+    model = reply_model("Hello Alice!")
+    async with running_kernel(
+        write_settings(settings_file, synapse.url, [alice.user_id]), model=model
+    ):
+        room = await alice.open_direct(bot)
+        await alice.send(room, "hi there")
+        await until(lambda: _texts_are(alice, room, bot, ["Hello Alice!"]))
+    assert "hi there" in str(model.calls[0].input)
+    model.assert_complete()
+
+
+async def test_a_stranger_gets_a_pairing_code_and_nothing_else(synapse, users, bot, settings_file):
+    alice, mallory = users("alice"), users("mallory")
+    model = reply_model("for alice")
+    settings = write_settings(settings_file, synapse.url, [alice.user_id])
+    async with running_kernel(settings, model=model) as kernel:
+        strange = await mallory.open_direct(bot)
+        await mallory.send(strange, "let me in")
+        await mallory.send(strange, "please")
+        own = await alice.open_direct(bot)
+        await alice.send(own, "hello")
+        await until(lambda: _texts_are(alice, own, bot, ["for alice"]))
+        told = await until(lambda: mallory.bot_texts(strange, bot))
+        events = await kernel.bus.journal.recent_events(50, topic="user.message")
+        assert [e.payload["text"] for e in events] == ["hello"]
+        assert len(told) == 1 and told[0].startswith("Hearth does not know you yet.")
+        code = told[0].split("/pair ")[1].split()[0]
+        await alice.send(own, f"/pair {code}")
+        await until(
+            lambda: _texts_are(
+                mallory, strange, bot, [told[0], "You are in: Hearth answers you now."]
+            )
+        )
+    assert len(model.calls) == 1 and "let me in" not in str(model.calls[0].input)
+
+
+async def _texts_are(user: MatrixUser, room: str, bot: str, expected: list[str]) -> bool:
+    return await user.bot_texts(room, bot) == expected
+
+
+async def test_an_approval_is_answered_in_place_by_a_reply(
+    synapse, users, bot, settings_file, make_ext
+):
+    alice = users("alice")
+    make_ext("rockets", ROCKETS)
+    model = ScriptedModel(
+        [
+            [function_call("launch", {"target": "moon"}, call_id="c1")],
+            [assistant_message("Launched at the moon.")],
+        ]
+    )
+    settings = write_settings(
+        settings_file,
+        synapse.url,
+        [alice.user_id],
+        sections={"policy": {"profile": "safe"}},
+        edit_interval_s=0,
+    )
+    async with running_kernel(settings, model=model) as kernel:
+        room = await alice.open_direct(bot)
+        await alice.send(room, "launch at the moon")
+        asked = await until(lambda: _question(alice, room, bot))
+        question_id, text = asked
+        assert text.splitlines() == [
+            'Allow launch(target="moon")?',
+            "1. Allow once",
+            "2. Always allow",
+            "3. Deny",
+            "(Reply with the number, or react with it.)",
+        ]
+        assert kernel.loader.instance("rockets").log() == []
+        await alice.send(room, "1", reply_to=question_id)
+        await until(lambda: _shown(alice, room, bot, "Launched at the moon."))
+        assert kernel.loader.instance("rockets").log() == ["moon"]
+        shown = await until(lambda: _edited(alice, room, bot, question_id))
+    assert shown == 'Allow launch(target="moon")?\nAllowed once: launch(target="moon")'
+
+
+async def test_an_approval_is_denied_by_a_reaction(synapse, users, bot, settings_file, make_ext):
+    alice = users("alice")
+    make_ext("rockets", ROCKETS)
+    model = ScriptedModel(
+        [
+            [function_call("launch", {"target": "moon"}, call_id="c1")],
+            [assistant_message("Not launched.")],
+        ]
+    )
+    settings = write_settings(
+        settings_file, synapse.url, [alice.user_id], sections={"policy": {"profile": "safe"}}
+    )
+    async with running_kernel(settings, model=model) as kernel:
+        room = await alice.open_direct(bot)
+        await alice.send(room, "launch at the moon")
+        question_id, _ = await until(lambda: _question(alice, room, bot))
+        await alice.react(room, question_id, "3\ufe0f\u20e3")
+        await until(lambda: _shown(alice, room, bot, "Not launched."))
+        assert kernel.loader.instance("rockets").log() == []
+    outputs = [i for i in model.calls[-1].input if isinstance(i, dict) and "output" in i]
+    assert outputs[-1]["output"] == "not run: the user denied launch."
+
+
+async def test_a_reminder_reaches_the_person_who_set_it(
+    synapse, users, bot, settings_file, ext_root
+):
+    install_extension(ext_root, "scheduler")
+    alice, bob = users("alice"), users("bob")
+    model = reply_model()
+    settings = write_settings(settings_file, synapse.url, [alice.user_id, bob.user_id])
+    async with running_kernel(settings, model=model):
+        alices, bobs = await alice.open_direct(bot), await bob.open_direct(bot)
+        await bob.send(bobs, "/remind 2s stretch your legs")
+        texts = await until(lambda: _texts_when(bob, bobs, bot, 2), timeout=30)
+        assert await alice.bot_texts(alices, bot) == []
+    confirmation, reminder = texts
+    assert confirmation.startswith("Reminder #1 set for ")
+    assert reminder == "⏰ Reminder: stretch your legs"
+    assert model.calls == ()
+
+
+async def _question(user: MatrixUser, room: str, bot: str) -> tuple[str, str] | None:
+    found = [m for m in await user.bot_messages(room, bot) if "1. Allow once" in m[1]]
+    return found[0] if found else None
+
+
+async def _shown(user: MatrixUser, room: str, bot: str, text: str) -> bool:
+    return text in await user.bot_texts(room, bot)
+
+
+async def _edited(user: MatrixUser, room: str, bot: str, event_id: str) -> str | None:
+    text = dict(await user.bot_messages(room, bot)).get(event_id, "")
+    return text if "1. Allow once" not in text else None
+
+
+async def _texts_when(user: MatrixUser, room: str, bot: str, count: int) -> list[str] | None:
+    texts = await user.bot_texts(room, bot)
+    return texts if len(texts) >= count else None
