@@ -8,9 +8,18 @@ server (the crash test's real ``main.py``)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
+from conftest import PROJECT_ROOT
+from support.fake_openai import FakeOpenAIServer, models_section
 from support.harness import running_kernel
 from support.matrix_support import (
     MatrixUser,
@@ -197,3 +206,88 @@ async def _edited(user: MatrixUser, room: str, bot: str, event_id: str) -> str |
 async def _texts_when(user: MatrixUser, room: str, bot: str, count: int) -> list[str] | None:
     texts = await user.bot_texts(room, bot)
     return texts if len(texts) >= count else None
+
+
+async def test_a_sigkill_between_answer_and_send_delivers_once_after_restart(
+    synapse, users, tmp_path, ext_root, settings_file
+):
+    """The kernel is killed while the model answers; the restarted kernel also syncs
+    from a token older than the message (as if the kill had beaten the token's
+    write): the message is journaled once, the model asked again once, and the
+    answer reaches the room exactly once."""
+    bot_id, token = synapse.register("hearth")
+    install_extension(ext_root)
+    alice = users("alice")
+    db = tmp_path / "data" / "events.db"
+    log = tmp_path / "kernel.log"
+    with FakeOpenAIServer(delay_s=30) as model:
+        settings = write_settings(
+            settings_file,
+            synapse.url,
+            [alice.user_id],
+            sections={"models": models_section(model.base_url)},
+        )
+        first = _start_kernel(settings, token, log)
+        try:
+            synced = await until(lambda: _sync_file(tmp_path), timeout=90)
+            room = await alice.open_direct(bot_id)
+            before = synced.read_text()  # a token from before the message
+            event_id = await alice.send(room, "remember me")
+            await until(lambda: _async(len(model.requests) >= 1), timeout=90)
+            key = f"matrix:{event_id}"
+            assert _event_count(db, key) == 1  # journaled before the model was asked
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=10)
+        assert await alice.bot_texts(room, bot_id) == []
+
+        synced.write_text(before)  # the restart fetches the message again
+        model.delay_s = 0
+        second = _start_kernel(settings, token, log)
+        try:
+            await until(lambda: alice.bot_texts(room, bot_id), timeout=90)
+            await until(lambda: _async(_status(db, key) == "done"), timeout=90)
+            await until(lambda: _async(synced.read_text() != before), timeout=30)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(timeout=30)
+    assert await alice.bot_texts(room, bot_id) == ["echo: remember me"], log.read_text()[-3000:]
+    assert _event_count(db, key) == 1  # the message fetched again was a no-op
+    assert len(model.requests) == 2  # the killed turn, and its one re-run
+
+
+def _start_kernel(settings: Path, token: str, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "MATRIX_ACCESS_TOKEN": token, "OPENAI_AGENTS_DISABLE_TRACING": "1"}
+    return subprocess.Popen(
+        [sys.executable, "main.py", "--settings", str(settings)],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("ab"),
+    )
+
+
+async def _sync_file(root: Path) -> Path | None:
+    found = list((root / "data").rglob("sync.json"))
+    return found[0] if found else None
+
+
+async def _async(value: object) -> object:
+    return value
+
+
+def _event_count(db: Path, key: str) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+        query = "SELECT COUNT(*) FROM events WHERE idempotency_key = ?"
+        return int(conn.execute(query, (key,)).fetchone()[0])
+
+
+def _status(db: Path, key: str) -> str | None:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+        row = conn.execute(
+            "SELECT d.status FROM deliveries d JOIN events e ON e.id = d.event_id "
+            "WHERE e.idempotency_key = ? AND d.subscriber_id = 'kernel.router'",
+            (key,),
+        ).fetchone()
+    return str(row[0]) if row else None
