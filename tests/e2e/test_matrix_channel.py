@@ -8,6 +8,7 @@ server (the crash test's real ``main.py``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import sqlite3
@@ -22,6 +23,7 @@ from conftest import PROJECT_ROOT
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.harness import running_kernel
 from support.matrix_support import (
+    SOURCE_DIR,
     MatrixUser,
     Synapse,
     install_extension,
@@ -291,3 +293,55 @@ def _status(db: Path, key: str) -> str | None:
             (key,),
         ).fetchone()
     return str(row[0]) if row else None
+
+
+def test_doctor_checks_the_token_live(synapse, tmp_path, ext_root, settings_file):
+    bot_id, token = synapse.register("hearth")
+    install_extension(ext_root)
+    with FakeOpenAIServer() as model:
+        settings = write_settings(
+            settings_file,
+            synapse.url,
+            ["@alice:hearth.test"],
+            sections={"models": models_section(model.base_url)},
+        )
+        good = _doctor(settings, token)
+        refused = _doctor(settings, "not-a-token")
+    assert f"matrix_channel: signed in as {bot_id} on {synapse.url}" in good.stdout, good.stdout
+    assert "end-to-end encrypted rooms are refused" in good.stdout
+    assert "doctor: no problems found" in good.stdout
+    assert refused.returncode == 1
+    assert "FAIL extension matrix_channel" in refused.stdout
+    assert "refused MATRIX_ACCESS_TOKEN (M_UNKNOWN_TOKEN" in refused.stdout, refused.stdout
+
+
+async def test_setup_checks_the_homeserver_and_the_token(synapse):
+    spec = importlib.util.spec_from_file_location("matrix_setup", SOURCE_DIR / "setup.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    setup_class = module.MatrixSetup
+    bot_id, token = synapse.register("hearth")
+    flow = setup_class("MATRIX_ACCESS_TOKEN", None, None, [])
+    assert [f["name"] for f in flow.schema(running=False)] == ["homeserver_url"]
+    with pytest.raises(ValueError, match="cannot reach http://127.0.0.1:9"):
+        await flow.apply("homeserver_url", "http://127.0.0.1:9")
+    await flow.apply("homeserver_url", synapse.url)
+    with pytest.raises(ValueError, match="refused the token .whoami: M_UNKNOWN_TOKEN"):
+        await flow.apply("MATRIX_ACCESS_TOKEN", "wrong")
+    await flow.apply("MATRIX_ACCESS_TOKEN", token)
+    await flow.apply("allowed_user_ids", "@alice:hearth.test, @bob:hearth.test")
+    names = [f["name"] for f in flow.schema(running=False)]
+    assert names == ["homeserver_url", "MATRIX_ACCESS_TOKEN", "allowed_user_ids"]
+    done, summary = await flow.complete(running=False, running_as=None)
+    assert done and summary.startswith(f"{bot_id} serves @alice:hearth.test, @bob:hearth.test")
+
+
+def _doctor(settings: Path, token: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "main.py"), "doctor", "--settings", str(settings)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MATRIX_ACCESS_TOKEN": token},
+    )

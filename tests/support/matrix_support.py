@@ -25,6 +25,7 @@ from typing import Any
 from conftest import PROJECT_ROOT
 
 EXTENSION_ID = "matrix_channel"
+SOURCE_DIR = PROJECT_ROOT / "sandbox" / "extensions" / EXTENSION_ID
 SERVER_NAME = "hearth.test"
 START_TIMEOUT_S = 90.0
 _RELAXED = {"per_second": 10_000, "burst_count": 10_000}

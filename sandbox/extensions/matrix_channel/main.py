@@ -125,6 +125,21 @@ class MatrixChannel(BaseExtension):
     def health_check(self) -> bool:
         return self._auth_error is None
 
+    async def status_lines(self) -> list[str]:
+        """What ``doctor`` and ``/status`` show: whom the token signs in as (checked
+        live with ``whoami`` when the extension loaded), whom it serves, and that
+        encrypted rooms are refused."""
+        if self._client is None:
+            return ["not set up: `main.py setup` asks for the homeserver and the access token"]
+        config = self._cfg()
+        paired = self._pairings.admitted if self._pairings else set()
+        users = len(set(config.allowed_user_ids) | paired)
+        return [
+            f"signed in as {self._client.user_id} on {config.homeserver_url}",
+            f"serving {users} user(s) in direct rooms and {len(config.allowed_room_ids)} "
+            "group room(s); end-to-end encrypted rooms are refused",
+        ]
+
     async def _verify_token(self) -> None:
         """``whoami``: a refused token fails the extension; an unreachable server does not."""
         client = self._parts()[0]
