@@ -345,3 +345,32 @@ def _doctor(settings: Path, token: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         env={**os.environ, "MATRIX_ACCESS_TOKEN": token},
     )
+
+
+async def test_an_encrypted_room_is_refused_with_a_message(synapse, users, bot, settings_file):
+    alice = users("alice")
+    model = reply_model()
+    encryption = {
+        "type": "m.room.encryption",
+        "state_key": "",
+        "content": {"algorithm": "m.megolm.v1.aes-sha2"},
+    }
+    async with running_kernel(
+        write_settings(settings_file, synapse.url, [alice.user_id]), model=model
+    ) as kernel:
+        from nio import RoomCreateResponse
+
+        created = await alice.client.room_create(
+            is_direct=True, invite=[bot], initial_state=[encryption]
+        )
+        assert isinstance(created, RoomCreateResponse), created
+        room = str(created.room_id)
+        await alice.wait_joined(room, bot)
+        await alice.send(room, "hello in secret")  # nio without libolm sends it in the clear
+        told = await until(lambda: alice.bot_texts(room, bot))
+        events = await kernel.bus.journal.recent_events(50, topic="user.message")
+    assert told == [
+        "This room is end-to-end encrypted, and Hearth's Matrix channel cannot read "
+        "encrypted rooms. Write to it in an unencrypted direct chat instead."
+    ]
+    assert events == [] and model.calls == ()
