@@ -9,6 +9,7 @@ server (the crash test's real ``main.py``)."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import signal
 import sqlite3
@@ -32,6 +33,7 @@ from support.matrix_support import (
     write_settings,
 )
 from support.rocket_ext import ROCKETS
+from support.telegram_support import slow_stream
 
 pytestmark = pytest.mark.skipif(synapse_missing() is not None, reason=str(synapse_missing()))
 
@@ -81,6 +83,27 @@ async def test_a_message_is_answered_in_its_direct_room(synapse, users, bot, set
         await until(lambda: _texts_are(alice, room, bot, ["Hello Alice!"]))
     assert "hi there" in str(model.calls[0].input)
     model.assert_complete()
+
+
+async def test_a_reply_streams_by_editing_one_message_at_most_once_per_second(
+    synapse, users, bot, settings_file
+):
+    alice = users("alice")
+    parts = [f"word{i} " for i in range(30)]  # 30 chunks over ~3 s
+    model = ScriptedModel([slow_stream(parts, 0.1)])
+    settings = write_settings(settings_file, synapse.url, [alice.user_id])
+    async with running_kernel(settings, model=model):
+        room = await alice.open_direct(bot)
+        await alice.send(room, "stream please")
+        await until(lambda: _texts_are(alice, room, bot, ["".join(parts).strip()]))
+    writes = await alice.bot_writes(room, bot)
+    edits = [c for _, c in writes if c.get("m.relates_to", {}).get("rel_type") == "m.replace"]
+    assert len(writes) - len(edits) == 1  # one message, edited in place
+    assert 1 <= len(edits) <= 4  # previews every second, then the final text
+    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(writes)]
+    assert min(gaps) >= 950, gaps  # server times in ms
+    texts = [c["m.new_content"]["body"] for c in edits]
+    assert len(set(texts)) == len(texts)  # never the same text twice
 
 
 async def test_a_stranger_gets_a_pairing_code_and_nothing_else(synapse, users, bot, settings_file):

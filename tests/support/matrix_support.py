@@ -226,6 +226,18 @@ class MatrixUser:
             shown[source["event_id"]] = content.get("body", "")
         return list(shown.items())
 
+    async def bot_writes(self, room_id: str, bot_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """(server time in ms, content) of every message and edit the bot sent, oldest first."""
+        from nio import RoomMessagesResponse
+
+        response = await self.client.room_messages(room_id, limit=200)
+        assert isinstance(response, RoomMessagesResponse), response
+        return [
+            (int(e.source["origin_server_ts"]), e.source.get("content", {}))
+            for e in reversed(response.chunk)
+            if e.source.get("sender") == bot_id and e.source.get("type") == "m.room.message"
+        ]
+
     async def bot_texts(self, room_id: str, bot_id: str) -> list[str]:
         return [text for _, text in await self.bot_messages(room_id, bot_id)]
 
