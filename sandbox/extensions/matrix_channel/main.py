@@ -317,7 +317,10 @@ class MatrixChannel(BaseExtension):
             f"(the code works once, for {minutes} minutes)."
         )
         self._context().logger.info("Matrix user %s was given a pairing code", sender)
-        await self._send().send_text(room_id, text)
+        try:
+            await self._send().send_text(room_id, text)
+        except Exception as exc:  # a stranger's reply must not stop the sync loop
+            self._context().logger.warning("the pairing code for %s was not sent: %s", sender, exc)
 
     async def _greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so in their room."""
