@@ -65,6 +65,7 @@ async def test_a_send_still_limited_after_its_attempts_fails_for_the_bus_to_retr
         ("allowed_room_ids", "#room:x", "extensions.matrix_channel.allowed_room_ids: '#room:x'"),
         ("homeserver_url", "matrix.org", "extensions.matrix_channel.homeserver_url: 'matrix.org'"),
         ("edit_interval_s", "-1", "extensions.matrix_channel.edit_interval_s: '-1' must be"),
+        ("sync_timeout_s", 0, "extensions.matrix_channel.sync_timeout_s: 0 must be at least 1"),
         ("default_room_id", "room", "extensions.matrix_channel.default_room_id: 'room'"),
     ],
 )

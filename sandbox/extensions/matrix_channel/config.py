@@ -49,7 +49,7 @@ def parse_config(get: Callable[[str, Any], Any]) -> MatrixConfig:
         allowed_user_ids=tuple(dict.fromkeys(_ids("allowed_user_ids", get, USER_ID_RE))),
         allowed_room_ids=frozenset(_ids("allowed_room_ids", get, ROOM_ID_RE)),
         default_room_id=default_room,
-        sync_timeout_s=_number("sync_timeout_s", get("sync_timeout_s", 30), minimum=0.0),
+        sync_timeout_s=_number("sync_timeout_s", get("sync_timeout_s", 30), minimum=1.0),
         edit_interval_s=_number("edit_interval_s", get("edit_interval_s", 1.0), minimum=0.0),
     )
 
