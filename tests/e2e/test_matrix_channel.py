@@ -353,7 +353,9 @@ async def test_setup_checks_the_homeserver_and_the_token(synapse):
     with pytest.raises(ValueError, match="refused the token .whoami: M_UNKNOWN_TOKEN"):
         await flow.apply("MATRIX_ACCESS_TOKEN", "wrong")
     await flow.apply("MATRIX_ACCESS_TOKEN", token)
-    await flow.apply("allowed_user_ids", "@alice:hearth.test, @bob:hearth.test")
+    with pytest.raises(ValueError, match="not a list of quoted Matrix user ids"):
+        await flow.apply("allowed_user_ids", "@alice:hearth.test")  # not YAML: asked again
+    await flow.apply("allowed_user_ids", '["@alice:hearth.test", "@bob:hearth.test"]')
     names = [f["name"] for f in flow.schema(running=False)]
     assert names == ["homeserver_url", "MATRIX_ACCESS_TOKEN", "allowed_user_ids"]
     done, summary = await flow.complete(running=False, running_as=None)

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 import aiohttp
+import yaml
 from nio import AsyncClient, WhoamiResponse
 
 SETUP_TIMEOUT_S = 10.0
@@ -135,18 +136,19 @@ async def whoami(homeserver: str, token: str) -> str:
 
 
 def user_id_list(text: str) -> list[str]:
-    """``["@a:x", "@b:y"]`` or ``@a:x, @b:y``: Matrix user ids."""
-    stripped = text.strip()
+    """``["@a:x", "@b:y"]``: Matrix user ids, quoted (the wizard keeps the answer as
+    YAML, where a bare ``@`` cannot start a value)."""
     try:
-        value = json.loads(stripped) if stripped.startswith("[") else None
-    except ValueError:
+        value = yaml.safe_load(text) if text.strip() else []
+    except yaml.YAMLError:
         value = None
-    if value is None:
-        value = [v for v in re.split(r"[,\s]+", stripped.strip("[]")) if v]
     if not isinstance(value, list) or not all(
         isinstance(i, str) and _USER_ID_RE.match(i) for i in value
     ):
-        raise ValueError(f"not a list of Matrix user ids: {text!r} (e.g. @alice:example.org)")
+        raise ValueError(
+            f"not a list of quoted Matrix user ids: {text!r} "
+            '(e.g. ["@alice:example.org", "@bob:example.org"])'
+        )
     return list(dict.fromkeys(value))
 
 
