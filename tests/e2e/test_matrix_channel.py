@@ -106,6 +106,29 @@ async def test_a_reply_streams_by_editing_one_message_at_most_once_per_second(
     assert len(set(texts)) == len(texts)  # never the same text twice
 
 
+async def test_in_a_listed_room_only_a_mention_by_an_allowed_user_is_answered(
+    synapse, users, bot, settings_file
+):
+    from nio import RoomCreateResponse
+
+    alice, bob = users("alice"), users("bob")
+    created = await alice.client.room_create(name="family", invite=[bot, bob.user_id])
+    assert isinstance(created, RoomCreateResponse), created
+    room = str(created.room_id)
+    await bob.client.join(room)
+    model = reply_model("Hello family!")
+    settings = write_settings(settings_file, synapse.url, [alice.user_id], allowed_room_ids=[room])
+    async with running_kernel(settings, model=model) as kernel:
+        await alice.wait_joined(room, bot)
+        await alice.send(room, "talking among ourselves")
+        await bob.send(room, f"{bot}: me too")  # a mention, but bob is not allowed
+        await alice.send(room, f"{bot.split(':')[0][1:]}: say hello")
+        await until(lambda: _texts_are(alice, room, bot, ["Hello family!"]))
+        events = await kernel.bus.journal.recent_events(50, topic="user.message")
+    assert [e.payload["text"] for e in events] == ["say hello"]
+    model.assert_complete()
+
+
 async def test_a_stranger_gets_a_pairing_code_and_nothing_else(synapse, users, bot, settings_file):
     alice, mallory = users("alice"), users("mallory")
     model = reply_model("for alice")

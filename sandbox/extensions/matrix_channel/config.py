@@ -15,7 +15,7 @@ from typing import Any
 
 PREFIX = "extensions.matrix_channel"
 USER_ID_RE = re.compile(r"^@[^:\s]+:\S+$")
-ROOM_ID_RE = re.compile(r"^![^:\s]+:\S+$")
+ROOM_ID_RE = re.compile(r"^!\S+$")  # room version 12 ids have no server part
 
 
 class ConfigError(ValueError):
@@ -43,7 +43,7 @@ def parse_config(get: Callable[[str, Any], Any]) -> MatrixConfig:
     """Build the config from ``ctx.get_config``; raises ``ConfigError``."""
     default_room = get("default_room_id", None) or None
     if default_room is not None and not ROOM_ID_RE.match(str(default_room)):
-        raise ConfigError("default_room_id", f"{default_room!r} is not a room id (!abc:server)")
+        raise ConfigError("default_room_id", f"{default_room!r} is not a room id (!abc...)")
     return MatrixConfig(
         homeserver_url=_url(get("homeserver_url", None)),
         allowed_user_ids=tuple(dict.fromkeys(_ids("allowed_user_ids", get, USER_ID_RE))),
