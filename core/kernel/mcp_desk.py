@@ -49,6 +49,7 @@ log = logging.getLogger("core.mcp_server")
 
 MCP_CHANNEL = "mcp"
 TELEGRAM_CHANNEL = "telegram_channel"
+MATRIX_CHANNEL = "matrix_channel"  # a member's Matrix id addresses their direct room
 MCP_SUBSCRIBER = "kernel/mcp"
 # the person's own tools an MCP client may call (kv_* by prefix); ``ask`` is the desk's
 MCP_TOOLS = ("recall", "remember", "forget", "schedule_once", "list_schedules", "cancel_schedule")
@@ -229,14 +230,17 @@ class McpDesk:
         self, client: str, person: str, owner: bool, channel_id: str = MCP_CHANNEL
     ) -> tuple[str | None, str | None]:
         """Where a reminder set by a direct call fires: the owner's on the default
-        channel; a member's on their Telegram chat when ``people:`` names one, else
-        on the client's own channel — never on a channel that is someone else's."""
+        channel; a member's on their Telegram chat (or Matrix direct room) when
+        ``people:`` names one, else on the client's own channel — never on a
+        channel that is someone else's."""
         if owner:
             return None, None
         for identity in self._people.get(person, PersonSettings()).identities:
             prefix, _, user_id = identity.partition(":")
             if prefix == "telegram":
                 return TELEGRAM_CHANNEL, user_id
+            if prefix == "matrix":
+                return MATRIX_CHANNEL, user_id
         return channel_id, client
 
     async def _call(self, request: McpRequest, name: str, raw: str) -> McpResponse:

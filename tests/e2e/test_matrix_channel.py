@@ -237,6 +237,34 @@ async def test_a_reminder_reaches_the_person_who_set_it(
     assert model.calls == ()
 
 
+async def test_a_message_for_a_member_by_matrix_id_reaches_their_direct_room(
+    synapse, users, bot, settings_file
+):
+    """What an MCP client's reminder for a member named ``matrix:@bob:...`` in
+    ``people:`` does: the kernel addresses Bob by his Matrix id, and the channel
+    finds his direct room (``McpDesk.home``)."""
+    from core.config import PersonSettings
+    from core.kernel.conversations import Household
+    from core.kernel.mcp_desk import McpDesk
+
+    alice, bob = users("alice"), users("bob")
+    people = {
+        "ada": PersonSettings(role="owner", identities=["cli:local"]),
+        "bob": PersonSettings(role="member", identities=[f"matrix:{bob.user_id}"]),
+    }
+    desk = McpDesk(None, Household(people, []), list, list, people)  # type: ignore[arg-type]
+    assert desk.home("claude", "bob", owner=False) == ("matrix_channel", bob.user_id)
+    settings = write_settings(settings_file, synapse.url, [alice.user_id, bob.user_id])
+    async with running_kernel(settings, model=reply_model()) as kernel:
+        alices, bobs = await alice.open_direct(bot), await bob.open_direct(bot)
+        channel = kernel.loader.instance("matrix_channel")
+        await channel.send_to_user(bob.user_id, "⏰ Reminder: water the plants")
+        with pytest.raises(ValueError, match="has no direct room with the bot that is served"):
+            await channel.send_to_user("@mallory:hearth.test", "not for strangers")
+        assert await bob.bot_texts(bobs, bot) == ["⏰ Reminder: water the plants"]
+        assert await alice.bot_texts(alices, bot) == []
+
+
 async def _question(user: MatrixUser, room: str, bot: str) -> tuple[str, str] | None:
     found = [m for m in await user.bot_messages(room, bot) if "1. Allow once" in m[1]]
     return found[0] if found else None

@@ -8,7 +8,9 @@ has no end-to-end encryption (docs/matrix.md), so it says so once in the
 room and in the log instead of answering what it cannot read.
 
 The kernel's user id for a conversation is the *room id*, so a reply, a
-stream or a reminder addressed to it goes back to that very room. Only rooms
+stream or a reminder addressed to it goes back to that very room; an address
+that is a served user's Matrix id (``@bob:example.org``, what the kernel
+knows of a member from ``people:``) means their direct room. Only rooms
 the configuration serves are written to, so a stale or forged address never
 makes the bot talk elsewhere. What the bot knows of its rooms comes from the
 first ``/sync`` (full state); ``target`` waits for it.
@@ -103,6 +105,14 @@ class Rooms:
         if not self.synced.is_set():
             async with asyncio.timeout(FIRST_SYNC_WAIT_S):
                 await self.synced.wait()
+        if address.startswith("@"):  # a person (an MCP client's reminder for a member)
+            direct = self.direct_room_of(address) if self.allowed(address) else None
+            if direct is None:
+                raise UnservedRoomError(
+                    f"Matrix user {address} has no direct room with the bot that is served "
+                    f"(not in {PREFIX}.allowed_user_ids nor paired, or no direct chat yet)"
+                )
+            address = direct
         room = self._client.rooms.get(address)
         if room is None:
             raise UnservedRoomError(f"{address!r} is not a Matrix room the bot has joined")
@@ -139,8 +149,9 @@ class Rooms:
         return set(room.users) if room is not None else set()
 
     def direct_room_of(self, user_id: str) -> str | None:
+        """The unencrypted direct room the bot shares with ``user_id``, if any."""
         for room in self._client.rooms.values():
-            if self.is_direct(room) and user_id in room.users:
+            if self.is_direct(room) and user_id in room.users and not room.encrypted:
                 return room.room_id
         return None
 
