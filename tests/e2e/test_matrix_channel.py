@@ -101,7 +101,8 @@ async def test_a_reply_streams_by_editing_one_message_at_most_once_per_second(
     assert len(writes) - len(edits) == 1  # one message, edited in place
     assert 1 <= len(edits) <= 4  # previews every second, then the final text
     gaps = [b - a for (a, _), (b, _) in itertools.pairwise(writes)]
-    assert min(gaps) >= 950, gaps  # server times in ms
+    # server receive times (ms): a request delayed on its way under load narrows a gap
+    assert min(gaps) >= 800, gaps  # unthrottled, 30 chunks 0.1 s apart would be ~100
     texts = [c["m.new_content"]["body"] for c in edits]
     assert len(set(texts)) == len(texts)  # never the same text twice
 

@@ -46,7 +46,8 @@ async def test_a_rate_limited_send_waits_as_told_then_goes_through(caplog):
         event_id = await sender.send_piece("!room:x", "hello")
     assert event_id == "$event3"
     gaps = [b - a for a, b in zip(client.sent_at, client.sent_at[1:], strict=False)]
-    assert len(gaps) == 2 and all(gap >= 0.3 for gap in gaps)
+    # asyncio may wake a timer up to its clock resolution early: 0.29, not 0.3
+    assert len(gaps) == 2 and all(gap >= 0.29 for gap in gaps), gaps
     assert "the homeserver asks to wait 0.3 s (M_LIMIT_EXCEEDED)" in caplog.text
 
 
