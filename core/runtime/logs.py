@@ -120,6 +120,7 @@ NOISY_LOGGERS = (
     "openai",
     "telegram",
     "discord",
+    "nio",
     "aiosqlite",
     "asyncio",
 )

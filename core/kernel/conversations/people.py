@@ -32,7 +32,15 @@ from core.extensions.contract import TurnContext
 if TYPE_CHECKING:
     from core.config import People
 
-__all__ = ["CHANNEL_PREFIXES", "Household", "Person", "identity_of", "slack_ids", "telegram_ids"]
+__all__ = [
+    "CHANNEL_PREFIXES",
+    "Household",
+    "Person",
+    "identity_of",
+    "matrix_ids",
+    "slack_ids",
+    "telegram_ids",
+]
 
 # the channel extensions whose users the kernel knows how to name
 CHANNEL_PREFIXES = {
@@ -41,6 +49,7 @@ CHANNEL_PREFIXES = {
     "telegram_channel": "telegram",
     "discord_channel": "discord",
     "slack_channel": "slack",
+    "matrix_channel": "matrix",
 }
 _FIXED_IDS = {"cli": "local", "http": "default"}  # one user per terminal, one per token
 OWNER = "owner"  # the owner's name when settings name no one
@@ -85,6 +94,14 @@ def slack_ids(value: Any) -> list[str]:
     return [str(item).strip() for item in value] if isinstance(value, list) else []
 
 
+def matrix_ids(value: Any) -> list[str]:
+    """The Matrix channel's ``allowed_user_ids``, in order: a YAML list, or
+    ``'["@a:x"]'`` / ``"@a:x,@b:y"`` from the environment."""
+    if isinstance(value, str):
+        return re.findall(r"@[^\s,\"'\[\]]+:[^\s,\"'\[\]]+", value)
+    return [str(item) for item in value] if isinstance(value, list) else []
+
+
 class Household:
     """The people and who each identity is (a dict lookup per turn)."""
 
@@ -95,6 +112,7 @@ class Household:
         *,
         discord_ids: Sequence[str] = (),
         slack_ids: Sequence[str] = (),
+        matrix_ids: Sequence[str] = (),
     ) -> None:
         self.named = bool(people)
         self._people: dict[str, Person] = {}
@@ -107,7 +125,7 @@ class Household:
             return
         self.owner = Person(OWNER, "owner")
         self._people = {"cli:local": self.owner, "http:default": self.owner}
-        others = (("discord", discord_ids), ("slack", slack_ids))
+        others = (("discord", discord_ids), ("slack", slack_ids), ("matrix", matrix_ids))
         for prefix, ids in (("telegram", telegram_ids), *others):
             for index, user_id in enumerate(ids):
                 identity = f"{prefix}:{user_id}"
@@ -116,15 +134,17 @@ class Household:
     @classmethod
     def of(cls, people: People, extensions: Mapping[str, Mapping[str, Any]]) -> Household:
         """From ``people:`` and, without it, the chat channels' allow-lists in
-        ``extensions:`` (Telegram's, Discord's, Slack's)."""
+        ``extensions:`` (Telegram's, Discord's, Slack's, Matrix's)."""
         telegram: Any = extensions.get("telegram_channel", {}).get("allowed_user_ids")
         discord: Any = extensions.get("discord_channel", {}).get("allowed_user_ids")
         slack: Any = extensions.get("slack_channel", {}).get("allowed_user_ids")
+        matrix: Any = extensions.get("matrix_channel", {}).get("allowed_user_ids")
         return cls(
             people,
             telegram_ids(telegram),
             discord_ids=telegram_ids(discord),
             slack_ids=slack_ids(slack),
+            matrix_ids=matrix_ids(matrix),
         )
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
