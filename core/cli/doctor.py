@@ -24,7 +24,7 @@ from core.config import Settings, non_defaults
 from core.extensions.isolation.kernel.factory import confinement_report
 from core.runtime import load_secrets
 
-OK, BAD, WARN = "ok  ", "FAIL", "WARN"
+OK, BAD, WARN, OFF = "ok  ", "FAIL", "WARN", "off "
 
 
 def run_doctor(settings: Settings, *, verbose: bool = False) -> int:
@@ -113,6 +113,11 @@ async def _doctor(settings: Settings, *, verbose: bool = False) -> int:
 
     for entry in report:
         status = entry["status"]
+        unset = _not_set_up(settings, entry, secrets)
+        if unset is not None:  # an optional channel nobody set up: neutral, not a problem
+            setup = "`main.py setup` sets it up"
+            print(f"{OFF} extension {entry['id']}: not set up ({unset}; {setup})")
+            continue
         mark = OK if status in ("active", "disabled") else BAD
         detail = f" — {entry['error']}" if entry["error"] else ""
         print(f"{mark} extension {entry['id']}: {status}{detail}")
@@ -193,3 +198,26 @@ async def _check_storage(settings: Settings) -> int:
         print(f"{mark} schema {status.component}: {detail}")
         problems += mark == BAD
     return problems
+
+
+def _not_set_up(settings: Settings, entry: dict[str, Any], secrets: dict[str, str]) -> str | None:
+    """What is missing when a channel (it publishes user messages) other than the
+    default one was skipped only because none of its required secrets is set (a
+    channel the user never set up, issue 48), else ``None``.
+
+    Such an extension is not a failure: the user did not ask for it. One whose
+    secrets are partly set, or that failed for another reason, still is."""
+    from core.extensions.loading.manifest import ManifestError, load_manifest
+
+    if entry["status"] != "skipped" or "missing secret" not in str(entry.get("error") or ""):
+        return None
+    try:
+        manifest = load_manifest(settings.extensions_dir / entry["id"])
+    except ManifestError:
+        return None
+    if not manifest.permissions.user_messages or settings.channels.default == entry["id"]:
+        return None  # not a channel, or the one the user chose to talk through
+    required = [spec.name for spec in manifest.secrets if not spec.optional]
+    if not required or any(secrets.get(name) for name in required):
+        return None
+    return ", ".join(required) + (" is" if len(required) == 1 else " are") + " not set"

@@ -96,3 +96,22 @@ def test_a_provider_named_only_by_an_agent_still_fails_when_unreachable(settings
     result = doctor(settings_file(models=models))
     assert result.returncode == 1
     assert "FAIL provider spare" in result.stdout and "FAIL provider local" in result.stdout
+
+
+def test_a_channel_never_set_up_is_not_a_failure(make_ext, settings_file):
+    """A fresh install without Telegram's token: its channel reads "not set up" and
+    does not count as a problem; the same channel made the default one does."""
+    manifest = {"secrets": ["CHAT_TOKEN_UNSET"], "permissions": {"user_messages": True}}
+    make_ext("chat_channel", ext_code(), manifest)
+    with FakeOpenAIServer() as srv:
+        models = models_section(srv.base_url)
+        result = doctor(settings_file(models=models))
+        assert result.returncode == 0, result.stdout
+        assert "off  extension chat_channel: not set up (CHAT_TOKEN_UNSET is not set" in (
+            result.stdout
+        )
+        assert "FAIL" not in result.stdout and "doctor: no problems found" in result.stdout
+
+        chosen = doctor(settings_file(models=models, channels={"default": "chat_channel"}))
+    assert chosen.returncode == 1
+    assert "FAIL secret CHAT_TOKEN_UNSET (chat_channel): not set" in chosen.stdout
