@@ -7,6 +7,7 @@ from types import ModuleType
 
 import pytest
 
+from core.extensions.sdk import split_text, utf16_len
 from support.fake_telegram import _check_text, visible_text
 from support.telegram_support import SOURCE_DIR
 
@@ -19,36 +20,36 @@ def _module(name: str) -> ModuleType:
     return module
 
 
-splitter = _module("splitter")
 markup = _module("markup")
+TELEGRAM = 4096  # the channel's limit (telegram_channel/sender.py), in UTF-16 units
 
 
 def test_short_text_is_one_piece_and_blank_text_none():
-    assert splitter.split_text("hello\n") == ["hello"]
-    assert splitter.split_text("  \n ") == []
+    assert split_text("hello\n", TELEGRAM) == ["hello"]
+    assert split_text("  \n ", TELEGRAM) == []
 
 
 def test_split_prefers_paragraphs_then_lines_then_words():
     para = "a" * 3000
-    assert splitter.split_text(f"{para}\n\n{para}") == [para, para]
+    assert split_text(f"{para}\n\n{para}", TELEGRAM) == [para, para]
     lines = "\n".join(["b" * 99] * 60)  # no paragraph break anywhere
-    pieces = splitter.split_text(lines)
+    pieces = split_text(lines, TELEGRAM)
     assert all(len(p) <= 4096 for p in pieces)
     assert all(set(line) == {"b"} and len(line) == 99 for p in pieces for line in p.split("\n"))
     words = " ".join(["word"] * 2000)
-    assert all(not p.endswith("wor") for p in splitter.split_text(words))
+    assert all(not p.endswith("wor") for p in split_text(words, TELEGRAM))
 
 
 def test_unbroken_text_is_cut_hard_and_emoji_count_double():
-    assert [len(p) for p in splitter.split_text("x" * 9000)] == [4092, 4092, 816]
-    emoji = splitter.split_text("😀" * 3000)
-    assert all(splitter.utf16_len(p) <= 4096 for p in emoji)
+    assert [len(p) for p in split_text("x" * 9000, TELEGRAM)] == [4092, 4092, 816]
+    emoji = split_text("😀" * 3000, TELEGRAM)
+    assert all(utf16_len(p) <= 4096 for p in emoji)
     assert "".join(emoji) == "😀" * 3000
 
 
 def test_code_fence_is_closed_and_reopened_across_a_split():
     code = "```python\n" + "x = 1\n" * 1000 + "```\nafter"
-    pieces = splitter.split_text(code)
+    pieces = split_text(code, TELEGRAM)
     assert len(pieces) == 2
     assert pieces[0].startswith("```python\n") and pieces[0].endswith("\n```")
     assert pieces[1].startswith("```python\n") and pieces[1].endswith("```\nafter")

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.extensions.sdk import split_text
 from sandbox.extensions.discord_channel.config import ConfigError, parse_config
-from sandbox.extensions.discord_channel.splitter import MAX_MESSAGE_UNITS, split_text
+from sandbox.extensions.discord_channel.sender import MAX_MESSAGE_UNITS
 
 
 def _parse(**values):
@@ -44,7 +45,7 @@ def test_a_bad_value_is_named_by_its_key(values, message):
 
 def test_a_long_reply_is_split_into_pieces_discord_accepts():
     text = "```python\n" + "print('x')\n" * 400 + "```\n\n" + "emoji 🎉 " * 300
-    pieces = split_text(text)
+    pieces = split_text(text, MAX_MESSAGE_UNITS)
     assert MAX_MESSAGE_UNITS == 2000
     assert len(pieces) > 2 and all(len(p) <= 2000 for p in pieces)
     assert pieces[1].startswith("```python\n")  # a cut code block is reopened

@@ -8,7 +8,8 @@ SQLite store base and a store on the kernel's backend (SQLite or PostgreSQL, ``S
 both adapters over the kernel's storage layer (ADR 0080), a
 ``BaseExtension`` with no-op lifecycle, the line naming a missing optional dependency group
 (``install_line``), the pairing of unknown senders every channel shares
-(``Pairings``). The test helpers that run one extension against a fake kernel
+(``Pairings``), the splitting of a long reply into a platform's pieces
+(``split_text``). The test helpers that run one extension against a fake kernel
 live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
 storage layer, pydantic, croniter or agents until a helper needs one), so a
@@ -20,6 +21,7 @@ from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
 from core.extensions.sdk.optional_groups import install_line, missing_group_reason
 from core.extensions.sdk.pairing import CODE_TTL_S, MAX_OPEN, Greeting, Pairings, admit_anywhere
+from core.extensions.sdk.splitting import split_text, utf16_len
 from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
 from core.extensions.sdk.store import Dialect, PostgresTarget, Store
 from core.extensions.sdk.timemath import (
@@ -65,7 +67,9 @@ __all__ = [
     "next_interval",
     "resolve_zone",
     "side_effects",
+    "split_text",
     "to_instant",
     "utc_now",
+    "utf16_len",
     "wall",
 ]

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 import discord
 
 from core.extensions.contract import RequestOption, UserRequest
+from core.extensions.sdk import utf16_len
 
-from .sender import Sender
-from .splitter import MAX_MESSAGE_UNITS, utf16_len
+from .sender import MAX_MESSAGE_UNITS, Sender
 from .targets import Targets
 
 CUSTOM_ID_PREFIX = "hearth"

@@ -8,7 +8,7 @@ longer than that into ``RateLimited``, which is raised so the kernel's bus
 retries the whole delivery later instead of holding a conversation for
 minutes. Server errors (5xx) are retried by discord.py too; network errors
 here, with backoff, ``max_attempts`` times. A text longer than one message
-is split (``splitter``, 2,000 characters). Discord renders the model's
+is split (``split_text`` of the extension library, 2,000 characters). Discord renders the model's
 Markdown itself, so text is sent as is; mentions in a reply never ping
 anyone (``AllowedMentions.none()``).
 """
@@ -23,9 +23,8 @@ from typing import Any, TypeVar
 import aiohttp
 import discord
 
-from core.extensions.sdk import Backoff
+from core.extensions.sdk import Backoff, split_text
 
-from .splitter import split_text
 from .targets import Target
 
 T = TypeVar("T")
@@ -33,6 +32,8 @@ T = TypeVar("T")
 RATE_LIMIT_MAX_S = 30.0  # the smallest value discord.py accepts
 SEND_BACKOFF = Backoff(0.5, 30.0)
 NO_PINGS = discord.AllowedMentions.none()
+# Discord refuses a message over 2,000 characters (``50035 Invalid Form Body``)
+MAX_MESSAGE_UNITS = 2000
 
 
 class Sender:
@@ -83,7 +84,10 @@ class Sender:
     async def send_text(self, target: Target, text: str) -> list[int]:
         """Send ``text`` (split as needed); the ids of the messages sent."""
         channel_id = await self.channel_id(target)
-        return [await self.send_piece(channel_id, piece) for piece in split_text(text)]
+        return [
+            await self.send_piece(channel_id, piece)
+            for piece in split_text(text, MAX_MESSAGE_UNITS)
+        ]
 
     async def send_piece(
         self,

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 import discord
 
-from .sender import Sender
-from .splitter import MAX_MESSAGE_UNITS, split_text, utf16_len
+from core.extensions.sdk import split_text, utf16_len
+
+from .sender import MAX_MESSAGE_UNITS, Sender
 from .targets import Targets
 
 TYPING_REFRESH_S = 8.0  # Discord shows "typing…" for about 10 s
@@ -75,7 +76,7 @@ class StreamPresenter:
         stream = self._streams.pop(user_id, None)
         if stream is None:
             stream = _Stream(await self._sender.channel_id(self._targets.target(user_id)))
-        pieces = split_text(full_text or stream.text)
+        pieces = split_text(full_text or stream.text, MAX_MESSAGE_UNITS)
         if not pieces:
             return
         rest = pieces

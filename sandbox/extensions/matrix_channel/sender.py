@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 from nio import AsyncClient, ErrorResponse, RoomSendResponse
 
-from core.extensions.sdk import Backoff
+from core.extensions.sdk import Backoff, split_text
 
 BACKOFF_MAX_S = 30.0
 SEND_BACKOFF = Backoff(0.5, BACKOFF_MAX_S)
@@ -46,22 +46,6 @@ def retry_after_seconds(response: ErrorResponse) -> float:
 
 def is_limited(response: object) -> bool:
     return isinstance(response, ErrorResponse) and response.status_code in (LIMITED, 429, "429")
-
-
-def split_text(text: str, limit: int = MAX_BODY_CHARS) -> list[str]:
-    """``text`` in pieces of at most ``limit`` characters, cut at a blank line, a
-    line end or a space when one is near (empty pieces dropped)."""
-    pieces: list[str] = []
-    rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = max(window.rfind("\n\n"), window.rfind("\n"), window.rfind(" "))
-        cut = cut if cut > limit // 2 else limit
-        pieces.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        pieces.append(rest)
-    return pieces
 
 
 def text_content(body: str) -> dict[str, Any]:
@@ -115,7 +99,7 @@ class Sender:
 
     async def send_text(self, room_id: str, text: str) -> list[str]:
         """Send ``text`` (split as needed); the event ids of the messages sent."""
-        return [await self.send_piece(room_id, piece) for piece in split_text(text)]
+        return [await self.send_piece(room_id, piece) for piece in split_text(text, MAX_BODY_CHARS)]
 
     async def send_piece(self, room_id: str, piece: str, *, attempts: int | None = None) -> str:
         """Send one piece that already fits in an event; its event id."""

@@ -16,8 +16,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from core.extensions.sdk import split_text
+
 from .rooms import Rooms
-from .sender import MAX_BODY_CHARS, MatrixSendError, Sender, split_text
+from .sender import MAX_BODY_CHARS, MatrixSendError, Sender
 
 TYPING_REFRESH_S = 4.0
 TYPING_TIMEOUT_MS = 10_000
@@ -70,7 +72,7 @@ class StreamPresenter:
     async def end(self, address: str, full_text: str) -> None:
         """Show the final text; raises when it cannot be delivered (the bus retries)."""
         stream = self._streams.pop(address, None) or _Stream(await self._rooms.target(address))
-        pieces = split_text(full_text or stream.text)
+        pieces = split_text(full_text or stream.text, MAX_BODY_CHARS)
         if not pieces:
             await self._typing(stream, False)
             return

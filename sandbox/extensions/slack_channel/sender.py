@@ -19,11 +19,15 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from core.extensions.sdk import split_text
+
 from .markup import to_mrkdwn
-from .splitter import split_text
 from .targets import Target
 
 RETRY_AFTER_MAX_S = 600.0
+# Slack shows a longer message cut behind "Show more" and advises 4,000; the formatting
+# added to a piece still fits
+MAX_MESSAGE_CHARS = 3900
 
 
 def retry_after_s(exc: SlackApiError) -> float | None:
@@ -74,7 +78,9 @@ class Sender:
 
     async def send_text(self, target: Target, text: str) -> list[str]:
         """Post ``text`` (split as needed); the ``ts`` of each message posted."""
-        return [(await self.post(target, piece))[1] for piece in split_text(text)]
+        return [
+            (await self.post(target, piece))[1] for piece in split_text(text, MAX_MESSAGE_CHARS)
+        ]
 
     async def post(
         self,

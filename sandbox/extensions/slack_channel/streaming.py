@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from aiohttp import ClientError
 from slack_sdk.errors import SlackApiError
 
-from .sender import Sender, retry_after_s
-from .splitter import MAX_MESSAGE_CHARS, split_text
+from core.extensions.sdk import split_text
+
+from .sender import MAX_MESSAGE_CHARS, Sender, retry_after_s
 from .targets import Target, Targets
 
 
@@ -66,7 +67,7 @@ class StreamPresenter:
     async def end(self, address: str, full_text: str) -> None:
         """Show the final text; raises when it cannot be delivered (the outbox retries)."""
         stream = self._streams.pop(address, None) or _Stream(self._targets.target(address))
-        pieces = split_text(full_text or stream.text)
+        pieces = split_text(full_text or stream.text, MAX_MESSAGE_CHARS)
         if not pieces:
             return
         rest = pieces

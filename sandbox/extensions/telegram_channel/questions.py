@@ -29,11 +29,11 @@ from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMar
 from telegram.error import TelegramError
 
 from core.extensions.contract import RequestOption, UserRequest
+from core.extensions.sdk import utf16_len
 
 from .allowlist import AllowList
 from .chats import ChatTargets
-from .sender import Sender
-from .splitter import MAX_MESSAGE_UNITS, utf16_len
+from .sender import MAX_MESSAGE_UNITS, Sender
 
 PRIVATE = "private"
 _REPLY_HINT = {

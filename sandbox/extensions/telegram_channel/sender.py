@@ -19,10 +19,9 @@ from typing import TypeVar
 from telegram import Bot, InputFile, Message
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
-from core.extensions.sdk import Backoff
+from core.extensions.sdk import Backoff, split_text
 
 from .markup import PARSE_MODE, to_html
-from .splitter import split_text
 
 T = TypeVar("T")
 
@@ -30,6 +29,7 @@ BACKOFF_MAX_S = 30.0
 SEND_BACKOFF = Backoff(0.5, BACKOFF_MAX_S)
 RETRY_AFTER_MAX_S = 600.0
 CAPTION_MAX = 1024  # Telegram's longest caption
+MAX_MESSAGE_UNITS = 4096  # Telegram's longest message, in UTF-16 units
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:
@@ -78,7 +78,9 @@ class Sender:
 
     async def send_text(self, chat_id: int, text: str) -> list[int]:
         """Send ``text`` (split as needed); the ids of the messages sent."""
-        return [await self.send_piece(chat_id, piece) for piece in split_text(text)]
+        return [
+            await self.send_piece(chat_id, piece) for piece in split_text(text, MAX_MESSAGE_UNITS)
+        ]
 
     async def send_piece(self, chat_id: int, piece: str, *, attempts: int | None = None) -> int:
         """Send one piece that already fits in a message."""

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, RetryAfter, TelegramError
 
+from core.extensions.sdk import split_text, utf16_len
+
 from .chats import ChatTargets
-from .sender import Sender, is_not_modified, retry_after_seconds
-from .splitter import MAX_MESSAGE_UNITS, split_text, utf16_len
+from .sender import MAX_MESSAGE_UNITS, Sender, is_not_modified, retry_after_seconds
 
 TYPING_REFRESH_S = 4.0
 
@@ -74,7 +75,7 @@ class StreamPresenter:
     async def end(self, user_id: str, full_text: str) -> None:
         """Show the final text; raises when it cannot be delivered (the bus retries)."""
         stream = self._streams.pop(user_id, None) or _Stream(self._chats.chat_for(user_id))
-        pieces = split_text(full_text or stream.text)
+        pieces = split_text(full_text or stream.text, MAX_MESSAGE_UNITS)
         if not pieces:
             return
         rest = pieces

@@ -1,6 +1,8 @@
-"""Split a reply into Telegram-sized pieces (at most 4096 characters each).
+"""Split a reply into pieces a chat platform takes (each channel gives its limit).
 
-Telegram counts message length in UTF-16 code units, so we do too. Cuts are
+Length is counted in UTF-16 code units, as Telegram counts it; that is never
+fewer than characters, so a piece fits a platform counting characters too
+(Discord, Slack, Matrix). Cuts are
 made at a paragraph break if one is in reach, else a line break, else a
 space, else anywhere. A cut inside a fenced code block closes the fence at
 the end of the piece and reopens it (with its language) in the next, so
@@ -11,25 +13,26 @@ from __future__ import annotations
 
 import re
 
-MAX_MESSAGE_UNITS = 4096
+__all__ = ["split_text", "utf16_len"]
+
 _FENCE_RE = re.compile(r"^\s*```(\S*)")
 _CLOSE = "\n```"
 _MAX_LANG = 20
 
 
 def utf16_len(text: str) -> int:
-    """Length as Telegram counts it."""
+    """Length in UTF-16 code units (Telegram's count; at least the characters)."""
     return len(text.encode("utf-16-le")) // 2
 
 
-def split_text(text: str, limit: int = MAX_MESSAGE_UNITS) -> list[str]:
+def split_text(text: str, limit: int) -> list[str]:
     """Pieces of ``text`` of at most ``limit`` UTF-16 units; ``[]`` for blank text."""
     if limit <= len(_CLOSE) + 8 + _MAX_LANG:
         raise ValueError(f"limit {limit} is too small to split text")
     if not text.strip():
         return []
     pieces: list[str] = []
-    rest = text.lstrip("\n").rstrip()  # Telegram trims the ends anyway
+    rest = text.lstrip("\n").rstrip()  # the platforms trim the ends anyway
     prefix = ""
     while True:
         candidate = prefix + rest
