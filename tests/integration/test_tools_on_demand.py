@@ -110,7 +110,10 @@ async def test_a_local_models_next_request_repeats_the_last_one(
     assert [m["role"] for m in first["messages"]] == ["system", "system", "user"]
     assert second["messages"][:3] == first["messages"]
     assert [m["role"] for m in second["messages"][3:]] == ["assistant", "system", "user"]
+    assert first["messages"][1]["content"].endswith("Channel: capture; user: u1.")
+    # the channel is in the kept history already: the new note is the clock alone
     assert second["messages"][4]["content"].startswith("Now: ")
+    assert "Channel:" not in second["messages"][4]["content"]
 
 
 async def test_a_remote_providers_notes_stay_out_of_the_history(

@@ -102,6 +102,14 @@ class ContextChain:
             return ""
         return text.strip() if isinstance(text, str) else ""
 
+    def without_channel(self, context: str, turn: TurnContext) -> str:
+        """``context`` without the built-in channel line: a conversation whose notes are
+        kept has it in its history already (ADR 0097), and it never changes there."""
+        line = self._builtin.note(turn)
+        if not line or not context.startswith(line):
+            return context
+        return context[len(line) :].removeprefix(SEPARATOR)
+
     async def enrich(self, prompt: str, turn: TurnContext) -> str:
         """Context, separator, prompt — for agents that take one combined prompt."""
         context = await self.build(prompt, turn)

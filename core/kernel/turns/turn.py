@@ -242,7 +242,8 @@ class TurnRunner:
             additions = NO_ADDITIONS  # none asked for while no extension has one
             if self.additions.ordered():
                 additions = await self.additions.for_turn(turn, prompt_text)
-            agent, note = await self._agent(prompt_text, turn, additions, shaped, hooked)
+            known = self.keep_notes and bool(history)  # its channel line is in the history
+            agent, note = await self._agent(prompt_text, turn, additions, shaped, hooked, known)
             asking = shaped if additions is NO_ADDITIONS else additions.wrap_user(shaped)
             given = [*history, *note, *cast(Items, asking)]
             if stream is None:
@@ -430,11 +431,15 @@ class TurnRunner:
         additions: AppliedAdditions,
         messages: list[dict[str, Any]] | None = None,
         hooked: bool = True,
+        known_channel: bool = False,
     ) -> tuple[Agent[Any], list[TResponseInputItem]]:
         """The orchestrator for this turn — its instructions the stable prefix, its
         model the one a routing hook chose (if one may choose) — and the turn's note
-        for after the history: clock, context chain, conditional additions."""
+        for after the history: clock, context chain, conditional additions
+        (``known_channel``: the kept notes in the history say the channel already)."""
         context = await self.context.build(prompt, turn)
+        if known_channel:
+            context = self.context.without_channel(context, turn)
         model_name = None  # the default unless a routing hook chooses
         if hooked:
             asked = messages or [{"role": "user", "content": prompt}]
