@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -105,7 +106,7 @@ class Workflows:
             for definition in found:
                 row = self._row("", definition, record.ext_id, None, None)
                 existing = await self.store.workflow(row.id)
-                if existing is not None and existing.source not in (record.ext_id,):
+                if existing is not None and existing.source != record.ext_id:
                     log.warning(
                         "workflow %s of %s ignored: %s has one of that name",
                         row.id,
@@ -312,22 +313,7 @@ def _declared(record: ExtensionRecord) -> list[WorkflowDefinition]:
 def _speaking_at(run: RunRow, turn: TurnContext) -> RunRow:
     if not (turn.channel_id and turn.user_id):
         return run
-    return RunRow(
-        run.id,
-        run.workflow_id,
-        run.person,
-        run.status,
-        run.trigger,
-        run.input,
-        run.definition,
-        turn.channel_id,
-        turn.user_id,
-        None,
-        None,
-        None,
-        run.created_at,
-        run.updated_at,
-    )
+    return replace(run, channel_id=turn.channel_id, user_id=turn.user_id)
 
 
 def _payload_text(payload: dict[str, Any]) -> str:
