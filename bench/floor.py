@@ -78,7 +78,7 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def write_setup(tmp: Path, base_url: str, port: int) -> Path:
-    from conftest import grant_all
+    from support.ext_files import grant_all
     from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
 
     ext = tmp / "ext"

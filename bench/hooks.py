@@ -80,7 +80,7 @@ def write_setup(tmp: Path, name: str, extensions: dict[str, tuple[str, dict[str,
     """A settings file and an extensions dir (granted) with a capture channel plus ``extensions``."""
     import yaml
 
-    from conftest import grant_all
+    from support.ext_files import grant_all
     from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST
 
     ext_root = tmp / name / "ext"

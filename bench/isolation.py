@@ -121,7 +121,7 @@ async def round_trips(root: Path) -> dict[str, Any]:
             }
         )
     )
-    from conftest import grant_all  # what the user does: `main.py extensions grant echo`
+    from support.ext_files import grant_all  # what the user does: `main.py extensions grant echo`
 
     grant_all(root / "extensions", root / "data")
     kernel = Kernel(load_settings(settings))

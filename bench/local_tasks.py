@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from http_api import free_port, wait_ready  # noqa: E402
 from prompt_cache import LLM_TOOLS, MODEL, MODEL_FILE, ModelServer  # noqa: E402
 
-from conftest import grant_all  # noqa: E402
+from support.ext_files import grant_all  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 EXTENSIONS = ("http_api", "memory", "kv", "scheduler", "postprocessors")

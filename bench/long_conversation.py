@@ -67,7 +67,7 @@ def rss_mb() -> float:
 
 def every_bundled(tmp: Path, base_url: str, port: int) -> Path:
     """``floor.write_setup`` plus the other bundled extensions that need no outside service."""
-    from conftest import grant_all
+    from support.ext_files import grant_all
 
     settings = FLOOR_SETUP(tmp, base_url, port)
     for ext_id in EXTRA:
@@ -81,10 +81,11 @@ def every_bundled(tmp: Path, base_url: str, port: int) -> Path:
 
 
 class ModelClock:
-    """Time the model server spent answering (``FakeOpenAIServer.timings``: from its
-    parsed request to its answer sent, which counts the prompt's tokens: it grows
-    with the conversation as a real model's prompt processing does, and is not
-    Hearth's)."""
+    """Time the model server spent answering (``FakeOpenAIServer.timings``: from the
+    first byte of the request's body read to its answer sent — reading and parsing
+    the request, which a real server does in its own process, and counting the
+    prompt's tokens: it grows with the conversation as a real model's prompt
+    processing does, and is not Hearth's)."""
 
     model: Any = None
     seen = 0

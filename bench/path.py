@@ -129,7 +129,7 @@ async def trace_turn(tmp: Path, *, off: bool = False) -> PathRecorder:
     import yaml
     from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
-    from conftest import ext_code, grant_all
+    from support.ext_files import ext_code, grant_all
     from support.harness import CAPTURE_CHANNEL, running_kernel
 
     ext = tmp / "ext"

@@ -74,7 +74,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from http_api import free_port, wait_ready  # noqa: E402
 
-from conftest import grant_all  # noqa: E402
+from support.ext_files import grant_all  # noqa: E402
 
 # ``../shared`` beside the repository (a worktree sits one level deeper)
 LLM_TOOLS = (

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import ext_code  # noqa: E402
+from support.ext_files import ext_code  # noqa: E402
 from support.fake_openai import FakeOpenAIServer  # noqa: E402
 from support.pg_helpers import fresh_database, run_sync  # noqa: E402
 from support.scale_support import CHANNEL_ID, CHANNEL_MANIFEST, REPLY_SINK, Cluster  # noqa: E402

@@ -37,7 +37,7 @@ async def measure_turns(tmp: Path) -> dict[str, float]:
     import yaml
     from agents.testing import ModelStep, ScriptedModel, assistant_message
 
-    from conftest import grant_all
+    from support.ext_files import grant_all
     from support.harness import CAPTURE_CHANNEL, running_kernel
 
     ext_dir = tmp / "ext" / "capture"

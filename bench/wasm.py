@@ -133,7 +133,7 @@ async def boundaries(root: Path) -> dict[str, Any]:
             }
         )
     )
-    from conftest import grant_all  # what the user does: `main.py extensions grant`
+    from support.ext_files import grant_all  # what the user does: `main.py extensions grant`
 
     grant_all(extensions, root / "data")
     kernel = Kernel(load_settings(settings))

@@ -93,10 +93,13 @@ class SystemPayload(BaseModel):
         if not strict:
             known = cls.model_fields
             payload = {key: value for key, value in payload.items() if key in known}
-        if not all(type(key) is str for key in payload):
-            key = next(key for key in payload if type(key) is not str)
-            raise SystemPayloadError(cls.TOPIC, str(key), "is not a text key")
-        return cls(**payload)  # the construction names the key at fault
+        try:
+            return cls(**payload)  # the construction names the key at fault
+        except TypeError:  # "keywords must be strings": named here (not looked for first)
+            key = next((key for key in payload if type(key) is not str), None)
+            if key is None:
+                raise
+            raise SystemPayloadError(cls.TOPIC, str(key), "is not a text key") from None
 
     def to_payload(self) -> dict[str, Any]:
         """The JSON object that is journaled (optional fields included as ``null``,

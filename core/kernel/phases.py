@@ -63,7 +63,6 @@ from core.kernel.hooks.observer import PipelineObserver
 from core.kernel.hooks.tool_calls import ToolTap
 from core.kernel.reload.registrations import before_extension_code
 from core.kernel.scale.placement import placement_of
-from core.kernel.scale.scale_out import ScaleOut
 from core.kernel.scale.seam import LocalScale, Scale
 from core.kernel.shaping.assembly import TurnShaping
 from core.kernel.shaping.context_chain import ContextChain
@@ -155,6 +154,8 @@ def build_bus(settings: Settings, journal: Path, storage: Storage) -> Bus:
 def scale_of(settings: Settings, bus: EventBus, local_lock: Callable[[str], asyncio.Lock]) -> Scale:
     """``ScaleOut`` when kernel processes may share PostgreSQL, else the null object."""
     if placement_of(settings.storage, settings.kernel, settings.data_dir).shared:
+        from core.kernel.scale.scale_out import ScaleOut  # asyncpg: only where it is used
+
         return ScaleOut(settings, bus, local_lock)
     return LocalScale(local_lock)
 

@@ -138,8 +138,9 @@ class FakeOpenAIServer:
 
     @property
     def timings(self) -> list[tuple[str, float]]:
-        """(last user message, seconds from request read to last byte sent) per
-        completion request: the model's share of a turn, for benchmarks."""
+        """(last user message, seconds from its body's first byte read to its last
+        byte sent) per completion request: the model server's share of a turn (a
+        real one reads and parses the request in its own process), for benchmarks."""
         with self._lock:
             return list(self._timings)
 
@@ -215,6 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(200, {"object": "list", "data": data})
 
     def do_POST(self) -> None:
+        started = time.perf_counter()  # reading and parsing the body is the server's work too
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if self.path.rstrip("/") == "/v1/audio/transcriptions":
@@ -232,7 +234,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self.fake._warmups.append(body)
             self._send_json(200, _completion(body, "."))
             return
-        started = time.perf_counter()
         item = self.fake._next(body)
         if self.fake.delay_s:
             time.sleep(self.fake.delay_s)

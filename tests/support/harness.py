@@ -13,9 +13,9 @@ from typing import Any
 
 from agents.models.interface import Model
 
-from conftest import ext_code
 from core.config import load_settings
 from core.kernel.runner import Kernel
+from support.ext_files import ext_code
 
 # A channel extension that records what it is sent; tests read `.sent`.
 CAPTURE_CHANNEL = ext_code(

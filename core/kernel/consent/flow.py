@@ -41,7 +41,7 @@ from core.kernel.consent.gate import ConsentGate
 from core.kernel.consent.store import PausedTurn
 from core.kernel.consent.ui import UiRequests
 from core.kernel.consent.wording import denial_for_model, parse_answer
-from core.kernel.conversations.ledger import StoredReply
+from core.kernel.conversations.ledger import ConversationSession, StoredReply
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
 from core.kernel.files import TurnFiles
@@ -65,6 +65,7 @@ class Resumer(Protocol):
         turn: TurnContext,
         decide: Decide,
         query: PostQuery | None = None,
+        session: ConversationSession | None = None,
     ) -> TurnResult: ...
 
 
@@ -183,7 +184,7 @@ class ApprovalFlow:
             collecting = COLLECTING.set(collected)
             try:
                 result = await self._runner.resume(
-                    paused.state, paused.input_items, turn, decide, query
+                    paused.state, paused.input_items, turn, decide, query, session
                 )
             finally:
                 COLLECTING.reset(collecting)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         NO_CONSENT as NO_CONSENT,
         ConsentStage as ConsentStage,
     )
+    from core.kernel.turns.history_splice import PausedRun as PausedRun
     from core.kernel.turns.notices import Notices as Notices
     from core.kernel.turns.outbox import (
         REPLY_SUBSCRIBER as REPLY_SUBSCRIBER,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     )
     from core.kernel.turns.turn import (
         TOO_SLOW as TOO_SLOW,
-        PausedRun as PausedRun,
         TurnResult as TurnResult,
         TurnRunner as TurnRunner,
     )

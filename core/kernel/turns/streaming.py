@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agents import Agent, Runner
+from agents import Agent, RunConfig, Runner
 from agents.items import TResponseInputItem
 from agents.result import RunResultStreaming
 
@@ -29,13 +29,17 @@ async def stream_run(
     max_turns: int,
     on_chunk: Callback | None,
     on_tool_call: ToolCallback | None,
+    run_config: RunConfig | None = None,
 ) -> RunResultStreaming:
     """Run streamed; feed text deltas and tool-call names to the callbacks.
 
     ``turn`` is the run context, so tools can see which channel and user
-    they act for (``RunContextWrapper.context``). Cancelled (a deadline), the
-    SDK's background run is cancelled too instead of running on unseen."""
-    result = Runner.run_streamed(agent, input, max_turns=max_turns, context=turn)
+    they act for (``RunContextWrapper.context``); ``run_config`` puts the history
+    before each request (ADR 0101). Cancelled (a deadline), the SDK's background
+    run is cancelled too instead of running on unseen."""
+    result = Runner.run_streamed(
+        agent, input, max_turns=max_turns, context=turn, run_config=run_config
+    )
     calls: dict[str, tuple[str, str]] = {}  # call id -> (tool, arguments), for its result
     try:
         async for event in result.stream_events():

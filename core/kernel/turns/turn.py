@@ -4,11 +4,11 @@
 (``core/kernel/compaction``), reads it (at most ``turns.history_max_items``),
 passes the user's text through the input hooks (plain text ``in``, then
 ``on_input_messages``, which may answer instead of the model), asks the routing
-hooks for the model, runs the orchestrator on history + the turn's note + input
-with no ``session``, and passes the answer through the output hooks (tags,
-``on_llm_output``, plain text ``out``). ``#name`` tokens of activated
-post-processors are taken out of the text before any hook sees it, and the
-post-processors run on the rendered answer (``core/kernel/postprocess/``,
+hooks for the model, runs the orchestrator on the turn's note + input with no
+``session`` (the history joins each request, ADR 0101), and passes the answer
+through the output hooks (tags, ``on_llm_output``, plain text ``out``).
+``#name`` tokens of activated post-processors are taken out of the text before
+any hook sees it, and the post-processors run on the rendered answer (``core/kernel/postprocess/``,
 ADR 0023). It returns the reply with the turn's
 new history items — the input items as the hooks left them and the run's
 ``new_items`` — which the caller stores with the ledger row in one
@@ -56,7 +56,7 @@ from agents import (
     Runner,
     RunState,
 )
-from agents.items import ToolApprovalItem, TResponseInputItem
+from agents.items import TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
 from core.agents import ModelFailedError
@@ -72,11 +72,12 @@ from core.kernel.files import with_parts
 from core.kernel.hooks import AppliedAdditions, PromptAdditions, TurnHooks, guardrail_reply
 from core.kernel.postprocess import PostProcessing, PostQuery
 from core.kernel.shaping.context_chain import ContextChain
+from core.kernel.turns.history_splice import PausedRun, marked, unmarked, with_history
 from core.kernel.turns.run_items import new_history_items, turn_from_json, turn_to_json
 from core.kernel.turns.streaming import Callback, stream_run, stream_text
 from core.runtime import REDACTOR
 
-__all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "PausedRun", "TurnResult", "TurnRunner"]
+__all__ = ["APOLOGY", "TOO_SLOW", "OrchestratorLike", "TurnResult", "TurnRunner"]
 
 log = logging.getLogger("core.kernel.turns.turn")
 
@@ -107,18 +108,6 @@ class CurrentOrchestrator(Protocol):
 
     @property
     def current(self) -> OrchestratorLike: ...
-
-
-@dataclass(frozen=True, slots=True)
-class PausedRun:
-    """A run stopped for the user's approval: the SDK's ``RunState`` as JSON, the
-    turn's input items (stored in the history once it finishes) and the calls
-    waiting (``ToolApprovalItem``, not stored: read them at once)."""
-
-    state: dict[str, Any]
-    input_items: list[dict[str, Any]]
-    interruptions: list[ToolApprovalItem]
-    query: PostQuery | None = None  # the post-processors the message asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,13 +234,16 @@ class TurnRunner:
             known = self.keep_notes and bool(history)  # its channel line is in the history
             agent, note = await self._agent(prompt_text, turn, additions, shaped, hooked, known)
             asking = shaped if additions is NO_ADDITIONS else additions.wrap_user(shaped)
-            given = [*history, *note, *cast(Items, asking)]
+            given = [*note, *cast(Items, asking)]  # the history joins each request (ADR 0101)
+            config, turns = with_history(history), self.max_turns
             if stream is None:
-                result: Any = await Runner.run(agent, given, max_turns=self.max_turns, context=turn)
+                result: Any = await Runner.run(
+                    agent, given, max_turns=turns, context=turn, run_config=config
+                )
             else:
                 on_chunk, on_tool = stream
                 live_text = None if self.hooks.shapes_output() else on_chunk
-                result = await stream_run(agent, given, turn, self.max_turns, live_text, on_tool)
+                result = await stream_run(agent, given, turn, turns, live_text, on_tool, config)
             kept = [*cast(list[dict[str, Any]], note), *shaped] if self.keep_notes else shaped
             return await self._finished(result, kept, turn, hooked)
 
@@ -268,11 +260,13 @@ class TurnRunner:
         turn: TurnContext,
         decide: Decide,
         query: PostQuery | None = None,
+        session: ConversationSession | None = None,
     ) -> TurnResult:
         """Go on with a paused turn: the orchestrator as it was built for this input
         (context, additions, routing), the ``RunState`` restored, ``decide`` applying
         the user's answers (``approve`` / ``reject``), then the run to its end and the
-        post-processors the message asked for (``query``)."""
+        post-processors the message asked for (``query``); ``session``'s history
+        joins its requests again where the state holds none (ADR 0101)."""
         started = time.monotonic()
         text = input_text(input_items)
         query = query or PostQuery(text, text)
@@ -280,11 +274,11 @@ class TurnRunner:
         async def attempt() -> TurnResult:
             additions = await self.additions.for_turn(turn, text)
             agent, _ = await self._agent(text, turn, additions, input_items)  # note: in state
-            restored = await RunState.from_json(
-                agent, dict(state), context_deserializer=turn_from_json
-            )
+            plain, spliced = unmarked(state)
+            restored = await RunState.from_json(agent, plain, context_deserializer=turn_from_json)
             decide(restored)
-            result = await Runner.run(agent, restored)
+            history = await session.history(self.history_max_items) if spliced and session else []
+            result = await Runner.run(agent, restored, run_config=with_history(history))
             return await self._finished(result, input_items, turn)
 
         with serving(turn):  # as in ``run``: tools see this turn (state, questions)
@@ -302,7 +296,7 @@ class TurnRunner:
     ) -> TurnResult:
         """The answer through the output hooks (``hooked``: any may be there), or the pause."""
         if result.interruptions:
-            state = result.to_state().to_json(context_serializer=turn_to_json)
+            state = marked(result.to_state().to_json(context_serializer=turn_to_json))
             paused = PausedRun(state, input_items, list(result.interruptions))
             return TurnResult("", [], "paused", paused=paused)
         text = str(result.final_output or "")
@@ -474,7 +468,11 @@ class TurnRunner:
 
 def input_text(messages: list[dict[str, Any]]) -> str:
     """The text of the input messages (what conditions and routing look at)."""
-    return "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+    texts = []
+    for message in messages:  # a loop: this runs on every turn's path (bench/path.py)
+        if isinstance(content := message.get("content"), str):
+            texts.append(content)
+    return "\n".join(texts)
 
 
 NO_ADDITIONS = AppliedAdditions()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.config import IsolationSettings, LoaderSettings
 from core.extensions.context.services import KernelServices
@@ -28,10 +28,12 @@ from core.extensions.isolation.protocol.errors import (
     HostUnavailableError,
     IsolationError,
 )
-from core.extensions.isolation.wasm import WasmExtension
 from core.extensions.loading.loader import InstanceFactory
 from core.extensions.loading.manifest import Manifest
 from core.extensions.loading.records import ExtensionRecord, ExtensionStatus
+
+if TYPE_CHECKING:
+    from core.extensions.isolation.wasm import WasmExtension
 
 __all__ = [
     "CallTimeoutError",
@@ -69,7 +71,9 @@ def isolated_factory(
                 if record.status is ExtensionStatus.ACTIVE:
                     record.fail(reason)  # the supervisor sees the transition and restarts it
 
-        if manifest.isolation == "wasm":
+        if manifest.isolation == "wasm":  # wasmtime (~4 MB) loads with the first such extension
+            from core.extensions.isolation.wasm import WasmExtension
+
             proxy = WasmExtension(manifest, code_dir, services, on_status)
         else:
             proxy = IsolatedExtension(manifest, code_dir, services, options, on_status)
