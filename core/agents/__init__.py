@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from core.agents.orchestrator import (
         ORCHESTRATOR_ID as ORCHESTRATOR_ID,
         Orchestrator as Orchestrator,
+        dated_clock as dated_clock,
     )
     from core.agents.toolset import (
         CORE_SOURCE as CORE_SOURCE,

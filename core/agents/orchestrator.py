@@ -31,7 +31,15 @@ from core.tools.clock import now_at, offset_label, resolve_timezone
 if TYPE_CHECKING:
     from agents.mcp import MCPServer
 
-__all__ = ["ORCHESTRATOR_ID", "ORCHESTRATOR_TEMPLATE", "GuardrailSource", "Orchestrator"]
+__all__ = [
+    "ORCHESTRATOR_ID",
+    "ORCHESTRATOR_TEMPLATE",
+    "GuardrailSource",
+    "Orchestrator",
+    "dated_clock",
+]
+
+DAY = len("Now: 2026-11-26")  # a full clock line: the day, " HH:MM", then the weekday and offset
 
 ORCHESTRATOR_ID = "orchestrator"
 ORCHESTRATOR_TEMPLATE = PROJECT_ROOT / "prompts" / "orchestrator.jinja2"
@@ -107,13 +115,18 @@ class Orchestrator:
         parts = [(system_prefix or "").strip(), self._system, (extra_instructions or "").strip()]
         return "\n\n".join(part for part in parts if part)
 
-    def clock(self) -> str:
+    def clock(self, dated: str | None = None) -> str:
         """The moment a turn starts, for the per-turn note after the history:
         ``Now: 2026-11-26 19:30 (Thursday, CET, UTC+01:00).`` The zone's name is in
         the system prompt; the note holds only what changes (every token of it is
-        read anew each turn by a model server reusing the prompt, ADR 0054)."""
+        read anew each turn by a model server reusing the prompt, ADR 0054): where
+        the kept history's last full clock line (``dated``, ``dated_clock``) names
+        the same day and offset, only the time, ``Now: 19:42.`` (ADR 0097)."""
         now = now_at(self._zone)
-        return f"Now: {now:%Y-%m-%d %H:%M} ({now:%A}, {offset_label(self._timezone, now)})."
+        full = f"Now: {now:%Y-%m-%d %H:%M} ({now:%A}, {offset_label(self._timezone, now)})."
+        if dated and dated[:DAY] == full[:DAY] and dated[DAY + 6 :] == full[DAY + 6 :]:
+            return f"Now: {now:%H:%M}."
+        return full
 
     def agent(
         self,
@@ -158,3 +171,16 @@ class Orchestrator:
             input_guardrails=guardrails.input_guardrails() if guardrails else [],
             output_guardrails=guardrails.output_guardrails() if guardrails else [],
         )
+
+
+def dated_clock(history: Sequence[Any]) -> str | None:
+    """The last full clock line among the turn notes kept in ``history`` (a system
+    message that starts with one), or None: with it a turn's note can say the time
+    alone. Read from the end: the latest note is a turn or a few back."""
+    for item in reversed(history):
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, str) and item.get("role") == "system":
+            line = content.split("\n", 1)[0]
+            if line.startswith("Now: ") and len(line) > DAY + 6 and line[DAY] == " ":
+                return line
+    return None

@@ -7,6 +7,8 @@ client against the scripted server, which records every request body."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from support.bundled import copy_bundled
 from support.fake_openai import FakeOpenAIServer, ToolCall, models_section
@@ -114,6 +116,32 @@ async def test_a_local_models_next_request_repeats_the_last_one(
     # the channel is in the kept history already: the new note is the clock alone
     assert second["messages"][4]["content"].startswith("Now: ")
     assert "Channel:" not in second["messages"][4]["content"]
+
+
+async def test_a_kept_note_says_the_day_once_a_day(
+    ext_root, make_ext, settings_file, monkeypatch
+) -> None:
+    """Where notes are kept, the clock names the day, weekday and offset once: later
+    notes of that day say the time alone (fewer tokens read anew each turn), and
+    the next day's first note names the new day."""
+    utc = ZoneInfo("UTC")
+    moments = iter(
+        datetime(2026, 11, day, hour, minute, tzinfo=utc)
+        for day, hour, minute in ((26, 9, 0), (26, 9, 5), (26, 23, 59), (27, 0, 1))
+    )
+    monkeypatch.setattr("core.agents.orchestrator.now_at", lambda zone: next(moments))
+    with FakeOpenAIServer() as srv:
+        path = household(ext_root, make_ext, settings_file, srv)
+        async with running_kernel(path) as k:
+            for n, text in enumerate(("hi", "and now?", "late", "a new day"), start=1):
+                await converse(k, text, n=n)
+    clocks = [r["messages"][-2]["content"].split("\n")[0] for r in srv.requests]
+    assert clocks == [
+        "Now: 2026-11-26 09:00 (Thursday, UTC, UTC+00:00).",
+        "Now: 09:05.",
+        "Now: 23:59.",
+        "Now: 2026-11-27 00:01 (Friday, UTC, UTC+00:00).",
+    ]
 
 
 async def test_a_remote_providers_notes_stay_out_of_the_history(

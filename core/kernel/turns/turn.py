@@ -59,7 +59,7 @@ from agents import (
 from agents.items import TResponseInputItem
 from agents.result import RunResult, RunResultBase, RunResultStreaming
 
-from core.agents import ModelFailedError
+from core.agents import ModelFailedError, dated_clock
 from core.agents.observer import NO_TURN_OBSERVER, TurnObserver, TurnObservers
 from core.agents.usage import NO_USAGE, TurnUsage, usage_of
 from core.extensions.access.state_scope import serving
@@ -100,7 +100,7 @@ class OrchestratorLike(Protocol):
         model_name: str | None = None,
     ) -> Agent[Any]: ...
 
-    def clock(self) -> str: ...
+    def clock(self, dated: str | None = None) -> str: ...
 
 
 class CurrentOrchestrator(Protocol):
@@ -231,7 +231,8 @@ class TurnRunner:
             additions = NO_ADDITIONS  # none asked for while no extension has one
             if self.additions.ordered():
                 additions = await self.additions.for_turn(turn, prompt_text)
-            known = self.keep_notes and bool(history)  # its channel line is in the history
+            # kept notes in the history say the channel already, and the day if it is today
+            known = dated_clock(history) or "" if self.keep_notes and history else None
             agent, note = await self._agent(prompt_text, turn, additions, shaped, hooked, known)
             asking = shaped if additions is NO_ADDITIONS else additions.wrap_user(shaped)
             given = [*note, *cast(Items, asking)]  # the history joins each request (ADR 0101)
@@ -425,14 +426,15 @@ class TurnRunner:
         additions: AppliedAdditions,
         messages: list[dict[str, Any]] | None = None,
         hooked: bool = True,
-        known_channel: bool = False,
+        kept: str | None = None,
     ) -> tuple[Agent[Any], list[TResponseInputItem]]:
         """The orchestrator for this turn — its instructions the stable prefix, its
         model the one a routing hook chose (if one may choose) — and the turn's note
-        for after the history: clock, context chain, conditional additions
-        (``known_channel``: the kept notes in the history say the channel already)."""
+        for after the history: clock, context chain, conditional additions (``kept``:
+        the history keeps notes, which say the channel already; its last full clock
+        line, if any, so the clock may say the time alone)."""
         context = await self.context.build(prompt, turn)
-        if known_channel:
+        if kept is not None:
             context = self.context.without_channel(context, turn)
         model_name = None  # the default unless a routing hook chooses
         if hooked:
@@ -444,7 +446,7 @@ class TurnRunner:
             system_prefix=additions.system_prefix or None,
             model_name=model_name,
         )
-        return agent, turn_note(orchestrator.clock(), context, additions.turn_note)
+        return agent, turn_note(orchestrator.clock(kept), context, additions.turn_note)
 
     async def _guarded(
         self, attempt: Callable[[], Awaitable[T]], what: str, wrap: Callable[..., T]
