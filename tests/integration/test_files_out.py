@@ -156,6 +156,17 @@ def test_a_person_finds_only_their_own_files(tmp_path):
     assert store.find("sam", "../_owner/" + mine.file_id) is None
 
 
+def test_a_turns_files_are_found_again_by_the_turn_for_its_person_only(tmp_path):
+    store = FileStore(tmp_path / "files", FilesSettings())
+    first = store.keep_bytes(None, "a.png", "image/png", png(), turn_id="7@1.0")
+    second = store.keep_bytes(None, "b.txt", "text/plain", b"b", turn_id="7@1.0")
+    store.keep_bytes(None, "c.txt", "text/plain", b"c", turn_id="8@1.0")
+    store.keep_bytes("sam", "d.txt", "text/plain", b"d", turn_id="7@1.0")
+    assert store.of_turn(None, "7@1.0") == [first, second]
+    assert [f.name for f in store.of_turn("sam", "7@1.0")] == ["d.txt"]
+    assert store.of_turn("ann", "7@1.0") == []
+
+
 def test_old_files_are_pruned_and_the_limit_is_named(tmp_path):
     store = FileStore(tmp_path / "files", FilesSettings(max_bytes=2_000_000, retention_days=1))
     kept = store.keep_bytes(None, "a.txt", "", b"x")

@@ -201,6 +201,8 @@ class ApprovalFlow:
             )
             stored = await session.commit_turn(reply, result.items, result.records)
             usage = result.usage
+        elif not stored.sent and self.files is not None:  # recorded, not sent: its files too
+            kept = await self.files.of_turn(self.household.resolve(_turn_of(paused)))
         await self.desk.finish(message_key)
         channel = self._outbox.channel(stored.channel_id) if kept else None
         if kept and self.files is not None:

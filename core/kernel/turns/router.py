@@ -306,6 +306,8 @@ class MessageRouter:
             notice = await self.spending.after_turn(turn) if answered else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
+        elif not stored.sent and self.files is not None:  # recorded, not sent: its files too
+            kept = await self.files.of_turn(turn)
         if kept and self.files is not None:  # a file channel's, before the reply ends
             await self.files.send(self.channels.get(turn.channel_id), turn.user_id, kept)
         await self._deliver_once(event, session, stored, stream, origin, usage)
