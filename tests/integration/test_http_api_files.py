@@ -4,6 +4,9 @@ a link, served to its person only."""
 from __future__ import annotations
 
 import base64
+import json
+import random
+import sqlite3
 from typing import Any
 
 import httpx
@@ -11,6 +14,7 @@ import openai
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
+from core.kernel.files import PICTURE_NOTE
 from support.files_kit import chart_code, chart_model, pdf, png
 from support.http_api_support import AUTH, EXTENSION_ID, TOKEN, client, install, serving
 
@@ -207,3 +211,41 @@ async def test_the_responses_api_returns_a_tools_file_as_a_link_whole_and_stream
     assert looked.output_text == "the chart is red"
     assert user_parts(model, 4)[-1]["image_url"] == data_url("image/png", png())
     assert "is kept for you" in refused.value.body["message"]
+
+
+def stored_history(data_dir: Any) -> str:
+    """Every history item the kernel stored, as its JSON text."""
+    with sqlite3.connect(data_dir / "sessions.db") as db:
+        return "\n".join(row[0] for row in db.execute("SELECT message_data FROM agent_messages"))
+
+
+async def test_a_picture_is_seen_on_its_turn_and_only_named_in_the_history(ext_root, settings_file):
+    install(ext_root)
+    model = ScriptedModel([[assistant_message("a red square")], [assistant_message("red")]])
+    big = png() + random.Random(45).randbytes(30_000)  # 40 KB of base64, not for the history
+    url = data_url("image/png", big)
+    encoded = url.split(",", 1)[1]
+    conversation = {"X-Hearth-Conversation": "pictures", **AUTH}
+    async with serving(settings(settings_file), model=model) as (kernel, base):
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+            first = await http.post(
+                "/v1/chat/completions", json=image_ask(url), headers=conversation
+            )
+            after_first = stored_history(kernel.settings.data_dir)
+            ask = {"model": "hearth", "messages": [{"role": "user", "content": "its colour?"}]}
+            second = await http.post("/v1/chat/completions", json=ask, headers=conversation)
+        after_second = stored_history(kernel.settings.data_dir)
+        kept = list((kernel.settings.data_dir / "files" / "_owner").glob("*/image-1.png"))
+    assert first.status_code == second.status_code == 200
+    seen = user_parts(model, 0)
+    assert seen[1] == {"type": "input_image", "image_url": url, "detail": "auto"}
+    file_id = kept[0].parent.name
+    assert f"kept as file {file_id}" in seen[0]["text"]
+    # the stored history names the picture and its kept file, without its bytes
+    assert encoded not in after_first and encoded not in after_second
+    assert f"kept as file {file_id}" in after_first and PICTURE_NOTE in after_first
+    assert len(after_first) < len(encoded)
+    # the next turn's request carries the note, not the picture
+    later = json.dumps(model.calls[1].input)
+    assert encoded not in later and "input_image" not in later and PICTURE_NOTE in later
+    assert len(after_second) - len(after_first) < len(encoded)
