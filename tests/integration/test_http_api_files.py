@@ -155,11 +155,19 @@ async def test_the_responses_api_takes_a_picture_and_a_document_with_the_real_cl
     assert [name for name in kept if name != "meta.json"] == ["image-1.png", "notes.txt"]
 
 
-async def test_a_chat_file_part_brings_a_pdfs_text(ext_root, settings_file):
+async def test_chat_file_parts_bring_a_pdfs_text_and_a_documents_typed_by_its_name(
+    ext_root, settings_file
+):
     install(ext_root)
     model = ScriptedModel([[assistant_message("read it")]])
     document = {"filename": "plan.pdf", "file_data": data_url("application/pdf", pdf("Fly at 9"))}
-    content = [{"type": "text", "text": "read this"}, {"type": "file", "file": document}]
+    # a type the browser did not know: the name says it is Markdown
+    unknown = {"filename": "todo.md", "file_data": data_url("application/octet-stream", b"- milk")}
+    content = [
+        {"type": "text", "text": "read this"},
+        {"type": "file", "file": document},
+        {"type": "file", "file": unknown},
+    ]
     async with serving(settings(settings_file), model=model) as (_, base):
         answer = await client(base).chat.completions.create(
             model="hearth", messages=[{"role": "user", "content": content}]
@@ -167,6 +175,7 @@ async def test_a_chat_file_part_brings_a_pdfs_text(ext_root, settings_file):
     assert answer.choices[0].message.content == "read it"
     said = user_parts(model)  # no picture: the text alone
     assert said.startswith("read this") and "[The user sent plan.pdf:]\nFly at 9" in said
+    assert "[The user sent todo.md:]\n- milk" in said
 
 
 async def test_the_responses_api_returns_a_tools_file_as_a_link_whole_and_streamed(

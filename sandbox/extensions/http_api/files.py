@@ -61,6 +61,7 @@ def file_line(file: KeptFile) -> str:
     return f"[file] {file.name}{caption}: {FILES_PATH}{file.file_id}"
 
 
+UNKNOWN_TYPE = "application/octet-stream"
 INBOX = "inbox"  # under the channel's data dir; a decoded upload, removed once kept
 _EXTENSIONS = {
     "image/png": ".png",
@@ -106,12 +107,13 @@ async def keep_uploads(context: ExtensionContext, uploads: tuple[Upload, ...]) -
 
 def _decoded(upload: Upload) -> tuple[str, bytes]:
     """The upload's MIME type and bytes: from a ``data:...;base64,`` URL, or bare
-    base64 beside a document's name (its type guessed from the name)."""
+    base64 beside a document's name; a type the sender did not know (none, or
+    ``application/octet-stream``: a browser's for ``.md``) is guessed from the name."""
     head, comma, payload = upload.url.partition(",")
     if comma and head.startswith("data:") and head.endswith(";base64"):
         mime_type = head.removeprefix("data:").removesuffix(";base64")
     elif upload.name and not comma and upload.url and "://" not in upload.url:
-        mime_type, payload = mimetypes.guess_type(upload.name)[0] or "", upload.url
+        mime_type, payload = "", upload.url
     else:
         what = "an image" if upload.image else "a file"
         raise ApiError(
@@ -119,13 +121,15 @@ def _decoded(upload: Upload) -> tuple[str, bytes]:
             f"{what} must come as a data: URL (data:image/png;base64,...) or the id "
             "of a file kept for you; a link to elsewhere is not fetched",
         )
+    if mime_type in ("", UNKNOWN_TYPE) and upload.name:
+        mime_type = mimetypes.guess_type(upload.name)[0] or mime_type
     if upload.image and not mime_type.startswith("image/"):
         raise ApiError(400, f"an image part holds {mime_type or 'no type'}, not an image")
     try:
         data = base64.b64decode(payload, validate=True)
     except binascii.Error:
         raise ApiError(400, "a file's base64 is not valid") from None
-    return mime_type or "application/octet-stream", data
+    return mime_type or UNKNOWN_TYPE, data
 
 
 def files_route(backend: FilesBackend) -> Route:

@@ -89,9 +89,6 @@ class Upload:
     file_id: str | None = None
 
 
-UPLOAD_PARTS = ("image_url", "input_image", "input_file", "file")
-
-
 class ContentPart(Loose):
     type: str
     text: str | None = None

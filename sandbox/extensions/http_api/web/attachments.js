@@ -66,8 +66,8 @@ const Attachments = (() => {
       if (file.type.startsWith("image/")) {
         parts.push({ type: "image_url", image_url: { url } });
       } else {
-        const data = file.type ? url : url.replace(/^data:[^;,]*/, "data:application/octet-stream");
-        parts.push({ type: "file", file: { filename: file.name, file_data: data } });
+        // a type the browser does not know: the server guesses it from the name
+        parts.push({ type: "file", file: { filename: file.name, file_data: url } });
       }
     }
     return parts;
