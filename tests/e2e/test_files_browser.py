@@ -105,3 +105,63 @@ async def test_a_picture_attached_on_the_page_reaches_the_model(
     image = users[-1]["content"][1]
     assert image["type"] == "input_image"
     assert image["image_url"] == "data:image/png;base64," + base64.b64encode(png()).decode()
+
+
+PASTE = """b64 => {
+  const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+  const data = new DataTransfer();
+  data.items.add(new File([bytes], "image.png", { type: "image/png" }));
+  const paste = new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true });
+  document.querySelector("#prompt").dispatchEvent(paste);
+}"""
+
+
+async def test_a_document_uploaded_and_a_picture_pasted_reach_the_model(
+    monkeypatch, ext_root, settings_file, tmp_path
+):
+    from playwright.async_api import async_playwright, expect
+
+    monkeypatch.setenv("HEARTH_API_TOKEN", TOKEN)
+    install(ext_root)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("buy milk")
+    dropped = tmp_path / "dropped.csv"
+    dropped.write_text("a,b")
+    model = ScriptedModel([[assistant_message("milk, and a red square")]])
+    settings = settings_file(
+        channels={"default": EXTENSION_ID}, extensions={EXTENSION_ID: {"listen": "127.0.0.1:0"}}
+    )
+    async with serving(settings, model=model) as (kernel, base):
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = await browser.new_page(viewport={"width": 1280, "height": 900})
+            await page.goto(f"{base}/")
+            await page.fill("#token", TOKEN)
+            await page.click("#login-form button")
+            await expect(page.locator("#app")).to_be_visible()
+            await page.set_input_files("#attach", [str(notes), str(dropped)])
+            await page.evaluate(PASTE, base64.b64encode(png()).decode())
+            listed = page.locator("#attached li")
+            await expect(listed).to_have_count(3)
+            await listed.nth(1).locator("button.drop").click()  # dropped.csv: not sent
+            await expect(listed).to_have_count(2)
+            await page.fill("#prompt", "what are these?")
+            await page.click("#send")
+            reply = page.locator("#messages li.hearth").last
+            await expect(reply).to_have_text("milk, and a red square")
+            mine = page.locator("#messages li.you").last
+            await expect(mine.locator(".sent-file")).to_have_text("📄 notes.txt")
+            await expect(mine.locator("img.sent-image")).to_be_visible()
+            await expect(page.locator("#attached")).to_be_hidden()
+            await browser.close()
+        kept = sorted(
+            p.name
+            for p in (kernel.settings.data_dir / "files" / "_owner").glob("*/*")
+            if p.name != "meta.json"
+        )
+    users = [i for i in model.calls[0].input if isinstance(i, dict) and i.get("role") == "user"]
+    text, image = users[-1]["content"]
+    assert text["text"].startswith("what are these?")
+    assert "[The user sent notes.txt:]\nbuy milk" in text["text"]
+    assert image["image_url"] == "data:image/png;base64," + base64.b64encode(png()).decode()
+    assert kept == ["image-2.png", "notes.txt"]  # a picture part has no name: its place

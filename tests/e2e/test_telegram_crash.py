@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 from conftest import PROJECT_ROOT, ext_code, grant_all
-from support.fake_openai import FakeOpenAIServer, models_section
+from support.fake_openai import FakeOpenAIServer, ToolCall, models_section
 from support.fake_telegram import FakeTelegram
+from support.files_kit import chart_code, png
 from support.harness import conversing
 from support.telegram_support import ALICE, install_extension, write_settings
 
@@ -158,3 +159,47 @@ def test_sigkill_after_the_reply_was_sent_does_not_send_it_again(
 
         assert tg.chat_texts(ALICE) == ["echo: hello"], log.read_text()[-3000:]
         assert len(model.requests) == 1  # the redelivery was answered from the record
+
+
+def test_a_reply_sent_again_after_sigkill_takes_its_photo_once(
+    tmp_path, ext_root, settings_file, make_ext
+):
+    """The turn recorded its answer and kept the tool's PNG; the kernel dies while the
+    photo is on its way (``sendPhoto`` never answered). After the restart the message
+    is delivered again: the recorded reply goes, and the photo with it, once — the
+    model is not asked again (issue 45)."""
+    install_extension(ext_root)
+    make_ext("charts", chart_code())
+    db = tmp_path / "data" / "events.db"
+    log = tmp_path / "kernel.log"
+    with FakeTelegram() as tg, FakeOpenAIServer() as model:
+        model.script(ToolCall("chart", {}, call_id="c1"), "here it is")
+        settings = write_settings(
+            settings_file, tg, sections={"models": models_section(model.base_url)}
+        )
+        grant_all(ext_root, tmp_path / "data")
+        tg.hang_next("sendPhoto")
+        first = _start_kernel(settings, tg.token, log)
+        try:
+            tg.wait_until(lambda: tg.calls_of("getUpdates"), timeout_s=90)
+            update_id = tg.send_update("draw the chart", user_id=ALICE)
+            tg.wait_until(lambda: tg.calls_of("sendPhoto"), timeout_s=90)
+        finally:
+            first.send_signal(signal.SIGKILL)  # the photo was not sent, nor the reply
+            first.wait(timeout=10)
+        assert tg.messages(ALICE) == [], log.read_text()[-3000:]
+
+        second = _start_kernel(settings, tg.token, log)
+        try:
+            key = f"telegram:{update_id}"
+            tg.wait_until(lambda: (_journal_row(db, key) or (0, ""))[1] == "done", timeout_s=90)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(timeout=30)
+
+        sent = tg.messages(ALICE)
+        photos = [m for m in sent if m.upload is not None]
+        assert [m.text for m in sent] == ["the chart", "here it is"], log.read_text()[-3000:]
+        assert len(photos) == 1 and photos[0].upload.data == png()
+        assert len(tg.calls_of("sendPhoto")) == 2  # the cut one, and the one that arrived
+        assert len(model.requests) == 2  # the tool call and the answer: not run again

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -10,8 +11,10 @@ import pytest
 from core.config import FilesSettings
 from core.extensions.contract import Artifact, attach
 from core.kernel.files import FileStore, FileTooLarge
+from support.bundled import tool_output
 from support.files_kit import chart_code, chart_model, png, read
 from support.harness import CAPTURE_CHANNEL, CAPTURE_MANIFEST, running_kernel, wait_for
+from support.wasm_guests import guest, tool_spec, write_wasm_extension
 
 FILE_CHANNEL = (
     CAPTURE_CHANNEL
@@ -58,6 +61,62 @@ async def test_an_isolated_tools_png_crosses_the_process_boundary(make_ext, sett
     assert sent[2].name == "chart.png" and read(sent[2].path) == png()
 
 
+CHARTS = {"capabilities": ["ToolProvider"], "tools": [tool_spec("chart")]}
+
+
+def wasm_chart(name: str = "chart.png", data: str | None = None) -> str:
+    """A wasm guest whose ``chart`` tool answers with a file (host ABI 1)."""
+    attached = {
+        "name": name,
+        "mime_type": "image/png",
+        "caption": "the chart",
+        "data": base64.b64encode(png()).decode() if data is None else data,
+    }
+    return guest(CHARTS, tool={"__hearth_artifacts__": [attached], "result": "chart drawn"})
+
+
+async def test_a_wasm_tools_png_crosses_the_host_abi(make_ext, settings_file, ext_root):
+    make_ext("capture", FILE_CHANNEL, CAPTURE_MANIFEST)
+    write_wasm_extension(ext_root, "charts", wasm_chart())
+    settings = settings_file(channels={"default": "capture"})
+    model = chart_model()
+    async with running_kernel(settings, model=model) as k:
+        assert type(k.loader.instance("charts")).__name__.startswith("Wasm")
+        channel = k.loader.instance("capture")
+        await channel.say("draw the chart")
+        await wait_for(lambda: len(channel._log()) == 2)
+        sent, reply = channel._log()
+    assert reply == ("reply", "u1", "here it is")
+    assert (sent[2].name, sent[2].caption) == ("chart.png", "the chart")
+    assert read(sent[2].path) == png()
+    assert tool_output(model, "c1") == "chart drawn"  # the model gets the result alone
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "said"),
+    [
+        ("../chart.png", None, "a plain file name is needed"),
+        ("chart.png", "not base64!", "data is not valid base64"),
+    ],
+)
+async def test_a_wasm_tools_malformed_file_fails_its_call_naming_why(
+    make_ext, settings_file, ext_root, name, data, said
+):
+    make_ext("capture", FILE_CHANNEL, CAPTURE_MANIFEST)
+    write_wasm_extension(ext_root, "charts", wasm_chart(name, data))
+    settings = settings_file(channels={"default": "capture"})
+    model = chart_model()
+    async with running_kernel(settings, model=model) as k:
+        channel = k.loader.instance("capture")
+        await channel.say("draw the chart")
+        await wait_for(lambda: channel._log())
+        log = channel._log()
+    assert log == [("reply", "u1", "here it is")]  # no file; the turn answered
+    output = tool_output(model, "c1")
+    assert output.startswith("error: tool chart failed: its files: __hearth_artifacts__[0]")
+    assert said in output
+
+
 async def test_a_channel_without_files_gets_the_kept_path(make_ext, settings_file):
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     make_ext("charts", chart_code())
@@ -95,6 +154,17 @@ def test_a_person_finds_only_their_own_files(tmp_path):
     assert store.find("sam", mine.file_id) is None  # a member, the owner's id
     assert store.find(None, theirs.file_id) is None
     assert store.find("sam", "../_owner/" + mine.file_id) is None
+
+
+def test_a_turns_files_are_found_again_by_the_turn_for_its_person_only(tmp_path):
+    store = FileStore(tmp_path / "files", FilesSettings())
+    first = store.keep_bytes(None, "a.png", "image/png", png(), turn_id="7@1.0")
+    second = store.keep_bytes(None, "b.txt", "text/plain", b"b", turn_id="7@1.0")
+    store.keep_bytes(None, "c.txt", "text/plain", b"c", turn_id="8@1.0")
+    store.keep_bytes("sam", "d.txt", "text/plain", b"d", turn_id="7@1.0")
+    assert store.of_turn(None, "7@1.0") == [first, second]
+    assert [f.name for f in store.of_turn("sam", "7@1.0")] == ["d.txt"]
+    assert store.of_turn("ann", "7@1.0") == []
 
 
 def test_old_files_are_pruned_and_the_limit_is_named(tmp_path):

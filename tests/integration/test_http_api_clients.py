@@ -234,14 +234,17 @@ async def test_errors_come_in_the_openai_shape(settings, model):
         async with httpx.AsyncClient(base_url=base, headers=AUTH, timeout=30) as http:
             nested = await http.post("/v1/chat/completions", content=deep)
             no_input = await http.post("/v1/responses", json={"input": []})
-            image = [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]
-            no_text = await http.post("/v1/responses", json={"input": image})
+            blank = [{"role": "user", "content": [{"type": "input_text", "text": "  "}]}]
+            no_text = await http.post("/v1/responses", json={"input": blank})
+            link = [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]
+            linked = await http.post("/v1/responses", json={"input": link})
         with pytest.raises(openai.APIStatusError) as too_big:
             await client(base).chat.completions.create(model="hearth", messages=chat("x" * 300_000))
     assert nested.status_code == 400
     assert "nested too deeply" in nested.json()["error"]["message"]
     assert no_input.status_code == 400 and no_input.json()["error"]["param"] == "input"
     assert no_text.status_code == 400 and "no text" in no_text.json()["error"]["message"]
+    assert linked.status_code == 400 and "data: URL" in linked.json()["error"]["message"]
     assert too_big.value.status_code == 413
     error = too_big.value.body
     assert error["code"] == "message_too_large" and "max_message_bytes" in error["message"]

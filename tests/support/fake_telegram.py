@@ -17,7 +17,8 @@ getFile and the file download for what ``send_file_update`` makes a user send; `
 an inline button (a ``callback_query`` update). Every call is recorded (``calls``) with its time. Like
 Telegram it rejects bad HTML (unknown or unbalanced tags), texts over 4096
 characters, empty texts and edits that change nothing; ``fail_next`` scripts
-errors such as ``429 retry_after``; ``reject_markup`` makes every formatted
+errors such as ``429 retry_after``; ``hang_next`` leaves calls unanswered
+(never sent: a kernel killed meanwhile); ``reject_markup`` makes every formatted
 send fail; ``on_get_updates`` observes each poll's offset.
 """
 
@@ -127,6 +128,7 @@ class FakeTelegram:
         self._next_message = 1
         self._messages: list[_Message] = []
         self._failures: dict[str, deque[Failure]] = {}
+        self._hangs: dict[str, int] = {}  # method -> how many next calls hang
         self._early: list[tuple[str, str, int]] = []  # see ``reply_before_sent``
         self._files: dict[str, bytes] = {}  # what users sent, by file id (``getFile``)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -303,6 +305,12 @@ class FakeTelegram:
         with self._cond:
             self._failures.setdefault(method, deque()).extend(failures or (Failure(),))
 
+    def hang_next(self, method: str, count: int = 1) -> None:
+        """The next ``count`` calls of ``method`` are recorded but never answered nor
+        carried out (until the fake closes): a send cut by a kernel killed during it."""
+        with self._cond:
+            self._hangs[method] = self._hangs.get(method, 0) + count
+
     # ------------------------------------------------------------ inspection
 
     @property
@@ -337,6 +345,11 @@ class FakeTelegram:
             self._calls.append(Call(method, params, time.monotonic()))
             if token != self.token:
                 return 401, _error(401, "Unauthorized")
+            if self._hangs.get(method):
+                self._hangs[method] -= 1
+                while not self._closed:
+                    self._cond.wait()
+                return 503, _error(503, "the fake closed")
             queued = self._failures.get(method)
             if queued:
                 failure = queued.popleft()

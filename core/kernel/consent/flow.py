@@ -44,7 +44,7 @@ from core.kernel.consent.wording import denial_for_model, parse_answer
 from core.kernel.conversations.ledger import ConversationSession, StoredReply
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
-from core.kernel.files import TurnFiles
+from core.kernel.files import TurnFiles, for_history
 from core.kernel.postprocess import PostQuery, PostSpec
 from core.kernel.scale.seam import TurnHandler, TurnLock
 from core.kernel.turns.outbox import ReplyOutbox
@@ -199,8 +199,10 @@ class ApprovalFlow:
             reply = StoredReply(
                 message_key, paused.channel_id, paused.user_id, answer, result.followup
             )
-            stored = await session.commit_turn(reply, result.items, result.records)
+            stored = await session.commit_turn(reply, for_history(result.items), result.records)
             usage = result.usage
+        elif not stored.sent and self.files is not None:  # recorded, not sent: its files too
+            kept = await self.files.of_turn(self.household.resolve(_turn_of(paused)))
         await self.desk.finish(message_key)
         channel = self._outbox.channel(stored.channel_id) if kept else None
         if kept and self.files is not None:

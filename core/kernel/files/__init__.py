@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.kernel.files.access import PersonFiles
-from core.kernel.files.incoming import Offering, Transcribe, with_parts
+from core.kernel.files.incoming import PICTURE_NOTE, Offering, Transcribe, for_history, with_parts
 from core.kernel.files.outgoing import TurnFiles, file_line
 from core.kernel.files.store import FILES_DIR, OWNER_DIR, FileStore, FileTooLarge, describe_size
 from core.kernel.files.voice import ProviderTranscriber
@@ -11,6 +11,7 @@ from core.kernel.files.voice import ProviderTranscriber
 __all__ = [
     "FILES_DIR",
     "OWNER_DIR",
+    "PICTURE_NOTE",
     "FileStore",
     "FileTooLarge",
     "Offering",
@@ -20,5 +21,6 @@ __all__ = [
     "TurnFiles",
     "describe_size",
     "file_line",
+    "for_history",
     "with_parts",
 ]

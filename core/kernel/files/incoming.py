@@ -15,6 +15,11 @@ hands them here, only when there are some, and the turn gets:
 
 An id that is not the person's (another's file, a stale id) is a note too:
 nothing of anyone else's is read.
+
+A picture is given to the model on the turn it came with only: the history
+keeps the line naming it and its kept file's id, and ``for_history`` puts a
+one-line note where its base64 was, so later turns do not carry (and pay for)
+its bytes again.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from core.config.sections import FilesSettings
 from core.extensions.contract import KeptFile, TurnContext
 from core.kernel.files.store import FileStore
 
-__all__ = ["TEXT_TYPES", "Offering", "Transcribe", "with_parts"]
+__all__ = ["PICTURE_NOTE", "TEXT_TYPES", "Offering", "Transcribe", "for_history", "with_parts"]
 
 log = logging.getLogger("core.kernel.files")
 
@@ -39,6 +44,10 @@ TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/csv", "application/
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".csv", ".json"})
 CHARS_PER_TOKEN = 4
 Transcribe = Callable[[KeptFile], Awaitable[str]]
+PICTURE_NOTE = (
+    "(the picture named above was shown on the turn it came; it is kept as a file, "
+    "not in the conversation)"
+)
 
 
 def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -47,6 +56,29 @@ def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]) -> l
     text = last.get("content")
     content = [{"type": "input_text", "text": text}] if isinstance(text, str) and text else []
     return [*before, {**last, "content": [*content, *parts]}]
+
+
+def for_history(items: list[Any]) -> list[Any]:
+    """``items`` as the history keeps them: each picture a user message gave as an
+    ``input_image`` part (a ``data:`` URL) replaced by ``PICTURE_NOTE``; anything
+    else as it is (the same objects)."""
+    kept: list[Any] = []
+    for item in items:
+        content = item.get("content") if isinstance(item, dict) else None
+        if not isinstance(content, list) or not any(map(_is_picture, content)):
+            kept.append(item)
+            continue
+        note = {"type": "input_text", "text": PICTURE_NOTE}
+        kept.append({**item, "content": [note if _is_picture(p) else p for p in content]})
+    return kept
+
+
+def _is_picture(part: Any) -> bool:
+    return (
+        isinstance(part, dict)
+        and part.get("type") == "input_image"
+        and str(part.get("image_url", "")).startswith("data:")
+    )
 
 
 class Offering:
@@ -88,7 +120,7 @@ class Offering:
             data = await asyncio.to_thread(Path(file.path).read_bytes)
             url = f"data:{file.mime_type};base64,{base64.b64encode(data).decode()}"
             parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
-            lines.append(f"(The user sent a picture: {file.name}.)")
+            lines.append(f"(The user sent a picture: {file.name}, kept as file {file.file_id}.)")
             return
         if file.mime_type.startswith("audio/"):
             lines.append(await self._heard(file))

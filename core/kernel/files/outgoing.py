@@ -5,7 +5,9 @@ after the run the router hands what was attached to ``keep`` (only when
 something was: a turn without files costs no call here), to ``send`` before
 the reply ends (a ``FileChannel``) and to ``tell`` after it (any other: the
 CLI gets a line with the kept file's path). A file that cannot be kept (too
-large, a missing path) becomes a line in the reply naming why.
+large, a missing path) becomes a line in the reply naming why. A reply sent
+again — its message delivered again after the kernel died between recording
+the turn and sending — takes the turn's files again (``of_turn``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,12 @@ class TurnFiles:
                 log.warning("artifact %r not kept: %s", artifact.name, exc)
                 problems.append(f"(the file {artifact.name} could not be sent: {exc})")
         return kept, problems
+
+    async def of_turn(self, turn: TurnContext) -> list[KeptFile]:
+        """The files the turn kept (its reply is being sent again after a crash)."""
+        if turn.turn_id is None:
+            return []
+        return await asyncio.to_thread(self.store.of_turn, turn.person_key, turn.turn_id)
 
     async def send(self, channel: object, user_id: str, files: Sequence[KeptFile]) -> None:
         """Each file on a ``FileChannel``, before the reply ends (a request-response

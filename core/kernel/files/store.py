@@ -146,6 +146,22 @@ class FileStore:
             person or "",
         )
 
+    def of_turn(self, person: str | None, turn_id: str) -> list[KeptFile]:
+        """The files kept for ``person`` with turn ``turn_id``, oldest first: what a
+        reply sent again after a crash sends again (a scan of the person's files,
+        only then)."""
+        folder = self._person_dir(person)
+        found: list[tuple[float, str]] = []
+        for meta_path in folder.glob(f"*/{META}") if folder.is_dir() else ():
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if meta.get("turn_id") == turn_id:
+                found.append((float(meta.get("created", 0.0)), meta_path.parent.name))
+        files = (self.find(person, file_id) for _, file_id in sorted(found))
+        return [file for file in files if file is not None]
+
     def prune(self, now: float | None = None) -> int:
         """Remove files older than ``files.retention_days``; how many went."""
         now = time.time() if now is None else now

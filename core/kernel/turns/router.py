@@ -59,7 +59,7 @@ from core.kernel.commands.table import CommandRegistry, ParsedCommand, parse_com
 from core.kernel.conversations.ledger import ConversationSession, StoredReply
 from core.kernel.conversations.people import Household
 from core.kernel.conversations.sessions import Conversations
-from core.kernel.files import Offering, TurnFiles
+from core.kernel.files import Offering, TurnFiles, for_history
 from core.kernel.scale.placement import ROUTER_SUBSCRIBER
 from core.kernel.scale.seam import Scale, TurnHandler
 from core.kernel.shaping.context_chain import ContextChain
@@ -272,11 +272,11 @@ class MessageRouter:
             budgeted = self.spending.budgeted  # no budget: nothing held, nothing to tell
             collected: list[Artifact] = []  # what the turn's tools attach (ADR 0096)
             collecting = COLLECTING.set(collected)
+            parts = None  # the pictures the message came with, as the model sees them
             try:
                 if refused is not None:
                     ran: TurnResult | None = TurnResult(refused, [], "blocked")
                 else:
-                    parts = None
                     if files and self.offering is not None:
                         text, parts = await self.offering.offer(turn, files, text)
                     ran = await self.running.run(
@@ -296,7 +296,9 @@ class MessageRouter:
                 reply = StoredReply(
                     message_key(event), turn.channel_id, turn.user_id, answer, result.followup
                 )
-                stored = await session.commit_turn(reply, result.items, result.records)
+                # its pictures were for this turn: the history keeps their names, not bytes
+                items = for_history(result.items) if parts else result.items
+                stored = await session.commit_turn(reply, items, result.records)
             finally:
                 COLLECTING.reset(collecting)
                 if budgeted:
@@ -306,6 +308,8 @@ class MessageRouter:
             notice = await self.spending.after_turn(turn) if answered else None
             if notice is not None:
                 await self.notices.notify_user(notice, key=f"budget-notice:{message_key(event)}")
+        elif not stored.sent and self.files is not None:  # recorded, not sent: its files too
+            kept = await self.files.of_turn(turn)
         if kept and self.files is not None:  # a file channel's, before the reply ends
             await self.files.send(self.channels.get(turn.channel_id), turn.user_id, kept)
         await self._deliver_once(event, session, stored, stream, origin, usage)

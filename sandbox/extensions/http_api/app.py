@@ -134,7 +134,7 @@ class _Api:
             chat.stream,
             self.backend.tokens.caller(request),
             post_processor_asks(chat.extensions),
-            chat.newest_user_images(),
+            chat.newest_user_uploads(),
         )
         pending = await self._submit(ask)
         ident = f"chatcmpl-{pending.tag}"
@@ -157,6 +157,7 @@ class _Api:
             asked.stream,
             self.backend.tokens.caller(request),
             post_processor_asks(asked.extensions),
+            asked.newest_user_uploads(),
         )
         pending = await self._submit(ask)
         if asked.stream:

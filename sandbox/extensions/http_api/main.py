@@ -41,7 +41,7 @@ from core.extensions.sdk import BaseExtension
 from .app import build_app
 from .auth import TOKEN_SECRET, TokenCheck
 from .config import ApiConfig, host_port, parse_config
-from .files import file_entry, file_line, files_route, keep_images
+from .files import file_entry, file_line, files_route, keep_uploads
 from .limits import LoginThrottle
 from .mcp_route import McpEndpoint
 from .notifications import Notifications
@@ -226,7 +226,7 @@ class HttpApiChannel(BaseExtension):
             pending.expects_results = await self._asks_post_processors(
                 place.conversation, place.text
             )
-            kept = await keep_images(self.context, ask.images) if ask.images else []
+            kept = await keep_uploads(self.context, ask.uploads) if ask.uploads else []
             await self.context.on_user_message(
                 place.text,
                 reply_address(place.conversation, tag),

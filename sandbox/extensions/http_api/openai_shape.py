@@ -69,17 +69,63 @@ class ImageUrl(Loose):
     url: str
 
 
+class FileData(Loose):
+    """A chat ``file`` part's ``file``: the content as a ``data:`` URL, or a kept id."""
+
+    filename: str | None = None
+    file_data: str | None = None
+    file_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """A file a request's newest user message carries (ADR 0096): ``url``, a
+    ``data:`` URL (``image``: it must be a picture), with the ``name`` a document
+    was sent under; or ``file_id``, a file already kept for the caller."""
+
+    url: str = ""
+    name: str | None = None
+    image: bool = False
+    file_id: str | None = None
+
+
 class ContentPart(Loose):
     type: str
     text: str | None = None
-    image_url: ImageUrl | str | None = None  # ``image_url`` parts: a ``data:`` URL
+    # ``image_url`` (chat): ``{url}`` or a string; ``input_image`` (Responses): a string
+    image_url: ImageUrl | str | None = None
+    file: FileData | None = None  # chat ``file`` parts
+    filename: str | None = None  # Responses ``input_file`` parts
+    file_data: str | None = None
+    file_id: str | None = None
+    file_url: str | None = None
 
     @property
-    def image(self) -> str | None:
-        """The part's image URL, when it is an image."""
-        if self.type != "image_url" or self.image_url is None:
-            return None
-        return self.image_url if isinstance(self.image_url, str) else self.image_url.url
+    def upload(self) -> Upload | None:
+        """The file the part carries (``None``: a text part); a part naming a file
+        elsewhere (``file_url``, an image link) is refused when kept."""
+        if self.type in ("image_url", "input_image"):
+            if self.file_id:
+                return Upload(file_id=self.file_id, image=True)
+            url = self.image_url if isinstance(self.image_url, str) else None
+            url = self.image_url.url if isinstance(self.image_url, ImageUrl) else url
+            return Upload(url or "", image=True)
+        if self.type == "input_file":
+            if self.file_id:
+                return Upload(file_id=self.file_id)
+            return Upload(self.file_data or self.file_url or "", self.filename)
+        if self.type == "file" and self.file is not None:
+            if self.file.file_id:
+                return Upload(file_id=self.file.file_id)
+            return Upload(self.file.file_data or "", self.file.filename)
+        return None
+
+
+def uploads_of(content: str | list[ContentPart] | None) -> tuple[Upload, ...]:
+    """The files of one message's content parts."""
+    if not isinstance(content, list):
+        return ()
+    return tuple(upload for part in content if (upload := part.upload) is not None)
 
 
 class ChatMessage(Loose):
@@ -123,18 +169,16 @@ class ChatRequest(Loose):
         for message in reversed(self.messages):
             if message.role == "user":
                 text = message.text()
-                if text.strip() or self.newest_user_images():
+                if text.strip() or self.newest_user_uploads():
                     return text
                 break
         raise ApiError(400, "messages: the newest user message has no text", param="messages")
 
-    def newest_user_images(self) -> tuple[str, ...]:
-        """The image URLs of the newest user message (``image_url`` parts, ADR 0096)."""
+    def newest_user_uploads(self) -> tuple[Upload, ...]:
+        """The files of the newest user message (``image_url`` and ``file`` parts)."""
         for message in reversed(self.messages):
             if message.role == "user":
-                if not isinstance(message.content, list):
-                    return ()
-                return tuple(url for p in message.content if (url := p.image) is not None)
+                return uploads_of(message.content)
         return ()
 
 
@@ -153,17 +197,22 @@ class Ask:
     stream: bool = False
     caller: str = ""
     extensions: tuple[tuple[str, str | None], ...] = ()
-    images: tuple[str, ...] = ()  # the newest user message's images (``data:`` URLs)
+    uploads: tuple[Upload, ...] = ()  # the newest user message's files (ADR 0096)
 
     @property
     def body_hash(self) -> str:
         """What the request asks (its conversation, messages, post-processors and
-        images), hashed: an idempotency key is bound to it."""
+        files), hashed: an idempotency key is bound to it."""
         asked: list[Any] = [self.conversation, self.messages]
         if self.extensions:
             asked.append(self.extensions)
-        if self.images:
-            asked.append([hashlib.sha256(url.encode()).hexdigest() for url in self.images])
+        if self.uploads:
+            asked.append(
+                [
+                    [u.name, u.file_id, hashlib.sha256(u.url.encode()).hexdigest()]
+                    for u in self.uploads
+                ]
+            )
         data = json.dumps(asked, ensure_ascii=False)
         return hashlib.sha256(data.encode()).hexdigest()
 

@@ -2,8 +2,11 @@
 
 A request's ``input`` is a string (one user message) or a list of messages
 (``{"role", "content"}``, content a string or ``input_text`` / ``output_text``
-parts); like a chat request, it journals the newest user message and follows
-the history for the conversation. ``instructions``, tools and sampling fields
+parts, and in the newest user message ``input_image`` / ``input_file`` parts:
+``data:`` URLs, or the ``file_id`` of a file kept for the caller, ADR 0096); a
+turn's files come back under ``hearth.files``, as links. Like a chat request,
+it journals the newest user message and follows the history for the
+conversation. ``instructions``, tools and sampling fields
 are ignored — Hearth picks its own. The answer is a ``response`` object with
 one assistant ``message``; streamed, the events a client reads:
 ``response.created``, ``response.in_progress``, ``response.output_item.added``,
@@ -27,7 +30,9 @@ from .openai_shape import (
     ContentPart,
     Loose,
     PostProcessorAsk,
+    Upload,
     load_json,
+    uploads_of,
     validated,
 )
 from .turns import Delta, Failed, Finished
@@ -61,10 +66,19 @@ class ResponsesRequest(Loose):
     def newest_user_text(self) -> str:
         for role, text in reversed(self.pairs()):
             if role == "user":
-                if text.strip():
+                if text.strip() or self.newest_user_uploads():
                     return text
                 break
         raise ApiError(400, "input: the newest user message has no text", param="input")
+
+    def newest_user_uploads(self) -> tuple[Upload, ...]:
+        """The files of the newest user message (``input_image`` / ``input_file``)."""
+        if isinstance(self.input, str):
+            return ()
+        for message in reversed(self.input):
+            if message.type == "message" and message.role == "user":
+                return uploads_of(message.content)
+        return ()
 
 
 def parse_responses_request(raw: bytes) -> ResponsesRequest:

@@ -28,7 +28,12 @@ from .config import ApiConfig
 from .limits import LoginThrottle, read_body
 from .openai_shape import ApiError
 
-ASSETS = {"app.js": "text/javascript", "posts.js": "text/javascript", "style.css": "text/css"}
+ASSETS = {
+    "app.js": "text/javascript",
+    "posts.js": "text/javascript",
+    "attachments.js": "text/javascript",
+    "style.css": "text/css",
+}
 PAGE_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; "

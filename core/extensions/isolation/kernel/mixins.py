@@ -69,7 +69,11 @@ class ToolProxy(ProxyCore):
                 return tool_failure_text(name, str(exc))
             if isinstance(answer, dict) and ARTIFACTS in answer:  # files it attached
                 if COLLECTING.get() is not None:  # a turn that sends them (not a workflow's)
-                    for artifact in artifacts_from_wire(answer[ARTIFACTS]):
+                    try:
+                        artifacts = artifacts_from_wire(answer[ARTIFACTS])
+                    except ValueError as exc:  # a guest's own JSON (wasm): its call fails
+                        return tool_failure_text(name, f"its files: {exc}")
+                    for artifact in artifacts:
                         attach(artifact)
                 return answer.get("result")
             return answer

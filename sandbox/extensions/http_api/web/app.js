@@ -25,9 +25,9 @@ async function errorText(response) {
   }
 }
 
-function chatBody(text, stream, extensions, image) {
-  // a picture goes as an image_url part (a data: URL) beside the text (ADR 0096)
-  const content = image ? [{ type: "text", text }, { type: "image_url", image_url: { url: image } }] : text;
+function chatBody(text, stream, extensions, files) {
+  // files go as content parts (data: URLs) beside the text (ADR 0096, attachments.js)
+  const content = files && files.length ? [{ type: "text", text }, ...files] : text;
   const body = { model: "hearth", stream, user: session.conversation, messages: [{ role: "user", content }] };
   if (extensions && extensions.length) body.extensions = extensions;
   return body;
@@ -211,47 +211,23 @@ async function readChunks(response, bubble) {
   }
 }
 
-// The picture chosen with the paperclip, as a data: URL (sent with the next message).
-function chosenImage() {
-  const file = $("#attach").files[0];
-  if (!file) return Promise.resolve(null);
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(reader.result);
-    reader.onerror = () => reject(reader.error);
-    reader.readAsDataURL(file);
-  });
-}
-
-$("#attach").addEventListener("change", () => {
-  $("#attach-label").classList.toggle("chosen", $("#attach").files.length > 0);
-});
-
 $("#chat-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const text = $("#prompt").value.trim();
-  const image = await chosenImage();
-  if (!text && !image) return;
+  if (!text && !Attachments.count) return;
   $("#prompt").value = "";
-  $("#attach").value = "";
-  $("#attach-label").classList.remove("chosen");
-  await send(text, Posts.takeChips(), image);
+  const files = await Attachments.take();
+  await send(text, Posts.takeChips(), files);
 });
 
 // `extensions`: the post-processors the input's chips ask for.
-async function send(text, extensions, image) {
+async function send(text, extensions, files) {
   const mine = addMessage("you", text);
-  if (image) {
-    const shown = document.createElement("img");
-    shown.src = image;
-    shown.alt = "your picture";
-    shown.className = "sent-image";
-    mine.append(shown);
-  }
+  if (files) Attachments.show(mine, files);
   const bubble = addMessage("hearth", "");
   $("#send").disabled = true;
   try {
-    const response = await post("/v1/chat/completions", chatBody(text, true, extensions, image));
+    const response = await post("/v1/chat/completions", chatBody(text, true, extensions, files));
     if (!response.ok) {
       bubble.className = "hearth error";
       bubble.textContent = await errorText(response);
@@ -427,4 +403,5 @@ $("#refresh").addEventListener("click", () =>
 );
 
 Posts.bind(command, (text) => { $("#toast").textContent = text; });
+Attachments.setup();
 start();
