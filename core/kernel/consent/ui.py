@@ -143,6 +143,15 @@ class UiRequests(UiGateway):
         await self._close(turn, found.request.id, said)
         return said
 
+    def expire(self, request_id: str) -> bool:
+        """The open question ends unanswered now, as when its time runs out (a
+        replay gives a question the recording saw time out this outcome)."""
+        found = self._open.get(request_id.strip().lower())
+        if found is None or found.future.done():
+            return False
+        found.future.set_exception(TimeoutError())
+        return True
+
     async def answer_off_record(
         self, request_id: str, answer: str, channel_id: str, user_id: str, sender_id: str | None
     ) -> bool:
