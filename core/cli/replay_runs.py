@@ -27,7 +27,7 @@ from core.config import Settings
 from core.events.topics import RecordTopics
 from core.kernel.consent import Responder
 from core.kernel.runner import Kernel
-from core.kernel.workflows import LIVE, RunRow, WorkflowStore
+from core.kernel.workflows import BACKGROUND, LIVE, RunRow, WorkflowStore
 from core.replay.compare import Divergence, first_divergence, normalised, short_diff
 from core.replay.errors import ReplayError
 from core.replay.runs import build_run_trace, run_events
@@ -80,8 +80,11 @@ async def _definition(
     kernel: Kernel, settings: Settings, head: dict[str, Any], report: ReplayReport
 ) -> dict[str, Any]:
     """The workflow's definition as it is now: an extension's (synced into the replay
-    kernel), else a person's as kept in the state database, else the recorded one."""
+    kernel), else a person's as kept in the state database, else the recorded one
+    (a background task's is its prompt: the recorded one)."""
     workflow_id = str(head["workflow_id"])
+    if workflow_id == BACKGROUND:
+        return dict(head["definition"])
     found = await kernel.workflows.store.workflow(workflow_id)
     if found is None:
         kept = WorkflowStore.at(settings.data_dir / STATE_FILE, settings.storage)

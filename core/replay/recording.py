@@ -185,6 +185,8 @@ class ReplayRecorder:
         """A workflow step acts as ``turn`` (its model and tool calls are collected)."""
         if self.enabled and turn.turn_id and turn.session_id:
             self._turns[turn.turn_id] = _TurnCalls(None)
+            while len(self._turns) > OPEN_TURNS:  # steps that never ended (cancelled runs)
+                del self._turns[next(iter(self._turns))]
 
     async def step_ended(self, turn: TurnContext, step: dict[str, Any]) -> None:
         """A step's outcome (``replay.step``, correlation id the step's turn id):

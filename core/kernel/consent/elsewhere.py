@@ -63,7 +63,6 @@ class AskedElsewhere:
     request: UserRequest
     channel_id: str
     user_id: str
-    expires_at: float
 
 
 class QuestionsElsewhere:
@@ -175,7 +174,7 @@ class QuestionsElsewhere:
         left = max(float(row[7]) - time.time(), 0.0)
         kind = cast(Kind, str(row[1]))
         request = UserRequest(str(row[0]), kind, str(row[2]), options, str(row[6]), left)
-        return AskedElsewhere(request, str(row[4]), str(row[5]), float(row[7]))
+        return AskedElsewhere(request, str(row[4]), str(row[5]))
 
     async def settle(self, request_id: str, value: str) -> bool:
         """The answer, once: ``False`` when another came first (or time ran out)."""

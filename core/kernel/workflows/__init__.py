@@ -1,14 +1,7 @@
 """Workflows: durable routines of several steps, per person (ADR 0091, docs/workflows.md)."""
 
 from core.kernel.workflows.commands import workflow_commands, workflow_tools
-from core.kernel.workflows.executor import (
-    NO_RECORDING,
-    Executor,
-    Powers,
-    Recording,
-    StepFailedError,
-    run_session,
-)
+from core.kernel.workflows.executor import Executor, Powers, StepFailedError
 from core.kernel.workflows.powers import KernelPowers
 from core.kernel.workflows.service import BACKGROUND, WorkflowError, Workflows
 from core.kernel.workflows.store import LIVE, RunRow, WorkflowStore
@@ -16,17 +9,14 @@ from core.kernel.workflows.store import LIVE, RunRow, WorkflowStore
 __all__ = [
     "BACKGROUND",
     "LIVE",
-    "NO_RECORDING",
     "Executor",
     "KernelPowers",
     "Powers",
-    "Recording",
     "RunRow",
     "StepFailedError",
     "WorkflowError",
     "WorkflowStore",
     "Workflows",
-    "run_session",
     "workflow_commands",
     "workflow_tools",
 ]
