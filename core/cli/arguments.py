@@ -148,7 +148,9 @@ def _replay(parser: argparse.ArgumentParser) -> None:
     """``--list | SESSION [--turn N] [--json] | --export SESSION FILE | --trace FILE``."""
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--list", action="store_true", help="one recorded conversation per line")
-    what.add_argument("session", nargs="?", metavar="SESSION", help="conversation id to replay")
+    what.add_argument(
+        "session", nargs="?", metavar="SESSION", help="conversation id (or workflow:RUN) to replay"
+    )
     what.add_argument(
         "--export", nargs=2, metavar=("SESSION", "FILE"), help="write a self-contained trace"
     )

@@ -166,8 +166,10 @@ async def _check_storage(settings: Settings) -> int:
         return 0
     # importing registers their migrations: the journal's and the stores' (ADR 0035)
     import core.events.pg_schema
+    import core.kernel.consent.elsewhere
     import core.kernel.conversations.session_schema
     import core.kernel.spending.store
+    import core.kernel.workflows.store
     import core.scheduling.state
     import core.state.table  # noqa: F401
     from core.storage import StorageError, open_pool, redact_dsn, schema_status

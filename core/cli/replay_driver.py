@@ -20,7 +20,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from core.replay.standins import RecordedTools, ReplayedModel, ReplayState
 from core.replay.trace import Frame, RecordedTurn, Trace, build_trace, frames_of
 from core.runtime import JOURNAL_FILE
 
-__all__ = ["ReplayReport", "replay_trace"]
+__all__ = ["ReplayReport", "replay_kernel", "replay_trace"]
 
 log = logging.getLogger("core.replay")
 
@@ -55,23 +55,25 @@ class ReplayReport:
     """``identical`` or the first ``divergence``; how much was compared."""
 
     session_id: str
-    turns: int = 0
+    turns: int = 0  # a workflow run's: steps
     frames: int = 0
     divergence: Divergence | None = None
     notes: list[str] = field(default_factory=list)
+    unit: str = "turns"
 
     @property
     def identical(self) -> bool:
         return self.divergence is None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        report = {
             "session": self.session_id,
             "status": "identical" if self.identical else "diverged",
-            "turns": self.turns,
+            self.unit: self.turns,
             "frames": self.frames,
             "divergence": self.divergence.as_dict() if self.divergence else None,
         }
+        return {**report, "notes": self.notes} if self.notes else report
 
 
 class _SilentChannel:
@@ -108,11 +110,22 @@ async def replay_trace(
     turns = trace.turns[:upto] if upto else trace.turns
     if upto is not None and not 1 <= upto <= len(trace.turns):
         raise ReplayError(f"--turn {upto}: the conversation has turns 1 to {len(trace.turns)}")
+    state = ReplayState()
+    async with replay_kernel(settings, trace, state) as kernel:
+        return await _replay_turns(kernel, state, trace.session_id, turns, turn_timeout_s)
+
+
+@contextlib.asynccontextmanager
+async def replay_kernel(
+    settings: Settings, trace: Trace, state: ReplayState
+) -> AsyncIterator[Kernel]:
+    """A running kernel of the current settings, code and extensions on a temporary
+    data directory, its models answered from ``state`` and the tools that must not
+    run stood in for; the trace's channels silent. Gone (with its data) after."""
     tmp = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="hearth-replay-"))
     try:
         data_dir = tmp / "data"
         disabled = await asyncio.to_thread(_prepare, settings, trace, data_dir)
-        state = ReplayState()
         kernel = Kernel(
             _replay_settings(settings, data_dir),
             model_overrides={"*": ReplayedModel(state)},
@@ -132,12 +145,11 @@ async def replay_trace(
         kernel.recorder.stand_in = RecordedTools(state, must_not_run)
         async with _running(kernel):
             assert kernel.router is not None
-            for channel_id in {t.channel_id for t in turns}:
-                kernel.router.register_channel(channel_id, _silent(turns, channel_id))
-            report = await _replay_turns(kernel, state, trace.session_id, turns, turn_timeout_s)
+            for channel_id in {t.channel_id for t in trace.turns if t.channel_id}:
+                kernel.router.register_channel(channel_id, _silent(trace.turns, channel_id))
+            yield kernel
     finally:
         await asyncio.to_thread(shutil.rmtree, tmp, True)
-    return report
 
 
 def _prepare(settings: Settings, trace: Trace, data_dir: Path) -> dict[str, str]:
@@ -269,12 +281,14 @@ def _silent(turns: list[RecordedTurn], channel_id: str) -> _SilentChannel:
 
 
 def _replay_settings(settings: Settings, data_dir: Path) -> Settings:
-    """The current settings on ``data_dir``, recording on, no metrics server."""
+    """The current settings on ``data_dir``, recording on, no metrics server; a
+    workflow step's retry comes at once (a replay does not wait)."""
     return settings.model_copy(
         update={
             "paths": settings.paths.model_copy(update={"data": data_dir}),
             "replay": ReplaySettings(record=True),
             "metrics": settings.metrics.model_copy(update={"listen": None}),
+            "workflows": settings.workflows.model_copy(update={"retry_delay_s": 0.0}),
         }
     )
 
@@ -284,7 +298,7 @@ def _channels(settings: Settings, trace: Trace) -> dict[str, str]:
     conversation's own channel, and extensions that act on the kernel's results
     (they subscribe to ``hook.*``, ``postprocess.*`` or ``replay.*``: a webhook
     would POST the replayed results again; what they do is not compared)."""
-    off = {t.channel_id: "replay: the conversation's channel" for t in trace.turns}
+    off = {t.channel_id: "replay: the conversation's channel" for t in trace.turns if t.channel_id}
     root = settings.extensions_dir
     for ext_dir in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
         try:

@@ -58,6 +58,8 @@ class RecordTopics:
     REPLAY_CALLS = "replay.calls"  # the calls of a paused turn after it was resumed
     REPLAY_MODEL = "replay.model"  # one model call: request and response (in a turn's calls)
     REPLAY_TOOL = "replay.tool"  # one tool call as the tool saw it, and its result
+    REPLAY_RUN = "replay.run"  # a workflow run's start: definition, input, person (ADR 0091)
+    REPLAY_STEP = "replay.step"  # one step outcome of a workflow run, with its calls
     REPLAY_BLOB = "replay.blob"  # a large payload, stored once and referenced
 
 

@@ -256,7 +256,12 @@ class Kernel:
             observe=self.metrics.workflow,
         )
         workflows = Workflows(
-            store, powers, settings.workflows, bus=self.bus, timezone=settings.timezone
+            store,
+            powers,
+            settings.workflows,
+            bus=self.bus,
+            timezone=settings.timezone,
+            recording=self.recorder,  # each run a replay session (ADR 0091)
         )
         later_tools.extend(workflow_tools(workflows))
         router.background = workflows.background

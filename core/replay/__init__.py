@@ -21,10 +21,8 @@ if TYPE_CHECKING:
         PurgedError as PurgedError,
         ReplayError as ReplayError,
     )
-    from core.replay.recording import (
-        RecordingModel as RecordingModel,
-        ReplayRecorder as ReplayRecorder,
-    )
+    from core.replay.recording import ReplayRecorder as ReplayRecorder
+    from core.replay.recording_model import RecordingModel as RecordingModel
     from core.replay.trace import (
         Trace as Trace,
         list_sessions as list_sessions,

@@ -1,7 +1,7 @@
 """Comparing two frame streams: the recorded one and the one a replay produced.
 
 Volatile fields are normalised before comparing: ids that name this run
-(``turn_id``, ``session_id``, ``approval_id``), times and durations
+(``turn_id``, ``session_id``, ``approval_id``, a question's ``request_id``), times and durations
 (``timestamp``, ``created``, ``*_at``, ``*_ms``), and clock readings in a
 model request's instructions (the orchestrator's prompt holds the date and
 time; a time anywhere else, say in a tool's arguments, is compared). Whether
@@ -28,7 +28,7 @@ __all__ = ["Divergence", "aligned", "first_divergence", "normalised"]
 
 VOLATILE_KEYS = frozenset(
     {
-        *("turn_id", "session_id", "approval_id", "response_id"),  # ids of one run
+        *("turn_id", "session_id", "approval_id", "request_id", "response_id"),  # ids of one run
         *("timestamp", "created"),  # when (as do keys ending in _at; _ms: how long)
         *("stood_in", "streamed", "events"),  # how the replay answered, not what
     }
@@ -46,18 +46,23 @@ DIFF_LINES = 24
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    """Where the replay first differs: turn (1-based), frame index (0-based) in that
-    turn, what was recorded and what the replay produced (``None``: no frame)."""
+    """Where the replay first differs: turn (1-based; a workflow run's step, ``step``
+    its id), frame index (0-based) in that turn, what was recorded and what the
+    replay produced (``None``: no frame)."""
 
     turn: int
     frame: int
     expected: dict[str, Any] | None
     got: dict[str, Any] | None
     diff: str
+    step: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        where: dict[str, Any] = {"turn": self.turn}
+        if self.step is not None:
+            where = {"step": self.turn, "step_id": self.step}
         return {
-            "turn": self.turn,
+            **where,
             "frame": self.frame,
             "expected": self.expected,
             "got": self.got,

@@ -22,47 +22,41 @@ own result (before ``after_tool_call``). ``core/replay/trace.py`` reads them
 as the frames ``replay.model`` / ``replay.tool`` that recordings made before
 ADR 0052 journaled one by one.
 
+A workflow run (ADR 0091) is recorded as its own session, ``workflow:RUN``:
+``replay.run`` when it starts (its definition, input, person and channel), and
+one ``replay.step`` per step outcome, with the calls the step made (an agent
+step's model calls, a tool step's tool call), correlated by the step's turn id.
+
 ``inside`` is the call id of the tool call a record happened in (an agent
 used as a tool calls its own model), else ``None``. Payloads go through
 ``PayloadStore``: redacted once per turn, large ones stored once and
-referenced. Only what happens inside a conversation's turn is recorded
-(``serving``): a stateless agent run has no conversation to replay.
+referenced. Only what happens inside a conversation's turn or a workflow step
+is recorded (``serving`` a turn with a session): a stateless agent run has no
+conversation to replay. The model wrapper is ``recording_model.RecordingModel``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agents import FunctionTool, Tool
-from agents.agent_output import AgentOutputSchemaBase
-from agents.handoffs import Handoff
-from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
-from agents.model_settings import ModelSettings
-from agents.models.interface import Model, ModelTracing
+from agents import FunctionTool
+from agents.models.interface import Model
 from agents.tool_context import ToolContext
-from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 from core.agents.observer import ModelCall, ToolCall
 from core.events.topics import RecordTopics
-from core.extensions.access.state_scope import current_turn
 from core.extensions.contract import TurnContext, TurnOutcome
-from core.replay.payloads import DEFAULT_MAX_BYTES, PayloadStore
+from core.replay.payloads import DEFAULT_MAX_BYTES, Blob, PayloadStore
+from core.replay.recording_model import INSIDE_TOOL, RecordingModel, recorded_turn
 
 if TYPE_CHECKING:
     from core.config import Settings
     from core.kernel.hooks.frames import FrameSink
 
-__all__ = [
-    "INSIDE_TOOL",
-    "NOT_STOOD_IN",
-    "RecordingModel",
-    "ReplayRecorder",
-    "ToolStandIn",
-]
+__all__ = ["NOT_STOOD_IN", "ReplayRecorder", "ToolStandIn"]
 
 log = logging.getLogger("core.replay")
 
@@ -70,7 +64,6 @@ SOURCE = "kernel"
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 OPEN_TURNS = 1024  # turns collected at once; beyond, the oldest (never ended) is dropped
-INSIDE_TOOL: ContextVar[str | None] = ContextVar("hearth_replay_inside_tool", default=None)
 
 
 class ToolStandIn(Protocol):
@@ -147,24 +140,67 @@ class ReplayRecorder:
         if calls is None:
             return
         head = calls.head or {}
-        values: list[Any] = [head.get("text")]
-        builds: list[Build] = []
-        for call, history in calls.calls:  # one list of values: redacted in one pass
-            build, taken = (
-                _tool_record(call) if isinstance(call, ToolCall) else _model_record(call, history)
-            )
-            builds.append(build)
-            values += taken
-        (said, *parts), pending = self.payloads.stage_all(values)
+        (said,), records, pending = self._staged(calls, [head.get("text")])
         payload: dict[str, Any] = _ids(turn)
         if calls.head is not None:
             payload.update({**calls.head, "text": said})
-        records: list[dict[str, Any]] = []
         payload["calls"] = records
-        for build in builds:
-            records.append(build(parts))
         topic = RecordTopics.REPLAY_TURN if calls.head is not None else RecordTopics.REPLAY_CALLS
-        await self.payloads.publish_with(pending, self._publish_record(topic, turn, payload))
+        record = self._publish(topic, turn.turn_id, payload)
+        await self.payloads.publish_with(pending, record)
+
+    def _staged(
+        self, calls: _TurnCalls, values: list[Any]
+    ) -> tuple[list[Any], list[dict[str, Any]], list[Blob]]:
+        """``values`` and the records of ``calls``, redacted in one pass and staged:
+        (``values`` as stored, the call records, the blobs to journal with them)."""
+        builds: list[Build] = []
+        taken: list[Any] = []
+        for call, history in calls.calls:  # one list of values: redacted in one pass
+            build, values_of_call = (
+                _tool_record(call) if isinstance(call, ToolCall) else _model_record(call, history)
+            )
+            builds.append(build)
+            taken += values_of_call
+        staged, pending = self.payloads.stage_all([*values, *taken])
+        mine, parts = staged[: len(values)], staged[len(values) :]
+        return mine, [build(parts) for build in builds], pending  # each build takes its parts
+
+    # ------------------------------------------------------------ workflow runs
+
+    async def run_started(self, session_id: str, head: dict[str, Any]) -> None:
+        """A workflow run starts (ADR 0091): ``replay.run`` (correlation id
+        ``session_id``, ``workflow:RUN``) holds what a replay starts it again from —
+        ``definition`` and ``input`` staged like any payload, the rest inline."""
+        if not self.enabled:
+            return
+        (definition, given), pending = self.payloads.stage_all(
+            [head.get("definition"), head.get("input")]
+        )
+        payload = {**head, "session_id": session_id, "definition": definition, "input": given}
+        record = self._publish(RecordTopics.REPLAY_RUN, session_id, payload)
+        await self.payloads.publish_with(pending, record)
+
+    def step_started(self, turn: TurnContext) -> None:
+        """A workflow step acts as ``turn`` (its model and tool calls are collected)."""
+        if self.enabled and turn.turn_id and turn.session_id:
+            self._turns[turn.turn_id] = _TurnCalls(None)
+            while len(self._turns) > OPEN_TURNS:  # steps that never ended (cancelled runs)
+                del self._turns[next(iter(self._turns))]
+
+    async def step_ended(self, turn: TurnContext, step: dict[str, Any]) -> None:
+        """A step's outcome (``replay.step``, correlation id the step's turn id):
+        ``step`` (id, action, input, status, result, error, started_at) and the calls
+        it made, journaled once like a turn's."""
+        if not self.enabled or not turn.turn_id:
+            return
+        calls = self._turns.pop(turn.turn_id, None) or _TurnCalls(None)
+        (given, result), records, pending = self._staged(
+            calls, [step.get("input"), step.get("result")]
+        )
+        payload = {**_ids(turn), **step, "input": given, "result": result, "calls": records}
+        record = self._publish(RecordTopics.REPLAY_STEP, turn.turn_id, payload)
+        await self.payloads.publish_with(pending, record)
 
     def _calls(self, turn: TurnContext) -> _TurnCalls | None:
         """The calls collected for ``turn`` (a resumed turn starts collecting anew)."""
@@ -189,7 +225,7 @@ class ReplayRecorder:
         """``invoke`` recorded (and, in a replay, perhaps answered from the record)."""
 
         async def tapped(ctx: ToolContext[Any], raw: str) -> Any:
-            turn = _recorded_turn() if self.enabled else None
+            turn = recorded_turn() if self.enabled else None
             if turn is None and self.stand_in is None:
                 return await invoke(ctx, raw)
             call_id = getattr(ctx, "tool_call_id", None)
@@ -210,11 +246,11 @@ class ReplayRecorder:
 
         return tapped
 
-    async def _publish_record(self, topic: str, turn: TurnContext, payload: dict[str, Any]) -> None:
+    async def _publish(self, topic: str, correlation: str | None, payload: dict[str, Any]) -> None:
         try:
-            await self._sink.publish(topic, SOURCE, payload, correlation_id=turn.turn_id)
-        except Exception as exc:  # the turn goes on; only its record is missing
-            log.error("%s of turn %s not journaled: %s", topic, turn.turn_id, exc)
+            await self._sink.publish(topic, SOURCE, payload, correlation_id=correlation)
+        except Exception as exc:  # the turn (or step) goes on; only its record is missing
+            log.error("%s of %s not journaled: %s", topic, correlation, exc)
 
 
 @dataclass(slots=True)
@@ -305,157 +341,6 @@ def _history_prefix(items: list[Any], history: Sequence[Any]) -> int:
         if given is not item and given != item:
             return 0
     return n
-
-
-class RecordingModel(Model):
-    """A ``Model`` that records each request and its response (streamed ones too)."""
-
-    def __init__(self, inner: Model, recorder: ReplayRecorder) -> None:
-        self.inner = inner
-        self._recorder = recorder
-
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> ModelResponse:
-        recording = _recorded_turn() is not None
-        call = _Call(system_instructions, input, tools, handoffs)
-        try:
-            response = await self.inner.get_response(
-                system_instructions,
-                input,
-                model_settings,
-                tools,
-                output_schema,
-                handoffs,
-                tracing,
-                previous_response_id=previous_response_id,
-                conversation_id=conversation_id,
-                prompt=prompt,
-            )
-        except Exception as exc:
-            if recording:
-                await self._record(call, streamed=False, error=exc)
-            raise
-        if recording:
-            await self._record(
-                call,
-                streamed=False,
-                output=response.output,
-                usage=response.usage,
-                response_id=response.response_id,
-            )
-        return response
-
-    async def stream_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> AsyncIterator[TResponseStreamEvent]:
-        stream = self.inner.stream_response(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            tracing,
-            previous_response_id=previous_response_id,
-            conversation_id=conversation_id,
-            prompt=prompt,
-        )
-        if _recorded_turn() is None:
-            async for event in stream:
-                yield event
-            return
-        call = _Call(system_instructions, input, tools, handoffs)
-        events: list[Any] = []
-        try:
-            async for event in stream:
-                events.append(event)
-                yield event
-        except Exception as exc:
-            await self._record(call, streamed=True, error=exc)
-            raise
-        completed = next(
-            (e for e in reversed(events) if getattr(e, "type", "") == "response.completed"), None
-        )
-        response = getattr(completed, "response", None)
-        await self._record(
-            call,
-            streamed=True,
-            output=list(getattr(response, "output", None) or []),
-            usage=getattr(response, "usage", None),
-            events=events,
-        )
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def _record(
-        self,
-        call: _Call,
-        *,
-        streamed: bool,
-        output: list[Any] | None = None,
-        usage: Any = None,
-        response_id: str | None = None,
-        events: list[Any] | None = None,
-        error: BaseException | None = None,
-    ) -> None:
-        """The call, told to the recorder (kept with its turn until the turn ends)."""
-        turn = _recorded_turn()
-        if turn is None:
-            return
-        done = ModelCall(
-            call.instructions,
-            call.input if isinstance(call.input, str) else list(call.input),
-            [str(getattr(t, "name", type(t).__name__)) for t in call.tools],
-            [str(getattr(h, "tool_name", "")) for h in call.handoffs],
-            streamed,
-            INSIDE_TOOL.get(),
-            output=list(output or []),
-            usage=usage,
-            response_id=response_id,
-            events=events,
-            error=None if error is None else f"{type(error).__name__}: {error}"[:500],
-        )
-        self._recorder.model_called(turn, done)
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """What one model request was given (what a record shows of it)."""
-
-    instructions: str | None
-    input: str | list[TResponseInputItem]
-    tools: list[Tool]
-    handoffs: list[Handoff]
-
-
-def _recorded_turn() -> TurnContext | None:
-    """The conversation turn being served, if any (stateless runs are not recorded)."""
-    turn = current_turn()
-    return turn if turn is not None and turn.turn_id and turn.session_id else None
 
 
 def _ids(turn: TurnContext) -> dict[str, Any]:

@@ -6,7 +6,9 @@ the turn being replayed with the next recorded response (``get_response`` and
 recorded plain response is streamed as the SDK streams a scripted one). ``RecordedTools`` gives a
 tool call its recorded result when the tool is side-effecting (what consent
 says, ADR 0021) or one of the kernel's own tools (clock, extension list,
-restart: they read the live system); every other tool runs.
+restart: they read the live system); every other tool runs. ``RunReplayState``
+is a workflow run's: each step takes its own records (steps may run side by
+side), found by the step's turn, which is served while it acts (ADR 0091).
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from openai.types.responses import ResponseOutputItem, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from core.events.topics import RecordTopics
+from core.extensions.access.state_scope import current_turn
 from core.replay.errors import ReplayError
 from core.replay.recording import NOT_STOOD_IN
 from core.replay.trace import RecordedTurn
 
-__all__ = ["RecordedTools", "ReplayState", "ReplayedModel"]
+__all__ = ["RecordedTools", "ReplayState", "ReplayedModel", "RunReplayState"]
 
 _OUTPUT = TypeAdapter(ResponseOutputItem)
 _EVENT = TypeAdapter(ResponseStreamEvent)
@@ -69,6 +72,36 @@ class ReplayState:
         if isinstance(result, dict) and "$model" in result:
             return result.get("value")
         return result
+
+
+class RunReplayState(ReplayState):
+    """A workflow run's records: the step asking (the turn served) takes the next of
+    its own model and tool records."""
+
+    def __init__(self, steps: list[RecordedTurn]) -> None:
+        super().__init__()
+        self._steps = {step.turn_id: step for step in steps}
+        self._models_of: dict[str, list[dict[str, Any]]] = {}
+        self._tools_of: dict[str, list[dict[str, Any]]] = {}
+        for step in steps:
+            self.begin(step)
+            self._models_of[step.turn_id], self._tools_of[step.turn_id] = self._models, self._tools
+
+    def _asking(self) -> None:
+        """The records of the step being served become the ones taken from."""
+        turn = current_turn()
+        key = turn.turn_id if turn is not None and turn.turn_id else ""
+        self.turn = self._steps.get(key)
+        self._models = self._models_of.setdefault(key, [])
+        self._tools = self._tools_of.setdefault(key, [])
+
+    def next_model(self) -> dict[str, Any]:
+        self._asking()
+        return super().next_model()
+
+    def tool_result(self, name: str, call_id: str | None) -> Any:
+        self._asking()
+        return super().tool_result(name, call_id)
 
 
 class RecordedTools:

@@ -21,7 +21,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,9 +37,12 @@ __all__ = [
     "RecordedTurn",
     "SessionSummary",
     "Trace",
+    "call_frames",
+    "events_with_blobs",
     "frames_of",
     "list_sessions",
     "load_session",
+    "read_events",
     "read_trace",
     "resolve",
     "write_trace",
@@ -76,9 +79,12 @@ class RecordedTurn:
 
 @dataclass(slots=True)
 class Trace:
+    """A conversation's turns; or a workflow run's steps (``run``: its start, ADR 0091)."""
+
     session_id: str
     turns: list[RecordedTurn]
     raw: list[dict[str, Any]]  # the events as journaled (what ``--export`` writes)
+    run: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,7 @@ class SessionSummary:
     first_at: float
     last_at: float
     first_text: str
+    unit: str = "turns"  # a workflow run counts steps
 
 
 def _connect(path: Path) -> closing[sqlite3.Connection]:
@@ -111,14 +118,25 @@ def _rows(conn: sqlite3.Connection, sql: str, args: Iterable[Any]) -> list[dict[
 
 def frames_of(journal: Path, turn_ids: list[str]) -> list[dict[str, Any]]:
     """The events of ``turn_ids`` (frames and turn records) and the blobs they use."""
+    marks = ",".join("?" * len(turn_ids))
+    return events_with_blobs(journal, f"correlation_id IN ({marks})", turn_ids)
+
+
+def read_events(journal: Path, where: str, args: Iterable[Any]) -> list[dict[str, Any]]:
+    """The journal's events matching ``where`` (SQL over ``events``), oldest first."""
     with _connect(journal) as conn:
-        marks = ",".join("?" * len(turn_ids))
+        return _rows(conn, f"SELECT {_COLS} FROM events WHERE {where} ORDER BY id", args)
+
+
+def events_with_blobs(journal: Path, where: str, args: Iterable[Any]) -> list[dict[str, Any]]:
+    """The frames and replay records matching ``where`` and the blobs they use."""
+    with _connect(journal) as conn:
         events = _rows(
             conn,
-            f"SELECT {_COLS} FROM events WHERE correlation_id IN ({marks})"
+            f"SELECT {_COLS} FROM events WHERE ({where})"
             " AND (topic LIKE 'hook.%' OR topic LIKE 'postprocess.%' OR topic LIKE 'replay.%')"
             " ORDER BY id",
-            turn_ids,
+            args,
         )
         shas = sorted({sha for e in events for sha in _blob_refs(e["payload"])})
         blobs: dict[str, dict[str, Any]] = {}
@@ -217,7 +235,7 @@ def build_trace(session_id: str, raw: list[dict[str, Any]]) -> Trace:
             continue
         if topic in (RecordTopics.REPLAY_TURN, RecordTopics.REPLAY_CALLS):
             calls = resolve(event["payload"].get("calls", []), blobs, session_id)
-            records.setdefault(turn_id, []).extend(_call_frames(calls, turn_id, session_id))
+            records.setdefault(turn_id, []).extend(call_frames(calls, turn_id, session_id))
         elif topic in (RecordTopics.REPLAY_MODEL, RecordTopics.REPLAY_TOOL):
             frame = Frame(topic, resolve(event["payload"], blobs, session_id))
             records.setdefault(turn_id, []).append(frame)
@@ -231,8 +249,8 @@ def build_trace(session_id: str, raw: list[dict[str, Any]]) -> Trace:
     return Trace(session_id, list(turns.values()), raw)
 
 
-def _call_frames(calls: list[dict[str, Any]], turn_id: str, session_id: str) -> list[Frame]:
-    """A turn's recorded calls as the frames replay compares and answers from."""
+def call_frames(calls: list[dict[str, Any]], turn_id: str, session_id: str) -> list[Frame]:
+    """A turn's (or a step's) recorded calls as the frames replay compares and answers from."""
     frames = []
     for call in calls:
         payload = {k: v for k, v in call.items() if k != "topic"}
@@ -309,12 +327,17 @@ def write_trace(trace: Trace, path: Path) -> int:
         out.write("\n")
         for event in trace.raw:
             line = {k: event[k] for k in ("topic", "correlation_id", "payload")}
+            if trace.run is not None:  # when: a run's step attempts are told apart by it
+                line["created_at"] = event.get("created_at")
             out.write(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n")
     return len(trace.raw)
 
 
-def read_trace(path: Path) -> Trace:
-    """A trace file written by ``write_trace``; ``ReplayError`` naming the line at fault."""
+def read_trace(
+    path: Path, build: Callable[[str, list[dict[str, Any]]], Trace] = build_trace
+) -> Trace:
+    """A trace file written by ``write_trace``; ``ReplayError`` naming the line at fault.
+    ``build`` makes the trace of its events (``runs.build_any``: a run's too)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -336,4 +359,4 @@ def read_trace(path: Path) -> Trace:
         if not isinstance(value, dict) or not {"topic", "payload"} <= value.keys():
             raise ReplayError(f"{path}:{number}: an event needs topic and payload")
         events.append(value)
-    return build_trace(str(header.get("session_id")), events)
+    return build(str(header.get("session_id")), events)

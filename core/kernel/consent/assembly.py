@@ -31,6 +31,7 @@ from core.extensions.loading.records import ExtensionRecord
 from core.kernel.consent.catalog import CORE_SOURCE, DeclaredTools, ToolCatalog
 from core.kernel.consent.commands import consent_commands, policy_summary
 from core.kernel.consent.desk import ApprovalDesk
+from core.kernel.consent.elsewhere import QuestionsElsewhere
 from core.kernel.consent.gate import ConsentGate
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
 from core.kernel.consent.store import ApprovalStore
@@ -79,7 +80,13 @@ class KernelConsent:
         self.policy = ConsentPolicy(settings.policy, self.desk)
         self.catalog = ToolCatalog(declared, settings.policy.side_effects)
         self.gate = ConsentGate(self.policy, self.catalog, frames)
-        self.ui = UiRequests(channel_for, frames, self.desk.holds)
+        # a worker of a channels/workers split asks through the database (ADR 0091)
+        self.elsewhere = (
+            QuestionsElsewhere.on(settings.storage, bus)
+            if settings.storage.backend == "postgres" and settings.kernel.role == "workers"
+            else None
+        )
+        self.ui = UiRequests(channel_for, frames, self.desk.holds, self.elsewhere)
 
     async def start(self) -> None:
         """Read the open paused turns, then time out, resume or ask again (before the
@@ -92,6 +99,8 @@ class KernelConsent:
 
     async def aclose(self) -> None:
         await self.desk.aclose()
+        if self.elsewhere is not None:
+            await self.elsewhere.aclose()
 
     def commands(
         self, tools: Callable[[], Sequence[Tool]], mcp_servers: Callable[[], Sequence[MCPServer]]

@@ -272,7 +272,7 @@ class ApprovalFlow:
         if answer is None:
             return
         responder = Responder(answer.channel_id, answer.user_id, answer.sender_id)
-        if self.ui.owns(answer.request_id):
+        if self.ui.owns(answer.request_id) or await self.ui.held_elsewhere(answer.request_id):
             outcome = await self.ui.answer(answer.request_id, answer.answer, responder)
         else:
             choice = parse_answer(answer.answer) or "deny"

@@ -30,6 +30,7 @@ from core.extensions.errors import NotAvailableError
 from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.commands.table import parse_command
 from core.kernel.consent.desk import SHOW_TIMEOUT_S, Responder
+from core.kernel.consent.elsewhere import AskedElsewhere, QuestionsElsewhere
 from core.kernel.consent.wording import new_request_id
 from core.kernel.hooks import FrameRecorder
 
@@ -62,11 +63,14 @@ class UiRequests(UiGateway):
         channel_for: Callable[[str], Any | None],
         frames: FrameRecorder,
         taken: Callable[[str], bool],
+        elsewhere: QuestionsElsewhere | None = None,
     ) -> None:
         self._channel_for = channel_for
         self._frames = frames
         self._taken = taken  # an approval's id
         self._open: dict[str, _Open] = {}
+        # a worker of a channels/workers split: questions go through the database
+        self.elsewhere = elsewhere
 
     def owns(self, request_id: str) -> bool:
         return request_id.strip().lower() in self._open
@@ -83,6 +87,8 @@ class UiRequests(UiGateway):
         request, turn = self._request(turn, kind, prompt, options, timeout_s)
         assert turn.channel_id is not None and turn.user_id is not None
         channel = self._channel_for(turn.channel_id)
+        if channel is None and self.elsewhere is not None:
+            return await self._ask_elsewhere(self.elsewhere, ext_id, turn, request)
         if channel is None:
             raise NotAvailableError(f"no channel {turn.channel_id!r} to ask the user on")
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -101,6 +107,25 @@ class UiRequests(UiGateway):
             ext_id, turn, request, "answered" if value is not None else "timeout", value
         )
         return value
+
+    async def _ask_elsewhere(
+        self, elsewhere: QuestionsElsewhere, ext_id: str, turn: TurnContext, request: UserRequest
+    ) -> str | None:
+        """The question kept in the database and shown by the channel's process; the
+        answer read back from there (``core/kernel/consent/elsewhere.py``)."""
+        assert turn.channel_id is not None and turn.user_id is not None
+        if request.kind == "secret":  # its answer would cross in the database (ADR 0048)
+            raise NotAvailableError("a secret cannot be asked from a worker process")
+        request = await elsewhere.keep(request, turn.channel_id, turn.user_id, turn.turn_id or "")
+        await self._record(ext_id, turn, request, "asked", None)
+        value = await elsewhere.ask(request, turn.channel_id, turn.user_id, _typed(request))
+        decision = "answered" if value is not None else "timeout"
+        await self._record(ext_id, turn, request, decision, value)
+        return value
+
+    async def held_elsewhere(self, request_id: str) -> bool:
+        """Whether ``request_id`` is an open question another process asked."""
+        return self.elsewhere is not None and await self.elsewhere.asked(request_id) is not None
 
     def _request(
         self,
@@ -130,6 +155,10 @@ class UiRequests(UiGateway):
     async def answer(self, request_id: str, text: str, responder: Responder) -> str:
         """An answer from ``responder``; the returned line says what happened."""
         found = self._open.get(request_id.strip().lower())
+        if found is None and self.elsewhere is not None:
+            asked = await self.elsewhere.asked(request_id)
+            if asked is not None:
+                return await self._answer_elsewhere(self.elsewhere, asked, text, responder)
         if found is None or found.future.done():
             return f"There is no open question {request_id}."
         turn = found.turn
@@ -142,6 +171,34 @@ class UiRequests(UiGateway):
         said = "Answered." if found.request.kind == "secret" else f"Answered: {value}"
         await self._close(turn, found.request.id, said)
         return said
+
+    async def _answer_elsewhere(
+        self,
+        elsewhere: QuestionsElsewhere,
+        asked: AskedElsewhere,
+        text: str,
+        responder: Responder,
+    ) -> str:
+        """An answer to a question another process waits on: checked here as a local
+        one would be, then written for it to read."""
+        request = asked.request
+        if not responder.was_asked(asked.channel_id, asked.user_id, request.owner_id or ""):
+            return f"Only the person who was asked can answer question {request.id}."
+        value = _value(request, text)
+        if value is None:
+            return _expected(request)
+        if not await elsewhere.settle(request.id, value):
+            return f"There is no open question {request.id}."
+        return "Answered." if request.kind == "secret" else f"Answered: {value}"
+
+    def expire(self, request_id: str) -> bool:
+        """The open question ends unanswered now, as when its time runs out (a
+        replay gives a question the recording saw time out this outcome)."""
+        found = self._open.get(request_id.strip().lower())
+        if found is None or found.future.done():
+            return False
+        found.future.set_exception(TimeoutError())
+        return True
 
     async def answer_off_record(
         self, request_id: str, answer: str, channel_id: str, user_id: str, sender_id: str | None

@@ -13,6 +13,12 @@ so it is sent once.
 
 Only the leading process drives runs (``Leadership``, ADR 0036); with SQLite
 that is the one kernel.
+
+Each run is recorded for replay as the session ``workflow:RUN`` (``Recording``,
+the replay recorder): its start, then each step's outcome with the model and
+tool calls it made — a step acts while its turn is served, so the recorder's
+model and tool wrappers see it. A replay drives the run again with
+``timeless`` set: waits end at once (ADR 0091).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from core.config import WorkflowsSettings
+from core.extensions.access.state_scope import serving
 from core.extensions.contract import TurnContext
 from core.extensions.loading.workflow_section import (
     TEMPLATE,
@@ -39,7 +46,16 @@ from core.extensions.sdk import resolve_zone
 from core.kernel.workflows.store import RunRow, StepRow, WorkflowStore
 from core.runtime.errors import HearthError
 
-__all__ = ["Executor", "Powers", "StepFailedError", "render", "run_turn"]
+__all__ = [
+    "NO_RECORDING",
+    "Executor",
+    "Powers",
+    "Recording",
+    "StepFailedError",
+    "render",
+    "run_session",
+    "run_turn",
+]
 
 log = logging.getLogger("core.kernel.workflows")
 
@@ -69,6 +85,30 @@ class Powers(Protocol):
     def observe(self, event: str, workflow: str, seconds: float | None = None) -> None: ...
 
 
+class Recording(Protocol):
+    """Who records runs for replay (the replay recorder, ``core.replay``)."""
+
+    async def run_started(self, session_id: str, head: dict[str, Any]) -> None: ...
+
+    def step_started(self, turn: TurnContext) -> None: ...
+
+    async def step_ended(self, turn: TurnContext, step: dict[str, Any]) -> None: ...
+
+
+class _NoRecording:
+    async def run_started(self, session_id: str, head: dict[str, Any]) -> None:
+        return None
+
+    def step_started(self, turn: TurnContext) -> None:
+        return None
+
+    async def step_ended(self, turn: TurnContext, step: dict[str, Any]) -> None:
+        return None
+
+
+NO_RECORDING: Recording = _NoRecording()
+
+
 @dataclass
 class _Run:
     row: RunRow
@@ -88,10 +128,13 @@ class Executor:
         *,
         timezone: str = "local",
         ticks: Callable[[], Awaitable[None]] | None = None,
+        recording: Recording = NO_RECORDING,
     ) -> None:
         self.store = store
         self.powers = powers
         self.settings = settings
+        self.recording = recording
+        self.timeless = False  # a replay's: a wait ends at once
         self.zone = resolve_zone(timezone)
         self._ticks = ticks  # the cron timer's turn, on the same loop
         self._wake = asyncio.Event()
@@ -156,6 +199,7 @@ class Executor:
         definition = WorkflowDefinition.model_validate(row.definition)
         if row.status == "pending":
             self.powers.observe("started", definition.name)
+            await self.recording.run_started(run_session(row), _head(row))
         await self.store.set_run(row.id, "running")
         steps = await self.store.steps(row.id)
         results = {s: r.result or "" for s, r in steps.items() if r.status in ("done", "skipped")}
@@ -194,6 +238,7 @@ class Executor:
             return recorded.result or ""
         if step.when is not None and not step.when.holds(run.results.get(step.when.step, "")):
             await self.store.step_ended(run.row.id, step.id, "skipped", result="")
+            await self._recorded(run, step, "skipped", when=step.when.model_dump(exclude_none=True))
             run.results[step.id] = ""
             return ""
         if step.parallel is not None:
@@ -202,6 +247,7 @@ class Executor:
                 return PAUSE
             combined = json.dumps(dict(zip([m.id for m in step.parallel], outcomes, strict=True)))
             await self.store.step_ended(run.row.id, step.id, "done", result=combined)
+            await self._recorded(run, step, "done", result=combined)
             run.results[step.id] = combined
             return combined
         if step.wait is not None or step.until is not None:
@@ -213,7 +259,7 @@ class Executor:
         if recorded is not None and recorded.status == "waiting" and recorded.result:
             wake_at = float(recorded.result)
         else:
-            wake_at = self._wake_time(step, now)
+            wake_at = now if self.timeless else self._wake_time(step, now)
             await self.store.step_ended(run.row.id, step.id, "waiting", result=repr(wake_at))
         if wake_at > now:
             await self.store.set_run(run.row.id, "waiting", wake_at=wake_at)
@@ -221,6 +267,7 @@ class Executor:
             log.info("workflow run %s: step %s waits %.0f s", run.row.id, step.id, wake_at - now)
             return PAUSE
         await self.store.step_ended(run.row.id, step.id, "done", result="")
+        await self._recorded(run, step, "done", result="", input=step.wait or step.until)
         run.results[step.id] = ""
         return ""
 
@@ -248,33 +295,55 @@ class Executor:
     async def _act(self, run: _Run, step: Step) -> str | Pause:
         attempt = await self.store.step_started(run.row.id, step.id)
         turn = run_turn(run.row, step.id)
-        started = time.monotonic()
+        started, started_at = time.monotonic(), time.time()
+        given = _given(run, step)
+        self.recording.step_started(turn)
         try:
-            result = await self._perform(run, step, turn)
-        except StepFailedError as exc:
-            return await self._failed(run, step, attempt, str(exc))
+            with serving(turn):  # the step's model and tool calls are this turn's
+                result = await self._perform(run, step, turn, given)
         except Exception as exc:
-            log.warning("workflow run %s step %s: %s", run.row.id, step.id, exc)
-            return await self._failed(run, step, attempt, f"{type(exc).__name__}: {exc}")
+            reason = str(exc)
+            if not isinstance(exc, StepFailedError):
+                reason = f"{type(exc).__name__}: {exc}"
+                log.warning("workflow run %s step %s: %s", run.row.id, step.id, exc)
+            outcome = "failed" if step.ask is not None or attempt > self._retries(step) else "retry"
+            await self._recorded(
+                run, step, outcome, turn, input=given, error=reason, started_at=started_at
+            )
+            return await self._failed(run, step, attempt, reason)
         self.powers.observe("step", run.definition.name, time.monotonic() - started)
         await self.store.step_ended(run.row.id, step.id, "done", result=result)
+        await self._recorded(
+            run, step, "done", turn, input=given, result=result, started_at=started_at
+        )
         run.results[step.id] = result
         return result
 
-    async def _perform(self, run: _Run, step: Step, turn: TurnContext) -> str:
+    async def _recorded(
+        self,
+        run: _Run,
+        step: Step,
+        status: str,
+        turn: TurnContext | None = None,
+        **outcome: Any,
+    ) -> None:
+        """The step's outcome told to the recorder (with the calls it made as ``turn``)."""
+        record = {"step": step.id, "action": step.action, "status": status, **outcome}
+        await self.recording.step_ended(turn or run_turn(run.row, step.id), record)
+
+    async def _perform(self, run: _Run, step: Step, turn: TurnContext, given: Any) -> str:
         if step.tool is not None:
-            args = {k: render(v, run) if isinstance(v, str) else v for k, v in step.args.items()}
-            return await self.powers.call_tool(turn, step.tool, args)
+            return await self.powers.call_tool(turn, step.tool, given)
         if step.agent is not None:
-            return await self.powers.run_agent(turn, render(step.agent, run))
+            return await self.powers.run_agent(turn, given)
         if step.notify is not None:
             key = f"workflow:{run.row.id}:{step.id}"
-            await self.powers.notify(turn, render(step.notify, run), key)
+            await self.powers.notify(turn, given, key)
             return ""
         assert step.ask is not None
         await self.store.set_run(run.row.id, "asking")
         kind = "input" if step.input else "select" if step.options else "confirm"
-        prompt = f"{run.definition.name}: {render(step.ask, run)}"
+        prompt = f"{run.definition.name}: {given}"
         answer = await self.powers.ask(
             turn, prompt, kind, step.options, self.settings.ask_timeout_s
         )
@@ -283,9 +352,11 @@ class Executor:
         await self.store.set_run(run.row.id, "running")
         return answer
 
+    def _retries(self, step: Step) -> int:
+        return self.settings.step_retries if step.retries is None else step.retries
+
     async def _failed(self, run: _Run, step: Step, attempt: int, reason: str) -> str | Pause:
-        retries = self.settings.step_retries if step.retries is None else step.retries
-        if step.ask is None and attempt <= retries:
+        if step.ask is None and attempt <= self._retries(step):
             delay = self.settings.retry_delay_s * 2 ** (attempt - 1)
             await self.store.step_ended(run.row.id, step.id, "retry", error=reason)
             await self.store.set_run(run.row.id, "waiting", wake_at=time.time() + delay)
@@ -307,11 +378,38 @@ def run_turn(row: RunRow, step_id: str) -> TurnContext:
         agent_id="workflow",
         channel_id=row.channel_id,
         user_id=row.user_id,
-        session_id=f"workflow:{row.id}" if row.channel_id and row.user_id else None,
-        turn_id=f"workflow:{row.id}:{step_id}",
+        session_id=run_session(row),  # the run's replay session, also where it speaks
+        turn_id=f"{run_session(row)}:{step_id}",
         person=row.person or None,
         role="member" if member else "owner",
     )
+
+
+def run_session(row: RunRow) -> str:
+    """The run's session: its steps' turns and its replay records (``workflow:RUN``)."""
+    return f"workflow:{row.id}"
+
+
+def _head(row: RunRow) -> dict[str, Any]:
+    """What a replay starts the run again from (``replay.run``)."""
+    return {
+        "run_id": row.id,
+        "workflow_id": row.workflow_id,
+        "person": row.person,
+        "trigger": row.trigger,
+        "input": row.input,
+        "definition": row.definition,
+        "channel_id": row.channel_id,
+        "user_id": row.user_id,
+    }
+
+
+def _given(run: _Run, step: Step) -> Any:
+    """What the step acts on, its templates filled: a tool's arguments, an agent's
+    prompt, a question, a notice."""
+    if step.tool is not None:
+        return {k: render(v, run) if isinstance(v, str) else v for k, v in step.args.items()}
+    return render(step.agent or step.notify or step.ask or "", run)
 
 
 def render(text: str, run: _Run) -> str:

@@ -29,7 +29,7 @@ from core.extensions.contract import TurnContext
 from core.extensions.loading.records import ExtensionRecord
 from core.extensions.loading.workflow_section import WorkflowDefinition
 from core.extensions.sdk import next_fire, resolve_zone
-from core.kernel.workflows.executor import Executor, Powers
+from core.kernel.workflows.executor import NO_RECORDING, Executor, Powers, Recording
 from core.kernel.workflows.store import LIVE, RunRow, WorkflowRow, WorkflowStore
 from core.runtime.errors import HearthError
 
@@ -71,12 +71,15 @@ class Workflows:
         *,
         bus: EventBus,
         timezone: str = "local",
+        recording: Recording = NO_RECORDING,
     ) -> None:
         self.store = store
         self.settings = settings
         self.zone = resolve_zone(timezone)
         self.bus = bus
-        self.executor = Executor(store, powers, settings, timezone=timezone, ticks=self.fire_due)
+        self.executor = Executor(
+            store, powers, settings, timezone=timezone, ticks=self.fire_due, recording=recording
+        )
         self._topics: set[str] = set()
 
     async def open(self) -> None:
