@@ -15,7 +15,7 @@ from support.discord_support import ALICE, install, write_settings
 from support.fake_discord import FakeDiscord
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.harness import conversing
-from support.kernel_process import kill, start_kernel
+from support.kernel_process import kill, replies_marked_sent, start_kernel
 
 
 def _router_status(db: Path, key: str) -> str | None:
@@ -100,6 +100,7 @@ def test_sigkill_after_the_reply_reached_discord_does_not_send_it_again(
             dc.wait_until(dc.is_connected, timeout_s=90)
             message_id = dc.send_dm("hello", user_id=ALICE, replay=True)
             dc.wait_until(lambda: dc.dm_texts(ALICE), timeout_s=90)
+            dc.wait_until(lambda: replies_marked_sent(tmp_path / "data") == 1, timeout_s=90)
         finally:
             kill(first)
         key = f"discord:{message_id}"

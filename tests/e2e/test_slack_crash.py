@@ -22,6 +22,7 @@ from conftest import PROJECT_ROOT, ext_code, grant_all
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.fake_slack import FakeSlack
 from support.harness import conversing
+from support.kernel_process import replies_marked_sent
 from support.slack_support import ALICE, EXTENSION_ID, slack_settings
 from support.telegram_support import install_extension
 
@@ -139,15 +140,6 @@ def test_sigkill_between_the_recorded_answer_and_its_send_sends_it_once_after_re
         assert len(model.requests) == 1  # sent from the record: the turn never ran again
 
 
-def _replies_marked_sent(sessions: Path) -> int:
-    """How many recorded replies the ledger marks as handed to their channel."""
-    if not sessions.exists():
-        return 0
-    with sqlite3.connect(f"file:{sessions}?mode=ro", uri=True, timeout=5) as conn:
-        row = conn.execute("SELECT count(*) FROM hearth_turns WHERE sent_at IS NOT NULL")
-        return int(row.fetchone()[0])
-
-
 def test_sigkill_after_the_reply_reached_slack_does_not_send_it_again(
     tmp_path, ext_root, settings_file, make_ext
 ):
@@ -173,8 +165,7 @@ def test_sigkill_after_the_reply_reached_slack_does_not_send_it_again(
             slack.wait_until(lambda: slack.connections, timeout_s=90)
             event_id = slack.dm("hello", user=ALICE)
             slack.wait_until(lambda: slack.dm_texts(ALICE), timeout_s=90)
-            sessions = tmp_path / "data" / "sessions.db"
-            slack.wait_until(lambda: _replies_marked_sent(sessions) == 1, timeout_s=90)
+            slack.wait_until(lambda: replies_marked_sent(tmp_path / "data") == 1, timeout_s=90)
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=10)

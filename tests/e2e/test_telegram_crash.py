@@ -19,16 +19,8 @@ from support.fake_openai import FakeOpenAIServer, ToolCall, models_section
 from support.fake_telegram import FakeTelegram
 from support.files_kit import chart_code, png
 from support.harness import conversing
+from support.kernel_process import replies_marked_sent
 from support.telegram_support import ALICE, install_extension, write_settings
-
-
-def _replies_marked_sent(sessions: Path) -> int:
-    """How many recorded replies the ledger marks as handed to their channel."""
-    if not sessions.exists():
-        return 0
-    with sqlite3.connect(f"file:{sessions}?mode=ro", uri=True, timeout=5) as conn:
-        row = conn.execute("SELECT count(*) FROM hearth_turns WHERE sent_at IS NOT NULL")
-        return int(row.fetchone()[0])
 
 
 def _journal_row(db: Path, key: str) -> tuple[int, str | None] | None:
@@ -142,8 +134,7 @@ def test_sigkill_after_the_reply_was_sent_does_not_send_it_again(
             tg.wait_until(lambda: tg.chat_texts(ALICE), timeout_s=90)
             # the ledger knows the reply was handed over (the one small write after the
             # send: a kill before it may still send again, which is not this test's case)
-            sessions = tmp_path / "data" / "sessions.db"
-            tg.wait_until(lambda: _replies_marked_sent(sessions) == 1, timeout_s=90)
+            tg.wait_until(lambda: replies_marked_sent(tmp_path / "data") == 1, timeout_s=90)
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=10)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -49,3 +50,15 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(describe() if describe else f"not within {timeout_s} s")
         time.sleep(0.05)
+
+
+def replies_marked_sent(data_dir: Path) -> int:
+    """How many recorded replies the ledger (``sessions.db`` in ``data_dir``) marks as
+    handed to their channel: a crash test kills the kernel only once the mark is
+    written, else on a loaded machine the reply may be out but not yet marked."""
+    sessions = data_dir / "sessions.db"
+    if not sessions.exists():
+        return 0
+    with sqlite3.connect(f"file:{sessions}?mode=ro", uri=True, timeout=5) as conn:
+        row = conn.execute("SELECT count(*) FROM hearth_turns WHERE sent_at IS NOT NULL")
+        return int(row.fetchone()[0])
