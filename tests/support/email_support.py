@@ -94,6 +94,7 @@ state_dir = {root}/state
 log_path = {root}/dovecot.log
 ssl = no
 disable_plaintext_auth = no
+auth_failure_delay = 0
 auth_mechanisms = plain login
 login_trusted_networks = 127.0.0.0/8
 default_internal_user = {internal}
@@ -233,7 +234,7 @@ class SmtpSink:
         if ok:
             with self._lock:
                 self.logins.append(BOT)
-        return AuthResult(success=ok)
+        return AuthResult(success=ok, handled=False)  # refused: 535 (handled: silence)
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = BytesParser(policy=policy.default).parsebytes(envelope.content)
