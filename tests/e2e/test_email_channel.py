@@ -238,3 +238,14 @@ async def test_a_message_for_a_member_by_address_starts_a_thread_with_them(
     assert answer["References"].split()[0] == reminder["Message-ID"]
     assert events[0].payload["user_id"].startswith(f"{BOB}#")
     assert smtp.to(ALICE) == [] and smtp.to(MALLORY) == []
+
+
+async def test_the_inbox_reconnects_when_the_server_drops_it(dovecot, smtp, channel, settings_file):
+    model = reply_model("First.", "Second.")
+    async with running_kernel(write_settings(settings_file, dovecot, smtp, [ALICE]), model=model):
+        dovecot.deliver(mail(ALICE, "one"))
+        await until(lambda: smtp.to(ALICE))
+        dovecot.kick()  # the IDLE connection is closed by the server
+        dovecot.deliver(mail(ALICE, "two", subject="Again"))
+        answers = await until(lambda: smtp.to(ALICE)[1:] and smtp.to(ALICE), timeout=30)
+    assert [body(m) for m in answers] == ["First.", "Second."]

@@ -57,7 +57,11 @@ async def test_a_sigkill_between_answer_and_send_delivers_once_after_restart(
     log = tmp_path / "kernel.log"
     with FakeOpenAIServer(delay_s=30) as model:
         settings = write_settings(
-            settings_file, dovecot, smtp, [ALICE], sections={"models": models_section(model.base_url)}
+            settings_file,
+            dovecot,
+            smtp,
+            [ALICE],
+            sections={"models": models_section(model.base_url)},
         )
         first = _start_kernel(settings, log)
         try:

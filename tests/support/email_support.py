@@ -132,11 +132,25 @@ service anvil {{
             shutil.chown(root / "mail", "dovecot", "dovecot")
         (root / "passwd").write_text("".join(f"{u}:{{PLAIN}}{PASSWORD}\n" for u in self.users))
         (root / "dovecot.conf").write_text(self.config())
+        self._launch()
+        return self
+
+    def kick(self, user: str = BOT) -> None:
+        """Close every connection of ``user`` (``doveadm kick``), as a server restart would."""
+        done = subprocess.run(
+            ["doveadm", "-c", str(self.root / "dovecot.conf"), "kick", user],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert done.returncode == 0, done.stderr + self.log_tail()
+
+    def _launch(self) -> None:
         began = time.monotonic()
         self._proc = subprocess.Popen(
-            ["dovecot", "-F", "-c", str(root / "dovecot.conf")],
+            ["dovecot", "-F", "-c", str(self.root / "dovecot.conf")],
             stdout=subprocess.DEVNULL,
-            stderr=(root / "stderr.log").open("ab"),
+            stderr=(self.root / "stderr.log").open("ab"),
         )
         while time.monotonic() - began < START_TIMEOUT_S:
             if self._proc.poll() is not None:
@@ -148,10 +162,8 @@ service anvil {{
                 continue
             client.logout()
             self.start_s = time.monotonic() - began
-            return self
-        raise RuntimeError(
-            f"dovecot did not answer a login in {START_TIMEOUT_S} s: {self.log_tail()}"
-        )
+            return
+        raise RuntimeError(f"dovecot did not answer in {START_TIMEOUT_S} s: {self.log_tail()}")
 
     def client(self, user: str) -> imaplib.IMAP4:
         client = imaplib.IMAP4("127.0.0.1", self.port, timeout=10)
@@ -159,6 +171,10 @@ service anvil {{
         return client
 
     def stop(self) -> None:
+        self._terminate()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _terminate(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:
@@ -166,7 +182,6 @@ service anvil {{
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait(timeout=10)
-        shutil.rmtree(self.root, ignore_errors=True)
 
     def log_tail(self) -> str:
         parts = [

@@ -28,7 +28,7 @@ import re
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aioimaplib
 
@@ -41,6 +41,7 @@ IMAP_TIMEOUT_S = 30.0
 RECONNECT_BACKOFF = Backoff(1.0, 60.0)
 _NETWORK = (OSError, TimeoutError, aioimaplib.AioImapException)
 
+T = TypeVar("T")
 Handler = Callable[[int, bytes], Awaitable[bool]]  # uid, raw mail -> delete it once read
 
 
@@ -128,6 +129,8 @@ class Inbox:
                 await asyncio.sleep(delay)
                 continue
             try:
+                lost = asyncio.Event()
+                client.protocol.conn_lost_cb = lambda _exc: lost.set()
                 await self._select(client)
                 failures = RECONNECT_BACKOFF.delays()
                 while True:
@@ -135,7 +138,7 @@ class Inbox:
                     if first:
                         first = False
                         self._after_first()
-                    await self._wait(client)
+                    await self._wait(client, lost)
             except _NETWORK as exc:
                 delay = failures.next()
                 self._logger.warning("IMAP: %s; reconnecting in %.1f s", one_line(exc), delay)
@@ -186,25 +189,44 @@ class Inbox:
         self._logger.warning("mail %d vanished before it was read", uid)
         return None
 
-    async def _wait(self, client: aioimaplib.IMAP4) -> None:
-        """Until there may be new mail: IDLE, else the poll interval."""
+    async def _wait(self, client: aioimaplib.IMAP4, lost: asyncio.Event) -> None:
+        """Until there may be new mail: IDLE, else the poll interval; a connection the
+        server closed meanwhile raises ``ConnectionError`` (the loop reconnects)."""
         if not (self._config.idle and client.has_capability("IDLE")):
-            await asyncio.sleep(self._config.poll_interval_s)
+            await _unless_lost(asyncio.sleep(self._config.poll_interval_s), lost)
             await client.noop()
             return
         refresh = self._config.idle_refresh_s
         idle = await client.idle_start(timeout=refresh)
         try:
             while True:
-                push: Any = await client.wait_server_push(timeout=refresh + IMAP_TIMEOUT_S)
+                push: Any = await _unless_lost(
+                    client.wait_server_push(timeout=refresh + IMAP_TIMEOUT_S), lost
+                )
                 if push == aioimaplib.STOP_WAIT_SERVER_PUSH:
                     break  # renewed: a fetch costs little and keeps the connection alive
                 if any(re.search(rb"EXISTS|RECENT", bytes(line)) for line in push):
                     break
         finally:
-            if client.has_pending_idle():
+            if client.has_pending_idle() and not lost.is_set():
                 client.idle_done()
         await asyncio.wait_for(idle, IMAP_TIMEOUT_S)
+
+
+async def _unless_lost(waiting: Awaitable[T], lost: asyncio.Event) -> T:
+    """``waiting``'s result, unless the connection is lost first (``ConnectionError``):
+    aioimaplib tells of a closed connection only through its callback."""
+    task = asyncio.ensure_future(waiting)
+    watch = asyncio.ensure_future(lost.wait())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not task.done():
+            task.cancel()
+    if lost.is_set() and not task.done():
+        raise ConnectionError("the IMAP server closed the connection")
+    return task.result()
 
 
 async def _quietly_logout(client: aioimaplib.IMAP4) -> None:

@@ -192,9 +192,14 @@ class EmailChannel(BaseExtension):
         self._context().logger.info("e-mail sender %s was given a pairing code", mail.sender)
         subject = f"Re: {mail.subject}" if mail.subject else "Hearth"
         message = compose(
-            self._cfg(), mail.sender, subject, text, in_reply_to=mail.message_id,
-            references=[*mail.references, mail.message_id], automatic=True,
-        )  # fmt: skip
+            self._cfg(),
+            mail.sender,
+            subject,
+            text,
+            in_reply_to=mail.message_id,
+            references=[*mail.references, mail.message_id],
+            automatic=True,
+        )
         try:
             await self._send().send(message)
         except Exception as exc:  # a stranger's reply must not stop the inbox
@@ -251,9 +256,13 @@ class EmailChannel(BaseExtension):
     async def _post(self, thread: Thread, subject: str, text: str) -> str:
         """Mail ``text`` into ``thread`` as its latest message; its Message-ID."""
         message = compose(
-            self._cfg(), thread.peer, subject, text,
-            in_reply_to=thread.last_id, references=thread.references(),
-        )  # fmt: skip
+            self._cfg(),
+            thread.peer,
+            subject,
+            text,
+            in_reply_to=thread.last_id,
+            references=thread.references(),
+        )
         await self._send().send(message)
         message_id = str(message["Message-ID"])
         self._thread_store().record(thread, message_id)
