@@ -130,7 +130,7 @@ class Inbox:
                 continue
             try:
                 lost = asyncio.Event()
-                client.protocol.conn_lost_cb = lambda _exc: lost.set()
+                client.protocol.conn_lost_cb = lambda _exc, event=lost: event.set()
                 await self._select(client)
                 failures = RECONNECT_BACKOFF.delays()
                 while True:
