@@ -89,7 +89,7 @@ def test_a_reply_continues_its_thread_across_a_restart(tmp_path):
     reply = again.place("alice@family.test", "Re: Dinner", "<m2@f>", ("<b1@h>", "<m1@f>"))
     assert reply.key == first.key and reply.address == f"alice@family.test#{first.key}"
     assert reply.references() == ["<m1@f>", "<b1@h>", "<m2@f>"]
-    assert reply.reply_subject() == "Re: Dinner"
+    assert reply.next_subject() == "Re: Dinner"
     other = again.place("bob@family.test", "Re: Dinner", "<m3@f>", ("<b1@h>",))
     assert other.key != first.key  # another person's reply is their own conversation
     new = again.place("alice@family.test", "Breakfast", "<m4@f>", ())

@@ -8,7 +8,8 @@ A kernel killed at any point starts again after the last UID written, so a
 mail is either handled or fetched again — and a mail fetched again is the
 same journal entry (idempotency key ``email:MESSAGE-ID``), answered once.
 On the very first start (no UID yet), or when the mailbox's ``UIDVALIDITY``
-changed, the unread (``UNSEEN``) messages are the new ones.
+changed, the unread (``UNSEEN``) messages are the new ones, and every mail
+after them.
 
 Between fetches the connection waits in ``IDLE`` (the server tells at once
 when mail arrives; the wait is renewed every ``idle_refresh_s``, under the
@@ -82,17 +83,15 @@ class Inbox:
         handle: Handler,
         logger: logging.Logger,
         data_dir: Path,
-        *,
-        after_first: Callable[[], None] = lambda: None,
     ) -> None:
         self._config = config
         self._password = password
         self._handle = handle
         self._logger = logger
         self.path = data_dir / STATE_FILE
-        self._after_first = after_first
         self._validity: int | None = None
         self._last_uid: int | None = None
+        self._uid_next: int | None = None  # the mailbox's UIDNEXT when it was selected
 
     def load(self) -> None:
         if not self.path.exists():
@@ -114,7 +113,6 @@ class Inbox:
         """Fetch mail until cancelled; ``ImapAuthError`` when the login is refused."""
         await asyncio.to_thread(self.load)
         failures = RECONNECT_BACKOFF.delays()
-        first = True
         while True:
             try:
                 client = await open_imap(self._config, self._password)
@@ -135,9 +133,6 @@ class Inbox:
                 failures = RECONNECT_BACKOFF.delays()
                 while True:
                     await self._fetch_new(client)
-                    if first:
-                        first = False
-                        self._after_first()
                     await self._wait(client, lost)
             except _NETWORK as exc:
                 delay = failures.next()
@@ -153,6 +148,8 @@ class Inbox:
         text = b" ".join(bytes(line) for line in response.lines)
         found = re.search(rb"UIDVALIDITY (\d+)", text)
         validity = int(found.group(1)) if found else None
+        following = re.search(rb"UIDNEXT (\d+)", text)
+        self._uid_next = int(following.group(1)) if following else None
         if validity != self._validity:
             if self._validity is not None:
                 self._logger.warning("the mailbox's UIDVALIDITY changed: reading unread mail")
@@ -177,6 +174,11 @@ class Inbox:
             if delete:
                 await client.expunge()
             self._last_uid = max(uid, self._last_uid or 0)
+            await asyncio.to_thread(self.save)
+        if last is None and self._uid_next is not None:
+            # the unread mail is handled: from now on, every mail past the mailbox's
+            # last UID at the start is new, read by someone else meanwhile or not
+            self._last_uid = max(self._uid_next - 1, self._last_uid or 0)
             await asyncio.to_thread(self.save)
 
     async def _fetch(self, client: aioimaplib.IMAP4, uid: int) -> bytes | None:

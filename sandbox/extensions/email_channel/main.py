@@ -140,7 +140,11 @@ class EmailChannel(BaseExtension):
         """Journal a served sender's mail in its thread; whether to delete it (a
         secret answer). A stranger gets a pairing code; machines get nothing."""
         log = self._context().logger
-        mail = read_mail(raw, uid)
+        try:
+            mail = read_mail(raw, uid)
+        except Exception as exc:  # a mail no parser can read is skipped, not retried forever
+            log.warning("mail %d is unreadable (%s): skipped", uid, exc)
+            return False
         if mail.sender == self._cfg().address:
             return False  # a copy of our own mail
         if mail.automatic:
@@ -151,6 +155,9 @@ class EmailChannel(BaseExtension):
             return False
         if not self._serves(mail.sender):
             await self._offer_pairing(mail)
+            return False
+        if not (mail.text or mail.subject):
+            log.info("ignoring an empty mail from %s", mail.sender)
             return False
         threads = self._thread_store()
         thread = threads.place(mail.sender, mail.subject, mail.message_id, mail.parents)
@@ -214,14 +221,14 @@ class EmailChannel(BaseExtension):
         if mail is not None:
             thread = threads.place(sender, mail.subject, mail.message_id, mail.parents)
         else:
-            thread = self._new_thread(sender, "Hearth")
-        await self._post(thread, thread.reply_subject(), "You are in: Hearth answers you now.")
+            thread = threads.start(sender, "Hearth")
+        await self._post(thread, thread.next_subject(), "You are in: Hearth answers you now.")
 
     # ------------------------------------------------------------ output
 
     async def send_to_user(self, user_id: str, message: str) -> None:
         thread = self._thread_for(user_id, message)
-        await self._post(thread, thread.reply_subject() if thread.ids else thread.subject, message)
+        await self._post(thread, thread.next_subject(), message)
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: ``default_to``, else the first allowed sender."""
@@ -248,9 +255,6 @@ class EmailChannel(BaseExtension):
             raise ValueError(f"{person} is not an address this channel serves")
         first = next((line.strip() for line in text.splitlines() if line.strip()), "Hearth")
         subject = first if len(first) <= SUBJECT_CHARS else first[: SUBJECT_CHARS - 1] + "…"
-        return self._new_thread(person, subject)
-
-    def _new_thread(self, person: str, subject: str) -> Thread:
         return self._thread_store().start(person, subject)
 
     async def _post(self, thread: Thread, subject: str, text: str) -> str:

@@ -81,7 +81,7 @@ class QuestionBoard:
             request.id, _Question(request, thread.key, owner.lower(), set())
         )
         question.request = request
-        mail_id = await self._post(thread, thread.reply_subject(), text)
+        mail_id = await self._post(thread, thread.next_subject(), text)
         question.mail_ids.add(mail_id)
 
     def close(self, request_id: str) -> None:

@@ -52,8 +52,10 @@ class Thread:
             return list(self.ids)
         return [self.ids[0], *self.ids[-(MAX_REFERENCES - 1) :]]
 
-    def reply_subject(self) -> str:
-        return f"Re: {self.subject}" if self.subject else "Re: Hearth"
+    def next_subject(self) -> str:
+        """The subject of the thread's next mail: ``Re:`` once it has one."""
+        subject = self.subject or "Hearth"
+        return f"Re: {subject}" if self.ids else subject
 
 
 def base_subject(subject: str) -> str:
