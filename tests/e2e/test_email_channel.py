@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from agents.testing import ScriptedModel, assistant_message, function_call
 
+from conftest import ext_code
 from support.email_support import (
     Dovecot,
     SmtpSink,
@@ -23,7 +24,7 @@ from support.email_support import (
     until,
     write_settings,
 )
-from support.harness import running_kernel
+from support.harness import conversing, running_kernel
 from support.rocket_ext import ROCKETS
 
 pytestmark = pytest.mark.skipif(servers_missing() is not None, reason=str(servers_missing()))
@@ -249,3 +250,39 @@ async def test_the_inbox_reconnects_when_the_server_drops_it(dovecot, smtp, chan
         dovecot.deliver(mail(ALICE, "two", subject="Again"))
         answers = await until(lambda: smtp.to(ALICE)[1:] and smtp.to(ALICE), timeout=30)
     assert [body(m) for m in answers] == ["First.", "Second."]
+
+
+ASKER = ext_code(
+    header="""
+    from agents import function_tool
+    from core.extensions.sdk import side_effects
+    """,
+    body="""
+    def get_tools(self):
+        @function_tool
+        async def ask_secret() -> str:
+            "Ask the user for their API key."
+            answer = await self.ctx.ui_request("secret", "Your API key?", timeout_s=30)
+            return f"secret received: {answer == 'k3y-42'}"
+        return [side_effects(ask_secret, False)]
+    """,
+)
+
+
+async def test_a_secret_is_answered_by_a_reply_and_its_mail_deleted(
+    dovecot, smtp, channel, settings_file, make_ext
+):
+    make_ext("asker", ASKER, conversing())
+    model = ScriptedModel(
+        [[function_call("ask_secret", {}, call_id="s1")], [assistant_message("Thanks.")]]
+    )
+    async with running_kernel(write_settings(settings_file, dovecot, smtp, [ALICE]), model=model):
+        dovecot.deliver(mail(ALICE, "set my key", subject="Key"))
+        (question,) = await until(lambda: smtp.to(ALICE))
+        assert body(question).splitlines()[0] == "asker asks: Your API key?"
+        dovecot.deliver(mail(ALICE, "k3y-42", reply_to=question))
+        answered = await until(lambda: smtp.to(ALICE)[1:])
+        assert dovecot.inbox_count() == 1  # the mail holding the secret is gone
+    assert body(answered[0]) == "Thanks."
+    outputs = [i for i in model.calls[-1].input if isinstance(i, dict) and "output" in i]
+    assert outputs[-1]["output"] == "secret received: True"
