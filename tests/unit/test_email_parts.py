@@ -148,6 +148,6 @@ def test_the_first_allowed_sender_is_the_owner_without_people():
     assert identity_of("email_channel", "carol@family.test#t3") == "email:carol@family.test"
     assert email_ids('["A@x.test", "b@y.test"]') == ["a@x.test", "b@y.test"]
     named = Household(
-        {"ada": PersonSettings(role="owner", identities=["email:ada@family.test"])}, []
+        {"ada": PersonSettings(role="owner", identities=["email:Ada@Family.test"])}, []
     )
     assert named.person("email_channel", "ada@family.test#t9", "ada@family.test").name == "ada"

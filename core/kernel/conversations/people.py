@@ -114,6 +114,12 @@ def email_ids(value: Any) -> list[str]:
     return [str(item).strip().lower() for item in value] if isinstance(value, list) else []
 
 
+def _case_folded(identity: str) -> str:
+    """An e-mail identity in lower case (addresses are compared so; the channel
+    lowercases its senders); any other identity as it is."""
+    return identity.lower() if identity.startswith("email:") else identity
+
+
 class Household:
     """The people and who each identity is (a dict lookup per turn)."""
 
@@ -133,7 +139,7 @@ class Household:
             for name, entry in people.items():
                 person = Person(name, entry.role)
                 for identity in entry.identities:
-                    self._people[identity] = person
+                    self._people[_case_folded(identity)] = person
             self.owner = next(Person(n, "owner") for n, e in people.items() if e.role == "owner")
             return
         self.owner = Person(OWNER, "owner")
