@@ -15,6 +15,7 @@ users, which pytest's 0700 temp dirs are not), removed on ``stop``.
 from __future__ import annotations
 
 import asyncio
+import grp
 import imaplib
 import os
 import pwd
@@ -83,9 +84,10 @@ class Dovecot:
     def config(self) -> str:
         root = self.root
         if os.geteuid() == 0:
-            internal, login, mail_user = "dovecot", "dovenull", "dovecot"
+            internal, login, mail_user, group = "dovecot", "dovenull", "dovecot", "dovecot"
         else:
             internal = login = mail_user = pwd.getpwuid(os.geteuid()).pw_name
+            group = grp.getgrgid(os.getegid()).gr_name
         return f"""
 protocols = imap
 listen = 127.0.0.1
@@ -98,7 +100,7 @@ auth_failure_delay = 0
 auth_mechanisms = plain login
 login_trusted_networks = 127.0.0.0/8
 default_internal_user = {internal}
-default_internal_group = {internal}
+default_internal_group = {group}
 default_login_user = {login}
 first_valid_uid = 1
 mail_location = maildir:{root}/mail/%n
@@ -109,7 +111,7 @@ passdb {{
 }}
 userdb {{
   driver = static
-  args = uid={mail_user} gid={mail_user} home={root}/mail/%n
+  args = uid={mail_user} gid={group} home={root}/mail/%n
 }}
 service imap-login {{
   chroot =
