@@ -14,7 +14,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,memory,telegram,discord,slack,matrix]'
+	$(BIN)/python -m pip install -q -e '.[dev,memory,telegram,discord,slack,matrix,email]'
 	touch $(STAMP)
 
 run: install

@@ -5,6 +5,7 @@ use, one per channel account: ``telegram:111`` (a Telegram user id),
 ``discord:80351110224678912`` (a Discord user id),
 ``slack:U0123ABCD`` (a Slack member id),
 ``matrix:@alice:example.org`` (a Matrix user id),
+``email:alice@example.org`` (an e-mail address, lowercased),
 ``cli:local`` (the local terminal), ``http:default`` (the HTTP API token).
 One person on several channels is one person: one memory, one set of
 reminders, one "always allow" list. The section is optional; without it

@@ -50,12 +50,14 @@ log = logging.getLogger("core.mcp_server")
 MCP_CHANNEL = "mcp"
 TELEGRAM_CHANNEL = "telegram_channel"
 # a member's own chat, by identity prefix: where their reminders set over MCP fire
-# (a Discord or Slack address is the member's id: their DM; a Matrix id, their direct room)
+# (a Discord or Slack address is the member's id: their DM; a Matrix id, their direct room;
+# an e-mail address, a new mail to them)
 _HOME_CHANNELS = {
     "telegram": TELEGRAM_CHANNEL,
     "discord": "discord_channel",
     "slack": "slack_channel",
     "matrix": "matrix_channel",
+    "email": "email_channel",
 }
 MCP_SUBSCRIBER = "kernel/mcp"
 # the person's own tools an MCP client may call (kv_* by prefix); ``ask`` is the desk's

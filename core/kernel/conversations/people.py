@@ -5,8 +5,10 @@ SPEC §11) is known on each channel by an identity ``CHANNEL:ID``:
 ``cli:local`` (whoever types on the terminal), ``http:default`` (whoever
 holds the HTTP API token), ``telegram:<user id>`` (in a group: the sender's
 id, not the chat's), ``discord:<user id>`` and ``slack:<member id>`` (in a
-server channel too: the sender's). The router resolves a turn's identity once,
-here, and puts ``person`` and ``role`` into its ``TurnContext``.
+server channel too: the sender's), ``matrix:@user:server`` and
+``email:<address>`` (lowercased; the sender's, in whichever thread). The
+router resolves a turn's identity once, here, and puts ``person`` and
+``role`` into its ``TurnContext``.
 
 With no ``people:`` section the household is the owner alone, as before
 people existed: the owner is the local terminal user, the HTTP token's
@@ -36,6 +38,7 @@ __all__ = [
     "CHANNEL_PREFIXES",
     "Household",
     "Person",
+    "email_ids",
     "identity_of",
     "matrix_ids",
     "slack_ids",
@@ -50,6 +53,7 @@ CHANNEL_PREFIXES = {
     "discord_channel": "discord",
     "slack_channel": "slack",
     "matrix_channel": "matrix",
+    "email_channel": "email",
 }
 _FIXED_IDS = {"cli": "local", "http": "default"}  # one user per terminal, one per token
 OWNER = "owner"  # the owner's name when settings name no one
@@ -102,6 +106,20 @@ def matrix_ids(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
 
 
+def email_ids(value: Any) -> list[str]:
+    """The e-mail channel's ``allowed_senders``, in order and lowercased: a YAML
+    list, or ``'["a@x.org"]'`` / ``"a@x.org,b@y.org"`` from the environment."""
+    if isinstance(value, str):
+        return [a.lower() for a in re.findall(r"[^\s,\"'\[\]<>@]+@[^\s,\"'\[\]<>@]+", value)]
+    return [str(item).strip().lower() for item in value] if isinstance(value, list) else []
+
+
+def _case_folded(identity: str) -> str:
+    """An e-mail identity in lower case (addresses are compared so; the channel
+    lowercases its senders); any other identity as it is."""
+    return identity.lower() if identity.startswith("email:") else identity
+
+
 class Household:
     """The people and who each identity is (a dict lookup per turn)."""
 
@@ -113,6 +131,7 @@ class Household:
         discord_ids: Sequence[str] = (),
         slack_ids: Sequence[str] = (),
         matrix_ids: Sequence[str] = (),
+        email_ids: Sequence[str] = (),
     ) -> None:
         self.named = bool(people)
         self._people: dict[str, Person] = {}
@@ -120,12 +139,17 @@ class Household:
             for name, entry in people.items():
                 person = Person(name, entry.role)
                 for identity in entry.identities:
-                    self._people[identity] = person
+                    self._people[_case_folded(identity)] = person
             self.owner = next(Person(n, "owner") for n, e in people.items() if e.role == "owner")
             return
         self.owner = Person(OWNER, "owner")
         self._people = {"cli:local": self.owner, "http:default": self.owner}
-        others = (("discord", discord_ids), ("slack", slack_ids), ("matrix", matrix_ids))
+        others = (
+            ("discord", discord_ids),
+            ("slack", slack_ids),
+            ("matrix", matrix_ids),
+            ("email", email_ids),
+        )
         for prefix, ids in (("telegram", telegram_ids), *others):
             for index, user_id in enumerate(ids):
                 identity = f"{prefix}:{user_id}"
@@ -134,17 +158,19 @@ class Household:
     @classmethod
     def of(cls, people: People, extensions: Mapping[str, Mapping[str, Any]]) -> Household:
         """From ``people:`` and, without it, the chat channels' allow-lists in
-        ``extensions:`` (Telegram's, Discord's, Slack's, Matrix's)."""
+        ``extensions:`` (Telegram's, Discord's, Slack's, Matrix's, e-mail's)."""
         telegram: Any = extensions.get("telegram_channel", {}).get("allowed_user_ids")
         discord: Any = extensions.get("discord_channel", {}).get("allowed_user_ids")
         slack: Any = extensions.get("slack_channel", {}).get("allowed_user_ids")
         matrix: Any = extensions.get("matrix_channel", {}).get("allowed_user_ids")
+        mail: Any = extensions.get("email_channel", {}).get("allowed_senders")
         return cls(
             people,
             telegram_ids(telegram),
             discord_ids=telegram_ids(discord),
             slack_ids=slack_ids(slack),
             matrix_ids=matrix_ids(matrix),
+            email_ids=email_ids(mail),
         )
 
     def person(self, channel_id: str, user_id: str, sender_id: str | None = None) -> Person:
