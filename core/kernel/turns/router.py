@@ -76,6 +76,9 @@ __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
 log = logging.getLogger("core.kernel.turns.router")
 
+# shown until the first token while a local model reads the prompt from its start
+READING = "reading the conversation…"
+
 
 class MessageRouter:
     """Routes messages between channels, commands and the orchestrator."""
@@ -120,6 +123,12 @@ class MessageRouter:
         self.hints = hints  # tool renderers, for streamed tool calls (ADR 0096)
         # background tasks become workflow runs: listed, cancellable, kept (ADR 0091)
         self.background: Callable[[str, str, str | None], Awaitable[Any]] | None = None
+        # whether the model must read the whole prompt first: a local server, cold
+        # (``PrefixWarmer.reads_anew``, ADR 0098); a live stream then says so
+        self.reads_anew: Callable[[], bool] | None = None
+
+    def _prompt_read_anew(self) -> bool:
+        return self.reads_anew is not None and self.reads_anew()
 
     # ------------------------------------------------------------ wiring
 
@@ -279,6 +288,8 @@ class MessageRouter:
                     parts = None
                     if files and self.offering is not None:
                         text, parts = await self.offering.offer(turn, files, text)
+                    if channel is not None and callbacks is not None and self._prompt_read_anew():
+                        await channel.on_stream_status(turn.user_id, READING)
                     ran = await self.running.run(
                         key, self.runner.run(text, turn, session, callbacks, parts)
                     )

@@ -76,8 +76,23 @@ class PrefixWarmer:
         self._wanted = asyncio.Event()
         self._wanted.set()  # at start
         self._slots_unsupported: set[str] = set()
+        self._warming = False
+        self._served: set[str] = set()  # models that answered a turn since they last failed
         self.last: Warmed | None = None
         router.health.observers.append(self._model_attempted)
+
+    def reads_anew(self) -> bool:
+        """Whether the next turn's model is a server on this machine that must read the
+        prompt from its start (minutes on a small CPU): the prefix is wanted or being
+        warmed, or it neither was warmed nor served a turn since the start or its last
+        failure. A channel then shows progress (ADR 0098)."""
+        choice = self._router.local_choice(ORCHESTRATOR_ID)
+        if choice is None:
+            return False
+        if self._wanted.is_set() or self._warming:
+            return True
+        warmed = self.last is not None and self.last.label == choice.label
+        return not warmed and choice.label not in self._served
 
     def want(self) -> None:
         """Warm again soon: the prefix changed (a reload) or the server may have lost it."""
@@ -91,6 +106,7 @@ class PrefixWarmer:
             self._wanted.clear()
             delay = RETRY_FIRST_S
             while True:
+                self._warming = True
                 try:
                     self.last = await self.warm()
                     break
@@ -105,6 +121,8 @@ class PrefixWarmer:
                         exc_info=True,
                     )
                     break
+                finally:
+                    self._warming = False
 
     async def warm(self) -> Warmed | None:
         """Send the stable prefix once (``None``: nothing to warm for this model)."""
@@ -167,8 +185,12 @@ class PrefixWarmer:
     def _model_attempted(self, label: str, outcome: str) -> None:
         """A turn's call to the warmed model failed: its server may be down and come
         back with an empty cache, so warm again (retried until it answers)."""
-        if outcome == "failed" and self.last is not None and self.last.label == label:
-            self.want()
+        if outcome == "ok":
+            self._served.add(label)
+        elif outcome == "failed":
+            self._served.discard(label)
+            if self.last is not None and self.last.label == label:
+                self.want()
 
 
 def _prefix_key(label: str, system: str, tools: list[str]) -> str:
