@@ -237,6 +237,17 @@ class ModelRouter:
         self._api_key(provider_name, provider, agent_id)  # raises when the key is missing
         return ModelChoice(provider_name, provider, model)
 
+    def local_choice(self, agent_id: str | None = None) -> ModelChoice | None:
+        """``agent_id``'s first model when a server on this machine serves it (it reads
+        a whole prompt slowly, ADR 0098); ``None`` under an override or without one."""
+        if self._override(agent_id) is not None:
+            return None
+        try:
+            choice = self.resolve(agent_id)
+        except ModelNotConfiguredError:
+            return None
+        return choice if choice.provider.on_this_machine else None
+
     def is_configured(self, agent_id: str | None = None) -> bool:
         try:
             self.get_model(agent_id)

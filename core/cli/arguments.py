@@ -122,6 +122,14 @@ def _setup(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-key-env", metavar="VAR", help="the environment variable (or .env name) of the key"
     )
+    parser.add_argument(
+        "--local-model",
+        action="store_true",
+        help="install a local model, offline (llama.cpp + a small model, ~1.2 GB) and use it",
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="with --local-model: download without asking (scripts)"
+    )
 
 
 def _new_extension(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,8 @@ default is listed with the file or environment variable that set it), storage (w
 the connection and each component's schema version), every model provider
 (reachable, lists models; one no model setting names is only warned about:
 an unused provider is not a failure), every MCP server (connects, lists its tools),
-secrets declared by enabled extensions, the status of every extension, and
+the local model ``main.py setup`` installs (``doctor_local``), secrets
+declared by enabled extensions, the status of every extension, and
 in-process extensions whose source opens the network without declaring
 ``permissions.network`` (a warning, ``doctor_network``).
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from core.agents.mcp_servers import McpServers
 from core.agents.model_router import ModelRouter
+from core.cli.doctor_local import local_model_lines
 from core.cli.doctor_models import model_lines
 from core.cli.doctor_network import undeclared_network_lines
 from core.cli.report import collect_report
@@ -25,6 +27,7 @@ from core.extensions.isolation.kernel.factory import confinement_report
 from core.runtime import load_secrets
 
 OK, BAD, WARN, OFF = "ok  ", "FAIL", "WARN", "off "
+_MARKS = {"ok": OK, "fail": BAD, "warn": WARN, "off": OFF}
 
 
 def run_doctor(settings: Settings, *, verbose: bool = False) -> int:
@@ -87,9 +90,12 @@ async def _doctor(settings: Settings, *, verbose: bool = False) -> int:
             print(f"{OK if fine else BAD} {line}")
             problems += not fine
         used = used_providers(settings.models.model_dump(mode="json"))
+        kept = _kept_server(settings)
         for check in await router.check_providers():
             if check.ok:
                 print(f"{OK} provider {check.name}: {check.detail}")
+            elif check.name in kept:  # its server runs only beside the kernel
+                print(f"{WARN} provider {check.name}: {check.detail} (starts with the kernel)")
             elif check.name in used:
                 print(f"{BAD} provider {check.name}: {check.detail}")
                 problems += 1
@@ -97,6 +103,9 @@ async def _doctor(settings: Settings, *, verbose: bool = False) -> int:
                 print(f"{WARN} provider {check.name} (no model uses it): {check.detail}")
     finally:
         await router.aclose()
+    for level, line in await local_model_lines(settings.models.local_server):
+        print(f"{_MARKS[level]} {line}")
+        problems += level == "fail"
 
     policy = settings.policy
     print(
@@ -200,6 +209,16 @@ async def _check_storage(settings: Settings) -> int:
         print(f"{mark} schema {status.component}: {detail}")
         problems += mark == BAD
     return problems
+
+
+def _kept_server(settings: Settings) -> set[str]:
+    """Providers served by the local model's server, which Hearth starts with the
+    kernel (ADR 0098): not answering while the kernel is down is expected."""
+    local = settings.models.local_server
+    if not local.start:
+        return set()
+    providers = settings.models.providers.items()
+    return {name for name, p in providers if (p.base_url or "").rstrip("/") == local.base_url}
 
 
 def _not_set_up(settings: Settings, entry: dict[str, Any], secrets: dict[str, str]) -> str | None:

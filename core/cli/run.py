@@ -4,6 +4,8 @@ In a terminal the conversation owns the screen: logs go to
 ``<data>/hearth.log`` and only warnings reach the terminal (``quiet_terminal``;
 ``--verbose`` keeps them on stderr). There Ctrl-C belongs to the CLI channel
 (it cancels a turn, or asks before quitting), so SIGINT does not stop the kernel.
+Unsupervised, the run keeps the local model's server itself when
+``models.local_server.start`` says so (ADR 0098).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 from core.agents.model_router import ModelRouter
 from core.config import Settings
 from core.kernel.runner import Kernel
-from core.runtime import is_supervised, take_restart_request
+from core.runtime import LocalServerKeeper, is_supervised, take_restart_request
 
 log = logging.getLogger("core.kernel.runner")
 
@@ -44,6 +46,16 @@ def run_kernel(settings: Settings, argv: list[str]) -> int:
         print(SETUP_HINT, file=sys.stderr, flush=True)
     disabled = {"cli_channel": "not started under the supervisor"} if supervised else {}
     kernel = Kernel(settings, disabled_extensions=disabled)
+    local = settings.models.local_server
+    server = None
+    if local.start and not supervised:  # under a supervisor, it keeps the server (ADR 0098)
+        server = LocalServerKeeper(
+            local.argv(),
+            settings.data_dir,
+            logging.getLogger("core.runtime.local_server"),
+            backoff_max_s=local.restart_backoff_max_s,
+        )
+        server.start()
     try:
         asyncio.run(_serve(kernel))
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown
@@ -51,6 +63,9 @@ def run_kernel(settings: Settings, argv: list[str]) -> int:
     except Exception:  # a kernel task died (e.g. the event bus): exit non-zero, loudly
         log.critical("kernel failed; exiting for the supervisor to restart it", exc_info=True)
         return 1
+    finally:
+        if server is not None:
+            server.stop()
     if kernel.restart_requested and not supervised:
         take_restart_request(kernel.data_dir)
         log.info("restarting: %s", kernel.restart_requested)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from core.config.models import (
         BudgetSettings as BudgetSettings,
         FallbackRef as FallbackRef,
+        LocalServerSettings as LocalServerSettings,
         ModelPrice as ModelPrice,
     )
     from core.config.people import (

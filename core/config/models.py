@@ -9,11 +9,14 @@ may name its ``fallbacks``.
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["BudgetSettings", "FallbackRef", "ModelPrice"]
+from core.runtime import LocalModelFiles, server_argv
+
+__all__ = ["BudgetSettings", "FallbackRef", "LocalServerSettings", "ModelPrice"]
 
 
 class _Section(BaseModel):
@@ -74,3 +77,30 @@ class BudgetSettings(_Section):
                 "a month could not hold one full day"
             )
         return self
+
+
+class LocalServerSettings(_Section):
+    """The local model ``main.py setup`` installed (ADR 0098): with ``start``, the
+    supervisor (and a foreground run) starts its llama.cpp server beside the kernel
+    on ``127.0.0.1:port``, restarts it when it dies and stops it with the kernel.
+    ``dir``: where it is installed (``null``: ``~/.cache/hearth/local-model``)."""
+
+    start: bool = False
+    dir: str | None = None
+    port: int = Field(default=8089, ge=1, le=65535)
+    threads: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1)
+    context: int = Field(default=16384, ge=512)  # tokens the server holds per request
+    restart_backoff_max_s: float = Field(default=60.0, gt=0)
+
+    @property
+    def files(self) -> LocalModelFiles:
+        return LocalModelFiles.at(self.dir)
+
+    @property
+    def base_url(self) -> str:
+        """Its OpenAI-compatible address, as the provider settings name it."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def argv(self) -> list[str]:
+        """The server's command line for these settings."""
+        return server_argv(self.files, port=self.port, threads=self.threads, context=self.context)

@@ -38,7 +38,7 @@ from core.config.layers import (
     read_layer,
     validated,
 )
-from core.config.models import BudgetSettings, FallbackRef, ModelPrice
+from core.config.models import BudgetSettings, FallbackRef, LocalServerSettings, ModelPrice
 from core.config.people import People
 from core.config.replay import ReplaySettings
 from core.config.scale import ScaleOutSections
@@ -95,18 +95,23 @@ class ProviderSettings(_Section):
     turn_notes: Literal["auto", "kept", "fresh"] = "auto"
 
     @property
+    def on_this_machine(self) -> bool:
+        """An OpenAI-compatible server on this machine (a loopback address)."""
+        return self.type == "openai_compatible" and is_loopback_url(self.base_url)
+
+    @property
     def schemas_on_demand(self) -> bool:
         """Whether requests to this provider carry only the tools the model loaded."""
         if self.tool_schemas != "auto":
             return self.tool_schemas == "on_demand"
-        return self.type == "openai_compatible" and is_loopback_url(self.base_url)
+        return self.on_this_machine
 
     @property
     def keeps_notes(self) -> bool:
         """Whether a turn's note is stored with its history for this provider."""
         if self.turn_notes != "auto":
             return self.turn_notes == "kept"
-        return self.type == "openai_compatible" and is_loopback_url(self.base_url)
+        return self.on_this_machine
 
     @property
     def warmed(self) -> bool:
@@ -114,7 +119,7 @@ class ProviderSettings(_Section):
         server on this machine (a paid provider is never sent a request unasked)."""
         if self.warm != "auto":
             return self.warm == "on"
-        return self.type == "openai_compatible" and is_loopback_url(self.base_url)
+        return self.on_this_machine
 
 
 def is_loopback_url(url: str | None) -> bool:
@@ -143,6 +148,7 @@ class ModelsSettings(_Section):
     cooldown_max_s: float = Field(default=600.0, gt=0)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)  # MODEL or PROVIDER/MODEL
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    local_server: LocalServerSettings = Field(default_factory=LocalServerSettings)
 
 
 class ChannelsSettings(_Section):

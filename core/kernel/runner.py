@@ -171,6 +171,7 @@ class Kernel:
             spending=self.spending,
         )
         self.router, self.agents = turns.router, turns.agents
+        self.router.warmer = self.warmer  # progress while a local model reads (ADR 0098)
         self.person_files = turns.files
         self.workflows = self._workflows(ext.later_tools)  # ADR 0091
         self.mcp_desk = McpDesk(  # `main.py mcp` is a front of this kernel (ADR 0059)

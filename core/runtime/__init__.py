@@ -1,6 +1,7 @@
 """What every process of Hearth needs from its surroundings: the data
 directory and its safe file handling, secrets, logging, the supervisor's
-restart files, and two small asyncio/import helpers. The door is lazy
+restart files, the local model's files and the keeper of its server, and two
+small asyncio/import helpers. The door is lazy
 (PEP 562) so the plugin host, which uses only light parts, loads nothing
 heavy (ADR 0015).
 """
@@ -43,6 +44,20 @@ if TYPE_CHECKING:
         restart_request_path as restart_request_path,
         take_restart_request as take_restart_request,
         write_restart_request as write_restart_request,
+    )
+    from core.runtime.local_model import (
+        RELEASE as RELEASE,
+        LocalModelFiles as LocalModelFiles,
+        LocalModelRelease as LocalModelRelease,
+        default_home as default_home,
+        file_sha256 as file_sha256,
+        pinned as pinned,
+        server_argv as server_argv,
+        server_version_for as server_version_for,
+    )
+    from core.runtime.local_server import (
+        LOCAL_SERVER_LOG as LOCAL_SERVER_LOG,
+        LocalServerKeeper as LocalServerKeeper,
     )
     from core.runtime.logs import (
         REDACTOR as REDACTOR,

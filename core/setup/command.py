@@ -2,9 +2,11 @@
 
 ``main.py setup --provider openai_compatible --base-url URL --model NAME``
 (SPEC §10) checks the provider offers the model, then writes the same keys
-the wizard would; nothing is written when the check fails. Logging is held
-at WARNING meanwhile: an HTTP client logging at INFO would print request
-URLs, and the Bot API's carry the token.
+the wizard would; nothing is written when the check fails. ``main.py setup
+--local-model [--yes]`` installs the local model, offline (ADR 0098): its
+size is stated first and nothing is downloaded without a yes. Logging is
+held at WARNING meanwhile: an HTTP client logging at INFO would print
+request URLs, and the Bot API's carry the token.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import logging
 import sys
 
 from core.config import Settings, SettingsError, load_settings
-from core.runtime import load_secrets
+from core.runtime import load_secrets, pinned
+from core.setup.local_model import download_notice
 from core.setup.plan import SetupPlan, local_layer
 from core.setup.probes import ProbeError, list_models
 from core.setup.terminal import SetupCancelled, TerminalAsker
@@ -28,6 +31,11 @@ def run_setup_command(settings: Settings, args: argparse.Namespace) -> int:
     # "telegram": the Telegram channel's setup; the Bot API's URLs carry the token
     for name in ("httpx", "httpcore", "openai", "telegram"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    if args.local_model:
+        if args.provider:
+            print("hearth setup: --local-model is a provider of its own", file=sys.stderr)
+            return 2
+        return asyncio.run(_scripted_local(settings, yes=args.yes))
     if args.provider:
         return asyncio.run(_scripted(settings, args))
     if args.base_url or args.model or args.api_key_env:
@@ -74,6 +82,25 @@ async def _scripted(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     plan = SetupPlan()
     plan.use_model(args.provider, args.model, base_url=base_url, api_key_env=args.api_key_env)
+    return _write(plan, settings)
+
+
+async def _scripted_local(settings: Settings, *, yes: bool) -> int:
+    """``--local-model``: install it and write its settings; the download needs a yes,
+    typed at a terminal or given as ``--yes``."""
+    from core.setup.wizard import local_model_step
+
+    if not yes and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(download_notice(settings.models.local_server.files, pinned()))
+        print("hearth setup: add --yes to download it; nothing downloaded", file=sys.stderr)
+        return 2
+    plan = SetupPlan()
+    try:
+        if not await local_model_step(settings, TerminalAsker(), plan, agreed=yes):
+            return 1
+    except SetupCancelled:
+        print("\nSetup stopped; nothing downloaded.", flush=True)
+        return 130
     return _write(plan, settings)
 
 

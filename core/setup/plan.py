@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.config import Layer, Settings
+from core.config import Layer, LocalServerSettings, Settings
 from core.runtime import env_file_path, save_secrets
 from core.setup.settings_file import KeyPath, write_changes
 
@@ -29,6 +29,7 @@ __all__ = [
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 LOCAL_KEY_ENV = "LOCAL_MODEL_API_KEY"
 LOCAL_PROVIDER = "local"
+LOCAL_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -51,6 +52,16 @@ class SetupPlan:
         if api_key_env or provider == "openai":
             self.settings[(*base, "api_key_env")] = api_key_env or OPENAI_KEY_ENV
         self.settings[("models", "default")] = {"provider": name, "model": model}
+
+    def use_local_model(self, local: LocalServerSettings, model: str) -> None:
+        """The installed local model as the default, its server started beside the
+        kernel (``models.local_server.start``, ADR 0098). Its provider and a turn wait
+        up to ``LOCAL_TIMEOUT_S``: a small CPU reads a whole prompt for minutes (the
+        first message after a start, before the warm prefix is ready)."""
+        self.use_model("openai_compatible", model, base_url=local.base_url, api_key_env=None)
+        self.settings[("models", "providers", LOCAL_PROVIDER, "timeout_s")] = LOCAL_TIMEOUT_S
+        self.settings[("turns", "timeout_s")] = LOCAL_TIMEOUT_S
+        self.settings[("models", "local_server", "start")] = True
 
     def use_price(self, model: str, input: float, cached_input: float, output: float) -> None:
         """``models.prices.<model>`` per million tokens (ADR 0061)."""

@@ -25,7 +25,9 @@ class TerminalAsker:
     """One question at a time on the terminal; answers come back stripped."""
 
     def __init__(self) -> None:
-        self._session: PromptSession[str] = PromptSession()
+        # made at the first question: a script that is asked none (``--yes``) runs
+        # without a terminal, where making one warns
+        self._session: PromptSession[str] | None = None
 
     def say(self, text: str) -> None:
         print(text, flush=True)
@@ -75,6 +77,8 @@ class TerminalAsker:
     async def _prompt(self, message: str, *, hidden: bool) -> str:
         # a hidden answer gets a session of its own: the shared one's history
         # (up-arrow) never holds a secret
+        if self._session is None:
+            self._session = PromptSession()
         session: PromptSession[str] = PromptSession() if hidden else self._session
         try:
             return await session.prompt_async(message, is_password=hidden)

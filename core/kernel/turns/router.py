@@ -71,10 +71,14 @@ from core.kernel.turns.outbox import OpenStream, ReplyOutbox
 from core.kernel.turns.streaming import channel_callbacks
 from core.kernel.turns.tool_hints import ToolHints
 from core.kernel.turns.turn import APOLOGY, OrchestratorLike, TurnResult, TurnRunner
+from core.kernel.turns.warm import PrefixWarmer
 
 __all__ = ["APOLOGY", "MessageRouter", "OrchestratorLike"]
 
 log = logging.getLogger("core.kernel.turns.router")
+
+# shown until the first token while a local model reads the prompt from its start
+READING = "reading the conversation…"
 
 
 class MessageRouter:
@@ -120,6 +124,9 @@ class MessageRouter:
         self.hints = hints  # tool renderers, for streamed tool calls (ADR 0096)
         # background tasks become workflow runs: listed, cancellable, kept (ADR 0091)
         self.background: Callable[[str, str, str | None], Awaitable[Any]] | None = None
+        # a local model that must read the prompt from its start (ADR 0098): a live
+        # stream says so, and the turn waits while its server still loads the model
+        self.warmer: PrefixWarmer | None = None
 
     # ------------------------------------------------------------ wiring
 
@@ -279,9 +286,16 @@ class MessageRouter:
                 else:
                     if files and self.offering is not None:
                         text, parts = await self.offering.offer(turn, files, text)
-                    ran = await self.running.run(
-                        key, self.runner.run(text, turn, session, callbacks, parts)
-                    )
+                    cold = self.warmer is not None and self.warmer.reads_anew()
+                    if cold and channel is not None and callbacks is not None:
+                        await channel.on_stream_status(turn.user_id, READING)
+
+                    async def work() -> TurnResult:  # a server that loads is waited for
+                        if cold and self.warmer is not None:
+                            await self.warmer.until_ready(self.limits.timeout_s)
+                        return await self.runner.run(text, turn, session, callbacks, parts)
+
+                    ran = await self.running.run(key, work())
                 result = ran if ran is not None else await self._cancelled(event, turn, started)
                 if result.paused is not None:
                     if stream is not None:

@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 from agents import ModelSettings, RunContextWrapper
 from agents.models.interface import ModelTracing
-from openai import APIConnectionError, APITimeoutError
+from openai import APIConnectionError, APIStatusError, APITimeoutError
 
 from core.agents import ORCHESTRATOR_ID, ModelRouter, WarmTarget
 from core.extensions.contract import TurnContext
@@ -48,6 +48,8 @@ RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 60.0
 SLOT = 0  # llama.cpp's first slot: the one a single-slot server (``-np 1``) serves from
 UNREACHABLE = (APIConnectionError, APITimeoutError, httpx.TransportError)
+LOADING = 503  # llama.cpp answers while it loads the model (``/health`` too)
+STARTING_S = 30.0  # how long a server that does not listen yet is waited for
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +78,49 @@ class PrefixWarmer:
         self._wanted = asyncio.Event()
         self._wanted.set()  # at start
         self._slots_unsupported: set[str] = set()
+        self._warming = False
+        self._served: set[str] = set()  # models that answered a turn since they last failed
         self.last: Warmed | None = None
         router.health.observers.append(self._model_attempted)
+
+    def reads_anew(self) -> bool:
+        """Whether the next turn's model is a server on this machine that must read the
+        prompt from its start (minutes on a small CPU): the prefix is wanted or being
+        warmed, or it neither was warmed nor served a turn since the start or its last
+        failure. A channel then shows progress (ADR 0098)."""
+        choice = self._router.local_choice(ORCHESTRATOR_ID)
+        if choice is None:
+            return False
+        if self._wanted.is_set() or self._warming:
+            return True
+        warmed = self.last is not None and self.last.label == choice.label
+        return not warmed and choice.label not in self._served
+
+    async def until_ready(self, timeout_s: float) -> None:
+        """Wait while the next turn's local server is still loading its model (its
+        ``/health`` answers 503), up to ``timeout_s``, or does not listen yet, up to
+        ``STARTING_S`` (it may be starting beside Hearth). A turn sent meanwhile would
+        fail at once and cool the model down; after the wait it goes as it would."""
+        choice = self._router.local_choice(ORCHESTRATOR_ID)
+        root = _server_root(choice.provider.base_url) if choice else None
+        if root is None:
+            return
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        delay = 0.25
+        async with httpx.AsyncClient(timeout=RETRY_MAX_S) as client:
+            while True:
+                try:
+                    response = await client.get(f"{root}/health")
+                    if response.status_code != LOADING:
+                        return  # ready, or a server without llama.cpp's /health
+                    limit = timeout_s
+                except httpx.TransportError:
+                    limit = STARTING_S
+                if loop.time() - started + delay > limit:
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     def want(self) -> None:
         """Warm again soon: the prefix changed (a reload) or the server may have lost it."""
@@ -91,20 +134,23 @@ class PrefixWarmer:
             self._wanted.clear()
             delay = RETRY_FIRST_S
             while True:
+                self._warming = True
                 try:
                     self.last = await self.warm()
                     break
-                except UNREACHABLE as exc:
+                except Exception as exc:
+                    if not _not_ready(exc):
+                        log.warning(
+                            "prompt warm-up failed; the first message reads the whole prompt",
+                            exc_info=True,
+                        )
+                        break
                     if delay == RETRY_FIRST_S:
-                        log.info("prompt warm-up: the model server does not answer yet (%s)", exc)
+                        log.info("prompt warm-up: the model server is not ready yet (%s)", exc)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, RETRY_MAX_S)
-                except Exception:
-                    log.warning(
-                        "prompt warm-up failed; the first message reads the whole prompt",
-                        exc_info=True,
-                    )
-                    break
+                finally:
+                    self._warming = False
 
     async def warm(self) -> Warmed | None:
         """Send the stable prefix once (``None``: nothing to warm for this model)."""
@@ -167,8 +213,19 @@ class PrefixWarmer:
     def _model_attempted(self, label: str, outcome: str) -> None:
         """A turn's call to the warmed model failed: its server may be down and come
         back with an empty cache, so warm again (retried until it answers)."""
-        if outcome == "failed" and self.last is not None and self.last.label == label:
-            self.want()
+        if outcome == "ok":
+            self._served.add(label)
+        elif outcome == "failed":
+            self._served.discard(label)
+            if self.last is not None and self.last.label == label:
+                self.want()
+
+
+def _not_ready(exc: Exception) -> bool:
+    """The server does not listen yet, or still loads its model: try again later."""
+    if isinstance(exc, APIStatusError):
+        return exc.status_code == LOADING
+    return isinstance(exc, UNREACHABLE)
 
 
 def _prefix_key(label: str, system: str, tools: list[str]) -> str:

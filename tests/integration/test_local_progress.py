@@ -1,0 +1,114 @@
+"""Progress while a local model reads the prompt (issue 47, ADR 0098): the first turn
+a server on this machine must read from the start (no warm prefix yet, nothing
+served since the start) shows "reading the conversation…" on a streaming channel
+before the first token; once the server holds the prompt, turns show nothing. A
+server still loading its model (llama.cpp answers 503) is waited for, by the turn
+and by the warm-up, instead of failing the first message."""
+
+from __future__ import annotations
+
+import threading
+
+from agents.testing import ModelStep, ScriptedModel, assistant_message
+
+from conftest import ext_code
+from core.kernel.turns.router import READING
+from support.fake_openai import FakeOpenAIServer, models_section
+from support.harness import CAPTURE_MANIFEST, running_kernel, wait_for
+
+SCREEN = ext_code(
+    """
+    shown = None
+    def _log(self):
+        if self.shown is None:
+            self.shown = []
+        return self.shown
+    async def send_to_user(self, user_id, message):
+        self._log().append(("reply", message))
+    async def send_message(self, message):
+        self._log().append(("notify", message))
+    async def on_stream_start(self, user_id):
+        return True
+    async def on_stream_chunk(self, user_id, chunk):
+        self._log().append(("chunk", chunk))
+    async def on_stream_status(self, user_id, status):
+        self._log().append(("status", status))
+    async def on_stream_end(self, user_id, full_text):
+        self._log().append(("reply", full_text))
+    async def say(self, text, user_id="u1"):
+        return await self.ctx.on_user_message(text, user_id)
+    """
+)
+
+
+def kinds(log: list[tuple[str, str]], kind: str) -> list[str]:
+    return [text for k, text in log if k == kind]
+
+
+async def test_a_cold_local_model_shows_progress_until_the_first_token(
+    make_ext, settings_file
+) -> None:
+    make_ext("screen", SCREEN, CAPTURE_MANIFEST)
+    with FakeOpenAIServer() as server:
+        server.script("Hello there.", "Again.")
+        server.chunk_gate = gate = threading.Semaphore(0)  # the server still "reads"
+        models = models_section(server.base_url, max_retries=0, warm="off")
+        async with running_kernel(
+            settings_file(channels={"default": "screen"}, models=models)
+        ) as k:
+            screen = k.loader.instance("screen")
+            assert k.warmer.reads_anew()  # nothing warmed, nothing served yet
+            await screen.say("Good morning!")
+            await wait_for(lambda: ("status", READING) in screen._log(), timeout=30)
+            assert kinds(screen._log(), "chunk") == []  # shown before any token
+            server.chunk_gate = None
+            gate.release(100)
+            await wait_for(lambda: ("reply", "Hello there.") in screen._log(), timeout=30)
+            log = screen._log()
+            assert log.index(("status", READING)) < next(
+                i for i, (kind, _) in enumerate(log) if kind == "chunk"
+            )
+            # served once: the server holds the prompt, the next turn reads only what is new
+            assert not k.warmer.reads_anew()
+            await screen.say("And now?")
+            await wait_for(lambda: ("reply", "Again.") in screen._log(), timeout=30)
+            assert kinds(screen._log(), "status") == [READING]
+
+
+async def test_a_turn_waits_while_the_local_server_loads_its_model(make_ext, settings_file) -> None:
+    make_ext("screen", SCREEN, CAPTURE_MANIFEST)
+    with FakeOpenAIServer() as server:
+        server.loading = True  # just started beside Hearth: /health and completions 503
+        server.script("Ready now.")
+        models = models_section(server.base_url, max_retries=0)
+        async with running_kernel(
+            settings_file(channels={"default": "screen"}, models=models)
+        ) as k:
+            screen = k.loader.instance("screen")
+            await screen.say("Good morning!")
+            await wait_for(lambda: ("status", READING) in screen._log(), timeout=30)
+            await wait_for(lambda: server.health_checks >= 2, timeout=30)  # the turn waits
+            assert server.requests == [] and kinds(screen._log(), "reply") == []
+            server.loading = False
+            await wait_for(lambda: ("reply", "Ready now.") in screen._log(), timeout=30)
+            await wait_for(lambda: k.warmer.last is not None, timeout=30)  # retried, not given up
+            assert len(server.warmups) == 1
+
+
+async def test_a_warmed_local_model_and_a_remote_one_show_nothing(make_ext, settings_file) -> None:
+    make_ext("screen", SCREEN, CAPTURE_MANIFEST)
+    with FakeOpenAIServer() as server:
+        server.script("Warm already.")
+        models = models_section(server.base_url, max_retries=0)  # warm: auto, on here
+        async with running_kernel(
+            settings_file(channels={"default": "screen"}, models=models)
+        ) as k:
+            await wait_for(lambda: k.warmer.last is not None, timeout=30)
+            assert not k.warmer.reads_anew()
+            screen = k.loader.instance("screen")
+            await screen.say("Good morning!")
+            await wait_for(lambda: ("reply", "Warm already.") in screen._log(), timeout=30)
+            assert kinds(screen._log(), "status") == []
+    scripted = ScriptedModel([ModelStep(output=[assistant_message("Remote.")])])
+    async with running_kernel(settings_file(channels={"default": "screen"}), model=scripted) as k:
+        assert not k.warmer.reads_anew()  # not a server on this machine
