@@ -1,6 +1,6 @@
 """A turn's approval on a channels/workers split (ADR 0102): a worker pauses the turn,
-the question reaches the person through the channels process, their answer — typed
-on the channel, `/approve ID` or just "no" — is taken by a worker (the other one when
+the question reaches the person through the channels process, their answer —
+`/approve ID`, a typed "no" or a button — is taken by a worker (the other one when
 the asker has stopped), and the turn resumes once: the tool runs at most once and the
 reply arrives once. A household member's `/approve` of the owner's question is
 refused. Real `main.py` processes on PostgreSQL (skipped without it)."""
@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from conftest import ext_code
@@ -19,7 +20,7 @@ from support.kernel_process import wait_until
 from support.scale_support import CHANNEL_ID, CHANNEL_MANIFEST, REPLY_SINK, Cluster
 
 # the test channel of the scale suites, also journaling each line appended to `inbox`
-# ("USER TEXT") as that user's message, once
+# ("USER TEXT") as that user's message, once ("USER !button ID ANSWER": a button's answer)
 INBOX_CHANNEL = ext_code(
     header="import asyncio\nimport json\nimport os",
     body="""
@@ -36,7 +37,11 @@ INBOX_CHANNEL = ext_code(
             lines = open(self.inbox).read().splitlines() if os.path.exists(self.inbox) else []
             for number, line in enumerate(lines[seen:], seen):
                 user, _, text = line.partition(" ")
-                await self.ctx.on_user_message(text, user, idempotency_key=f"inbox-{number}")
+                if text.startswith("!button "):  # a button pressed under the question
+                    _, request_id, answer = text.split()
+                    await self.ctx.answer_request(request_id, answer, user)
+                else:
+                    await self.ctx.on_user_message(text, user, idempotency_key=f"inbox-{number}")
             seen = len(lines)
             await asyncio.sleep(0.05)
 """
@@ -143,13 +148,15 @@ def test_approved_on_the_channel_the_other_worker_resumes_once(
     assert len(srv.requests) == 2  # the model was not asked again for the first step
 
 
-def test_a_typed_no_denies_and_the_turn_finishes_once(make_ext, ext_root, tmp_path, postgres_dsn):
+@pytest.mark.parametrize("answer", ["no", "!button {id} deny"], ids=["typed", "button"])
+def test_a_no_denies_and_the_turn_finishes_once(answer, make_ext, ext_root, tmp_path, postgres_dsn):
     with FakeOpenAIServer() as srv:
         srv.script(ToolCall("launch", {"target": "moon"}), "Not launched, as you wish.")
         cluster, trace, inbox = start_cluster(make_ext, ext_root, tmp_path, postgres_dsn, srv)
         try:
             wait_until(lambda: asked(cluster), 60, lambda: str(cluster.replies()))
-            say(inbox, "u1", "no")  # either worker takes it
+            [question] = asked(cluster)
+            say(inbox, "u1", answer.format(id=question))  # either worker takes it
             wait_until(
                 lambda: "Not launched, as you wish." in texts(cluster, "u1"),
                 30,

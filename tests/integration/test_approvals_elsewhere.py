@@ -27,6 +27,7 @@ from core.kernel.consent.gate import AskedCall
 from core.kernel.consent.policy import ToolInfo, Verdict
 from core.kernel.conversations.session_schema import sessions_database
 from core.kernel.hooks import FrameRecorder
+from support.harness import wait_for
 
 TURN = PausedTurn("m1", 1, "chan:u1", "s1", "chan", "u1", "u1", [], {}, {})
 LAUNCH = AskedCall(
@@ -50,12 +51,13 @@ class Bus:
         return [payload for t, payload in self.events if t == topic]
 
 
-def process(dsn: str, tmp_path: Path) -> tuple[ApprovalDesk, Bus]:
+def process(dsn: str, tmp_path: Path, timeout_s: float = 600) -> tuple[ApprovalDesk, Bus]:
     """One worker's desk: the shared tables, no channel of its own."""
     storage = StorageSettings(backend="postgres", postgres_dsn=dsn)
     bus = Bus()
     store = ApprovalStore(sessions_database(tmp_path / "sessions.db", storage))
-    return ApprovalDesk(store, bus, FrameRecorder(bus), lambda _: None, timeout_s=600), bus
+    desk = ApprovalDesk(store, bus, FrameRecorder(bus), lambda _: None, timeout_s=timeout_s)
+    return desk, bus
 
 
 def button(request_id: str, user_id: str) -> Event:
@@ -96,8 +98,9 @@ async def test_asked_on_one_worker_answered_by_a_button_on_another(postgres_dsn,
         await asker.sync(message_key="m1")
         assert asker.paused("m1") is None
     finally:
-        await asker.aclose()
-        await other.aclose()
+        for desk in (asker, other):
+            await desk.stop()
+            await desk.aclose()
 
 
 async def test_an_always_given_on_one_worker_counts_on_the_other(postgres_dsn, tmp_path) -> None:
@@ -114,5 +117,31 @@ async def test_an_always_given_on_one_worker_counts_on_the_other(postgres_dsn, t
         await asker.sync(conversation="chan:u1")  # a message of the conversation
         assert asker.grant_for("launch") is not None
     finally:
-        await asker.aclose()
-        await other.aclose()
+        for desk in (asker, other):
+            await desk.stop()
+            await desk.aclose()
+
+
+async def test_a_question_whose_asker_is_gone_times_out_on_a_worker_that_saw_it(
+    postgres_dsn, tmp_path
+) -> None:
+    asker, _ = process(postgres_dsn, tmp_path, timeout_s=1.0)
+    other, other_bus = process(postgres_dsn, tmp_path)
+    try:
+        await asker.open()
+        await other.open()
+        stored = await asker.ask(TURN, [LAUNCH])
+        await asker.stop()  # the asking worker is gone, its timer with it
+        await other.sync(message_key="m1")  # the message delivered again, say
+        [resume] = await wait_for(lambda: other_bus.of("system.turn.resume"), timeout=10)
+        assert resume["message_key"] == "m1"
+        [told] = other_bus.of("system.user.notify")
+        question = stored.approvals[0].id
+        assert (
+            told["text"]
+            == f'Not answered in time: denied: launch(target="moon") (question {question}).'
+        )
+    finally:
+        for desk in (asker, other):
+            await desk.stop()
+            await desk.aclose()

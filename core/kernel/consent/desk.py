@@ -162,8 +162,9 @@ class ApprovalDesk:
     ) -> None:
         """On a shared database: the open turns of the message, the question or the
         conversation named read back into memory (and, for a conversation, every
-        "always allow" answer: another process may have given or revoked one).
-        Alone, the memory is the truth and nothing is read."""
+        "always allow" answer: another process may have given or revoked one). Their
+        open questions' timers run here too: the process that asked may be gone, and
+        only the first decision counts. Alone, the memory is the truth: nothing is read."""
         if not self._store.shared:
             return
         stored = await self._store.turns(
@@ -177,7 +178,10 @@ class ApprovalDesk:
                 or any(a.id == wanted for a in turn.approvals)
             ):
                 del self._turns[key]
-        self._turns.update((turn.message_key, turn) for turn in stored)
+        for turn in stored:
+            self._turns[turn.message_key] = turn
+            for approval in _pending(turn):
+                self._arm(approval)
         if conversation is not None:
             self._grants = {g.tool: Grant.stored(g) for g in await self._store.grants()}
 
