@@ -27,8 +27,8 @@ On a channels/workers split (ADR 0102) the turn pauses on one worker, the
 answer — ``/approve``, a typed yes, a button — is taken by whichever worker
 claims it, and the resumption by whichever claims ``system.turn.resume``: each
 step reads the paused turn back from the shared database first
-(``ApprovalDesk.sync``), under the conversation's lock across processes, and a
-turn marked ``done`` is never resumed again.
+(``ApprovalDesk.sync``); the resumption does so under the conversation's lock
+across processes, so a turn another process finished (``done``) is left alone.
 """
 
 from __future__ import annotations
