@@ -42,9 +42,13 @@ class Bus:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, dict[str, Any]]] = []
+        self.keys: list[str | None] = []
 
-    async def publish(self, topic: str, source: str, payload: dict[str, Any], **_: Any) -> int:
+    async def publish(
+        self, topic: str, source: str, payload: dict[str, Any], **options: Any
+    ) -> int:
         self.events.append((topic, payload))
+        self.keys.append(options.get("idempotency_key"))
         return len(self.events)
 
     def of(self, topic: str) -> list[dict[str, Any]]:
@@ -122,21 +126,29 @@ async def test_an_always_given_on_one_worker_counts_on_the_other(postgres_dsn, t
             await desk.aclose()
 
 
-async def test_a_question_whose_asker_is_gone_times_out_on_a_worker_that_saw_it(
+async def test_a_question_whose_asker_is_gone_is_asked_again_and_times_out_elsewhere(
     postgres_dsn, tmp_path
 ) -> None:
-    asker, _ = process(postgres_dsn, tmp_path, timeout_s=1.0)
+    asker, _ = process(postgres_dsn, tmp_path, timeout_s=3.0)  # time to ask again first
     other, other_bus = process(postgres_dsn, tmp_path)
     try:
         await asker.open()
         await other.open()
         stored = await asker.ask(TURN, [LAUNCH])
         await asker.stop()  # the asking worker is gone, its timer with it
+        late, late_bus = process(postgres_dsn, tmp_path)
+        await late.open()
+        await late.start()  # a worker starting asks again, under one key for all of them
+        [again] = late_bus.of("system.user.notify")
+        assert again["text"].startswith("(Still waiting) Allow launch")
+        question = stored.approvals[0].id
+        assert f"approval:{question}:again" in late_bus.keys
+        await late.stop()
+        await late.aclose()
         await other.sync(message_key="m1")  # the message delivered again, say
         [resume] = await wait_for(lambda: other_bus.of("system.turn.resume"), timeout=10)
         assert resume["message_key"] == "m1"
         [told] = other_bus.of("system.user.notify")
-        question = stored.approvals[0].id
         assert (
             told["text"]
             == f'Not answered in time: denied: launch(target="moon") (question {question}).'

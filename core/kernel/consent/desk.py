@@ -269,10 +269,10 @@ class ApprovalDesk:
                     await channel.ask_user(turn.user_id, request)
                 elif channel is not None:
                     await channel.send_to_user(turn.user_id, self._typed_question(prompt, approval))
-                elif self._store.shared:  # the channel runs in another process (ADR 0102)
-                    again_key = f":again:{time.time()}" if again else ""
-                    text = self._typed_question(prompt, approval)
-                    await self._notify(turn, text, f"approval:{approval.id}{again_key}")
+                elif self._store.shared:  # the channel runs in another process (ADR 0102):
+                    # asked again once, however many workers start meanwhile
+                    key = f"approval:{approval.id}{':again' if again else ''}"
+                    await self._notify(turn, self._typed_question(prompt, approval), key)
                 else:
                     log.warning("no channel %r to ask question %s", turn.channel_id, approval.id)
         except Exception as exc:
