@@ -261,7 +261,7 @@ class MessageRouter:
         result: TurnResult | None = None
         kept: list[KeptFile] = []
         if stored is None:
-            if waiting and self.consent.holds(message_key(event)):
+            if waiting and event.attempt > 1 and await self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
             # its channel is another node's
             elsewhere = self.shared and self.scale.answered_elsewhere(origin)
