@@ -34,6 +34,7 @@ across processes, so a turn another process finished (``done``) is left alone.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from agents import RunState
@@ -95,6 +96,8 @@ class ApprovalFlow:
         files: TurnFiles | None = None,
     ) -> None:
         self.desk = desk
+        # whether any turn may wait on its questions: the desk's own answer, asked each turn
+        self.waiting: Callable[[], bool] = desk.any_paused
         self.files = files  # the files a resumed turn's tools attach (ADR 0096)
         self._turn_lock = turn_lock
         self.household = household or Household({}, [])
@@ -121,9 +124,6 @@ class ApprovalFlow:
     async def holds(self, message_key: str) -> bool:
         await self.desk.sync(message_key=message_key)
         return self.desk.paused(message_key) is not None
-
-    def waiting(self) -> bool:
-        return self.desk.any_paused()
 
     async def _on_resume(self, event: Event) -> None:
         """Every question of a paused turn is answered: finish it, in order."""

@@ -98,6 +98,8 @@ class ApprovalStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        # other kernel processes use these rows too (PostgreSQL): read once, asked each turn
+        self.shared: bool = db.shared
 
     async def open(self) -> tuple[list[PausedTurn], list[Grant]]:
         """Open (and migrate), prune finished turns, and read what is still open."""
@@ -122,11 +124,6 @@ class ApprovalStore:
             ]
             grants = await _grants(tx)
         return turns, grants
-
-    @property
-    def shared(self) -> bool:
-        """Whether other kernel processes use these rows too (PostgreSQL)."""
-        return self.db.shared
 
     async def turns(
         self,
