@@ -9,7 +9,8 @@ both adapters over the kernel's storage layer (ADR 0080), a
 ``BaseExtension`` with no-op lifecycle, the line naming a missing optional dependency group
 (``install_line``), the pairing of unknown senders every channel shares
 (``Pairings``), the splitting of a long reply into a platform's pieces
-(``split_text``). The test helpers that run one extension against a fake kernel
+(``split_text``), the showing of a streamed reply by editing one message
+(``EditedStream``). The test helpers that run one extension against a fake kernel
 live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
 storage layer, pydantic, croniter or agents until a helper needs one), so a
@@ -19,6 +20,7 @@ plugin host stays small.
 from core.extensions.sdk.base import BaseExtension, NotInitializedError
 from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
+from core.extensions.sdk.edited_stream import EditedStream
 from core.extensions.sdk.optional_groups import install_line, missing_group_reason
 from core.extensions.sdk.pairing import CODE_TTL_S, MAX_OPEN, Greeting, Pairings, admit_anywhere
 from core.extensions.sdk.splitting import split_text, utf16_len
@@ -49,6 +51,7 @@ __all__ = [
     "Dialect",
     "DueLoop",
     "DuplicateKeyError",
+    "EditedStream",
     "Greeting",
     "NotInitializedError",
     "Pairings",

@@ -221,7 +221,7 @@ class SlackChannel(BaseExtension):
         await self._presenter().chunk(user_id, chunk)
 
     async def on_stream_status(self, user_id: str, status: str) -> None:
-        return None  # Slack has no typing indicator for bots outside assistant threads
+        await self._presenter().status(user_id, status)
 
     async def on_stream_end(self, user_id: str, full_text: str) -> None:
         await self._presenter().end(user_id, full_text)
