@@ -24,6 +24,9 @@ platform calls (``EditedStream`` subclasses):
   (``status``) every ``typing_refresh_s``; a channel without one leaves it
   ``None``.
 
+A channel extension inherits ``EditedStreamChannel`` for the four
+``on_stream_*`` hooks that hand each call to its presenter.
+
 Time is read through ``clock`` and waited through ``sleep``, so tests drive
 the throttle without sleeping.
 """
@@ -36,11 +39,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from core.extensions.sdk.splitting import split_text, utf16_len
 
-__all__ = ["EditedStream"]
+__all__ = ["EditedStream", "EditedStreamChannel"]
 
 Where = TypeVar("Where")
 """Where a stream's messages go: a chat id, a channel id, a room id, a target."""
@@ -218,3 +221,24 @@ class EditedStream(ABC, Generic[Where, MessageId]):
         wait = deadline - self._clock()
         if wait > 0:
             await self._sleep(wait)
+
+
+class EditedStreamChannel(ABC):
+    """The ``StreamingChannelProvider`` hooks of a channel whose replies stream
+    through an ``EditedStream``: each hands its call to ``edited_stream()``."""
+
+    @abstractmethod
+    def edited_stream(self) -> EditedStream[Any, Any]:
+        """The channel's presenter (built in ``initialize``)."""
+
+    async def on_stream_start(self, user_id: str) -> None:
+        await self.edited_stream().start(user_id)
+
+    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
+        await self.edited_stream().chunk(user_id, chunk)
+
+    async def on_stream_status(self, user_id: str, status: str) -> None:
+        await self.edited_stream().status(user_id, status)
+
+    async def on_stream_end(self, user_id: str, full_text: str) -> None:
+        await self.edited_stream().end(user_id, full_text)

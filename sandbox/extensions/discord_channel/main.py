@@ -29,7 +29,7 @@ import aiohttp
 import discord
 
 from core.extensions.contract import ExtensionContext, UserRequest
-from core.extensions.sdk import CODE_TTL_S, Backoff, BaseExtension, Pairings
+from core.extensions.sdk import WELCOME, Backoff, BaseExtension, EditedStreamChannel, Pairings
 
 from .config import DiscordConfig, parse_config
 from .endpoints import no_voice, use_api, use_gateway
@@ -52,7 +52,7 @@ class DiscordSetupError(Exception):
     """The channel cannot run: no token, or Discord refuses it."""
 
 
-class DiscordChannel(BaseExtension):
+class DiscordChannel(EditedStreamChannel, BaseExtension):
     def __init__(self) -> None:
         self._ctx: ExtensionContext | None = None
         self._config: DiscordConfig | None = None
@@ -222,22 +222,15 @@ class DiscordChannel(BaseExtension):
         """A stranger's DM: a one-time code for the owner's ``/pair``, once while it
         lives, and nothing else."""
         assert self._pairings is not None
-        code = self._pairings.offer(str(user_id))
-        if code is None:
+        text = self._pairings.invite(str(user_id))
+        if text is None:
             return
-        minutes = round(CODE_TTL_S / 60)
-        text = (
-            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
-            f"(the code works once, for {minutes} minutes)."
-        )
         self._context().logger.info("Discord user %d was given a pairing code", user_id)
         await self._send().send_text(Target("dm", user_id), text)
 
     async def _greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so."""
-        await self._send().send_text(
-            Target("dm", int(sender_id)), "You are in: Hearth answers you now."
-        )
+        await self._send().send_text(Target("dm", int(sender_id)), WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
         await self._context().answer_request(request_id, value, address, sender_id=sender)
@@ -251,18 +244,6 @@ class DiscordChannel(BaseExtension):
         """A proactive message with no address: ``default_user_id``'s DM, else the
         first allowed user's."""
         await self._send().send_text(self._parts()[1].default_target(), message)
-
-    async def on_stream_start(self, user_id: str) -> None:
-        await self._presenter().start(user_id)
-
-    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
-        await self._presenter().chunk(user_id, chunk)
-
-    async def on_stream_status(self, user_id: str, status: str) -> None:
-        await self._presenter().status(user_id, status)
-
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._presenter().end(user_id, full_text)
 
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         await self._questions().ask(user_id, request)
@@ -311,7 +292,7 @@ class DiscordChannel(BaseExtension):
         assert self._sender is not None, "initialize() was not called"
         return self._sender
 
-    def _presenter(self) -> StreamPresenter:
+    def edited_stream(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
 

@@ -39,7 +39,7 @@ from nio import (
 )
 
 from core.extensions.contract import ExtensionContext, UserRequest
-from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
+from core.extensions.sdk import WELCOME, BaseExtension, EditedStreamChannel, Pairings
 
 from .config import PREFIX, MatrixConfig, parse_config
 from .questions import QuestionBoard
@@ -61,7 +61,7 @@ class MatrixSetupError(Exception):
     """The channel cannot run: no token or homeserver, or the homeserver refuses the token."""
 
 
-class MatrixChannel(BaseExtension):
+class MatrixChannel(EditedStreamChannel, BaseExtension):
     def __init__(self) -> None:
         self._ctx: ExtensionContext | None = None
         self._config: MatrixConfig | None = None
@@ -307,15 +307,10 @@ class MatrixChannel(BaseExtension):
         """A stranger's direct message: a one-time code for the owner's ``/pair``,
         once while it lives, and nothing else."""
         assert self._pairings is not None
-        code = self._pairings.offer(sender)
-        if code is None:
+        text = self._pairings.invite(sender)
+        if text is None:
             return
         self._stranger_rooms[sender] = room_id
-        minutes = round(CODE_TTL_S / 60)
-        text = (
-            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
-            f"(the code works once, for {minutes} minutes)."
-        )
         self._context().logger.info("Matrix user %s was given a pairing code", sender)
         try:
             await self._send().send_text(room_id, text)
@@ -328,7 +323,7 @@ class MatrixChannel(BaseExtension):
             sender_id
         )
         if room_id is not None:
-            await self._send().send_text(room_id, "You are in: Hearth answers you now.")
+            await self._send().send_text(room_id, WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
         await self._context().answer_request(request_id, value, address, sender_id=sender)
@@ -348,18 +343,6 @@ class MatrixChannel(BaseExtension):
         """A proactive message with no address: ``default_room_id``, else the first
         allowed user's direct room."""
         await self._send().send_text(await self._parts()[1].default_target(), message)
-
-    async def on_stream_start(self, user_id: str) -> None:
-        await self._presenter().start(user_id)
-
-    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
-        await self._presenter().chunk(user_id, chunk)
-
-    async def on_stream_status(self, user_id: str, status: str) -> None:
-        await self._presenter().status(user_id, status)
-
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._presenter().end(user_id, full_text)
 
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         await self._questions().ask(user_id, request)
@@ -408,7 +391,7 @@ class MatrixChannel(BaseExtension):
         assert self._sender is not None, "initialize() was not called"
         return self._sender
 
-    def _presenter(self) -> StreamPresenter:
+    def edited_stream(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
 

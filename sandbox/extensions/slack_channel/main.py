@@ -31,7 +31,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core.extensions.contract import ExtensionContext, UserRequest
-from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
+from core.extensions.sdk import WELCOME, BaseExtension, EditedStreamChannel, Pairings
 
 from .config import SlackConfig, parse_config
 from .inbox import Inbox, SlackAppTokenError, SocketLink
@@ -71,7 +71,7 @@ def web_client(
     )
 
 
-class SlackChannel(BaseExtension):
+class SlackChannel(EditedStreamChannel, BaseExtension):
     """The Slack channel extension: its parts are built in ``initialize`` once both
     tokens are there; without them only the setup can use it."""
 
@@ -188,20 +188,15 @@ class SlackChannel(BaseExtension):
         """A stranger's DM: a one-time code for the owner's ``/pair``, once while it
         lives, and nothing else."""
         assert self._pairings is not None
-        code = self._pairings.offer(user)
-        if code is None:
+        text = self._pairings.invite(user)
+        if text is None:
             return
-        minutes = round(CODE_TTL_S / 60)
-        text = (
-            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
-            f"(the code works once, for {minutes} minutes)."
-        )
         self._context().logger.info("Slack user %s was given a pairing code", user)
         await self._send().post(Target(channel=channel), text, markup=False)
 
     async def _greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so, in their DM."""
-        await self._send().send_text(Target(user=sender_id), "You are in: Hearth answers you now.")
+        await self._send().send_text(Target(user=sender_id), WELCOME)
 
     # ------------------------------------------------------------ output
 
@@ -213,18 +208,6 @@ class SlackChannel(BaseExtension):
         allowed user's DM."""
         targets = self._parts()[0]
         await self._send().send_text(targets.target(targets.default_address()), message)
-
-    async def on_stream_start(self, user_id: str) -> None:
-        await self._presenter().start(user_id)
-
-    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
-        await self._presenter().chunk(user_id, chunk)
-
-    async def on_stream_status(self, user_id: str, status: str) -> None:
-        await self._presenter().status(user_id, status)
-
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._presenter().end(user_id, full_text)
 
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         await self._questions().ask(user_id, request)
@@ -271,7 +254,7 @@ class SlackChannel(BaseExtension):
     def _send(self) -> Sender:
         return self._parts()[1]
 
-    def _presenter(self) -> StreamPresenter:
+    def edited_stream(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
 

@@ -24,7 +24,7 @@ from telegram import Bot, BotCommand, Message, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
 from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
-from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
+from core.extensions.sdk import WELCOME, BaseExtension, EditedStreamChannel, Pairings
 
 from .allowlist import AllowList
 from .chats import ChatTargets
@@ -51,7 +51,7 @@ class TelegramSetupError(Exception):
     """The channel cannot run: no token, or Telegram refuses it."""
 
 
-class TelegramChannel(BaseExtension):
+class TelegramChannel(EditedStreamChannel, BaseExtension):
     def __init__(self) -> None:
         self._ctx: ExtensionContext | None = None
         self._config: TelegramConfig | None = None
@@ -229,20 +229,15 @@ class TelegramChannel(BaseExtension):
         """A stranger's private message: a one-time code for the owner's ``/pair``,
         once while it lives, and nothing else."""
         assert self._pairings is not None
-        code = self._pairings.offer(str(user_id))
-        if code is None:
+        text = self._pairings.invite(str(user_id))
+        if text is None:
             return
-        minutes = round(CODE_TTL_S / 60)
-        text = (
-            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
-            f"(the code works once, for {minutes} minutes)."
-        )
         self._context().logger.info("Telegram user %d was given a pairing code", user_id)
         await self._send().send_text(user_id, text)
 
     async def _greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so."""
-        await self._send().send_text(int(sender_id), "You are in: Hearth answers you now.")
+        await self._send().send_text(int(sender_id), WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
         await self._context().answer_request(request_id, value, address, sender_id=sender)
@@ -282,18 +277,6 @@ class TelegramChannel(BaseExtension):
         """A proactive message with no address: ``default_chat_id``, else the first
         allowed user's private chat."""
         await self._send().send_text(self._parts()[2].default_chat(), message)
-
-    async def on_stream_start(self, user_id: str) -> None:
-        await self._presenter().start(user_id)
-
-    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
-        await self._presenter().chunk(user_id, chunk)
-
-    async def on_stream_status(self, user_id: str, status: str) -> None:
-        await self._presenter().status(user_id, status)
-
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._presenter().end(user_id, full_text)
 
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         await self._questions().ask(user_id, request)
@@ -342,7 +325,7 @@ class TelegramChannel(BaseExtension):
         assert self._sender is not None, "initialize() was not called"
         return self._sender
 
-    def _presenter(self) -> StreamPresenter:
+    def edited_stream(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
 
