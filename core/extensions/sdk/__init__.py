@@ -11,7 +11,8 @@ both adapters over the kernel's storage layer (ADR 0080), a
 (``Pairings``), the splitting of a long reply into a platform's pieces
 (``split_text``), the showing of a streamed reply by editing one message
 (``EditedStream``), the questions of a chat channel's setup
-(``AllowListQuestions``, ``secret_field``). The test helpers that run one
+(``AllowListQuestions``, ``secret_field``) and the plumbing the chat channels
+share around their client (``ChatChannel``). The test helpers that run one
 extension against a fake kernel live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
 storage layer, pydantic, croniter or agents until a helper needs one), so a
@@ -25,6 +26,7 @@ from core.extensions.sdk.channel_setup import (
     running_note,
     secret_field,
 )
+from core.extensions.sdk.chat_channel import ChannelSetup, ChatChannel, close_quietly
 from core.extensions.sdk.consent import SIDE_EFFECTS_ATTR, side_effects
 from core.extensions.sdk.due_loop import Clock, DueLoop
 from core.extensions.sdk.edited_stream import EditedStream, EditedStreamChannel
@@ -62,6 +64,8 @@ __all__ = [
     "AllowListQuestions",
     "Backoff",
     "BaseExtension",
+    "ChannelSetup",
+    "ChatChannel",
     "Clock",
     "CronError",
     "Dialect",
@@ -79,6 +83,7 @@ __all__ = [
     "UnknownTimezoneError",
     "admit_anywhere",
     "check_cron",
+    "close_quietly",
     "install_line",
     "late_note",
     "local_zone",

@@ -29,7 +29,7 @@ import aiohttp
 import discord
 
 from core.extensions.contract import ExtensionContext, UserRequest
-from core.extensions.sdk import WELCOME, Backoff, BaseExtension, EditedStreamChannel, Pairings
+from core.extensions.sdk import WELCOME, Backoff, ChatChannel, close_quietly
 
 from .config import DiscordConfig, parse_config
 from .endpoints import no_voice, use_api, use_gateway
@@ -52,7 +52,7 @@ class DiscordSetupError(Exception):
     """The channel cannot run: no token, or Discord refuses it."""
 
 
-class DiscordChannel(EditedStreamChannel, BaseExtension):
+class DiscordChannel(ChatChannel):
     def __init__(self) -> None:
         self._ctx: ExtensionContext | None = None
         self._config: DiscordConfig | None = None
@@ -62,11 +62,7 @@ class DiscordChannel(EditedStreamChannel, BaseExtension):
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._board: QuestionBoard | None = None
-        self._pairings: Pairings | None = None
-        self._auth_error: str | None = None
         self._logged_in = False
-        self._setup: DiscordSetup | None = None
-        self._running = False
 
     # ------------------------------------------------------------ lifecycle
 
@@ -86,8 +82,7 @@ class DiscordChannel(EditedStreamChannel, BaseExtension):
         client.on_message = self._on_message  # type: ignore[attr-defined]
         client.on_interaction = self._on_interaction  # type: ignore[attr-defined]
         log = context.logger
-        pairings = self._pairings = Pairings(context.data_dir, label="Discord", prefix="discord")
-        await asyncio.to_thread(pairings.load)
+        pairings = await self.open_pairings(context.data_dir, label="Discord", prefix="discord")
         targets = self._targets = Targets(config, pairings.admitted, log)
         sender = self._sender = Sender(client, log)
         self._stream = StreamPresenter(sender, targets, log, interval_s=config.edit_interval_s)
@@ -101,36 +96,25 @@ class DiscordChannel(EditedStreamChannel, BaseExtension):
     async def start(self) -> None:
         if self._client is None:
             raise DiscordSetupError(f"{TOKEN_SECRET} not set (`main.py setup` asks for it)")
-        self._running = True
+        await super().start()
         self._parts()[1].announce()
-        if self._pairings is not None:
-            self._pairings.register(self._greet)
-        if self._auth_error is not None:
+        if self.auth_error is not None:
             await self._login()
 
     async def destroy(self) -> None:
-        if self._pairings is not None:
-            self._pairings.unregister()
-        if self._setup is not None:
-            await self._setup.aclose()
+        await super().destroy()
         if self._client is not None:
-            try:
-                await self._client.close()
-            except Exception as exc:  # closing a half-open client must not fail shutdown
-                self._context().logger.debug("closing the Discord client: %s", exc)
-
-    def health_check(self) -> bool:
-        return self._auth_error is None
+            await close_quietly(self._client.close, self._context().logger, "the Discord client")
 
     async def status_lines(self) -> list[str]:
         """What ``doctor`` and ``/status`` show: the bot and whom it serves."""
         if self._client is None:
             return [f"not set up: {TOKEN_SECRET} is not set (`main.py setup` asks for it)"]
-        if self._auth_error is not None:
-            return [self._auth_error]
+        if self.auth_error is not None:
+            return [self.auth_error]
         me = self._client.user
         who = f"the bot {me} (id {me.id})" if me is not None else "the bot (not reached yet)"
-        config, paired = self._cfg(), self._pairings.admitted if self._pairings else set()
+        config, paired = self._cfg(), self.pairings.admitted if self.pairings else set()
         users = len({str(i) for i in config.allowed_user_ids} | paired)
         return [f"{who}: {users} user(s), {len(config.allowed_channel_ids)} channel(s) served"]
 
@@ -146,7 +130,7 @@ class DiscordChannel(EditedStreamChannel, BaseExtension):
                     self._logged_in = True
                 _, url, _ = await client.http.get_bot_gateway()
         except discord.LoginFailure:
-            self._auth_error = REJECTED
+            self.auth_error = REJECTED
             raise DiscordSetupError(REJECTED) from None
         except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
             if not self._logged_in:  # the next try logs in with a session of its own
@@ -157,7 +141,7 @@ class DiscordChannel(EditedStreamChannel, BaseExtension):
             )
             return False
         use_gateway(url)
-        self._auth_error = None
+        self.auth_error = None
         self._context().logger.info("connected to Discord as %s", client.user)
         return True
 
@@ -174,7 +158,7 @@ class DiscordChannel(EditedStreamChannel, BaseExtension):
         try:
             await client.connect(reconnect=True)
         except discord.LoginFailure:
-            self._auth_error = REJECTED
+            self.auth_error = REJECTED
             raise DiscordSetupError(REJECTED) from None
 
     async def _on_message(self, message: discord.Message) -> None:
@@ -221,14 +205,14 @@ class DiscordChannel(EditedStreamChannel, BaseExtension):
     async def _offer_pairing(self, user_id: int) -> None:
         """A stranger's DM: a one-time code for the owner's ``/pair``, once while it
         lives, and nothing else."""
-        assert self._pairings is not None
-        text = self._pairings.invite(str(user_id))
+        assert self.pairings is not None
+        text = self.pairings.invite(str(user_id))
         if text is None:
             return
         self._context().logger.info("Discord user %d was given a pairing code", user_id)
         await self._send().send_text(Target("dm", user_id), text)
 
-    async def _greet(self, sender_id: str) -> None:
+    async def greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so."""
         await self._send().send_text(Target("dm", int(sender_id)), WELCOME)
 
@@ -253,26 +237,18 @@ class DiscordChannel(EditedStreamChannel, BaseExtension):
 
     # ------------------------------------------------------------ setup
 
-    def get_setup_schema(self) -> list[dict[str, object]]:
-        return self._setup_flow().schema(self._running)
-
-    async def apply_config(self, name: str, value: str) -> None:
-        await self._setup_flow().apply(name, value)
-
-    async def on_setup_complete(self) -> tuple[bool, str]:
+    def running_as(self) -> str | None:
         me = self._client.user if self._client is not None else None
-        return await self._setup_flow().complete(self._running, str(me) if me else None)
+        return str(me) if me else None
 
-    def _setup_flow(self) -> DiscordSetup:
-        if self._setup is None:
-            ctx, config = self._context(), self._cfg()
-            self._setup = DiscordSetup(
-                TOKEN_SECRET,
-                ctx.get_secret(TOKEN_SECRET),
-                config.api_base_url,
-                [str(i) for i in config.allowed_user_ids],
-            )
-        return self._setup
+    def new_setup(self) -> DiscordSetup:
+        config = self._cfg()
+        return DiscordSetup(
+            TOKEN_SECRET,
+            self._context().get_secret(TOKEN_SECRET),
+            config.api_base_url,
+            [str(i) for i in config.allowed_user_ids],
+        )
 
     # ------------------------------------------------------------ accessors
 

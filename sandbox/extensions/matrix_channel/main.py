@@ -39,7 +39,7 @@ from nio import (
 )
 
 from core.extensions.contract import ExtensionContext, UserRequest
-from core.extensions.sdk import WELCOME, BaseExtension, EditedStreamChannel, Pairings
+from core.extensions.sdk import WELCOME, ChatChannel, close_quietly
 
 from .config import PREFIX, MatrixConfig, parse_config
 from .questions import QuestionBoard
@@ -61,7 +61,7 @@ class MatrixSetupError(Exception):
     """The channel cannot run: no token or homeserver, or the homeserver refuses the token."""
 
 
-class MatrixChannel(EditedStreamChannel, BaseExtension):
+class MatrixChannel(ChatChannel):
     def __init__(self) -> None:
         self._ctx: ExtensionContext | None = None
         self._config: MatrixConfig | None = None
@@ -70,10 +70,6 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._board: QuestionBoard | None = None
-        self._pairings: Pairings | None = None
-        self._auth_error: str | None = None
-        self._setup: MatrixSetup | None = None
-        self._running = False
         self._seen: dict[str, None] = {}  # event ids handled by this process (bounded)
         self._warned_encrypted: set[str] = set()
         self._stranger_rooms: dict[str, str] = {}  # stranger's id -> the room they got a code in
@@ -92,8 +88,7 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
         client = self._client = AsyncClient(config.homeserver_url, config=config_nio)
         client.access_token = token
         log = context.logger
-        pairings = self._pairings = Pairings(context.data_dir, label="Matrix", prefix="matrix")
-        await asyncio.to_thread(pairings.load)
+        pairings = await self.open_pairings(context.data_dir, label="Matrix", prefix="matrix")
         rooms = self._rooms = Rooms(client, config, log, pairings.admitted)
         self._sender = Sender(client, log)
         self._stream = StreamPresenter(self._sender, rooms, log, interval_s=config.edit_interval_s)
@@ -104,26 +99,15 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
         if self._client is None:
             missing = TOKEN_SECRET if self._cfg().homeserver_url else f"{PREFIX}.homeserver_url"
             raise MatrixSetupError(f"{missing} not set (`main.py setup` asks for it)")
-        self._running = True
+        await super().start()
         self._parts()[1].announce()
-        if self._pairings is not None:
-            self._pairings.register(self._greet)
-        if self._auth_error is not None:
+        if self.auth_error is not None:
             await self._verify_token()
 
     async def destroy(self) -> None:
-        if self._pairings is not None:
-            self._pairings.unregister()
-        if self._setup is not None:
-            await self._setup.aclose()
+        await super().destroy()
         if self._client is not None:
-            try:
-                await self._client.close()
-            except Exception as exc:  # closing a half-open client must not fail shutdown
-                self._context().logger.debug("closing the Matrix client: %s", exc)
-
-    def health_check(self) -> bool:
-        return self._auth_error is None
+            await close_quietly(self._client.close, self._context().logger, "the Matrix client")
 
     async def status_lines(self) -> list[str]:
         """What ``doctor`` and ``/status`` show: whom the token signs in as (checked
@@ -132,7 +116,7 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
         if self._client is None:
             return ["not set up: `main.py setup` asks for the homeserver and the access token"]
         config = self._cfg()
-        paired = self._pairings.admitted if self._pairings else set()
+        paired = self.pairings.admitted if self.pairings else set()
         users = len(set(config.allowed_user_ids) | paired)
         return [
             f"signed in as {self._client.user_id} on {config.homeserver_url}",
@@ -154,14 +138,14 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
             )
             return
         if not isinstance(response, WhoamiResponse):
-            self._auth_error = (
+            self.auth_error = (
                 f"the homeserver {self._cfg().homeserver_url} refused {TOKEN_SECRET} "
                 f"({response.status_code}: {response.message})"
             )
-            raise MatrixSetupError(self._auth_error)
+            raise MatrixSetupError(self.auth_error)
         client.user_id = response.user_id
         client.device_id = response.device_id or client.device_id
-        self._auth_error = None
+        self.auth_error = None
         self._context().logger.info("connected to Matrix as %s", response.user_id)
 
     # ------------------------------------------------------------ input
@@ -179,7 +163,7 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
         try:
             await syncer.run()
         except MatrixAuthError as exc:
-            self._auth_error = str(exc)
+            self.auth_error = str(exc)
             raise MatrixSetupError(str(exc)) from None
 
     async def _on_sync(self, response: SyncResponse, skip_before_ms: int | None) -> None:
@@ -306,8 +290,8 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
     async def _offer_pairing(self, room_id: str, sender: str) -> None:
         """A stranger's direct message: a one-time code for the owner's ``/pair``,
         once while it lives, and nothing else."""
-        assert self._pairings is not None
-        text = self._pairings.invite(sender)
+        assert self.pairings is not None
+        text = self.pairings.invite(sender)
         if text is None:
             return
         self._stranger_rooms[sender] = room_id
@@ -317,7 +301,7 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
         except Exception as exc:  # a stranger's reply must not stop the sync loop
             self._context().logger.warning("the pairing code for %s was not sent: %s", sender, exc)
 
-    async def _greet(self, sender_id: str) -> None:
+    async def greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so in their room."""
         room_id = self._stranger_rooms.pop(sender_id, None) or self._parts()[1].direct_room_of(
             sender_id
@@ -352,26 +336,17 @@ class MatrixChannel(EditedStreamChannel, BaseExtension):
 
     # ------------------------------------------------------------ setup
 
-    def get_setup_schema(self) -> list[dict[str, object]]:
-        return self._setup_flow().schema(self._running)
+    def running_as(self) -> str | None:
+        return self._client.user_id if self._client is not None else None
 
-    async def apply_config(self, name: str, value: str) -> None:
-        await self._setup_flow().apply(name, value)
-
-    async def on_setup_complete(self) -> tuple[bool, str]:
-        client = self._client
-        return await self._setup_flow().complete(self._running, client.user_id if client else None)
-
-    def _setup_flow(self) -> MatrixSetup:
-        if self._setup is None:
-            config = self._cfg()
-            self._setup = MatrixSetup(
-                TOKEN_SECRET,
-                self._context().get_secret(TOKEN_SECRET),
-                config.homeserver_url,
-                list(config.allowed_user_ids),
-            )
-        return self._setup
+    def new_setup(self) -> MatrixSetup:
+        config = self._cfg()
+        return MatrixSetup(
+            TOKEN_SECRET,
+            self._context().get_secret(TOKEN_SECRET),
+            config.homeserver_url,
+            list(config.allowed_user_ids),
+        )
 
     # ------------------------------------------------------------ accessors
 

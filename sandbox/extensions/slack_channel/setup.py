@@ -89,6 +89,9 @@ class SlackSetup:
             return False, "no working Slack tokens: Slack stays off"
         return True, self._people.serves(f"the bot @{self._bot_name}")
 
+    async def aclose(self) -> None:
+        """Nothing stays open between answers (each check makes its own client)."""
+
     async def _check_bot(self, token: str) -> None:
         self._bot_name = None
         client = AsyncWebClient(token=token, base_url=self._base_url, retry_handlers=[])

@@ -24,7 +24,7 @@ from telegram import Bot, BotCommand, Message, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
 from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
-from core.extensions.sdk import WELCOME, BaseExtension, EditedStreamChannel, Pairings
+from core.extensions.sdk import WELCOME, ChatChannel, close_quietly
 
 from .allowlist import AllowList
 from .chats import ChatTargets
@@ -51,7 +51,7 @@ class TelegramSetupError(Exception):
     """The channel cannot run: no token, or Telegram refuses it."""
 
 
-class TelegramChannel(EditedStreamChannel, BaseExtension):
+class TelegramChannel(ChatChannel):
     def __init__(self) -> None:
         self._ctx: ExtensionContext | None = None
         self._config: TelegramConfig | None = None
@@ -61,11 +61,7 @@ class TelegramChannel(EditedStreamChannel, BaseExtension):
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._board: QuestionBoard | None = None
-        self._pairings: Pairings | None = None
-        self._auth_error: str | None = None
         self._commands_registered = False
-        self._setup: TelegramSetup | None = None
-        self._running = False
 
     # ------------------------------------------------------------ lifecycle
 
@@ -78,8 +74,7 @@ class TelegramChannel(EditedStreamChannel, BaseExtension):
         base_url = config.api_base_url or DEFAULT_BASE_URL
         bot = self._bot = Bot(token, base_url=base_url, base_file_url=file_url_of(base_url))
         log = context.logger
-        pairings = self._pairings = Pairings(context.data_dir, label="Telegram", prefix="telegram")
-        await asyncio.to_thread(pairings.load)
+        pairings = await self.open_pairings(context.data_dir, label="Telegram", prefix="telegram")
         self._allow = AllowList(
             frozenset(config.allowed_user_ids),
             config.allowed_group_chat_ids,
@@ -97,26 +92,15 @@ class TelegramChannel(EditedStreamChannel, BaseExtension):
     async def start(self) -> None:
         if self._bot is None:
             raise TelegramSetupError(f"{TOKEN_SECRET} not set (`main.py setup` asks for it)")
-        self._running = True
+        await super().start()
         self._parts()[1].announce()
-        if self._pairings is not None:
-            self._pairings.register(self._greet)
-        if self._auth_error is not None:
+        if self.auth_error is not None:
             await self._verify_token()
 
     async def destroy(self) -> None:
-        if self._pairings is not None:
-            self._pairings.unregister()
-        if self._setup is not None:
-            await self._setup.aclose()
+        await super().destroy()
         if self._bot is not None:
-            try:
-                await self._bot.shutdown()
-            except Exception as exc:  # closing a half-open client must not fail shutdown
-                self._context().logger.debug("closing the Telegram client: %s", exc)
-
-    def health_check(self) -> bool:
-        return self._auth_error is None
+            await close_quietly(self._bot.shutdown, self._context().logger, "the Telegram client")
 
     async def _verify_token(self) -> None:
         """``getMe``: a rejected token fails the extension; an unreachable API does not."""
@@ -125,7 +109,7 @@ class TelegramChannel(EditedStreamChannel, BaseExtension):
             async with asyncio.timeout(VERIFY_TIMEOUT_S):
                 await bot.initialize()
         except InvalidToken:
-            self._auth_error = REJECTED
+            self.auth_error = REJECTED
             raise TelegramSetupError(REJECTED) from None
         except (NetworkError, TimeoutError) as exc:
             self._context().logger.warning(
@@ -133,7 +117,7 @@ class TelegramChannel(EditedStreamChannel, BaseExtension):
                 str(exc) or type(exc).__name__,
             )
             return
-        self._auth_error = None
+        self.auth_error = None
         self._context().logger.info("connected to Telegram as @%s", bot.username)
 
     # ------------------------------------------------------------ input
@@ -150,7 +134,7 @@ class TelegramChannel(EditedStreamChannel, BaseExtension):
         try:
             await poller.run()
         except InvalidToken:
-            self._auth_error = REJECTED
+            self.auth_error = REJECTED
             raise TelegramSetupError(REJECTED) from None
 
     async def _on_update(self, update: Update) -> None:
@@ -228,14 +212,14 @@ class TelegramChannel(EditedStreamChannel, BaseExtension):
     async def _offer_pairing(self, user_id: int) -> None:
         """A stranger's private message: a one-time code for the owner's ``/pair``,
         once while it lives, and nothing else."""
-        assert self._pairings is not None
-        text = self._pairings.invite(str(user_id))
+        assert self.pairings is not None
+        text = self.pairings.invite(str(user_id))
         if text is None:
             return
         self._context().logger.info("Telegram user %d was given a pairing code", user_id)
         await self._send().send_text(user_id, text)
 
-    async def _greet(self, sender_id: str) -> None:
+    async def greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so."""
         await self._send().send_text(int(sender_id), WELCOME)
 
@@ -286,26 +270,17 @@ class TelegramChannel(EditedStreamChannel, BaseExtension):
 
     # ------------------------------------------------------------ setup
 
-    def get_setup_schema(self) -> list[dict[str, object]]:
-        return self._setup_flow().schema(self._running)
+    def running_as(self) -> str | None:
+        return _username(self._bot) if self._bot is not None else None
 
-    async def apply_config(self, name: str, value: str) -> None:
-        await self._setup_flow().apply(name, value)
-
-    async def on_setup_complete(self) -> tuple[bool, str]:
-        name = _username(self._bot) if self._bot is not None else None
-        return await self._setup_flow().complete(self._running, name)
-
-    def _setup_flow(self) -> TelegramSetup:
-        if self._setup is None:
-            ctx, config = self._context(), self._cfg()
-            self._setup = TelegramSetup(
-                TOKEN_SECRET,
-                ctx.get_secret(TOKEN_SECRET),
-                config.api_base_url or DEFAULT_BASE_URL,
-                list(config.allowed_user_ids),
-            )
-        return self._setup
+    def new_setup(self) -> TelegramSetup:
+        config = self._cfg()
+        return TelegramSetup(
+            TOKEN_SECRET,
+            self._context().get_secret(TOKEN_SECRET),
+            config.api_base_url or DEFAULT_BASE_URL,
+            list(config.allowed_user_ids),
+        )
 
     # ------------------------------------------------------------ accessors
 
