@@ -63,7 +63,7 @@ class AllowListQuestions(Generic[Id]):
         self, allowed: Iterable[Id], parse: Callable[[str], list[Id]], id_prompt: str
     ) -> None:
         self.allowed: list[Id] = list(allowed)
-        self._parse = parse
+        self._parse: Callable[[str], list[Id]] = parse
         self._id_prompt = id_prompt
         self._offered: dict[str, tuple[Id, str]] = {}  # field name -> (id, description)
 
