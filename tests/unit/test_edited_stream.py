@@ -104,6 +104,13 @@ def stream(clock: Clock) -> FakeStream:
     return FakeStream(clock)
 
 
+async def _previewed(stream: FakeStream, clock: Clock, text: str) -> None:
+    """A stream started to "a" that has run the interval, then ``text`` arrives."""
+    await stream.start("a")
+    clock.now += INTERVAL
+    await stream.chunk("a", text)
+
+
 async def test_a_quick_reply_is_sent_once_with_no_edit(stream: FakeStream) -> None:
     await stream.start("a")
     await stream.chunk("a", "Hello")
@@ -115,9 +122,7 @@ async def test_a_quick_reply_is_sent_once_with_no_edit(stream: FakeStream) -> No
 async def test_previews_wait_for_the_interval_then_edit_at_most_once_per_interval(
     stream: FakeStream, clock: Clock
 ) -> None:
-    await stream.start("a")
-    clock.now += INTERVAL
-    await stream.chunk("a", "one")  # first shown: sent
+    await _previewed(stream, clock, "one")  # first shown: sent
     clock.now += 0.4
     await stream.chunk("a", " two")  # within the interval: not shown
     clock.now += 0.6
@@ -132,9 +137,7 @@ async def test_previews_wait_for_the_interval_then_edit_at_most_once_per_interva
 async def test_the_final_text_waits_out_the_interval_and_replaces_the_preview(
     stream: FakeStream, clock: Clock
 ) -> None:
-    await stream.start("a")
-    clock.now += INTERVAL
-    await stream.chunk("a", "draft")
+    await _previewed(stream, clock, "draft")
     clock.now += 0.25
     await stream.end("a", "final")
     assert clock.slept == [pytest.approx(0.75)]
@@ -144,9 +147,7 @@ async def test_the_final_text_waits_out_the_interval_and_replaces_the_preview(
 async def test_a_final_text_already_shown_is_not_edited_again(
     stream: FakeStream, clock: Clock
 ) -> None:
-    await stream.start("a")
-    clock.now += INTERVAL
-    await stream.chunk("a", "all of it")
+    await _previewed(stream, clock, "all of it")
     await stream.end("a", "")  # no full text given: the streamed one
     assert stream.calls == [("send", "chat-a", None, "all of it", True)]
     assert clock.slept == []
@@ -155,9 +156,7 @@ async def test_a_final_text_already_shown_is_not_edited_again(
 async def test_past_the_limit_the_preview_stays_and_the_rest_goes_in_new_messages(
     stream: FakeStream, clock: Clock
 ) -> None:
-    await stream.start("a")
-    clock.now += INTERVAL
-    await stream.chunk("a", "short start. ")
+    await _previewed(stream, clock, "short start. ")
     clock.now += INTERVAL
     long_text = "short start. " + " ".join(f"word{i}" for i in range(30))
     await stream.chunk("a", long_text.removeprefix("short start. "))  # too long: not shown
@@ -197,18 +196,14 @@ async def test_another_preview_error_skips_only_that_preview(
 
 
 async def test_a_refused_final_edit_sends_the_text_anew(stream: FakeStream, clock: Clock) -> None:
-    await stream.start("a")
-    clock.now += INTERVAL
-    await stream.chunk("a", "draft")
+    await _previewed(stream, clock, "draft")
     stream.fail_next = Refused()
     await stream.end("a", "final")
     assert stream.calls[-1] == ("send", "chat-a", None, "final", False)
 
 
 async def test_an_unchanged_final_edit_is_not_sent_again(stream: FakeStream, clock: Clock) -> None:
-    await stream.start("a")
-    clock.now += INTERVAL
-    await stream.chunk("a", "draft")
+    await _previewed(stream, clock, "draft")
     stream.fail_next = Refused(unchanged=True)
     await stream.end("a", "final")
     assert stream.calls == [("send", "chat-a", None, "draft", True)]

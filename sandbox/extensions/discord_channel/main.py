@@ -54,7 +54,6 @@ class DiscordSetupError(Exception):
 
 class DiscordChannel(ChatChannel):
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config: DiscordConfig | None = None
         self._token: str | None = None
         self._client: discord.Client | None = None
@@ -67,7 +66,7 @@ class DiscordChannel(ChatChannel):
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         token = self._token = context.get_secret(TOKEN_SECRET)
         config = self._config = parse_config(context.get_config)
         if not token:
@@ -104,7 +103,7 @@ class DiscordChannel(ChatChannel):
     async def destroy(self) -> None:
         await super().destroy()
         if self._client is not None:
-            await close_quietly(self._client.close, self._context().logger, "the Discord client")
+            await close_quietly(self._client.close, self.context.logger, "the Discord client")
 
     async def status_lines(self) -> list[str]:
         """What ``doctor`` and ``/status`` show: the bot and whom it serves."""
@@ -135,14 +134,14 @@ class DiscordChannel(ChatChannel):
         except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
             if not self._logged_in:  # the next try logs in with a session of its own
                 await client.http.close()
-            self._context().logger.warning(
+            self.context.logger.warning(
                 "cannot reach the Discord API (%s); retrying in the background",
                 str(exc) or type(exc).__name__,
             )
             return False
         use_gateway(url)
         self.auth_error = None
-        self._context().logger.info("connected to Discord as %s", client.user)
+        self.context.logger.info("connected to Discord as %s", client.user)
         return True
 
     # ------------------------------------------------------------ input
@@ -179,7 +178,7 @@ class DiscordChannel(ChatChannel):
             return
         text = message.content if direct else _without_mention(message.content, me.id)
         if not text.strip():
-            self._context().logger.info("ignoring a message without text from %d", author.id)
+            self.context.logger.info("ignoring a message without text from %d", author.id)
             return
         address = str(author.id) if direct else str(message.channel.id)
         typed_for = self._questions().take_typed_answer(message.channel.id, author.id)
@@ -189,9 +188,9 @@ class DiscordChannel(ChatChannel):
                 try:
                     await message.delete()
                 except discord.DiscordException as exc:
-                    self._context().logger.warning("a secret answer stays in the channel: %s", exc)
+                    self.context.logger.warning("a secret answer stays in the channel: %s", exc)
             return
-        await self._context().on_user_message(
+        await self.context.on_user_message(
             text,
             address,
             message_id=str(message.id),
@@ -209,7 +208,7 @@ class DiscordChannel(ChatChannel):
         text = self.pairings.invite(str(user_id))
         if text is None:
             return
-        self._context().logger.info("Discord user %d was given a pairing code", user_id)
+        self.context.logger.info("Discord user %d was given a pairing code", user_id)
         await self._send().send_text(Target("dm", user_id), text)
 
     async def greet(self, sender_id: str) -> None:
@@ -217,7 +216,7 @@ class DiscordChannel(ChatChannel):
         await self._send().send_text(Target("dm", int(sender_id)), WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
-        await self._context().answer_request(request_id, value, address, sender_id=sender)
+        await self.context.answer_request(request_id, value, address, sender_id=sender)
 
     # ------------------------------------------------------------ output
 
@@ -245,16 +244,12 @@ class DiscordChannel(ChatChannel):
         config = self._cfg()
         return DiscordSetup(
             TOKEN_SECRET,
-            self._context().get_secret(TOKEN_SECRET),
+            self.context.get_secret(TOKEN_SECRET),
             config.api_base_url,
             [str(i) for i in config.allowed_user_ids],
         )
 
     # ------------------------------------------------------------ accessors
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
     def _cfg(self) -> DiscordConfig:
         assert self._config is not None, "initialize() was not called"

@@ -63,7 +63,6 @@ class MatrixSetupError(Exception):
 
 class MatrixChannel(ChatChannel):
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config: MatrixConfig | None = None
         self._client: AsyncClient | None = None
         self._rooms: Rooms | None = None
@@ -77,7 +76,7 @@ class MatrixChannel(ChatChannel):
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         token = context.get_secret(TOKEN_SECRET)
         config = self._config = parse_config(context.get_config)
         if not token or config.homeserver_url is None:
@@ -107,7 +106,7 @@ class MatrixChannel(ChatChannel):
     async def destroy(self) -> None:
         await super().destroy()
         if self._client is not None:
-            await close_quietly(self._client.close, self._context().logger, "the Matrix client")
+            await close_quietly(self._client.close, self.context.logger, "the Matrix client")
 
     async def status_lines(self) -> list[str]:
         """What ``doctor`` and ``/status`` show: whom the token signs in as (checked
@@ -131,7 +130,7 @@ class MatrixChannel(ChatChannel):
             async with asyncio.timeout(VERIFY_TIMEOUT_S):
                 response = await client.whoami()
         except (aiohttp.ClientError, TimeoutError) as exc:
-            self._context().logger.warning(
+            self.context.logger.warning(
                 "cannot reach the Matrix homeserver %s (%s); syncing keeps retrying",
                 self._cfg().homeserver_url,
                 str(exc) or type(exc).__name__,
@@ -146,7 +145,7 @@ class MatrixChannel(ChatChannel):
         client.user_id = response.user_id
         client.device_id = response.device_id or client.device_id
         self.auth_error = None
-        self._context().logger.info("connected to Matrix as %s", response.user_id)
+        self.context.logger.info("connected to Matrix as %s", response.user_id)
 
     # ------------------------------------------------------------ input
 
@@ -155,8 +154,8 @@ class MatrixChannel(ChatChannel):
         syncer = Syncer(
             client,
             self._on_sync,
-            self._context().logger,
-            self._context().data_dir,
+            self.context.logger,
+            self.context.data_dir,
             timeout_s=self._cfg().sync_timeout_s,
             after_first=rooms.synced.set,
         )
@@ -198,11 +197,11 @@ class MatrixChannel(ChatChannel):
             if direct or rooms.allowed(event.sender) or room_id in self._cfg().allowed_room_ids:
                 response = await client.join(room_id)
                 if isinstance(response, ErrorResponse):
-                    self._context().logger.warning("joining %s failed: %s", room_id, response)
+                    self.context.logger.warning("joining %s failed: %s", room_id, response)
                 else:
-                    self._context().logger.info("joined %s (invited by %s)", room_id, event.sender)
+                    self.context.logger.info("joined %s (invited by %s)", room_id, event.sender)
             else:
-                self._context().logger.warning(
+                self.context.logger.warning(
                     "ignoring the invite of %s to %s: not a direct chat, not from an allowed "
                     "user, not in extensions.matrix_channel.allowed_room_ids",
                     event.sender,
@@ -219,7 +218,7 @@ class MatrixChannel(ChatChannel):
         elif isinstance(event, RoomMessageText):
             await self._on_text(room, event)
         elif getattr(event, "source", {}).get("type") == "m.room.message":
-            self._context().logger.info(
+            self.context.logger.info(
                 "ignoring a non-text message in %s (files are not handled yet)", room.room_id
             )
 
@@ -227,7 +226,7 @@ class MatrixChannel(ChatChannel):
         if room.room_id in self._warned_encrypted:
             return
         self._warned_encrypted.add(room.room_id)
-        self._context().logger.warning(
+        self.context.logger.warning(
             "refusing Matrix room %s: it is end-to-end encrypted, which this channel does "
             "not support (docs/matrix.md)",
             room.room_id,
@@ -235,7 +234,7 @@ class MatrixChannel(ChatChannel):
         try:
             await self._send().send_text(room.room_id, ENCRYPTED_NOTE)
         except Exception as exc:
-            self._context().logger.warning("could not tell %s why: %s", room.room_id, exc)
+            self.context.logger.warning("could not tell %s why: %s", room.room_id, exc)
 
     async def _on_text(self, room: MatrixRoom, event: RoomMessageText) -> None:
         """Journal an allowed user's text, addressed to the room it came from; a
@@ -268,9 +267,9 @@ class MatrixChannel(ChatChannel):
                 try:
                     await self._send().redact(room.room_id, event.event_id, "secret answer")
                 except Exception as exc:
-                    self._context().logger.warning("a secret answer stays in the room: %s", exc)
+                    self.context.logger.warning("a secret answer stays in the room: %s", exc)
             return
-        await self._context().on_user_message(
+        await self.context.on_user_message(
             _without_quote(text),
             room.room_id,
             message_id=event.event_id,
@@ -295,11 +294,11 @@ class MatrixChannel(ChatChannel):
         if text is None:
             return
         self._stranger_rooms[sender] = room_id
-        self._context().logger.info("Matrix user %s was given a pairing code", sender)
+        self.context.logger.info("Matrix user %s was given a pairing code", sender)
         try:
             await self._send().send_text(room_id, text)
         except Exception as exc:  # a stranger's reply must not stop the sync loop
-            self._context().logger.warning("the pairing code for %s was not sent: %s", sender, exc)
+            self.context.logger.warning("the pairing code for %s was not sent: %s", sender, exc)
 
     async def greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so in their room."""
@@ -310,7 +309,7 @@ class MatrixChannel(ChatChannel):
             await self._send().send_text(room_id, WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
-        await self._context().answer_request(request_id, value, address, sender_id=sender)
+        await self.context.answer_request(request_id, value, address, sender_id=sender)
 
     def _remember(self, event_id: str) -> None:
         self._seen[event_id] = None
@@ -343,16 +342,12 @@ class MatrixChannel(ChatChannel):
         config = self._cfg()
         return MatrixSetup(
             TOKEN_SECRET,
-            self._context().get_secret(TOKEN_SECRET),
+            self.context.get_secret(TOKEN_SECRET),
             config.homeserver_url,
             list(config.allowed_user_ids),
         )
 
     # ------------------------------------------------------------ accessors
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
     def _cfg(self) -> MatrixConfig:
         assert self._config is not None, "initialize() was not called"

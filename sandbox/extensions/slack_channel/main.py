@@ -76,7 +76,6 @@ class SlackChannel(ChatChannel):
     tokens are there; without them only the setup can use it."""
 
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config: SlackConfig | None = None
         self._client: AsyncWebClient | None = None
         self._app_token: str | None = None
@@ -90,7 +89,7 @@ class SlackChannel(ChatChannel):
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         config = self._config = parse_config(context.get_config)
         bot_token, app_token = context.get_secret(BOT_SECRET), context.get_secret(APP_SECRET)
         if not bot_token or not app_token:
@@ -148,25 +147,25 @@ class SlackChannel(ChatChannel):
             if code in ("invalid_auth", "not_authed", "account_inactive", "token_revoked"):
                 self.auth_error = REJECTED.format(code)
                 raise SlackSetupError(self.auth_error) from None
-            self._context().logger.warning("auth.test failed (%s); will retry", code or exc)
+            self.context.logger.warning("auth.test failed (%s); will retry", code or exc)
             return
         except (OSError, TimeoutError) as exc:
-            self._context().logger.warning(
+            self.context.logger.warning(
                 "cannot reach the Slack Web API (%s); the socket keeps retrying",
                 str(exc) or type(exc).__name__,
             )
             return
         self.auth_error = None
         self._identity = f"@{me.get('user')} in {me.get('team')}"
-        self._context().logger.info("connected to Slack as %s", self._identity)
+        self.context.logger.info("connected to Slack as %s", self._identity)
 
     # ------------------------------------------------------------ input
 
     async def run_background(self) -> None:
         assert self._client is not None and self._app_token is not None
         targets, sender = self._parts()
-        inbox = Inbox(self._context(), targets, sender, self._questions(), self._offer_pairing)
-        link = SocketLink(self._client, self._app_token, inbox, self._context().logger)
+        inbox = Inbox(self.context, targets, sender, self._questions(), self._offer_pairing)
+        link = SocketLink(self._client, self._app_token, inbox, self.context.logger)
         try:
             await link.run()
         except SlackAppTokenError as exc:
@@ -180,7 +179,7 @@ class SlackChannel(ChatChannel):
         text = self.pairings.invite(user)
         if text is None:
             return
-        self._context().logger.info("Slack user %s was given a pairing code", user)
+        self.context.logger.info("Slack user %s was given a pairing code", user)
         await self._send().post(Target(channel=channel), text, markup=False)
 
     async def greet(self, sender_id: str) -> None:
@@ -210,7 +209,7 @@ class SlackChannel(ChatChannel):
         return self._identity
 
     def new_setup(self) -> SlackSetup:
-        ctx, config = self._context(), self._cfg()
+        ctx, config = self.context, self._cfg()
         return SlackSetup(
             (BOT_SECRET, APP_SECRET),
             (ctx.get_secret(BOT_SECRET), ctx.get_secret(APP_SECRET)),
@@ -219,10 +218,6 @@ class SlackChannel(ChatChannel):
         )
 
     # ------------------------------------------------------------ accessors
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
     def _cfg(self) -> SlackConfig:
         assert self._config is not None, "initialize() was not called"

@@ -53,7 +53,6 @@ class TelegramSetupError(Exception):
 
 class TelegramChannel(ChatChannel):
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config: TelegramConfig | None = None
         self._bot: Bot | None = None
         self._allow: AllowList | None = None
@@ -66,7 +65,7 @@ class TelegramChannel(ChatChannel):
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         token = context.get_secret(TOKEN_SECRET)
         config = self._config = parse_config(context.get_config)
         if not token:
@@ -100,7 +99,7 @@ class TelegramChannel(ChatChannel):
     async def destroy(self) -> None:
         await super().destroy()
         if self._bot is not None:
-            await close_quietly(self._bot.shutdown, self._context().logger, "the Telegram client")
+            await close_quietly(self._bot.shutdown, self.context.logger, "the Telegram client")
 
     async def _verify_token(self) -> None:
         """``getMe``: a rejected token fails the extension; an unreachable API does not."""
@@ -112,13 +111,13 @@ class TelegramChannel(ChatChannel):
             self.auth_error = REJECTED
             raise TelegramSetupError(REJECTED) from None
         except (NetworkError, TimeoutError) as exc:
-            self._context().logger.warning(
+            self.context.logger.warning(
                 "cannot reach the Telegram Bot API (%s); polling keeps retrying",
                 str(exc) or type(exc).__name__,
             )
             return
         self.auth_error = None
-        self._context().logger.info("connected to Telegram as @%s", bot.username)
+        self.context.logger.info("connected to Telegram as @%s", bot.username)
 
     # ------------------------------------------------------------ input
 
@@ -127,7 +126,7 @@ class TelegramChannel(ChatChannel):
         poller = Poller(
             bot,
             self._on_update,
-            self._context().logger,
+            self.context.logger,
             timeout_s=self._cfg().poll_timeout_s,
             before_poll=self._register_commands,
         )
@@ -167,10 +166,10 @@ class TelegramChannel(ChatChannel):
                 try:
                     await message.delete()
                 except TelegramError as exc:
-                    self._context().logger.warning("a secret answer stays in the chat: %s", exc)
+                    self.context.logger.warning("a secret answer stays in the chat: %s", exc)
             return
         text = "/help" if _START_RE.match(message.text) else message.text
-        await self._context().on_user_message(
+        await self.context.on_user_message(
             text,
             chats.address(chat.id),
             message_id=str(message.message_id),
@@ -185,22 +184,22 @@ class TelegramChannel(ChatChannel):
         sender = str(message.from_user.id) if message.from_user else address
         got = incoming_file(message)
         if got is None:
-            self._context().logger.info("ignoring a message with no text or file from %s", sender)
+            self.context.logger.info("ignoring a message with no text or file from %s", sender)
             return
         name, mime_type, file_id = got
         try:
-            path = await fetch_file(self._parts()[0], file_id, self._context().data_dir, name)
+            path = await fetch_file(self._parts()[0], file_id, self.context.data_dir, name)
         except TelegramError as exc:  # "file is too big" (Bot API: 20 MB) among them
             await self._send().send_text(message.chat.id, f"I could not take {name}: {exc}")
             return
         try:
-            kept = await self._context().keep_file(address, name, mime_type, str(path))
+            kept = await self.context.keep_file(address, name, mime_type, str(path))
         except ValueError as exc:
             await self._send().send_text(message.chat.id, f"I could not take {exc}")
             return
         finally:
             await asyncio.to_thread(path.unlink, True)
-        await self._context().on_user_message(
+        await self.context.on_user_message(
             message.caption or "",
             address,
             message_id=str(message.message_id),
@@ -216,7 +215,7 @@ class TelegramChannel(ChatChannel):
         text = self.pairings.invite(str(user_id))
         if text is None:
             return
-        self._context().logger.info("Telegram user %d was given a pairing code", user_id)
+        self.context.logger.info("Telegram user %d was given a pairing code", user_id)
         await self._send().send_text(user_id, text)
 
     async def greet(self, sender_id: str) -> None:
@@ -224,7 +223,7 @@ class TelegramChannel(ChatChannel):
         await self._send().send_text(int(sender_id), WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
-        await self._context().answer_request(request_id, value, address, sender_id=sender)
+        await self.context.answer_request(request_id, value, address, sender_id=sender)
 
     async def _register_commands(self) -> None:
         """``setMyCommands`` with the kernel's commands, once per process; retried
@@ -233,7 +232,7 @@ class TelegramChannel(ChatChannel):
             return
         commands = [
             (name, description[:256] or name)
-            for name, description in await self._context().list_commands()
+            for name, description in await self.context.list_commands()
             if _COMMAND_NAME_RE.match(name)
         ]
         if not commands:
@@ -242,7 +241,7 @@ class TelegramChannel(ChatChannel):
             async with asyncio.timeout(COMMANDS_TIMEOUT_S):
                 await self._parts()[0].set_my_commands([BotCommand(n, d) for n, d in commands])
         except (TelegramError, TimeoutError) as exc:
-            self._context().logger.warning("setMyCommands failed (%s); will retry", exc)
+            self.context.logger.warning("setMyCommands failed (%s); will retry", exc)
             return
         self._commands_registered = True
 
@@ -277,16 +276,12 @@ class TelegramChannel(ChatChannel):
         config = self._cfg()
         return TelegramSetup(
             TOKEN_SECRET,
-            self._context().get_secret(TOKEN_SECRET),
+            self.context.get_secret(TOKEN_SECRET),
             config.api_base_url or DEFAULT_BASE_URL,
             list(config.allowed_user_ids),
         )
 
     # ------------------------------------------------------------ accessors
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
     def _cfg(self) -> TelegramConfig:
         assert self._config is not None, "initialize() was not called"
