@@ -55,6 +55,8 @@ TYPING_TIMEOUT_S = 5.0
 
 @dataclass
 class _Stream(Generic[Where, MessageId]):
+    """One reply in progress: its text so far, what is shown of it and when."""
+
     where: Where
     started: float
     text: str = ""
