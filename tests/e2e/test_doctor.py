@@ -53,7 +53,7 @@ def test_doctor_checks_postgres_connection_and_schema(settings_file, postgres_ds
         # the stores' components (ADR 0035); sessions' ids were escaped in 2 (ADR 0048) and
         # the ledger says when a reply was sent in 3 (ADR 0072),
         # state's second holds each node's extensions (ADR 0039)
-        for store, newest in (("sessions", 3), ("state", 2), ("schedules", 1)):
+        for store, newest in (("sessions", 4), ("state", 2), ("schedules", 1)):
             assert f"schema {store}: version 0, migrated to version {newest}" in fresh.stdout
 
         import asyncio
