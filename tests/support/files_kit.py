@@ -100,6 +100,7 @@ def sent_picture(model: ScriptedModel) -> tuple[str, dict[str, str]]:
     """The text and the image part of the last user message of the model's first
     call: how a picture a person sent reached the model."""
     users = [i for i in model.calls[0].input if isinstance(i, dict) and i.get("role") == "user"]
+    assert not isinstance(users[-1]["content"], str), users[-1]["content"]
     text, image = users[-1]["content"]
     assert text["type"] == "input_text" and image["type"] == "input_image"
     return text["text"], image

@@ -46,10 +46,11 @@ async def send_file(sender: Sender, target: Target, file: KeptFile) -> None:
 
 
 async def keep_attachments(
-    context: ExtensionContext, message: discord.Message, address: str, refuse: Refuse
+    context: ExtensionContext, message: discord.Message, sender: str, refuse: Refuse
 ) -> list[str]:
-    """The ids of the message's attachments, kept for the person at ``address``;
-    one that cannot be fetched or is too large is refused (``refuse``) and left out."""
+    """The ids of the message's attachments, kept for the person who sent them (the
+    user id ``sender``: in a server channel the address is the channel's); one that
+    cannot be fetched or is too large is refused (``refuse``) and left out."""
     kept: list[str] = []
     for attachment in message.attachments:
         name = Path(attachment.filename).name or f"attachment-{attachment.id}"
@@ -65,7 +66,7 @@ async def keep_attachments(
             continue
         path = await asyncio.to_thread(_write_inbox, context.data_dir, name, data)
         try:
-            kept.append((await context.keep_file(address, name, mime_type, str(path))).file_id)
+            kept.append((await context.keep_file(sender, name, mime_type, str(path))).file_id)
         except ValueError as exc:  # over files.max_bytes: the kernel's words name the limit
             await refuse(f"I could not take {exc}")
         finally:

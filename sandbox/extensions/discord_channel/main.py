@@ -213,7 +213,8 @@ class DiscordChannel(BaseExtension):
                 except discord.DiscordException as exc:
                     self._context().logger.warning("a secret answer stays in the channel: %s", exc)
             return
-        files = await keep_attachments(self._context(), message, address, self._refuser(address))
+        refuse = self._refuser(address)
+        files = await keep_attachments(self._context(), message, str(author.id), refuse)
         if not text.strip() and not files:
             return
         await self._context().on_user_message(

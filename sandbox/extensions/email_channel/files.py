@@ -55,16 +55,16 @@ def attached_files(message: EmailMessage) -> tuple[Attached, ...]:
 
 
 async def keep_attached(
-    context: ExtensionContext, files: Sequence[Attached], address: str, refuse: Refuse
+    context: ExtensionContext, files: Sequence[Attached], sender: str, refuse: Refuse
 ) -> list[str]:
-    """The ids of ``files``, kept for the person at ``address``; one too large is
-    refused (``refuse``) and left out."""
+    """The ids of ``files``, kept for the person who sent them (``sender``, their
+    address); one too large is refused (``refuse``) and left out."""
     kept: list[str] = []
     for file in files:
         path = await asyncio.to_thread(_write_inbox, context.data_dir, file)
         try:
             kept.append(
-                (await context.keep_file(address, file.name, file.mime_type, str(path))).file_id
+                (await context.keep_file(sender, file.name, file.mime_type, str(path))).file_id
             )
         except ValueError as exc:  # over files.max_bytes: the kernel's words name the limit
             await refuse(f"I could not take {exc}")

@@ -171,9 +171,7 @@ class EmailChannel(BaseExtension):
                 answer.request.id, answer.value, thread.address, sender_id=mail.sender
             )
             return answer.request.kind == "secret"  # not left readable in the mailbox
-        files = await keep_attached(
-            self._context(), mail.files, thread.address, self._refuser(thread)
-        )
+        files = await keep_attached(self._context(), mail.files, mail.sender, self._refuser(thread))
         if mail.files and not files and not (mail.text or mail.subject):
             return False
         await self._context().on_user_message(

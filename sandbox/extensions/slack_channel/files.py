@@ -52,10 +52,11 @@ async def send_file(sender: Sender, target: Target, file: KeptFile) -> None:
 
 
 async def keep_shared(
-    context: ExtensionContext, token: str, files: list[dict[str, Any]], address: str, refuse: Refuse
+    context: ExtensionContext, token: str, files: list[dict[str, Any]], user: str, refuse: Refuse
 ) -> list[str]:
-    """The ids of the shared ``files``, kept for the person at ``address``; one that
-    cannot be fetched or is too large is refused (``refuse``) and left out."""
+    """The ids of the shared ``files``, kept for the person who shared them (the Slack
+    user ``user``: a channel's address is the channel's); one that cannot be fetched
+    or is too large is refused (``refuse``) and left out."""
     kept: list[str] = []
     headers = {"Authorization": f"Bearer {token}"}
     timeout = aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S)
@@ -75,7 +76,7 @@ async def keep_shared(
                 continue
             path = await asyncio.to_thread(_write_inbox, context.data_dir, name, data)
             try:
-                kept.append((await context.keep_file(address, name, mime_type, str(path))).file_id)
+                kept.append((await context.keep_file(user, name, mime_type, str(path))).file_id)
             except ValueError as exc:  # over files.max_bytes: the kernel's words name the limit
                 await refuse(f"I could not take {exc}")
             finally:

@@ -122,7 +122,7 @@ class Inbox:
             if typed_for is not None:  # the owner's next message answers a free-text question
                 await self._answer(typed_for.id, text, address, user)
                 return
-            files = await self._keep(shared, address)
+            files = await self._keep(shared, address, user)
             if not text and not files:
                 return
             event_id = body.get("event_id") or event.get("client_msg_id") or event.get("ts")
@@ -135,14 +135,14 @@ class Inbox:
                 files=files,
             )
 
-    async def _keep(self, shared: list[dict[str, Any]], address: str) -> list[str]:
+    async def _keep(self, shared: list[dict[str, Any]], address: str, user: str) -> list[str]:
         """The files shared with a message, kept (ADR 0096); refusals told there."""
         if not shared:
             return []
         target = self._targets.target(address)
         token = str(self._sender.client.token or "")
         return await keep_shared(
-            self._ctx, token, shared, address, lambda note: self._sender.send_text(target, note)
+            self._ctx, token, shared, user, lambda note: self._sender.send_text(target, note)
         )
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
