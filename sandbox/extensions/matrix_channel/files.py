@@ -52,7 +52,8 @@ class Media:
 def media_of(event: RoomMessageMedia) -> Media:
     """What an ``m.image`` / ``m.file`` / ``m.audio`` / ``m.video`` event carries."""
     content: dict[str, Any] = event.source.get("content", {})
-    info = content.get("info") if isinstance(content.get("info"), dict) else {}
+    info = content.get("info")
+    info = info if isinstance(info, dict) else {}
     body = str(content.get("body") or "")
     name = Path(str(content.get("filename") or body)).name or f"file-{event.event_id[1:9]}"
     caption = body if content.get("filename") and body != content.get("filename") else ""
