@@ -14,7 +14,8 @@ extensions answer the sentences they understand without the model (ADR 0090),
 as Hearth ships; ``off`` measures the model's own tool use.
 ``HEARTH_BENCH_SCHEMAS`` (default ``auto``): the provider's ``tool_schemas``
 (ADR 0097). Other knobs as ``bench/prompt_cache.py`` (``THREADS``,
-``HEARTH_LLM_SERVER``). Skips with one line when the model is not installed.
+``HEARTH_LLM_SERVER``, ``HEARTH_BENCH_REQUESTS``: each model request and the
+server's answer, one JSON line each, to read why a task failed). Skips with one line when the model is not installed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from http_api import free_port, wait_ready  # noqa: E402
-from prompt_cache import LLM_TOOLS, MODEL, MODEL_FILE, ModelServer  # noqa: E402
+from prompt_cache import LLM_TOOLS, MODEL, MODEL_FILE, ModelServer, RecordingProxy  # noqa: E402
 
 from support.ext_files import grant_all  # noqa: E402
 
@@ -220,8 +221,12 @@ def main() -> None:
         server = ModelServer(model_port, tmp)
         try:
             server.wait_ready()
-            settings = write_setup(tmp, f"http://127.0.0.1:{model_port}/v1", api_port)
-            results = asyncio.run(run_tasks(settings, api_port, tmp / "data"))
+            # a recording proxy between (each request and answer to the file this names)
+            with RecordingProxy(f"http://127.0.0.1:{model_port}") as proxy:
+                upstream = proxy.base_url if os.environ.get("HEARTH_BENCH_REQUESTS") else None
+                base_url = upstream or f"http://127.0.0.1:{model_port}/v1"
+                settings = write_setup(tmp, base_url, api_port)
+                results = asyncio.run(run_tasks(settings, api_port, tmp / "data"))
         finally:
             server.stop()
     print(

@@ -155,7 +155,7 @@ class RecordingProxy:
                     proxy.warmups.append(figures_of(data))  # not a turn's (ADR 0089)
                 elif body is not None and status == 200:
                     proxy.responses.append(figures_of(data))
-                    proxy.record(body, proxy.responses[-1])
+                    proxy.record(body, proxy.responses[-1], data)
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
@@ -165,11 +165,18 @@ class RecordingProxy:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
-    def record(self, body: bytes, figures: dict[str, Any]) -> None:
+    def record(self, body: bytes, figures: dict[str, Any], answer: bytes = b"") -> None:
+        """One request, its figures and the server's answer as it came (JSON or
+        server-sent events), to ``HEARTH_BENCH_REQUESTS`` when it names a file."""
         dump = os.environ.get("HEARTH_BENCH_REQUESTS")
         if dump:
+            row = {
+                "request": json.loads(body),
+                **figures,
+                "answer": answer.decode(errors="replace"),
+            }
             with open(dump, "a", encoding="utf-8") as out:
-                out.write(json.dumps({"request": json.loads(body), **figures}) + "\n")
+                out.write(json.dumps(row) + "\n")
 
     @property
     def base_url(self) -> str:

@@ -96,7 +96,7 @@ class Orchestrator:
         self._agents: dict[tuple[str | None, str | None, str | None], Agent[Any]] = {}
         # rendered once: nothing in it changes until the wiring or the settings do
         self._system = PromptTemplate(template_path).render(
-            timezone=timezone, capabilities=self._summary
+            timezone=_zone_name(timezone, self._zone), capabilities=self._summary
         )
 
     @property
@@ -184,3 +184,12 @@ def dated_clock(history: Sequence[Any]) -> str | None:
             if line.startswith("Now: ") and len(line) > DAY + 6 and line[DAY] == " ":
                 return line
     return None
+
+
+def _zone_name(timezone: str, zone: Any) -> str:
+    """The zone as the prompt names it: ``local`` is this machine's zone by its name
+    (``Europe/Berlin``), which a model understands where "local" says nothing."""
+    if timezone != "local":
+        return timezone
+    key = getattr(zone, "key", None)
+    return key if key and key != "localtime" else "this machine's local time"

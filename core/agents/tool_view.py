@@ -41,7 +41,9 @@ class ToolView:
         self._descriptions: dict[str, str] = {}
 
     def learn(self, tools: Iterable[tuple[str, str, str]]) -> None:
-        """``(tool name, group, description)`` of the orchestrator's tools (its wiring)."""
+        """``(tool name, group, description)`` of the orchestrator's tools (its wiring);
+        read once (a generator is welcome)."""
+        tools = list(tools)
         self._group_of = {name: group for name, group, _ in tools}
         self._descriptions = {name: " ".join(text.split()) for name, _, text in tools}
 
@@ -128,7 +130,7 @@ def load_tools_tool(view: ToolView) -> FunctionTool:
         """Load tool groups (listed in your instructions) so you can call their tools.
 
         Args:
-            groups: Group names, e.g. ["memory"] or ["scheduler", "kv"].
+            groups: The names of the groups whose tools the task needs, as listed.
         """
         return view.describe(groups)
 

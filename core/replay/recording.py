@@ -164,7 +164,10 @@ class ReplayRecorder:
             taken += values_of_call
         staged, pending = self.payloads.stage_all([*values, *taken])
         mine, parts = staged[: len(values)], staged[len(values) :]
-        return mine, [build(parts) for build in builds], pending  # each build takes its parts
+        records = []
+        for build in builds:  # each takes its parts, in order (a loop: on every turn's path)
+            records.append(build(parts))
+        return mine, records, pending
 
     # ------------------------------------------------------------ workflow runs
 
@@ -348,8 +351,12 @@ def _ids(turn: TurnContext) -> dict[str, Any]:
 
 
 def _usage(usage: Any) -> dict[str, int]:
-    names = ("input_tokens", "output_tokens", "total_tokens")
-    return {name: int(getattr(usage, name, 0) or 0) for name in names}
+    """The response's token counts as stored (0 where the provider gave none)."""
+    return {
+        "input_tokens": int(getattr(usage, "input_tokens", 0) or 0),
+        "output_tokens": int(getattr(usage, "output_tokens", 0) or 0),
+        "total_tokens": int(getattr(usage, "total_tokens", 0) or 0),
+    }
 
 
 def _jsonable(value: Any) -> Any:

@@ -307,7 +307,7 @@ async def test_an_agents_own_asking_tools_run_only_inside_an_approved_call(
 def test_an_answer_counts_from_the_conversation_asked_whatever_its_reply_tag():
     """The HTTP API tags each request's address (ADR 0024): its next request, with
     another tag, may answer; another conversation or channel still may not."""
-    from core.kernel.consent.desk import Responder
+    from core.kernel.consent import Responder
 
     asked = ("http_api", "ops#reply:r1", "ops#reply:r1")
     assert Responder("http_api", "ops#reply:r2").was_asked(*asked)

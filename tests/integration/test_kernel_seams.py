@@ -58,7 +58,7 @@ async def test_the_kernel_is_whole_once_built(make_ext, settings_file):
     before anything starts; nothing is attached to them later."""
     make_ext("capture", CAPTURE_CHANNEL, CAPTURE_MANIFEST)
     async with running_kernel(settings_file(channels={"default": "capture"})) as k:
-        assert k.router.consent.holds("no-such-message") is False
+        assert await k.router.consent.holds("no-such-message") is False
         assert k.loader.agent_factory is declarative_agent
         assert k.model_router.model_wrapper == k.recorder.wrap_model
         # a tool that ran runs once, inside the recorder (ADR 0061, 0079)

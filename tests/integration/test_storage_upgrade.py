@@ -239,7 +239,7 @@ async def test_a_postgres_database_of_the_runner_before_is_taken_over(tmp_path, 
     old_postgres_database(postgres_dsn)
     storage = StorageSettings(backend="postgres", postgres_dsn=postgres_dsn, pool_max_size=4)
     seen = await open_every_store(tmp_path / "unused.db", storage)
-    assert seen["version"] == 3  # 3: replies' sent_at
+    assert seen["version"] == 4  # 3: replies' sent_at, 4: open paused turns by conversation
     assert '"branch_key": "threshold_exceeded_critical"' in str(seen["last"])
     assert seen["activations"] == [
         ("myjson", "json", "full"),

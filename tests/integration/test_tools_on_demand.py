@@ -61,6 +61,8 @@ async def test_a_local_model_loads_the_groups_it_needs_and_keeps_them(
     assert names(after_load) == ["current_time", "load_tools", *memory_tools]
     loaded = next(m for m in after_load["messages"] if m.get("role") == "tool")["content"]
     assert loaded.startswith("memory is loaded; call its tools now:\n- remember: ")
+    # each tool named with the first sentence of what it does, none left blank
+    assert all(line.split(": ", 1)[1] for line in loaded.splitlines()[1:]), loaded
     # the next turn starts with the same prefix as the last step: the group stays
     assert names(next_turn) == names(after_load)
     assert system(next_turn) == system(first)

@@ -176,6 +176,12 @@ class Cluster:
     def kill(self, name: str) -> None:
         kill(self.procs.pop(name))
 
+    def stop(self, name: str) -> int:
+        """SIGTERM process ``name`` and wait for it to end; its exit code."""
+        proc = self.procs.pop(name)
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=40)
+
     def stop_all(self) -> dict[str, int]:
         """SIGTERM every process still running; their exit codes."""
         codes = {}

@@ -26,11 +26,13 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-__all__ = ["CODE_TTL_S", "MAX_OPEN", "Greeting", "Pairings", "admit_anywhere"]
+__all__ = ["CODE_TTL_S", "MAX_OPEN", "WELCOME", "Greeting", "Pairings", "admit_anywhere"]
 
 CODE_TTL_S = 600.0
 MAX_OPEN = 20
 FILE = "paired.json"
+WELCOME = "You are in: Hearth answers you now."
+"""What a channel's greeting tells the sender ``/pair`` admitted."""
 
 Greeting = Callable[[str], Awaitable[None]]
 """Tells a newly admitted sender (by id) that they are in."""
@@ -76,6 +78,18 @@ class Pairings:
         code = _fresh_code(self._codes)
         self._codes[code] = (sender_id, now + CODE_TTL_S)
         return code
+
+    def invite(self, sender_id: str) -> str | None:
+        """A new code for ``sender_id`` (as ``offer``), worded as the one message the
+        stranger is sent; ``None``: nothing is sent."""
+        code = self.offer(sender_id)
+        if code is None:
+            return None
+        minutes = round(CODE_TTL_S / 60)
+        return (
+            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
+            f"(the code works once, for {minutes} minutes)."
+        )
 
     def holds(self, code: str, now: float | None = None) -> bool:
         """Whether ``code`` is one of this channel's live codes."""

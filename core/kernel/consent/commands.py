@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from core.extensions.contract import Command, TurnContext
 from core.kernel.commands.table import NOT_OWNER
-from core.kernel.consent.desk import ApprovalDesk, Responder
+from core.kernel.consent.desk import ApprovalDesk
 from core.kernel.consent.policy import ConsentPolicy, ToolInfo
+from core.kernel.consent.responder import Responder
 from core.kernel.consent.ui import UiRequests
 from core.kernel.consent.wording import Choice
 from core.kernel.conversations.sessions import Conversations
@@ -40,12 +41,15 @@ def consent_commands(
         parts = args.split()
         responder = Responder(turn.channel_id or "", turn.user_id or "", turn.sender_id)
         if len(parts) == 2 and parts[1].lower() == "show":  # the whole call, not an answer
+            await desk.sync(approval_id=parts[0])
             return desk.show(parts[0], responder)
         if parts:
             if len(parts) > 1 and parts[1].lower() == "always" and choice != "deny":
                 choice = "always"
             return await desk.answer(parts[0], choice, responder)
-        pending = desk.pending_in(Conversations.key(responder.channel_id, responder.user_id))
+        conversation = Conversations.key(responder.channel_id, responder.user_id)
+        await desk.sync(conversation=conversation)
+        pending = desk.pending_in(conversation)
         if len(pending) == 1:
             return await desk.answer(pending[0].id, choice, responder)
         if not pending:

@@ -21,6 +21,12 @@ turn is decided a ``system.turn.resume`` event is journaled; the router
 resumes the turn under the conversation's lock. After a restart ``start``
 re-arms the timers, asks the pending questions again and re-journals the
 resumptions still due, so nothing is lost between a decision and its turn.
+
+On a database other kernel processes share (a channels/workers split, ADR
+0102) the memory is only this process's copy: ``sync`` reads back the turns an
+answer, a message or a resumption names before they are used (another worker
+may have paused, answered or finished them), and a question whose channel runs
+in another process is shown there as a notice (``system.user.notify``).
 """
 
 from __future__ import annotations
@@ -29,21 +35,21 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from core.events.system_payloads import TurnResume
+from core.events.system_payloads import TurnResume, UserNotify
 from core.events.topics import SystemTopics
 from core.extensions.contract import (
     InteractiveChannel,
     RequestOption,
     TurnContext,
     UserRequest,
-    split_reply_address,
 )
 from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.consent.gate import APPROVAL_FRAME, AskedCall
 from core.kernel.consent.policy import Grant
+from core.kernel.consent.responder import Responder
 from core.kernel.consent.store import Approval, ApprovalStatus, ApprovalStore, PausedTurn
 from core.kernel.consent.wording import (
     APPROVAL_OPTIONS,
@@ -56,7 +62,7 @@ from core.kernel.conversations.people import Household
 from core.kernel.hooks import FrameRecorder
 from core.kernel.hooks.frames import FrameSink
 
-__all__ = ["ApprovalDesk", "Responder"]
+__all__ = ["ApprovalDesk"]
 
 log = logging.getLogger("core.kernel.consent")
 
@@ -67,36 +73,6 @@ _OUTCOMES: dict[ApprovalStatus, str] = {
     "timeout": "Not answered in time: denied",
     "superseded": "A new message came instead: denied",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Responder:
-    """Who answers: the conversation (channel, address) and the sender in it."""
-
-    channel_id: str
-    user_id: str
-    sender_id: str | None = None
-
-    @property
-    def who(self) -> str:
-        return self.sender_id or self.user_id
-
-    def was_asked(self, channel_id: str, user_id: str, owner_id: str) -> bool:
-        """Whether this is who a question went to: the channel that asked, the
-        conversation there, and the person in it (in a group, the member who asked).
-
-        The one comparison behind every answer — an approval, an extension's
-        question, ``/approve``, a typed yes — so an answer from another channel,
-        even one naming the same user id, never counts (ADR 0043). Addresses are
-        compared without their reply tags: a tag tells one request of the
-        conversation from another (ADR 0024), so the HTTP API's next request
-        answers the question its earlier one was asked (ADR 0057)."""
-        mine = (self.channel_id, _untagged(self.user_id), _untagged(self.who))
-        return mine == (channel_id, _untagged(user_id), _untagged(owner_id))
-
-
-def _untagged(user_id: str) -> str:
-    return split_reply_address(user_id)[0]
 
 
 class ApprovalDesk:
@@ -177,14 +153,47 @@ class ApprovalDesk:
         revoked = [await self._store.revoke(key) for key in keys or [tool]]
         return any(revoked)
 
+    async def sync(
+        self,
+        *,
+        message_key: str | None = None,
+        approval_id: str | None = None,
+        conversation: str | None = None,
+    ) -> None:
+        """On a shared database: the open turns of the message, the question or the
+        conversation named read back into memory (and, for a conversation, every
+        "always allow" answer: another process may have given or revoked one). Their
+        open questions' timers run here too: the process that asked may be gone, and
+        only the first decision counts. Alone, the memory is the truth: nothing is read."""
+        if not self._store.shared:
+            return
+        stored = await self._store.turns(
+            message_key=message_key, approval_id=approval_id, conversation=conversation
+        )
+        wanted = (approval_id or "").strip().lower()
+        for key, turn in list(self._turns.items()):
+            if (
+                key == message_key
+                or turn.conversation == conversation
+                or any(a.id == wanted for a in turn.approvals)
+            ):
+                del self._turns[key]
+        for turn in stored:
+            self._turns[turn.message_key] = turn
+            for approval in _pending(turn):
+                self._arm(approval)
+        if conversation is not None:
+            self._grants = {g.tool: Grant.stored(g) for g in await self._store.grants()}
+
     # ------------------------------------------------------------ queries
 
     def paused(self, message_key: str) -> PausedTurn | None:
         return self._turns.get(message_key)
 
     def any_paused(self) -> bool:
-        """Whether any turn waits on its questions (none: no message can answer one)."""
-        return bool(self._turns)
+        """Whether any turn may wait on its questions (none: no message can answer one);
+        on a shared database another process's may, unseen here."""
+        return self._store.shared or bool(self._turns)
 
     def pending_in(self, conversation: str, asked: Responder | None = None) -> list[Approval]:
         """The conversation's unanswered questions, oldest first; with ``asked``, only
@@ -234,6 +243,8 @@ class ApprovalDesk:
         ]
         stored = await self._store.save(turn, questions)
         self._turns[stored.message_key] = stored
+        ids = ", ".join(approval.id for approval in stored.approvals)
+        log.info("turn %s waits for the answer to question(s) %s", turn.message_key, ids)
         reasons = {a.call.call_id or "": a.verdict.reason for a in asked}
         for approval in stored.approvals:
             await self.record(stored, approval, "asked", "policy", reasons.get(approval.call_id))
@@ -258,6 +269,10 @@ class ApprovalDesk:
                     await channel.ask_user(turn.user_id, request)
                 elif channel is not None:
                     await channel.send_to_user(turn.user_id, self._typed_question(prompt, approval))
+                elif self._store.shared:  # the channel runs in another process (ADR 0102):
+                    # asked again once, however many workers start meanwhile
+                    key = f"approval:{approval.id}{':again' if again else ''}"
+                    await self._notify(turn, self._typed_question(prompt, approval), key)
                 else:
                     log.warning("no channel %r to ask question %s", turn.channel_id, approval.id)
         except Exception as exc:
@@ -279,6 +294,7 @@ class ApprovalDesk:
 
     async def answer(self, approval_id: str, choice: Choice, responder: Responder) -> str:
         """Apply an answer from ``responder``; the returned line says what happened."""
+        await self.sync(approval_id=approval_id)
         found = self._find(approval_id)
         if found is None:
             return f"There is no open question {approval_id}."
@@ -304,6 +320,7 @@ class ApprovalDesk:
 
     async def expire(self, approval_id: str) -> None:
         """No answer within ``policy.approval_timeout_s``: denied, and the user is told."""
+        await self.sync(approval_id=approval_id)
         found = self._find(approval_id)
         if found is not None:
             await self._decide(*found, "timeout", "timeout")
@@ -366,6 +383,9 @@ class ApprovalDesk:
                     await channel.close_request(turn.user_id, approval.id, outcome)
                 elif channel is not None and status == "timeout":
                     await channel.send_to_user(turn.user_id, f"{outcome} (question {approval.id}).")
+                elif self._store.shared and status == "timeout":
+                    text = f"{outcome} (question {approval.id})."
+                    await self._notify(turn, text, f"approval:{approval.id}:timeout")
         except Exception as exc:
             log.warning(
                 "question %s not closed on %s: %s",
@@ -373,6 +393,13 @@ class ApprovalDesk:
                 turn.channel_id,
                 describe_exception(exc),
             )
+
+    async def _notify(self, turn: PausedTurn, text: str, key: str) -> None:
+        """``text`` for the process that runs the turn's channel to send."""
+        notice = UserNotify(text=text, channel_id=turn.channel_id, user_id=turn.user_id)
+        await self._bus.publish(
+            SystemTopics.USER_NOTIFY, "kernel", notice.to_payload(), idempotency_key=key
+        )
 
     async def _resume_due(self, turn: PausedTurn) -> None:
         """Every question is decided: journal the resumption (once per round)."""

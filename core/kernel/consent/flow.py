@@ -22,11 +22,19 @@ While questions are open, the conversation's next message is checked first
 answered, so the history keeps its order. In a group chat a message from
 another member is not about someone else's question: it is answered as
 usual and the question stays open for the person asked.
+
+On a channels/workers split (ADR 0102) the turn pauses on one worker, the
+answer — ``/approve``, a typed yes, a button — is taken by whichever worker
+claims it, and the resumption by whichever claims ``system.turn.resume``: each
+step reads the paused turn back from the shared database first
+(``ApprovalDesk.sync``); the resumption does so under the conversation's lock
+across processes, so a turn another process finished (``done``) is left alone.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from agents import RunState
@@ -36,8 +44,9 @@ from core.events.system_payloads import TurnResume, UiAnswer, read_system_payloa
 from core.events.topics import SystemTopics
 from core.extensions.contract import ToolCall, TurnContext
 from core.extensions.contract.files import COLLECTING, Artifact, KeptFile
-from core.kernel.consent.desk import ApprovalDesk, Responder
+from core.kernel.consent.desk import ApprovalDesk
 from core.kernel.consent.gate import ConsentGate
+from core.kernel.consent.responder import Responder
 from core.kernel.consent.store import PausedTurn
 from core.kernel.consent.ui import UiRequests
 from core.kernel.consent.wording import denial_for_model, parse_answer
@@ -87,6 +96,8 @@ class ApprovalFlow:
         files: TurnFiles | None = None,
     ) -> None:
         self.desk = desk
+        # whether any turn may wait on its questions: the desk's own answer, asked each turn
+        self.waiting: Callable[[], bool] = desk.any_paused
         self.files = files  # the files a resumed turn's tools attach (ADR 0096)
         self._turn_lock = turn_lock
         self.household = household or Household({}, [])
@@ -110,11 +121,9 @@ class ApprovalFlow:
         responder = Responder(turn.channel_id, turn.user_id, turn.sender_id)
         return await self.on_message(message_key, text, responder)
 
-    def holds(self, message_key: str) -> bool:
+    async def holds(self, message_key: str) -> bool:
+        await self.desk.sync(message_key=message_key)
         return self.desk.paused(message_key) is not None
-
-    def waiting(self) -> bool:
-        return self.desk.any_paused()
 
     async def _on_resume(self, event: Event) -> None:
         """Every question of a paused turn is answered: finish it, in order."""
@@ -159,7 +168,9 @@ class ApprovalFlow:
 
     async def resume(self, message_key: str) -> None:
         """Finish a paused turn whose questions are all decided (the caller holds the
-        conversation's lock). A turn finished already, or still waiting, is left alone."""
+        conversation's lock). A turn finished already, or still waiting, is left alone
+        — also when another process paused, answered or finished it (ADR 0102)."""
+        await self.desk.sync(message_key=message_key)
         paused = self.desk.paused(message_key)
         if paused is None or any(a.status == "pending" for a in paused.approvals):
             return
@@ -253,6 +264,7 @@ class ApprovalFlow:
         questions put to its sender are denied and their turns finished (another
         member's stay open), and the message is answered as usual after that."""
         conversation = Conversations.key(responder.channel_id, responder.user_id)
+        await self.desk.sync(conversation=conversation)
         pending = self.desk.pending_in(conversation, responder)
         if not pending:
             return False  # none, or only another member's: theirs stay open

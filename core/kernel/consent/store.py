@@ -9,7 +9,9 @@ kernel processes too — cannot both win. Rows of finished turns are pruned
 after 30 days. The tables are the ``sessions`` component's, in
 ``sessions.db`` (written with the journal's durability,
 ``events.synchronous``) or in PostgreSQL, through ``core.storage`` (ADR
-0035, 0051).
+0035, 0051). On PostgreSQL other kernel processes read and write the same rows
+(a channels/workers split, ADR 0102): ``turns`` reads back the open turns a
+question, a conversation or a message names, ``grants`` every "always allow".
 """
 
 from __future__ import annotations
@@ -96,6 +98,8 @@ class ApprovalStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        # other kernel processes use these rows too (PostgreSQL): read once, asked each turn
+        self.shared: bool = db.shared
 
     async def open(self) -> tuple[list[PausedTurn], list[Grant]]:
         """Open (and migrate), prune finished turns, and read what is still open."""
@@ -118,13 +122,32 @@ class ApprovalStore:
                     f" ORDER BY {order}"
                 )
             ]
-            grants = [
-                Grant(str(t), str(b), str(c), float(at))
-                for t, b, c, at in await tx.fetch_all(
-                    "SELECT tool, granted_by, channel_id, created_at FROM hearth_policy_grants"
+            grants = await _grants(tx)
+        return turns, grants
+
+    async def turns(
+        self,
+        *,
+        message_key: str | None = None,
+        approval_id: str | None = None,
+        conversation: str | None = None,
+    ) -> list[PausedTurn]:
+        """The open paused turns (with their questions) of the message, of the
+        question or of the conversation named, as stored now."""
+        where, value = _scope(message_key, approval_id, conversation)
+        async with self.db.transaction() as tx:
+            return [
+                await _with_approvals(tx, paused_turn_of(row))
+                for row in await tx.fetch_all(
+                    f"SELECT {_TURN_COLUMNS} FROM hearth_paused_turns WHERE {where}"
+                    " AND status != 'done'",
+                    value,
                 )
             ]
-        return turns, grants
+
+    async def grants(self) -> list[Grant]:
+        """Every "always allow" answer, as stored now."""
+        return await _grants(self.db)
 
     async def aclose(self) -> None:
         await self.db.close()
@@ -206,6 +229,28 @@ class ApprovalStore:
 
     async def revoke(self, tool: str) -> bool:
         return await self.db.execute("DELETE FROM hearth_policy_grants WHERE tool = ?", tool) == 1
+
+
+def _scope(
+    message_key: str | None, approval_id: str | None, conversation: str | None
+) -> tuple[str, str]:
+    if message_key is not None:
+        return "message_key = ?", message_key
+    if approval_id is not None:
+        return (
+            "message_key IN (SELECT message_key FROM hearth_approvals WHERE id = ?)",
+            approval_id.strip().lower(),
+        )
+    if conversation is not None:
+        return "conversation = ?", conversation
+    raise ValueError("turns: name a message, a question or a conversation")
+
+
+async def _grants(tx: Executor) -> list[Grant]:
+    rows = await tx.fetch_all(
+        "SELECT tool, granted_by, channel_id, created_at FROM hearth_policy_grants"
+    )
+    return [Grant(str(t), str(b), str(c), float(at)) for t, b, c, at in rows]
 
 
 async def _with_approvals(tx: Executor, turn: PausedTurn) -> PausedTurn:

@@ -29,8 +29,9 @@ from core.extensions.contract import InteractiveChannel, RequestOption, TurnCont
 from core.extensions.errors import NotAvailableError
 from core.extensions.loading.lifecycle import describe_exception
 from core.kernel.commands.table import parse_command
-from core.kernel.consent.desk import SHOW_TIMEOUT_S, Responder
+from core.kernel.consent.desk import SHOW_TIMEOUT_S
 from core.kernel.consent.elsewhere import AskedElsewhere, QuestionsElsewhere
+from core.kernel.consent.responder import Responder
 from core.kernel.consent.wording import new_request_id
 from core.kernel.hooks import FrameRecorder
 

@@ -175,7 +175,14 @@ DROP FUNCTION pg_temp.hearth_session_id(text);
 # after a crash is not answered twice
 _V3 = "ALTER TABLE hearth_turns ADD COLUMN IF NOT EXISTS sent_at double precision;"
 
-SESSION_MIGRATIONS = (_V1, _V2, _V3)
+# the open paused turns of a conversation, read at each message by every process
+# sharing the database (ADR 0102)
+_V4 = """
+CREATE INDEX IF NOT EXISTS hearth_paused_turns_open ON hearth_paused_turns (conversation)
+ WHERE status != 'done';
+"""
+
+SESSION_MIGRATIONS = (_V1, _V2, _V3, _V4)
 
 _SQLITE_V1 = """
 CREATE TABLE IF NOT EXISTS hearth_turns (

@@ -37,9 +37,9 @@ class ConsentStage(Protocol):
         their turns finish before it is answered. The caller holds the turn lock."""
         ...
 
-    def holds(self, message_key: str) -> bool:
+    async def holds(self, message_key: str) -> bool:
         """Whether the message's turn is paused on open questions (a delivery again
-        must leave them standing)."""
+        must leave them standing; another process may have paused it)."""
         ...
 
     def waiting(self) -> bool:
@@ -60,7 +60,7 @@ class _NoConsent:
     async def answered(self, message_key: str, text: str, turn: TurnContext) -> bool:
         return False
 
-    def holds(self, message_key: str) -> bool:
+    async def holds(self, message_key: str) -> bool:
         return False
 
     def waiting(self) -> bool:

@@ -261,7 +261,7 @@ class MessageRouter:
         result: TurnResult | None = None
         kept: list[KeptFile] = []
         if stored is None:
-            if waiting and self.consent.holds(message_key(event)):
+            if waiting and event.attempt > 1 and await self.consent.holds(message_key(event)):
                 return  # delivered again while its questions are open: they stand
             # its channel is another node's
             elsewhere = self.shared and self.scale.answered_elsewhere(origin)
@@ -286,16 +286,13 @@ class MessageRouter:
                 else:
                     if files and self.offering is not None:
                         text, parts = await self.offering.offer(turn, files, text)
-                    cold = self.warmer is not None and self.warmer.reads_anew()
-                    if cold and channel is not None and callbacks is not None:
+                    warmer = self.warmer if self.warmer and self.warmer.reads_anew() else None
+                    if warmer is not None and channel is not None and callbacks is not None:
                         await channel.on_stream_status(turn.user_id, READING)
-
-                    async def work() -> TurnResult:  # a server that loads is waited for
-                        if cold and self.warmer is not None:
-                            await self.warmer.until_ready(self.limits.timeout_s)
-                        return await self.runner.run(text, turn, session, callbacks, parts)
-
-                    ran = await self.running.run(key, work())
+                    work = self.runner.run(text, turn, session, callbacks, parts)
+                    if warmer is not None:  # a server that loads is waited for
+                        work = warmer.after_ready(work, self.limits.timeout_s)
+                    ran = await self.running.run(key, work)
                 result = ran if ran is not None else await self._cancelled(event, turn, started)
                 if result.paused is not None:
                     if stream is not None:

@@ -25,8 +25,9 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from agents import ModelSettings, RunContextWrapper
@@ -39,6 +40,8 @@ from core.kernel.hooks import PromptAdditions
 from core.kernel.wiring import LiveOrchestrator
 
 __all__ = ["WARM_HEADER", "PrefixWarmer", "Warmed"]
+
+T = TypeVar("T")
 
 log = logging.getLogger("core.kernel.turns.warm")
 
@@ -81,6 +84,9 @@ class PrefixWarmer:
         self._warming = False
         self._served: set[str] = set()  # models that answered a turn since they last failed
         self.last: Warmed | None = None
+        # the orchestrator's model when a server on this machine serves it: the router's
+        # settings and overrides are fixed for its life, so this is asked once
+        self._local = router.local_choice(ORCHESTRATOR_ID)
         router.health.observers.append(self._model_attempted)
 
     def reads_anew(self) -> bool:
@@ -88,7 +94,7 @@ class PrefixWarmer:
         prompt from its start (minutes on a small CPU): the prefix is wanted or being
         warmed, or it neither was warmed nor served a turn since the start or its last
         failure. A channel then shows progress (ADR 0098)."""
-        choice = self._router.local_choice(ORCHESTRATOR_ID)
+        choice = self._local
         if choice is None:
             return False
         if self._wanted.is_set() or self._warming:
@@ -96,12 +102,18 @@ class PrefixWarmer:
         warmed = self.last is not None and self.last.label == choice.label
         return not warmed and choice.label not in self._served
 
+    async def after_ready(self, work: Awaitable[T], timeout_s: float) -> T:
+        """``work`` once the local server is ready (``until_ready``): a turn for a
+        server that is loading its model waits for it instead of failing at once."""
+        await self.until_ready(timeout_s)
+        return await work
+
     async def until_ready(self, timeout_s: float) -> None:
         """Wait while the next turn's local server is still loading its model (its
         ``/health`` answers 503), up to ``timeout_s``, or does not listen yet, up to
         ``STARTING_S`` (it may be starting beside Hearth). A turn sent meanwhile would
         fail at once and cool the model down; after the wait it goes as it would."""
-        choice = self._router.local_choice(ORCHESTRATOR_ID)
+        choice = self._local
         root = _server_root(choice.provider.base_url) if choice else None
         if root is None:
             return

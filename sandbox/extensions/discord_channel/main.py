@@ -30,7 +30,7 @@ import aiohttp
 import discord
 
 from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
-from core.extensions.sdk import CODE_TTL_S, Backoff, BaseExtension, Pairings
+from core.extensions.sdk import WELCOME, Backoff, ChatChannel, close_quietly
 
 from .config import DiscordConfig, parse_config
 from .endpoints import no_voice, use_api, use_gateway
@@ -54,9 +54,8 @@ class DiscordSetupError(Exception):
     """The channel cannot run: no token, or Discord refuses it."""
 
 
-class DiscordChannel(BaseExtension):
+class DiscordChannel(ChatChannel):
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config: DiscordConfig | None = None
         self._token: str | None = None
         self._client: discord.Client | None = None
@@ -64,16 +63,12 @@ class DiscordChannel(BaseExtension):
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._board: QuestionBoard | None = None
-        self._pairings: Pairings | None = None
-        self._auth_error: str | None = None
         self._logged_in = False
-        self._setup: DiscordSetup | None = None
-        self._running = False
 
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         token = self._token = context.get_secret(TOKEN_SECRET)
         config = self._config = parse_config(context.get_config)
         if not token:
@@ -88,8 +83,7 @@ class DiscordChannel(BaseExtension):
         client.on_message = self._on_message  # type: ignore[attr-defined]
         client.on_interaction = self._on_interaction  # type: ignore[attr-defined]
         log = context.logger
-        pairings = self._pairings = Pairings(context.data_dir, label="Discord", prefix="discord")
-        await asyncio.to_thread(pairings.load)
+        pairings = await self.open_pairings(context.data_dir, label="Discord", prefix="discord")
         targets = self._targets = Targets(config, pairings.admitted, log)
         sender = self._sender = Sender(client, log)
         self._stream = StreamPresenter(sender, targets, log, interval_s=config.edit_interval_s)
@@ -103,36 +97,25 @@ class DiscordChannel(BaseExtension):
     async def start(self) -> None:
         if self._client is None:
             raise DiscordSetupError(f"{TOKEN_SECRET} not set (`main.py setup` asks for it)")
-        self._running = True
+        await super().start()
         self._parts()[1].announce()
-        if self._pairings is not None:
-            self._pairings.register(self._greet)
-        if self._auth_error is not None:
+        if self.auth_error is not None:
             await self._login()
 
     async def destroy(self) -> None:
-        if self._pairings is not None:
-            self._pairings.unregister()
-        if self._setup is not None:
-            await self._setup.aclose()
+        await super().destroy()
         if self._client is not None:
-            try:
-                await self._client.close()
-            except Exception as exc:  # closing a half-open client must not fail shutdown
-                self._context().logger.debug("closing the Discord client: %s", exc)
-
-    def health_check(self) -> bool:
-        return self._auth_error is None
+            await close_quietly(self._client.close, self.context.logger, "the Discord client")
 
     async def status_lines(self) -> list[str]:
         """What ``doctor`` and ``/status`` show: the bot and whom it serves."""
         if self._client is None:
             return [f"not set up: {TOKEN_SECRET} is not set (`main.py setup` asks for it)"]
-        if self._auth_error is not None:
-            return [self._auth_error]
+        if self.auth_error is not None:
+            return [self.auth_error]
         me = self._client.user
         who = f"the bot {me} (id {me.id})" if me is not None else "the bot (not reached yet)"
-        config, paired = self._cfg(), self._pairings.admitted if self._pairings else set()
+        config, paired = self._cfg(), self.pairings.admitted if self.pairings else set()
         users = len({str(i) for i in config.allowed_user_ids} | paired)
         return [f"{who}: {users} user(s), {len(config.allowed_channel_ids)} channel(s) served"]
 
@@ -148,19 +131,19 @@ class DiscordChannel(BaseExtension):
                     self._logged_in = True
                 _, url, _ = await client.http.get_bot_gateway()
         except discord.LoginFailure:
-            self._auth_error = REJECTED
+            self.auth_error = REJECTED
             raise DiscordSetupError(REJECTED) from None
         except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
             if not self._logged_in:  # the next try logs in with a session of its own
                 await client.http.close()
-            self._context().logger.warning(
+            self.context.logger.warning(
                 "cannot reach the Discord API (%s); retrying in the background",
                 str(exc) or type(exc).__name__,
             )
             return False
         use_gateway(url)
-        self._auth_error = None
-        self._context().logger.info("connected to Discord as %s", client.user)
+        self.auth_error = None
+        self.context.logger.info("connected to Discord as %s", client.user)
         return True
 
     # ------------------------------------------------------------ input
@@ -176,7 +159,7 @@ class DiscordChannel(BaseExtension):
         try:
             await client.connect(reconnect=True)
         except discord.LoginFailure:
-            self._auth_error = REJECTED
+            self.auth_error = REJECTED
             raise DiscordSetupError(REJECTED) from None
 
     async def _on_message(self, message: discord.Message) -> None:
@@ -197,7 +180,7 @@ class DiscordChannel(BaseExtension):
             return
         text = message.content if direct else _without_mention(message.content, me.id)
         if not text.strip() and not message.attachments:
-            self._context().logger.info("ignoring a message without text from %d", author.id)
+            self.context.logger.info("ignoring a message without text from %d", author.id)
             return
         address = str(author.id) if direct else str(message.channel.id)
         typed_for = (
@@ -211,13 +194,13 @@ class DiscordChannel(BaseExtension):
                 try:
                     await message.delete()
                 except discord.DiscordException as exc:
-                    self._context().logger.warning("a secret answer stays in the channel: %s", exc)
+                    self.context.logger.warning("a secret answer stays in the channel: %s", exc)
             return
         refuse = self._refuser(address)
-        files = await keep_attachments(self._context(), message, str(author.id), refuse)
+        files = await keep_attachments(self.context, message, str(author.id), refuse)
         if not text.strip() and not files:
             return
-        await self._context().on_user_message(
+        await self.context.on_user_message(
             text,
             address,
             message_id=str(message.id),
@@ -236,26 +219,19 @@ class DiscordChannel(BaseExtension):
     async def _offer_pairing(self, user_id: int) -> None:
         """A stranger's DM: a one-time code for the owner's ``/pair``, once while it
         lives, and nothing else."""
-        assert self._pairings is not None
-        code = self._pairings.offer(str(user_id))
-        if code is None:
+        assert self.pairings is not None
+        text = self.pairings.invite(str(user_id))
+        if text is None:
             return
-        minutes = round(CODE_TTL_S / 60)
-        text = (
-            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
-            f"(the code works once, for {minutes} minutes)."
-        )
-        self._context().logger.info("Discord user %d was given a pairing code", user_id)
+        self.context.logger.info("Discord user %d was given a pairing code", user_id)
         await self._send().send_text(Target("dm", user_id), text)
 
-    async def _greet(self, sender_id: str) -> None:
+    async def greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so."""
-        await self._send().send_text(
-            Target("dm", int(sender_id)), "You are in: Hearth answers you now."
-        )
+        await self._send().send_text(Target("dm", int(sender_id)), WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
-        await self._context().answer_request(request_id, value, address, sender_id=sender)
+        await self.context.answer_request(request_id, value, address, sender_id=sender)
 
     # ------------------------------------------------------------ output
 
@@ -271,18 +247,6 @@ class DiscordChannel(BaseExtension):
         first allowed user's."""
         await self._send().send_text(self._parts()[1].default_target(), message)
 
-    async def on_stream_start(self, user_id: str) -> None:
-        await self._presenter().start(user_id)
-
-    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
-        await self._presenter().chunk(user_id, chunk)
-
-    async def on_stream_status(self, user_id: str, status: str) -> None:
-        await self._presenter().status(user_id, status)
-
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._presenter().end(user_id, full_text)
-
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         await self._questions().ask(user_id, request)
 
@@ -291,32 +255,20 @@ class DiscordChannel(BaseExtension):
 
     # ------------------------------------------------------------ setup
 
-    def get_setup_schema(self) -> list[dict[str, object]]:
-        return self._setup_flow().schema(self._running)
-
-    async def apply_config(self, name: str, value: str) -> None:
-        await self._setup_flow().apply(name, value)
-
-    async def on_setup_complete(self) -> tuple[bool, str]:
+    def running_as(self) -> str | None:
         me = self._client.user if self._client is not None else None
-        return await self._setup_flow().complete(self._running, str(me) if me else None)
+        return str(me) if me else None
 
-    def _setup_flow(self) -> DiscordSetup:
-        if self._setup is None:
-            ctx, config = self._context(), self._cfg()
-            self._setup = DiscordSetup(
-                TOKEN_SECRET,
-                ctx.get_secret(TOKEN_SECRET),
-                config.api_base_url,
-                [str(i) for i in config.allowed_user_ids],
-            )
-        return self._setup
+    def new_setup(self) -> DiscordSetup:
+        config = self._cfg()
+        return DiscordSetup(
+            TOKEN_SECRET,
+            self.context.get_secret(TOKEN_SECRET),
+            config.api_base_url,
+            [str(i) for i in config.allowed_user_ids],
+        )
 
     # ------------------------------------------------------------ accessors
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
     def _cfg(self) -> DiscordConfig:
         assert self._config is not None, "initialize() was not called"
@@ -330,7 +282,7 @@ class DiscordChannel(BaseExtension):
         assert self._sender is not None, "initialize() was not called"
         return self._sender
 
-    def _presenter(self) -> StreamPresenter:
+    def edited_stream(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
 

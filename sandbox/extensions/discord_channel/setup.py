@@ -15,7 +15,6 @@ is already running has nothing to ask: ``/pair`` admits people there.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +22,12 @@ import aiohttp
 import discord
 import yaml
 
+from core.extensions.sdk import AllowListQuestions, one_line, running_note, secret_field
+
 from .endpoints import no_voice, use_api, use_gateway
 
 SETUP_TIMEOUT_S = 10.0
 DISCOVERY_S = 60.0
-YES, NO = "yes", "no"
-DISCOVER = "discover"
-ALLOWED = "allowed_user_ids"
-ALLOW_PREFIX = "allow_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,84 +50,38 @@ class DiscordSetup:
         self._secret = token_secret
         self._token_now = token_now
         self._api_base = api_base
-        self._allowed = list(allowed)
+        self._people = AllowListQuestions(allowed, id_list, "Discord user ids to serve (a list)")
         self._token: str | None = None
         self._gateway: str | None = None
         self._bot_name: str | None = None
-        self._found: list[Writer] = []
 
     def schema(self, running: bool) -> list[dict[str, Any]]:
         if running:
             return []
-        fields: list[dict[str, Any]] = [self._token_field()]
+        token = secret_field(
+            self._secret, "Discord bot token (developer portal, Bot tab)", self._token_now
+        )
         if self._bot_name is None:
-            return fields
-        fields.append(
-            {
-                "name": DISCOVER,
-                "prompt": (
-                    f"Add someone to the allow-list? Have them write a DM to {self._bot_name}, "
-                    f"then answer yes (waits up to {DISCOVERY_S:g} s)"
-                ),
-                "choices": [YES, NO],
-                "default": NO if self._allowed else YES,
-            }
+            return [token]
+        discover = (
+            f"Add someone to the allow-list? Have them write a DM to {self._bot_name}, "
+            f"then answer yes (waits up to {DISCOVERY_S:g} s)"
         )
-        for writer in self._found:
-            fields.append(
-                {
-                    "name": f"{ALLOW_PREFIX}{writer.user_id}",
-                    "prompt": f"{writer.describe()} wrote. Allow them",
-                    "choices": [YES, NO],
-                    "default": YES,
-                }
-            )
-        fields.append(
-            {
-                "name": ALLOWED,
-                "prompt": "Discord user ids to serve (a list)",
-                "default": json.dumps(self._allowed),
-                "required": False,
-            }
-        )
-        return fields
-
-    def _token_field(self) -> dict[str, Any]:
-        keeps = " (hidden; Enter keeps the one set now)" if self._token_now else " (hidden)"
-        field: dict[str, Any] = {
-            "name": self._secret,
-            "prompt": f"Discord bot token (developer portal, Bot tab){keeps}",
-            "secret": True,
-            "required": False,
-        }
-        if self._token_now:
-            field["default"] = self._token_now  # never shown: the field is secret
-        return field
+        return [token, *self._people.fields(discover)]
 
     async def apply(self, name: str, value: str) -> None:
         """Take one answer; ``ValueError`` refuses it (it is asked again)."""
         if name == self._secret:
             await self._check_token(value.strip())
-        elif name == DISCOVER:
-            if value == YES:
-                await self._discover()
-        elif name.startswith(ALLOW_PREFIX):
-            user_id = name.removeprefix(ALLOW_PREFIX)
-            if value == YES and user_id not in self._allowed:
-                self._allowed.append(user_id)
-        elif name == ALLOWED:
-            self._allowed = id_list(value)
-        else:
+        elif not await self._people.apply(name, value, self._discover):
             raise ValueError(f"unknown setup field {name!r}")
 
     async def complete(self, running: bool, running_as: str | None) -> tuple[bool, str]:
         if running:
-            bot = f"the bot {running_as}" if running_as else "the bot"
-            return True, f"{bot} is running; /pair admits someone, `main.py setup` changes the bot"
+            return running_note(f"the bot {running_as}" if running_as else None)
         if self._bot_name is None:
             return False, "no working bot token: Discord stays off"
-        ids = ", ".join(self._allowed) or "nobody yet (/pair admits someone later)"
-        return True, f"the bot {self._bot_name} serves {ids}; start Hearth to use it"
+        return True, self._people.serves(f"the bot {self._bot_name}")
 
     async def aclose(self) -> None:
         """Nothing stays open between questions (each check has its own session)."""
@@ -155,11 +106,11 @@ class DiscordSetup:
         except TimeoutError:
             raise ValueError(f"the Discord API did not answer GET {path} in time") from None
         except (aiohttp.ClientError, ValueError) as exc:
-            raise ValueError(f"cannot reach the Discord API: {_one_line(exc)}") from None
+            raise ValueError(f"cannot reach the Discord API: {one_line(exc)}") from None
         if response.status != 200 or not isinstance(body, dict) or not body:
             detail = body.get("message", "") if isinstance(body, dict) else body
             raise ValueError(
-                f"Discord refused {what} (GET {path}: {response.status} {_one_line(detail)})"
+                f"Discord refused {what} (GET {path}: {response.status} {one_line(detail)})"
             )
         return body
 
@@ -178,8 +129,9 @@ class DiscordSetup:
 
         async def on_message(message: discord.Message) -> None:
             author = message.author
-            if message.guild is None and not author.bot and str(author.id) not in self._allowed:
-                found[str(author.id)] = Writer(str(author.id), str(author))
+            writer = str(author.id)
+            if message.guild is None and not author.bot and writer not in self._people.allowed:
+                found[writer] = Writer(writer, str(author))
                 someone.set()
 
         client.on_message = on_message  # type: ignore[attr-defined]
@@ -196,10 +148,10 @@ class DiscordSetup:
             await client.close()
             runner.cancel()
         if runner.done() and not runner.cancelled() and runner.exception() is not None:
-            raise ValueError(f"the Discord gateway failed: {_one_line(runner.exception())}")
+            raise ValueError(f"the Discord gateway failed: {one_line(runner.exception())}")
         if not found:
             raise ValueError(f"nobody wrote to {self._bot_name} in {DISCOVERY_S:g} s")
-        self._found += [w for w in found.values() if w not in self._found]
+        self._people.found((w.user_id, w.describe()) for w in found.values())
 
 
 def id_list(text: str) -> list[str]:
@@ -215,8 +167,3 @@ def id_list(text: str) -> list[str]:
     ):
         raise ValueError(f"not a list of Discord user ids: {text!r} (e.g. [80351110224678912])")
     return list(dict.fromkeys(str(i) for i in value))
-
-
-def _one_line(exc: object) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 200 else text[:199] + "…"

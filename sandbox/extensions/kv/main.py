@@ -130,7 +130,7 @@ def _kv_get(kv: KvExtension) -> FunctionTool:
         Returns the value as JSON text, or says that the key is not set.
 
         Args:
-            key: The exact key, e.g. "user.favourite_colour".
+            key: The exact key, as the person said it or kv_list shows it.
         """
         try:
             found, value = await kv.store.get(_space(ctx) + key)
@@ -149,7 +149,8 @@ def _kv_set(kv: KvExtension) -> FunctionTool:
         """Store a value under a key in the durable key-value store (replaces any old value).
 
         Args:
-            key: The key, e.g. "user.favourite_colour". Use dotted names to group keys.
+            key: The key exactly as the person said it; a key you choose yourself may
+                group with dots ("garden.last_watered").
             value: The value as JSON text: a string needs quotes ("blue"); numbers (42),
                 booleans (true), lists ([1, 2]) and objects ({"a": 1}) as written.
         """

@@ -40,7 +40,7 @@ from nio import (
 )
 
 from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
-from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
+from core.extensions.sdk import WELCOME, ChatChannel, close_quietly
 
 from .config import PREFIX, MatrixConfig, parse_config
 from .files import keep_media, media_of, send_file
@@ -63,19 +63,14 @@ class MatrixSetupError(Exception):
     """The channel cannot run: no token or homeserver, or the homeserver refuses the token."""
 
 
-class MatrixChannel(BaseExtension):
+class MatrixChannel(ChatChannel):
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config: MatrixConfig | None = None
         self._client: AsyncClient | None = None
         self._rooms: Rooms | None = None
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._board: QuestionBoard | None = None
-        self._pairings: Pairings | None = None
-        self._auth_error: str | None = None
-        self._setup: MatrixSetup | None = None
-        self._running = False
         self._seen: dict[str, None] = {}  # event ids handled by this process (bounded)
         self._warned_encrypted: set[str] = set()
         self._stranger_rooms: dict[str, str] = {}  # stranger's id -> the room they got a code in
@@ -83,7 +78,7 @@ class MatrixChannel(BaseExtension):
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         token = context.get_secret(TOKEN_SECRET)
         config = self._config = parse_config(context.get_config)
         if not token or config.homeserver_url is None:
@@ -94,8 +89,7 @@ class MatrixChannel(BaseExtension):
         client = self._client = AsyncClient(config.homeserver_url, config=config_nio)
         client.access_token = token
         log = context.logger
-        pairings = self._pairings = Pairings(context.data_dir, label="Matrix", prefix="matrix")
-        await asyncio.to_thread(pairings.load)
+        pairings = await self.open_pairings(context.data_dir, label="Matrix", prefix="matrix")
         rooms = self._rooms = Rooms(client, config, log, pairings.admitted)
         self._sender = Sender(client, log)
         self._stream = StreamPresenter(self._sender, rooms, log, interval_s=config.edit_interval_s)
@@ -106,26 +100,15 @@ class MatrixChannel(BaseExtension):
         if self._client is None:
             missing = TOKEN_SECRET if self._cfg().homeserver_url else f"{PREFIX}.homeserver_url"
             raise MatrixSetupError(f"{missing} not set (`main.py setup` asks for it)")
-        self._running = True
+        await super().start()
         self._parts()[1].announce()
-        if self._pairings is not None:
-            self._pairings.register(self._greet)
-        if self._auth_error is not None:
+        if self.auth_error is not None:
             await self._verify_token()
 
     async def destroy(self) -> None:
-        if self._pairings is not None:
-            self._pairings.unregister()
-        if self._setup is not None:
-            await self._setup.aclose()
+        await super().destroy()
         if self._client is not None:
-            try:
-                await self._client.close()
-            except Exception as exc:  # closing a half-open client must not fail shutdown
-                self._context().logger.debug("closing the Matrix client: %s", exc)
-
-    def health_check(self) -> bool:
-        return self._auth_error is None
+            await close_quietly(self._client.close, self.context.logger, "the Matrix client")
 
     async def status_lines(self) -> list[str]:
         """What ``doctor`` and ``/status`` show: whom the token signs in as (checked
@@ -134,7 +117,7 @@ class MatrixChannel(BaseExtension):
         if self._client is None:
             return ["not set up: `main.py setup` asks for the homeserver and the access token"]
         config = self._cfg()
-        paired = self._pairings.admitted if self._pairings else set()
+        paired = self.pairings.admitted if self.pairings else set()
         users = len(set(config.allowed_user_ids) | paired)
         return [
             f"signed in as {self._client.user_id} on {config.homeserver_url}",
@@ -149,22 +132,22 @@ class MatrixChannel(BaseExtension):
             async with asyncio.timeout(VERIFY_TIMEOUT_S):
                 response = await client.whoami()
         except (aiohttp.ClientError, TimeoutError) as exc:
-            self._context().logger.warning(
+            self.context.logger.warning(
                 "cannot reach the Matrix homeserver %s (%s); syncing keeps retrying",
                 self._cfg().homeserver_url,
                 str(exc) or type(exc).__name__,
             )
             return
         if not isinstance(response, WhoamiResponse):
-            self._auth_error = (
+            self.auth_error = (
                 f"the homeserver {self._cfg().homeserver_url} refused {TOKEN_SECRET} "
                 f"({response.status_code}: {response.message})"
             )
-            raise MatrixSetupError(self._auth_error)
+            raise MatrixSetupError(self.auth_error)
         client.user_id = response.user_id
         client.device_id = response.device_id or client.device_id
-        self._auth_error = None
-        self._context().logger.info("connected to Matrix as %s", response.user_id)
+        self.auth_error = None
+        self.context.logger.info("connected to Matrix as %s", response.user_id)
 
     # ------------------------------------------------------------ input
 
@@ -173,15 +156,15 @@ class MatrixChannel(BaseExtension):
         syncer = Syncer(
             client,
             self._on_sync,
-            self._context().logger,
-            self._context().data_dir,
+            self.context.logger,
+            self.context.data_dir,
             timeout_s=self._cfg().sync_timeout_s,
             after_first=rooms.synced.set,
         )
         try:
             await syncer.run()
         except MatrixAuthError as exc:
-            self._auth_error = str(exc)
+            self.auth_error = str(exc)
             raise MatrixSetupError(str(exc)) from None
 
     async def _on_sync(self, response: SyncResponse, skip_before_ms: int | None) -> None:
@@ -216,11 +199,11 @@ class MatrixChannel(BaseExtension):
             if direct or rooms.allowed(event.sender) or room_id in self._cfg().allowed_room_ids:
                 response = await client.join(room_id)
                 if isinstance(response, ErrorResponse):
-                    self._context().logger.warning("joining %s failed: %s", room_id, response)
+                    self.context.logger.warning("joining %s failed: %s", room_id, response)
                 else:
-                    self._context().logger.info("joined %s (invited by %s)", room_id, event.sender)
+                    self.context.logger.info("joined %s (invited by %s)", room_id, event.sender)
             else:
-                self._context().logger.warning(
+                self.context.logger.warning(
                     "ignoring the invite of %s to %s: not a direct chat, not from an allowed "
                     "user, not in extensions.matrix_channel.allowed_room_ids",
                     event.sender,
@@ -243,7 +226,7 @@ class MatrixChannel(BaseExtension):
         if room.room_id in self._warned_encrypted:
             return
         self._warned_encrypted.add(room.room_id)
-        self._context().logger.warning(
+        self.context.logger.warning(
             "refusing Matrix room %s: it is end-to-end encrypted, which this channel does "
             "not support (docs/matrix.md)",
             room.room_id,
@@ -251,7 +234,7 @@ class MatrixChannel(BaseExtension):
         try:
             await self._send().send_text(room.room_id, ENCRYPTED_NOTE)
         except Exception as exc:
-            self._context().logger.warning("could not tell %s why: %s", room.room_id, exc)
+            self.context.logger.warning("could not tell %s why: %s", room.room_id, exc)
 
     async def _on_text(self, room: MatrixRoom, event: RoomMessageText) -> None:
         """Journal an allowed user's text, addressed to the room it came from; a
@@ -284,9 +267,9 @@ class MatrixChannel(BaseExtension):
                 try:
                     await self._send().redact(room.room_id, event.event_id, "secret answer")
                 except Exception as exc:
-                    self._context().logger.warning("a secret answer stays in the room: %s", exc)
+                    self.context.logger.warning("a secret answer stays in the room: %s", exc)
             return
-        await self._context().on_user_message(
+        await self.context.on_user_message(
             _without_quote(text),
             room.room_id,
             message_id=event.event_id,
@@ -308,9 +291,9 @@ class MatrixChannel(BaseExtension):
         async def refuse(note: str) -> None:
             await self._send().send_text(room.room_id, note)
 
-        kept = await keep_media(self._context(), self._send(), media, event.sender, refuse)
+        kept = await keep_media(self.context, self._send(), media, event.sender, refuse)
         if kept is not None:
-            await self._context().on_user_message(
+            await self.context.on_user_message(
                 media.caption,
                 room.room_id,
                 message_id=event.event_id,
@@ -331,32 +314,27 @@ class MatrixChannel(BaseExtension):
     async def _offer_pairing(self, room_id: str, sender: str) -> None:
         """A stranger's direct message: a one-time code for the owner's ``/pair``,
         once while it lives, and nothing else."""
-        assert self._pairings is not None
-        code = self._pairings.offer(sender)
-        if code is None:
+        assert self.pairings is not None
+        text = self.pairings.invite(sender)
+        if text is None:
             return
         self._stranger_rooms[sender] = room_id
-        minutes = round(CODE_TTL_S / 60)
-        text = (
-            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
-            f"(the code works once, for {minutes} minutes)."
-        )
-        self._context().logger.info("Matrix user %s was given a pairing code", sender)
+        self.context.logger.info("Matrix user %s was given a pairing code", sender)
         try:
             await self._send().send_text(room_id, text)
         except Exception as exc:  # a stranger's reply must not stop the sync loop
-            self._context().logger.warning("the pairing code for %s was not sent: %s", sender, exc)
+            self.context.logger.warning("the pairing code for %s was not sent: %s", sender, exc)
 
-    async def _greet(self, sender_id: str) -> None:
+    async def greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so in their room."""
         room_id = self._stranger_rooms.pop(sender_id, None) or self._parts()[1].direct_room_of(
             sender_id
         )
         if room_id is not None:
-            await self._send().send_text(room_id, "You are in: Hearth answers you now.")
+            await self._send().send_text(room_id, WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
-        await self._context().answer_request(request_id, value, address, sender_id=sender)
+        await self.context.answer_request(request_id, value, address, sender_id=sender)
 
     def _remember(self, event_id: str) -> None:
         self._seen[event_id] = None
@@ -378,18 +356,6 @@ class MatrixChannel(BaseExtension):
         allowed user's direct room."""
         await self._send().send_text(await self._parts()[1].default_target(), message)
 
-    async def on_stream_start(self, user_id: str) -> None:
-        await self._presenter().start(user_id)
-
-    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
-        await self._presenter().chunk(user_id, chunk)
-
-    async def on_stream_status(self, user_id: str, status: str) -> None:
-        await self._presenter().status(user_id, status)
-
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._presenter().end(user_id, full_text)
-
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         await self._questions().ask(user_id, request)
 
@@ -398,32 +364,19 @@ class MatrixChannel(BaseExtension):
 
     # ------------------------------------------------------------ setup
 
-    def get_setup_schema(self) -> list[dict[str, object]]:
-        return self._setup_flow().schema(self._running)
+    def running_as(self) -> str | None:
+        return self._client.user_id if self._client is not None else None
 
-    async def apply_config(self, name: str, value: str) -> None:
-        await self._setup_flow().apply(name, value)
-
-    async def on_setup_complete(self) -> tuple[bool, str]:
-        client = self._client
-        return await self._setup_flow().complete(self._running, client.user_id if client else None)
-
-    def _setup_flow(self) -> MatrixSetup:
-        if self._setup is None:
-            config = self._cfg()
-            self._setup = MatrixSetup(
-                TOKEN_SECRET,
-                self._context().get_secret(TOKEN_SECRET),
-                config.homeserver_url,
-                list(config.allowed_user_ids),
-            )
-        return self._setup
+    def new_setup(self) -> MatrixSetup:
+        config = self._cfg()
+        return MatrixSetup(
+            TOKEN_SECRET,
+            self.context.get_secret(TOKEN_SECRET),
+            config.homeserver_url,
+            list(config.allowed_user_ids),
+        )
 
     # ------------------------------------------------------------ accessors
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
     def _cfg(self) -> MatrixConfig:
         assert self._config is not None, "initialize() was not called"
@@ -437,7 +390,7 @@ class MatrixChannel(BaseExtension):
         assert self._sender is not None, "initialize() was not called"
         return self._sender
 
-    def _presenter(self) -> StreamPresenter:
+    def edited_stream(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
 

@@ -13,7 +13,6 @@ admits people there.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -21,9 +20,10 @@ import aiohttp
 import yaml
 from nio import AsyncClient, WhoamiResponse
 
+from core.extensions.sdk import AllowListQuestions, one_line, running_note, secret_field
+
 SETUP_TIMEOUT_S = 10.0
 HOMESERVER = "homeserver_url"
-ALLOWED = "allowed_user_ids"
 _USER_ID_RE = re.compile(r"^@[^:\s]+:\S+$")
 
 
@@ -36,7 +36,9 @@ class MatrixSetup:
         self._secret = token_secret
         self._token_now = token_now
         self._homeserver = homeserver
-        self._allowed = list(allowed)
+        self._people = AllowListQuestions(
+            allowed, user_id_list, 'Matrix users to serve (a list, e.g. ["@alice:example.org"])'
+        )
         self._bot_id: str | None = None
 
     def schema(self, running: bool) -> list[dict[str, Any]]:
@@ -51,26 +53,10 @@ class MatrixSetup:
         ]
         if self._homeserver is None:
             return fields
-        keeps = " (hidden; Enter keeps the one set now)" if self._token_now else " (hidden)"
-        token: dict[str, Any] = {
-            "name": self._secret,
-            "prompt": f"The bot account's access token{keeps}",
-            "secret": True,
-            "required": False,
-        }
-        if self._token_now:
-            token["default"] = self._token_now  # never shown: the field is secret
-        fields.append(token)
+        fields.append(secret_field(self._secret, "The bot account's access token", self._token_now))
         if self._bot_id is None:
             return fields
-        fields.append(
-            {
-                "name": ALLOWED,
-                "prompt": 'Matrix users to serve (a list, e.g. ["@alice:example.org"])',
-                "default": json.dumps(self._allowed),
-                "required": False,
-            }
-        )
+        fields += self._people.fields(None)
         return fields
 
     async def apply(self, name: str, value: str) -> None:
@@ -79,19 +65,15 @@ class MatrixSetup:
             await self._check_homeserver(value.strip().rstrip("/"))
         elif name == self._secret:
             await self._check_token(value.strip())
-        elif name == ALLOWED:
-            self._allowed = user_id_list(value)
-        else:
+        elif not await self._people.apply(name, value):
             raise ValueError(f"unknown setup field {name!r}")
 
     async def complete(self, running: bool, running_as: str | None) -> tuple[bool, str]:
         if running:
-            who = running_as or "the bot"
-            return True, f"{who} is running; /pair admits someone, `main.py setup` changes the bot"
+            return running_note(running_as)
         if self._bot_id is None:
             return False, "no working access token: Matrix stays off"
-        ids = ", ".join(self._allowed) or "nobody yet (/pair admits someone later)"
-        return True, f"{self._bot_id} serves {ids}; start Hearth to use it"
+        return True, self._people.serves(self._bot_id)
 
     async def aclose(self) -> None:
         """Nothing stays open between answers (each check closes its client)."""
@@ -108,7 +90,7 @@ class MatrixSetup:
                 if response.status != 200:
                     raise ValueError(f"{url} is no Matrix homeserver (HTTP {response.status})")
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ValueError(f"cannot reach {url}: {_one_line(exc)}") from None
+            raise ValueError(f"cannot reach {url}: {one_line(exc)}") from None
         self._homeserver = url
 
     async def _check_token(self, token: str) -> None:
@@ -125,7 +107,7 @@ async def whoami(homeserver: str, token: str) -> str:
         async with asyncio.timeout(SETUP_TIMEOUT_S):
             response = await client.whoami()
     except (aiohttp.ClientError, TimeoutError) as exc:
-        raise ValueError(f"the homeserver did not answer whoami: {_one_line(exc)}") from None
+        raise ValueError(f"the homeserver did not answer whoami: {one_line(exc)}") from None
     finally:
         await client.close()
     if not isinstance(response, WhoamiResponse):
@@ -150,8 +132,3 @@ def user_id_list(text: str) -> list[str]:
             '(e.g. ["@alice:example.org", "@bob:example.org"])'
         )
     return list(dict.fromkeys(value))
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 200 else text[:199] + "…"

@@ -31,7 +31,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
-from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
+from core.extensions.sdk import WELCOME, ChatChannel
 
 from .config import SlackConfig, parse_config
 from .files import send_file
@@ -72,12 +72,11 @@ def web_client(
     )
 
 
-class SlackChannel(BaseExtension):
+class SlackChannel(ChatChannel):
     """The Slack channel extension: its parts are built in ``initialize`` once both
     tokens are there; without them only the setup can use it."""
 
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config: SlackConfig | None = None
         self._client: AsyncWebClient | None = None
         self._app_token: str | None = None
@@ -85,17 +84,13 @@ class SlackChannel(BaseExtension):
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._board: QuestionBoard | None = None
-        self._pairings: Pairings | None = None
         self._identity: str | None = None  # "@hearth in Team" once auth.test worked
-        self._auth_error: str | None = None
         self._app_error: str | None = None  # the app-level token refused by the socket
-        self._setup: SlackSetup | None = None
-        self._running = False
 
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         config = self._config = parse_config(context.get_config)
         bot_token, app_token = context.get_secret(BOT_SECRET), context.get_secret(APP_SECRET)
         if not bot_token or not app_token:
@@ -105,8 +100,7 @@ class SlackChannel(BaseExtension):
         self._app_token = app_token
         client = self._client = web_client(bot_token, base_url, log, retries=True)
         preview = web_client(bot_token, base_url, log, retries=False)
-        pairings = self._pairings = Pairings(context.data_dir, label="Slack", prefix="slack")
-        await asyncio.to_thread(pairings.load)
+        pairings = await self.open_pairings(context.data_dir, label="Slack", prefix="slack")
         targets = self._targets = Targets(config, log, pairings.admitted)
         sender = self._sender = Sender(client, preview, log)
         self._stream = StreamPresenter(sender, targets, log, interval_s=config.edit_interval_s)
@@ -118,20 +112,14 @@ class SlackChannel(BaseExtension):
             raise SlackSetupError(
                 f"{BOT_SECRET} and {APP_SECRET} not both set (`main.py setup` asks for them)"
             )
-        self._running = True
+        await super().start()
         self._app_error = None  # the socket tries the app-level token again
         self._parts()[0].announce()
-        if self._pairings is not None:
-            self._pairings.register(self._greet)
-        if self._auth_error is not None:
+        if self.auth_error is not None:
             await self._verify_token()
 
-    async def destroy(self) -> None:
-        if self._pairings is not None:
-            self._pairings.unregister()
-
     def health_check(self) -> bool:
-        return self._auth_error is None and self._app_error is None
+        return super().health_check() and self._app_error is None
 
     async def status_lines(self) -> list[str]:
         """For ``doctor`` and ``/status``: whom the bot is, and whom it serves."""
@@ -158,27 +146,27 @@ class SlackChannel(BaseExtension):
         except SlackApiError as exc:
             code = error_code(exc)
             if code in ("invalid_auth", "not_authed", "account_inactive", "token_revoked"):
-                self._auth_error = REJECTED.format(code)
-                raise SlackSetupError(self._auth_error) from None
-            self._context().logger.warning("auth.test failed (%s); will retry", code or exc)
+                self.auth_error = REJECTED.format(code)
+                raise SlackSetupError(self.auth_error) from None
+            self.context.logger.warning("auth.test failed (%s); will retry", code or exc)
             return
         except (OSError, TimeoutError) as exc:
-            self._context().logger.warning(
+            self.context.logger.warning(
                 "cannot reach the Slack Web API (%s); the socket keeps retrying",
                 str(exc) or type(exc).__name__,
             )
             return
-        self._auth_error = None
+        self.auth_error = None
         self._identity = f"@{me.get('user')} in {me.get('team')}"
-        self._context().logger.info("connected to Slack as %s", self._identity)
+        self.context.logger.info("connected to Slack as %s", self._identity)
 
     # ------------------------------------------------------------ input
 
     async def run_background(self) -> None:
         assert self._client is not None and self._app_token is not None
         targets, sender = self._parts()
-        inbox = Inbox(self._context(), targets, sender, self._questions(), self._offer_pairing)
-        link = SocketLink(self._client, self._app_token, inbox, self._context().logger)
+        inbox = Inbox(self.context, targets, sender, self._questions(), self._offer_pairing)
+        link = SocketLink(self._client, self._app_token, inbox, self.context.logger)
         try:
             await link.run()
         except SlackAppTokenError as exc:
@@ -188,21 +176,16 @@ class SlackChannel(BaseExtension):
     async def _offer_pairing(self, user: str, channel: str) -> None:
         """A stranger's DM: a one-time code for the owner's ``/pair``, once while it
         lives, and nothing else."""
-        assert self._pairings is not None
-        code = self._pairings.offer(user)
-        if code is None:
+        assert self.pairings is not None
+        text = self.pairings.invite(user)
+        if text is None:
             return
-        minutes = round(CODE_TTL_S / 60)
-        text = (
-            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
-            f"(the code works once, for {minutes} minutes)."
-        )
-        self._context().logger.info("Slack user %s was given a pairing code", user)
+        self.context.logger.info("Slack user %s was given a pairing code", user)
         await self._send().post(Target(channel=channel), text, markup=False)
 
-    async def _greet(self, sender_id: str) -> None:
+    async def greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so, in their DM."""
-        await self._send().send_text(Target(user=sender_id), "You are in: Hearth answers you now.")
+        await self._send().send_text(Target(user=sender_id), WELCOME)
 
     # ------------------------------------------------------------ output
 
@@ -219,18 +202,6 @@ class SlackChannel(BaseExtension):
         targets = self._parts()[0]
         await self._send().send_text(targets.target(targets.default_address()), message)
 
-    async def on_stream_start(self, user_id: str) -> None:
-        await self._presenter().start(user_id)
-
-    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
-        await self._presenter().chunk(user_id, chunk)
-
-    async def on_stream_status(self, user_id: str, status: str) -> None:
-        return None  # Slack has no typing indicator for bots outside assistant threads
-
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._presenter().end(user_id, full_text)
-
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         await self._questions().ask(user_id, request)
 
@@ -239,31 +210,19 @@ class SlackChannel(BaseExtension):
 
     # ------------------------------------------------------------ setup
 
-    def get_setup_schema(self) -> list[dict[str, object]]:
-        return self._setup_flow().schema(self._running)
+    def running_as(self) -> str | None:
+        return self._identity
 
-    async def apply_config(self, name: str, value: str) -> None:
-        await self._setup_flow().apply(name, value)
-
-    async def on_setup_complete(self) -> tuple[bool, str]:
-        return await self._setup_flow().complete(self._running, self._identity)
-
-    def _setup_flow(self) -> SlackSetup:
-        if self._setup is None:
-            ctx, config = self._context(), self._cfg()
-            self._setup = SlackSetup(
-                (BOT_SECRET, APP_SECRET),
-                (ctx.get_secret(BOT_SECRET), ctx.get_secret(APP_SECRET)),
-                config.api_base_url or DEFAULT_BASE_URL,
-                list(config.allowed_user_ids),
-            )
-        return self._setup
+    def new_setup(self) -> SlackSetup:
+        ctx, config = self.context, self._cfg()
+        return SlackSetup(
+            (BOT_SECRET, APP_SECRET),
+            (ctx.get_secret(BOT_SECRET), ctx.get_secret(APP_SECRET)),
+            config.api_base_url or DEFAULT_BASE_URL,
+            list(config.allowed_user_ids),
+        )
 
     # ------------------------------------------------------------ accessors
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
     def _cfg(self) -> SlackConfig:
         assert self._config is not None, "initialize() was not called"
@@ -276,7 +235,7 @@ class SlackChannel(BaseExtension):
     def _send(self) -> Sender:
         return self._parts()[1]
 
-    def _presenter(self) -> StreamPresenter:
+    def edited_stream(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
 

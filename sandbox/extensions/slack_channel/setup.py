@@ -16,7 +16,6 @@ admits people there, and a second connection would take half its events.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -25,14 +24,12 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from core.extensions.sdk import AllowListQuestions, one_line, running_note, secret_field
+
 from .config import USER_ID_RE
 
 SETUP_TIMEOUT_S = 10.0
 DISCOVERY_S = 60.0
-YES, NO = "yes", "no"
-DISCOVER = "discover"
-ALLOWED = "allowed_user_ids"
-ALLOW_PREFIX = "allow_"
 
 
 class SlackSetup:
@@ -48,56 +45,33 @@ class SlackSetup:
         self._bot_secret, self._app_secret = secrets
         self._bot_now, self._app_now = now
         self._base_url = base_url
-        self._allowed = list(allowed)
+        self._people = AllowListQuestions(
+            allowed, _id_list, "Slack member ids to serve (a list, e.g. [U0123ABCD])"
+        )
         self._bot_token: str | None = None
         self._app_token: str | None = None
         self._bot_name: str | None = None
-        self._found: list[str] = []
 
     def schema(self, running: bool) -> list[dict[str, Any]]:
         if running:
             return []
         fields = [
-            _secret(self._bot_secret, "Bot User OAuth Token (xoxb-...)", self._bot_now),
+            secret_field(self._bot_secret, "Bot User OAuth Token (xoxb-...)", self._bot_now),
         ]
         if self._bot_name is None:
             return fields
         fields.append(
-            _secret(
+            secret_field(
                 self._app_secret, "App-level token with connections:write (xapp-...)", self._app_now
             )
         )
         if self._app_token is None:
             return fields
-        fields.append(
-            {
-                "name": DISCOVER,
-                "prompt": (
-                    f"Add someone to the allow-list? Have them send a direct message to "
-                    f"@{self._bot_name}, then answer yes (waits up to {DISCOVERY_S:g} s)"
-                ),
-                "choices": [YES, NO],
-                "default": NO if self._allowed else YES,
-            }
+        discover = (
+            f"Add someone to the allow-list? Have them send a direct message to "
+            f"@{self._bot_name}, then answer yes (waits up to {DISCOVERY_S:g} s)"
         )
-        for user in self._found:
-            fields.append(
-                {
-                    "name": f"{ALLOW_PREFIX}{user}",
-                    "prompt": f"Slack user {user} wrote. Allow them",
-                    "choices": [YES, NO],
-                    "default": YES,
-                }
-            )
-        fields.append(
-            {
-                "name": ALLOWED,
-                "prompt": "Slack member ids to serve (a list, e.g. [U0123ABCD])",
-                "default": json.dumps(self._allowed),
-                "required": False,
-            }
-        )
-        return fields
+        return fields + self._people.fields(discover)
 
     async def apply(self, name: str, value: str) -> None:
         """Take one answer; ``ValueError`` refuses it (it is asked again)."""
@@ -105,26 +79,18 @@ class SlackSetup:
             await self._check_bot(value.strip())
         elif name == self._app_secret:
             await self._check_app(value.strip())
-        elif name == DISCOVER:
-            if value == YES:
-                await self._discover()
-        elif name.startswith(ALLOW_PREFIX):
-            user = name.removeprefix(ALLOW_PREFIX)
-            if value == YES and user not in self._allowed:
-                self._allowed.append(user)
-        elif name == ALLOWED:
-            self._allowed = _id_list(value)
-        else:
+        elif not await self._people.apply(name, value, self._discover):
             raise ValueError(f"unknown setup field {name!r}")
 
     async def complete(self, running: bool, running_as: str | None) -> tuple[bool, str]:
         if running:
-            bot = f"the bot {running_as}" if running_as else "the bot"
-            return True, f"{bot} is running; /pair admits someone, `main.py setup` changes it"
+            return running_note(f"the bot {running_as}" if running_as else None)
         if self._bot_name is None or self._app_token is None:
             return False, "no working Slack tokens: Slack stays off"
-        ids = ", ".join(self._allowed) or "nobody yet (/pair admits someone later)"
-        return True, f"the bot @{self._bot_name} serves {ids}; start Hearth to use it"
+        return True, self._people.serves(f"the bot @{self._bot_name}")
+
+    async def aclose(self) -> None:
+        """Nothing stays open between answers (each check makes its own client)."""
 
     async def _check_bot(self, token: str) -> None:
         self._bot_name = None
@@ -135,7 +101,7 @@ class SlackSetup:
         except TimeoutError:
             raise ValueError("the Slack Web API did not answer auth.test in time") from None
         except Exception as exc:
-            raise ValueError(f"Slack refused the bot token (auth.test): {_one_line(exc)}") from None
+            raise ValueError(f"Slack refused the bot token (auth.test): {one_line(exc)}") from None
         self._bot_token, self._bot_name = token, str(me.get("user"))
 
     async def _check_app(self, token: str) -> None:
@@ -148,7 +114,7 @@ class SlackSetup:
             raise ValueError("Slack did not answer apps.connections.open in time") from None
         except Exception as exc:
             raise ValueError(
-                f"Slack refused the app-level token (apps.connections.open): {_one_line(exc)}"
+                f"Slack refused the app-level token (apps.connections.open): {one_line(exc)}"
             ) from None
         self._app_token = token
 
@@ -166,7 +132,7 @@ class SlackSetup:
             user = str(event.get("user", ""))
             dm = event.get("type") == "message" and event.get("channel_type") == "im"
             if dm and not event.get("bot_id") and USER_ID_RE.match(user):
-                if user not in self._allowed and user not in found:
+                if user not in self._people.allowed and user not in found:
                     found.append(user)
                     arrived.set()
 
@@ -178,25 +144,12 @@ class SlackSetup:
         except TimeoutError:
             pass
         except Exception as exc:
-            raise ValueError(f"Socket Mode failed: {_one_line(exc)}") from None
+            raise ValueError(f"Socket Mode failed: {one_line(exc)}") from None
         finally:
             await socket.close()
         if not found:
             raise ValueError(f"nobody wrote to @{self._bot_name} in {DISCOVERY_S:g} s")
-        self._found += [u for u in found if u not in self._found]
-
-
-def _secret(name: str, what: str, now: str | None) -> dict[str, Any]:
-    keeps = " (hidden; Enter keeps the one set now)" if now else " (hidden)"
-    field: dict[str, Any] = {
-        "name": name,
-        "prompt": f"{what}{keeps}",
-        "secret": True,
-        "required": False,
-    }
-    if now:
-        field["default"] = now  # never shown: the field is secret
-    return field
+        self._people.found((u, f"Slack user {u}") for u in found)
 
 
 def _id_list(text: str) -> list[str]:
@@ -206,8 +159,3 @@ def _id_list(text: str) -> list[str]:
     if bad:
         raise ValueError(f"not Slack member ids: {', '.join(bad)} (e.g. [U0123ABCD])")
     return list(dict.fromkeys(ids))
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 200 else text[:199] + "…"

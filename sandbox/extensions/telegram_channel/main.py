@@ -24,7 +24,7 @@ from telegram import Bot, BotCommand, Message, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
 from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
-from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
+from core.extensions.sdk import WELCOME, ChatChannel, close_quietly
 
 from .allowlist import AllowList
 from .chats import ChatTargets
@@ -51,9 +51,8 @@ class TelegramSetupError(Exception):
     """The channel cannot run: no token, or Telegram refuses it."""
 
 
-class TelegramChannel(BaseExtension):
+class TelegramChannel(ChatChannel):
     def __init__(self) -> None:
-        self._ctx: ExtensionContext | None = None
         self._config: TelegramConfig | None = None
         self._bot: Bot | None = None
         self._allow: AllowList | None = None
@@ -61,16 +60,12 @@ class TelegramChannel(BaseExtension):
         self._sender: Sender | None = None
         self._stream: StreamPresenter | None = None
         self._board: QuestionBoard | None = None
-        self._pairings: Pairings | None = None
-        self._auth_error: str | None = None
         self._commands_registered = False
-        self._setup: TelegramSetup | None = None
-        self._running = False
 
     # ------------------------------------------------------------ lifecycle
 
     async def initialize(self, context: ExtensionContext) -> None:
-        self._ctx = context
+        await super().initialize(context)
         token = context.get_secret(TOKEN_SECRET)
         config = self._config = parse_config(context.get_config)
         if not token:
@@ -78,8 +73,7 @@ class TelegramChannel(BaseExtension):
         base_url = config.api_base_url or DEFAULT_BASE_URL
         bot = self._bot = Bot(token, base_url=base_url, base_file_url=file_url_of(base_url))
         log = context.logger
-        pairings = self._pairings = Pairings(context.data_dir, label="Telegram", prefix="telegram")
-        await asyncio.to_thread(pairings.load)
+        pairings = await self.open_pairings(context.data_dir, label="Telegram", prefix="telegram")
         self._allow = AllowList(
             frozenset(config.allowed_user_ids),
             config.allowed_group_chat_ids,
@@ -97,26 +91,15 @@ class TelegramChannel(BaseExtension):
     async def start(self) -> None:
         if self._bot is None:
             raise TelegramSetupError(f"{TOKEN_SECRET} not set (`main.py setup` asks for it)")
-        self._running = True
+        await super().start()
         self._parts()[1].announce()
-        if self._pairings is not None:
-            self._pairings.register(self._greet)
-        if self._auth_error is not None:
+        if self.auth_error is not None:
             await self._verify_token()
 
     async def destroy(self) -> None:
-        if self._pairings is not None:
-            self._pairings.unregister()
-        if self._setup is not None:
-            await self._setup.aclose()
+        await super().destroy()
         if self._bot is not None:
-            try:
-                await self._bot.shutdown()
-            except Exception as exc:  # closing a half-open client must not fail shutdown
-                self._context().logger.debug("closing the Telegram client: %s", exc)
-
-    def health_check(self) -> bool:
-        return self._auth_error is None
+            await close_quietly(self._bot.shutdown, self.context.logger, "the Telegram client")
 
     async def _verify_token(self) -> None:
         """``getMe``: a rejected token fails the extension; an unreachable API does not."""
@@ -125,16 +108,16 @@ class TelegramChannel(BaseExtension):
             async with asyncio.timeout(VERIFY_TIMEOUT_S):
                 await bot.initialize()
         except InvalidToken:
-            self._auth_error = REJECTED
+            self.auth_error = REJECTED
             raise TelegramSetupError(REJECTED) from None
         except (NetworkError, TimeoutError) as exc:
-            self._context().logger.warning(
+            self.context.logger.warning(
                 "cannot reach the Telegram Bot API (%s); polling keeps retrying",
                 str(exc) or type(exc).__name__,
             )
             return
-        self._auth_error = None
-        self._context().logger.info("connected to Telegram as @%s", bot.username)
+        self.auth_error = None
+        self.context.logger.info("connected to Telegram as @%s", bot.username)
 
     # ------------------------------------------------------------ input
 
@@ -143,14 +126,14 @@ class TelegramChannel(BaseExtension):
         poller = Poller(
             bot,
             self._on_update,
-            self._context().logger,
+            self.context.logger,
             timeout_s=self._cfg().poll_timeout_s,
             before_poll=self._register_commands,
         )
         try:
             await poller.run()
         except InvalidToken:
-            self._auth_error = REJECTED
+            self.auth_error = REJECTED
             raise TelegramSetupError(REJECTED) from None
 
     async def _on_update(self, update: Update) -> None:
@@ -183,10 +166,10 @@ class TelegramChannel(BaseExtension):
                 try:
                     await message.delete()
                 except TelegramError as exc:
-                    self._context().logger.warning("a secret answer stays in the chat: %s", exc)
+                    self.context.logger.warning("a secret answer stays in the chat: %s", exc)
             return
         text = "/help" if _START_RE.match(message.text) else message.text
-        await self._context().on_user_message(
+        await self.context.on_user_message(
             text,
             chats.address(chat.id),
             message_id=str(message.message_id),
@@ -201,22 +184,22 @@ class TelegramChannel(BaseExtension):
         sender = str(message.from_user.id) if message.from_user else address
         got = incoming_file(message)
         if got is None:
-            self._context().logger.info("ignoring a message with no text or file from %s", sender)
+            self.context.logger.info("ignoring a message with no text or file from %s", sender)
             return
         name, mime_type, file_id = got
         try:
-            path = await fetch_file(self._parts()[0], file_id, self._context().data_dir, name)
+            path = await fetch_file(self._parts()[0], file_id, self.context.data_dir, name)
         except TelegramError as exc:  # "file is too big" (Bot API: 20 MB) among them
             await self._send().send_text(message.chat.id, f"I could not take {name}: {exc}")
             return
         try:
-            kept = await self._context().keep_file(address, name, mime_type, str(path))
+            kept = await self.context.keep_file(address, name, mime_type, str(path))
         except ValueError as exc:
             await self._send().send_text(message.chat.id, f"I could not take {exc}")
             return
         finally:
             await asyncio.to_thread(path.unlink, True)
-        await self._context().on_user_message(
+        await self.context.on_user_message(
             message.caption or "",
             address,
             message_id=str(message.message_id),
@@ -228,24 +211,19 @@ class TelegramChannel(BaseExtension):
     async def _offer_pairing(self, user_id: int) -> None:
         """A stranger's private message: a one-time code for the owner's ``/pair``,
         once while it lives, and nothing else."""
-        assert self._pairings is not None
-        code = self._pairings.offer(str(user_id))
-        if code is None:
+        assert self.pairings is not None
+        text = self.pairings.invite(str(user_id))
+        if text is None:
             return
-        minutes = round(CODE_TTL_S / 60)
-        text = (
-            f"Hearth does not know you yet. Ask its owner to send /pair {code} "
-            f"(the code works once, for {minutes} minutes)."
-        )
-        self._context().logger.info("Telegram user %d was given a pairing code", user_id)
+        self.context.logger.info("Telegram user %d was given a pairing code", user_id)
         await self._send().send_text(user_id, text)
 
-    async def _greet(self, sender_id: str) -> None:
+    async def greet(self, sender_id: str) -> None:
         """The owner's ``/pair`` admitted this user: they are told so."""
-        await self._send().send_text(int(sender_id), "You are in: Hearth answers you now.")
+        await self._send().send_text(int(sender_id), WELCOME)
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
-        await self._context().answer_request(request_id, value, address, sender_id=sender)
+        await self.context.answer_request(request_id, value, address, sender_id=sender)
 
     async def _register_commands(self) -> None:
         """``setMyCommands`` with the kernel's commands, once per process; retried
@@ -254,7 +232,7 @@ class TelegramChannel(BaseExtension):
             return
         commands = [
             (name, description[:256] or name)
-            for name, description in await self._context().list_commands()
+            for name, description in await self.context.list_commands()
             if _COMMAND_NAME_RE.match(name)
         ]
         if not commands:
@@ -263,7 +241,7 @@ class TelegramChannel(BaseExtension):
             async with asyncio.timeout(COMMANDS_TIMEOUT_S):
                 await self._parts()[0].set_my_commands([BotCommand(n, d) for n, d in commands])
         except (TelegramError, TimeoutError) as exc:
-            self._context().logger.warning("setMyCommands failed (%s); will retry", exc)
+            self.context.logger.warning("setMyCommands failed (%s); will retry", exc)
             return
         self._commands_registered = True
 
@@ -283,18 +261,6 @@ class TelegramChannel(BaseExtension):
         allowed user's private chat."""
         await self._send().send_text(self._parts()[2].default_chat(), message)
 
-    async def on_stream_start(self, user_id: str) -> None:
-        await self._presenter().start(user_id)
-
-    async def on_stream_chunk(self, user_id: str, chunk: str) -> None:
-        await self._presenter().chunk(user_id, chunk)
-
-    async def on_stream_status(self, user_id: str, status: str) -> None:
-        await self._presenter().status(user_id, status)
-
-    async def on_stream_end(self, user_id: str, full_text: str) -> None:
-        await self._presenter().end(user_id, full_text)
-
     async def ask_user(self, user_id: str, request: UserRequest) -> None:
         await self._questions().ask(user_id, request)
 
@@ -303,32 +269,19 @@ class TelegramChannel(BaseExtension):
 
     # ------------------------------------------------------------ setup
 
-    def get_setup_schema(self) -> list[dict[str, object]]:
-        return self._setup_flow().schema(self._running)
+    def running_as(self) -> str | None:
+        return _username(self._bot) if self._bot is not None else None
 
-    async def apply_config(self, name: str, value: str) -> None:
-        await self._setup_flow().apply(name, value)
-
-    async def on_setup_complete(self) -> tuple[bool, str]:
-        name = _username(self._bot) if self._bot is not None else None
-        return await self._setup_flow().complete(self._running, name)
-
-    def _setup_flow(self) -> TelegramSetup:
-        if self._setup is None:
-            ctx, config = self._context(), self._cfg()
-            self._setup = TelegramSetup(
-                TOKEN_SECRET,
-                ctx.get_secret(TOKEN_SECRET),
-                config.api_base_url or DEFAULT_BASE_URL,
-                list(config.allowed_user_ids),
-            )
-        return self._setup
+    def new_setup(self) -> TelegramSetup:
+        config = self._cfg()
+        return TelegramSetup(
+            TOKEN_SECRET,
+            self.context.get_secret(TOKEN_SECRET),
+            config.api_base_url or DEFAULT_BASE_URL,
+            list(config.allowed_user_ids),
+        )
 
     # ------------------------------------------------------------ accessors
-
-    def _context(self) -> ExtensionContext:
-        assert self._ctx is not None, "initialize() was not called"
-        return self._ctx
 
     def _cfg(self) -> TelegramConfig:
         assert self._config is not None, "initialize() was not called"
@@ -342,7 +295,7 @@ class TelegramChannel(BaseExtension):
         assert self._sender is not None, "initialize() was not called"
         return self._sender
 
-    def _presenter(self) -> StreamPresenter:
+    def edited_stream(self) -> StreamPresenter:
         assert self._stream is not None, "initialize() was not called"
         return self._stream
 

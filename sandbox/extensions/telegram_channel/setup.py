@@ -16,20 +16,17 @@ take its updates.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 from telegram import Bot
 
+from core.extensions.sdk import AllowListQuestions, one_line, running_note, secret_field
+
 SETUP_TIMEOUT_S = 10.0
 DISCOVERY_S = 60.0
 POLL_S = 10  # one getUpdates long poll while discovering
-YES, NO = "yes", "no"
-DISCOVER = "discover"
-ALLOWED = "allowed_user_ids"
-ALLOW_PREFIX = "allow_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,86 +51,37 @@ class TelegramSetup:
         self._secret = token_secret
         self._token_now = token_now
         self._base_url = base_url
-        self._allowed = list(allowed)
+        self._people = AllowListQuestions(allowed, _id_list, "Telegram user ids to serve (a list)")
         self._bot: Bot | None = None
         self._bot_name: str | None = None
-        self._found: list[Sender] = []
         self._offset: int | None = None
 
     def schema(self, running: bool) -> list[dict[str, Any]]:
         if running:
             return []
-        fields: list[dict[str, Any]] = [self._token_field()]
+        token = secret_field(self._secret, "Bot token from @BotFather", self._token_now)
         if self._bot_name is None:
-            return fields
-        first = "no" if self._allowed else "yes"
-        fields.append(
-            {
-                "name": DISCOVER,
-                "prompt": (
-                    f"Add someone to the allow-list? Send /start to @{self._bot_name} from "
-                    f"their account, then answer yes (waits up to {DISCOVERY_S:g} s)"
-                ),
-                "choices": [YES, NO],
-                "default": first,
-            }
+            return [token]
+        discover = (
+            f"Add someone to the allow-list? Send /start to @{self._bot_name} from "
+            f"their account, then answer yes (waits up to {DISCOVERY_S:g} s)"
         )
-        for sender in self._found:
-            fields.append(
-                {
-                    "name": f"{ALLOW_PREFIX}{sender.user_id}",
-                    "prompt": f"{sender.describe()} wrote. Allow them",
-                    "choices": [YES, NO],
-                    "default": YES,
-                }
-            )
-        fields.append(
-            {
-                "name": ALLOWED,
-                "prompt": "Telegram user ids to serve (a list)",
-                "default": json.dumps(self._allowed),
-                "required": False,
-            }
-        )
-        return fields
-
-    def _token_field(self) -> dict[str, Any]:
-        keeps = " (hidden; Enter keeps the one set now)" if self._token_now else " (hidden)"
-        field: dict[str, Any] = {
-            "name": self._secret,
-            "prompt": f"Bot token from @BotFather{keeps}",
-            "secret": True,
-            "required": False,
-        }
-        if self._token_now:
-            field["default"] = self._token_now  # never shown: the field is secret
-        return field
+        return [token, *self._people.fields(discover)]
 
     async def apply(self, name: str, value: str) -> None:
         """Take one answer; ``ValueError`` refuses it (it is asked again)."""
         if name == self._secret:
             await self._check_token(value.strip())
-        elif name == DISCOVER:
-            if value == YES:
-                await self._discover()
-        elif name.startswith(ALLOW_PREFIX):
-            user_id = int(name.removeprefix(ALLOW_PREFIX))
-            if value == YES and user_id not in self._allowed:
-                self._allowed.append(user_id)
-        elif name == ALLOWED:
-            self._allowed = _id_list(value)
-        else:
+        elif not await self._people.apply(name, value, self._discover):
             raise ValueError(f"unknown setup field {name!r}")
 
     async def complete(self, running: bool, running_as: str | None) -> tuple[bool, str]:
         if running:
-            bot = f"the bot @{running_as}" if running_as else "the bot"
-            return True, f"{bot} is running; /pair admits someone, `main.py setup` changes the bot"
+            return running_note(f"the bot @{running_as}" if running_as else None)
         await self.aclose()
         if self._bot_name is None:
             return False, "no working bot token: Telegram stays off"
-        ids = ", ".join(map(str, self._allowed)) or "nobody yet (/pair admits someone later)"
-        return True, f"the bot @{self._bot_name} serves {ids}; start Hearth to use it"
+        return True, self._people.serves(f"the bot @{self._bot_name}")
 
     async def aclose(self) -> None:
         if self._bot is not None:
@@ -152,7 +100,7 @@ class TelegramSetup:
             raise ValueError("the Telegram Bot API did not answer getMe in time") from None
         except Exception as exc:
             await bot.shutdown()
-            raise ValueError(f"Telegram refused the token (getMe): {_one_line(exc)}") from None
+            raise ValueError(f"Telegram refused the token (getMe): {one_line(exc)}") from None
         self._bot, self._bot_name = bot, str(me.username)
 
     async def _discover(self) -> None:
@@ -170,16 +118,16 @@ class TelegramSetup:
                 for update in updates:
                     self._offset = update.update_id + 1
                     user = update.effective_user
-                    if user is None or user.is_bot or user.id in self._allowed:
+                    if user is None or user.is_bot or user.id in self._people.allowed:
                         continue
                     found[user.id] = Sender(user.id, user.full_name, user.username)
             if self._offset is not None:
                 await self._bot.get_updates(offset=self._offset, timeout=0)  # acknowledge
         except Exception as exc:
-            raise ValueError(f"getUpdates failed: {_one_line(exc)}") from None
+            raise ValueError(f"getUpdates failed: {one_line(exc)}") from None
         if not found:
             raise ValueError(f"nobody wrote to @{self._bot_name} in {DISCOVERY_S:g} s")
-        self._found += [s for s in found.values() if s not in self._found]
+        self._people.found((s.user_id, s.describe()) for s in found.values())
 
 
 def _id_list(text: str) -> list[int]:
@@ -193,8 +141,3 @@ def _id_list(text: str) -> list[int]:
     ):
         raise ValueError(f"not a list of Telegram user ids: {text!r} (e.g. [4242, 5151])")
     return list(dict.fromkeys(value))
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 200 else text[:199] + "…"
