@@ -9,18 +9,15 @@ in-process async tests and kernels started as subprocesses alike
         dc.send_dm("hi", user_id=42)                    # a user writes a DM
         assert dc.wait_until(lambda: dc.dm_texts(42)) == ["echo: hi"]
 
-What discord.py needs is implemented: ``GET /users/@me`` (the token is
-checked: 401 otherwise), ``GET /gateway/bot`` (its URL is this server's
-``/gateway``), the gateway (HELLO, IDENTIFY → READY, heartbeat → ACK, RESUME →
-INVALID_SESSION so the client identifies again, then ``MESSAGE_CREATE`` and
-``INTERACTION_CREATE`` dispatches with sequence numbers; uncompressed text
-frames), ``POST /users/@me/channels`` (a DM channel per user), ``POST`` /
-``PATCH`` / ``DELETE`` of channel messages (with buttons: ``components``),
-``POST /channels/{id}/typing`` and interaction callbacks (``press`` makes a
-user click a button, ``submit_form`` submit the form a button opened). Like Discord it refuses texts over 2,000 characters
-and empty messages (400); ``fail_next`` scripts errors such as a ``429`` with
-``retry_after``; ``hold_sends`` makes sends hang (and ``drop_held`` drops
-them) so a kernel can be killed mid-send. Every REST call is recorded (``calls``) with its time.
+What discord.py needs is implemented: ``GET /users/@me`` (401 for another
+token), ``GET /gateway/bot``, the gateway (HELLO, IDENTIFY → READY, heartbeat →
+ACK, RESUME → INVALID_SESSION, then ``MESSAGE_CREATE`` and ``INTERACTION_CREATE``
+dispatches), DM channels, ``POST`` (JSON or multipart with files: ``uploads``) /
+``PATCH`` / ``DELETE`` of messages, typing, interaction callbacks (``press``,
+``submit_form``) and attachments a person sends (``send_dm_file``). Like Discord
+it refuses texts over 2,000 characters and empty messages (400); ``fail_next``
+scripts errors such as a 429; ``hold_sends`` makes sends hang (``drop_held``
+drops them). Every REST call is recorded (``calls``) with its time.
 """
 
 from __future__ import annotations
@@ -37,6 +34,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from support.discord_files import Upload, attachment_json, read_body
 from support.discord_payloads import (
     APPLICATION_ID,
     BOT_ID,
@@ -81,6 +79,7 @@ class Message:
     edits: list[str] = field(default_factory=list)
     components: list[dict[str, Any]] = field(default_factory=list)
     deleted: bool = False
+    uploads: list[Upload] = field(default_factory=list)
 
     @property
     def buttons(self) -> list[tuple[str, str]]:
@@ -108,6 +107,7 @@ class FakeDiscord:
         self._replay: list[dict[str, Any]] = []  # dispatched again on each IDENTIFY
         self._failures: dict[str, deque[Failure]] = {}
         self._callbacks: list[dict[str, Any]] = []
+        self._files: dict[int, bytes] = {}  # attachment id -> its bytes
         self._hold: asyncio.Event | None = None  # set: held sends are let go (and dropped)
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
@@ -130,6 +130,7 @@ class FakeDiscord:
     async def _start(self) -> None:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/attachments/{id}/{name}", self._attachment)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
@@ -173,6 +174,15 @@ class FakeDiscord:
         the gateway sends it again on every later IDENTIFY too (a restart that
         resumed the session, as far as this message is concerned)."""
         return self._user_message(text, user_id, self.dm_channel(user_id), None, replay)
+
+    def send_dm_file(
+        self, data: bytes, name: str, kind: str, *, user_id: int, text: str = ""
+    ) -> int:
+        """``user_id`` sends a file (with ``text``, or none) to the bot in a DM."""
+        self._files[number := next(self._ids)] = data
+        url = f"{self.base_url.removesuffix('/api/v10')}/attachments/{number}/{name}"
+        files = [attachment_json(number, name, kind, len(data), url)]
+        return self._user_message(text, user_id, self.dm_channel(user_id), None, False, files)
 
     def send_channel(
         self, text: str, *, user_id: int, channel_id: int, mention: bool = True
@@ -270,12 +280,18 @@ class FakeDiscord:
     # ------------------------------------------------------------ gateway
 
     def _user_message(
-        self, text: str, user_id: int, channel_id: int, guild_id: int | None, replay: bool
+        self,
+        text: str,
+        user_id: int,
+        channel_id: int,
+        guild_id: int | None,
+        replay: bool,
+        files: list[dict[str, Any]] | None = None,
     ) -> int:
         message = Message(channel_id, next(self._ids), text, user_id)
         with self._cond:
             self._messages[message.id] = message
-            data = self._message_json(message)
+            data = self._message_json(message) | {"attachments": files or []}
         if guild_id is not None:
             data["guild_id"] = str(guild_id)
             data["member"] = {"roles": [], "joined_at": now(), "deaf": False, "mute": False}
@@ -343,12 +359,7 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["path"]
-        body: dict[str, Any] = {}
-        if request.can_read_body:
-            try:
-                body = await request.json()
-            except ValueError:
-                body = {"raw": (await request.text())[:200]}
+        body, uploads = await read_body(request)
         with self._cond:
             self._calls.append(Call(request.method, path, body, time.monotonic()))
             failure = self._take_failure(request.method, path)
@@ -371,7 +382,11 @@ class FakeDiscord:
                     headers={"Via": "1.1 google", "Retry-After": str(failure.retry_after)},
                 )
             return error(failure.status, 0, failure.message)
-        return self._route(request.method, path.split("/")[1:], body)
+        return self._route(request.method, path.split("/")[1:], body, uploads)
+
+    async def _attachment(self, request: web.Request) -> web.Response:
+        data = self._files.get(int(request.match_info["id"]))
+        return web.Response(status=404) if data is None else web.Response(body=data)
 
     def _take_failure(self, method: str, path: str) -> Failure | None:
         for key, queue in self._failures.items():
@@ -380,7 +395,9 @@ class FakeDiscord:
                 return queue.popleft()
         return None
 
-    def _route(self, method: str, parts: list[str], body: dict[str, Any]) -> web.Response:
+    def _route(
+        self, method: str, parts: list[str], body: dict[str, Any], uploads: list[Upload]
+    ) -> web.Response:
         match method, parts:
             case "GET", ["users", "@me"]:
                 return json_response(user_json(BOT_ID, bot=True))
@@ -414,7 +431,7 @@ class FakeDiscord:
                 }
                 return json_response(channel)
             case "POST", ["channels", channel_id, "messages"]:
-                return self._post_message(int(channel_id), body)
+                return self._post_message(int(channel_id), body, uploads)
             case "PATCH", ["channels", _, "messages", message_id]:
                 return self._edit_message(int(message_id), body)
             case "DELETE", ["channels", _, "messages", message_id]:
@@ -431,13 +448,17 @@ class FakeDiscord:
                 return json_response(reply)
         return error(404, 0, f"404: Not Found ({method} /{'/'.join(parts)})")
 
-    def _post_message(self, channel_id: int, body: dict[str, Any]) -> web.Response:
+    def _post_message(
+        self, channel_id: int, body: dict[str, Any], uploads: list[Upload]
+    ) -> web.Response:
         content = body.get("content") or ""
         components = body.get("components") or []
-        refusal = check_content(content, bool(components))
+        refusal = check_content(content, bool(components or uploads))
         if refusal is not None:
             return refusal
-        message = Message(channel_id, next(self._ids), content, BOT_ID, components=components)
+        message = Message(
+            channel_id, next(self._ids), content, BOT_ID, components=components, uploads=uploads
+        )
         with self._cond:
             self._messages[message.id] = message
             self._cond.notify_all()

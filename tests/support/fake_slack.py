@@ -35,6 +35,8 @@ from urllib.parse import parse_qsl
 
 from aiohttp import WSMsgType, web
 
+from support.slack_files import SharedFile, SlackFiles
+
 __all__ = ["BOT_TOKEN", "BOT_USER", "Call", "FakeSlack", "Posted"]
 
 BOT_TOKEN = "xoxb-test-bot-token"
@@ -60,6 +62,7 @@ class Posted:
     thread_ts: str | None = None
     blocks: list[dict[str, Any]] = field(default_factory=list)
     edits: list[str] = field(default_factory=list)
+    files: list[SharedFile] = field(default_factory=list)
 
     @property
     def buttons(self) -> list[tuple[str, str, str]]:
@@ -81,6 +84,7 @@ class FakeSlack:
         self.app_token = app_token
         self._lock = threading.Condition()
         self._calls: list[Call] = []
+        self.files = SlackFiles(bot_token)
         self._posted: list[Posted] = []
         self.responses: list[dict[str, Any]] = []  # what was posted to a response_url
         self._envelopes: dict[str, dict[str, Any]] = {}  # every envelope, by id
@@ -119,11 +123,13 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._web_api)
         app.router.add_get("/link", self._socket)
         app.router.add_post("/response", self._response_url)
+        self.files.routes(app)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         self._port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.files.base = f"http://127.0.0.1:{self._port}"
 
     async def _stop(self) -> None:
         for ws in list(self._sockets):
@@ -137,10 +143,18 @@ class FakeSlack:
 
     # ------------------------------------------------------------ scripting
 
-    def dm(self, text: str, *, user: str, event_id: str | None = None) -> str:
-        """``user`` writes ``text`` in their DM with the bot (``message.im``); the event id."""
+    def dm(
+        self,
+        text: str,
+        *,
+        user: str,
+        event_id: str | None = None,
+        files: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """``user`` writes ``text`` in their DM with the bot (``message.im``); the event id.
+        ``files`` (entries of ``self.files.offer``) are shared with it (``file_share``)."""
         ts = self._next_ts()
-        event = {
+        event: dict[str, Any] = {
             "type": "message",
             "channel": f"D{user}",
             "channel_type": "im",
@@ -151,6 +165,8 @@ class FakeSlack:
             "client_msg_id": f"msg-{ts}",
             "team": TEAM,
         }
+        if files:
+            event |= {"subtype": "file_share", "files": files}
         return self._event(event, event_id)
 
     def mention(self, text: str, *, user: str, channel: str, thread_ts: str | None = None) -> str:
@@ -395,6 +411,8 @@ class FakeSlack:
             "conversations.open": self._conversations_open,
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
+            "files.getUploadURLExternal": self.files.upload_url,
+            "files.completeUploadExternal": self._share,
         }.get(method)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
@@ -434,6 +452,16 @@ class FakeSlack:
             )
             self._posted.append(posted)
         return {"ok": True, "channel": posted.channel, "ts": posted.ts, "message": {"text": text}}
+
+    def _share(self, params: dict[str, Any]) -> dict[str, Any]:
+        shared = self.files.complete(params)
+        if isinstance(shared, str):
+            return {"ok": False, "error": shared}
+        text, thread = str(params.get("initial_comment") or ""), params.get("thread_ts")
+        with self._lock:
+            channel, ts = str(params["channel_id"]), self._next_ts()
+            self._posted.append(Posted(channel, ts, text, thread, files=shared))
+        return {"ok": True, "files": [{"id": f"F{ts}", "title": f.title} for f in shared]}
 
     def _update(self, params: dict[str, Any]) -> dict[str, Any]:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import struct
 import zlib
 from pathlib import Path
@@ -93,3 +94,17 @@ def pdf(text: str) -> bytes:
         xref,
     )
     return bytes(out)
+
+
+def sent_picture(model: ScriptedModel) -> tuple[str, dict[str, str]]:
+    """The text and the image part of the last user message of the model's first
+    call: how a picture a person sent reached the model."""
+    users = [i for i in model.calls[0].input if isinstance(i, dict) and i.get("role") == "user"]
+    assert not isinstance(users[-1]["content"], str), users[-1]["content"]
+    text, image = users[-1]["content"]
+    assert text["type"] == "input_text" and image["type"] == "input_image"
+    return text["text"], image
+
+
+def data_url(data: bytes, mime_type: str) -> str:
+    return f"data:{mime_type};base64," + base64.b64encode(data).decode()

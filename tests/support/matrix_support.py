@@ -199,6 +199,37 @@ class MatrixUser:
         assert isinstance(response, RoomSendResponse), response
         return str(response.event_id)
 
+    async def send_file(
+        self, room_id: str, data: bytes, name: str, mime_type: str, *, caption: str = ""
+    ) -> str:
+        """Upload ``data`` and post it (``m.image`` for a picture, else ``m.file``)."""
+        import io
+
+        from nio import RoomSendResponse, UploadResponse
+
+        uploaded, _ = await self.client.upload(
+            io.BytesIO(data), content_type=mime_type, filename=name, filesize=len(data)
+        )
+        assert isinstance(uploaded, UploadResponse), uploaded
+        content = {
+            "msgtype": "m.image" if mime_type.startswith("image/") else "m.file",
+            "body": caption or name,
+            "filename": name,
+            "url": uploaded.content_uri,
+            "info": {"mimetype": mime_type, "size": len(data)},
+        }
+        response = await self.client.room_send(room_id, "m.room.message", content)
+        assert isinstance(response, RoomSendResponse), response
+        return str(response.event_id)
+
+    async def fetch(self, mxc: str) -> bytes:
+        """The bytes of a file in the media repository."""
+        from nio import MemoryDownloadResponse
+
+        response = await self.client.download(mxc)
+        assert isinstance(response, MemoryDownloadResponse), response
+        return bytes(response.body)
+
     async def react(self, room_id: str, event_id: str, key: str) -> None:
         from nio import RoomSendResponse
 

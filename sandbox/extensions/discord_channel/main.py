@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import discord
 
-from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
 from core.extensions.sdk import WELCOME, Backoff, ChatChannel, close_quietly
 
 from .config import DiscordConfig, parse_config
 from .endpoints import no_voice, use_api, use_gateway
+from .files import keep_attachments, send_file
 from .questions import QuestionBoard
 from .sender import RATE_LIMIT_MAX_S, Sender
 from .setup import DiscordSetup
@@ -177,11 +179,15 @@ class DiscordChannel(ChatChannel):
                 await self._offer_pairing(author.id)
             return
         text = message.content if direct else _without_mention(message.content, me.id)
-        if not text.strip():
+        if not text.strip() and not message.attachments:
             self.context.logger.info("ignoring a message without text from %d", author.id)
             return
         address = str(author.id) if direct else str(message.channel.id)
-        typed_for = self._questions().take_typed_answer(message.channel.id, author.id)
+        typed_for = (
+            self._questions().take_typed_answer(message.channel.id, author.id)
+            if text.strip()
+            else None
+        )
         if typed_for is not None:  # the owner's next message answers a free-text question
             await self._answer(typed_for.id, text, address, str(author.id))
             if typed_for.kind == "secret" and not direct:  # not left readable there
@@ -190,13 +196,22 @@ class DiscordChannel(ChatChannel):
                 except discord.DiscordException as exc:
                     self.context.logger.warning("a secret answer stays in the channel: %s", exc)
             return
+        refuse = self._refuser(address)
+        files = await keep_attachments(self.context, message, str(author.id), refuse)
+        if not text.strip() and not files:
+            return
         await self.context.on_user_message(
             text,
             address,
             message_id=str(message.id),
             idempotency_key=f"discord:{message.id}",
             sender_id=str(author.id),
+            files=files,
         )
+
+    def _refuser(self, address: str) -> Callable[[str], Awaitable[object]]:
+        """Tells ``address`` why a file it sent was not taken."""
+        return lambda note: self._send().send_text(self._parts()[1].target(address), note)
 
     async def _on_interaction(self, interaction: discord.Interaction) -> None:
         await self._questions().on_press(interaction, self._answer)
@@ -222,6 +237,10 @@ class DiscordChannel(ChatChannel):
 
     async def send_to_user(self, user_id: str, message: str) -> None:
         await self._send().send_text(self._parts()[1].target(user_id), message)
+
+    async def send_file(self, user_id: str, file: KeptFile) -> None:
+        """A file a tool returned (ADR 0096): a message with it attached."""
+        await send_file(self._send(), self._parts()[1].target(user_id), file)
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: ``default_user_id``'s DM, else the

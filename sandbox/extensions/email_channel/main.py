@@ -20,11 +20,13 @@ servers, and checks the password live (``setup``).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 
-from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
 from core.extensions.sdk import CODE_TTL_S, BaseExtension, Pairings
 
 from .config import PREFIX, EmailConfig, parse_config
+from .files import Held, attach, keep_attached, with_lines
 from .inbox import ImapAuthError, Inbox
 from .questions import QuestionBoard
 from .reading import Incoming, read_mail
@@ -56,6 +58,7 @@ class EmailChannel(BaseExtension):
         self._running = False
         self._saving = asyncio.Lock()
         self._strangers: dict[str, Incoming] = {}  # stranger's address -> the mail they sent
+        self._held = Held()  # a turn's files, until its reply mail carries them
 
     # ------------------------------------------------------------ lifecycle
 
@@ -156,7 +159,7 @@ class EmailChannel(BaseExtension):
         if not self._serves(mail.sender):
             await self._offer_pairing(mail)
             return False
-        if not (mail.text or mail.subject):
+        if not (mail.text or mail.subject or mail.files):
             log.info("ignoring an empty mail from %s", mail.sender)
             return False
         threads = self._thread_store()
@@ -168,14 +171,22 @@ class EmailChannel(BaseExtension):
                 answer.request.id, answer.value, thread.address, sender_id=mail.sender
             )
             return answer.request.kind == "secret"  # not left readable in the mailbox
+        files = await keep_attached(self._context(), mail.files, mail.sender, self._refuser(thread))
+        if mail.files and not files and not (mail.text or mail.subject):
+            return False
         await self._context().on_user_message(
             mail.text or mail.subject,
             thread.address,
             message_id=mail.message_id,
             idempotency_key=f"email:{mail.message_id}",
             sender_id=mail.sender,
+            files=files,
         )
         return False
+
+    def _refuser(self, thread: Thread) -> Callable[[str], Awaitable[object]]:
+        """Mails into ``thread`` why a file it carried was not taken."""
+        return lambda note: self._post(thread, thread.next_subject(), note)
 
     def _serves(self, sender: str) -> bool:
         paired = self._pairings.admitted if self._pairings else set()
@@ -228,7 +239,13 @@ class EmailChannel(BaseExtension):
 
     async def send_to_user(self, user_id: str, message: str) -> None:
         thread = self._thread_for(user_id, message)
-        await self._post(thread, thread.next_subject(), message)
+        files = self._held.of(user_id)
+        await self._post(thread, thread.next_subject(), message, files)
+        self._held.sent(user_id, files)
+
+    async def send_file(self, user_id: str, file: KeptFile) -> None:
+        """A file a tool returned (ADR 0096): held for the reply mail, which carries it."""
+        self._held.hold(user_id, file)
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: ``default_to``, else the first allowed sender."""
@@ -257,16 +274,19 @@ class EmailChannel(BaseExtension):
         subject = first if len(first) <= SUBJECT_CHARS else first[: SUBJECT_CHARS - 1] + "…"
         return self._thread_store().start(person, subject)
 
-    async def _post(self, thread: Thread, subject: str, text: str) -> str:
-        """Mail ``text`` into ``thread`` as its latest message; its Message-ID."""
+    async def _post(
+        self, thread: Thread, subject: str, text: str, files: Sequence[KeptFile] = ()
+    ) -> str:
+        """Mail ``text`` (and ``files``) into ``thread`` as its latest message; its Message-ID."""
         message = compose(
             self._cfg(),
             thread.peer,
             subject,
-            text,
+            with_lines(text, files),
             in_reply_to=thread.last_id,
             references=thread.references(),
         )
+        await attach(message, files)
         await self._send().send(message)
         message_id = str(message["Message-ID"])
         self._thread_store().record(thread, message_id)

@@ -21,6 +21,8 @@ from email.parser import BytesParser
 from email.utils import getaddresses
 from html.parser import HTMLParser
 
+from .files import Attached, attached_files
+
 _BLOCKS = frozenset(
     "address article aside dd div dl dt fieldset figcaption figure footer form "
     "header hr main nav ol section tr ul".split()
@@ -42,6 +44,7 @@ class Incoming:
     text: str  # the new text, quotes cut off
     automatic: bool  # sent by a machine: never answered
     forged: bool  # the receiving server's checks say the From address is not the sender's
+    files: tuple[Attached, ...] = ()  # its attachments (ADR 0096)
 
     @property
     def parents(self) -> tuple[str, ...]:
@@ -66,6 +69,7 @@ def read_mail(raw: bytes, uid: int) -> Incoming:
         text=new_text(body_text(message)),
         automatic=_automatic(message, sender),
         forged=_forged(message),
+        files=attached_files(message),
     )
 
 

@@ -33,15 +33,17 @@ from nio import (
     MegolmEvent,
     ReactionEvent,
     RoomEncryptionEvent,
+    RoomMessageMedia,
     RoomMessageText,
     SyncResponse,
     WhoamiResponse,
 )
 
-from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
 from core.extensions.sdk import WELCOME, ChatChannel, close_quietly
 
 from .config import PREFIX, MatrixConfig, parse_config
+from .files import keep_media, media_of, send_file
 from .questions import QuestionBoard
 from .rooms import Rooms
 from .sender import Sender
@@ -217,10 +219,8 @@ class MatrixChannel(ChatChannel):
             await self._on_reaction(room, event)
         elif isinstance(event, RoomMessageText):
             await self._on_text(room, event)
-        elif getattr(event, "source", {}).get("type") == "m.room.message":
-            self.context.logger.info(
-                "ignoring a non-text message in %s (files are not handled yet)", room.room_id
-            )
+        elif isinstance(event, RoomMessageMedia):
+            await self._on_media(room, event)
 
     async def _refuse_encrypted(self, room: MatrixRoom) -> None:
         if room.room_id in self._warned_encrypted:
@@ -277,6 +277,31 @@ class MatrixChannel(ChatChannel):
             sender_id=event.sender,
         )
 
+    async def _on_media(self, room: MatrixRoom, event: RoomMessageMedia) -> None:
+        """A picture, file or voice note from an allowed user in a direct room (ADR
+        0096): kept, then journaled with its caption; group rooms' files are not taken."""
+        rooms = self._parts()[1]
+        if not rooms.is_direct(room):
+            return
+        if not rooms.admits(event.sender):
+            await self._offer_pairing(room.room_id, event.sender)
+            return
+        media = media_of(event)
+
+        async def refuse(note: str) -> None:
+            await self._send().send_text(room.room_id, note)
+
+        kept = await keep_media(self.context, self._send(), media, event.sender, refuse)
+        if kept is not None:
+            await self.context.on_user_message(
+                media.caption,
+                room.room_id,
+                message_id=event.event_id,
+                idempotency_key=f"matrix:{event.event_id}",
+                sender_id=event.sender,
+                files=[kept],
+            )
+
     async def _on_reaction(self, room: MatrixRoom, event: ReactionEvent) -> None:
         if not self._parts()[1].allowed(event.sender):
             return
@@ -321,6 +346,10 @@ class MatrixChannel(ChatChannel):
     async def send_to_user(self, user_id: str, message: str) -> None:
         rooms = self._parts()[1]
         await self._send().send_text(await rooms.target(user_id), message)
+
+    async def send_file(self, user_id: str, file: KeptFile) -> None:
+        """A file a tool returned (ADR 0096): uploaded, then an ``m.image`` or ``m.file``."""
+        await send_file(self._send(), await self._parts()[1].target(user_id), file)
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: ``default_room_id``, else the first

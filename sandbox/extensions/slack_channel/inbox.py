@@ -36,6 +36,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from core.extensions.contract import ExtensionContext
 from core.extensions.sdk import Backoff
 
+from .files import keep_shared
 from .questions import ACTION_PREFIX, QuestionBoard
 from .sender import Sender, error_code
 from .targets import Targets, address_of
@@ -76,8 +77,10 @@ class Inbox:
         self._order = asyncio.Lock()
 
     async def on_message(self, body: dict[str, Any], event: dict[str, Any]) -> None:
-        """A ``message`` event: only a person's DM text counts."""
-        if event.get("channel_type") != "im" or event.get("subtype") or event.get("bot_id"):
+        """A ``message`` event: only a person's DM (text, files shared) counts."""
+        if event.get("channel_type") != "im" or event.get("bot_id"):
+            return
+        if event.get("subtype") not in (None, "file_share"):
             return
         user, channel = str(event.get("user", "")), str(event.get("channel", ""))
         if not user or not channel:
@@ -110,13 +113,17 @@ class Inbox:
         self, body: dict[str, Any], event: dict[str, Any], address: str, user: str
     ) -> None:
         text = _LEADING_MENTIONS.sub("", str(event.get("text") or "")).strip()
-        if not text:
+        shared = [f for f in event.get("files") or [] if isinstance(f, dict)]
+        if not text and not shared:
             self._ctx.logger.info("ignoring a Slack message without text from %s", user)
             return
         async with self._order:
-            typed_for = self._board.take_typed_answer(address, user)
+            typed_for = self._board.take_typed_answer(address, user) if text else None
             if typed_for is not None:  # the owner's next message answers a free-text question
                 await self._answer(typed_for.id, text, address, user)
+                return
+            files = await self._keep(shared, address, user)
+            if not text and not files:
                 return
             event_id = body.get("event_id") or event.get("client_msg_id") or event.get("ts")
             await self._ctx.on_user_message(
@@ -125,7 +132,18 @@ class Inbox:
                 message_id=str(event.get("ts", "")),
                 idempotency_key=f"slack:{event_id}",
                 sender_id=user,
+                files=files,
             )
+
+    async def _keep(self, shared: list[dict[str, Any]], address: str, user: str) -> list[str]:
+        """The files shared with a message, kept (ADR 0096); refusals told there."""
+        if not shared:
+            return []
+        target = self._targets.target(address)
+        token = str(self._sender.client.token or "")
+        return await keep_shared(
+            self._ctx, token, shared, user, lambda note: self._sender.send_text(target, note)
+        )
 
     async def _answer(self, request_id: str, value: str, address: str, sender: str) -> None:
         await self._ctx.answer_request(request_id, value, address, sender_id=sender)

@@ -30,10 +30,11 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from core.extensions.contract import ExtensionContext, UserRequest
+from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
 from core.extensions.sdk import WELCOME, ChatChannel
 
 from .config import SlackConfig, parse_config
+from .files import send_file
 from .inbox import Inbox, SlackAppTokenError, SocketLink
 from .questions import QuestionBoard
 from .sender import Sender, error_code
@@ -190,6 +191,10 @@ class SlackChannel(ChatChannel):
 
     async def send_to_user(self, user_id: str, message: str) -> None:
         await self._send().send_text(self._parts()[0].target(user_id), message)
+
+    async def send_file(self, user_id: str, file: KeptFile) -> None:
+        """A file a tool returned (ADR 0096): uploaded and shared there."""
+        await send_file(self._send(), self._parts()[0].target(user_id), file)
 
     async def send_message(self, message: str) -> None:
         """A proactive message with no address: ``default_address``, else the first
