@@ -52,6 +52,17 @@ async def test_a_photo_reaches_the_model_as_an_image_part(tg, settings_file):
     assert image["image_url"] == "data:image/jpeg;base64," + base64.b64encode(png()).decode()
 
 
+async def test_a_photo_in_a_group_is_kept_for_its_sender_and_reaches_the_model(tg, settings_file):
+    """In a group the conversation's address is the chat, the file's person the sender."""
+    group = -100123
+    model = reading("a red square, in the group")
+    settings = write_settings(settings_file, tg, allowed_group_chat_ids=[group])
+    async with running_kernel(settings, model=model):
+        tg.send_file_update("photo", png(), user_id=ALICE, caption="look", chat_id=group)
+        await wait_for(lambda: tg.chat_texts(group) == ["a red square, in the group"])
+    assert [part["type"] for part in user_content(model)] == ["input_text", "input_image"]
+
+
 async def test_a_model_that_cannot_see_gets_a_one_line_note(tg, settings_file):
     model = reading("noted")
     settings = write_settings(settings_file, tg, sections={"files": {"vision": False}})

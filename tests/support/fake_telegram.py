@@ -207,9 +207,11 @@ class FakeTelegram:
         file_name: str = "file.bin",
         mime_type: str = "application/octet-stream",
         caption: str | None = None,
+        chat_id: int | None = None,
     ) -> int:
         """A user sends a ``photo``, ``document`` or ``voice`` note (``getFile`` then
-        serves ``data``); returns the update id."""
+        serves ``data``), in a group when ``chat_id`` is another chat; returns the
+        update id."""
         with self._cond:
             file_id = f"in{len(self._files) + 1}"
             self._files[file_id] = data
@@ -219,7 +221,7 @@ class FakeTelegram:
             message: dict[str, Any] = {
                 "message_id": update_id,
                 "date": int(time.time()),
-                "chat": {"id": user_id, "type": "private"},
+                "chat": {"id": chat_id or user_id, "type": "group" if chat_id else "private"},
                 "from": {"id": user_id, "is_bot": False, "first_name": "Someone"},
             }
             if kind == "photo":

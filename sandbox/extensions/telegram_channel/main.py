@@ -193,7 +193,7 @@ class TelegramChannel(ChatChannel):
             await self._send().send_text(message.chat.id, f"I could not take {name}: {exc}")
             return
         try:
-            kept = await self.context.keep_file(address, name, mime_type, str(path))
+            kept = await self.context.keep_file(sender, name, mime_type, str(path))  # its person
         except ValueError as exc:
             await self._send().send_text(message.chat.id, f"I could not take {exc}")
             return
