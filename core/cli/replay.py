@@ -40,6 +40,12 @@ def run_replay_command(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _run(settings: Settings, args: argparse.Namespace) -> int:
     journal = settings.data_dir / JOURNAL_FILE
+    if settings.storage.backend == "postgres" and not args.trace:
+        raise ReplayError(
+            "replay reads the SQLite journal in paths.data; with storage.backend: postgres"
+            " the recorded frames are in PostgreSQL, which replay does not read yet"
+            " (a trace file replays anywhere: --trace FILE)"
+        )
     if args.list:
         listed = [*await list_sessions(journal), *await list_runs(journal)]
         for s in sorted(listed, key=lambda s: s.last_at, reverse=True):

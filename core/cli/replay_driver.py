@@ -282,10 +282,14 @@ def _silent(turns: list[RecordedTurn], channel_id: str) -> _SilentChannel:
 
 def _replay_settings(settings: Settings, data_dir: Path) -> Settings:
     """The current settings on ``data_dir``, recording on, no metrics server; a
-    workflow step's retry comes at once (a replay does not wait)."""
+    workflow step's retry comes at once (a replay does not wait). Always SQLite in
+    ``data_dir``, one process: a replay on PostgreSQL settings must not write into
+    the live database the running kernels share."""
     return settings.model_copy(
         update={
             "paths": settings.paths.model_copy(update={"data": data_dir}),
+            "storage": settings.storage.model_copy(update={"backend": "sqlite"}),
+            "kernel": settings.kernel.model_copy(update={"role": "all"}),
             "replay": ReplaySettings(record=True),
             "metrics": settings.metrics.model_copy(update={"listen": None}),
             "workflows": settings.workflows.model_copy(update={"retry_delay_s": 0.0}),

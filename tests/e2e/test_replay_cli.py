@@ -85,3 +85,31 @@ async def test_purged_frames_are_reported_not_replayed(make_ext, settings_file, 
     assert result.returncode == 2
     assert "purged" in result.stderr and "events.retention_days" in result.stderr
     assert "cannot be replayed" in result.stderr
+
+
+async def test_a_replay_on_postgres_settings_says_why_and_writes_nothing(
+    make_ext, settings_file, server, postgres_dsn
+):
+    """Replay reads the SQLite journal: on PostgreSQL settings it says so in one line
+    (not "no event journal here") and leaves the live database as it was."""
+    import asyncpg
+
+    write_extensions(make_ext)
+    storage = {"backend": "postgres", "postgres_dsn": postgres_dsn}
+    path = settings_file(models=model_settings(server), policy={"profile": "safe"}, storage=storage)
+    await record_conversation(server, path)
+
+    async def counts() -> tuple[int, int]:
+        conn = await asyncpg.connect(postgres_dsn)
+        try:
+            events = await conn.fetchval("SELECT count(*) FROM journal_events")
+            turns = await conn.fetchval("SELECT count(*) FROM hearth_turns")
+        finally:
+            await conn.close()
+        return int(events), int(turns)
+
+    before = await counts()
+    refused = await replay_cli(path, SESSION)
+    assert refused.returncode == 2
+    assert "storage.backend: postgres" in refused.stderr and "--trace" in refused.stderr
+    assert await counts() == before
