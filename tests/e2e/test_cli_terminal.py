@@ -152,15 +152,17 @@ def test_a_reminder_during_a_turn_reads_as_a_reminder_and_the_answer_still_comes
 
     install_scheduler(ext_root)
     with FakeOpenAIServer() as model:
-        # the answer waits for the reminder; the question has 5 s to be typed before it
+        # the answer waits for the reminder; the question has 12 s to be typed and taken
+        # before it (5 s were not always enough on a loaded 2-core machine)
         model.chunk_gate = answer = threading.Semaphore(0)
         path = cli_settings(settings_file, ext_root, model.base_url)
         term = Terminal([str(PROJECT_ROOT / "main.py"), "--settings", str(path)])
         term.expect("you>")
-        term.send("/remind 5s tea\r")
+        term.send("/remind 12s tea\r")
         term.expect("Reminder #1 set for ")
         term.expect("you>", after="Reminder #1 set for ")
         term.send("a slow question\r")
+        model.wait_for_requests(1, timeout_s=60)  # the turn is under way: its prompt is gone
         term.expect("Reminder: tea", timeout=60)
         answer.release(1000)
         term.expect("echo: a slow question", timeout=60)
