@@ -11,7 +11,8 @@ both adapters over the kernel's storage layer (ADR 0080), a
 (``Pairings``), the splitting of a long reply into a platform's pieces
 (``split_text``), the showing of a streamed reply by editing one message
 (``EditedStream``), the questions of a chat channel's setup
-(``AllowListQuestions``, ``secret_field``) and the plumbing the chat channels
+(``AllowListQuestions``, ``secret_field``), the reading of its settings
+(``ChannelConfigError``, ``listed``) and the plumbing the chat channels
 share around their client (``ChatChannel``). The test helpers that run one
 extension against a fake kernel live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
@@ -20,6 +21,7 @@ plugin host stays small.
 """
 
 from core.extensions.sdk.base import BaseExtension, NotInitializedError
+from core.extensions.sdk.channel_config import ChannelConfigError, listed
 from core.extensions.sdk.channel_setup import (
     AllowListQuestions,
     one_line,
@@ -64,6 +66,7 @@ __all__ = [
     "AllowListQuestions",
     "Backoff",
     "BaseExtension",
+    "ChannelConfigError",
     "ChannelSetup",
     "ChatChannel",
     "Clock",
@@ -86,6 +89,7 @@ __all__ = [
     "close_quietly",
     "install_line",
     "late_note",
+    "listed",
     "local_zone",
     "missing_group_reason",
     "next_fire",

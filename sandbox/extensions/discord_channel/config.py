@@ -8,22 +8,21 @@ written in YAML as numbers or strings (JavaScript clients quote them).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from core.extensions.sdk import ChannelConfigError, listed
+
 PREFIX = "extensions.discord_channel"
 DEFAULT_API_BASE = "https://discord.com/api/v10"
 
 
-class ConfigError(ValueError):
+class ConfigError(ChannelConfigError):
     """A setting of the Discord channel has a value it cannot use."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{PREFIX}.{key}: {message}")
-        self.key = key
+    prefix = PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,22 +51,8 @@ def parse_config(get: Callable[[str, Any], Any]) -> DiscordConfig:
 def ids(key: str, value: Any) -> list[int]:
     """A list of Discord ids: a YAML list, one id, or ``"[1, 2]"`` / ``"1,2"`` from
     the environment."""
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = (
-                json.loads(text)
-                if text.startswith("[")
-                else [v for v in re.split(r"[,\s]+", text) if v]
-            )
-        except ValueError:
-            raise ConfigError(key, f"{text!r} is not a list of Discord ids") from None
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list):
-        raise ConfigError(key, f"must be a list of Discord ids, got {value!r}")
     found = []
-    for item in value:
+    for item in listed(key, value, "Discord ids", ConfigError, one_number=True):
         number = _optional_id(key, item)
         if number is None:
             raise ConfigError(key, f"{item!r} is not a Discord id")

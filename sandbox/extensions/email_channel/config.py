@@ -7,11 +7,12 @@ names the key and the value.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from core.extensions.sdk import ChannelConfigError, listed
 
 PREFIX = "extensions.email_channel"
 ADDRESS_RE = re.compile(r"^[^@\s<>\"',;]+@[^@\s<>\"',;]+\.[^@\s<>\"',;]+$")
@@ -26,12 +27,10 @@ _DEFAULT_PORTS = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(ChannelConfigError):
     """A setting of the e-mail channel has a value it cannot use."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{PREFIX}.{key}: {message}")
-        self.key = key
+    prefix = PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,20 +100,10 @@ def normal_address(key: str, value: Any) -> str:
 def address_list(key: str, get: Callable[[str, Any], Any]) -> list[str]:
     """A list of addresses: a YAML list, one address, or ``'["a@x.org"]'`` /
     ``"a@x.org,b@y.org"`` from the environment."""
-    value = get(key, [])
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = (
-                json.loads(text)
-                if text.startswith("[")
-                else [v for v in re.split(r"[,\s]+", text) if v]
-            )
-        except ValueError:
-            raise ConfigError(key, f"{text!r} is not a list of e-mail addresses") from None
-    if not isinstance(value, list):
-        raise ConfigError(key, f"must be a list of e-mail addresses, got {value!r}")
-    return [normal_address(key, item) for item in value]
+    return [
+        normal_address(key, item)
+        for item in listed(key, get(key, []), "e-mail addresses", ConfigError)
+    ]
 
 
 def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:

@@ -7,23 +7,22 @@ names the key and the value.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from core.extensions.sdk import ChannelConfigError, listed
 
 PREFIX = "extensions.matrix_channel"
 USER_ID_RE = re.compile(r"^@[^:\s]+:\S+$")
 ROOM_ID_RE = re.compile(r"^!\S+$")  # room version 12 ids have no server part
 
 
-class ConfigError(ValueError):
+class ConfigError(ChannelConfigError):
     """A setting of the Matrix channel has a value it cannot use."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{PREFIX}.{key}: {message}")
-        self.key = key
+    prefix = PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,19 +56,7 @@ def parse_config(get: Callable[[str, Any], Any]) -> MatrixConfig:
 def _ids(key: str, get: Callable[[str, Any], Any], pattern: re.Pattern[str]) -> list[str]:
     """A list of Matrix ids: a YAML list, one id, or ``'["@a:x", "@b:y"]'`` /
     ``"@a:x,@b:y"`` from the environment."""
-    value = get(key, [])
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = (
-                json.loads(text)
-                if text.startswith("[")
-                else [v for v in re.split(r"[,\s]+", text) if v]
-            )
-        except ValueError:
-            raise ConfigError(key, f"{text!r} is not a list of Matrix ids") from None
-    if not isinstance(value, list):
-        raise ConfigError(key, f"must be a list of Matrix ids, got {value!r}")
+    value = listed(key, get(key, []), "Matrix ids", ConfigError)
     for item in value:
         if not isinstance(item, str) or not pattern.match(item):
             example = "@alice:example.org" if pattern is USER_ID_RE else "!abc:example.org"

@@ -7,23 +7,22 @@ the key and the value.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from core.extensions.sdk import ChannelConfigError, listed
 
 PREFIX = "extensions.slack_channel"
 USER_ID_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")  # Slack member ids: U... (W... on Enterprise Grid)
 CHANNEL_ID_RE = re.compile(r"^[CG][A-Z0-9]{2,}$")  # public (C...) and private (G...) channels
 
 
-class ConfigError(ValueError):
+class ConfigError(ChannelConfigError):
     """A setting of the Slack channel has a value it cannot use."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{PREFIX}.{key}: {message}")
-        self.key = key
+    prefix = PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,19 +53,10 @@ def parse_config(get: Callable[[str, Any], Any]) -> SlackConfig:
 def id_list(key: str, value: Any, pattern: re.Pattern[str], what: str) -> list[str]:
     """A list of Slack ids: a YAML list, one id, or ``"[U1, U2]"`` / ``"U1,U2"``
     from the environment; ``ConfigError`` names an id that is not ``what``."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            try:
-                value = json.loads(text)
-            except ValueError:
-                value = re.findall(r"[A-Za-z0-9]+", text)
-        else:
-            value = [v for v in re.split(r"[,\s]+", text) if v]
-    if not isinstance(value, list):
-        raise ConfigError(key, f"must be a list of Slack ids, got {value!r}")
+    if isinstance(value, str) and value.strip().startswith("[") and '"' not in value:
+        value = re.findall(r"[A-Za-z0-9]+", value)  # "[U1, U2]": ids unquoted, not JSON
     ids = []
-    for item in value:
+    for item in listed(key, value, "Slack ids", ConfigError):
         if not isinstance(item, str) or not pattern.match(item.strip()):
             raise ConfigError(key, f"{item!r} is not {what}")
         ids.append(item.strip())

@@ -7,21 +7,20 @@ names the key and the value.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from core.extensions.sdk import ChannelConfigError, listed
+
 PREFIX = "extensions.telegram_channel"
 
 
-class ConfigError(ValueError):
+class ConfigError(ChannelConfigError):
     """A setting of the Telegram channel has a value it cannot use."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{PREFIX}.{key}: {message}")
-        self.key = key
+    prefix = PREFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,23 +51,8 @@ def parse_config(get: Callable[[str, Any], Any]) -> TelegramConfig:
 def _ids(key: str, get: Callable[[str, Any], Any]) -> list[int]:
     """A list of Telegram ids: a YAML list, one number, or ``"[1, 2]"`` / ``"1,2"``
     from the environment."""
-    value = get(key, [])
-    if isinstance(value, str):  # from the environment: "[1, 2]" or "1,2"
-        text = value.strip()
-        try:
-            value = (
-                json.loads(text)
-                if text.startswith("[")
-                else [v for v in re.split(r"[,\s]+", text) if v]
-            )
-        except ValueError:
-            raise ConfigError(key, f"{text!r} is not a list of Telegram ids") from None
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list):
-        raise ConfigError(key, f"must be a list of Telegram ids, got {value!r}")
     ids = []
-    for item in value:
+    for item in listed(key, get(key, []), "Telegram ids", ConfigError, one_number=True):
         number = _optional_int(key, item)
         if number is None:
             raise ConfigError(key, f"{item!r} is not a Telegram id")
