@@ -7,6 +7,7 @@ and servers, fails a refused password with the server's words, and reads
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from support.email_support import (
     SmtpSink,
     free_port,
     install_extension,
+    mail,
     servers_missing,
     write_settings,
 )
@@ -99,7 +101,15 @@ async def test_setup_checks_the_password_live(dovecot, smtp):
     assert flow.schema(running=False)[-1]["name"] == "EMAIL_PASSWORD"
     with pytest.raises(ValueError, match=f"refused the login of {BOT}"):
         await flow.apply("EMAIL_PASSWORD", "wrong")
+    dovecot.deliver(mail("Alice <Alice@Family.test>", "hi"))
+    dovecot.deliver(mail("bob@family.test", "hello"))
+    dovecot.deliver(mail("Alice <alice@family.test>", "again"))
     await flow.apply("EMAIL_PASSWORD", PASSWORD)
+    # who wrote lately is offered, newest first, each once: Enter takes them
+    offered = flow.schema(running=False)[-1]
+    assert offered["name"] == "allowed_senders"
+    assert json.loads(offered["default"]) == ["alice@family.test", "bob@family.test"]
+    assert "who wrote lately: alice@family.test, bob@family.test" in offered["prompt"]
     with pytest.raises(ValueError, match="not an e-mail address"):
         await flow.apply("allowed_senders", '["alice"]')
     await flow.apply("allowed_senders", '["Alice@Family.test", "bob@family.test"]')

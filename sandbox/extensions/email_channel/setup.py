@@ -4,7 +4,9 @@
 questions; the schema grows with the answers (ADR 0053). The password is
 checked live before it is taken — an IMAP login and an SMTP connection
 (with a login when the server offers one) — and a refused one is asked
-again with the server's words. The last question is ``allowed_senders``;
+again with the server's words. The last question is ``allowed_senders``,
+offering whoever wrote to the mailbox lately (Enter takes them, as the chat
+channels' setup offers who wrote to the bot);
 the wizard keeps the settings in the local settings layer and the password
 in ``.env``. A channel that is already running has nothing to ask: ``/pair``
 admits people there.
@@ -15,6 +17,9 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
+from email.parser import BytesParser
+from email.policy import default
+from email.utils import parseaddr
 from typing import Any
 
 import aiosmtplib
@@ -25,6 +30,7 @@ from .inbox import ImapAuthError, one_line, open_imap
 from .sender import open_smtp
 
 SETUP_TIMEOUT_S = 10.0
+RECENT_MAILS = 20  # the mails whose senders setup offers for the allow-list
 ALLOWED = "allowed_senders"
 _PORTS = {"imap": {"ssl": 993, "none": 143}, "smtp": {"starttls": 587, "ssl": 465, "none": 25}}
 
@@ -38,6 +44,7 @@ class EmailSetup:
         self._config = config
         self._asked: set[str] = set()
         self._checked = False
+        self._wrote: list[str] = []  # the mailbox's recent senders, once the login works
 
     def schema(self, running: bool) -> list[dict[str, Any]]:
         if running:
@@ -86,11 +93,13 @@ class EmailSetup:
         fields.append(password)
         if not self._checked:
             return fields
+        offered = list(config.allowed_senders) or self._wrote
+        wrote = f"; Enter takes who wrote lately: {', '.join(self._wrote)}" if self._wrote else ""
         fields.append(
             {
                 "name": ALLOWED,
-                "prompt": 'Addresses Hearth answers (a list, e.g. ["alice@example.org"])',
-                "default": json.dumps(list(config.allowed_senders)),
+                "prompt": f'Addresses Hearth answers (a list, e.g. ["alice@example.org"]{wrote})',
+                "default": json.dumps(offered),
                 "required": False,
             }
         )
@@ -122,6 +131,7 @@ class EmailSetup:
             if refused or unreachable:
                 raise ValueError("; ".join(refused + unreachable))
             self._checked = True
+            self._wrote = await recent_senders(config, text or self._password_now)
         elif name == ALLOWED:
             config = replace(config, allowed_senders=tuple(address_list(value)))
         else:
@@ -163,6 +173,38 @@ async def check_login(config: EmailConfig, password: str | None) -> tuple[list[s
         where = f"{config.smtp_host}:{config.smtp_port}"
         unreachable.append(f"cannot reach the SMTP server {where}: {one_line(exc)}")
     return refused, unreachable
+
+
+async def recent_senders(config: EmailConfig, password: str | None) -> list[str]:
+    """Who wrote the last ``RECENT_MAILS`` mails of the mailbox, newest first, each
+    once, Hearth's own address left out; none when the mailbox cannot be read (the
+    question then offers nothing, as before)."""
+    try:
+        async with asyncio.timeout(SETUP_TIMEOUT_S):
+            imap = await open_imap(config, password, limit_s=SETUP_TIMEOUT_S)
+            try:
+                await imap.select(config.mailbox)
+                found = await imap.uid_search("ALL")
+                uids = [n for line in found.lines[:-1] for n in bytes(line).split() if n.isdigit()]
+                fetched = []
+                for uid in reversed(uids[-RECENT_MAILS:]):
+                    headers = "(BODY.PEEK[HEADER.FIELDS (FROM)])"
+                    answer = await imap.uid("fetch", uid.decode(), headers)
+                    fetched += [bytes(line) for line in answer.lines if isinstance(line, bytearray)]
+            finally:
+                await imap.logout()
+    except Exception:  # a convenience: the list is typed instead
+        return []
+    senders: list[str] = []
+    for raw in fetched:
+        _, address = parseaddr(BytesParser(policy=default).parsebytes(raw).get("From", ""))
+        try:
+            sender = normal_address(ALLOWED, address)
+        except ConfigError:
+            continue
+        if sender != config.address and sender not in senders:
+            senders.append(sender)
+    return senders
 
 
 def address_list(text: str) -> list[str]:
