@@ -13,10 +13,12 @@ import json
 import re
 from typing import Any, ClassVar
 
+from core.runtime.errors import HearthError
+
 __all__ = ["ChannelConfigError", "listed"]
 
 
-class ChannelConfigError(ValueError):
+class ChannelConfigError(HearthError, ValueError):
     """A setting has a value the channel cannot use; a channel subclasses it
     and sets ``prefix`` (``extensions.telegram_channel``), so the message names
     the full key and callers can still catch the channel's own class."""
