@@ -13,7 +13,8 @@ both adapters over the kernel's storage layer (ADR 0080), a
 (``EditedStream``), the questions of a chat channel's setup
 (``AllowListQuestions``, ``secret_field``), the reading of its settings
 (``ChannelConfigError``, ``listed``) and the plumbing the chat channels
-share around their client (``ChatChannel``). The test helpers that run one
+share around their client (``ChatChannel``), and the keeping of a file a
+person sent (``keep_bytes``, ``keep_path``). The test helpers that run one
 extension against a fake kernel live in ``core.extensions.sdk.testing``,
 imported by tests only, so an extension never loads them. Importing it loads nothing heavy (no bus,
 storage layer, pydantic, croniter or agents until a helper needs one), so a
@@ -40,6 +41,13 @@ from core.extensions.sdk.pairing import (
     Greeting,
     Pairings,
     admit_anywhere,
+)
+from core.extensions.sdk.received_files import (
+    Refuse,
+    inbox_path,
+    keep_bytes,
+    keep_path,
+    mime_type_of,
 )
 from core.extensions.sdk.splitting import split_text, utf16_len
 from core.extensions.sdk.sqlite_store import SQLiteStore, StoreNotOpenError
@@ -80,6 +88,7 @@ __all__ = [
     "NotInitializedError",
     "Pairings",
     "PostgresTarget",
+    "Refuse",
     "SQLiteStore",
     "Store",
     "StoreNotOpenError",
@@ -87,10 +96,14 @@ __all__ = [
     "admit_anywhere",
     "check_cron",
     "close_quietly",
+    "inbox_path",
     "install_line",
+    "keep_bytes",
+    "keep_path",
     "late_note",
     "listed",
     "local_zone",
+    "mime_type_of",
     "missing_group_reason",
     "next_fire",
     "next_interval",

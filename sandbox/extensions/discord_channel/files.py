@@ -13,21 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import io
-import mimetypes
-import secrets
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import discord
 
 from core.extensions.contract import ExtensionContext, KeptFile
+from core.extensions.sdk import Refuse, keep_bytes, mime_type_of
 
 from .sender import MAX_MESSAGE_UNITS, NO_PINGS, Sender
 from .targets import Target
-
-INBOX = "inbox"  # under the channel's data dir; each fetched file is removed once kept
-
-Refuse = Callable[[str], Awaitable[object]]  # tells the person why a file was not taken
 
 
 async def send_file(sender: Sender, target: Target, file: KeptFile) -> None:
@@ -54,29 +48,14 @@ async def keep_attachments(
     kept: list[str] = []
     for attachment in message.attachments:
         name = Path(attachment.filename).name or f"attachment-{attachment.id}"
-        mime_type = (
-            (attachment.content_type or "").split(";")[0]
-            or mimetypes.guess_type(name)[0]
-            or "application/octet-stream"
-        )
         try:
             data = await attachment.read()
         except discord.HTTPException as exc:
             await refuse(f"I could not take {name}: {exc}")
             continue
-        path = await asyncio.to_thread(_write_inbox, context.data_dir, name, data)
-        try:
-            kept.append((await context.keep_file(sender, name, mime_type, str(path))).file_id)
-        except ValueError as exc:  # over files.max_bytes: the kernel's words name the limit
-            await refuse(f"I could not take {exc}")
-        finally:
-            await asyncio.to_thread(path.unlink, True)
+        mime_type = mime_type_of(name, attachment.content_type)
+        if (
+            file_id := await keep_bytes(context, sender, name, mime_type, data, refuse)
+        ) is not None:
+            kept.append(file_id)
     return kept
-
-
-def _write_inbox(data_dir: Path, name: str, data: bytes) -> Path:
-    inbox = data_dir / INBOX
-    inbox.mkdir(parents=True, exist_ok=True)
-    path = inbox / f"{secrets.token_hex(8)}-{name}"
-    path.write_bytes(data)
-    return path

@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import mimetypes
-import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
 
 from core.extensions.contract import ExtensionContext, KeptFile
-
-INBOX = "inbox"  # under the channel's data dir; each attachment is removed once kept
-
-Refuse = Callable[[str], Awaitable[object]]  # tells the person why a file was not taken
+from core.extensions.sdk import Refuse, keep_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +57,9 @@ async def keep_attached(
     address); one too large is refused (``refuse``) and left out."""
     kept: list[str] = []
     for file in files:
-        path = await asyncio.to_thread(_write_inbox, context.data_dir, file)
-        try:
-            kept.append(
-                (await context.keep_file(sender, file.name, file.mime_type, str(path))).file_id
-            )
-        except ValueError as exc:  # over files.max_bytes: the kernel's words name the limit
-            await refuse(f"I could not take {exc}")
-        finally:
-            await asyncio.to_thread(path.unlink, True)
+        file_id = await keep_bytes(context, sender, file.name, file.mime_type, file.data, refuse)
+        if file_id is not None:
+            kept.append(file_id)
     return kept
 
 
@@ -106,11 +96,3 @@ async def attach(message: EmailMessage, files: Sequence[KeptFile]) -> None:
         if not subtype:
             maintype, subtype = "application", "octet-stream"
         message.add_attachment(data, maintype=maintype, subtype=subtype, filename=file.name)
-
-
-def _write_inbox(data_dir: Path, file: Attached) -> Path:
-    inbox = data_dir / INBOX
-    inbox.mkdir(parents=True, exist_ok=True)
-    path = inbox / f"{secrets.token_hex(8)}-{file.name}"
-    path.write_bytes(file.data)
-    return path

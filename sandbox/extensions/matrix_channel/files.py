@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import mimetypes
-import secrets
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +24,9 @@ from typing import Any
 from nio import DownloadError, RoomMessageMedia, UploadError
 
 from core.extensions.contract import ExtensionContext, KeptFile
+from core.extensions.sdk import Refuse, inbox_path, keep_path, mime_type_of
 
 from .sender import Sender
-
-INBOX = "inbox"  # under the channel's data dir; each fetched file is removed once kept
-
-Refuse = Callable[[str], Awaitable[object]]  # tells the person why a file was not taken
 
 
 class MatrixFileError(Exception):
@@ -57,11 +51,7 @@ def media_of(event: RoomMessageMedia) -> Media:
     body = str(content.get("body") or "")
     name = Path(str(content.get("filename") or body)).name or f"file-{event.event_id[1:9]}"
     caption = body if content.get("filename") and body != content.get("filename") else ""
-    mime_type = (
-        str(info.get("mimetype") or "")
-        or mimetypes.guess_type(name)[0]
-        or "application/octet-stream"
-    )
+    mime_type = mime_type_of(name, str(info.get("mimetype") or ""))
     return Media(name, mime_type, caption, event.url)
 
 
@@ -71,22 +61,17 @@ async def keep_media(
     """The id of the file, kept for the person who sent it (``user_id``, their Matrix
     id: the address is the room's); ``None`` when it could not be fetched or is too
     large (the person is told why)."""
-    inbox = context.data_dir / INBOX
-    await asyncio.to_thread(inbox.mkdir, parents=True, exist_ok=True)
-    path = inbox / f"{secrets.token_hex(8)}-{media.name}"
+    path = await asyncio.to_thread(inbox_path, context.data_dir, media.name)
     try:
         response = await sender.client.download(media.url, save_to=path)
-        if isinstance(response, DownloadError):
-            await refuse(f"I could not take {media.name}: {response.message}")
-            return None
-        try:
-            kept = await context.keep_file(user_id, media.name, media.mime_type, str(path))
-        except ValueError as exc:  # over files.max_bytes: the kernel's words name the limit
-            await refuse(f"I could not take {exc}")
-            return None
-        return kept.file_id
-    finally:
+    except BaseException:
         await asyncio.to_thread(path.unlink, True)
+        raise
+    if isinstance(response, DownloadError):
+        await asyncio.to_thread(path.unlink, True)
+        await refuse(f"I could not take {media.name}: {response.message}")
+        return None
+    return await keep_path(context, user_id, media.name, media.mime_type, path, refuse)
 
 
 async def send_file(sender: Sender, room_id: str, file: KeptFile) -> None:

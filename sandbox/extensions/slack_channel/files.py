@@ -15,24 +15,19 @@ to ``<data dir>/inbox`` and handed to ``keep_file``, which refuses one over
 from __future__ import annotations
 
 import asyncio
-import mimetypes
-import secrets
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from core.extensions.contract import ExtensionContext, KeptFile
+from core.extensions.sdk import Refuse, keep_bytes, mime_type_of
 
 from .sender import Sender
 from .targets import Target
 
-INBOX = "inbox"  # under the channel's data dir; each fetched file is removed once kept
 FETCH_TIMEOUT_S = 120.0
 NO_SCOPE = "Slack did not hand it over (the app needs the files:read scope)"
-
-Refuse = Callable[[str], Awaitable[object]]  # tells the person why a file was not taken
 
 
 async def send_file(sender: Sender, target: Target, file: KeptFile) -> None:
@@ -63,24 +58,17 @@ async def keep_shared(
     async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
         for shared in files:
             name = Path(str(shared.get("name") or "")).name or f"file-{shared.get('id', '')}"
-            mime_type = (
-                str(shared.get("mimetype") or "")
-                or mimetypes.guess_type(name)[0]
-                or "application/octet-stream"
-            )
+            mime_type = mime_type_of(name, str(shared.get("mimetype") or ""))
             url = str(shared.get("url_private_download") or shared.get("url_private") or "")
             try:
                 data = await _fetch(session, url, mime_type)
             except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
                 await refuse(f"I could not take {name}: {str(exc) or type(exc).__name__}")
                 continue
-            path = await asyncio.to_thread(_write_inbox, context.data_dir, name, data)
-            try:
-                kept.append((await context.keep_file(user, name, mime_type, str(path))).file_id)
-            except ValueError as exc:  # over files.max_bytes: the kernel's words name the limit
-                await refuse(f"I could not take {exc}")
-            finally:
-                await asyncio.to_thread(path.unlink, True)
+            if (
+                file_id := await keep_bytes(context, user, name, mime_type, data, refuse)
+            ) is not None:
+                kept.append(file_id)
     return kept
 
 
@@ -92,11 +80,3 @@ async def _fetch(session: aiohttp.ClientSession, url: str, mime_type: str) -> by
         if response.content_type == "text/html" and mime_type != "text/html":
             raise ValueError(NO_SCOPE)
         return await response.read()
-
-
-def _write_inbox(data_dir: Path, name: str, data: bytes) -> Path:
-    inbox = data_dir / INBOX
-    inbox.mkdir(parents=True, exist_ok=True)
-    path = inbox / f"{secrets.token_hex(8)}-{name}"
-    path.write_bytes(data)
-    return path

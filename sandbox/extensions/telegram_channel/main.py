@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+from functools import partial
 from pathlib import Path
 
 from telegram import Bot, BotCommand, Message, Update, User
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
 from core.extensions.contract import ExtensionContext, KeptFile, UserRequest
-from core.extensions.sdk import WELCOME, ChatChannel, close_quietly
+from core.extensions.sdk import WELCOME, ChatChannel, close_quietly, keep_path
 
 from .allowlist import AllowList
 from .chats import ChatTargets
@@ -192,20 +193,17 @@ class TelegramChannel(ChatChannel):
         except TelegramError as exc:  # "file is too big" (Bot API: 20 MB) among them
             await self._send().send_text(message.chat.id, f"I could not take {name}: {exc}")
             return
-        try:
-            kept = await self.context.keep_file(sender, name, mime_type, str(path))  # its person
-        except ValueError as exc:
-            await self._send().send_text(message.chat.id, f"I could not take {exc}")
+        refuse = partial(self._send().send_text, message.chat.id)
+        file_id = await keep_path(self.context, sender, name, mime_type, path, refuse)  # its person
+        if file_id is None:
             return
-        finally:
-            await asyncio.to_thread(path.unlink, True)
         await self.context.on_user_message(
             message.caption or "",
             address,
             message_id=str(message.message_id),
             idempotency_key=f"telegram:{update_id}",
             sender_id=sender,
-            files=[kept.file_id],
+            files=[file_id],
         )
 
     async def _offer_pairing(self, user_id: int) -> None:
