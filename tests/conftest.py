@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import textwrap
@@ -32,6 +33,24 @@ MakeExtension = Callable[..., Path]
 # manifest, and a test of the default itself sets `isolation.default` (or leaves
 # this out of a settings file of its own).
 TEST_ISOLATION = {"default": "inprocess"}
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_as_it_was() -> Any:
+    """A test that sets logging up in-process (``configure_logging``) leaves the root
+    logger writing to that test's captured stderr, closed once it ends: a later
+    test's server thread logging into it prints "--- Logging error ---"."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+            handler.close()
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture

@@ -42,12 +42,9 @@ async def test_each_host_gets_a_cgroup_that_goes_with_it(make_ext, settings_file
 def test_cgroups_of_a_dead_kernel_are_cleaned_and_their_processes_killed():
     dead = _dead_pid()
     stale = [root / PARENT / str(dead) / "escaped.1" for _, root in SUPPORT.roots]
-    for directory in stale:
-        directory.mkdir(parents=True, exist_ok=True)
     survivor = subprocess.Popen(["sleep", "60"])
     try:
-        for directory in stale:
-            (directory / "cgroup.procs").write_text(str(survivor.pid))
+        _place(survivor, stale)
         group = HostCgroup.create(SUPPORT, "fresh", LIMITS)
         try:
             assert survivor.wait(timeout=10) == -9
@@ -57,6 +54,22 @@ def test_cgroups_of_a_dead_kernel_are_cleaned_and_their_processes_killed():
     finally:
         survivor.kill()
         survivor.wait()
+
+
+def _place(survivor: subprocess.Popen[bytes], stale: list[Path]) -> None:
+    """Put ``survivor`` in the stale cgroups. Another test's kernel may clean them
+    meanwhile (they are stale to every kernel): a directory gone is made again, and a
+    survivor that kernel killed is what this test expects of the cleaning too."""
+    for directory in stale:
+        for _ in range(20):
+            if survivor.poll() is not None:
+                return
+            directory.mkdir(parents=True, exist_ok=True)
+            try:
+                (directory / "cgroup.procs").write_text(str(survivor.pid))
+                break
+            except (FileNotFoundError, ProcessLookupError):
+                continue
 
 
 def _dead_pid() -> int:

@@ -259,7 +259,17 @@ async def test_a_message_for_a_member_by_matrix_id_reaches_their_direct_room(
     async with running_kernel(settings, model=reply_model()) as kernel:
         alices, bobs = await alice.open_direct(bot), await bob.open_direct(bot)
         channel = kernel.loader.instance("matrix_channel")
-        await channel.send_to_user(bob.user_id, "⏰ Reminder: water the plants")
+
+        async def reminded() -> bool:
+            # Bob's room is known to the bot once its next sync brings the join in
+            try:
+                await channel.send_to_user(bob.user_id, "⏰ Reminder: water the plants")
+            except ValueError as exc:
+                assert "has no direct room" in str(exc), exc
+                return False
+            return True
+
+        await until(reminded)
         with pytest.raises(ValueError, match="has no direct room with the bot that is served"):
             await channel.send_to_user("@mallory:hearth.test", "not for strangers")
         assert await bob.bot_texts(bobs, bot) == ["⏰ Reminder: water the plants"]

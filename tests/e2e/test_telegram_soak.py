@@ -177,7 +177,9 @@ def test_a_daemon_killed_every_few_seconds_answers_every_message_once(
         # every message answered, in order, and every reminder fired. A kill that lands
         # between Telegram taking a message and the kernel recording that it was sent
         # (a few milliseconds: the Bot API has no idempotent send) re-sends that one
-        # message after the restart; one such repeat in a run is tolerated, no more
+        # message after the restart: one repeat per kill at most (a chat's replies go
+        # one at a time), each a single copy. Mostly none or one; a loaded machine
+        # widens the window, and two kills in one run have both landed in it
         echoes = [r for r in replies if r.startswith("echo: ")]
         fired = sorted(r for r in replies if r.startswith("⏰"))
         confirmations = [r for r in replies if r.startswith("Reminder #")]
@@ -192,6 +194,8 @@ def test_a_daemon_killed_every_few_seconds_answers_every_message_once(
         assert _once(echoes) == expected, progress()
         assert sorted(set(fired)) == sorted(f"⏰ Reminder: {text}" for text in reminders), fired
         assert len(set(confirmations)) == len(reminders), confirmations
-        assert repeats <= 1, replies
+        assert repeats <= killer.kills, (killer.kills, replies)
+        sent = echoes + fired + confirmations
+        assert all(sent.count(text) <= 2 for text in sent), replies
         shutdown = log.read_text(errors="replace").rpartition("received SIGTERM")[2]
         assert "handlers still running" not in shutdown, shutdown[-3000:]

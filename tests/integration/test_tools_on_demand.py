@@ -127,11 +127,17 @@ async def test_a_kept_note_says_the_day_once_a_day(
     notes of that day say the time alone (fewer tokens read anew each turn), and
     the next day's first note names the new day."""
     utc = ZoneInfo("UTC")
-    moments = iter(
+    moments = [
         datetime(2026, 11, day, hour, minute, tzinfo=utc)
         for day, hour, minute in ((26, 9, 0), (26, 9, 5), (26, 23, 59), (27, 0, 1))
-    )
-    monkeypatch.setattr("core.agents.orchestrator.now_at", lambda zone: next(moments))
+    ]
+
+    def now_at(zone: object) -> datetime:
+        # the last instant stays: a further reading (a turn run again on a loaded machine)
+        # must not raise StopIteration into the kernel's tasks, which hangs the test
+        return moments.pop(0) if len(moments) > 1 else moments[0]
+
+    monkeypatch.setattr("core.agents.orchestrator.now_at", now_at)
     with FakeOpenAIServer() as srv:
         path = household(ext_root, make_ext, settings_file, srv)
         async with running_kernel(path) as k:

@@ -62,7 +62,19 @@ async def running_kernel(
         yield kernel
     finally:
         kernel.request_shutdown()
-        await asyncio.wait_for(task, 30)
+        await stopped(task, 30)
+
+
+async def stopped(task: asyncio.Task[Any], timeout: float) -> None:
+    """Wait for the kernel's task to end; past ``timeout``, cancel it and fail. Not
+    ``asyncio.wait_for``: it waits for the cancelled task to end, and a task that does
+    not end on cancel would hang the test (and CI) instead of failing it."""
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        await asyncio.wait({task}, timeout=5)
+        raise AssertionError(f"the kernel did not stop within {timeout:g} s of its shutdown")
+    task.result()
 
 
 async def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:

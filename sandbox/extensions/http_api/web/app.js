@@ -53,7 +53,13 @@ async function start() {
   $("#app").hidden = false;
   $("#logout").hidden = false;
   listenForNotifications();
-  await loadHistory();
+  // a message sent before the history is shown would be wiped by it: Send waits for it
+  $("#send").disabled = true;
+  try {
+    await loadHistory();
+  } finally {
+    $("#send").disabled = false;
+  }
   await Promise.all([refreshStatus(), refreshReminders(), refreshMemories(), Posts.refresh()]);
   session.timer = setInterval(refreshStatus, 5000);
 }
