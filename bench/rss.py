@@ -46,7 +46,7 @@ from http_api import TOKEN, free_port, wait_ready  # noqa: E402  (and sys.path f
 
 from core.runtime.datadir import extension_data_dir  # noqa: E402
 from support.ext_files import grant_all  # noqa: E402
-from support.fake_openai import FakeOpenAIServer  # noqa: E402
+from support.fake_openai import FakeOpenAIServer, models_section  # noqa: E402
 
 TURNS = 40
 NEED_TOKENS = ("telegram_channel", "discord_channel", "slack_channel", "matrix_channel")
@@ -71,17 +71,7 @@ def write_setup(tmp: Path, base_url: str, port: int, backend: str) -> Path:
     settings = {
         "paths": {"extensions": str(ext), "data": str(data)},
         "logging": {"level": "WARNING"},
-        "models": {
-            "default": {"provider": "fake", "model": "fake-model"},
-            "providers": {
-                "fake": {
-                    "type": "openai_compatible",
-                    "base_url": base_url,
-                    "api_key": "key-of-the-fake-model",
-                    "max_retries": 0,
-                }
-            },
-        },
+        "models": models_section(base_url, max_retries=0),
         "channels": {"default": "http_api"},
         "policy": {"profile": "full_auto"},
         "extensions": {
