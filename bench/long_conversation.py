@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import floor  # noqa: E402  (sets sys.path, the API token and the tracing switch)
+from procfs import status_mb  # noqa: E402
 
 EXTRA = ("postprocessors", "webhook", "simple_agent", "builder_agent")
 OLD_TURNS = 240
@@ -59,10 +60,8 @@ FLOOR_SETUP = floor.write_setup
 
 
 def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
+    """This process's resident memory, MB to one decimal (as the JSON reports it)."""
+    return round(status_mb(), 1)
 
 
 def every_bundled(tmp: Path, base_url: str, port: int) -> Path:

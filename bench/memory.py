@@ -64,6 +64,7 @@ from memory_sets import (  # noqa: E402
     heldout,
     lexical_set,
 )
+from procfs import status_mb  # noqa: E402
 
 from core.config import load_settings  # noqa: E402
 from core.extensions.contract import TurnContext  # noqa: E402
@@ -149,13 +150,6 @@ async def timed(calls: list[Any]) -> list[float]:
         await make()
         samples.append((time.perf_counter() - t0) * 1000)
     return samples
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def installed_mb(*dists: str) -> dict[str, float]:
@@ -370,13 +364,13 @@ async def latency(tmp: Path, queries: int = QUERIES) -> dict[str, Any]:
             return {"recall": percentiles(recall), "context_provider": percentiles(context)}
 
         words_only = await run()
-        rss_words = rss_mb()
+        rss_words = status_mb()
         memory.semantic.query_cache_size = 0  # every query embedded by the model
         await memory.semantic.query_vector("load the model")
-        rss_model = rss_mb()
+        rss_model = status_mb()
         vectors_s = await add_synthetic_vectors(memory, 384, SEED)
         with_vectors = await run()
-        rss_vectors = rss_mb()
+        rss_vectors = status_mb()
         stored = await memory.store.count()
         indexed = len(memory.semantic.index)
         index_mb = memory.semantic.index.nbytes / 1e6

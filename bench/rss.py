@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from http_api import TOKEN, free_port, wait_ready  # noqa: E402  (and sys.path for tests/)
+from procfs import status_mb  # noqa: E402
 
 from core.runtime.datadir import extension_data_dir  # noqa: E402
 from support.ext_files import grant_all  # noqa: E402
@@ -84,13 +85,6 @@ def write_setup(tmp: Path, base_url: str, port: int, backend: str) -> Path:
     return path
 
 
-def rss_mb(pid: int, field: str = "VmRSS") -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"/proc/{pid}/status has no {field}")
-
-
 def family(pid: int) -> list[int]:
     """``pid`` and every process descended from it."""
     found, todo = [], [pid]
@@ -122,7 +116,7 @@ async def settled_mb(pid: int) -> tuple[float, float]:
     samples: list[tuple[float, float]] = []
     while True:
         now = time.monotonic()
-        samples.append((now, rss_mb(pid)))
+        samples.append((now, status_mb(pid)))
         window = [mb for at, mb in samples if at >= now - SETTLE_WINDOW_S]
         steady = now - start >= SETTLE_WINDOW_S and max(window) - min(window) <= SETTLE_MB
         if steady or now - start >= SETTLE_LIMIT_S:
@@ -158,12 +152,12 @@ async def measure(backend: str) -> dict[str, float]:
                 base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60
             ) as http:
                 await wait_ready(http, proc)
-                ready = rss_mb(proc.pid)
+                ready = status_mb(proc.pid)
                 await conversation(http)
-                after = rss_mb(proc.pid)
+                after = status_mb(proc.pid)
                 settled, took = await settled_mb(proc.pid)
                 pss = pss_mb(proc.pid)
-                anon, peak = rss_mb(proc.pid, "RssAnon"), rss_mb(proc.pid, "VmHWM")
+                anon, peak = status_mb(proc.pid, "RssAnon"), status_mb(proc.pid, "VmHWM")
         finally:
             proc.terminate()
             await asyncio.wait_for(proc.wait(), 30)

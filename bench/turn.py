@@ -29,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
+from procfs import status_mb  # noqa: E402  (bench/, the script's own directory)
+
 TURNS = 300
 STARTS = 5
 
@@ -125,18 +127,11 @@ def time_kernel_start(tmp: Path) -> tuple[float, float]:
     for line in proc.stderr:
         if "kernel ready" in line:
             elapsed = time.perf_counter() - start
-            rss = _rss_mb(proc.pid)
+            rss = status_mb(proc.pid)
             break
     proc.terminate()
     proc.communicate(timeout=30)
     return elapsed, rss
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> None:
