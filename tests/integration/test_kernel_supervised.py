@@ -16,7 +16,7 @@ from core.events.errors import BusStateError
 from core.events.sqlite_journal import SQLiteJournal
 from core.extensions.loading.loader import Loader
 from core.kernel.runner import Kernel
-from support.harness import wait_for
+from support.harness import stopped, wait_for
 
 DESTROY_PROBE = ext_code(
     """
@@ -95,7 +95,7 @@ async def test_stop_runs_every_step_when_one_raises(make_ext, settings_file, cap
     kernel.scheduler.stop = broken_stop  # the first step of stop()
     kernel.request_shutdown()
     with pytest.raises(RuntimeError, match="scheduler stop broke"):
-        await asyncio.wait_for(task, 30)
+        await stopped(task, 30)
     assert probe_cls.destroyed  # loader.shutdown still ran
     assert not kernel.bus.journal.is_open  # so did the bus's stop
     assert "kernel stop: scheduler failed; the other steps still run" in caplog.text
