@@ -270,7 +270,8 @@ async def _running(kernel: Kernel) -> Any:
         yield kernel
     finally:
         kernel.request_shutdown()
-        await asyncio.wait_for(task, 60)
+        async with asyncio.timeout(60):
+            await task
 
 
 def _silent(turns: list[RecordedTurn], channel_id: str) -> _SilentChannel:

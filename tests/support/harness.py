@@ -71,10 +71,46 @@ async def stopped(task: asyncio.Task[Any], timeout: float) -> None:
     not end on cancel would hang the test (and CI) instead of failing it."""
     done, _ = await asyncio.wait({task}, timeout=timeout)
     if not done:
+        waiting = _task_stacks()  # where it hangs, before the cancel moves it
         task.cancel()
         await asyncio.wait({task}, timeout=5)
-        raise AssertionError(f"the kernel did not stop within {timeout:g} s of its shutdown")
+        raise AssertionError(
+            f"the kernel did not stop within {timeout:g} s of its shutdown; its tasks wait in:\n"
+            + waiting
+        )
     task.result()
+
+
+def _task_stacks() -> str:
+    """Every pending task of this loop with the chain of awaits it is suspended in: what
+    a kernel that does not stop still waits for (a CI log shows nothing else of a hang)."""
+    current = asyncio.current_task()
+    return "\n".join(
+        f"task {pending.get_name()}:\n" + "\n".join(f"    {frame}" for frame in awaits(pending))
+        for pending in sorted(asyncio.all_tasks(), key=lambda t: t.get_name())
+        if pending is not current
+    )
+
+
+def awaits(task: asyncio.Task[Any]) -> list[str]:
+    """Where ``task`` is suspended: each coroutine of its chain of awaits, outermost first,
+    as ``file:line in function``, then what the innermost awaits. Not ``Task.get_stack``:
+    of a suspended coroutine it gives the outermost frame only."""
+    frames = []
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        frame = frame or getattr(awaited, "ag_frame", None)
+        if frame is None:
+            frames.append(f"awaits {awaited!r:.200}")
+            break
+        frames.append(f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        awaited = (
+            getattr(awaited, "cr_await", None)
+            or getattr(awaited, "gi_yieldfrom", None)
+            or getattr(awaited, "ag_await", None)
+        )
+    return frames
 
 
 async def wait_for(condition: Callable[[], Any], timeout: float = 10.0) -> Any:

@@ -212,7 +212,8 @@ class Inbox:
         finally:
             if client.has_pending_idle() and not lost.is_set():
                 client.idle_done()
-        await asyncio.wait_for(idle, IMAP_TIMEOUT_S)
+        async with asyncio.timeout(IMAP_TIMEOUT_S):
+            await idle
 
 
 async def _unless_lost(waiting: Awaitable[T], lost: asyncio.Event) -> T:
@@ -234,7 +235,8 @@ async def _unless_lost(waiting: Awaitable[T], lost: asyncio.Event) -> T:
 async def _quietly_logout(client: aioimaplib.IMAP4) -> None:
     """Say goodbye if the connection still listens (a dead one has nothing to hear)."""
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(client.logout(), 5.0)
+        async with asyncio.timeout(5.0):
+            await client.logout()
 
 
 def one_line(exc: BaseException) -> str:

@@ -129,7 +129,8 @@ class ConversationSearch:
                 await asyncio.sleep(RETRY_S)  # the backend fails: try again shortly
                 continue
             try:
-                await asyncio.wait_for(self._pending.wait(), PURGE_EVERY_S)
+                async with asyncio.timeout(PURGE_EVERY_S):
+                    await self._pending.wait()
             except TimeoutError:
                 continue
             await self._quiet()
@@ -142,7 +143,8 @@ class ConversationSearch:
         while (left := deadline - time.monotonic()) > 0:
             self._pending.clear()
             try:
-                await asyncio.wait_for(self._pending.wait(), min(QUIET_S, left))
+                async with asyncio.timeout(min(QUIET_S, left)):
+                    await self._pending.wait()
             except TimeoutError:
                 return
 
