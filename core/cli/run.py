@@ -19,7 +19,12 @@ import sys
 from core.agents.model_router import ModelRouter
 from core.config import Settings
 from core.kernel.runner import Kernel
-from core.runtime import LocalServerKeeper, is_supervised, take_restart_request
+from core.runtime import (
+    LocalServerKeeper,
+    is_supervised,
+    limit_arenas,
+    take_restart_request,
+)
 
 log = logging.getLogger("core.kernel.runner")
 
@@ -45,6 +50,7 @@ def run_kernel(settings: Settings, argv: list[str]) -> int:
     if not ModelRouter(settings.models).is_configured("orchestrator"):
         print(SETUP_HINT, file=sys.stderr, flush=True)
     disabled = {"cli_channel": "not started under the supervisor"} if supervised else {}
+    limit_arenas()  # before the kernel starts its threads (core/runtime/heap.py)
     kernel = Kernel(settings, disabled_extensions=disabled)
     local = settings.models.local_server
     server = None

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         refuse_symlinks as refuse_symlinks,
     )
     from core.runtime.errors import HearthError as HearthError
+    from core.runtime.heap import limit_arenas as limit_arenas
     from core.runtime.lazy_door import lazy_door as lazy_door
     from core.runtime.lifecycle import (
         EXIT_CLEAN as EXIT_CLEAN,
