@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from croniter import croniter
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -21,7 +20,7 @@ from core.extensions.contract import ExtensionContext
 from core.extensions.contract.permissions import declared_permissions
 from core.extensions.loading.wasm_section import WasmSection
 from core.extensions.loading.workflow_section import WorkflowDefinition, unique_workflows
-from core.extensions.sdk import resolve_zone
+from core.extensions.sdk import CronError, check_cron, resolve_zone
 from core.runtime import RESERVED_IDS
 from core.runtime.errors import HearthError
 
@@ -95,8 +94,10 @@ class ScheduleEntry(_Strict):
     @field_validator("cron")
     @classmethod
     def _valid_cron(cls, value: str) -> str:
-        if not croniter.is_valid(value):
-            raise ValueError(f"invalid cron expression {value!r}")
+        try:
+            check_cron(value)  # croniter is imported here, not with every manifest
+        except CronError:
+            raise ValueError(f"invalid cron expression {value!r}") from None
         return value
 
     @field_validator("timezone")

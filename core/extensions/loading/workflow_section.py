@@ -19,10 +19,10 @@ import re
 from datetime import datetime
 from typing import Any
 
-from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.events.topics import SystemTopics
+from core.extensions.sdk import CronError, check_cron
 
 __all__ = [
     "ACTIONS",
@@ -151,8 +151,11 @@ class Trigger(_Strict):
     def _one(self) -> Trigger:
         if (self.cron is None) == (self.event is None):
             raise ValueError("give either cron or event")
-        if self.cron is not None and not croniter.is_valid(self.cron):
-            raise ValueError(f"invalid cron expression {self.cron!r}")
+        if self.cron is not None:
+            try:
+                check_cron(self.cron)  # croniter is imported here, not with every manifest
+            except CronError:
+                raise ValueError(f"invalid cron expression {self.cron!r}") from None
         if self.event is not None and self.event.startswith(SystemTopics.PREFIX):
             raise ValueError(f"{self.event!r}: system topics cannot start a workflow")
         return self
