@@ -20,7 +20,11 @@ MB, for the kernel process (``VmRSS``):
   it started (``/proc/PID/smaps_rollup``), in case an extension runs in a child.
 
 The same again with ``extensions.memory.embeddings.backend: none`` (words
-only): the difference is the embedding model's share. Prints one JSON object.
+only): the difference is the embedding model's share. And once more with the
+model in a process of its own (``embeddings.idle_exit_s``, ADR 0104):
+``model_process`` is that process's VmRSS once it settled, ``idle`` the
+kernel's and ``pss_idle`` the whole tree's once it exited after
+``IDLE_EXIT_S``. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ TURNS = 40
 NEED_TOKENS = ("telegram_channel", "discord_channel", "slack_channel", "matrix_channel")
 NEED_SERVICE = ("email_channel",)  # a mailbox
 SETTLE_MB, SETTLE_WINDOW_S, SETTLE_LIMIT_S, POLL_S = 1.0, 5.0, 60.0, 0.25
+IDLE_EXIT_S = 10.0
+MODEL_PROCESS = "hearth_memory_model"  # in the model process's command line (model_process.BOOT)
 MODEL_CACHE = "model-cache"  # the memory extension's (its main.MODEL_CACHE)
 BUILD_CACHE = (
     "import sys; from pathlib import Path; "
@@ -60,7 +66,9 @@ BUILD_CACHE = (
 )
 
 
-def write_setup(tmp: Path, base_url: str, port: int, backend: str) -> Path:
+def write_setup(
+    tmp: Path, base_url: str, port: int, backend: str, idle_exit_s: float | None
+) -> Path:
     ext, data = tmp / "ext", tmp / "data"
     for source in sorted((ROOT / "sandbox" / "extensions").iterdir()):
         if source.is_dir() and source.name not in NEED_TOKENS + NEED_SERVICE + ("__pycache__",):
@@ -77,7 +85,7 @@ def write_setup(tmp: Path, base_url: str, port: int, backend: str) -> Path:
         "policy": {"profile": "full_auto"},
         "extensions": {
             "http_api": {"listen": f"127.0.0.1:{port}"},
-            "memory": {"embeddings": {"backend": backend}},
+            "memory": {"embeddings": {"backend": backend, "idle_exit_s": idle_exit_s}},
         },
     }
     path = tmp / "settings.yaml"
@@ -124,6 +132,38 @@ async def settled_mb(pid: int) -> tuple[float, float]:
         await asyncio.sleep(POLL_S)
 
 
+async def own_process(pid: int) -> dict[str, float]:
+    """The model process's VmRSS once it settled; the kernel's VmRSS and the tree's PSS
+    once the model process exited, idle."""
+    child = None
+    for _ in range(int(SETTLE_LIMIT_S / POLL_S)):
+        child = next((c for c in family(pid)[1:] if MODEL_PROCESS in _cmdline(c)), None)
+        if child is not None:
+            break
+        await asyncio.sleep(POLL_S)
+    if child is None:
+        raise RuntimeError("the embedding model's process did not start")
+    model, _ = await settled_mb(child)
+    for _ in range(int((IDLE_EXIT_S + SETTLE_LIMIT_S) / POLL_S)):
+        if not any(MODEL_PROCESS in _cmdline(c) for c in family(pid)[1:]):
+            break
+        await asyncio.sleep(POLL_S)
+    else:
+        raise RuntimeError(f"the embedding model's process did not exit after {IDLE_EXIT_S} s")
+    return {
+        "model_process": round(model, 1),
+        "idle": round(status_mb(pid), 1),
+        "pss_idle": round(pss_mb(pid), 1),
+    }
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
 async def conversation(http: httpx.AsyncClient) -> None:
     for turn in range(TURNS):
         text = f"message {turn}: my sister Ana lives in Lisbon and keeps {turn} cats"
@@ -134,13 +174,13 @@ async def conversation(http: httpx.AsyncClient) -> None:
         assert answer == f"echo: {text}", answer
 
 
-async def measure(backend: str) -> dict[str, float]:
+async def measure(backend: str, idle_exit_s: float | None = None) -> dict[str, float]:
     with (
         tempfile.TemporaryDirectory(prefix="hearth-bench-rss-") as tmp_name,
         FakeOpenAIServer() as model,
     ):
         port = free_port()
-        settings = write_setup(Path(tmp_name), model.base_url, port, backend)
+        settings = write_setup(Path(tmp_name), model.base_url, port, backend, idle_exit_s)
         env = {**os.environ, "HEARTH_API_TOKEN": TOKEN, "HEARTH_SUPERVISED": "1"}
         command = [str(ROOT / "main.py"), "--settings", str(settings)]
         proc = await asyncio.create_subprocess_exec(
@@ -158,6 +198,7 @@ async def measure(backend: str) -> dict[str, float]:
                 settled, took = await settled_mb(proc.pid)
                 pss = pss_mb(proc.pid)
                 anon, peak = status_mb(proc.pid, "RssAnon"), status_mb(proc.pid, "VmHWM")
+                own = await own_process(proc.pid) if idle_exit_s is not None else {}
         finally:
             proc.terminate()
             await asyncio.wait_for(proc.wait(), 30)
@@ -169,13 +210,20 @@ async def measure(backend: str) -> dict[str, float]:
         "settled_anon": round(anon, 1),
         "peak": round(peak, 1),
         "pss_settled": round(pss, 1),
+        **own,
     }
 
 
 def main() -> None:
     local, words = asyncio.run(measure("local")), asyncio.run(measure("none"))
+    own = asyncio.run(measure("local", IDLE_EXIT_S))
     share = round(local["settled"] - words["settled"], 1)
-    result = {"memory_local": local, "memory_none": words, "model_share_settled": share}
+    result = {
+        "memory_local": local,
+        "memory_none": words,
+        "memory_local_own_process": own,
+        "model_share_settled": share,
+    }
     print(json.dumps({**result, "turns": TURNS, "cpu_count": os.cpu_count()}))
 
 

@@ -28,6 +28,7 @@ from core.extensions.contract import SharedServices
 from .config import EmbeddingsConfig
 from .embeddings import LOCAL_MODEL, Embedder, EmbeddingError, EndpointEmbedder, LocalEmbedder
 from .heap import return_freed_memory
+from .model_process import ProcessEmbedder
 from .store import MemoryStore
 from .text import first_person
 from .vectors import IndexView, VectorIndex, to_blob
@@ -227,7 +228,9 @@ class SemanticRecall:
     def _factory(self) -> Callable[[], Embedder]:
         cfg = self.config
         if cfg.backend == "local":
-            cache_dir = self.cache_dir
+            cache_dir, idle_exit_s, log = self.cache_dir, cfg.idle_exit_s, self.log
+            if idle_exit_s is not None:  # the model in a process of its own (ADR 0104)
+                return lambda: ProcessEmbedder(log, cfg.threads, cache_dir, idle_exit_s).start()
             return lambda: LocalEmbedder(cfg.threads, cache_dir)
         base_url, model, key = str(cfg.base_url), self.model, self._api_key
         return lambda: EndpointEmbedder(base_url, model, key, cfg.timeout_s)
