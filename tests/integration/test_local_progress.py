@@ -7,12 +7,15 @@ and by the warm-up, instead of failing the first message."""
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
 
 from agents.testing import ModelStep, ScriptedModel, assistant_message
 
 from conftest import ext_code
 from core.kernel.turns.router import READING
+from core.kernel.turns.warm import STARTING_S
 from support.fake_openai import FakeOpenAIServer, models_section
 from support.harness import CAPTURE_MANIFEST, running_kernel, wait_for
 
@@ -112,3 +115,39 @@ async def test_a_warmed_local_model_and_a_remote_one_show_nothing(make_ext, sett
     scripted = ScriptedModel([ModelStep(output=[assistant_message("Remote.")])])
     async with running_kernel(settings_file(channels={"default": "screen"}), model=scripted) as k:
         assert not k.warmer.reads_anew()  # not a server on this machine
+
+
+async def test_a_local_server_that_is_down_does_not_hold_a_turn_its_fallback_can_answer(
+    make_ext, settings_file
+) -> None:
+    """Waiting up to 30 s for a local server that may be starting is for a model with
+    no fallback; with one, the fallback answers at once."""
+    make_ext("screen", SCREEN, CAPTURE_MANIFEST)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    with FakeOpenAIServer() as cloud:
+        cloud.script("From the fallback.")
+        models = {
+            "default": {
+                "provider": "local",
+                "model": "fake-model",
+                "fallbacks": [{"provider": "cloud", "model": "fake-model"}],
+            },
+            "providers": {
+                "local": {"type": "openai_compatible", "base_url": down, "max_retries": 0},
+                "cloud": {
+                    "type": "openai_compatible",
+                    "base_url": cloud.base_url,
+                    "max_retries": 0,
+                },
+            },
+        }
+        async with running_kernel(
+            settings_file(channels={"default": "screen"}, models=models)
+        ) as k:
+            screen = k.loader.instance("screen")
+            started = time.monotonic()
+            await screen.say("Good morning!")
+            await wait_for(lambda: ("reply", "From the fallback.") in screen._log(), timeout=60)
+    assert time.monotonic() - started < STARTING_S / 2  # 30 s before

@@ -87,6 +87,9 @@ class PrefixWarmer:
         # the orchestrator's model when a server on this machine serves it: the router's
         # settings and overrides are fixed for its life, so this is asked once
         self._local = router.local_choice(ORCHESTRATOR_ID)
+        # with a fallback, a local server that is down or loading is the chain's to handle:
+        # the next model answers now, instead of after the wait for the local one
+        self._fallback = self._local is not None and len(router.chain(ORCHESTRATOR_ID)) > 1
         router.health.observers.append(self._model_attempted)
 
     def reads_anew(self) -> bool:
@@ -112,10 +115,11 @@ class PrefixWarmer:
         """Wait while the next turn's local server is still loading its model (its
         ``/health`` answers 503), up to ``timeout_s``, or does not listen yet, up to
         ``STARTING_S`` (it may be starting beside Hearth). A turn sent meanwhile would
-        fail at once and cool the model down; after the wait it goes as it would."""
+        fail at once and cool the model down; after the wait it goes as it would.
+        Not when the model has a fallback: that one answers meanwhile."""
         choice = self._local
         root = _server_root(choice.provider.base_url) if choice else None
-        if root is None:
+        if root is None or self._fallback:
             return
         loop = asyncio.get_running_loop()
         started = loop.time()
