@@ -155,7 +155,12 @@ class Kernel:
         self.hook_registry, self.hooks = self.shaping.registry, self.shaping.hooks
         self.metrics.watch_models(self.model_router.health, self.spending.meter)
         # the stable prefix in a local server's cache before the first message (ADR 0089)
-        self.warmer = PrefixWarmer(self.model_router, self.orchestrator, self.shaping.additions)
+        self.warmer = PrefixWarmer(
+            self.model_router,
+            self.orchestrator,
+            self.shaping.additions,
+            keeps_server=settings.models.local_server.start,
+        )
 
         turns = build_turns(
             settings,

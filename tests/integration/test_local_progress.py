@@ -151,3 +151,74 @@ async def test_a_local_server_that_is_down_does_not_hold_a_turn_its_fallback_can
             await screen.say("Good morning!")
             await wait_for(lambda: ("reply", "From the fallback.") in screen._log(), timeout=60)
     assert time.monotonic() - started < STARTING_S / 2  # 30 s before
+
+
+async def test_a_local_server_that_is_down_after_the_start_fails_the_turn_at_once(
+    make_ext, settings_file, monkeypatch
+) -> None:
+    """A server that does not listen may be starting beside Hearth only in the kernel's
+    first 30 s (or when Hearth keeps it); later it is down, and the turn says so at once
+    instead of waiting 30 s every time."""
+    later = [0.0]
+
+    class Clock:  # the warmer's clock; `later` ages the kernel
+        @staticmethod
+        def monotonic() -> float:
+            return time.monotonic() + later[0]
+
+    monkeypatch.setattr("core.kernel.turns.warm.time", Clock)
+    make_ext("screen", SCREEN, CAPTURE_MANIFEST)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    models = models_section(down, max_retries=0)
+    async with running_kernel(settings_file(channels={"default": "screen"}, models=models)) as k:
+        screen = k.loader.instance("screen")
+        later[0] = 2 * STARTING_S  # the kernel has run a minute
+        started = time.monotonic()
+        await screen.say("Good morning!")
+        await wait_for(lambda: kinds(screen._log(), "reply"), timeout=60)
+    assert time.monotonic() - started < STARTING_S / 2  # 30 s before
+    assert kinds(screen._log(), "reply")[0].startswith("Sorry, I could not get an answer")
+
+
+async def test_a_server_hearth_keeps_is_waited_for_while_it_comes_back(
+    make_ext, settings_file, monkeypatch
+) -> None:
+    """With ``models.local_server.start`` Hearth restarts the server after a crash, so a
+    turn polls for it however long the kernel has run."""
+    later = [0.0]
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return time.monotonic() + later[0]
+
+    monkeypatch.setattr("core.kernel.turns.warm.time", Clock)
+    make_ext("screen", SCREEN, CAPTURE_MANIFEST)
+    tries = []
+    with socket.socket() as crashed:  # takes each connection and drops it, as a dying server
+        crashed.bind(("127.0.0.1", 0))
+        crashed.listen()
+
+        def drop() -> None:
+            while True:
+                try:
+                    conn, _ = crashed.accept()
+                except OSError:
+                    return
+                tries.append(1)
+                conn.close()
+
+        threading.Thread(target=drop, daemon=True).start()
+        url = f"http://127.0.0.1:{crashed.getsockname()[1]}/v1"
+        models = {**models_section(url, max_retries=0), "local_server": {"start": True}}
+        async with running_kernel(
+            settings_file(channels={"default": "screen"}, models=models)
+        ) as k:
+            screen = k.loader.instance("screen")
+            later[0] = 2 * STARTING_S
+            before = len(tries)
+            await screen.say("Good morning!")
+            await wait_for(lambda: len(tries) >= before + 3, timeout=30)  # it keeps asking
+            assert kinds(screen._log(), "reply") == []

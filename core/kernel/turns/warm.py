@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -74,6 +74,8 @@ class PrefixWarmer:
         router: ModelRouter,
         orchestrator: LiveOrchestrator,
         additions: PromptAdditions,
+        *,
+        keeps_server: bool = False,
     ) -> None:
         self._router = router
         self._orchestrator = orchestrator
@@ -90,6 +92,11 @@ class PrefixWarmer:
         # with a fallback, a local server that is down or loading is the chain's to handle:
         # the next model answers now, instead of after the wait for the local one
         self._fallback = self._local is not None and len(router.chain(ORCHESTRATOR_ID)) > 1
+        # a server that does not listen may be starting beside Hearth: in the kernel's first
+        # STARTING_S, or whenever Hearth keeps it (``models.local_server.start``: restarted
+        # after a crash); later, one that does not listen is down, and the turn says so
+        self._keeps_server = keeps_server
+        self._born = time.monotonic()
         router.health.observers.append(self._model_attempted)
 
     def reads_anew(self) -> bool:
@@ -105,18 +112,23 @@ class PrefixWarmer:
         warmed = self.last is not None and self.last.label == choice.label
         return not warmed and choice.label not in self._served
 
-    async def after_ready(self, work: Awaitable[T], timeout_s: float) -> T:
+    async def after_ready(self, work: Coroutine[Any, Any, T], timeout_s: float) -> T:
         """``work`` once the local server is ready (``until_ready``): a turn for a
-        server that is loading its model waits for it instead of failing at once."""
-        await self.until_ready(timeout_s)
+        server that is loading its model waits for it instead of failing at once.
+        A turn cancelled meanwhile closes ``work``, which never started."""
+        try:
+            await self.until_ready(timeout_s)
+        except BaseException:
+            work.close()
+            raise
         return await work
 
     async def until_ready(self, timeout_s: float) -> None:
         """Wait while the next turn's local server is still loading its model (its
         ``/health`` answers 503), up to ``timeout_s``, or does not listen yet, up to
-        ``STARTING_S`` (it may be starting beside Hearth). A turn sent meanwhile would
-        fail at once and cool the model down; after the wait it goes as it would.
-        Not when the model has a fallback: that one answers meanwhile."""
+        ``STARTING_S`` while it may be starting beside Hearth (``_starting_s``). A turn
+        sent meanwhile would fail at once and cool the model down; after the wait it
+        goes as it would. Not when the model has a fallback: that one answers meanwhile."""
         choice = self._local
         root = _server_root(choice.provider.base_url) if choice else None
         if root is None or self._fallback:
@@ -132,11 +144,18 @@ class PrefixWarmer:
                         return  # ready, or a server without llama.cpp's /health
                     limit = timeout_s
                 except httpx.TransportError:
-                    limit = STARTING_S
+                    limit = self._starting_s()
                 if loop.time() - started + delay > limit:
                     return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
+
+    def _starting_s(self) -> float:
+        """How long a server that does not listen is waited for: ``STARTING_S`` where
+        Hearth keeps it, else what is left of the kernel's first ``STARTING_S``."""
+        if self._keeps_server:
+            return STARTING_S
+        return max(0.0, STARTING_S - (time.monotonic() - self._born))
 
     def want(self) -> None:
         """Warm again soon: the prefix changed (a reload) or the server may have lost it."""
