@@ -50,6 +50,7 @@ from http_api import TOKEN, free_port, wait_ready  # noqa: E402  (and sys.path f
 from procfs import status_mb  # noqa: E402
 
 from core.runtime.datadir import extension_data_dir  # noqa: E402
+from sandbox.extensions.memory.model_process import PACKAGE  # noqa: E402
 from support.ext_files import grant_all  # noqa: E402
 from support.fake_openai import FakeOpenAIServer, models_section  # noqa: E402
 
@@ -58,7 +59,6 @@ NEED_TOKENS = ("telegram_channel", "discord_channel", "slack_channel", "matrix_c
 NEED_SERVICE = ("email_channel",)  # a mailbox
 SETTLE_MB, SETTLE_WINDOW_S, SETTLE_LIMIT_S, POLL_S = 1.0, 5.0, 60.0, 0.25
 IDLE_EXIT_S = 10.0
-MODEL_PROCESS = "hearth_memory_model"  # in the model process's command line (model_process.BOOT)
 MODEL_CACHE = "model-cache"  # the memory extension's (its main.MODEL_CACHE)
 BUILD_CACHE = (
     "import sys; from pathlib import Path; "
@@ -137,7 +137,7 @@ async def own_process(pid: int) -> dict[str, float]:
     once the model process exited, idle."""
     child = None
     for _ in range(int(SETTLE_LIMIT_S / POLL_S)):
-        child = next((c for c in family(pid)[1:] if MODEL_PROCESS in _cmdline(c)), None)
+        child = next((c for c in family(pid)[1:] if PACKAGE in _cmdline(c)), None)
         if child is not None:
             break
         await asyncio.sleep(POLL_S)
@@ -145,7 +145,7 @@ async def own_process(pid: int) -> dict[str, float]:
         raise RuntimeError("the embedding model's process did not start")
     model, _ = await settled_mb(child)
     for _ in range(int((IDLE_EXIT_S + SETTLE_LIMIT_S) / POLL_S)):
-        if not any(MODEL_PROCESS in _cmdline(c) for c in family(pid)[1:]):
+        if not any(PACKAGE in _cmdline(c) for c in family(pid)[1:]):
             break
         await asyncio.sleep(POLL_S)
     else:

@@ -54,6 +54,7 @@ from core.kernel.runner import Kernel
 from core.runtime import REDACTOR
 from support.harness import wait_for
 from support.hooks_kit import FrameLog
+from support.kernel_process import alive
 
 TURN = TurnContext(channel_id="cli", user_id="alice", session_id="s-1", turn_id="t-1")
 MESSAGES = [{"role": "user", "content": "hello there"}]
@@ -87,15 +88,6 @@ def pipeline(settings: HooksSettings, tmp_path: Path) -> tuple[TurnHooks, FrameL
     registry = HookRegistry(lambda: [], extra=lambda: made)
     journal = FrameLog()
     return TurnHooks(registry, HookCaller(settings.timeout_s), FrameRecorder(journal)), journal
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its parent counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 # ------------------------------------------------------------------ tool hooks

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,17 +18,11 @@ from typing import Any
 import pytest
 
 from conftest import PROJECT_ROOT
-from support.fake_openai import Failure, FakeOpenAIServer, Hang, ScriptItem
+from support.fake_openai import Failure, FakeOpenAIServer, Hang, ScriptItem, closed_port_url
 from support.http_api_support import TOKEN, client, install, serving
 
 CLI_EXT = PROJECT_ROOT / "sandbox" / "extensions" / "cli_channel"
 SECOND = "Second model here."
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
 def chain_section(first_url: str, second_url: str, **first: Any) -> dict[str, Any]:

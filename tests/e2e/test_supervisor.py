@@ -24,6 +24,7 @@ from core.config import SupervisorSettings
 from core.runtime import restart_request_path, take_restart_request, write_restart_request
 from core.supervisor.crashlog import summarize_crash
 from core.supervisor.policy import CrashPolicy, RestartRequestPolicy
+from support.kernel_process import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_KERNEL = ROOT / "tests" / "fixtures" / "kernels" / "fake_kernel.py"
@@ -40,15 +41,6 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
-
-
-def alive(pid: int) -> bool:
-    """A process exists and is not a zombie (PID 1 in a container may not reap)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @dataclass

@@ -10,13 +10,15 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 
+import pytest
 from agents.testing import ModelStep, ScriptedModel, assistant_message
 
 from conftest import ext_code
 from core.kernel.turns.router import READING
 from core.kernel.turns.warm import STARTING_S
-from support.fake_openai import FakeOpenAIServer, models_section
+from support.fake_openai import FakeOpenAIServer, closed_port_url, models_section
 from support.harness import CAPTURE_MANIFEST, running_kernel, wait_for
 
 SCREEN = ext_code(
@@ -42,6 +44,21 @@ SCREEN = ext_code(
         return await self.ctx.on_user_message(text, user_id)
     """
 )
+
+
+@pytest.fixture
+def age_the_kernel(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    """Moves the warmer's clock on by the seconds given: the kernel has run that much
+    longer, without a test waiting for it."""
+    later = [0.0]
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return time.monotonic() + later[0]
+
+    monkeypatch.setattr("core.kernel.turns.warm.time", Clock)
+    return lambda seconds: later.__setitem__(0, seconds)
 
 
 def kinds(log: list[tuple[str, str]], kind: str) -> list[str]:
@@ -123,9 +140,7 @@ async def test_a_local_server_that_is_down_does_not_hold_a_turn_its_fallback_can
     """Waiting up to 30 s for a local server that may be starting is for a model with
     no fallback; with one, the fallback answers at once."""
     make_ext("screen", SCREEN, CAPTURE_MANIFEST)
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        down = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    down = closed_port_url()
     with FakeOpenAIServer() as cloud:
         cloud.script("From the fallback.")
         models = {
@@ -154,27 +169,17 @@ async def test_a_local_server_that_is_down_does_not_hold_a_turn_its_fallback_can
 
 
 async def test_a_local_server_that_is_down_after_the_start_fails_the_turn_at_once(
-    make_ext, settings_file, monkeypatch
+    make_ext, settings_file, age_the_kernel
 ) -> None:
     """A server that does not listen may be starting beside Hearth only in the kernel's
     first 30 s (or when Hearth keeps it); later it is down, and the turn says so at once
     instead of waiting 30 s every time."""
-    later = [0.0]
-
-    class Clock:  # the warmer's clock; `later` ages the kernel
-        @staticmethod
-        def monotonic() -> float:
-            return time.monotonic() + later[0]
-
-    monkeypatch.setattr("core.kernel.turns.warm.time", Clock)
     make_ext("screen", SCREEN, CAPTURE_MANIFEST)
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        down = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    down = closed_port_url()
     models = models_section(down, max_retries=0)
     async with running_kernel(settings_file(channels={"default": "screen"}, models=models)) as k:
         screen = k.loader.instance("screen")
-        later[0] = 2 * STARTING_S  # the kernel has run a minute
+        age_the_kernel(2 * STARTING_S)  # it has run a minute
         started = time.monotonic()
         await screen.say("Good morning!")
         await wait_for(lambda: kinds(screen._log(), "reply"), timeout=60)
@@ -183,18 +188,10 @@ async def test_a_local_server_that_is_down_after_the_start_fails_the_turn_at_onc
 
 
 async def test_a_server_hearth_keeps_is_waited_for_while_it_comes_back(
-    make_ext, settings_file, monkeypatch
+    make_ext, settings_file, age_the_kernel
 ) -> None:
     """With ``models.local_server.start`` Hearth restarts the server after a crash, so a
     turn polls for it however long the kernel has run."""
-    later = [0.0]
-
-    class Clock:
-        @staticmethod
-        def monotonic() -> float:
-            return time.monotonic() + later[0]
-
-    monkeypatch.setattr("core.kernel.turns.warm.time", Clock)
     make_ext("screen", SCREEN, CAPTURE_MANIFEST)
     tries = []
     with socket.socket() as crashed:  # takes each connection and drops it, as a dying server
@@ -217,7 +214,7 @@ async def test_a_server_hearth_keeps_is_waited_for_while_it_comes_back(
             settings_file(channels={"default": "screen"}, models=models)
         ) as k:
             screen = k.loader.instance("screen")
-            later[0] = 2 * STARTING_S
+            age_the_kernel(2 * STARTING_S)
             before = len(tries)
             await screen.say("Good morning!")
             await wait_for(lambda: len(tries) >= before + 3, timeout=30)  # it keeps asking

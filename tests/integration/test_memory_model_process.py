@@ -20,17 +20,9 @@ import pytest
 from sandbox.extensions.memory.embeddings import EmbeddingError
 from sandbox.extensions.memory.model_process import ProcessEmbedder
 from support.harness import running_kernel, wait_for
+from support.kernel_process import alive
 
 CAT = "The user's cat is called Miso."
-
-
-def alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.fixture(scope="module")

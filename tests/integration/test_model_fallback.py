@@ -7,7 +7,6 @@ failed cools down and is skipped until it has cooled."""
 
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
@@ -18,15 +17,9 @@ from agents import Agent, Runner, function_tool
 from core.agents import ModelFailedError, ModelRouter, configure_tracing
 from core.agents.fallback import AllModelsFailedError, ModelHealth, falls_over
 from core.config import ModelsSettings
-from support.fake_openai import Failure, FakeOpenAIServer, Hang, ToolCall
+from support.fake_openai import Failure, FakeOpenAIServer, Hang, ToolCall, closed_port_url
 
 configure_tracing(False)
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
 def chain(first_url: str, second_url: str, **first: Any) -> ModelsSettings:

@@ -19,6 +19,7 @@ Run ``python -m tests.fake_openai`` to serve until Ctrl-C (prints the base URL).
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -170,6 +171,13 @@ class FakeOpenAIServer:
             if self._script:
                 return self._script.popleft()
         return f"echo: {_last_user_text(body)}"
+
+
+def closed_port_url() -> str:
+    """A model server address on this machine where nothing listens (connection refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
 
 
 def models_section(base_url: str, **provider: Any) -> dict[str, Any]:

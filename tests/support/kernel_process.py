@@ -17,6 +17,16 @@ from typing import IO
 from conftest import PROJECT_ROOT
 
 
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent counts as gone: PID 1 in a
+    container may not reap)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
 def start_kernel(
     settings: Path, stderr: int | IO[str] = subprocess.PIPE, **env: str
 ) -> subprocess.Popen[str]:

@@ -61,8 +61,7 @@ class LocalEmbedder:
 
             from .e5 import E5Encoder
         except ImportError as exc:  # they are of the group memory's manifest names
-            missing = missing_group_reason("memory", exc) or f"cannot be imported: {exc}"
-            raise EmbeddingError(f"the local model {missing}") from exc
+            raise model_missing(exc) from exc
         self.engine = f"onnxruntime {onnxruntime.__version__}"
         self._encoder: E5Encoder | None = E5Encoder(cache_dir, threads)
         self.dim = self._encoder.dim
@@ -110,6 +109,13 @@ class EndpointEmbedder:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+def model_missing(exc: ImportError) -> EmbeddingError:
+    """The local model's package or engine is not installed: the error names the
+    optional group that installs it (ADR 0077), or says what failed to import."""
+    missing = missing_group_reason("memory", exc) or f"cannot be imported: {exc}"
+    return EmbeddingError(f"the local model {missing}")
 
 
 def unit_rows(rows: np.ndarray) -> np.ndarray:

@@ -22,11 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.extensions.sdk import missing_group_reason
+from .embeddings import LOCAL_MODEL, LOCAL_ROLE, EmbeddingError, Role, model_missing, unit_rows
 
-from .embeddings import LOCAL_MODEL, LOCAL_ROLE, EmbeddingError, Role, unit_rows
-
-__all__ = ["ProcessEmbedder"]
+__all__ = ["PACKAGE", "ProcessEmbedder"]
 
 START_TIMEOUT_S = 300.0  # the first start builds the ONNX model (seconds; minutes on a slow disk)
 STOP_TIMEOUT_S = 10.0
@@ -34,11 +32,12 @@ RESTART_AFTER_S = 60.0  # a process that could not start is not tried on every t
 LINE_LIMIT = 1 << 20
 # the child imports only the model's package (``e5``) under a name of its own: not the
 # kernel, not the extension's other modules (their imports are the kernel's cost)
+PACKAGE = "hearth_memory_model"  # in the child's command line: how a process list tells it
 BOOT = (
     "import importlib, sys, types; "
-    "package = types.ModuleType('hearth_memory_model'); package.__path__ = [sys.argv[1]]; "
-    "sys.modules['hearth_memory_model'] = package; "
-    "sys.exit(importlib.import_module('hearth_memory_model.e5.serve').main(sys.argv[2:]))"
+    f"package = types.ModuleType({PACKAGE!r}); package.__path__ = [sys.argv[1]]; "
+    f"sys.modules[{PACKAGE!r}] = package; "
+    f"sys.exit(importlib.import_module('{PACKAGE}.e5.serve').main(sys.argv[2:]))"
 )
 
 
@@ -237,8 +236,7 @@ def _installed(module: str) -> None:
         exc: ImportError = ModuleNotFoundError(f"No module named {module!r}", name=module)
     except ImportError as raised:
         exc = raised
-    missing = missing_group_reason("memory", exc) or f"cannot be imported: {exc}"
-    raise EmbeddingError(f"the local model {missing}") from exc
+    raise model_missing(exc) from exc
 
 
 def _accepts(process: asyncio.subprocess.Process) -> bool:
